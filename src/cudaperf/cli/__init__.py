@@ -1,0 +1,40 @@
+"""The `cudaperf` command line: one sub-command per stage, mirroring the Python API."""
+
+from __future__ import annotations
+
+import logging
+
+import typer
+
+from cudaperf import __version__
+from cudaperf.cli.tasks import tasks_app
+
+app = typer.Typer(
+    name="cudaperf",
+    help="Teach language models to write fast, correct CUDA.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(tasks_app, name="tasks")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"cudaperf {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug messages to stderr."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True),
+) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+
+
+def main() -> None:
+    app()

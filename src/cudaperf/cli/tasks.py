@@ -1,0 +1,141 @@
+"""`cudaperf tasks ...`: inspect, validate and convert task sets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.syntax import Syntax
+from rich.table import Table
+
+from cudaperf.cli.common import console, emit_json, fail, load_task_set, select_tasks, stdout
+from cudaperf.tasks.io import TaskFileError, load_tasks, save_jsonl, save_parquet, to_hf_dataset
+from cudaperf.tasks.stats import task_stats
+
+tasks_app = typer.Typer(help="Inspect, validate and convert task sets.", no_args_is_help=True)
+
+PathArg = typer.Argument(
+    None,
+    help="A .jsonl/.parquet file or task folder; default: the bundled data.",
+    show_default=False,
+)
+SampleOpt = typer.Option(False, "--sample", help="Use the bundled sample set.")
+JsonOpt = typer.Option(False, "--json", help="Print one JSON document to stdout, nothing else.")
+
+
+@tasks_app.command("list")
+def list_tasks(path: Path | None = PathArg, sample: bool = SampleOpt, json: bool = JsonOpt) -> None:
+    """One line per task: id, kind, family, configs, implementations."""
+    tasks = load_task_set(path, sample)
+    rows = [
+        {
+            "id": t.id,
+            "kind": t.kind.value,
+            "family": t.family,
+            "configs": len(t.configs),
+            "held_out": sum(c.held_out for c in t.configs),
+            "implementations": [i.id for i in t.implementations],
+        }
+        for t in tasks
+    ]
+    if json:
+        emit_json(rows)
+        return
+    table = Table("id", "kind", "family", "configs", "held out", "implementations")
+    for r in rows:
+        impls = ", ".join(r["implementations"])
+        table.add_row(r["id"], r["kind"], r["family"], str(r["configs"]), str(r["held_out"]), impls)
+    stdout.print(table)
+
+
+@tasks_app.command("show")
+def show_task(
+    task_id: str = typer.Argument(..., help="Task id (or its last path component)."),
+    path: Path | None = PathArg,
+    sample: bool = SampleOpt,
+    json: bool = JsonOpt,
+) -> None:
+    """Everything about one task: source, signature, configs, implementations."""
+    matches = select_tasks(load_task_set(path, sample), [task_id])
+    if len(matches) > 1:
+        fail(f"{task_id!r} matches {len(matches)} tasks ({matches[0].id}, ...); give the full id")
+    t = matches[0]
+    if json:
+        emit_json(t.model_dump(mode="json"))
+        return
+    stdout.print(f"[bold]{t.id}[/]  kind={t.kind.value} family={t.family} entry={t.entry}")
+    if t.description:
+        stdout.print(t.description, markup=False, highlight=False)
+    lang = "c" if t.kind.value == "c2cuda" else "python"
+    stdout.print(Syntax(t.source, lang, line_numbers=True))
+    if t.signature:
+        stdout.print(f"candidate prototype: {t.c_prototype()}")
+    table = Table("config", "held out", "sizes", "seed")
+    for c in t.configs:
+        table.add_row(c.name, "yes" if c.held_out else "", str(c.sizes), str(c.seed))
+    stdout.print(table)
+    impls = Table("implementation", "strategies", "lines", "measurements")
+    for i in t.implementations:
+        impls.add_row(
+            i.id, ", ".join(i.strategies), str(i.code.count("\n") + 1), str(len(i.measurements))
+        )
+    stdout.print(impls)
+
+
+@tasks_app.command("stats")
+def stats(path: Path | None = PathArg, sample: bool = SampleOpt, json: bool = JsonOpt) -> None:
+    """Counts and coverage of a task set (kinds, families, configs, implementations)."""
+    report = task_stats(load_task_set(path, sample))
+    if json:
+        emit_json(report)
+        return
+    table = Table("statistic", "value")
+    for key, value in report.items():
+        table.add_row(key, str(value))
+    stdout.print(table)
+
+
+@tasks_app.command("validate")
+def validate(
+    path: Path = typer.Argument(..., help="The .jsonl/.parquet file or task folder to check."),
+    json: bool = JsonOpt,
+) -> None:
+    """Check a task file; exit non-zero naming the file, line, field and what is expected."""
+    try:
+        tasks = load_tasks(path)
+    except TaskFileError as e:
+        if json:
+            emit_json({"valid": False, "error": str(e)})
+            raise typer.Exit(1) from None
+        fail(str(e), code=1)
+    if json:
+        emit_json({"valid": True, "tasks": len(tasks)})
+    else:
+        console.print(f"[green]ok[/]: {path} holds {len(tasks)} valid task(s)")
+
+
+@tasks_app.command("export")
+def export(
+    out: Path = typer.Option(..., "--out", help="Output: .jsonl, .parquet, or a folder for --hf."),
+    path: Path | None = PathArg,
+    sample: bool = SampleOpt,
+    hf: bool = typer.Option(False, "--hf", help="Write a Hugging Face `datasets` folder."),
+    json: bool = JsonOpt,
+) -> None:
+    """Convert a task set to JSONL, Parquet or a Hugging Face dataset folder."""
+    tasks = load_task_set(path, sample)
+    if hf:
+        try:
+            to_hf_dataset(tasks).save_to_disk(str(out))
+        except ImportError as e:
+            fail(str(e))
+    elif out.suffix == ".jsonl":
+        save_jsonl(tasks, out)
+    elif out.suffix == ".parquet":
+        save_parquet(tasks, out)
+    else:
+        fail(f"--out {out}: use a .jsonl or .parquet file name, or add --hf for a dataset folder")
+    if json:
+        emit_json({"written": len(tasks), "out": str(out)})
+    else:
+        console.print(f"wrote {len(tasks)} task(s) to {out}")

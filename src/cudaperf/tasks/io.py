@@ -1,0 +1,228 @@
+"""Reading and writing task sets: JSONL, Parquet, task directories, Hugging Face datasets.
+
+Formats:
+- **JSONL**: one `Task` as a JSON object per line (the canonical interchange format).
+- **Parquet**: one row per task; top-level strings as columns, nested fields as JSON strings
+  (so every field round-trips exactly and the file stays queryable by id/kind/family).
+- **Task directory**: a folder with `task.json` (the task's fields, with `source_file` in
+  place of `source` and `file` in place of each implementation's `code`) beside the files it
+  names. This is how hand-written tasks (the bundled sample set) are authored. A folder of
+  such folders is a task set.
+
+Every reader raises `TaskFileError`, whose message names the file, the line (JSONL) or
+task, the field, and what was expected — never a bare pydantic or JSON traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from cudaperf.tasks.model import Task
+
+__all__ = [
+    "TaskFileError",
+    "load_sample",
+    "load_tasks",
+    "sample_path",
+    "save_jsonl",
+    "save_parquet",
+    "to_hf_dataset",
+]
+
+_NESTED = ("signature", "configs", "tolerance", "implementations", "provenance")
+
+
+class TaskFileError(ValueError):
+    """A task file that cannot be read; the message says where and how to fix it."""
+
+
+def _explain(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors()[:3]:
+        loc = ".".join(str(x) for x in e["loc"]) or "(task)"
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "missing":
+            msg = "required field is missing"
+        elif e["type"] == "extra_forbidden":
+            msg = "unknown field (check the spelling)"
+        elif e["type"] == "enum":
+            msg = f"{msg}; got {e.get('input')!r}"
+        parts.append(f"field '{loc}': {msg}")
+    more = len(err.errors()) - 3
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
+def _validate(data: Any, where: str) -> Task:
+    if not isinstance(data, dict):
+        raise TaskFileError(
+            f"{where}: expected a JSON object (one task), got {type(data).__name__}"
+        )
+    try:
+        return Task.model_validate(data)
+    except ValidationError as e:
+        tid = data.get("id", "?")
+        raise TaskFileError(f"{where} (task {tid!r}): {_explain(e)}") from None
+
+
+def _read_jsonl(path: Path) -> list[Task]:
+    tasks = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line.rstrip("\r\n"))
+            except json.JSONDecodeError as e:
+                raise TaskFileError(
+                    f"{path}:{lineno}: not valid JSON ({e.msg} at column {e.colno}); each line "
+                    "must be one task as a JSON object"
+                ) from None
+            tasks.append(_validate(data, f"{path}:{lineno}"))
+    return tasks
+
+
+def _read_parquet(path: Path) -> list[Task]:
+    import pyarrow.parquet as pq
+
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except Exception as e:  # pyarrow raises several unrelated types for a bad file
+        raise TaskFileError(f"{path}: not a readable Parquet file ({e})") from None
+    tasks = []
+    for i, row in enumerate(rows):
+        for key in _NESTED:
+            if isinstance(row.get(key), str):
+                row[key] = json.loads(row[key])
+        tasks.append(_validate(row, f"{path}: row {i}"))
+    return tasks
+
+
+def _read_task_dir(folder: Path) -> Task:
+    meta_path = folder / "task.json"
+    try:
+        data = json.loads(meta_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise TaskFileError(f"{meta_path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    if not isinstance(data, dict):
+        raise TaskFileError(f"{meta_path}: expected a JSON object")
+
+    def read(name: str, field: str) -> str:
+        p = folder / name
+        if not p.is_file():
+            raise TaskFileError(f"{meta_path}: field '{field}' names {name!r}, which is not a file")
+        return p.read_text(encoding="utf-8")
+
+    if "source_file" in data:
+        data["source"] = read(data.pop("source_file"), "source_file")
+    impls = []
+    for k, impl in enumerate(data.get("implementations", [])):
+        if isinstance(impl, dict) and "file" in impl:
+            impl = dict(impl)
+            impl["code"] = read(impl.pop("file"), f"implementations.{k}.file")
+        impls.append(impl)
+    if impls:
+        data["implementations"] = impls
+    return _validate(data, str(meta_path))
+
+
+def load_tasks(path: str | Path) -> list[Task]:
+    """Load a task set from a .jsonl or .parquet file, a task directory, or a folder of them."""
+    p = Path(path)
+    if not p.exists():
+        raise TaskFileError(
+            f"{p}: no such file or directory; pass a .jsonl, .parquet or task folder"
+        )
+    if p.is_dir():
+        if (p / "task.json").is_file():
+            return [_read_task_dir(p)]
+        subdirs = sorted(d for d in p.iterdir() if (d / "task.json").is_file())
+        files = sorted(f for f in p.iterdir() if f.suffix in (".jsonl", ".parquet"))
+        if not subdirs and not files:
+            raise TaskFileError(f"{p}: folder holds no task.json folders, .jsonl or .parquet files")
+        tasks = [_read_task_dir(d) for d in subdirs]
+        for f in files:
+            tasks.extend(load_tasks(f))
+        _check_unique_ids(tasks, p)
+        return tasks
+    if p.suffix == ".jsonl":
+        tasks = _read_jsonl(p)
+    elif p.suffix == ".parquet":
+        tasks = _read_parquet(p)
+    elif p.name == "task.json":
+        return [_read_task_dir(p.parent)]
+    else:
+        raise TaskFileError(
+            f"{p}: unknown file type {p.suffix!r}; use .jsonl, .parquet or a folder"
+        )
+    _check_unique_ids(tasks, p)
+    return tasks
+
+
+def _check_unique_ids(tasks: list[Task], where: Path) -> None:
+    seen: set[str] = set()
+    for t in tasks:
+        if t.id in seen:
+            raise TaskFileError(
+                f"{where}: task id {t.id!r} appears more than once; ids must be unique"
+            )
+        seen.add(t.id)
+
+
+def sample_path() -> Path:
+    """The folder of the bundled sample set (inside the installed package)."""
+    return Path(str(resources.files("cudaperf.tasks") / "sample"))
+
+
+def load_sample() -> list[Task]:
+    """The bundled sample set: hand-written C→CUDA and PyTorch→CUDA tasks."""
+    return load_tasks(sample_path())
+
+
+def task_row(task: Task) -> dict[str, Any]:
+    """A flat row: strings as they are, nested fields as JSON strings (Parquet / HF)."""
+    data = task.model_dump(mode="json")
+    for key in _NESTED:
+        data[key] = json.dumps(data[key], sort_keys=True)
+    return data
+
+
+def save_jsonl(tasks: Iterable[Task], path: str | Path) -> int:
+    """Write tasks as JSONL (one per line). Returns the number written."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with p.open("w", encoding="utf-8") as fh:
+        for t in tasks:
+            fh.write(json.dumps(t.model_dump(mode="json"), sort_keys=True) + "\n")
+            n += 1
+    return n
+
+
+def save_parquet(tasks: Iterable[Task], path: str | Path) -> int:
+    """Write tasks as Parquet (one row per task). Returns the number written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [task_row(t) for t in tasks]
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), p)
+    return len(rows)
+
+
+def to_hf_dataset(tasks: Iterable[Task]):
+    """A Hugging Face `datasets.Dataset` with one row per task (needs `datasets`)."""
+    try:
+        import datasets
+    except ImportError:
+        raise ImportError(
+            "exporting to a Hugging Face dataset needs the `datasets` package: "
+            "pip install 'cudaperf[train]' (or pip install datasets)"
+        ) from None
+    return datasets.Dataset.from_list([task_row(t) for t in tasks])

@@ -1,0 +1,53 @@
+import json
+
+from typer.testing import CliRunner
+
+from cudaperf.cli import app
+from tests.tasks.helpers import C_TASK, c_task
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_stats_json_on_sample_is_one_document():
+    r = run("tasks", "stats", "--sample", "--json")
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    assert s["tasks"] >= 1 and set(s["by_kind"]) == {"c2cuda", "torch2cuda"}
+
+
+def test_list_and_show(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_text(json.dumps(C_TASK) + "\n")
+    r = run("tasks", "list", str(p), "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)[0]["id"] == C_TASK["id"]
+    r = run("tasks", "show", "scale", str(p), "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["entry"] == "scale"
+    r = run("tasks", "show", "nope", str(p))
+    assert r.exit_code == 2 and "no task matches" in r.output
+
+
+def test_validate_reports_file_line_field(tmp_path):
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps(C_TASK) + "\n")
+    assert run("tasks", "validate", str(good)).exit_code == 0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(C_TASK) + "\n" + json.dumps(c_task(id="x", kind="nope")) + "\n")
+    r = run("tasks", "validate", str(bad))
+    assert r.exit_code == 1
+    assert "bad.jsonl:2" in r.output and "field 'kind'" in r.output
+    assert "Traceback" not in r.output
+    r = run("tasks", "validate", str(bad), "--json")
+    assert r.exit_code == 1 and json.loads(r.stdout)["valid"] is False
+
+
+def test_export_round_trip(tmp_path):
+    out = tmp_path / "s.parquet"
+    r = run("tasks", "export", "--sample", "--out", str(out), "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["written"] >= 1
+    r = run("tasks", "export", "--sample", "--out", str(tmp_path / "s.csv"))
+    assert r.exit_code == 2 and "use a .jsonl or .parquet" in r.output

@@ -1,0 +1,92 @@
+import pytest
+from pydantic import ValidationError
+
+from cudaperf.tasks.model import Param, Role, Task, TaskKind, eval_length, length_names
+
+from .helpers import C_TASK, TORCH_TASK, c_task
+
+
+def test_valid_tasks_parse():
+    t = Task.model_validate(C_TASK)
+    assert t.kind is TaskKind.C2CUDA
+    assert t.signature[2].ctype == "float"  # const and * are stripped from the element type
+    assert [c.name for c in t.visible_configs] == ["small", "big"]
+    assert t.c_prototype() == 'extern "C" void scale(int n, float a, const float* x, float* y)'
+    assert Task.model_validate(TORCH_TASK).kind is TaskKind.TORCH2CUDA
+
+
+def test_json_round_trip_preserves_every_field():
+    t = Task.model_validate(C_TASK)
+    again = Task.model_validate_json(t.model_dump_json())
+    assert again == t
+    assert again.implementations[0].measurements[0].versions == {"nvcc": "13.0"}
+
+
+@pytest.mark.parametrize(
+    "expr,sizes,want",
+    [
+        ("n", {"n": 5}, 5),
+        ("rows*cols", {"rows": 3, "cols": 4}, 12),
+        ("n/2+1", {"n": 9}, 5),
+        ("max(n, m) - 1", {"n": 2, "m": 8}, 7),
+        ("n**2", {"n": 3}, 9),
+    ],
+)
+def test_eval_length(expr, sizes, want):
+    assert eval_length(expr, sizes) == want
+
+
+def test_length_rejects_code():
+    with pytest.raises(ValueError, match="only integers"):
+        length_names("n.real")
+    with pytest.raises(ValueError, match="only call min"):
+        length_names("abs(n)")
+
+
+def test_missing_size_parameter_is_named():
+    cfg = [{"name": "small", "sizes": {"n": 10}}]
+    with pytest.raises(ValidationError, match=r"no value for scalar parameter\(s\) \['a'\]"):
+        Task.model_validate(c_task(configs=cfg))
+
+
+def test_length_naming_unknown_scalar():
+    sig = [dict(p) for p in C_TASK["signature"]]
+    sig[2]["length"] = "n*m"
+    with pytest.raises(ValidationError, match=r"names \['m'\], which are not scalar"):
+        Task.model_validate(c_task(signature=sig))
+
+
+def test_unknown_kind_and_wrong_type():
+    with pytest.raises(ValidationError, match="c2cuda"):
+        Task.model_validate(c_task(kind="fortran2cuda"))
+    with pytest.raises(ValidationError, match="configs"):
+        Task.model_validate(c_task(configs="small"))
+
+
+def test_param_rules():
+    with pytest.raises(ValidationError, match="needs a length"):
+        Param(name="x", ctype="float", role=Role.IN)
+    with pytest.raises(ValidationError, match="must not have a length"):
+        Param(name="n", ctype="int", role=Role.SCALAR, length="4")
+    with pytest.raises(ValidationError, match="unknown C type"):
+        Param(name="x", ctype="float3", role=Role.SCALAR)
+    with pytest.raises(ValidationError, match="not a C identifier"):
+        Param(name="2x", ctype="int", role=Role.SCALAR)
+
+
+def test_duplicates_rejected():
+    cfgs = C_TASK["configs"] + [C_TASK["configs"][0]]
+    with pytest.raises(ValidationError, match="duplicate config name 'small'"):
+        Task.model_validate(c_task(configs=cfgs))
+
+
+def test_torch_task_takes_no_signature():
+    bad = dict(TORCH_TASK, signature=C_TASK["signature"])
+    with pytest.raises(ValidationError, match="take no signature"):
+        Task.model_validate(bad)
+
+
+def test_frozen():
+    t = Task.model_validate(C_TASK)
+    with pytest.raises(ValidationError):
+        t.family = "other"
