@@ -1,0 +1,74 @@
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from cudaperf.execute.torch_runtime import (  # noqa: E402
+    _kernel_names,
+    _mutated,
+    compare_outputs,
+    load_module,
+)
+
+REF = (
+    "import torch\nN = 8\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+    "        return x * 2\ndef get_inputs():\n    return [torch.randn(N)]\n"
+)
+
+
+def test_load_module_overrides_constants():
+    mod = load_module(REF, "cudaperf_test_ref", {"N": 33})
+    assert mod.get_inputs()[0].shape == (33,)
+    with pytest.raises(ValueError, match="does not define"):
+        load_module(REF, "cudaperf_test_ref2", {"M": 3})
+
+
+def test_compare_accepts_within_tolerance():
+    w = torch.linspace(1, 2, 100)
+    ok, mabs, mrel, msg = compare_outputs(w, w + 1e-6, 1e-5, 1e-5, 1e-2)
+    assert ok and mabs == pytest.approx(1e-6, rel=0.1) and msg == ""
+
+
+def test_compare_reports_first_bad_element():
+    w = torch.ones(10)
+    g = w.clone()
+    g[7] = 1.5
+    ok, _, _, msg = compare_outputs(w, g, 1e-5, 1e-5, 1e-2)
+    assert not ok and "flat index 7" in msg and "got 1.5" in msg
+
+
+def test_nan_never_passes():
+    w = torch.ones(4)
+    g = torch.tensor([1.0, float("nan"), 1.0, 1.0])
+    ok, _, _, msg = compare_outputs(w, g, 1.0, 1.0, 1.0)
+    assert not ok and "NaN" in msg
+
+
+def test_zeros_fail_on_tiny_outputs():
+    w = torch.randn(1000) * 1e-6
+    ok, _, _, msg = compare_outputs(w, torch.zeros(1000), 1e-4, 1e-4, 1e-2)
+    assert not ok and "normwise" in msg
+
+
+def test_shape_dtype_and_arity():
+    w = torch.ones(4)
+    assert "shape" in compare_outputs(w, torch.ones(5), 1, 1, 1)[3]
+    assert "dtype" in compare_outputs(w, torch.ones(4, dtype=torch.float64), 1, 1, 1)[3]
+    assert "returned 2 tensors" in compare_outputs((w,), (w, w), 1, 1, 1)[3]
+    assert "expected a tensor" in compare_outputs(w, 3.0, 1, 1, 1)[3]
+
+
+def test_mutation_detected():
+    a = [torch.ones(3), 5]
+    b = [torch.ones(3), 5]
+    assert not _mutated(a, b)
+    b[0][1] = 2.0
+    assert _mutated(a, b)
+
+
+def test_kernel_names_from_embedded_sources():
+    code = (
+        'S = r"""\n__global__ void __launch_bounds__(256) foo_k(float* x) {}\n'
+        'template <int B> __global__ void bar(const float* __restrict__ y) {}\n"""\n'
+        "class ModelNew: pass\n"
+    )
+    assert _kernel_names(code) == {"foo_k", "bar"}
