@@ -1,0 +1,288 @@
+"""Global and shared memory accesses of a kernel, classified by their threadIdx.x stride.
+
+For each access the byte address is built symbolically (base offset of the pointer, e.g.
+`row = a + blockIdx.x * n`, plus index × element size) and differentiated in threadIdx.x:
+
+- global: stride 0 → `broadcast`, ±1 element → `coalesced`, any other known stride →
+  `strided` (symbolic strides such as `n` count as strided), not affine → `unknown`.
+  `sectors` is the number of 32-byte sectors one warp request touches, for a 32-byte aligned
+  base and 32 consecutive threadIdx.x (blockDim.x >= 32).
+- shared: multi-dimensional arrays are linearised with their declared extents; the conflict
+  degree is the most distinct 4-byte words any bank must serve in one phase (8-byte
+  elements: 16 threads per phase, 16-byte elements: 8), so 1 = conflict-free.
+
+Pointers are followed through kernel parameters, `__shared__` declarations, local pointer
+variables, pointer arithmetic and `reinterpret_cast`/C casts (which set the element type,
+e.g. `float4`). Accesses inside called `__device__` functions are not followed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+from tree_sitter import Node
+
+from cudaperf.analyze.index import Scope, tx_stride, type_size
+from cudaperf.analyze.parse import Kernel
+
+__all__ = ["Access", "find_accesses", "shared_conflict_degree", "warp_sectors"]
+
+_ATOMIC_PREFIX = "atomic"
+
+
+@dataclass(frozen=True)
+class Access:
+    """One memory access in the kernel source."""
+
+    space: str  # "global" or "shared"
+    array: str  # the underlying parameter / shared array name
+    line: int  # 1-based line in the analysed CUDA text
+    text: str  # the access as written, e.g. "a[i * n + j]"
+    kind: str  # "load", "store", "loadstore" (x += ...), "atomic"
+    elem_bytes: int | None  # bytes per element; None for template types
+    stride: str | None  # elements between consecutive threadIdx.x; None = not affine
+    pattern: str  # broadcast / coalesced / strided / unknown
+    sectors: int | None  # global: 32-byte sectors per warp request (static estimate)
+    conflict_degree: int | None  # shared: bank-conflict ways (1 = none); None = unknown
+    node: Node  # the subscript / dereference node
+
+
+@dataclass(frozen=True)
+class _Ptr:
+    space: str
+    array: str
+    elem: str  # element type text
+    offset: sp.Expr  # byte offset from the array base
+    dims: tuple[int, ...] = ()  # shared arrays: declared extents (all but the first matter)
+
+
+def _elem_type(t: str) -> str:
+    return t.replace("*", "").replace("&", "").strip()
+
+
+class _Resolver:
+    def __init__(self, kernel: Kernel, scope: Scope):
+        self.scope = scope
+        self.ptrs: dict[str, _Ptr] = {}
+        self.local_ptrs: dict[str, tuple[str, Node]] = {}
+        for name, typ in kernel.params.items():
+            if "*" in typ:
+                self.ptrs[name] = _Ptr("global", name, _elem_type(typ), sp.Integer(0))
+        self._declarations(kernel.body)
+
+    def _declarations(self, body: Node) -> None:
+        stack = [body]
+        while stack:
+            n = stack.pop()
+            stack.extend(n.children)
+            if n.type != "declaration":
+                continue
+            typ = n.child_by_field_name("type")
+            shared = any(c.type == "type_qualifier" and c.text == b"__shared__" for c in n.children)
+            for d in n.children_by_field_name("declarator"):
+                self._declarator(d, typ.text.decode() if typ else "", shared)
+
+    def _declarator(self, d: Node, typ: str, shared: bool) -> None:
+        init = d.child_by_field_name("value") if d.type == "init_declarator" else None
+        if d.type == "init_declarator":
+            d = d.child_by_field_name("declarator")
+        dims: list[int] = []
+        while d is not None and d.type == "array_declarator":
+            size = d.child_by_field_name("size")
+            v = self.scope.value(size) if size is not None else sp.Integer(0)
+            dims.insert(0, int(v) if v.is_Integer else -1)
+            d = d.child_by_field_name("declarator")
+        if d is None:
+            return
+        if shared and d.type == "identifier":
+            self.ptrs[d.text.decode()] = _Ptr(
+                "shared", d.text.decode(), typ, sp.Integer(0), tuple(dims)
+            )
+        elif d.type == "pointer_declarator" and init is not None:
+            name = d.child_by_field_name("declarator")
+            if name is not None and name.type == "identifier":
+                self.local_ptrs[name.text.decode()] = (typ, init)
+
+    def pointer(self, n: Node, depth: int = 0) -> _Ptr | None:
+        """What a pointer-valued expression points into, with its element type and offset."""
+        if depth > 8:
+            return None
+        t = n.type
+        if t == "identifier":
+            name = n.text.decode()
+            if name in self.local_ptrs:
+                typ, init = self.local_ptrs[name]
+                p = self.pointer(init, depth + 1)
+                return _retype(p, typ) if p else None
+            return self.ptrs.get(name)
+        if t == "parenthesized_expression":
+            return self.pointer(n.named_children[-1], depth + 1)
+        if t == "cast_expression":
+            p = self.pointer(n.child_by_field_name("value"), depth + 1)
+            return _retype(p, n.child_by_field_name("type").text.decode()) if p else None
+        if t == "call_expression":
+            fn = n.child_by_field_name("function")
+            args = n.child_by_field_name("arguments").named_children
+            if fn.type == "template_function" and args and fn.text.decode().endswith("*>"):
+                p = self.pointer(args[0], depth + 1)
+                targs = fn.child_by_field_name("arguments").text.decode()[1:-1]
+                return _retype(p, targs) if p else None
+            return None
+        if t == "binary_expression" and n.child_by_field_name("operator").text in (b"+", b"-"):
+            p = self.pointer(n.child_by_field_name("left"), depth + 1)
+            if p is None:
+                return None
+            k = self.scope.value(n.child_by_field_name("right"))
+            k = -k if n.child_by_field_name("operator").text == b"-" else k
+            return _Ptr(p.space, p.array, p.elem, p.offset + k * (type_size(p.elem) or 1), p.dims)
+        if t == "pointer_expression" and n.child_by_field_name("operator").text == b"&":
+            arg = n.child_by_field_name("argument")
+            if arg.type == "subscript_expression":
+                return self._element(arg, depth)
+        return None
+
+    def _element(self, sub: Node, depth: int = 0) -> _Ptr | None:
+        """The address of `a[i]...[k]` as a pointer (offset includes the index)."""
+        idx: list[Node] = []
+        base = sub
+        while base.type == "subscript_expression":
+            ind = base.child_by_field_name("indices")
+            if ind is None or not ind.named_children:
+                return None
+            idx.insert(0, ind.named_children[0])
+            base = base.child_by_field_name("argument")
+        p = self.pointer(base, depth + 1)
+        if p is None or (len(idx) > 1 and len(p.dims) != len(idx)):
+            return None
+        lin = sp.Integer(0)
+        for k, i in enumerate(idx):
+            extent = p.dims[k] if len(idx) > 1 else 1
+            if extent < 0:
+                return None
+            lin = lin * (extent if k else 1) + self.scope.value(i)
+        return _Ptr(p.space, p.array, p.elem, p.offset + lin * (type_size(p.elem) or 1), p.dims)
+
+
+def _retype(p: _Ptr, typ: str) -> _Ptr:
+    return _Ptr(p.space, p.array, _elem_type(typ.replace("const", "")), p.offset, p.dims)
+
+
+def find_accesses(kernel: Kernel, scope: Scope) -> list[Access]:
+    """Every global and shared access of the kernel body, in source order."""
+    res = _Resolver(kernel, scope)
+    out: list[Access] = []
+    stack = [kernel.body]
+    while stack:
+        n = stack.pop()
+        stack.extend(reversed(n.children))
+        target: Node | None = None
+        if n.type == "subscript_expression" and not _is_inner_subscript(n):
+            target = n
+        elif n.type == "pointer_expression" and n.child_by_field_name("operator").text == b"*":
+            target = n
+        if target is None:
+            continue
+        p = (
+            res._element(n)
+            if n.type == "subscript_expression"
+            else res.pointer(n.child_by_field_name("argument"))
+        )
+        if p is not None:
+            out.append(_classify(n, p))
+    return out
+
+
+def _is_inner_subscript(n: Node) -> bool:
+    par = n.parent
+    return (
+        par is not None
+        and par.type == "subscript_expression"
+        and par.child_by_field_name("argument") == n
+    )
+
+
+def _kind(n: Node) -> str:
+    cur = n
+    while cur.parent is not None and cur.parent.type in (
+        "field_expression",
+        "parenthesized_expression",
+    ):
+        cur = cur.parent
+    par = cur.parent
+    if par is None:
+        return "load"
+    if par.type == "assignment_expression" and par.child_by_field_name("left") == cur:
+        return "store" if par.child_by_field_name("operator").text == b"=" else "loadstore"
+    if par.type == "update_expression":
+        return "loadstore"
+    if par.type == "pointer_expression" and par.child_by_field_name("operator").text == b"&":
+        call = par.parent.parent if par.parent is not None else None
+        if call is not None and call.type == "call_expression":
+            fn = call.child_by_field_name("function").text.decode()
+            if fn.startswith(_ATOMIC_PREFIX) and par.parent.named_children[0] == par:
+                return "atomic"
+    return "load"
+
+
+def _classify(n: Node, p: _Ptr) -> Access:
+    size = type_size(p.elem)
+    d = tx_stride(p.offset)
+    stride = None if d is None else sp.nsimplify(d / (size or 1))
+    pattern = "unknown"
+    if stride is not None:
+        pattern = (
+            "broadcast"
+            if stride == 0
+            else "coalesced"
+            if abs(stride) == 1 and stride.is_number
+            else "strided"
+        )
+    sectors = conflict = None
+    if p.space == "global" and stride is not None:
+        sectors = warp_sectors(stride, size or 4)
+    if p.space == "shared" and stride is not None:
+        conflict = shared_conflict_degree(stride, size or 4)
+    text = " ".join(n.text.decode().split())
+    return Access(
+        p.space,
+        p.array,
+        n.start_point[0] + 1,
+        text[:80],
+        _kind(n),
+        size,
+        None if stride is None else str(stride),
+        pattern,
+        sectors,
+        conflict,
+        n,
+    )
+
+
+def warp_sectors(stride: sp.Expr, size: int) -> int:
+    """32-byte sectors touched by 32 threads at `stride` elements of `size` bytes apart."""
+    if not stride.is_number:
+        return 32 if size <= 32 else 32 * (size // 32)
+    s = int(abs(stride))
+    secs = set()
+    for t in range(32):
+        start = t * s * size
+        secs.update(range(start // 32, (start + size - 1) // 32 + 1))
+    return len(secs)
+
+
+def shared_conflict_degree(stride: sp.Expr, size: int) -> int | None:
+    """Bank-conflict ways for 32 threads `stride` elements apart (1 = none, None = unknown)."""
+    if not stride.is_number or not stride.is_integer:
+        return None
+    s = int(abs(stride))
+    per_phase = 32 if size <= 4 else max(1, 128 // size)
+    worst = 1
+    for phase in range(0, 32, per_phase):
+        banks: dict[int, set[int]] = {}
+        for t in range(phase, phase + per_phase):
+            start = t * s * size
+            for w in range(start // 4, (start + size - 1) // 4 + 1):
+                banks.setdefault(w % 32, set()).add(w)
+        worst = max(worst, max(len(ws) for ws in banks.values()))
+    return worst

@@ -1,0 +1,237 @@
+"""Static arithmetic intensity: floating-point operations per byte of global traffic, per thread.
+
+What is counted (per thread, each statement weighted by the trip counts of its loops):
+
+- FLOPs: every `+ - * /` (and compound assignment) whose operands are floating point (a
+  float literal, a float/double/half variable or parameter, an element of a float array, a
+  member of a float vector type, or a call to a float math function), one each; `fma*` and
+  `__fmaf_*` calls count 2; math calls (`expf`, `sqrtf`, `__expf`, `tanhf`, `fmaxf`, ...)
+  count 1. `a * b + c` is 2, as Nsight Compute counts an FFMA.
+- Bytes: every global access of `access.find_accesses` moves its element size; read-modify-
+  write (`x[i] += ...`, atomics) moves it twice. Caches are ignored: this is traffic the
+  thread asks for, not DRAM traffic.
+- Trip counts: a `for` loop with constant start, bound and step (`+=`, `-=`, `++`, `--`, `*=2`,
+  `>>=1`, ...) has a known trip count; every other loop (symbolic bounds, `while`, `do`)
+  is assumed to run `unknown_trip_count` times and `intensity_exact` becomes 0.
+
+Not counted: integer arithmetic, work inside called `__device__` functions, shared-memory
+traffic, and whether the compiler removes or fuses operations.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from cudaperf.analyze.access import Access
+from cudaperf.analyze.index import Scope
+from cudaperf.analyze.parse import Kernel
+
+__all__ = ["Intensity", "estimate_intensity", "trip_count"]
+
+_FLOAT_TYPES = re.compile(r"\b(float\d?|double\d?|half2?|__half2?|__nv_bfloat162?|bfloat16)\b")
+_MATH = re.compile(
+    r"^(__)?(exp|exp2|exp10|log|log2|log10|sqrt|rsqrt|sin|cos|tan|tanh|sinh|cosh|pow|fmax|fmin"
+    r"|fabs|erf|ceil|floor|rint|round|fdivide|frcp|fsqrt_rn|fdiv_rn|fadd_rn|fmul_rn|h\w+)f?"
+    r"(_rn|_rz|_ru|_rd)?$"
+)
+_FMA = re.compile(r"^(__)?fma(f)?(_rn|_rz|_ru|_rd)?$|^__fmaf_\w+$|^__hfma2?$")
+_ARITH = {"+", "-", "*", "/"}
+_COMPOUND = {"+=", "-=", "*=", "/="}
+
+
+@dataclass(frozen=True)
+class Intensity:
+    """The static estimate for one kernel."""
+
+    flops: float  # FLOPs per thread
+    bytes: float  # global bytes per thread
+    exact: bool  # every loop's trip count was known
+
+    @property
+    def intensity(self) -> float | None:
+        """FLOP per byte; None when the kernel touches no global memory."""
+        return self.flops / self.bytes if self.bytes else None
+
+
+def trip_count(loop: Node, scope: Scope) -> int | None:
+    """Iterations of a `for` loop with constant start, bound and step; None otherwise."""
+    if loop.type != "for_statement":
+        return None
+    cond, upd = loop.child_by_field_name("condition"), loop.child_by_field_name("update")
+    if cond is None or upd is None or cond.type != "binary_expression":
+        return None
+    var = cond.child_by_field_name("left")
+    init = _init_value(loop, var.text.decode(), scope)
+    bound = scope.value(cond.child_by_field_name("right"))
+    op = cond.child_by_field_name("operator").text.decode()
+    if init is None or not bound.is_Integer:
+        return None
+    kind, step = _step(upd, scope)
+    return _count_trips(int(init), int(bound), op, kind, step)
+
+
+_CMP = {
+    "<": lambda v, b: v < b,
+    "<=": lambda v, b: v <= b,
+    ">": lambda v, b: v > b,
+    ">=": lambda v, b: v >= b,
+    "!=": lambda v, b: v != b,
+}
+
+
+def _count_trips(a: int, b: int, op: str, kind: str, step: int) -> int | None:
+    test = _CMP.get(op)
+    if test is None or step == 0 or kind == "?":
+        return None
+    if kind == "add":
+        if op == "!=":
+            return (b - a) // step if (b - a) % step == 0 and (b - a) // step >= 0 else None
+        if (step > 0) != (op in ("<", "<=")):
+            return 0 if not test(a, b) else None  # runs away from its bound
+        last = b - (1 if op == "<" else -1 if op == ">" else 0)  # last value that passes
+        return max(0, (last - a) // step + 1) if test(a, b) else 0
+    n, v = 0, a
+    while test(v, b) and n < 64:
+        v = v * step if kind == "mul" else v // step
+        n += 1
+    return n if n < 64 else None
+
+
+def _init_value(loop: Node, var: str, scope: Scope) -> int | None:
+    init = loop.child_by_field_name("initializer")
+    if init is None:
+        return None
+    stack = [init]
+    while stack:
+        n = stack.pop()
+        stack.extend(n.children)
+        if n.type in ("init_declarator", "assignment_expression"):
+            left = n.child_by_field_name("declarator") or n.child_by_field_name("left")
+            val = n.child_by_field_name("value") or n.child_by_field_name("right")
+            if left is not None and left.text.decode() == var and val is not None:
+                v = scope.value(val)
+                return int(v) if v.is_Integer else None
+    return None
+
+
+def _step(upd: Node, scope: Scope) -> tuple[str, int]:
+    if upd.type == "update_expression":
+        op = upd.child_by_field_name("operator").text.decode()
+        return "add", 1 if op == "++" else -1
+    if upd.type == "assignment_expression":
+        op = upd.child_by_field_name("operator").text.decode()
+        v = scope.value(upd.child_by_field_name("right"))
+        if not v.is_Integer:
+            return "?", 0
+        k = int(v)
+        return {
+            "+=": ("add", k),
+            "-=": ("add", -k),
+            "*=": ("mul", k),
+            "<<=": ("mul", 2**k),
+            "/=": ("div", k),
+            ">>=": ("div", 2**k),
+        }.get(op, ("?", 0))
+    return "?", 0
+
+
+class _Types:
+    """Which names hold floating-point values in one kernel."""
+
+    def __init__(self, kernel: Kernel):
+        self.floats: set[str] = {n for n, t in kernel.params.items() if _FLOAT_TYPES.search(t)}
+        stack = [kernel.body]
+        while stack:
+            n = stack.pop()
+            stack.extend(n.children)
+            if n.type == "declaration":
+                typ = n.child_by_field_name("type")
+                if typ is not None and _FLOAT_TYPES.search(typ.text.decode()):
+                    for d in n.children_by_field_name("declarator"):
+                        self.floats.add(_declared_name(d))
+
+    def is_float(self, n: Node) -> bool:
+        t = n.type
+        if t == "number_literal":
+            s = n.text.decode().lower()
+            return not s.startswith("0x") and ("." in s or "e" in s or s.endswith("f"))
+        if t in ("identifier", "subscript_expression", "field_expression", "pointer_expression"):
+            root = n
+            while root.named_children and root.type != "identifier":
+                root = root.named_children[0]
+            return root.text.decode() in self.floats
+        if t in ("parenthesized_expression", "unary_expression"):
+            return self.is_float(n.named_children[-1])
+        if t == "cast_expression":
+            return bool(_FLOAT_TYPES.search(n.child_by_field_name("type").text.decode()))
+        if t == "binary_expression" and n.child_by_field_name("operator").text.decode() in _ARITH:
+            return self.is_float(n.child_by_field_name("left")) or self.is_float(
+                n.child_by_field_name("right")
+            )
+        if t == "call_expression":
+            name = n.child_by_field_name("function").text.decode()
+            return bool(_MATH.match(name) or _FMA.match(name))
+        return False
+
+
+def _declared_name(d: Node) -> str:
+    while d.child_by_field_name("declarator") is not None:
+        d = d.child_by_field_name("declarator")
+    return d.text.decode()
+
+
+def _flops(n: Node, types: _Types) -> int:
+    t = n.type
+    if t == "binary_expression" and n.child_by_field_name("operator").text.decode() in _ARITH:
+        return int(types.is_float(n))
+    if t == "assignment_expression" and n.child_by_field_name("operator").text.decode() in (
+        _COMPOUND
+    ):
+        return int(
+            types.is_float(n.child_by_field_name("left"))
+            or types.is_float(n.child_by_field_name("right"))
+        )
+    if t == "call_expression":
+        name = n.child_by_field_name("function").text.decode()
+        return 2 if _FMA.match(name) else 1 if _MATH.match(name) else 0
+    return 0
+
+
+def estimate_intensity(
+    kernel: Kernel, scope: Scope, accesses: list[Access], unknown_trip_count: int
+) -> Intensity:
+    """FLOPs and global bytes per thread, weighted by loop trip counts."""
+    types = _Types(kernel)
+    trips: dict[int, int | None] = {}
+    weight_cache: dict[int, float] = {}
+
+    def weight(n: Node) -> float:
+        w, p = 1.0, n.parent
+        while p is not None and p != kernel.body.parent:
+            if p.type in ("for_statement", "while_statement", "do_statement"):
+                if p.id not in trips:
+                    trips[p.id] = trip_count(p, scope)
+                k = trips[p.id]
+                w *= unknown_trip_count if k is None else k
+            p = p.parent
+        return w
+
+    flops = 0.0
+    stack = [kernel.body]
+    while stack:
+        n = stack.pop()
+        stack.extend(n.children)
+        f = _flops(n, types)
+        if f:
+            flops += f * weight(n)
+    nbytes = 0.0
+    for a in accesses:
+        if a.space != "global":
+            continue
+        mult = 2 if a.kind in ("loadstore", "atomic") else 1
+        nbytes += (a.elem_bytes or 4) * mult * weight_cache.setdefault(a.node.id, weight(a.node))
+    exact = all(v is not None for v in trips.values())
+    return Intensity(flops, nbytes, exact)

@@ -1,0 +1,207 @@
+"""The analyzer's contract: findings, per-kernel reports, the configuration, and the score.
+
+Guaranteed: every `StructuralReport.features` dict has exactly the keys of `FEATURES` (plus the
+`ncu_*` keys of `PROFILE_FEATURES` when profiling ran), each value a number in the documented
+unit or `None` when it could not be determined (no nvcc, a template never instantiated, ...);
+`score` is in [0, 1]; findings are sorted by line.
+
+Score formula (weights in `ScoreWeights`, renormalised over the components that are known):
+
+    score = sum_i w_i * s_i / sum_i w_i
+    s_coalescing = coalesced_fraction + 0.5 * unknown_fraction     (1 when no global access)
+    s_bank       = 1 / shared_bank_conflict_degree_max
+    s_barrier    = 0 if any divergent barrier else 1
+    s_spill      = 1 / (1 + spill_bytes / spill_scale_bytes)
+    s_occupancy  = min(1, theoretical_occupancy / occupancy_target)
+    s_vector     = min(1, vector_width_max / 16)                   (1 when no global access)
+    s_intensity  = AI / (AI + intensity_half)                      (AI = arithmetic_intensity)
+
+The score uses static features only, so the same source always scores the same; profiling
+adds `ncu_*` features for inspection and for correlation studies but does not change it.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "FEATURES",
+    "PROFILE_FEATURES",
+    "RULES",
+    "AnalyzeConfig",
+    "Finding",
+    "ScoreWeights",
+    "Severity",
+    "StructuralReport",
+    "score_features",
+]
+
+# Feature name → (unit, meaning). Names are stable: consumers (reward, ranker) key on them.
+FEATURES: dict[str, tuple[str, str]] = {
+    "global_accesses": ("count", "global-memory loads/stores/atomics' operands in the source"),
+    "coalesced_fraction": ("0-1", "share of global accesses classified coalesced or broadcast"),
+    "uncoalesced_accesses": ("count", "global accesses whose threadIdx.x stride is > 1 element"),
+    "unknown_accesses": ("count", "global accesses whose index is not affine in threadIdx.x"),
+    "sectors_per_request_est": ("sectors", "mean static 32-byte sectors per warp request"),
+    "shared_accesses": ("count", "__shared__ array accesses in the source"),
+    "shared_bank_conflict_degree_max": ("ways", "worst static bank-conflict degree; 1 = none"),
+    "syncthreads": ("count", "block barriers in the source (__syncthreads*, block.sync())"),
+    "divergent_barriers": ("count", "barriers under a thread-dependent branch or early return"),
+    "syncwarps": ("count", "__syncwarp calls"),
+    "atomics": ("count", "atomic* calls"),
+    "warp_shuffles": ("count", "__shfl*_sync and cooperative-groups shfl calls"),
+    "warp_votes": ("count", "__ballot/__any/__all/__match/__reduce_*_sync calls"),
+    "cooperative_groups": ("count", "cooperative_groups API uses"),
+    "vector_width_max": ("bytes", "widest global access per thread (4 = float, 16 = float4)"),
+    "unroll_pragmas": ("count", "#pragma unroll directives in the kernel"),
+    "launch_bounds_max_threads": ("threads", "__launch_bounds__ max threads; 0 = none"),
+    "block_size": ("threads", "block size used for occupancy (launch config or --block-size)"),
+    "registers": ("registers", "registers per thread (ptxas)"),
+    "smem_bytes": ("bytes", "static shared memory per block (ptxas)"),
+    "dynamic_smem_bytes": ("bytes", "dynamic shared memory per block from the launch config"),
+    "stack_bytes": ("bytes", "stack frame per thread (ptxas)"),
+    "spill_bytes": ("bytes", "spill stores + spill loads per thread (ptxas)"),
+    "blocks_per_sm": ("blocks", "resident blocks per SM (theoretical)"),
+    "theoretical_occupancy": ("0-1", "resident warps / max warps per SM"),
+    "flops_per_thread": ("FLOP", "static floating-point operations per thread"),
+    "global_bytes_per_thread": ("bytes", "static global bytes moved per thread"),
+    "arithmetic_intensity": ("FLOP/byte", "flops_per_thread / global_bytes_per_thread"),
+    "intensity_exact": ("0/1", "1 when every loop trip count was known statically"),
+}
+
+# Added when profiling with Nsight Compute ran (sums over the kernel's profiled launches).
+PROFILE_FEATURES: dict[str, tuple[str, str]] = {
+    "ncu_launches": ("count", "profiled launches of this kernel"),
+    "ncu_sectors_per_request_ld": ("sectors", "global load sectors / global load requests"),
+    "ncu_sectors_per_request_st": ("sectors", "global store sectors / global store requests"),
+    "ncu_achieved_occupancy": ("0-1", "achieved active warps / max warps"),
+    "ncu_dram_bytes": ("bytes", "DRAM bytes read + written"),
+    "ncu_flops": ("FLOP", "fp32+fp64 adds + muls + 2*fmas executed"),
+    "ncu_arithmetic_intensity": ("FLOP/byte", "ncu_flops / ncu_dram_bytes"),
+    "ncu_shared_bank_conflicts": ("count", "shared-memory load+store bank conflicts"),
+    "ncu_duration_ns": ("ns", "kernel duration (sum over launches)"),
+}
+
+# Rule id → what it flags. Each is implemented by one function in rules.py.
+RULES: dict[str, str] = {
+    "uncoalesced-access": "consecutive threads touch global addresses more than one element apart",
+    "unknown-access": "a global index could not be expressed affinely in threadIdx.x",
+    "bank-conflict": "consecutive threads hit the same shared-memory bank",
+    "divergent-barrier": "a barrier that not every thread of the block reaches",
+    "register-spill": "ptxas spilled registers to local memory",
+    "low-occupancy": "few warps resident per SM",
+    "resources": "ptxas resource usage could not be determined (info only)",
+}
+
+
+class Severity(str, Enum):
+    """How much a finding matters."""
+
+    ERROR = "error"  # likely wrong or undefined behaviour (e.g. a divergent barrier)
+    WARNING = "warning"  # a performance problem worth fixing
+    INFO = "info"  # context; nothing to fix necessarily
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Finding(_Frozen):
+    """One diagnostic the model can act on."""
+
+    rule: str  # a key of RULES
+    severity: Severity  # error / warning / info
+    line: int  # 1-based source line in the analysed CUDA text (0 = whole kernel)
+    message: str  # what is wrong and how to fix it, one or two sentences
+
+
+class StructuralReport(_Frozen):
+    """The structural analysis of one `__global__` kernel."""
+
+    name: str  # the kernel's source (unmangled) name
+    line: int  # 1-based line of the kernel's definition
+    features: dict[str, float | None]  # FEATURES (+ PROFILE_FEATURES); None = not determined
+    findings: list[Finding]  # sorted by line
+    score: float = Field(ge=0.0, le=1.0)  # structural quality, see the module docstring
+
+
+class ScoreWeights(_Frozen):
+    """Weights of the score's components; they need not sum to 1 (they are renormalised)."""
+
+    coalescing: float = Field(default=0.30, ge=0)  # global access coalescing
+    bank_conflicts: float = Field(default=0.15, ge=0)  # shared-memory bank conflicts
+    barriers: float = Field(default=0.10, ge=0)  # divergent barriers
+    spills: float = Field(default=0.15, ge=0)  # register spills
+    occupancy: float = Field(default=0.15, ge=0)  # theoretical occupancy
+    vector: float = Field(default=0.05, ge=0)  # vector width of global accesses
+    intensity: float = Field(default=0.10, ge=0)  # static arithmetic intensity
+
+
+_ARCH = re.compile(r"^sm_(\d{2,3})a?$")
+
+
+class AnalyzeConfig(_Frozen):
+    """Configuration of `cudaperf.analyze.analyze`."""
+
+    arch: str = "sm_90"  # target architecture for ptxas and the occupancy limits
+    block_size: int = 256  # threads per block for occupancy when no launch config is found
+    resources: bool = True  # run nvcc/ptxas for registers, shared memory and spills
+    nvcc: str = "nvcc"  # the nvcc executable
+    cache_dir: str | None = None  # where ptxas/ncu results are cached; None = in-memory only
+    ptxas_timeout_s: float = Field(default=60.0, gt=0)  # limit for one nvcc --cubin run
+    unknown_trip_count: int = Field(default=64, ge=1)  # assumed iterations of unknown loops
+    low_occupancy: float = Field(default=0.25, ge=0, le=1)  # below this, low-occupancy fires
+    occupancy_target: float = Field(default=0.5, gt=0, le=1)  # occupancy scoring full marks
+    spill_scale_bytes: float = Field(default=64.0, gt=0)  # spill bytes that halve s_spill
+    intensity_half: float = Field(default=1.0, gt=0)  # FLOP/byte that gives s_intensity 0.5
+    weights: ScoreWeights = ScoreWeights()  # score component weights
+
+    @field_validator("arch")
+    @classmethod
+    def _arch_known(cls, v: str) -> str:
+        from cudaperf.analyze.resources import ARCHS
+
+        if v not in ARCHS:
+            raise ValueError(
+                f"unknown --arch {v!r}; use one of {', '.join(sorted(ARCHS))} (e.g. sm_90 for H100/"
+                "H200, sm_80 for A100, sm_86/sm_89 for RTX 30/40 cards)"
+            )
+        return v
+
+    @field_validator("block_size")
+    @classmethod
+    def _block_ok(cls, v: int) -> int:
+        if not 1 <= v <= 1024:
+            raise ValueError(
+                f"block size {v} is outside CUDA's 1..1024 threads per block; pass e.g. 256"
+            )
+        return v
+
+
+def score_features(f: dict[str, float | None], cfg: AnalyzeConfig) -> float:
+    """Combine features into a score in [0, 1]; see the module docstring for the formula."""
+    w = cfg.weights
+    parts: list[tuple[float, float]] = []
+    n = f.get("global_accesses") or 0
+    if n:
+        unknown = (f.get("unknown_accesses") or 0) / n
+        parts.append((w.coalescing, min(1.0, (f["coalesced_fraction"] or 0) + 0.5 * unknown)))
+        parts.append((w.vector, min(1.0, (f.get("vector_width_max") or 4) / 16)))
+    else:
+        parts += [(w.coalescing, 1.0), (w.vector, 1.0)]
+    parts.append((w.bank_conflicts, 1.0 / max(1.0, f.get("shared_bank_conflict_degree_max") or 1)))
+    parts.append((w.barriers, 0.0 if f.get("divergent_barriers") else 1.0))
+    if f.get("spill_bytes") is not None:
+        parts.append((w.spills, 1.0 / (1.0 + f["spill_bytes"] / cfg.spill_scale_bytes)))
+    if f.get("theoretical_occupancy") is not None:
+        parts.append((w.occupancy, min(1.0, f["theoretical_occupancy"] / cfg.occupancy_target)))
+    ai = f.get("arithmetic_intensity")
+    if ai is not None:
+        parts.append((w.intensity, ai / (ai + cfg.intensity_half)))
+    total = sum(wi for wi, _ in parts)
+    if total <= 0:
+        return 1.0
+    return max(0.0, min(1.0, sum(wi * si for wi, si in parts) / total))

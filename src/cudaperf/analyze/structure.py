@@ -1,0 +1,167 @@
+"""Synchronisation and warp-level structure of a kernel: barriers, atomics, shuffles, votes.
+
+Calls to `__device__` functions defined in the same file are followed (transitively, once per
+function): a helper's shuffles and atomics count for the kernel, and a call to a helper that
+contains a barrier counts as a barrier at the call site.
+
+A barrier is *divergent* when it sits under a branch or loop whose condition depends on the
+thread index (directly or through local variables, loads at thread-dependent addresses,
+...), or when a `return` under such a branch precedes it: then some threads of the block
+never reach it, which is undefined behaviour and can deadlock. A barrier under a
+block-uniform branch (`if (blockIdx.x == 0)`, `for (k = 0; k < n; ...)`) is fine.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from cudaperf.analyze.index import Scope, thread_dependent
+from cudaperf.analyze.parse import Kernel
+
+__all__ = ["Structure", "find_structure"]
+
+_BARRIER = re.compile(r"^(__syncthreads(_count|_and|_or)?|__barrier_sync|cg::sync)$")
+_SHUFFLE = re.compile(r"^__shfl(_up|_down|_xor)?(_sync)?$")
+_VOTE = re.compile(r"^(__ballot|__any|__all|__uni|__match_any|__match_all|__reduce_\w+)_sync$")
+_ATOMIC = re.compile(r"^atomic[A-Z]\w*$")
+_CG_METHOD_SHUFFLE = {"shfl", "shfl_down", "shfl_up", "shfl_xor"}
+_CG_METHOD_VOTE = {"ballot", "any", "all"}
+_BRANCHES = {
+    "if_statement",
+    "while_statement",
+    "for_statement",
+    "do_statement",
+    "switch_statement",
+    "conditional_expression",
+}
+
+
+@dataclass
+class _Counts:
+    barriers: list[Node] = field(default_factory=list)  # barrier calls (or helper calls)
+    syncwarps: int = 0
+    atomics: int = 0
+    shuffles: int = 0
+    votes: int = 0
+    cg: int = 0
+
+
+@dataclass(frozen=True)
+class Structure:
+    """Counts and barrier placement for one kernel."""
+
+    syncthreads: int  # block barriers, including those inside called helpers
+    divergent_lines: tuple[int, ...]  # 1-based lines of barriers not every thread reaches
+    syncwarps: int  # __syncwarp calls
+    atomics: int  # atomic* calls
+    warp_shuffles: int  # shuffle intrinsics and cooperative-groups shfl methods
+    warp_votes: int  # vote / match / reduce intrinsics
+    cooperative_groups: int  # cooperative_groups (cg::) uses
+    unroll_pragmas: int  # `#pragma unroll` lines in the kernel body
+
+
+def _callee(call: Node) -> tuple[str, str | None]:
+    """(function name, method name if it is `obj.method(...)`)."""
+    fn = call.child_by_field_name("function")
+    if fn is None:
+        return "", None
+    if fn.type == "field_expression":
+        f = fn.child_by_field_name("field")
+        return fn.text.decode(), f.text.decode() if f is not None else None
+    return fn.text.decode().split("<")[0], None
+
+
+def _count(body: Node, helpers: dict[str, Node], seen: set[str]) -> _Counts:
+    c = _Counts()
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        stack.extend(n.children)
+        if n.type == "qualified_identifier" and n.text.decode().startswith(
+            ("cg::", "cooperative_groups::")
+        ):
+            c.cg += 1
+        if n.type != "call_expression":
+            continue
+        name, method = _callee(n)
+        if _BARRIER.match(name) or method == "sync" and "grid" not in name:
+            c.barriers.append(n)
+        elif name == "__syncwarp":
+            c.syncwarps += 1
+        elif _ATOMIC.match(name):
+            c.atomics += 1
+        elif _SHUFFLE.match(name) or method in _CG_METHOD_SHUFFLE:
+            c.shuffles += 1
+        elif _VOTE.match(name) or name == "__activemask" or method in _CG_METHOD_VOTE:
+            c.votes += 1
+        elif name in helpers and name not in seen:
+            sub = _count(helpers[name], helpers, seen | {name})
+            c.barriers += [n] if sub.barriers else []
+            c.syncwarps += sub.syncwarps
+            c.atomics += sub.atomics
+            c.shuffles += sub.shuffles
+            c.votes += sub.votes
+            c.cg += sub.cg
+    return c
+
+
+def _condition(branch: Node) -> Node | None:
+    if branch.type == "for_statement":
+        return branch.child_by_field_name("condition")
+    return branch.child_by_field_name("condition")
+
+
+def _thread_branch(n: Node, top: Node, scope: Scope) -> bool:
+    """Whether `n` sits under a branch/loop between it and `top` with a thread-dependent test."""
+    p, child = n.parent, n
+    while p is not None and p != top:
+        if p.type in _BRANCHES:
+            cond = _condition(p)
+            if cond is not None and cond != child and not _inside(child, cond):
+                expr = cond.named_children[0] if cond.type == "condition_clause" else cond
+                if expr is not None and thread_dependent(scope.value(expr)):
+                    return True
+        p, child = p.parent, p
+    return False
+
+
+def _inside(n: Node, outer: Node) -> bool:
+    return outer.start_byte <= n.start_byte and n.end_byte <= outer.end_byte
+
+
+def _returns(body: Node) -> list[Node]:
+    out, stack = [], [body]
+    while stack:
+        n = stack.pop()
+        stack.extend(n.children)
+        if n.type == "return_statement":
+            out.append(n)
+    return out
+
+
+def find_structure(kernel: Kernel, scope: Scope, helpers: dict[str, Node]) -> Structure:
+    """Barriers (and whether each is reached by all threads), atomics, shuffles, votes."""
+    c = _count(kernel.body, helpers, set())
+    early = [r for r in _returns(kernel.body) if _thread_branch(r, kernel.body, scope)]
+    divergent = []
+    for b in c.barriers:
+        if _thread_branch(b, kernel.body, scope) or any(r.start_byte < b.start_byte for r in early):
+            divergent.append(b.start_point[0] + 1)
+    pragmas = sum(
+        1
+        for line in kernel.body.text.decode().splitlines()
+        if re.match(r"\s*#\s*pragma\s+unroll\b", line)
+    )
+    return Structure(
+        syncthreads=len(c.barriers),
+        divergent_lines=tuple(sorted(set(divergent))),
+        syncwarps=c.syncwarps,
+        atomics=c.atomics,
+        warp_shuffles=c.shuffles,
+        warp_votes=c.votes,
+        cooperative_groups=c.cg,
+        unroll_pragmas=pragmas,
+    )
