@@ -1,0 +1,184 @@
+"""Compilation: candidates with nvcc (per-content-hash build directories), references with gcc.
+
+A build directory `<cache_dir>/build/<key>/` holds `src.cu` (or `ref.c`), the library and
+`build.json` ({"ok", "log", "seconds"}); the key hashes the source, the flags and the compiler
+version, so identical code compiles once and a failed build is not retried. Writes are atomic
+(temp name + rename), so parallel builders of the same key cannot see half a library.
+Guaranteed: `BuildResult.ok` implies `lib` exists and links with no undefined symbols.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudaperf import __version__
+from cudaperf.execute.config import EvalConfig
+from cudaperf.execute.harness import CANDIDATE_FILE, HARNESS_FILE, harness_source
+from cudaperf.tasks.model import Task
+
+__all__ = [
+    "BuildResult",
+    "GpuInfo",
+    "build_candidate",
+    "build_reference",
+    "detect_gpus",
+    "first_error",
+    "toolchain_versions",
+]
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """Outcome of one compilation."""
+
+    ok: bool  # the library exists and links
+    lib: str  # path of the shared library ("" when not ok)
+    log: str  # compiler output (full; callers truncate)
+    seconds: float  # compile wall time (0 when served from the build cache)
+    cached: bool  # served from an earlier build
+    timed_out: bool = False  # the compiler hit compile_timeout_s
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One GPU as nvidia-smi reports it."""
+
+    index: int  # nvidia-smi index (what CUDA_VISIBLE_DEVICES takes)
+    name: str  # e.g. "NVIDIA H200"
+    arch: str  # e.g. "sm_90"
+    driver: str  # driver version
+
+
+def detect_gpus() -> list[GpuInfo]:
+    """GPUs visible through nvidia-smi; [] when there is none or nvidia-smi is missing."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    q = "--query-gpu=index,name,compute_cap,driver_version"
+    try:
+        out = subprocess.run(
+            [exe, q, "--format=csv,noheader"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    gpus = []
+    for line in out.stdout.strip().splitlines() if out.returncode == 0 else []:
+        idx, name, cap, driver = (s.strip() for s in line.split(","))
+        gpus.append(GpuInfo(int(idx), name, "sm_" + cap.replace(".", ""), driver))
+    return gpus
+
+
+@functools.lru_cache(maxsize=8)
+def _version_of(exe: str) -> str:
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "missing"
+    text = out.stdout.strip()
+    m = re.search(r"release ([\d.]+), V([\d.]+)", text)
+    if m:
+        return m.group(2)
+    return text.splitlines()[0] if text else "unknown"
+
+
+def toolchain_versions(config: EvalConfig, driver: str = "") -> dict[str, str]:
+    """Versions that change a result: nvcc, gcc, driver, cudaperf."""
+    v = {"nvcc": _version_of(config.nvcc), "gcc": _version_of(config.gcc), "cudaperf": __version__}
+    if driver:
+        v["driver"] = driver
+    return v
+
+
+def _key(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:20]
+
+
+def _compile(
+    cmd: list[str], src_name: str, src: str, out_dir: Path, lib_name: str, timeout: float
+) -> BuildResult:
+    """Run `cmd` (its last item goes after the source) in a scratch dir; move the result."""
+    meta = out_dir / "build.json"
+    if meta.exists():
+        m = json.loads(meta.read_text())
+        lib = str(out_dir / lib_name) if m["ok"] else ""
+        return BuildResult(m["ok"], lib, m["log"], 0.0, True, m.get("timed_out", False))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
+        (Path(tmp) / src_name).write_text(src)
+        timed_out = False
+        try:
+            p = subprocess.run(
+                [*cmd[:-1], "-o", lib_name, src_name, *cmd[-1:]],
+                cwd=tmp,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                start_new_session=True,
+            )
+            log, ok = (p.stdout + p.stderr).strip(), p.returncode == 0
+        except subprocess.TimeoutExpired:
+            log, ok, timed_out = f"compiler killed after {timeout:.0f} s", False, True
+        if ok:
+            os.replace(Path(tmp) / lib_name, out_dir / lib_name)
+        os.replace(Path(tmp) / src_name, out_dir / src_name)
+    dt = time.perf_counter() - t0
+    tmp_meta = out_dir / f"build.json.{os.getpid()}"
+    tmp_meta.write_text(json.dumps({"ok": ok, "log": log, "seconds": dt, "timed_out": timed_out}))
+    os.replace(tmp_meta, meta)
+    return BuildResult(ok, str(out_dir / lib_name) if ok else "", log, dt, False, timed_out)
+
+
+def build_candidate(task: Task, code: str, arch: str, config: EvalConfig) -> BuildResult:
+    """Compile candidate + harness into one shared library with nvcc."""
+    src = harness_source(task, code)
+    cmd = [config.nvcc, "-O3", "-shared", "-Xcompiler", "-fPIC", f"-arch={arch}"]
+    cmd += ["-Xlinker", "-z,defs", *config.extra_nvcc_flags, "-lineinfo"]
+    key = _key("cu", src, " ".join(cmd), _version_of(config.nvcc))
+    out = config.cache_dir / "build" / key
+    return _compile(cmd, "src.cu", src, out, "candidate.so", config.compile_timeout_s)
+
+
+def build_reference(task: Task, config: EvalConfig) -> BuildResult:
+    """Compile the task's C reference with gcc -O2 into a shared library."""
+    cmd = [config.gcc, "-O2", "-shared", "-fPIC", "-Wl,-z,defs", "-lm"]
+    key = _key("c", task.source, " ".join(cmd), _version_of(config.gcc))
+    out = config.cache_dir / "build" / key
+    return _compile(cmd, "ref.c", task.source, out, "ref.so", config.compile_timeout_s)
+
+
+_ERR = re.compile(
+    r"^(?P<file>[\w./-]+)(?:\((?P<l1>\d+)\)|:(?P<l2>\d+)(?::\d+)?):\s*(?:fatal )?error:?\s*"
+    r"(?P<msg>.*)$",
+    re.M,
+)
+
+
+def first_error(log: str) -> str:
+    """The first compiler error as one model-readable line, mentioning its source line."""
+    for m in _ERR.finditer(log):
+        line = m.group("l1") or m.group("l2")
+        msg = m.group("msg").strip()
+        if m.group("file").endswith(CANDIDATE_FILE):
+            return f"compile error at line {line}: {msg}"
+        if m.group("file").endswith(HARNESS_FILE) or m.group("file").endswith("src.cu"):
+            return f"compile error: the entry point does not match the required prototype ({msg})"
+    m = re.search(r"undefined reference to `([^']+)'", log)
+    if m:
+        return f"link error: undefined reference to {m.group(1)} (define it in the candidate)"
+    lines = [ln for ln in log.splitlines() if "error" in ln.lower()]
+    return f"compile error: {(lines or log.splitlines() or ['unknown'])[0].strip()[:300]}"

@@ -1,0 +1,144 @@
+"""Static checks on candidate source: obviously forbidden host calls and harness tampering.
+
+Each check is a small pure function `source -> message | None` with a comment saying why it
+exists. `FATAL` lists the checks whose finding rejects the candidate before it is compiled;
+the others only add a note to the feedback. These checks are cheap pattern matches on the
+source with comments removed: they stop the obvious, not a determined attacker (the worker's
+resource limits and the dynamic checks are the next lines of defence).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+__all__ = ["CHECKS", "FATAL", "Finding", "run_checks", "strip_comments"]
+
+Finding = tuple[str, str]  # (check id, message)
+
+
+def strip_comments(src: str) -> str:
+    """Remove // and /* */ comments (string literals are kept; good enough for these checks)."""
+    src = re.sub(r"/\*.*?\*/", " ", src, flags=re.S)
+    return re.sub(r"//[^\n]*", "", src)
+
+
+def _calls(src: str, names: list[str]) -> list[str]:
+    pat = r"\b(" + "|".join(names) + r")\s*\("
+    return sorted(set(re.findall(pat, src)))
+
+
+def process_calls(src: str) -> str | None:
+    # Spawning processes escapes the sandbox's accounting and can fork-bomb the worker.
+    found = _calls(
+        src, ["fork", "vfork", "clone", "system", "popen", "posix_spawnp?", r"exec[lv]p?e?"]
+    )
+    return f"starts processes ({', '.join(found)})" if found else None
+
+
+def file_io(src: str) -> str | None:
+    # A kernel has no reason to touch the file system; writes could escape the temp dir.
+    found = _calls(
+        src,
+        ["fopen", "freopen", "open", "creat", "remove", "unlink", "rename", "mkdir", "truncate"],
+    )
+    found += ["std::ofstream"] if re.search(r"\b(std::)?[io]?fstream\b", src) else []
+    return f"uses the file system ({', '.join(found)})" if found else None
+
+
+def dynamic_loading(src: str) -> str | None:
+    # dlopen/dlsym could reach the reference implementation or interpose the harness.
+    found = _calls(src, ["dlopen", "dlsym", "dlmopen"])
+    return f"loads code dynamically ({', '.join(found)})" if found else None
+
+
+def network(src: str) -> str | None:
+    # Nothing in an evaluation needs the network; it could leak or fetch answers.
+    found = _calls(src, ["socket", "connect", "gethostbyname", "getaddrinfo"])
+    return f"uses the network ({', '.join(found)})" if found else None
+
+
+def device_reset(src: str) -> str | None:
+    # cudaDeviceReset destroys the harness's allocations and context mid-measurement.
+    return "calls cudaDeviceReset" if _calls(src, ["cudaDeviceReset"]) else None
+
+
+def process_exit(src: str) -> str | None:
+    # exit/abort kill the shared worker instead of reporting an error.
+    found = _calls(src, ["exit", "_exit", "_Exit", "abort", "quick_exit"])
+    return f"ends the process ({', '.join(found)})" if found else None
+
+
+def harness_tampering(src: str) -> str | None:
+    # Redefining CUDA runtime functions (timers, sync) or naming harness symbols fakes timing.
+    if re.search(r"__cudaperf|cudaperf_harness", src):
+        return "refers to the harness's internal symbols"
+    if re.search(r"#\s*(define|undef)\s+cuda\w*", src):
+        return "redefines a CUDA runtime name with the preprocessor"
+    m = re.search(r"\b(cuda[A-Z]\w*)\s*\([^;{)]*\)\s*\{", src)
+    if m:
+        return f"defines its own {m.group(1)}()"
+    return None
+
+
+def proc_files(src: str) -> str | None:
+    # /proc/self/mem and friends let a candidate read the harness's memory (the secret seed).
+    return "reads /proc or /dev" if re.search(r"\"/(proc|dev)/", src) else None
+
+
+def environment(src: str) -> str | None:
+    # Reading the environment is a side channel into the harness's configuration.
+    return "reads environment variables" if _calls(src, ["getenv", "secure_getenv"]) else None
+
+
+def host_fallback(src: str) -> str | None:
+    # Copying device data to the host inside the candidate usually means computing on the CPU.
+    if "cudaMemcpyDeviceToHost" in src or "cudaMemcpyDefault" in src:
+        return "copies device data to the host (computing on the CPU is not a CUDA solution)"
+    return None
+
+
+def side_stream(src: str) -> str | None:
+    # Non-blocking streams can escape the timing events; the wall-clock cross-check decides.
+    if "cudaStreamNonBlocking" in src:
+        return "launches on a non-blocking stream (timed with a device-wide synchronisation)"
+    return None
+
+
+CHECKS: dict[str, Callable[[str], str | None]] = {
+    "process_calls": process_calls,
+    "file_io": file_io,
+    "dynamic_loading": dynamic_loading,
+    "network": network,
+    "device_reset": device_reset,
+    "process_exit": process_exit,
+    "harness_tampering": harness_tampering,
+    "proc_files": proc_files,
+    "environment": environment,
+    "host_fallback": host_fallback,
+    "side_stream": side_stream,
+}
+
+# Checks whose finding rejects the candidate without compiling it.
+FATAL: list[str] = [
+    "process_calls",
+    "file_io",
+    "dynamic_loading",
+    "network",
+    "device_reset",
+    "process_exit",
+    "harness_tampering",
+    "proc_files",
+    "environment",
+]
+
+
+def run_checks(source: str) -> list[Finding]:
+    """All findings on `source`, in CHECKS order."""
+    src = strip_comments(source)
+    out: list[Finding] = []
+    for name, check in CHECKS.items():
+        msg = check(src)
+        if msg:
+            out.append((name, msg))
+    return out

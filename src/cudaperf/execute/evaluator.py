@@ -1,0 +1,222 @@
+"""`Evaluator`: the per-node steps around the worker — environment, checks, builds, results.
+
+`prepare` runs the static checks and both compilations and returns either a finished
+`ExecResult` (rejected, compile error, compile-only) or a `Prepared` job for a GPU worker;
+`finish` turns the worker's reply into an `ExecResult` with speedups and feedback. Backends
+(local process pool, Ray) only move `Prepared` jobs to workers and replies back.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cudaperf.execute import checks
+from cudaperf.execute.build import (
+    build_candidate,
+    build_reference,
+    detect_gpus,
+    first_error,
+    toolchain_versions,
+)
+from cudaperf.execute.config import EvalConfig
+from cudaperf.execute.results import ResultCache, result_key, timing_feedback, truncate
+from cudaperf.execute.sandbox import read_log
+from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, geomean
+from cudaperf.tasks.model import Task, TaskKind
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Env", "Evaluator", "Prepared", "detect_env"]
+
+
+@dataclass(frozen=True)
+class Env:
+    """What this node offers: mode, GPUs, target arch, versions, the secret salt."""
+
+    mode: str  # "full" or "compile-only"
+    gpus: tuple[int, ...]  # GPU indices workers bind to (empty when compile-only)
+    gpu_name: str  # name of the first GPU ("" when compile-only)
+    arch: str  # nvcc -arch
+    versions: dict[str, str]  # toolchain versions (part of the cache key)
+    salt: int = field(repr=False)  # secret input-seed salt; never leaves the evaluator
+
+
+def detect_env(config: EvalConfig) -> Env:
+    """Detect GPUs (nvidia-smi) unless compile-only is forced; pick arch and salt."""
+    found = [] if config.compile_only else detect_gpus()
+    if config.gpus is not None:
+        found = [g for g in found if g.index in config.gpus]
+    if config.compile_only is False and not found:
+        raise RuntimeError("compile_only=False but no GPU is visible (nvidia-smi found none)")
+    arch = config.arch or (found[0].arch if found else "sm_90")
+    salt = config.seed_salt if config.seed_salt is not None else secrets.randbits(62)
+    return Env(
+        mode="full" if found else "compile-only",
+        gpus=tuple(g.index for g in found),
+        gpu_name=found[0].name if found else "",
+        arch=arch,
+        versions=toolchain_versions(config, found[0].driver if found else ""),
+        salt=salt,
+    )
+
+
+@dataclass
+class Prepared:
+    """A compiled candidate waiting for a GPU worker."""
+
+    task: Task
+    cand: Candidate
+    key: str  # result-cache key
+    lib: str  # candidate + harness shared library
+    ref_lib: str  # the C reference's shared library
+    compile_log: str
+    findings: list[str]  # non-fatal check ids
+    notes: list[str]  # non-fatal check messages
+    workdir: str  # the candidate's own temp dir (worker cwd)
+    t0: float  # monotonic start time
+
+
+class Evaluator:
+    """Per-node evaluation steps; thread-safe (no shared mutable state besides files)."""
+
+    def __init__(self, config: EvalConfig, env: Env | None = None):
+        self.config = config
+        self.env = env or detect_env(config)
+        self.cache = ResultCache(config.cache_dir, config.use_result_cache)
+
+    def key(self, task: Task, cand: Candidate) -> str:
+        settings = self.config.result_settings() | {"mode": self.env.mode, "arch": self.env.arch}
+        return result_key(
+            cand.hash,
+            task.id,
+            task.model_dump_json(),
+            settings,
+            self.env.gpu_name,
+            self.env.versions,
+        )
+
+    def result(self, task: Task, cand: Candidate, status: Status, t0: float, **kw) -> ExecResult:
+        return ExecResult(
+            status=status,
+            mode=self.env.mode,  # type: ignore[arg-type]
+            task_id=task.id,
+            candidate_hash=cand.hash,
+            candidate_id=cand.id,
+            gpu=self.env.gpu_name,
+            arch=self.env.arch,
+            versions=self.env.versions,
+            wall_s=time.monotonic() - t0,
+            cache_key=self.key(task, cand),
+            **kw,
+        )
+
+    def prepare(self, task: Task, cand: Candidate) -> ExecResult | Prepared:
+        """Static checks and compilation; an ExecResult when nothing is left to run."""
+        t0 = time.monotonic()
+        if task.kind is not TaskKind.C2CUDA:
+            msg = (
+                f"task kind {task.kind.value} is not supported by this evaluator yet (C→CUDA only)"
+            )
+            return self.result(task, cand, Status.INFRA_ERROR, t0, feedback=[msg])
+        found = checks.run_checks(cand.code)
+        fatal = [(n, m) for n, m in found if n in checks.FATAL]
+        ids = [n for n, _ in found]
+        if fatal:
+            fb = [f"rejected: the candidate {m}" for _, m in fatal]
+            return self.result(task, cand, Status.REJECTED, t0, feedback=fb, findings=ids)
+        notes = [f"note: the candidate {m}" for n, m in found if n not in checks.FATAL]
+        ref = build_reference(task, self.config)
+        if not ref.ok:
+            fb = ["the task's C reference does not compile; this is not the candidate's fault"]
+            log_ = truncate(ref.log, self.config.max_log_chars)
+            return self.result(task, cand, Status.INFRA_ERROR, t0, feedback=fb, compile_log=log_)
+        b = build_candidate(task, cand.code, self.env.arch, self.config)
+        clog = truncate(b.log, self.config.max_log_chars)
+        if b.timed_out:
+            fb = [f"compilation took longer than {self.config.compile_timeout_s:.0f} s"]
+            return self.result(task, cand, Status.TIMEOUT, t0, feedback=fb, compile_log=clog)
+        if not b.ok:
+            fb = [first_error(b.log)]
+            return self.result(
+                task, cand, Status.COMPILE_ERROR, t0, feedback=fb, compile_log=clog, findings=ids
+            )
+        if self.env.mode == "compile-only":
+            fb = ["compile-only: no GPU here, so nothing was run, checked or timed", *notes]
+            return self.result(
+                task, cand, Status.COMPILED, t0, feedback=fb, compile_log=clog, findings=ids
+            )
+        workdir = tempfile.mkdtemp(prefix="cudaperf-cand-")
+        return Prepared(
+            task, cand, self.key(task, cand), b.lib, ref.lib, clog, ids, notes, workdir, t0
+        )
+
+    def request(self, p: Prepared) -> dict:
+        """The worker request for a prepared job."""
+        c = self.config
+        return {
+            "op": "run",
+            "task": p.task.model_dump(mode="json"),
+            "lib": p.lib,
+            "ref_lib": p.ref_lib,
+            "workdir": p.workdir,
+            "salt": self.env.salt,
+            "trials": c.trials,
+            "warmup": c.warmup,
+            "budget_ms": c.time_budget_s * 1e3,
+            "cpu_trials": c.cpu_trials,
+            "cpu_budget_s": c.cpu_time_budget_s,
+            "check_after": c.check_after_timing,
+            "max_bandwidth_gbs": c.max_bandwidth_gbs,
+            "cpu_limit_s": c.max_cpu_s_per_job,
+        }
+
+    def finish(self, p: Prepared, reply: dict, naive: ExecResult | None = None) -> ExecResult:
+        """Build the ExecResult from a worker reply (and the naive baseline, if any)."""
+        status = Status(reply.get("status", "infra_error"))
+        configs = [ConfigResult.model_validate(c) for c in reply.get("configs", [])]
+        naive_by = {c.config: c.timing for c in (naive.configs if naive and naive.ok else [])}
+        configs = [c.model_copy(update={"naive_timing": naive_by.get(c.config)}) for c in configs]
+        runtime = reply.get("message", "")
+        out = read_log(Path(p.workdir), self.config.max_log_chars)
+        shutil.rmtree(p.workdir, ignore_errors=True)
+        fb = _status_feedback(status, configs, runtime)
+        kw: dict = {}
+        if status is Status.OK:
+            fb += timing_feedback(configs)
+            kw["speedup_vs_cpu"] = geomean(
+                [c.cpu_timing.median_us / c.timing.median_us for c in configs if c.cpu_timing]
+            )
+            if naive_by and all(c.naive_timing for c in configs):
+                kw["speedup_vs_naive"] = geomean(
+                    [c.naive_timing.median_us / c.timing.median_us for c in configs]
+                )
+        rlog = truncate((runtime + "\n" + out).strip(), self.config.max_log_chars)
+        return self.result(
+            p.task, p.cand, status, p.t0, configs=configs, compile_log=p.compile_log,
+            runtime_log=rlog, feedback=fb + p.notes, findings=p.findings, **kw,
+        )  # fmt: skip
+
+
+def _status_feedback(status: Status, configs: list[ConfigResult], runtime: str) -> list[str]:
+    """The first thing a model should fix, naming the config and by how much."""
+    if status is Status.OK:
+        return [f"correct on all {len(configs)} configs (held-out included)"]
+    bad = next((c for c in configs if c.message), None)
+    where = f" on config {bad.config}" if bad else ""
+    if status is Status.WRONG_OUTPUT and bad:
+        return [f"wrong output{where}: {bad.message}"]
+    if status is Status.TIMEOUT:
+        return [
+            f"timeout{where}: {runtime or 'the run did not finish in time'} (hang or deadlock?)"
+        ]
+    if status is Status.REJECTED and bad:
+        return [f"rejected{where}: {bad.message}"]
+    if status is Status.RUNTIME_ERROR:
+        return [f"runtime error{where}: {(bad.message if bad else '') or runtime}"]
+    return [f"{status.value}: {runtime}"]

@@ -1,0 +1,142 @@
+"""The native harness compiled together with each C→CUDA candidate (one nvcc invocation).
+
+The generated translation unit is: CUDA headers, the task's prototype (so a mismatching
+signature is a compile error), the candidate (its line numbers preserved by `#line`), and the
+harness. The harness exports one C entry point:
+
+    int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n,
+                       int warmup, int trials, double budget_ms,
+                       float* event_ms, double* wall_ms, int* done, char* err, int errlen)
+
+`host[i]` is a host buffer (arrays) or a pointer to the value (scalars); `roles[i]` is
+`ROLE_CODES`. With `trials == 0` it runs one checked call: allocates device arrays, uploads
+in/inout arrays, poisons out arrays with 0xFF bytes (NaN for floats), calls the candidate,
+synchronises the device, and copies every array back into `host`. With `trials > 0` it times:
+warm-up calls, then per trial an L2 flush (memset of 2x the L2 size), a device-wide sync, a
+start event, the call, an end event, a device-wide sync; it records event time and host wall
+time (the cross-check for work that escapes the events). It returns 0 or a CUDA error code
+with a message in `err`. Timing therefore happens in native code; ctypes overhead is not timed.
+"""
+
+from __future__ import annotations
+
+from cudaperf.tasks.model import Role, Task
+
+__all__ = ["ROLE_CODES", "RUN_SYMBOL", "harness_source", "CANDIDATE_FILE", "HARNESS_FILE"]
+
+ROLE_CODES = {Role.IN: 0, Role.OUT: 1, Role.INOUT: 2, Role.SCALAR: 3}
+RUN_SYMBOL = "__cudaperf_run"
+CANDIDATE_FILE = "candidate.cu"  # name compile errors use for the candidate's lines
+HARNESS_FILE = "cudaperf_harness.cu"  # name compile errors use for the harness's lines
+
+_PRELUDE = """\
+#include <cuda_runtime.h>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+"""
+
+_DRIVER = r"""
+static int __cudaperf_fail(const char* what, cudaError_t e, char* err, int errlen) {
+  snprintf(err, errlen, "%s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
+  return e == cudaSuccess ? -1 : (int)e;
+}
+#define CP_CHECK(call, what) do { cudaError_t e_ = (call); \
+  if (e_ != cudaSuccess) { rc = __cudaperf_fail(what, e_, err, errlen); goto done; } } while (0)
+
+static double __cudaperf_now_ms() {
+  return std::chrono::duration<double, std::milli>(
+      std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+extern "C" int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n,
+                              int warmup, int trials, double budget_ms, float* event_ms,
+                              double* wall_ms, int* done, char* err, int errlen) {
+  int rc = 0, l2 = 0, t = 0;
+  void* dev[64] = {0};
+  void* args[64] = {0};
+  void* flush = 0;
+  size_t flush_bytes = 0;
+  cudaEvent_t ev0 = 0, ev1 = 0;
+  double t_begin = 0, w0 = 0;
+  *done = 0;
+  err[0] = 0;
+  if (n > 64) { snprintf(err, errlen, "harness supports at most 64 parameters"); return -1; }
+  for (int i = 0; i < n; ++i) {
+    if (roles[i] == 3) { args[i] = host[i]; continue; }
+    CP_CHECK(cudaMalloc(&dev[i], nbytes[i] > 0 ? nbytes[i] : 1), "allocating an input");
+    if (roles[i] == 1) CP_CHECK(cudaMemset(dev[i], 0xFF, nbytes[i]), "poisoning an output");
+    else CP_CHECK(cudaMemcpy(dev[i], host[i], nbytes[i], cudaMemcpyHostToDevice), "upload");
+    args[i] = dev[i];
+  }
+  CP_CHECK(cudaDeviceSynchronize(), "before the call");
+  if (trials == 0) {
+    __cudaperf_call(args);
+    CP_CHECK(cudaGetLastError(), "launching the candidate's kernel");
+    CP_CHECK(cudaDeviceSynchronize(), "running the candidate");
+    for (int i = 0; i < n; ++i)
+      if (roles[i] != 3)
+        CP_CHECK(cudaMemcpy(host[i], dev[i], nbytes[i], cudaMemcpyDeviceToHost), "download");
+    goto done;
+  }
+  for (int w = 0; w < warmup; ++w) {
+    __cudaperf_call(args);
+    CP_CHECK(cudaGetLastError(), "launching the candidate's kernel (warm-up)");
+    CP_CHECK(cudaDeviceSynchronize(), "running the candidate (warm-up)");
+  }
+  CP_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), "querying the L2 size");
+  flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : (64 << 20));
+  CP_CHECK(cudaMalloc(&flush, flush_bytes), "allocating the L2 flush buffer");
+  CP_CHECK(cudaEventCreate(&ev0), "creating events");
+  CP_CHECK(cudaEventCreate(&ev1), "creating events");
+  t_begin = __cudaperf_now_ms();
+  for (t = 0; t < trials; ++t) {
+    CP_CHECK(cudaMemsetAsync(flush, t & 0xFF, flush_bytes, 0), "flushing L2");
+    CP_CHECK(cudaDeviceSynchronize(), "after the L2 flush");
+    w0 = __cudaperf_now_ms();
+    CP_CHECK(cudaEventRecord(ev0, 0), "recording the start event");
+    __cudaperf_call(args);
+    CP_CHECK(cudaEventRecord(ev1, 0), "recording the end event");
+    CP_CHECK(cudaGetLastError(), "launching the candidate's kernel (timing)");
+    CP_CHECK(cudaDeviceSynchronize(), "running the candidate (timing)");
+    wall_ms[t] = __cudaperf_now_ms() - w0;
+    CP_CHECK(cudaEventElapsedTime(&event_ms[t], ev0, ev1), "reading the events");
+    *done = t + 1;
+    if (t + 1 >= 5 && __cudaperf_now_ms() - t_begin > budget_ms) break;
+  }
+done:
+  if (ev0) cudaEventDestroy(ev0);
+  if (ev1) cudaEventDestroy(ev1);
+  if (flush) cudaFree(flush);
+  for (int i = 0; i < n; ++i) if (dev[i]) cudaFree(dev[i]);
+  return rc;
+}
+"""
+
+
+def _unpack(task: Task) -> str:
+    """`__cudaperf_call(void** a)`: calls the entry with the task's signature unpacked."""
+    parts = []
+    for i, p in enumerate(task.signature):
+        if p.role is Role.SCALAR:
+            parts.append(f"*({p.ctype}*)a[{i}]")
+        else:
+            const = "const " if p.role is Role.IN else ""
+            parts.append(f"({const}{p.ctype}*)a[{i}]")
+    args = ", ".join(parts)
+    return f"static void __cudaperf_call(void** a) {{ {task.entry}({args}); }}\n"
+
+
+def harness_source(task: Task, candidate_code: str) -> str:
+    """One .cu file: prelude, prototype, the candidate (line numbers kept), the harness."""
+    return (
+        _PRELUDE
+        + task.c_prototype()
+        + ";\n"
+        + f'#line 1 "{CANDIDATE_FILE}"\n'
+        + candidate_code.rstrip()
+        + "\n"
+        + f'#line 1 "{HARNESS_FILE}"\n'
+        + _unpack(task)
+        + _DRIVER
+    )

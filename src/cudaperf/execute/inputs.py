@@ -1,0 +1,183 @@
+"""Inputs, the C reference, and output comparison (numpy + ctypes; no GPU needed).
+
+Inputs are drawn from the config's distributions with a seed mixed from the config's public
+seed, the task and config names, the input-set index, and a secret salt the candidate never
+sees. Out arrays are poisoned with NaN (floats) or the all-ones bit pattern (integers).
+The reference is the task's C source compiled by gcc and called through ctypes on numpy
+arrays, with out arrays zero-initialised (it must write every element it is responsible for).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import time
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from cudaperf.tasks.model import Distribution, InputConfig, Param, Role, Task, eval_length
+
+__all__ = [
+    "Comparison",
+    "compare",
+    "make_inputs",
+    "run_reference",
+    "scalar_ctype",
+    "time_reference",
+]
+
+_CTYPES = {
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+    "int8": ctypes.c_int8,
+    "uint8": ctypes.c_uint8,
+    "int16": ctypes.c_int16,
+    "uint16": ctypes.c_uint16,
+    "int32": ctypes.c_int32,
+    "uint32": ctypes.c_uint32,
+    "int64": ctypes.c_int64,
+    "uint64": ctypes.c_uint64,
+}
+
+
+def scalar_ctype(p: Param):
+    """The ctypes type of a scalar parameter."""
+    return _CTYPES[p.dtype]
+
+
+def _rng(task: Task, cfg: InputConfig, set_index: int, salt: int) -> np.random.Generator:
+    name_hash = zlib.crc32(f"{task.id}\0{cfg.name}".encode())
+    return np.random.default_rng([salt & (2**63 - 1), cfg.seed, set_index, name_hash])
+
+
+def _draw(rng: np.random.Generator, d: Distribution, n: int, dtype: np.dtype) -> np.ndarray:
+    if np.issubdtype(dtype, np.integer):
+        if d.kind == "constant":
+            return np.full(n, int(d.value), dtype=dtype)
+        if d.kind == "normal":
+            return np.rint(rng.normal(d.mean, d.std, n)).astype(dtype)
+        lo = math.ceil(d.low) if d.kind == "uniform" else int(d.low)
+        hi = math.floor(d.high) + 1 if d.kind == "uniform" else int(d.high)
+        return rng.integers(lo, max(hi, lo + 1), n, dtype=dtype)
+    if d.kind == "constant":
+        return np.full(n, d.value, dtype=dtype)
+    if d.kind == "normal":
+        return rng.normal(d.mean, d.std, n).astype(dtype)
+    if d.kind == "randint":
+        return rng.integers(int(d.low), int(d.high), n).astype(dtype)
+    return rng.uniform(d.low, d.high, n).astype(dtype)
+
+
+def poison(arr: np.ndarray) -> None:
+    """Fill an output buffer with NaN (floats) or all-ones bits (integers), in place."""
+    arr.view(np.uint8).fill(0xFF)
+
+
+def make_inputs(task: Task, cfg: InputConfig, set_index: int, salt: int) -> list[np.ndarray]:
+    """One array per signature entry (0-d arrays for scalars), outputs poisoned."""
+    rng = _rng(task, cfg, set_index, salt)
+    out: list[np.ndarray] = []
+    for p in task.signature:
+        dtype = np.dtype(p.dtype)
+        if p.role is Role.SCALAR:
+            out.append(np.array(cfg.sizes[p.name], dtype=dtype))
+            continue
+        n = eval_length(p.length or "0", cfg.sizes)
+        if n < 0:
+            raise ValueError(f"config {cfg.name}: length of {p.name} is negative ({n})")
+        if p.role is Role.OUT:
+            arr = np.empty(n, dtype=dtype)
+            poison(arr)
+        else:
+            arr = _draw(rng, cfg.param_distributions.get(p.name, cfg.distribution), n, dtype)
+        out.append(arr)
+    return out
+
+
+def _call_args(task: Task, arrays: list[np.ndarray]) -> list:
+    args = []
+    for p, a in zip(task.signature, arrays, strict=True):
+        if p.role is Role.SCALAR:
+            args.append(scalar_ctype(p)(a.item()))
+        else:
+            args.append(ctypes.c_void_p(a.ctypes.data))
+    return args
+
+
+def _reference_buffers(task: Task, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    bufs = []
+    for p, a in zip(task.signature, inputs, strict=True):
+        bufs.append(np.zeros_like(a) if p.role is Role.OUT else a.copy())
+    return bufs
+
+
+def run_reference(task: Task, lib: ctypes.CDLL, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Run the C reference on copies of `inputs`; returns the arrays after the call."""
+    fn = getattr(lib, task.entry)
+    fn.restype = None
+    bufs = _reference_buffers(task, inputs)
+    fn(*_call_args(task, bufs))
+    return bufs
+
+
+def time_reference(
+    task: Task, lib: ctypes.CDLL, inputs: list[np.ndarray], trials: int, budget_s: float
+) -> list[float]:
+    """Wall times (µs) of the serial C reference; at least one run, then until trials or budget."""
+    fn = getattr(lib, task.entry)
+    fn.restype = None
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < trials and (not times or time.perf_counter() - start < budget_s):
+        bufs = _reference_buffers(task, inputs)
+        args = _call_args(task, bufs)
+        t0 = time.perf_counter()
+        fn(*args)
+        times.append((time.perf_counter() - t0) * 1e6)
+    return times
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Outcome of comparing candidate outputs with the reference on one input set."""
+
+    correct: bool  # all outputs within tolerance and inputs unmodified
+    max_abs_err: float  # max |got - want| over out/inout arrays (inf when non-finite)
+    max_rel_err: float  # max |got - want| / |want| over elements with |want| > atol
+    message: str  # first problem, model-readable ("" when correct)
+    inputs_modified: bool = False  # an `in` array differs after the call
+
+
+def compare(
+    task: Task, inputs: list[np.ndarray], got: list[np.ndarray], want: list[np.ndarray]
+) -> Comparison:
+    """Compare every out/inout array (tolerance; NaN never passes) and check `in` arrays."""
+    tol = task.tolerance
+    worst_abs, worst_rel, first = 0.0, 0.0, ""
+    for p, x, g, w in zip(task.signature, inputs, got, want, strict=True):
+        if p.role is Role.IN and not np.array_equal(x.view(np.uint8), g.view(np.uint8)):
+            idx = int(np.flatnonzero(x != g)[0]) if np.any(x != g) else 0
+            msg = f"input array {p.name} was modified (first at index {idx}); inputs are read-only"
+            return Comparison(False, math.inf, math.inf, msg, inputs_modified=True)
+        if p.role not in (Role.OUT, Role.INOUT) or g.size == 0:
+            continue
+        gf, wf = g.astype(np.float64), w.astype(np.float64)
+        err = np.abs(gf - wf)
+        bad = ~(err <= tol.atol + tol.rtol * np.abs(wf))  # NaN compares False → bad
+        bad &= ~(np.isnan(gf) & np.isnan(wf))  # both NaN: the reference made it, not a failure
+        finite = np.isfinite(err)
+        a = float(err[finite].max()) if finite.all() else math.inf
+        big = np.abs(wf) > tol.atol
+        r = float((err[big] / np.abs(wf[big])).max()) if big.any() else 0.0
+        r = r if finite.all() else math.inf
+        worst_abs, worst_rel = max(worst_abs, a), max(worst_rel, r)
+        if bad.any() and not first:
+            i = int(np.flatnonzero(bad)[0])
+            first = (
+                f"{int(bad.sum())} of {g.size} elements of {p.name} are wrong; first at index "
+                f"{i}: got {g[i].item()!r}, expected {w[i].item()!r} (max abs err {a:.3g}, allowed "
+                f"{tol.atol:g} + {tol.rtol:g}*|expected|)"
+            )
+    return Comparison(not first, worst_abs, worst_rel, first)

@@ -1,0 +1,168 @@
+"""One candidate on every config, inside the worker: check, time, re-check, cross-check.
+
+Per config: (1) a checked call on input set 0 (secret seed), compared with the C reference;
+(2) warm-up and timed trials in the native harness; (3) a second checked call on fresh input
+set 1 into the same buffers' shapes, which catches outputs cached across calls; (4) the
+wall-clock cross-check (work that escapes the timing events is rejected) and a roofline check
+(a time implying more input bytes per second than `max_bandwidth_gbs` is rejected). Every
+config is checked, held-out ones included; after a wrong output the remaining configs are
+still checked but not timed. A CUDA error stops the job and asks for a worker restart.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from cudaperf.execute.harness import ROLE_CODES, RUN_SYMBOL
+from cudaperf.execute.inputs import compare, make_inputs, run_reference, time_reference
+from cudaperf.execute.types import ConfigResult, Status, Timing
+from cudaperf.tasks.model import InputConfig, Role, Task
+
+if TYPE_CHECKING:
+    from cudaperf.execute.worker import _Libs
+
+__all__ = ["NativeRun", "call_native", "run_job"]
+
+_MAX_SETS = 24  # cached (inputs, reference outputs) per worker
+
+
+class NativeRun:
+    """Result of one `__cudaperf_run` call."""
+
+    def __init__(self, rc: int, error: str, event_us: list[float], wall_us: list[float]):
+        self.rc = rc  # 0 on success, else a CUDA error code (or -1)
+        self.error = error  # harness message when rc != 0
+        self.event_us = event_us  # per-trial event times (timing mode)
+        self.wall_us = wall_us  # per-trial host wall times (timing mode)
+
+
+def call_native(
+    fn, task: Task, arrays: list[np.ndarray], warmup: int = 0, trials: int = 0, budget_ms=0.0
+) -> NativeRun:
+    """Call the harness entry on host `arrays` (modified in place in check mode)."""
+    n = len(arrays)
+    host = (ctypes.c_void_p * n)(*[a.ctypes.data for a in arrays])
+    nbytes = (ctypes.c_longlong * n)(*[a.nbytes for a in arrays])
+    roles = (ctypes.c_int * n)(*[ROLE_CODES[p.role] for p in task.signature])
+    ev = (ctypes.c_float * max(trials, 1))()
+    wall = (ctypes.c_double * max(trials, 1))()
+    done, err = ctypes.c_int(0), ctypes.create_string_buffer(1024)
+    fn.restype = ctypes.c_int
+    rc = fn(host, nbytes, roles, n, warmup, trials, ctypes.c_double(budget_ms), ev, wall,
+            ctypes.byref(done), err, 1024)  # fmt: skip
+    k = done.value
+    return NativeRun(
+        rc,
+        err.value.decode(errors="replace"),
+        [x * 1e3 for x in ev[:k]],
+        [x * 1e3 for x in wall[:k]],
+    )
+
+
+def _task_key(task: Task) -> str:
+    return hashlib.sha256(task.model_dump_json().encode()).hexdigest()[:16]
+
+
+def _input_set(task: Task, cfg: InputConfig, index: int, salt: int, libs: _Libs, ref_lib):
+    key = (_task_key(task), cfg.name, index, salt)
+    if key not in libs.sets:
+        inputs = make_inputs(task, cfg, index, salt)
+        libs.sets[key] = (inputs, run_reference(task, ref_lib, inputs))
+        while len(libs.sets) > _MAX_SETS:
+            libs.sets.popitem(last=False)
+    libs.sets.move_to_end(key)
+    return libs.sets[key]
+
+
+def _check(fn, task, inputs, want) -> tuple[NativeRun, object]:
+    bufs = [a.copy() for a in inputs]
+    run = call_native(fn, task, bufs)
+    return run, (compare(task, inputs, bufs, want) if run.rc == 0 else None)
+
+
+def _escape_check(t: Timing, wall: Timing) -> str:
+    # Work launched on a side stream finishes after the end event; the host sync still waits.
+    if wall.median_us > 1.5 * t.median_us + 50.0:
+        return (
+            f"work escapes the timing events: event time {t.median_us:.1f} us but the call takes "
+            f"{wall.median_us:.1f} us of wall time; launch on the default stream"
+        )
+    return ""
+
+
+def _roofline_check(task: Task, inputs, t: Timing, max_gbs: float) -> str:
+    # L2 is flushed before each trial, so every input byte must come from device memory.
+    nbytes = sum(
+        a.nbytes
+        for p, a in zip(task.signature, inputs, strict=True)
+        if p.role in (Role.IN, Role.INOUT)
+    )
+    if nbytes < (1 << 20):
+        return ""
+    gbs = nbytes / (t.median_us * 1e3)
+    if gbs > max_gbs:
+        return f"reads {nbytes} input bytes in {t.median_us:.2f} us ({gbs:.0f} GB/s): impossible"
+    return ""
+
+
+def _one_config(fn, task: Task, cfg: InputConfig, req: dict, libs: _Libs, ref_lib, timed: bool):
+    """Returns (status, ConfigResult, needs_restart)."""
+    base = {"config": cfg.name, "held_out": cfg.held_out}
+    inputs, want = _input_set(task, cfg, 0, req["salt"], libs, ref_lib)
+    run, cmp = _check(fn, task, inputs, want)
+    if run.rc != 0:
+        return Status.RUNTIME_ERROR, ConfigResult(**base, correct=False, message=run.error), True
+    errs = {"max_abs_err": cmp.max_abs_err, "max_rel_err": cmp.max_rel_err}
+    if not cmp.correct:
+        st = Status.REJECTED if cmp.inputs_modified else Status.WRONG_OUTPUT
+        return st, ConfigResult(**base, correct=False, **errs, message=cmp.message), False
+    if not timed:
+        return Status.OK, ConfigResult(**base, correct=True, **errs), False
+    ckey = (_task_key(task), cfg.name)
+    if ckey not in libs.cpu:
+        libs.cpu[ckey] = time_reference(
+            task, ref_lib, inputs, req["cpu_trials"], req["cpu_budget_s"]
+        )
+    cpu = Timing.of(libs.cpu[ckey])
+    arrays = [a.copy() for a in inputs]
+    tr = call_native(fn, task, arrays, req["warmup"], req["trials"], req["budget_ms"])
+    if tr.rc != 0 or not tr.event_us:
+        msg = tr.error or "no timed trial completed"
+        return Status.RUNTIME_ERROR, ConfigResult(**base, correct=True, **errs, message=msg), True
+    timing = Timing.of(tr.event_us)
+    res = dict(base, correct=True, **errs, timing=timing, cpu_timing=cpu)
+    hack = _escape_check(timing, Timing.of(tr.wall_us)) or _roofline_check(
+        task, inputs, timing, req["max_bandwidth_gbs"]
+    )
+    if hack:
+        return Status.REJECTED, ConfigResult(**res, message=hack), False
+    if req["check_after"]:
+        inputs1, want1 = _input_set(task, cfg, 1, req["salt"], libs, ref_lib)
+        run, cmp = _check(fn, task, inputs1, want1)
+        if run.rc != 0:
+            return Status.RUNTIME_ERROR, ConfigResult(**res, message=run.error), True
+        if not cmp.correct:
+            msg = "after timing, on fresh inputs: " + cmp.message
+            st = Status.REJECTED if cmp.inputs_modified else Status.WRONG_OUTPUT
+            return st, ConfigResult(**dict(res, correct=False), message=msg), False
+    return Status.OK, ConfigResult(**res), False
+
+
+def run_job(task: Task, req: dict, libs: _Libs) -> dict:
+    """Check and time one candidate library on every config of `task`."""
+    fn = getattr(libs.lib(req["lib"]), RUN_SYMBOL)
+    ref_lib = libs.lib(req["ref_lib"])
+    status, results, restart = Status.OK, [], False
+    for cfg in task.configs:
+        st, cr, restart = _one_config(fn, task, cfg, req, libs, ref_lib, status is Status.OK)
+        results.append(cr.model_dump(mode="json"))
+        if status is Status.OK:
+            status = st
+        if restart:
+            break
+    msg = next((r["message"] for r in results if r["message"]), "")
+    return {"status": status.value, "configs": results, "message": msg, "restart": restart}

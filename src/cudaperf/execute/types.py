@@ -1,0 +1,127 @@
+"""Typed results of the evaluator: one status, per-config checks, timings, feedback.
+
+Every type is a frozen pydantic model: JSON round-trips through `model_dump(mode="json")` /
+`model_validate`, and no field holds an exception object. Guaranteed: `Status.OK` means every
+config (held-out ones included) was run on a GPU, matched the reference within the task's
+tolerance, and was timed. A compile-only run (no GPU) never reports `OK`: it reports
+`COMPILED` with `mode == "compile-only"` and no timings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Candidate", "ConfigResult", "ExecResult", "Status", "Timing", "geomean"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Status(str, Enum):
+    """The one outcome of evaluating a candidate. Ordered roughly by how far it got."""
+
+    OK = "ok"  # compiled, correct on every config, timed
+    COMPILED = "compiled"  # compile-only mode (no GPU): it compiled; nothing was run or checked
+    COMPILE_ERROR = "compile_error"  # nvcc rejected it (or the entry point is missing)
+    RUNTIME_ERROR = "runtime_error"  # CUDA error, crash of the host code, or output limit hit
+    WRONG_OUTPUT = "wrong_output"  # ran, but some config's output is outside the tolerance
+    TIMEOUT = "timeout"  # compile or run exceeded its hard time limit
+    REJECTED = "rejected"  # a static or dynamic anti-hacking check fired
+    INFRA_ERROR = "infra_error"  # the evaluator itself failed; not the candidate's fault
+
+
+class Candidate(_Frozen):
+    """A piece of code to evaluate against one task."""
+
+    code: str  # full source in the task kind's candidate shape
+    id: str = ""  # caller's label (implementation id, sample index); not part of the hash
+
+    @property
+    def hash(self) -> str:
+        """sha256 of the code (first 16 hex digits); identical code shares builds and results."""
+        return hashlib.sha256(self.code.encode()).hexdigest()[:16]
+
+
+class Timing(_Frozen):
+    """Distribution of trial times of one thing on one config, in microseconds."""
+
+    median_us: float  # median over trials
+    iqr_us: float  # interquartile range (75th - 25th percentile)
+    min_us: float  # fastest trial
+    max_us: float  # slowest trial
+    trials: int  # number of timed trials
+
+    @classmethod
+    def of(cls, samples_us: list[float]) -> Timing:
+        """Summarise raw trial times (at least one)."""
+        xs = sorted(samples_us)
+        if not xs:
+            raise ValueError("Timing.of needs at least one sample")
+
+        def q(p: float) -> float:
+            pos = p * (len(xs) - 1)
+            lo, hi = math.floor(pos), math.ceil(pos)
+            return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+        return cls(
+            median_us=q(0.5),
+            iqr_us=q(0.75) - q(0.25),
+            min_us=xs[0],
+            max_us=xs[-1],
+            trials=len(xs),
+        )
+
+
+class ConfigResult(_Frozen):
+    """What happened on one input configuration."""
+
+    config: str  # InputConfig.name
+    held_out: bool  # the config is never shown in prompts
+    correct: bool  # every output element within tolerance, inputs unmodified
+    max_abs_err: float | None = None  # max |got - want| over all outputs (None: not compared)
+    max_rel_err: float | None = None  # max |got - want| / |want| where |want| > atol
+    timing: Timing | None = None  # candidate on the GPU (None: not timed)
+    cpu_timing: Timing | None = None  # the serial C reference on the CPU
+    naive_timing: Timing | None = None  # the task's naive CUDA implementation, when it has one
+    message: str = ""  # short, model-readable account of a failure on this config
+
+
+class ExecResult(_Frozen):
+    """Everything the evaluator learned about one candidate on one task."""
+
+    status: Status  # the one outcome
+    mode: Literal["full", "compile-only"]  # compile-only: no GPU, nothing was run
+    task_id: str  # Task.id
+    candidate_hash: str  # Candidate.hash
+    candidate_id: str = ""  # Candidate.id (caller's label)
+    configs: list[ConfigResult] = []  # one per config that was run, in task order
+    speedup_vs_cpu: float | None = None  # geomean over configs of cpu median / gpu median
+    speedup_vs_naive: float | None = None  # geomean over configs of naive median / gpu median
+    compile_log: str = ""  # nvcc output, truncated
+    runtime_log: str = ""  # the candidate's stdout/stderr and harness errors, truncated
+    feedback: list[str] = []  # short messages written for a model to act on
+    findings: list[str] = []  # anti-hacking check ids that fired (fatal or not)
+    gpu: str = ""  # device name as the driver reports it ("" when compile-only)
+    arch: str = ""  # the -arch nvcc compiled for, e.g. "sm_90"
+    versions: dict[str, str] = {}  # nvcc, gcc, driver, cudaperf
+    cached: bool = False  # served from the result cache
+    wall_s: float = Field(default=0.0, ge=0)  # wall seconds spent on this candidate
+    cache_key: str = ""  # the result-cache key (candidate, task, settings, GPU, toolchain)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+
+def geomean(xs: list[float]) -> float | None:
+    """Geometric mean of positive numbers; None for an empty list."""
+    xs = [x for x in xs if x > 0]
+    if not xs:
+        return None
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))

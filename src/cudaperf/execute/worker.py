@@ -1,0 +1,138 @@
+"""The GPU worker process: runs candidates' native harness on one GPU, sandboxed by limits.
+
+Started by `pool.WorkerHandle` as `python -m cudaperf.execute.worker RFD WFD`; it reads one
+JSON request per line from RFD and writes one JSON reply per line to WFD. Its own stdout and
+stderr are redirected, per job, to `output.log` in the job's temp dir (its cwd), so nothing a
+candidate prints can corrupt the protocol. Limits: file size (SIGXFSZ kills a candidate that
+writes too much), open files, processes (fork bombs), CPU seconds per job, and a private
+network namespace where the OS allows (as root). After any CUDA error the reply carries
+`restart: true` and the worker exits, so a broken context never meets the next candidate.
+A candidate that crashes or hangs the process is handled by the parent (exit code, timeout).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import os
+import resource
+import signal
+import sys
+from collections import OrderedDict
+
+import numpy as np
+
+from cudaperf.execute import measure
+from cudaperf.tasks.model import Task
+
+log = logging.getLogger(__name__)
+
+_CLONE_NEWNET = 0x40000000
+
+
+def _count_user_tasks() -> int:
+    uid, total = os.getuid(), 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                st = dict(line.split(":", 1) for line in f if ":" in line)
+            if int(st["Uid"].split()[0]) == uid:
+                total += int(st["Threads"])
+        except (OSError, KeyError, ValueError):
+            continue
+    return total
+
+
+def apply_limits(max_output_mb: int, max_open_files: int, isolate_network: bool) -> dict:
+    """Set the worker's resource limits; returns what could be applied."""
+    applied = {}
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it; we want the kill
+    size = max_output_mb << 20
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    applied["fsize_mb"] = max_output_mb
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    n = max_open_files if hard == resource.RLIM_INFINITY else min(max_open_files, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+    applied["nofile"] = n
+    try:  # NPROC counts every task of the user; leave room for the evaluator's own (nvcc pool)
+        nproc = _count_user_tasks() + 1024
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+        applied["nproc"] = nproc  # not enforced for root (CAP_SYS_RESOURCE)
+    except (OSError, ValueError):
+        applied["nproc"] = None
+    applied["network_isolated"] = False
+    if isolate_network:
+        libc = ctypes.CDLL(None, use_errno=True)
+        applied["network_isolated"] = libc.unshare(_CLONE_NEWNET) == 0
+    return applied
+
+
+def _limit_cpu(seconds: int) -> None:
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(used.ru_utime + used.ru_stime) + seconds
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+def _redirect_output(workdir: str) -> None:
+    os.chdir(workdir)
+    fd = os.open("output.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+class _Libs:
+    """Loaded shared libraries and cached inputs/reference outputs (small LRU)."""
+
+    def __init__(self) -> None:
+        self.libs: dict[str, ctypes.CDLL] = {}
+        self.sets: OrderedDict[tuple, tuple[list[np.ndarray], list[np.ndarray]]] = OrderedDict()
+        self.cpu: dict[tuple, list[float]] = {}
+
+    def lib(self, path: str) -> ctypes.CDLL:
+        if path not in self.libs:
+            self.libs[path] = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        return self.libs[path]
+
+
+def handle(req: dict, libs: _Libs) -> dict:
+    """Serve one request; never raises (errors become an infra_error reply)."""
+    try:
+        if req["op"] == "hello":
+            return {"ok": True, "pid": os.getpid()}
+        _redirect_output(req["workdir"])
+        _limit_cpu(int(req["cpu_limit_s"]))
+        task = Task.model_validate(req["task"])
+        return measure.run_job(task, req, libs)
+    except Exception as e:  # noqa: BLE001 - the reply must always come back
+        return {"status": "infra_error", "message": f"{type(e).__name__}: {e}", "configs": []}
+    finally:
+        libc = ctypes.CDLL(None)
+        libc.fflush(None)
+
+
+def main(argv: list[str]) -> int:
+    rfd, wfd = int(argv[0]), int(argv[1])
+    limits = json.loads(argv[2])
+    applied = apply_limits(**limits)
+    libs = _Libs()
+    with os.fdopen(rfd, "r") as rf, os.fdopen(wfd, "w") as wf:
+        wf.write(json.dumps({"ready": True, "limits": applied}) + "\n")
+        wf.flush()
+        for line in rf:
+            reply = handle(json.loads(line), libs)
+            wf.write(json.dumps(reply) + "\n")
+            wf.flush()
+            if reply.get("restart"):
+                return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

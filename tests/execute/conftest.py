@@ -1,0 +1,88 @@
+"""Shared fixtures: a private cache dir per session, skips for missing tools, the catalog."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from cudaperf.execute import EvalConfig  # noqa: E402
+
+HAS_NVCC = shutil.which("nvcc") is not None
+HAS_GPU = shutil.which("nvidia-smi") is not None
+
+needs_nvcc = pytest.mark.skipif(not HAS_NVCC, reason="nvcc is not installed (CUDA toolkit)")
+needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="no NVIDIA GPU visible (nvidia-smi missing)")
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cudaperf-cache")
+
+
+@pytest.fixture()
+def cpu_config(cache_dir) -> EvalConfig:
+    """Compile-only config with a fixed salt and a session-wide build cache."""
+    return EvalConfig(cache_dir=cache_dir, compile_only=True, seed_salt=1234, compile_jobs=2)
+
+
+FAKE_HARNESS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+/* A CPU stand-in for the native harness ABI (saxpy only) so the worker can be tested here. */
+int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n, int warmup,
+                   int trials, double budget_ms, float* event_ms, double* wall_ms, int* done,
+                   char* err, int errlen) {
+  int nn = *(int*)host[0]; float a = *(float*)host[1];
+  float* x = (float*)host[2]; float* y = (float*)host[3];
+#if defined(FAKE_HANG)
+  for (;;) {}
+#elif defined(FAKE_SEGV)
+  *(volatile int*)0 = 1;
+#elif defined(FAKE_FLOOD)
+  for (long j = 0; j < (1L << 30); ++j) printf("flood flood flood %ld\n", j);
+#elif defined(FAKE_CUDA_ERROR)
+  snprintf(err, errlen, "running the candidate: cudaErrorIllegalAddress (fake)"); return 700;
+#endif
+  if (trials == 0) {
+    for (int i = 0; i < nn; ++i) y[i] = FAKE_A * a * x[i] + y[i];
+#ifdef FAKE_MUTATE
+    x[0] += 1.0f;
+#endif
+    printf("hello from the candidate\n");
+    return 0;
+  }
+  for (int t = 0; t < trials; ++t) { event_ms[t] = 0.01f * (1 + t % 3); wall_ms[t] = 0.02; }
+  *done = trials;
+  return 0;
+}
+"""
+
+
+@pytest.fixture(scope="session")
+def fake_libs(tmp_path_factory) -> dict[str, str]:
+    """Fake harness libraries built with gcc: ok, wrong, hang, segv, flood, cuda_error, mutate."""
+    d = tmp_path_factory.mktemp("fake")
+    (d / "fake.c").write_text(FAKE_HARNESS)
+    variants = {
+        "ok": ["-DFAKE_A=1"],
+        "wrong": ["-DFAKE_A=2"],
+        "hang": ["-DFAKE_A=1", "-DFAKE_HANG"],
+        "segv": ["-DFAKE_A=1", "-DFAKE_SEGV"],
+        "flood": ["-DFAKE_A=1", "-DFAKE_FLOOD"],
+        "cuda_error": ["-DFAKE_A=1", "-DFAKE_CUDA_ERROR"],
+        "mutate": ["-DFAKE_A=1", "-DFAKE_MUTATE"],
+    }
+    out = {}
+    for name, flags in variants.items():
+        lib = d / f"{name}.so"
+        cmd = ["gcc", "-O1", "-shared", "-fPIC", *flags, "-o", str(lib), str(d / "fake.c")]
+        subprocess.run(cmd, check=True)
+        out[name] = str(lib)
+    return out
