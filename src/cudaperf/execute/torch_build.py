@@ -1,0 +1,113 @@
+"""Building PyTorch→CUDA candidates ahead of the GPU queue, on the CPU build pool.
+
+Two candidate forms, two build paths:
+- **native** (`cudaperf.execute.native.load_cuda`): every embedded CUDA source with an
+  `extern "C"` launcher is built with nvcc into the content-addressed native cache (~1 s, no
+  torch headers). The worker's `load_cuda` call then finds the library and only loads it.
+- **load_inline** (KernelBench's form): the candidate module is executed once in a CPU-only
+  subprocess (`CUDA_VISIBLE_DEVICES=""`) with `TORCH_EXTENSIONS_DIR` pointing at a per-hash
+  folder, which builds the extension (15–50 s against the torch headers); the worker imports
+  the module with the same folder and torch finds the build up to date.
+Both run in parallel over CPU cores (the evaluator's build pool), never on a GPU worker.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudaperf.execute.native import NativeBuildError, load_cuda
+from cudaperf.tasks.candidate import cuda_sources_in_python
+
+__all__ = ["TorchBuild", "candidate_form", "extensions_dir", "prebuild_torch_candidate"]
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    """Outcome of building one PyTorch→CUDA candidate."""
+
+    ok: bool  # every kernel source built
+    form: str  # "native", "load_inline" or "unknown"
+    log: str  # compiler output (truncated by the caller)
+    timed_out: bool = False  # the build exceeded its time limit
+    ext_dir: str = ""  # TORCH_EXTENSIONS_DIR for load_inline candidates
+
+
+def candidate_form(code: str) -> str:
+    """'native' when it calls load_cuda, 'load_inline' when it calls load_inline, else 'unknown'."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return "unknown"
+    called = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            called.add(f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", ""))
+    if "load_cuda" in called:
+        return "native"
+    if "load_inline" in called or "load" in called:
+        return "load_inline"
+    return "unknown"
+
+
+def extensions_dir(cache_dir: Path, code: str) -> Path:
+    """The per-candidate TORCH_EXTENSIONS_DIR (shared by the build and the worker)."""
+    digest = hashlib.sha256(code.encode()).hexdigest()[:16]
+    return Path(cache_dir).expanduser() / "torch_ext" / digest
+
+
+def _build_native(code: str, arch: str, native_cache: Path | None) -> TorchBuild:
+    logs = []
+    for src in cuda_sources_in_python(code):
+        if 'extern "C"' not in src:
+            continue
+        try:
+            load_cuda(src, arch=arch, cache_dir=native_cache)
+        except NativeBuildError as e:
+            return TorchBuild(False, "native", f"{e}\n{e.log}")
+        logs.append(f"built {len(src)} characters of CUDA for {arch}")
+    if not logs:
+        return TorchBuild(False, "native", 'no CUDA source with an extern "C" launcher found')
+    return TorchBuild(True, "native", "\n".join(logs))
+
+
+def _build_inline(code: str, ext_dir: Path, timeout_s: float, arch: str) -> TorchBuild:
+    ext_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="cudaperf-build-") as tmp:
+        path = Path(tmp) / "candidate.py"
+        path.write_text(code, encoding="utf-8")
+        env = dict(os.environ)
+        env.update(
+            TORCH_EXTENSIONS_DIR=str(ext_dir),
+            CUDA_VISIBLE_DEVICES="",
+            TORCH_CUDA_ARCH_LIST=f"{arch[3:-1]}.{arch[-1]}" if arch[3:].isdigit() else "9.0",
+            MAX_JOBS="1",
+        )
+        cmd = [sys.executable, "-c", "import runpy, sys; runpy.run_path(sys.argv[1])", str(path)]
+        try:
+            res = subprocess.run(
+                cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout_s
+            )
+        except subprocess.TimeoutExpired:
+            return TorchBuild(False, "load_inline", "", timed_out=True, ext_dir=str(ext_dir))
+    text = (res.stdout + res.stderr).strip()
+    return TorchBuild(res.returncode == 0, "load_inline", text, ext_dir=str(ext_dir))
+
+
+def prebuild_torch_candidate(
+    code: str, arch: str, cache_dir: Path, timeout_s: float, native_cache: Path | None = None
+) -> TorchBuild:
+    """Build a candidate's kernels so that the GPU worker only loads them."""
+    form = candidate_form(code)
+    if form == "native":
+        return _build_native(code, arch, native_cache)
+    if form == "load_inline":
+        return _build_inline(code, extensions_dir(cache_dir, code), timeout_s, arch)
+    return TorchBuild(False, "unknown", "no kernel loader call (load_cuda or load_inline) found")
