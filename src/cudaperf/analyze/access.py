@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import sympy as sp
 from tree_sitter import Node
 
-from cudaperf.analyze.index import Scope, tx_stride, type_size
+from cudaperf.analyze.index import Scope, tx_stride, type_size, warp_values
 from cudaperf.analyze.parse import Kernel
 
 __all__ = ["Access", "find_accesses", "shared_conflict_degree", "warp_sectors"]
@@ -227,62 +227,63 @@ def _kind(n: Node) -> str:
 
 def _classify(n: Node, p: _Ptr) -> Access:
     size = type_size(p.elem)
+    b = size or 4
     d = tx_stride(p.offset)
-    stride = None if d is None else sp.nsimplify(d / (size or 1))
-    pattern = "unknown"
-    if stride is not None:
-        pattern = (
-            "broadcast"
-            if stride == 0
-            else "coalesced"
-            if abs(stride) == 1 and stride.is_number
-            else "strided"
-        )
+    stride: str | None = None
+    addrs: list[int] | None = None
+    if d is not None:
+        st = sp.nsimplify(d / b)
+        stride = str(st)
+        if st.is_number:
+            addrs = [int(t * st * b) for t in range(32)]
+        pattern = "broadcast" if st == 0 else "coalesced" if abs(st) == 1 else "strided"
+    else:  # not affine: try the 32 lanes numerically (integer division by small constants)
+        addrs = warp_values(p.offset)
+        pattern = "unknown" if addrs is None else _pattern_of(addrs, b)
+        stride = None if addrs is None else "mixed"
     sectors = conflict = None
-    if p.space == "global" and stride is not None:
-        sectors = warp_sectors(stride, size or 4)
-    if p.space == "shared" and stride is not None:
-        conflict = shared_conflict_degree(stride, size or 4)
-    text = " ".join(n.text.decode().split())
+    if p.space == "global" and pattern != "unknown":
+        sectors = warp_sectors(addrs, b) if addrs is not None else 32 * max(1, b // 32)
+    if p.space == "shared" and addrs is not None:
+        conflict = shared_conflict_degree(addrs, b)
+    text = " ".join(n.text.decode().split())[:80]
+    line = n.start_point[0] + 1
     return Access(
-        p.space,
-        p.array,
-        n.start_point[0] + 1,
-        text[:80],
-        _kind(n),
-        size,
-        None if stride is None else str(stride),
-        pattern,
-        sectors,
-        conflict,
-        n,
+        p.space, p.array, line, text, _kind(n), size, stride, pattern, sectors, conflict, n
     )
 
 
-def warp_sectors(stride: sp.Expr, size: int) -> int:
-    """32-byte sectors touched by 32 threads at `stride` elements of `size` bytes apart."""
-    if not stride.is_number:
-        return 32 if size <= 32 else 32 * (size // 32)
-    s = int(abs(stride))
-    secs = set()
-    for t in range(32):
-        start = t * s * size
-        secs.update(range(start // 32, (start + size - 1) // 32 + 1))
+def _pattern_of(addrs: list[int], size: int) -> str:
+    if len(set(addrs)) == 1:
+        return "broadcast"
+    ideal = -(-32 * size // 32)
+    return "coalesced" if warp_sectors(addrs, size) <= ideal else "strided"
+
+
+def warp_sectors(addrs: list[int], size: int) -> int:
+    """32-byte sectors touched by a warp whose lanes access `size` bytes at byte `addrs`."""
+    base = min(addrs)
+    secs: set[int] = set()
+    for a in addrs:
+        a -= base
+        secs.update(range(a // 32, (a + size - 1) // 32 + 1))
     return len(secs)
 
 
-def shared_conflict_degree(stride: sp.Expr, size: int) -> int | None:
-    """Bank-conflict ways for 32 threads `stride` elements apart (1 = none, None = unknown)."""
-    if not stride.is_number or not stride.is_integer:
-        return None
-    s = int(abs(stride))
+def shared_conflict_degree(addrs: list[int], size: int) -> int:
+    """Bank-conflict ways for a warp's byte addresses into shared memory (1 = none).
+
+    The most distinct 4-byte words one bank serves in one phase; a phase is the whole warp for
+    accesses up to 4 bytes, 16 lanes for 8 bytes and 8 lanes for 16 bytes.
+    """
     per_phase = 32 if size <= 4 else max(1, 128 // size)
+    base = min(addrs)
     worst = 1
     for phase in range(0, 32, per_phase):
         banks: dict[int, set[int]] = {}
-        for t in range(phase, phase + per_phase):
-            start = t * s * size
-            for w in range(start // 4, (start + size - 1) // 4 + 1):
+        for a in addrs[phase : phase + per_phase]:
+            a -= base
+            for w in range(a // 4, (a + size - 1) // 4 + 1):
                 banks.setdefault(w % 32, set()).add(w)
         worst = max(worst, max(len(ws) for ws in banks.values()))
     return worst

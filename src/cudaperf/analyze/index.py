@@ -23,7 +23,16 @@ from dataclasses import dataclass, field
 import sympy as sp
 from tree_sitter import Node
 
-__all__ = ["TX", "TY", "TZ", "Scope", "thread_dependent", "tx_stride", "type_size"]
+__all__ = [
+    "TX",
+    "TY",
+    "TZ",
+    "Scope",
+    "thread_dependent",
+    "tx_stride",
+    "type_size",
+    "warp_values",
+]
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +139,48 @@ def tx_stride(e: sp.Expr) -> sp.Expr | None:
     return d
 
 
+_GENERIC = {"BX": 1, "BY": 1, "BZ": 1, "BDX": 256, "BDY": 1, "BDZ": 1, "TY": 0, "TZ": 0}
+
+
+def warp_values(e: sp.Expr) -> list[int] | None:
+    """Values of `e` for threadIdx.x = 0..31 when only integer division makes it non-affine.
+
+    Other symbols get generic values (parameters 1024, blockIdx 1, blockDim.x 256, loop
+    counters 0); uniform opaque terms 0. None when `e` holds a thread-dependent load, call or
+    select. Used when `tx_stride` says "not affine", e.g. for `idx / 16` and `idx % 16`.
+    """
+    for f in e.atoms(sp.Function):
+        if f.func != _DIV and TX in f.free_symbols:
+            return None
+    try:
+        return [int(_num(e, t)) for t in range(32)]
+    except (ZeroDivisionError, TypeError, ValueError, OverflowError):
+        return None
+
+
+def _num(e: sp.Expr, t: int) -> float:
+    if e.is_Number:
+        return float(e)
+    if e.is_Symbol:
+        name = str(e)
+        if e == TX:
+            return t
+        return 0 if name.startswith("iter@") else _GENERIC.get(name, 1024)
+    if e.is_Add:
+        return sum(_num(a, t) for a in e.args)
+    if e.is_Mul:
+        out = 1.0
+        for a in e.args:
+            out *= _num(a, t)
+        return out
+    if e.is_Pow:
+        return _num(e.args[0], t) ** _num(e.args[1], t)
+    if isinstance(e, sp.Function) and e.func == _DIV:
+        a, b = _num(e.args[0], t), _num(e.args[1], t)
+        return float(int(a) // int(b)) if a >= 0 else float(-(int(-a) // int(b)))
+    return 0.0  # a uniform opaque term
+
+
 @dataclass
 class Def:
     """One definition of a local variable."""
@@ -138,6 +189,7 @@ class Def:
     op: str  # "=" (declaration or assignment), "+=", "-=", "*=", "++", "--", or another op
     value: Node | None  # the right-hand side (None for ++/--)
     node: Node  # the defining declarator / assignment / update node
+    scope: Node | None = None  # declarations: the block (or for statement) they are visible in
 
 
 @dataclass
@@ -164,7 +216,8 @@ class Scope:
             if t == "init_declarator":
                 d = n.child_by_field_name("declarator")
                 if d is not None and d.type == "identifier":
-                    self._add(Def(d.text.decode(), "=", n.child_by_field_name("value"), n))
+                    val = n.child_by_field_name("value")
+                    self._add(Def(d.text.decode(), "=", val, n, _block_of(n)))
             elif t == "assignment_expression":
                 left = n.child_by_field_name("left")
                 if left is not None and left.type == "identifier":
@@ -281,33 +334,49 @@ class Scope:
         self._memo[key] = v
         return v
 
+    def _relevant(self, name: str, use: Node) -> list[Def]:
+        """The declaration of `name` visible at `use` and the assignments in its scope."""
+        decls = [
+            d for d in self.defs[name]
+            if d.scope is not None and d.node.start_byte < use.start_byte and _within(use, d.scope)
+        ]  # fmt: skip
+        if not decls:
+            return [d for d in self.defs[name] if d.scope is None]
+        decl = decls[-1]
+        return [decl] + [
+            d for d in self.defs[name]
+            if d.scope is None and d.node.start_byte > decl.node.start_byte
+            and _within(d.node, decl.scope)
+        ]  # fmt: skip
+
     def _resolve(self, name: str, use: Node) -> sp.Expr:
-        defs = self.defs[name]
+        defs = self._relevant(name, use)
+        if not defs:
+            return self.consts.get(name, sp.Symbol(name, integer=True))
         loop = _header_loop(name, use, defs)
         if loop is not None:
             return self._loop_var(name, loop, defs)
         before = [d for d in defs if d.node.start_byte < use.start_byte]
         base_i = next(
-            (
-                i
-                for i in range(len(before) - 1, -1, -1)
-                if before[i].op == "=" and _encloses(before[i].node, use)
-            ),
+            (i for i in range(len(before) - 1, -1, -1)
+             if before[i].op == "=" and _encloses(before[i].node, use)),
             None,
-        )
+        )  # fmt: skip
         if base_i is None:
             return self._opaque(name, defs)
-        v = self.value(before[base_i].value) if before[base_i].value else sp.Symbol(name)
+        base = before[base_i]
+        v = self.value(base.value) if base.value is not None else sp.Symbol(name)
         for d in before[base_i + 1 :]:
             if not _encloses(d.node, use) or d.op not in ("+=", "-=", "*=", "++", "--"):
                 return self._opaque(name, defs)
             v = self._apply(v, d)
-        for d in defs:  # updates in a loop around the use carry over between iterations
-            lp = _loop_around(d.node, use)
-            if lp is not None and d.op in ("+=", "-=", "++", "--"):
-                v = v + _iter(lp) * (self._apply(sp.Integer(0), d))
-            elif lp is not None:
+        for d in defs:  # updates after the use, in a loop around both, carry over
+            lp = _loop_around(d.node, use) if d.node.start_byte > use.start_byte else None
+            if lp is None or _within(base.node, lp):
+                continue
+            if d.op not in ("+=", "-=", "++", "--"):
                 return self._opaque(name, defs)
+            v = v + _iter(lp) * self._apply(sp.Integer(0), d)
         return v
 
     def _apply(self, v: sp.Expr, d: Def) -> sp.Expr:
@@ -331,6 +400,14 @@ class Scope:
         vals = [self.value(d.value) for d in defs if d.value is not None][:4]
         deps = sorted({s for v in vals for s in v.free_symbols & _THREAD}, key=str)
         return sp.Function("var_" + name)(*deps) if deps else sp.Symbol("var_" + name)
+
+
+def _block_of(n: Node) -> Node | None:
+    """The block a declaration is visible in (a for statement for its initializer)."""
+    p = n.parent
+    while p is not None and p.type not in ("compound_statement", "for_statement"):
+        p = p.parent
+    return p
 
 
 def _iter(loop: Node) -> sp.Symbol:

@@ -42,14 +42,14 @@ def uncoalesced_access(k: KernelFacts, cfg: AnalyzeConfig) -> list[Finding]:
         if a.space != "global" or a.pattern != "strided":
             continue
         size = f"{a.elem_bytes}-byte" if a.elem_bytes else "element"
+        gap = "not contiguous" if a.stride == "mixed" else f"{a.stride} {size} elements apart"
         out.append(
             Finding(
                 rule="uncoalesced-access",
                 severity=Severity.WARNING,
                 line=a.line,
                 message=(
-                    f"`{a.text}` ({a.kind}): consecutive threadIdx.x are {a.stride} {size} "
-                    f"elements apart, so a warp touches ~{a.sectors} sectors instead of "
+                    f"`{a.text}` ({a.kind}): consecutive threadIdx.x are {gap}, so a warp touches ~{a.sectors} sectors instead of "
                     f"{max(1, (a.elem_bytes or 4))}; map threadIdx.x to the contiguous (last) "
                     "index, or stage the tile through shared memory and read it transposed there."
                 ),
@@ -69,7 +69,7 @@ def unknown_access(k: KernelFacts, cfg: AnalyzeConfig) -> list[Finding]:
             message=f"`{a.text}`: index is not affine in threadIdx.x; coalescing unknown.",
         )
         for a in k.accesses
-        if a.space == "global" and a.pattern == "unknown"
+        if a.space == "global" and a.pattern == "unknown" and a.kind != "atomic"
     ]
 
 
