@@ -49,7 +49,8 @@ def uncoalesced_access(k: KernelFacts, cfg: AnalyzeConfig) -> list[Finding]:
                 severity=Severity.WARNING,
                 line=a.line,
                 message=(
-                    f"`{a.text}` ({a.kind}): consecutive threadIdx.x are {gap}, so a warp touches ~{a.sectors} sectors instead of "
+                    f"`{a.text}` ({a.kind}): consecutive threadIdx.x are {gap}, so a warp "
+                    f"touches ~{a.sectors} sectors instead of "
                     f"{max(1, (a.elem_bytes or 4))}; map threadIdx.x to the contiguous (last) "
                     "index, or stage the tile through shared memory and read it transposed there."
                 ),
