@@ -84,6 +84,17 @@ PROFILE_FEATURES: dict[str, tuple[str, str]] = {
     "ncu_shared_bank_conflicts": ("count", "shared-memory load+store bank conflicts"),
     "ncu_duration_ns": ("ns", "kernel duration (sum over launches)"),
 }
+PROFILE_FEATURES.update(
+    {
+        f"ncu_stall_{r}": ("cycles/instruction", f"warp cycles stalled on {r} per issued instr.")
+        for r in (
+            "long_scoreboard", "short_scoreboard", "barrier", "membar", "mio_throttle",
+            "lg_throttle", "math_pipe_throttle", "wait", "not_selected", "selected",
+            "no_instruction", "dispatch_stall", "drain", "imc_miss", "branch_resolving",
+            "sleeping", "tex_throttle",
+        )
+    }
+)  # fmt: skip
 
 # Rule id → what it flags. Each is implemented by one function in rules.py.
 RULES: dict[str, str] = {
@@ -94,6 +105,7 @@ RULES: dict[str, str] = {
     "register-spill": "ptxas spilled registers to local memory",
     "low-occupancy": "few warps resident per SM",
     "resources": "ptxas resource usage could not be determined (info only)",
+    "warp-stalls": "the top warp stall reasons measured by Nsight Compute (info only)",
 }
 
 

@@ -7,6 +7,7 @@ import logging
 import typer
 
 from cudaperf import __version__
+from cudaperf.cli.analyze import analyze_command
 from cudaperf.cli.tasks import tasks_app
 
 app = typer.Typer(
@@ -17,6 +18,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(tasks_app, name="tasks")
+app.command("analyze")(analyze_command)
 
 
 def _version(value: bool) -> None:

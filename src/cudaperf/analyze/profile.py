@@ -1,0 +1,241 @@
+"""Dynamic features from Nsight Compute: run the candidate's program under `ncu` and read its CSV.
+
+`profile_program` builds a `.cu` that has a `main()` with nvcc (or takes any command), runs it
+under `ncu --clock-control none --csv --page raw --print-units base`, restricted to the named
+kernels, and returns per-kernel metric sums over all profiled launches. `ncu_features` turns
+those into the `ncu_*` features of `report.PROFILE_FEATURES`. Results are cached by the hash
+of (source, arch, metric list) in memory and, with a cache directory, on disk.
+
+Not guaranteed: profiling needs a GPU, ncu, and permission to read performance counters; a
+C→CUDA or PyTorch→CUDA candidate without `main()` must be profiled through the evaluator's
+harness command (`profile_command`) instead.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import logging
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from cudaperf.analyze.report import AnalyzeConfig, Finding, Severity, StructuralReport
+
+__all__ = [
+    "CORE_METRICS",
+    "STALL_REASONS",
+    "ProfileError",
+    "add_profile",
+    "find_ncu",
+    "ncu_features",
+    "parse_ncu_csv",
+    "profile_command",
+    "profile_program",
+]
+
+log = logging.getLogger(__name__)
+
+# Metrics named in DESIGN.md and seen on an H200; a run falls back to these alone.
+CORE_METRICS = [
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "gpu__time_duration.sum",
+]
+_FP64 = [
+    "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
+]
+STALL_REASONS = [
+    "long_scoreboard", "short_scoreboard", "barrier", "membar", "mio_throttle", "lg_throttle",
+    "math_pipe_throttle", "wait", "not_selected", "selected", "no_instruction", "dispatch_stall",
+    "drain", "imc_miss", "branch_resolving", "sleeping", "tex_throttle",
+]  # fmt: skip
+_STALL = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+ALL_METRICS = CORE_METRICS + _FP64 + [_STALL.format(r) for r in STALL_REASONS]
+
+
+class ProfileError(RuntimeError):
+    """Profiling could not run (no ncu, no GPU, build failure); the message says which."""
+
+
+def find_ncu() -> str | None:
+    """The ncu executable: on PATH or in the usual CUDA install locations."""
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for p in sorted(Path("/usr/local").glob("cuda*/bin/ncu")) + sorted(
+        Path("/opt/nvidia").glob("nsight-compute/*/ncu")
+    ):
+        return str(p)
+    return None
+
+
+def parse_ncu_csv(text: str) -> dict[str, dict[str, float]]:
+    """Metric sums per kernel (source name) over all launches, plus `launches`, from raw CSV."""
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+    if start is None:
+        return {}
+    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    header, body = rows[0], rows[2:] if len(rows) > 1 and not rows[1][0].isdigit() else rows[1:]
+    out: dict[str, dict[str, float]] = {}
+    for row in body:
+        if len(row) != len(header) or not row[0].isdigit():
+            continue
+        rec = dict(zip(header, row, strict=True))
+        name = _kernel_base(rec.get("Kernel Name", ""))
+        agg = out.setdefault(name, {"launches": 0.0})
+        agg["launches"] += 1
+        for k, v in rec.items():
+            if "__" in k:
+                try:
+                    agg[k] = agg.get(k, 0.0) + float(v.replace(",", ""))
+                except ValueError:
+                    continue
+    return out
+
+
+def _kernel_base(name: str) -> str:
+    """`void ns::k<16>(float *, int)` → `k`."""
+    name = name.split("(")[0].strip()
+    depth, base = 0, ""
+    for ch in name:  # drop template arguments
+        depth += ch == "<"
+        if depth == 0:
+            base += ch
+        depth -= ch == ">"
+    return base.split()[-1].split("::")[-1] if base.split() else name
+
+
+def ncu_features(m: dict[str, float]) -> dict[str, float | None]:
+    """The `ncu_*` features from one kernel's summed metrics (averages for ratio metrics)."""
+    n = max(1.0, m.get("launches", 1.0))
+
+    def ratio(a: str, b: str) -> float | None:
+        return m[a] / m[b] if m.get(b) and a in m else None
+
+    def inst(op: str) -> float:
+        return m.get(f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum", 0.0)
+
+    flops = sum(inst(op) for op in ("fadd", "fmul", "dadd", "dmul"))
+    flops += 2 * (inst("ffma") + inst("dfma"))
+    dram = m.get("dram__bytes_read.sum", 0.0) + m.get("dram__bytes_write.sum", 0.0)
+    occ = m.get("sm__warps_active.avg.pct_of_peak_sustained_active")
+    f: dict[str, float | None] = {
+        "ncu_launches": n,
+        "ncu_sectors_per_request_ld": ratio(
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+            "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+        ),
+        "ncu_sectors_per_request_st": ratio(
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+            "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+        ),
+        "ncu_achieved_occupancy": occ / n / 100 if occ is not None else None,
+        "ncu_dram_bytes": dram,
+        "ncu_flops": flops,
+        "ncu_arithmetic_intensity": flops / dram if dram else None,
+        "ncu_shared_bank_conflicts": m.get(
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", 0.0
+        )
+        + m.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", 0.0),
+        "ncu_duration_ns": m.get("gpu__time_duration.sum"),
+    }
+    for r in STALL_REASONS:
+        v = m.get(_STALL.format(r))
+        f[f"ncu_stall_{r}"] = v / n if v is not None else None
+    return f
+
+
+def profile_command(
+    cmd: list[str], kernels: list[str], ncu: str | None = None, timeout_s: float = 600
+) -> dict[str, dict[str, float]]:
+    """Run `cmd` under ncu, profiling only `kernels`; metric sums per kernel name."""
+    ncu = ncu or find_ncu()
+    if ncu is None:
+        raise ProfileError("ncu not found; install Nsight Compute or put ncu on PATH")
+    pattern = "regex:^(" + "|".join(re.escape(k) for k in kernels) + ")$"
+    for metrics in (ALL_METRICS, CORE_METRICS):
+        args = [ncu, "--clock-control", "none", "--csv", "--page", "raw", "--print-units",
+                "base", "--kernel-name-base", "function", "-k", pattern,
+                "--metrics", ",".join(metrics), *cmd]  # fmt: skip
+        log.info("profiling: %s", " ".join(args))
+        p = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s)
+        parsed = parse_ncu_csv(p.stdout)
+        if parsed:
+            return parsed
+        log.warning("ncu gave no rows with %d metrics: %s", len(metrics), p.stderr[-500:])
+    raise ProfileError(f"ncu produced no results: {(p.stderr or p.stdout)[-300:].strip()}")
+
+
+def profile_program(
+    code: str, kernels: list[str], cfg: AnalyzeConfig
+) -> dict[str, dict[str, float]]:
+    """Build a `.cu` with `main()` for `cfg.arch`, run it under ncu; cached by content."""
+    if not re.search(r"\bint\s+main\s*\(", code):
+        raise ProfileError(
+            "--profile needs a program: a .cu file with main() that launches its kernels "
+            "(candidates without main are profiled by the evaluator)"
+        )
+    key = hashlib.sha256(f"{cfg.arch}\0{ALL_METRICS}\0{code}".encode()).hexdigest()
+    cache = Path(cfg.cache_dir) / "ncu" / f"{key}.json" if cfg.cache_dir else None
+    if cache is not None and cache.exists():
+        return json.loads(cache.read_text())
+    with tempfile.TemporaryDirectory(prefix="cudaperf-ncu-") as tmp:
+        src, exe = Path(tmp) / "prog.cu", Path(tmp) / "prog"
+        src.write_text(code)
+        gpu = cfg.arch.replace("sm_", "compute_")
+        b = subprocess.run(
+            [cfg.nvcc, "-O3", f"-gencode=arch={gpu},code={cfg.arch}", "-o", str(exe), str(src)],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        if b.returncode != 0:
+            raise ProfileError(f"nvcc failed: {b.stderr[-300:].strip()}")
+        result = profile_command([str(exe)], kernels)
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(result))
+    return result
+
+
+def add_profile(
+    reports: list[StructuralReport], code: str, cfg: AnalyzeConfig
+) -> list[StructuralReport]:
+    """Reports with `ncu_*` features (and a top-stalls info finding) added; score unchanged."""
+    metrics = profile_program(code, [r.name for r in reports], cfg)
+    out = []
+    for r in reports:
+        m = metrics.get(r.name)
+        if m is None:
+            out.append(r)
+            continue
+        feats = ncu_features(m)
+        stalls = sorted(
+            ((k[10:], v) for k, v in feats.items() if k.startswith("ncu_stall_") and v),
+            key=lambda kv: -kv[1],
+        )[:3]
+        findings = list(r.findings)
+        if stalls:
+            text = ", ".join(f"{k} {v:.1f}" for k, v in stalls)
+            findings.append(Finding(
+                rule="warp-stalls", severity=Severity.INFO, line=r.line,
+                message=f"top warp stall reasons (warp cycles per issued instruction): {text}",
+            ))  # fmt: skip
+        out.append(r.model_copy(update={"features": {**r.features, **feats}, "findings": findings}))
+    return out

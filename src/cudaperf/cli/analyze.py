@@ -1,0 +1,108 @@
+"""`cudaperf analyze FILE`: a structural report per kernel of a `.cu` or PyTorch→CUDA candidate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from cudaperf.analyze import AnalyzeConfig, NoKernelsError, StructuralReport, analyze
+from cudaperf.analyze.profile import ProfileError
+from cudaperf.cli.common import console, emit_json, fail, stdout
+
+__all__ = ["analyze_command"]
+
+_COLUMNS = [
+    ("score", "score", "{:.2f}"),
+    ("coalesced_fraction", "coalesced", "{:.0%}"),
+    ("shared_bank_conflict_degree_max", "bank", "{:g}-way"),
+    ("syncthreads", "sync", "{:g}"),
+    ("atomics", "atom", "{:g}"),
+    ("warp_shuffles", "shfl", "{:g}"),
+    ("vector_width_max", "vec B", "{:g}"),
+    ("registers", "regs", "{:g}"),
+    ("smem_bytes", "smem B", "{:g}"),
+    ("spill_bytes", "spill B", "{:g}"),
+    ("theoretical_occupancy", "occ", "{:.0%}"),
+    ("arithmetic_intensity", "FLOP/B", "{:.2f}"),
+]
+_PROFILE_COLUMNS = [
+    ("ncu_sectors_per_request_ld", "ld sec/req", "{:.1f}"),
+    ("ncu_sectors_per_request_st", "st sec/req", "{:.1f}"),
+    ("ncu_achieved_occupancy", "ach. occ", "{:.0%}"),
+]
+
+
+def analyze_command(
+    file: Path = typer.Argument(..., help="A .cu file or a PyTorch→CUDA candidate (.py)."),
+    arch: str = typer.Option("sm_90", "--arch", help="Target architecture, e.g. sm_80, sm_90."),
+    block_size: int = typer.Option(
+        256, "--block-size", help="Threads per block for occupancy when no launch is found."
+    ),
+    profile: bool = typer.Option(
+        False, "--profile", help="Also run the program under Nsight Compute (needs a GPU)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout."),
+) -> None:
+    """Report coalescing, bank conflicts, barriers, resources, occupancy and a score per kernel."""
+    if not file.is_file():
+        fail(f"{file} does not exist or is not a file; pass the path of a .cu or .py candidate")
+    try:
+        cfg = AnalyzeConfig(arch=arch, block_size=block_size)
+    except ValidationError as e:
+        fail(e.errors()[0]["msg"].removeprefix("Value error, "))
+    try:
+        source = file.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        fail(f"cannot read {file}: {e}; pass a UTF-8 text file")
+    try:
+        reports = analyze(source, config=cfg, profile=profile)
+    except NoKernelsError:
+        fail(f"no __global__ kernel found in {file}; pass CUDA source (or a Python candidate "
+             "whose CUDA string defines one)")  # fmt: skip
+    except ProfileError as e:
+        fail(f"profiling failed: {e}")
+    if as_json:
+        emit_json({"kernels": [_kernel_json(r) for r in reports]})
+        return
+    _print_human(reports, profile)
+
+
+def _kernel_json(r: StructuralReport) -> dict:
+    d = r.model_dump(mode="json")
+    return {
+        "name": d["name"],
+        "line": d["line"],
+        "features": d["features"],
+        "findings": d["findings"],
+        "score": d["score"],
+    }
+
+
+def _print_human(reports: list[StructuralReport], profile: bool) -> None:
+    cols = _COLUMNS + (_PROFILE_COLUMNS if profile else [])
+    out = Console(width=max(stdout.width, 160), highlight=False)
+    table = Table(show_edge=False, pad_edge=False, box=None)
+    table.add_column("kernel (line)", no_wrap=True)
+    for _, title, _ in cols:
+        table.add_column(title, justify="right", no_wrap=True)
+    for r in reports:
+        values = {"score": r.score, **r.features}
+        cells = [_fmt(values.get(key), fmt) for key, _, fmt in cols]
+        table.add_row(f"{r.name} ({r.line})", *cells)
+    out.print(table)
+    for r in reports:
+        for f in r.findings:
+            color = {"error": "red", "warning": "yellow"}.get(f.severity.value, "dim")
+            where = escape(f"line {f.line} [{f.rule}] {r.name}: {f.message}")
+            out.print(f"[{color}]{f.severity.value}[/] {where}", soft_wrap=True)
+    if not any(r.findings for r in reports):
+        console.print("no findings")
+
+
+def _fmt(v: float | None, fmt: str) -> str:
+    return "-" if v is None else fmt.format(v)
