@@ -1,0 +1,96 @@
+"""GPU tests (run with `-m gpu` on a GPU machine): correctness, timing, poisoning, faults."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from catalog import FAULTS, ROWSUM_WARP, SAXPY_NAIVE, rowsum_task, saxpy_task, saxpy_variant
+from conftest import needs_gpu
+
+from cudaperf.execute import Candidate, EvalConfig, Status, evaluate, evaluate_batch
+
+pytestmark = [pytest.mark.gpu, needs_gpu]
+
+
+@pytest.fixture()
+def gpu_config(cache_dir) -> EvalConfig:
+    return EvalConfig(cache_dir=cache_dir, seed_salt=99, run_timeout_s=10, use_result_cache=False)
+
+
+def test_naive_saxpy_is_correct_and_timed(gpu_config):
+    res = evaluate(saxpy_task(), Candidate(code=SAXPY_NAIVE), gpu_config)
+    assert res.status is Status.OK, res.feedback
+    assert res.mode == "full" and res.gpu
+    assert [c.config for c in res.configs] == ["n1000", "n100003", "heldout"]
+    assert all(c.correct and c.timing and c.cpu_timing for c in res.configs)
+    assert res.configs[1].timing.trials == 100
+    assert res.configs[-1].held_out
+    assert res.speedup_vs_cpu and res.speedup_vs_cpu > 0
+
+
+def test_batch_reports_speedup_vs_naive(gpu_config):
+    task = rowsum_task(((64, 100), (2048, 4096)))
+    results = list(evaluate_batch([(task, Candidate(code=ROWSUM_WARP, id="warp"))], gpu_config))
+    (res,) = results
+    assert res.status is Status.OK, res.feedback
+    assert res.speedup_vs_naive is not None
+    assert all(c.naive_timing for c in res.configs)
+    assert any(f.startswith("time per config") for f in res.feedback)
+
+
+@pytest.mark.parametrize("name", sorted(FAULTS))
+def test_fault_gets_its_status(gpu_config, name, tmp_path):
+    code, want = FAULTS[name]
+    cfg = gpu_config
+    if name == "stdout_flood":
+        cfg = EvalConfig(**{**cfg.__dict__, "max_output_mb": 8})
+    res = evaluate(saxpy_task(), Candidate(code=code, id=name), cfg)
+    assert res.status.value == want, (res.feedback, res.runtime_log[-500:])
+    assert res.feedback
+
+
+def test_worker_recovers_after_faults(gpu_config):
+    task = saxpy_task()
+    names = ["illegal_address", "host_segfault", "kernel_hang"]
+    jobs = [(task, Candidate(code=FAULTS[n][0], id=n)) for n in names]
+    jobs.append((task, Candidate(code=saxpy_variant(), id="good")))
+    by_id = {r.candidate_id: r for r in evaluate_batch(jobs, gpu_config)}
+    assert by_id["good"].status is Status.OK, by_id["good"].feedback
+    assert {by_id[n].status.value for n in names} == {"runtime_error", "timeout"}
+
+
+def test_inputs_mutation_rejected(gpu_config):
+    code = saxpy_variant(body="y[i] = a * x[i] + y[i]; ((float*)x)[i] = 0.0f;")
+    res = evaluate(saxpy_task(), Candidate(code=code), gpu_config)
+    assert res.status is Status.REJECTED, res.feedback
+    assert "input array x was modified" in res.feedback[0]
+
+
+SIDE_STREAM = """
+__global__ void k(int n, float a, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  long long t0 = clock64();
+  while (clock64() - t0 < 2000000) {}
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+extern "C" void saxpy(int n, float a, const float* x, float* y) {
+  static cudaStream_t s = 0;
+  if (!s) cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  k<<<(n + 255) / 256, 256, 0, s>>>(n, a, x, y);
+}
+"""
+
+
+def test_side_stream_escape_rejected(gpu_config):
+    cfg = EvalConfig(**{**gpu_config.__dict__, "trials": 20})
+    res = evaluate(saxpy_task(), Candidate(code=SIDE_STREAM), cfg)
+    assert res.status is Status.REJECTED, res.feedback
+    assert "escapes the timing events" in res.feedback[0]
+
+
+def test_secret_seed_changes_inputs(gpu_config):
+    # Hard-coding outputs for one salt fails under another: the salt is not visible to code.
+    a = evaluate(saxpy_task(), Candidate(code=SAXPY_NAIVE), gpu_config)
+    assert a.ok and "salt" not in a.model_dump_json()
+    assert os.environ.get("CUDAPERF_SALT") is None
