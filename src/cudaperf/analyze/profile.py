@@ -32,6 +32,7 @@ __all__ = [
     "ProfileError",
     "add_profile",
     "find_ncu",
+    "ncu_args",
     "ncu_features",
     "parse_ncu_csv",
     "profile_command",
@@ -163,20 +164,35 @@ def ncu_features(m: dict[str, float]) -> dict[str, float | None]:
     return f
 
 
+def ncu_args(ncu: str, kernels: list[str], metrics: list[str], cmd: list[str]) -> list[str]:
+    """The ncu command line that profiles only `kernels` of `cmd` and prints raw CSV."""
+    pattern = "regex:^(" + "|".join(re.escape(k) for k in kernels) + ")$"
+    return [ncu, "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base",
+            "--kernel-name-base", "function", "-k", pattern, "--metrics", ",".join(metrics),
+            *cmd]  # fmt: skip
+
+
 def profile_command(
-    cmd: list[str], kernels: list[str], ncu: str | None = None, timeout_s: float = 600
+    cmd: list[str],
+    kernels: list[str],
+    ncu: str | None = None,
+    timeout_s: float = 600,
+    raw: list[str] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Run `cmd` under ncu, profiling only `kernels`; metric sums per kernel name."""
+    """Run `cmd` under ncu, profiling only `kernels`; metric sums per kernel name.
+
+    Tries every metric first and falls back to `CORE_METRICS` if ncu rejects one. When `raw`
+    is a list, ncu's stdout of each attempt is appended to it.
+    """
     ncu = ncu or find_ncu()
     if ncu is None:
         raise ProfileError("ncu not found; install Nsight Compute or put ncu on PATH")
-    pattern = "regex:^(" + "|".join(re.escape(k) for k in kernels) + ")$"
     for metrics in (ALL_METRICS, CORE_METRICS):
-        args = [ncu, "--clock-control", "none", "--csv", "--page", "raw", "--print-units",
-                "base", "--kernel-name-base", "function", "-k", pattern,
-                "--metrics", ",".join(metrics), *cmd]  # fmt: skip
+        args = ncu_args(ncu, kernels, metrics, cmd)
         log.info("profiling: %s", " ".join(args))
         p = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s)
+        if raw is not None:
+            raw.append(p.stdout + "\n--- stderr ---\n" + p.stderr[-2000:])
         parsed = parse_ncu_csv(p.stdout)
         if parsed:
             return parsed
