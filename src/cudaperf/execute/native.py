@@ -254,7 +254,14 @@ class NativeLibrary:
     def __init__(self, path: Path, protos: dict[str, CPrototype]) -> None:
         self.path = path
         self._cdll = ctypes.CDLL(str(path))
-        self.functions = {n: NativeFunction(p, getattr(self._cdll, n)) for n, p in protos.items()}
+        self.functions: dict[str, NativeFunction] = {}
+        for name, proto in protos.items():
+            try:
+                cfunc = getattr(self._cdll, name)
+            except AttributeError:  # declared but not defined in this source: nothing to call
+                log.debug('extern "C" %s is declared but not defined in %s', name, path)
+                continue
+            self.functions[name] = NativeFunction(proto, cfunc)
 
     def __getattr__(self, name: str) -> NativeFunction:
         funcs = self.__dict__.get("functions", {})
