@@ -102,7 +102,11 @@ def extract_cuda(text: str) -> CudaText:
 
 
 def _looks_python(text: str) -> bool:
-    return bool(re.search(r"^\s*(import|from)\s+\w+", text, re.M)) and "#include" not in text[:200]
+    try:
+        ast.parse(text)
+    except SyntaxError:
+        return False
+    return True
 
 
 def _is_str(n: ast.AST) -> bool:
@@ -129,7 +133,7 @@ def _literals(n: ast.expr, strings: dict[str, list[ast.Constant]]) -> list[ast.C
     return []
 
 
-_TORCH_INCLUDE = re.compile(r"^\s*#\s*include\s*[<\"](torch|ATen|c10|pybind11)/.*$", re.M)
+_TORCH_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"](torch|ATen|c10|pybind11)/.*$", re.M)
 _TORCH_WORDS = re.compile(r"\b(torch::|at::|c10::|PYBIND11_MODULE|TORCH_|Tensor\b)")
 
 
@@ -338,10 +342,24 @@ def _dim_product(arg: Node, scope: Scope, body: Node) -> int | None:
     if dims is None:
         v = scope.value(arg)
         return int(v) if v.is_Integer and v > 0 else None
-    vals = [scope.value(d) for d in dims]
+    vals = [
+        scope.value(d) if d.type != "parameter_declaration" else _text_value(d.text, scope)
+        for d in dims
+    ]
     if all(v.is_Integer for v in vals):
         return int(sp.Mul(*vals))
     return None
+
+
+def _text_value(text: bytes, scope: Scope) -> sp.Expr:
+    """Value of a source snippet (a `dim3 b(X, Y)` argument) from constants and simple locals."""
+    env = dict(scope.consts)
+    for name, defs in scope.defs.items():
+        if len(defs) == 1 and defs[0].value is not None:
+            env[name] = scope.value(defs[0].value)
+    init = _first(parse(f"int __v = {text.decode()};").root_node, "init_declarator")
+    val = init.child_by_field_name("value") if init is not None else None
+    return Scope({}, env).value(val) if val is not None else sp.Symbol("unknown")
 
 
 def _dim3_decl(name: str, body: Node) -> list[Node] | None:
@@ -352,9 +370,15 @@ def _dim3_decl(name: str, body: Node) -> list[Node] | None:
         if n.type != "declaration" or n.child_by_field_name("type").text != b"dim3":
             continue
         for init in n.named_children:
-            d = init.child_by_field_name("declarator") if init.type == "init_declarator" else None
+            d = (
+                init.child_by_field_name("declarator")
+                if init.type in ("init_declarator", "function_declarator")
+                else None
+            )
             if d is None or d.text.decode() != name:
                 continue
+            if init.type == "function_declarator":  # `dim3 b(X, Y)` parses as a declaration
+                return init.child_by_field_name("parameters").named_children
             val = init.child_by_field_name("value")
             if val is not None and val.type == "call_expression":  # dim3 b = dim3(16, 16)
                 val = val.child_by_field_name("arguments")
