@@ -63,3 +63,25 @@ def test_barrier_in_thread_dependent_loop_is_divergent():
     }"""
     (r,) = analyze(code, config=STATIC)
     assert r.features["divergent_barriers"] == 1
+
+
+def test_tree_reduction_barrier_is_uniform_warp_branch_is_not():
+    code = """
+    __global__ void red(const float* in, float* out) {
+        extern __shared__ float sdata[];
+        unsigned tid = threadIdx.x;
+        sdata[tid] = in[blockIdx.x * blockDim.x + tid];
+        __syncthreads();
+        for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+            if (tid < s) sdata[tid] += sdata[tid + s];
+            __syncthreads();
+        }
+        if (tid == 0) out[blockIdx.x] = sdata[0];
+    }
+    __global__ void bad(float* a) {
+        int warp = threadIdx.x >> 5;
+        if (warp == 0) { a[threadIdx.x] = 1; __syncthreads(); }
+    }"""
+    red, bad = analyze(code, config=STATIC)
+    assert (red.features["syncthreads"], red.features["divergent_barriers"]) == (2, 0)
+    assert bad.features["divergent_barriers"] == 1
