@@ -51,3 +51,38 @@ def test_export_round_trip(tmp_path):
     assert json.loads(r.stdout)["written"] >= 1
     r = run("tasks", "export", "--sample", "--out", str(tmp_path / "s.csv"))
     assert r.exit_code == 2 and "use a .jsonl or .parquet" in r.output
+
+
+def test_import_kernelbench_fixture(tmp_path):
+    import pytest
+
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    root = Path(__file__).parents[1] / "fixtures" / "kernelbench"
+    out = tmp_path / "kb.jsonl"
+    r = run(
+        "tasks",
+        "import",
+        "kernelbench",
+        str(root),
+        "--out",
+        str(out),
+        "--levels",
+        "1,2,4",
+        "--json",
+    )
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout) == {
+        "imported": 3,
+        "skipped": 2,
+        "reasons": {
+            "missing Model, get_inputs or get_init_inputs": 1,
+            "level 4 needs pretrained models from a hub (offline)": 1,
+        },
+    }
+    assert run("tasks", "validate", str(out)).exit_code == 0
+    r = run("tasks", "import", "polybench", str(root), "--out", str(out))
+    assert r.exit_code == 2 and "unknown suite" in r.output
+    r = run("tasks", "import", "kernelbench", str(tmp_path), "--out", str(out))
+    assert r.exit_code == 2 and "no KernelBench levelN folders" in r.output

@@ -139,3 +139,42 @@ def export(
         emit_json({"written": len(tasks), "out": str(out)})
     else:
         console.print(f"wrote {len(tasks)} task(s) to {out}")
+
+
+@tasks_app.command("import")
+def import_suite(
+    suite: str = typer.Argument(..., help="Suite name: kernelbench."),
+    path: Path = typer.Argument(..., help="Your own checkout (or file) of the suite."),
+    out: Path = typer.Option(..., "--out", help="Where to write the tasks (.jsonl or .parquet)."),
+    levels: str = typer.Option("1,2,3", "--levels", help="KernelBench levels, e.g. 1,2,3."),
+    no_validate: bool = typer.Option(
+        False, "--no-validate", help="Skip running derived configs on the CPU (faster)."
+    ),
+    json: bool = JsonOpt,
+) -> None:
+    """Import a public benchmark suite from your checkout; every skip has a reason."""
+    from cudaperf.tasks.importers import IMPORTERS
+
+    if suite not in IMPORTERS:
+        fail(f"unknown suite {suite!r}; available: {', '.join(sorted(IMPORTERS))}")
+    if out.suffix not in (".jsonl", ".parquet"):
+        fail(f"--out {out}: use a .jsonl or .parquet file name")
+    try:
+        lv = tuple(int(x) for x in levels.split(",") if x.strip())
+    except ValueError:
+        fail(f"--levels {levels!r}: give comma-separated level numbers such as 1,2,3")
+    try:
+        with console.status(f"importing {suite} from {path} ..."):
+            report = IMPORTERS[suite](path, levels=lv, validate=not no_validate)
+    except (FileNotFoundError, ImportError) as e:
+        fail(str(e))
+    (save_jsonl if out.suffix == ".jsonl" else save_parquet)(report.tasks, out)
+    summary = report.summary()
+    if json:
+        emit_json(summary)
+        return
+    console.print(
+        f"imported {summary['imported']} task(s) into {out}; skipped {summary['skipped']}"
+    )
+    for reason, n in summary["reasons"].items():
+        console.print(f"  skipped {n}: {reason}", highlight=False)

@@ -37,6 +37,7 @@ import torch
 from cudaperf.execute.types import ConfigResult, Status, Timing
 from cudaperf.tasks.candidate import cuda_sources_in_python
 from cudaperf.tasks.model import InputConfig, Task
+from cudaperf.tasks.pymodule import exec_with_sizes
 
 __all__ = ["compare_outputs", "load_module", "run_torch_job", "time_forward"]
 
@@ -58,15 +59,9 @@ def _pin_precision() -> None:
 
 
 def load_module(source: str, name: str, sizes: dict[str, Any] | None = None) -> types.ModuleType:
-    """Execute `source` as a fresh module; `sizes` override its module-level constants."""
-    mod = types.ModuleType(name)
-    mod.__file__ = f"<{name}>"
+    """Execute `source` as a fresh module; `sizes` override its constants where assigned."""
+    mod = exec_with_sizes(source, sizes or {}, name)
     sys.modules[name] = mod  # load_inline and pickling look modules up by name
-    exec(compile(source, mod.__file__, "exec"), mod.__dict__)  # noqa: S102 - sandboxed worker
-    for key, value in (sizes or {}).items():
-        if key not in mod.__dict__:
-            raise ValueError(f"config sets {key!r}, which the task module does not define")
-        mod.__dict__[key] = value
     return mod
 
 
