@@ -86,3 +86,11 @@ def test_import_kernelbench_fixture(tmp_path):
     assert r.exit_code == 2 and "unknown suite" in r.output
     r = run("tasks", "import", "kernelbench", str(tmp_path), "--out", str(out))
     assert r.exit_code == 2 and "no KernelBench levelN folders" in r.output
+
+
+def test_overlap_command(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_text(json.dumps(C_TASK) + "\n")
+    r = run("tasks", "overlap", str(p), str(p), "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["max_overlap"] == 1.0

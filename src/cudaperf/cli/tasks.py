@@ -178,3 +178,33 @@ def import_suite(
     )
     for reason, n in summary["reasons"].items():
         console.print(f"  skipped {n}: {reason}", highlight=False)
+
+
+@tasks_app.command("overlap")
+def overlap(
+    a: Path = typer.Argument(..., help="Task set A (e.g. training data)."),
+    b: Path = typer.Argument(..., help="Task set B (e.g. an evaluation suite)."),
+    n: int = typer.Option(8, "--ngram", min=2, help="Token n-gram length."),
+    threshold: float = typer.Option(0.5, "--threshold", min=0.0, max=1.0),
+    impls: bool = typer.Option(False, "--implementations", help="Include implementation code."),
+    json: bool = JsonOpt,
+) -> None:
+    """N-gram overlap of each task of B with its closest task of A (decontamination)."""
+    from cudaperf.tasks.overlap import task_overlap
+
+    try:
+        ta, tb = load_tasks(a), load_tasks(b)
+    except TaskFileError as e:
+        fail(str(e))
+    report = task_overlap(ta, tb, n=n, threshold=threshold, with_impls=impls)
+    if json:
+        emit_json(report)
+        return
+    console.print(
+        f"{report['overlapping']} of {report['b_tasks']} tasks of B share >= {threshold:.0%} of "
+        f"their {n}-grams with a task of A (max {report['max_overlap']:.2f})"
+    )
+    table = Table("task of B", "closest task of A", "overlap")
+    for p in report["top_pairs"][:10]:
+        table.add_row(p["b"], str(p["a"]), f"{p['overlap']:.2f}")
+    stdout.print(table)
