@@ -18,7 +18,7 @@ from cudaperf.execute import Candidate, EvalConfig, LocalBackend, evaluate_batch
 
 
 def kernels():
-    sax = catalog.saxpy_task(sizes=(1 << 25,), held_out=1 << 22)
+    sax = catalog.saxpy_task(sizes=(1 << 25,), held_out=1 << 16)
     row = catalog.rowsum_task(((16384, 4096),))
     out = [(sax, Candidate(code=catalog.good_saxpy(i * 5), id=f"saxpy{i}")) for i in range(12)]
     out += [

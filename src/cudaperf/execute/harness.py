@@ -11,7 +11,8 @@ harness. The harness exports one C entry point:
 `host[i]` is a host buffer (arrays) or a pointer to the value (scalars); `roles[i]` is
 `ROLE_CODES`. With `trials == 0` it runs one checked call: allocates device arrays, uploads
 in/inout arrays, poisons out arrays with 0xFF bytes (NaN for floats), calls the candidate,
-synchronises the device, and copies every array back into `host`. With `trials > 0` it times:
+synchronises the device, and copies every array back into `host` (except role 4: an input
+whose mutation is not checked this time). With `trials > 0` it times:
 warm-up calls, then per trial an L2 flush (memset of 2x the L2 size), a device-wide sync, a
 start event, the call, an end event, a device-wide sync; it records event time and host wall
 time (the cross-check for work that escapes the events). It returns 0 or a CUDA error code
@@ -25,6 +26,7 @@ from cudaperf.tasks.model import Role, Task
 __all__ = ["ROLE_CODES", "RUN_SYMBOL", "harness_source", "CANDIDATE_FILE", "HARNESS_FILE"]
 
 ROLE_CODES = {Role.IN: 0, Role.OUT: 1, Role.INOUT: 2, Role.SCALAR: 3}
+IN_NO_DOWNLOAD = 4  # an `in` array not copied back after a checked call (no mutation check)
 RUN_SYMBOL = "__cudaperf_run"
 CANDIDATE_FILE = "candidate.cu"  # name compile errors use for the candidate's lines
 HARNESS_FILE = "cudaperf_harness.cu"  # name compile errors use for the harness's lines
@@ -75,7 +77,7 @@ extern "C" int __cudaperf_run(void** host, const long long* nbytes, const int* r
     CP_CHECK(cudaGetLastError(), "launching the candidate's kernel");
     CP_CHECK(cudaDeviceSynchronize(), "running the candidate");
     for (int i = 0; i < n; ++i)
-      if (roles[i] != 3)
+      if (roles[i] != 3 && roles[i] != 4)
         CP_CHECK(cudaMemcpy(host[i], dev[i], nbytes[i], cudaMemcpyDeviceToHost), "download");
     goto done;
   }

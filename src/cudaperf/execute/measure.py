@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cudaperf.execute.harness import ROLE_CODES, RUN_SYMBOL
+from cudaperf.execute.harness import IN_NO_DOWNLOAD, ROLE_CODES, RUN_SYMBOL
 from cudaperf.execute.inputs import compare, make_inputs, run_reference, time_reference
 from cudaperf.execute.types import ConfigResult, Status, Timing
 from cudaperf.tasks.model import InputConfig, Role, Task
@@ -41,13 +41,22 @@ class NativeRun:
 
 
 def call_native(
-    fn, task: Task, arrays: list[np.ndarray], warmup: int = 0, trials: int = 0, budget_ms=0.0
+    fn,
+    task: Task,
+    arrays: list[np.ndarray],
+    warmup: int = 0,
+    trials: int = 0,
+    budget_ms: float = 0.0,
+    download_inputs: bool = True,
 ) -> NativeRun:
-    """Call the harness entry on host `arrays` (modified in place in check mode)."""
+    """Call the harness entry on host `arrays` (out/inout, and in when asked, are overwritten)."""
     n = len(arrays)
     host = (ctypes.c_void_p * n)(*[a.ctypes.data for a in arrays])
     nbytes = (ctypes.c_longlong * n)(*[a.nbytes for a in arrays])
-    roles = (ctypes.c_int * n)(*[ROLE_CODES[p.role] for p in task.signature])
+    codes = [ROLE_CODES[p.role] for p in task.signature]
+    if not download_inputs:
+        codes = [IN_NO_DOWNLOAD if c == ROLE_CODES[Role.IN] else c for c in codes]
+    roles = (ctypes.c_int * n)(*codes)
     ev = (ctypes.c_float * max(trials, 1))()
     wall = (ctypes.c_double * max(trials, 1))()
     done, err = ctypes.c_int(0), ctypes.create_string_buffer(1024)
@@ -78,9 +87,22 @@ def _input_set(task: Task, cfg: InputConfig, index: int, salt: int, libs: _Libs,
     return libs.sets[key]
 
 
-def _check(fn, task, inputs, want) -> tuple[NativeRun, object]:
-    bufs = [a.copy() for a in inputs]
-    run = call_native(fn, task, bufs)
+def _buffers(task: Task, inputs: list[np.ndarray], download_inputs: bool) -> list[np.ndarray]:
+    """Host buffers for a checked call: copies only of what the harness will overwrite."""
+    out = []
+    for p, a in zip(task.signature, inputs, strict=True):
+        if p.role is Role.OUT:
+            out.append(np.empty_like(a))  # the device side is poisoned; all of it is downloaded
+        elif p.role is Role.INOUT or (p.role is Role.IN and download_inputs):
+            out.append(a.copy())
+        else:
+            out.append(a)  # scalars, and inputs the harness only reads
+    return out
+
+
+def _check(fn, task, inputs, want, download_inputs: bool = True) -> tuple[NativeRun, object]:
+    bufs = _buffers(task, inputs, download_inputs)
+    run = call_native(fn, task, bufs, download_inputs=download_inputs)
     return run, (compare(task, inputs, bufs, want) if run.rc == 0 else None)
 
 
@@ -128,8 +150,7 @@ def _one_config(fn, task: Task, cfg: InputConfig, req: dict, libs: _Libs, ref_li
             task, ref_lib, inputs, req["cpu_trials"], req["cpu_budget_s"]
         )
     cpu = Timing.of(libs.cpu[ckey])
-    arrays = [a.copy() for a in inputs]
-    tr = call_native(fn, task, arrays, req["warmup"], req["trials"], req["budget_ms"])
+    tr = call_native(fn, task, inputs, req["warmup"], req["trials"], req["budget_ms"])
     if tr.rc != 0 or not tr.event_us:
         msg = tr.error or "no timed trial completed"
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=True, **errs, message=msg), True
@@ -142,7 +163,7 @@ def _one_config(fn, task: Task, cfg: InputConfig, req: dict, libs: _Libs, ref_li
         return Status.REJECTED, ConfigResult(**res, message=hack), False
     if req["check_after"]:
         inputs1, want1 = _input_set(task, cfg, 1, req["salt"], libs, ref_lib)
-        run, cmp = _check(fn, task, inputs1, want1)
+        run, cmp = _check(fn, task, inputs1, want1, download_inputs=False)
         if run.rc != 0:
             return Status.RUNTIME_ERROR, ConfigResult(**res, message=run.error), True
         if not cmp.correct:
