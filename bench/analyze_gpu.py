@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from cudaperf.analyze import AnalyzeConfig, analyze, occupancy  # noqa: E402
 from cudaperf.analyze.access import find_accesses  # noqa: E402
 from cudaperf.analyze.index import Scope  # noqa: E402
-from cudaperf.analyze.parse import find_kernels, parse, read_constants  # noqa: E402
+from cudaperf.analyze.parse import find_kernels, find_launches, parse, read_constants  # noqa: E402
 from cudaperf.analyze.profile import find_ncu, ncu_features, profile_command  # noqa: E402
 from cudaperf.analyze.resources import ptxas_resources  # noqa: E402
 
@@ -117,8 +117,10 @@ def static_expectations(code: str) -> dict[str, dict]:
         out[rep.name] = {"features": rep.features, "score": rep.score}
     root = parse(code).root_node
     consts = read_constants(root)
+    block_x = {s.kernel: s.block_x for s in find_launches(root, consts)}
     for k in find_kernels(root, consts):
-        acc = [a for a in find_accesses(k, Scope.of(k.body, k.params, consts))
+        scope = Scope.of(k.body, k.params, consts)
+        acc = [a for a in find_accesses(k, scope, block_x.get(k.name))
                if a.space == "global" and a.kind != "atomic"]  # fmt: skip
         for kind in ("load", "store"):
             sel = [a for a in acc if a.kind in (kind, "loadstore") and a.sectors is not None]

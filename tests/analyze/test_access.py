@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import sympy as sp
 
 from cudaperf.analyze import AnalyzeConfig, StructuralReport, analyze
@@ -134,3 +135,10 @@ def test_python_candidate_lines_map_to_the_python_file():
     lines = src.read_text().splitlines()
     for f in r.findings:
         assert "xr[j]" in lines[f.line - 1] or "yr[j]" in lines[f.line - 1]
+
+
+def test_16x16_block_warp_spans_two_rows():
+    f = reports("matmul.cu")["matmul_naive"].features
+    # A[row*n+k]: 2 rows -> 2 sectors; B[k*n+col]: 16 floats -> 2; C store: 2 x 64 B -> 4
+    assert f["sectors_per_request_est"] == pytest.approx(8 / 3)
+    assert f["coalesced_fraction"] == 1.0

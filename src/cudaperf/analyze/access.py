@@ -168,8 +168,12 @@ def _retype(p: _Ptr, typ: str) -> _Ptr:
     return _Ptr(p.space, p.array, _elem_type(typ.replace("const", "")), p.offset, p.dims)
 
 
-def find_accesses(kernel: Kernel, scope: Scope) -> list[Access]:
-    """Every global and shared access of the kernel body, in source order."""
+def find_accesses(kernel: Kernel, scope: Scope, block_x: int | None = None) -> list[Access]:
+    """Every global and shared access of the kernel body, in source order.
+
+    `block_x` (blockDim.x from the launch, when known and < 32) makes the sector and bank
+    estimates follow a warp across rows; the class still comes from the threadIdx.x stride.
+    """
     res = _Resolver(kernel, scope)
     out: list[Access] = []
     stack = [kernel.body]
@@ -189,7 +193,7 @@ def find_accesses(kernel: Kernel, scope: Scope) -> list[Access]:
             else res.pointer(n.child_by_field_name("argument"))
         )
         if p is not None:
-            out.append(_classify(n, p))
+            out.append(_classify(n, p, block_x))
     return out
 
 
@@ -225,7 +229,7 @@ def _kind(n: Node) -> str:
     return "load"
 
 
-def _classify(n: Node, p: _Ptr) -> Access:
+def _classify(n: Node, p: _Ptr, block_x: int | None = None) -> Access:
     size = type_size(p.elem)
     b = size or 4
     d = tx_stride(p.offset)
@@ -241,6 +245,8 @@ def _classify(n: Node, p: _Ptr) -> Access:
         addrs = warp_values(p.offset)
         pattern = "unknown" if addrs is None else _pattern_of(addrs, b)
         stride = None if addrs is None else "mixed"
+    if block_x is not None and block_x < 32 and pattern != "unknown":
+        addrs = warp_values(p.offset, block_x) or addrs
     sectors = conflict = None
     if p.space == "global" and pattern != "unknown":
         sectors = warp_sectors(addrs, b) if addrs is not None else 32 * max(1, b // 32)

@@ -93,14 +93,17 @@ def _resources(code: str, cfg: AnalyzeConfig) -> tuple[dict[str, list[Resources]
         return {}, "nvcc timed out, so resources are unknown"
 
 
-def _block(k: Kernel, launches: list[LaunchSite], cfg: AnalyzeConfig) -> tuple[int, int]:
-    """(threads per block, dynamic shared memory bytes) for occupancy."""
+def _block(
+    k: Kernel, launches: list[LaunchSite], cfg: AnalyzeConfig
+) -> tuple[int, int, int | None]:
+    """(threads per block, dynamic shared memory bytes, blockDim.x if known) for occupancy."""
     mine = [s for s in launches if s.kernel == k.name and s.block_threads]
     if mine:
-        return mine[0].block_threads or cfg.block_size, mine[0].dynamic_smem or 0
+        s = mine[0]
+        return s.block_threads or cfg.block_size, s.dynamic_smem or 0, s.block_x
     if k.launch_bounds[0]:
-        return min(cfg.block_size, k.launch_bounds[0]), 0
-    return cfg.block_size, 0
+        return min(cfg.block_size, k.launch_bounds[0]), 0, None
+    return cfg.block_size, 0, None
 
 
 def _map_lines(text: CudaText, accesses: list[Access], st: Structure) -> tuple[list, Structure]:
@@ -120,11 +123,11 @@ def _report(
     cfg: AnalyzeConfig,
 ) -> StructuralReport:
     scope = Scope.of(k.body, k.params, consts)
-    accesses = find_accesses(k, scope)
+    block, dyn, block_x = _block(k, launches, cfg)
+    accesses = find_accesses(k, scope, block_x)
     st = find_structure(k, scope, helpers)
     inten = estimate_intensity(k, scope, accesses, cfg.unknown_trip_count)
     accesses, st = _map_lines(text, accesses, st)
-    block, dyn = _block(k, launches, cfg)
     res = _worst(resources.get(k.name, []))
     occ = occupancy(cfg.arch, block, res.registers, res.smem_bytes, dyn) if res else None
     line = text.candidate_line(k.line)

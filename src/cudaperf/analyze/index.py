@@ -86,29 +86,32 @@ def tx_stride(e: sp.Expr) -> sp.Expr | None:
 _GENERIC = {"BX": 1, "BY": 1, "BZ": 1, "BDX": 256, "BDY": 1, "BDZ": 1, "TY": 0, "TZ": 0}
 
 
-def warp_values(e: sp.Expr) -> list[int] | None:
-    """Values of `e` for threadIdx.x = 0..31 when only integer division makes it non-affine.
+def warp_values(e: sp.Expr, block_x: int = 32) -> list[int] | None:
+    """Values of `e` for the 32 lanes of a warp when only integer division makes it non-affine.
 
+    Lane l has threadIdx.x = l % block_x and threadIdx.y = l // block_x (so a 16x16 block's
+    warp spans two rows).
     Other symbols get generic values (parameters 1024, blockIdx 1, blockDim.x 256, loop
     counters 0); uniform opaque terms 0. None when `e` holds a thread-dependent load, call or
     select. Used when `tx_stride` says "not affine", e.g. for `idx / 16` and `idx % 16`.
     """
     for f in e.atoms(sp.Function):
-        if f.func != _DIV and TX in f.free_symbols:
+        if f.func != _DIV and f.free_symbols & {TX, TY}:
             return None
+    bx = max(1, min(32, block_x))
     try:
-        return [int(_num(e, t)) for t in range(32)]
+        return [int(_num(e, (lane % bx, lane // bx))) for lane in range(32)]
     except (ZeroDivisionError, TypeError, ValueError, OverflowError):
         return None
 
 
-def _num(e: sp.Expr, t: int) -> float:
+def _num(e: sp.Expr, t: tuple[int, int]) -> float:
     if e.is_Number:
         return float(e)
     if e.is_Symbol:
         name = str(e)
-        if e == TX:
-            return t
+        if e == TX or e == TY:
+            return t[0] if e == TX else t[1]
         return 0 if name.startswith("iter@") else _GENERIC.get(name, 1024)
     if e.is_Add:
         return sum(_num(a, t) for a in e.args)

@@ -299,6 +299,7 @@ class LaunchSite:
     kernel: str  # name of the launched kernel
     line: int  # 1-based line of the launch
     block_threads: int | None  # threads per block when the block argument folds to a constant
+    block_x: int | None  # blockDim.x when known (a warp spans several rows when it is < 32)
     dynamic_smem: int | None  # dynamic shared memory bytes (0 when not given)
 
 
@@ -322,18 +323,22 @@ def find_launches(root: Node, consts: dict[str, sp.Expr]) -> list[LaunchSite]:
             scope = scope or Scope.of(body, _params(fn), consts)
             args = cfg.named_children
             name = n.child_by_field_name("function").text.decode().split("<")[0].split("::")[-1]
-            block = _dim_product(args[1], scope, body) if len(args) > 1 else None
+            dims = _block_dims(args[1], scope, body) if len(args) > 1 else None
             smem = scope.value(args[2]) if len(args) > 2 else sp.Integer(0)
             out.append(
                 LaunchSite(
-                    name, n.start_point[0] + 1, block, int(smem) if smem.is_Integer else None
+                    name,
+                    n.start_point[0] + 1,
+                    int(sp.Mul(*dims)) if dims else None,
+                    dims[0] if dims else None,
+                    int(smem) if smem.is_Integer else None,
                 )
             )
     return sorted(out, key=lambda s: s.line)
 
 
-def _dim_product(arg: Node, scope: Scope, body: Node) -> int | None:
-    """Threads in a block argument: a number, an int variable, `dim3 b(x, y)` or `dim3(x, y)`."""
+def _block_dims(arg: Node, scope: Scope, body: Node) -> list[int] | None:
+    """Block extents from a number, an int variable, `dim3 b(x, y)` or `dim3(x, y)`."""
     dims: list[Node] | None = None
     if arg.type == "call_expression" and arg.child_by_field_name("function").text == b"dim3":
         dims = arg.child_by_field_name("arguments").named_children
@@ -341,13 +346,13 @@ def _dim_product(arg: Node, scope: Scope, body: Node) -> int | None:
         dims = _dim3_decl(arg.text.decode(), body)
     if dims is None:
         v = scope.value(arg)
-        return int(v) if v.is_Integer and v > 0 else None
+        return [int(v)] if v.is_Integer and v > 0 else None
     vals = [
         scope.value(d) if d.type != "parameter_declaration" else _text_value(d.text, scope)
         for d in dims
     ]
-    if all(v.is_Integer for v in vals):
-        return int(sp.Mul(*vals))
+    if vals and all(v.is_Integer and v > 0 for v in vals):
+        return [int(v) for v in vals]
     return None
 
 
