@@ -1,7 +1,7 @@
 """Fast native CUDA for PyTorch→CUDA candidates: nvcc → shared library → ctypes, no torch headers.
 
 `torch.utils.cpp_extension.load_inline` compiles against the torch headers and takes 15–50 s
-per build. `load_cuda` compiles plain CUDA with `nvcc -O3 -shared` (about 1 s), caches the
+per build. `load_cuda` compiles plain CUDA with `nvcc -O3 -shared` (1–2 s), caches the
 library by content hash, and calls its `extern "C"` host functions through ctypes, passing
 torch tensors as raw device pointers. This is cudaperf's *fast native form*:
 
