@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +112,19 @@ def _compile(
     cmd: list[str], src_name: str, src: str, out_dir: Path, lib_name: str, timeout: float
 ) -> BuildResult:
     """Run `cmd` (its last item goes after the source) in a scratch dir; move the result."""
+    with _LOCKS_GUARD:
+        lock = _LOCKS.setdefault(str(out_dir), threading.Lock())
+    with lock:  # threads building the same key wait for the first instead of racing it
+        return _compile_locked(cmd, src_name, src, out_dir, lib_name, timeout)
+
+
+_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _compile_locked(
+    cmd: list[str], src_name: str, src: str, out_dir: Path, lib_name: str, timeout: float
+) -> BuildResult:
     meta = out_dir / "build.json"
     if meta.exists():
         m = json.loads(meta.read_text())
@@ -137,7 +151,7 @@ def _compile(
             os.replace(Path(tmp) / lib_name, out_dir / lib_name)
         os.replace(Path(tmp) / src_name, out_dir / src_name)
     dt = time.perf_counter() - t0
-    tmp_meta = out_dir / f"build.json.{os.getpid()}"
+    tmp_meta = out_dir / f"build.json.{os.getpid()}.{threading.get_ident()}"
     tmp_meta.write_text(json.dumps({"ok": ok, "log": log, "seconds": dt, "timed_out": timed_out}))
     os.replace(tmp_meta, meta)
     return BuildResult(ok, str(out_dir / lib_name) if ok else "", log, dt, False, timed_out)

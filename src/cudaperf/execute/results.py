@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from pathlib import Path
 
 from cudaperf.execute.types import ConfigResult, ExecResult, Status
@@ -51,7 +52,7 @@ class ResultCache:
         if not self.enabled or not res.cache_key or res.status in (Status.INFRA_ERROR,):
             return
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f"{res.cache_key}.json.{os.getpid()}"
+        tmp = self.root / f"{res.cache_key}.json.{os.getpid()}.{threading.get_ident()}"
         tmp.write_text(res.model_dump_json())
         os.replace(tmp, self.root / f"{res.cache_key}.json")
 

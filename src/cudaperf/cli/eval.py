@@ -1,0 +1,158 @@
+"""`cudaperf eval`: compile, check and time candidates (or the tasks' own implementations)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cudaperf.cli.common import console, emit_json, fail, load_task_set, select_tasks, stdout
+from cudaperf.execute import Candidate, EvalConfig, ExecResult, Status, evaluate_batch
+from cudaperf.execute.types import geomean
+from cudaperf.tasks.model import Task, TaskKind
+
+__all__ = ["eval_command"]
+
+_HELP = EvalConfig.help()
+
+
+def _read_candidates(path: Path, tasks: dict[str, Task]) -> list[tuple[Task, Candidate]]:
+    """JSONL lines {"task_id": ..., "code": ..., "id": optional label}."""
+    if not path.is_file():
+        fail(f"--candidates {path} does not exist; give a JSONL file of {{task_id, code, id}}")
+    jobs = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            tid, code = row["task_id"], row["code"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            fail(f"{path}:{n} is not a JSON object with 'task_id' and 'code' (and optional 'id')")
+        task = tasks.get(tid) or next((t for t in tasks.values() if t.id.endswith("/" + tid)), None)
+        if task is None:
+            fail(f"{path}:{n} names task {tid!r}, which is not in the task set; check TASKS")
+        jobs.append((task, Candidate(code=code, id=str(row.get("id", f"line{n}")))))
+    return jobs
+
+
+def _config(**kw) -> EvalConfig:
+    try:
+        return EvalConfig(**{k: v for k, v in kw.items() if v is not None})
+    except ValueError as e:
+        fail(str(e))
+
+
+def _summary(results: list[ExecResult], skipped: list[dict]) -> dict:
+    ok = [r for r in results if r.ok]
+    return {
+        "candidates": len(results),
+        "mode": results[0].mode if results else "",
+        "gpu": results[0].gpu if results else "",
+        "statuses": dict(Counter(r.status.value for r in results)),
+        "skipped": len(skipped),
+        "geomean_speedup_vs_cpu": geomean([r.speedup_vs_cpu for r in ok if r.speedup_vs_cpu]),
+        "geomean_speedup_vs_naive": geomean([r.speedup_vs_naive for r in ok if r.speedup_vs_naive]),
+    }
+
+
+def _print_table(results: list[ExecResult], summary: dict, skipped: list[dict]) -> None:
+    t = Table(
+        title=f"cudaperf eval ({summary['mode']}{', ' + summary['gpu'] if summary['gpu'] else ''})"
+    )
+    for col in ("task", "candidate", "status", "vs CPU", "vs naive", "feedback"):
+        t.add_column(col, overflow="fold")
+    for r in sorted(results, key=lambda r: (r.task_id, r.candidate_id)):
+        fmt = lambda x: f"{x:.2f}x" if x else "-"  # noqa: E731
+        fb = r.feedback[0] if r.feedback and not r.ok else ""
+        t.add_row(r.task_id, r.candidate_id, r.status.value, fmt(r.speedup_vs_cpu),
+                  fmt(r.speedup_vs_naive), fb[:120])  # fmt: skip
+    stdout.print(t)
+    counts = ", ".join(f"{k}: {v}" for k, v in summary["statuses"].items())
+    stdout.print(f"statuses: {counts}; skipped: {len(skipped)}")
+    for s in skipped:
+        stdout.print(f"skipped {s['task_id']}: {s['reason']}")
+    for k in ("geomean_speedup_vs_cpu", "geomean_speedup_vs_naive"):
+        v = summary[k]
+        stdout.print(f"{k.replace('_', ' ')}: {f'{v:.2f}x' if v else '-'}")
+    if summary["mode"] == "compile-only":
+        stdout.print("[bold yellow]compile-only[/]: no GPU, nothing was run, checked or timed")
+
+
+def eval_command(
+    tasks_path: Path = typer.Argument(
+        None, metavar="[TASKS]", help="Task file or dir (default: sample set)."
+    ),
+    task_ids: list[str] = typer.Option(None, "--task", "-t", help="Only these task ids."),
+    candidates: Path = typer.Option(None, "--candidates", help="JSONL of {task_id, code, id}."),
+    implementations: bool = typer.Option(
+        False, "--implementations", help="Run the tasks' implementations."
+    ),
+    out: Path = typer.Option(None, "--out", help="Append results to this JSONL as they finish."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout."),
+    compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
+    trials: int = typer.Option(None, "--trials", help=_HELP["trials"]),
+    time_budget_s: float = typer.Option(None, "--time-budget", help=_HELP["time_budget_s"]),
+    run_timeout_s: float = typer.Option(None, "--run-timeout", help=_HELP["run_timeout_s"]),
+    arch: str = typer.Option(None, "--arch", help=_HELP["arch"]),
+    compile_jobs: int = typer.Option(None, "--jobs", "-j", help=_HELP["compile_jobs"]),
+    cache_dir: Path = typer.Option(None, "--cache-dir", help=_HELP["cache_dir"]),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse earlier results."),
+    backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),
+    address: str = typer.Option(None, "--address", help="Ray cluster address."),
+) -> None:
+    """Compile, check on every config (held-out too) and time C→CUDA candidates."""
+    if (candidates is None) == (not implementations):
+        fail("give exactly one of --candidates PATH or --implementations")
+    if backend not in ("local", "ray"):
+        fail(f"--backend {backend!r} is unknown; use 'local' or 'ray'")
+    cfg = _config(
+        compile_only=compile_only, trials=trials, time_budget_s=time_budget_s,
+        run_timeout_s=run_timeout_s, arch=arch, compile_jobs=compile_jobs, cache_dir=cache_dir,
+        use_result_cache=False if no_cache else None,
+    )  # fmt: skip
+    tasks = select_tasks(load_task_set(tasks_path, False), task_ids)
+    if candidates is not None:
+        jobs = _read_candidates(candidates, {t.id: t for t in tasks})
+    else:
+        jobs = [(t, Candidate(code=i.code, id=i.id)) for t in tasks for i in t.implementations]
+    skipped = [
+        {"task_id": t.id, "reason": "PyTorch→CUDA evaluation is not in this command yet (issue #4)"}
+        for t in {t.id: t for t, _ in jobs if t.kind is not TaskKind.C2CUDA}.values()
+    ]
+    jobs = [(t, c) for t, c in jobs if t.kind is TaskKind.C2CUDA]
+    results = _run(jobs, cfg, out, backend, address, show=not as_json)
+    summary = _summary(results, skipped)
+    if as_json:
+        emit_json({"summary": summary, "skipped": skipped,
+                   "results": [r.model_dump(mode="json") for r in results]})  # fmt: skip
+    else:
+        _print_table(results, summary, skipped)
+    bad = summary["statuses"].get(Status.INFRA_ERROR.value, 0)
+    raise typer.Exit(1 if bad else 0)
+
+
+def _run(jobs, cfg: EvalConfig, out, backend: str, address, show: bool) -> list[ExecResult]:
+    be = None
+    if backend == "ray":
+        try:
+            from cudaperf.execute.ray_backend import RayBackend
+        except ImportError:
+            fail("--backend ray needs ray; install it with: pip install 'cudaperf[ray]'")
+        be = RayBackend(cfg, address=address)
+    cols = (TextColumn("eval"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    results = []
+    with Progress(*cols, console=console, disable=not show, transient=True) as bar:
+        tid = bar.add_task("eval", total=len(jobs))
+        try:
+            for r in evaluate_batch(jobs, cfg, out=out, backend=be):
+                results.append(r)
+                bar.advance(tid)
+        finally:
+            if be is not None:
+                be.close()
+    return results
