@@ -8,6 +8,7 @@ import typer
 
 from cudaperf import __version__
 from cudaperf.cli.analyze import analyze_command
+from cudaperf.cli.eval import eval_command
 from cudaperf.cli.tasks import tasks_app
 
 app = typer.Typer(
@@ -19,6 +20,7 @@ app = typer.Typer(
 )
 app.add_typer(tasks_app, name="tasks")
 app.command("analyze")(analyze_command)
+app.command("eval")(eval_command)
 
 
 def _version(value: bool) -> None:
