@@ -38,3 +38,12 @@ def test_ncu_sectors_agree_with_static_class(tmp_path):
     for name, want_ld in (("coalesced.cu", 4), ("strided.cu", 32)):
         (r,) = analyze((KERNELS / name).read_text(), config=cfg, profile=True)
         assert r.features["ncu_sectors_per_request_ld"] == pytest.approx(want_ld, rel=0.25)
+
+
+def test_parse_real_h200_output():
+    """ncu 2025.3 raw CSV from the H200 run (bench/results/analyze_gpu_h200.json)."""
+    text = (Path(__file__).parent / "data" / "ncu_raw_h200_strided.csv").read_text()
+    f = ncu_features(parse_ncu_csv(text)["copy_strided"])
+    assert f["ncu_sectors_per_request_ld"] == 32.0
+    assert f["ncu_sectors_per_request_st"] == 32.0
+    assert f["ncu_stall_long_scoreboard"] is not None
