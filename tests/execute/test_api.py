@@ -1,0 +1,45 @@
+"""evaluate / evaluate_batch in compile-only mode (real nvcc), caching and incremental JSONL."""
+
+import json
+
+from catalog import FAULTS, ROWSUM_WARP, SAXPY_NAIVE, rowsum_task, saxpy_task
+from conftest import needs_nvcc
+
+from cudaperf.execute import Candidate, Status, evaluate, evaluate_batch
+from cudaperf.tasks.model import Task
+
+pytestmark = needs_nvcc
+
+
+def test_compile_only_never_pretends_to_run(cpu_config):
+    r = evaluate(saxpy_task(), SAXPY_NAIVE, cpu_config)
+    assert r.status is Status.COMPILED and r.mode == "compile-only" and not r.ok
+    assert r.configs == [] and r.speedup_vs_cpu is None and "compile-only" in r.feedback[0]
+
+
+def test_batch_statuses_jsonl_and_cache(cpu_config, tmp_path):
+    jobs = [
+        (saxpy_task(), Candidate(code=SAXPY_NAIVE, id="naive")),
+        (saxpy_task(), Candidate(code="int x = ;", id="syntax")),
+        (saxpy_task(), Candidate(code=FAULTS["fork"][0], id="fork")),
+        (rowsum_task(), Candidate(code=ROWSUM_WARP, id="warp")),
+    ]
+    out = tmp_path / "r.jsonl"
+    first = {r.candidate_id: r for r in evaluate_batch(jobs, cpu_config, out=out)}
+    assert {k: v.status.value for k, v in first.items()} == {
+        "naive": "compiled", "syntax": "compile_error", "fork": "rejected", "warp": "compiled"
+    }  # fmt: skip
+    assert first["syntax"].feedback[0].startswith("compile error at line 1")
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 4 and all(x["cache_key"] for x in lines)
+    again = list(evaluate_batch(jobs, cpu_config, out=out))  # resumed from the JSONL
+    assert all(r.cached for r in again) and len(out.read_text().splitlines()) == 4
+    fresh = list(evaluate_batch(jobs[:1], cpu_config))  # served by the result cache
+    assert fresh[0].cached
+
+
+def test_torch_task_is_not_run(cpu_config):
+    t = Task(id="x/t", kind="torch2cuda", family="f", source="class Model: pass", entry="Model",
+             configs=[{"name": "a", "sizes": {}}])  # fmt: skip
+    r = evaluate(t, "code", cpu_config)
+    assert r.status is Status.INFRA_ERROR and "not supported" in r.feedback[0]

@@ -1,0 +1,37 @@
+from catalog import SAXPY_NAIVE, saxpy_task
+from conftest import needs_nvcc
+
+from cudaperf.execute.build import build_candidate, build_reference, first_error
+
+pytestmark = needs_nvcc
+
+
+def test_candidate_builds_once_then_cached(cpu_config):
+    t = saxpy_task()
+    a = build_candidate(t, SAXPY_NAIVE, "sm_90", cpu_config)
+    b = build_candidate(t, SAXPY_NAIVE, "sm_90", cpu_config)
+    assert a.ok and b.ok and b.cached and a.lib == b.lib
+
+
+def test_first_error_names_the_candidate_line(cpu_config):
+    code = SAXPY_NAIVE.replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + z;")
+    b = build_candidate(saxpy_task(), code, "sm_90", cpu_config)
+    assert not b.ok
+    line = 1 + code.splitlines().index(next(ln for ln in code.splitlines() if "+ z" in ln))
+    assert first_error(b.log) == f'compile error at line {line}: identifier "z" is undefined'
+
+
+def test_wrong_signature_and_missing_entry(cpu_config):
+    t = saxpy_task()
+    wrong = SAXPY_NAIVE.replace(
+        'extern "C" void saxpy(int n, float a', 'extern "C" void saxpy(int n, double a'
+    )
+    b = build_candidate(t, wrong, "sm_90", cpu_config)
+    assert not b.ok and '"saxpy" has "C" linkage' in first_error(b.log)
+    missing = SAXPY_NAIVE.replace('extern "C" void saxpy', 'extern "C" void other')
+    b = build_candidate(t, missing, "sm_90", cpu_config)
+    assert not b.ok and "undefined reference to saxpy" in first_error(b.log)
+
+
+def test_reference_builds_with_gcc(cpu_config):
+    assert build_reference(saxpy_task(), cpu_config).ok

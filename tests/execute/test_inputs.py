@@ -1,0 +1,38 @@
+import ctypes
+import math
+
+import numpy as np
+from catalog import rowsum_task, saxpy_task
+
+from cudaperf.execute.build import build_reference
+from cudaperf.execute.inputs import compare, make_inputs, run_reference, time_reference
+
+
+def test_inputs_depend_on_secret_salt_and_poison_outputs():
+    t = rowsum_task()
+    cfg = t.configs[0]
+    a, b, c = (make_inputs(t, cfg, 0, s) for s in (1, 1, 2))
+    assert np.array_equal(a[2], b[2]) and not np.array_equal(a[2], c[2])
+    assert a[2].min() >= 0.5 and a[2].max() <= 1.5  # positive default distribution
+    assert np.isnan(a[3]).all() and a[3].shape == (64,)
+
+
+def test_reference_runs_and_compare(cpu_config):
+    t = saxpy_task()
+    lib = ctypes.CDLL(build_reference(t, cpu_config).lib)
+    x = make_inputs(t, t.configs[0], 0, 7)
+    want = run_reference(t, lib, x)
+    assert np.allclose(want[3], 2.5 * x[2] + x[3])
+    assert compare(t, x, [a.copy() for a in want], want).correct
+    assert time_reference(t, lib, x, trials=3, budget_s=1.0)
+    bad = [a.copy() for a in want]
+    bad[3][5] = np.nan
+    cmp = compare(t, x, bad, want)
+    assert not cmp.correct and math.isinf(cmp.max_abs_err) and "index 5" in cmp.message
+    bad = [a.copy() for a in want]
+    bad[3] *= 1.01
+    cmp = compare(t, x, bad, want)
+    assert not cmp.correct and 0.009 < cmp.max_rel_err < 0.011
+    mutated = [a.copy() for a in want]
+    mutated[2][0] += 1
+    assert compare(t, x, mutated, want).inputs_modified

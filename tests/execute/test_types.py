@@ -1,0 +1,23 @@
+from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, Timing, geomean
+
+
+def test_timing_summary():
+    t = Timing.of([4.0, 1.0, 3.0, 2.0, 5.0])
+    assert (t.median_us, t.min_us, t.max_us, t.trials) == (3.0, 1.0, 5.0, 5)
+    assert t.iqr_us == 2.0
+
+
+def test_exec_result_json_round_trip():
+    cr = ConfigResult(config="a", held_out=True, correct=True, timing=Timing.of([1.0]))
+    r = ExecResult(status=Status.OK, mode="full", task_id="t", candidate_hash="h", configs=[cr])
+    assert ExecResult.model_validate_json(r.model_dump_json()) == r
+    assert r.ok and not r.model_copy(update={"status": Status.COMPILED}).ok
+
+
+def test_candidate_hash_ignores_label():
+    assert Candidate(code="x", id="a").hash == Candidate(code="x", id="b").hash
+
+
+def test_geomean():
+    assert geomean([2.0, 8.0]) == 4.0
+    assert geomean([]) is None
