@@ -1,6 +1,7 @@
 """evaluate / evaluate_batch in compile-only mode (real nvcc), caching and incremental JSONL."""
 
 import json
+from pathlib import Path
 
 from catalog import FAULTS, ROWSUM_WARP, SAXPY_NAIVE, rowsum_task, saxpy_task
 from conftest import needs_nvcc
@@ -38,8 +39,17 @@ def test_batch_statuses_jsonl_and_cache(cpu_config, tmp_path):
     assert fresh[0].cached
 
 
-def test_torch_task_is_not_run(cpu_config):
-    t = Task(id="x/t", kind="torch2cuda", family="f", source="class Model: pass", entry="Model",
-             configs=[{"name": "a", "sizes": {}}])  # fmt: skip
+def test_torch_candidates_are_checked_and_built_without_a_gpu(cpu_config):
+    corpus = Path(__file__).parents[1] / "adversarial" / "torch"
+    t = Task(id="x/t", kind="torch2cuda", family="f", entry="Model",
+             source=(corpus / "ref_affine_relu.py").read_text(),
+             configs=[{"name": "a", "sizes": {"N": 1000}}])  # fmt: skip
     r = evaluate(t, "code", cpu_config)
-    assert r.status is Status.INFRA_ERROR and "not supported" in r.feedback[0]
+    assert r.status is Status.REJECTED and "ModelNew" in r.feedback[0]
+    r = evaluate(t, (corpus / "try_fallback.py").read_text(), cpu_config)
+    assert r.status is Status.REJECTED and "try/except" in r.feedback[0]
+    r = evaluate(t, (corpus / "honest.py").read_text(), cpu_config)
+    assert r.status is Status.COMPILED and r.form == "native" and r.mode == "compile-only"
+    broken = (corpus / "honest.py").read_text().replace("fmaxf(x[i], 0.0f)", "fmaxf(x[i], oops)")
+    r = evaluate(t, broken, cpu_config)
+    assert r.status is Status.COMPILE_ERROR and "oops" in r.feedback[0]

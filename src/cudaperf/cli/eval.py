@@ -13,7 +13,7 @@ from rich.table import Table
 from cudaperf.cli.common import console, emit_json, fail, load_task_set, select_tasks, stdout
 from cudaperf.execute import Candidate, EvalConfig, ExecResult, Status, evaluate_batch
 from cudaperf.execute.types import geomean
-from cudaperf.tasks.model import Task, TaskKind
+from cudaperf.tasks.model import Task
 
 __all__ = ["eval_command"]
 
@@ -57,6 +57,10 @@ def _summary(results: list[ExecResult], skipped: list[dict]) -> dict:
         "skipped": len(skipped),
         "geomean_speedup_vs_cpu": geomean([r.speedup_vs_cpu for r in ok if r.speedup_vs_cpu]),
         "geomean_speedup_vs_naive": geomean([r.speedup_vs_naive for r in ok if r.speedup_vs_naive]),
+        "geomean_speedup_vs_eager": geomean([r.speedup_vs_eager for r in ok if r.speedup_vs_eager]),
+        "geomean_speedup_vs_compile": geomean(
+            [r.speedup_vs_compile for r in ok if r.speedup_vs_compile]
+        ),
     }
 
 
@@ -64,19 +68,27 @@ def _print_table(results: list[ExecResult], summary: dict, skipped: list[dict]) 
     t = Table(
         title=f"cudaperf eval ({summary['mode']}{', ' + summary['gpu'] if summary['gpu'] else ''})"
     )
-    for col in ("task", "candidate", "status", "vs CPU", "vs naive", "feedback"):
+    speeds = [
+        (name, attr)
+        for name, attr in (("vs CPU", "speedup_vs_cpu"), ("vs naive", "speedup_vs_naive"),
+                           ("vs eager", "speedup_vs_eager"), ("vs compile", "speedup_vs_compile"))
+        if any(getattr(r, attr) for r in results)
+    ]  # fmt: skip
+    for col in ("task", "candidate", "status", *(n for n, _ in speeds), "feedback"):
         t.add_column(col, overflow="fold")
+    quiet = (Status.OK, Status.COMPILED)
     for r in sorted(results, key=lambda r: (r.task_id, r.candidate_id)):
         fmt = lambda x: f"{x:.2f}x" if x else "-"  # noqa: E731
-        fb = r.feedback[0] if r.feedback and not r.ok else ""
-        t.add_row(r.task_id, r.candidate_id, r.status.value, fmt(r.speedup_vs_cpu),
-                  fmt(r.speedup_vs_naive), fb[:120])  # fmt: skip
+        fb = r.feedback[0] if r.feedback and r.status not in quiet else ""
+        cells = [fmt(getattr(r, a)) for _, a in speeds]
+        t.add_row(r.task_id, r.candidate_id, r.status.value, *cells, fb[:120])
     stdout.print(t)
     counts = ", ".join(f"{k}: {v}" for k, v in summary["statuses"].items())
     stdout.print(f"statuses: {counts}; skipped: {len(skipped)}")
     for s in skipped:
         stdout.print(f"skipped {s['task_id']}: {s['reason']}")
-    for k in ("geomean_speedup_vs_cpu", "geomean_speedup_vs_naive"):
+    for k in ("geomean_speedup_vs_cpu", "geomean_speedup_vs_naive", "geomean_speedup_vs_eager",
+              "geomean_speedup_vs_compile"):  # fmt: skip
         v = summary[k]
         stdout.print(f"{k.replace('_', ' ')}: {f'{v:.2f}x' if v else '-'}")
     if summary["mode"] == "compile-only":
@@ -104,8 +116,11 @@ def eval_command(
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse earlier results."),
     backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),
     address: str = typer.Option(None, "--address", help="Ray cluster address."),
+    no_compile_baseline: bool = typer.Option(
+        False, "--no-compile-baseline", help="PyTorch→CUDA: skip the torch.compile baseline."
+    ),
 ) -> None:
-    """Compile, check on every config (held-out too) and time C→CUDA candidates."""
+    """Compile, check on every config (held-out too) and time C→CUDA and PyTorch→CUDA candidates."""
     if (candidates is None) == (not implementations):
         fail("give exactly one of --candidates PATH or --implementations")
     if backend not in ("local", "ray"):
@@ -114,17 +129,14 @@ def eval_command(
         compile_only=compile_only, trials=trials, time_budget_s=time_budget_s,
         run_timeout_s=run_timeout_s, arch=arch, compile_jobs=compile_jobs, cache_dir=cache_dir,
         use_result_cache=False if no_cache else None,
+        compile_baseline=False if no_compile_baseline else None,
     )  # fmt: skip
     tasks = select_tasks(load_task_set(tasks_path, False), task_ids)
     if candidates is not None:
         jobs = _read_candidates(candidates, {t.id: t for t in tasks})
     else:
         jobs = [(t, Candidate(code=i.code, id=i.id)) for t in tasks for i in t.implementations]
-    skipped = [
-        {"task_id": t.id, "reason": "PyTorch→CUDA evaluation is not in this command yet (issue #4)"}
-        for t in {t.id: t for t, _ in jobs if t.kind is not TaskKind.C2CUDA}.values()
-    ]
-    jobs = [(t, c) for t, c in jobs if t.kind is TaskKind.C2CUDA]
+    skipped: list[dict] = []
     results = _run(jobs, cfg, out, backend, address, show=not as_json)
     summary = _summary(results, skipped)
     if as_json:

@@ -16,7 +16,7 @@ from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.pool import Backend, Job, LocalBackend
 from cudaperf.execute.results import JsonlWriter, done_keys, timing_feedback
 from cudaperf.execute.types import Candidate, ExecResult, geomean
-from cudaperf.tasks.model import Task, TaskKind
+from cudaperf.tasks.model import Task
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def evaluate_batch(
         prev = done_keys(out) if out is not None and config.use_result_cache else {}
         todo = []
         for i, (t, c) in enumerate(jobs):
-            hit = prev.get(ev.key(t, c)) if t.kind is TaskKind.C2CUDA else None
+            hit = prev.get(ev.key(t, c))
             if hit is not None:
                 yield hit.model_copy(update={"cached": True})
             else:

@@ -51,6 +51,18 @@ class EvalConfig:
     nvcc: str = _f("nvcc", "the nvcc executable")
     gcc: str = _f("gcc", "the C compiler for the reference")
     extra_nvcc_flags: tuple[str, ...] = _f((), "extra flags appended to every nvcc command")
+    correctness_trials: int = _f(
+        5, "PyTorch→CUDA: correctness trials per config, fresh inputs each (KernelBench uses 5)"
+    )
+    normwise_rtol: float = _f(
+        1e-2, "PyTorch→CUDA: max ||got - want|| / ||want|| (so zeros fail on tiny outputs)"
+    )
+    min_kernel_share: float = _f(
+        0.5, "PyTorch→CUDA: min share of the forward's GPU time in the candidate's own kernels"
+    )
+    compile_baseline: bool = _f(
+        True, "PyTorch→CUDA: also time torch.compile(Model) as a baseline (cached per config)"
+    )
 
     def __post_init__(self) -> None:
         _positive_int(self, "trials", "use at least 1 (100 for reported numbers)")
@@ -60,6 +72,13 @@ class EvalConfig:
         _positive_int(self, "max_open_files", "use e.g. 256 (the worker itself needs ~40)")
         _positive_int(self, "max_cpu_s_per_job", "use e.g. 300")
         _positive_int(self, "worker_max_jobs", "use e.g. 200")
+        _positive_int(self, "correctness_trials", "use at least 1 (5 matches KernelBench)")
+        if not 0 < self.normwise_rtol <= 1:
+            raise ValueError(
+                f"normwise_rtol={self.normwise_rtol}; use a value in (0, 1], e.g. 0.01"
+            )
+        if not 0 <= self.min_kernel_share <= 1:
+            raise ValueError(f"min_kernel_share={self.min_kernel_share}; use a share in [0, 1]")
         if self.warmup < 0:
             raise ValueError(f"warmup={self.warmup} is negative; use 0 or more (e.g. 10)")
         for name in (
@@ -85,7 +104,10 @@ class EvalConfig:
 
     def result_settings(self) -> dict[str, object]:
         """The settings that change a result (part of the result-cache key)."""
-        keep = ("trials", "warmup", "time_budget_s", "check_after_timing", "max_bandwidth_gbs")
+        keep = (
+            "trials", "warmup", "time_budget_s", "check_after_timing", "max_bandwidth_gbs",
+            "correctness_trials", "normwise_rtol", "min_kernel_share", "compile_baseline",
+        )  # fmt: skip
         return {k: getattr(self, k) for k in keep} | {"nvcc_flags": list(self.extra_nvcc_flags)}
 
     @classmethod

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import ast
 import logging
 import secrets
 import shutil
@@ -16,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cudaperf.execute import checks
+from cudaperf.execute import checks, torch_build, torch_static
 from cudaperf.execute.build import (
     build_candidate,
     build_reference,
@@ -80,6 +81,9 @@ class Prepared:
     notes: list[str]  # non-fatal check messages
     workdir: str  # the candidate's own temp dir (worker cwd)
     t0: float  # monotonic start time
+    op: str = "run"  # worker operation: "run" (C→CUDA harness) or "torch" (PyTorch→CUDA)
+    ext_dir: str = ""  # TORCH_EXTENSIONS_DIR of a prebuilt load_inline candidate
+    form: str = ""  # PyTorch→CUDA candidate form
 
 
 class Evaluator:
@@ -119,11 +123,8 @@ class Evaluator:
     def prepare(self, task: Task, cand: Candidate) -> ExecResult | Prepared:
         """Static checks and compilation; an ExecResult when nothing is left to run."""
         t0 = time.monotonic()
-        if task.kind is not TaskKind.C2CUDA:
-            msg = (
-                f"task kind {task.kind.value} is not supported by this evaluator yet (C→CUDA only)"
-            )
-            return self.result(task, cand, Status.INFRA_ERROR, t0, feedback=[msg])
+        if task.kind is TaskKind.TORCH2CUDA:
+            return self._prepare_torch(task, cand, t0)
         found = checks.run_checks(cand.code)
         fatal = [(n, m) for n, m in found if n in checks.FATAL]
         ids = [n for n, _ in found]
@@ -156,8 +157,70 @@ class Evaluator:
             task, cand, self.key(task, cand), b.lib, ref.lib, clog, ids, notes, workdir, t0
         )
 
+    def _prepare_torch(self, task: Task, cand: Candidate, t0: float) -> ExecResult | Prepared:
+        """PyTorch→CUDA: static anti-hacking checks, then the kernels' build (see torch_build)."""
+        ref_names = _reference_names(task.source)
+        found = torch_static.check_torch_candidate(cand.code, ref_names)
+        ids = [cid for cid, _, _ in found]
+        fatal = [m for _, m, is_fatal in found if is_fatal]
+        if fatal:
+            fb = [f"rejected: the candidate {m}" for m in fatal]
+            return self.result(task, cand, Status.REJECTED, t0, feedback=fb, findings=ids)
+        notes = [f"note: the candidate {m}" for _, m, is_fatal in found if not is_fatal]
+        form = torch_build.candidate_form(cand.code)
+        if form == "load_inline" and self.env.mode == "compile-only" and not _torch_has_cuda():
+            fb = [
+                "load_inline candidates need a CUDA build of torch to compile; this machine's "
+                "torch has none (use the native form, or run where a GPU is present)"
+            ]
+            return self.result(task, cand, Status.INFRA_ERROR, t0, feedback=fb, findings=ids)
+        b = torch_build.prebuild_torch_candidate(
+            cand.code, self.env.arch, self.config.cache_dir.expanduser(),
+            self.config.compile_timeout_s,
+        )  # fmt: skip
+        clog = truncate(b.log, self.config.max_log_chars)
+        kw = {"compile_log": clog, "findings": ids, "form": b.form}
+        if b.timed_out:
+            fb = [f"compilation took longer than {self.config.compile_timeout_s:.0f} s"]
+            return self.result(task, cand, Status.TIMEOUT, t0, feedback=fb, **kw)
+        if not b.ok:
+            return self.result(
+                task, cand, Status.COMPILE_ERROR, t0, feedback=[first_error(b.log)], **kw
+            )
+        if self.env.mode == "compile-only":
+            fb = ["compile-only: no GPU here, so nothing was run, checked or timed", *notes]
+            return self.result(task, cand, Status.COMPILED, t0, feedback=fb, **kw)
+        workdir = tempfile.mkdtemp(prefix="cudaperf-cand-")
+        return Prepared(
+            task, cand, self.key(task, cand), "", "", clog, ids, notes, workdir, t0,
+            op="torch", ext_dir=b.ext_dir, form=b.form,
+        )  # fmt: skip
+
+    def _torch_request(self, p: Prepared) -> dict:
+        c = self.config
+        return {
+            "op": "torch",
+            "task": p.task.model_dump(mode="json"),
+            "code": p.cand.code,
+            "ext_dir": p.ext_dir,
+            "workdir": p.workdir,
+            "salt": self.env.salt,
+            "trials": c.trials,
+            "warmup": c.warmup,
+            "budget_ms": c.time_budget_s * 1e3,
+            "correctness_trials": c.correctness_trials,
+            "normwise_rtol": c.normwise_rtol,
+            "min_kernel_share": c.min_kernel_share,
+            "torch_compile": c.compile_baseline,
+            "baseline_cache": str(c.cache_dir.expanduser() / "torch_baselines.jsonl"),
+            "max_bandwidth_gbs": c.max_bandwidth_gbs,
+            "cpu_limit_s": c.max_cpu_s_per_job,
+        }
+
     def request(self, p: Prepared) -> dict:
         """The worker request for a prepared job."""
+        if p.op == "torch":
+            return self._torch_request(p)
         c = self.config
         return {
             "op": "run",
@@ -192,6 +255,7 @@ class Evaluator:
             kw["speedup_vs_cpu"] = geomean(
                 [c.cpu_timing.median_us / c.timing.median_us for c in configs if c.cpu_timing]
             )
+            kw |= _torch_speedups(configs) if p.op == "torch" else {}
             if naive_by and all(c.naive_timing for c in configs):
                 kw["speedup_vs_naive"] = geomean(
                     [c.naive_timing.median_us / c.timing.median_us for c in configs]
@@ -199,8 +263,40 @@ class Evaluator:
         rlog = truncate((runtime + "\n" + out).strip(), self.config.max_log_chars)
         return self.result(
             p.task, p.cand, status, p.t0, configs=configs, compile_log=p.compile_log,
-            runtime_log=rlog, feedback=fb + p.notes, findings=p.findings, **kw,
+            runtime_log=rlog, feedback=fb + p.notes, findings=p.findings, form=p.form, **kw,
         )  # fmt: skip
+
+
+def _torch_speedups(configs: list[ConfigResult]) -> dict:
+    """Geomean speedups against eager PyTorch and torch.compile (when every config has one)."""
+    out = {}
+    for field_, key in (
+        ("eager_timing", "speedup_vs_eager"),
+        ("compile_timing", "speedup_vs_compile"),
+    ):
+        base = [getattr(c, field_) for c in configs]
+        if configs and all(b is not None and c.timing for b, c in zip(base, configs, strict=True)):
+            out[key] = geomean(
+                [b.median_us / c.timing.median_us for b, c in zip(base, configs, strict=True)]
+            )
+    return out
+
+
+def _reference_names(source: str) -> set[str]:
+    """Classes and functions the task module defines (the candidate must not use them)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {"Model"}
+    return {n.name for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef)} | {"Model"}
+
+
+def _torch_has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.version.cuda is not None
 
 
 def _status_feedback(status: Status, configs: list[ConfigResult], runtime: str) -> list[str]:

@@ -89,6 +89,8 @@ class ConfigResult(_Frozen):
     timing: Timing | None = None  # candidate on the GPU (None: not timed)
     cpu_timing: Timing | None = None  # the serial C reference on the CPU
     naive_timing: Timing | None = None  # the task's naive CUDA implementation, when it has one
+    eager_timing: Timing | None = None  # PyTorch→CUDA: the reference Model in eager PyTorch
+    compile_timing: Timing | None = None  # PyTorch→CUDA: torch.compile(Model), default mode
     message: str = ""  # short, model-readable account of a failure on this config
 
 
@@ -103,6 +105,9 @@ class ExecResult(_Frozen):
     configs: list[ConfigResult] = []  # one per config that was run, in task order
     speedup_vs_cpu: float | None = None  # geomean over configs of cpu median / gpu median
     speedup_vs_naive: float | None = None  # geomean over configs of naive median / gpu median
+    speedup_vs_eager: float | None = None  # PyTorch→CUDA: geomean of eager median / candidate's
+    speedup_vs_compile: float | None = None  # PyTorch→CUDA: geomean of torch.compile / candidate's
+    form: str = ""  # PyTorch→CUDA candidate form: "native" or "load_inline"
     compile_log: str = ""  # nvcc output, truncated
     runtime_log: str = ""  # the candidate's stdout/stderr and harness errors, truncated
     feedback: list[str] = []  # short messages written for a model to act on

@@ -109,12 +109,28 @@ def handle(req: dict, libs: _Libs) -> dict:
         _redirect_output(req["workdir"])
         _limit_cpu(int(req["cpu_limit_s"]))
         task = Task.model_validate(req["task"])
+        if req["op"] == "torch":
+            return _torch_job(task, req)
         return measure.run_job(task, req, libs)
     except Exception as e:  # noqa: BLE001 - the reply must always come back
         return {"status": "infra_error", "message": f"{type(e).__name__}: {e}", "configs": []}
     finally:
         libc = ctypes.CDLL(None)
         libc.fflush(None)
+
+
+def _torch_job(task: Task, req: dict) -> dict:
+    """A PyTorch→CUDA candidate (torch is imported only by workers that serve one)."""
+    if req.get("ext_dir"):  # where the build pool left a load_inline candidate's extension
+        os.environ["TORCH_EXTENSIONS_DIR"] = req["ext_dir"]
+    from cudaperf.execute.torch_runtime import run_torch_job
+
+    reply = run_torch_job(task, req)
+    # Candidate modules can leave global state behind (patches, threads): a worker that
+    # served a failing candidate is not trusted with the next one.
+    if reply["status"] != "ok":
+        reply["restart"] = True
+    return reply
 
 
 def main(argv: list[str]) -> int:
