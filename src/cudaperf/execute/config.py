@@ -60,6 +60,9 @@ class EvalConfig:
     min_kernel_share: float = _f(
         0.5, "PyTorch→CUDA: min share of the forward's GPU time in the candidate's own kernels"
     )
+    baseline_timeout_s: float = _f(
+        900.0, "PyTorch→CUDA: extra time the first job of a task may spend timing its baselines"
+    )
     compile_baseline: bool = _f(
         True, "PyTorch→CUDA: also time torch.compile(Model) as a baseline (cached per config)"
     )
@@ -85,6 +88,7 @@ class EvalConfig:
             "time_budget_s",
             "compile_timeout_s",
             "run_timeout_s",
+            "baseline_timeout_s",
             "cpu_time_budget_s",
             "max_bandwidth_gbs",
         ):

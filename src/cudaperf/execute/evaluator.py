@@ -13,6 +13,7 @@ import logging
 import secrets
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,12 +88,14 @@ class Prepared:
 
 
 class Evaluator:
-    """Per-node evaluation steps; thread-safe (no shared mutable state besides files)."""
+    """Per-node evaluation steps; thread-safe (files, plus one lock-guarded set)."""
 
     def __init__(self, config: EvalConfig, env: Env | None = None):
         self.config = config
         self.env = env or detect_env(config)
         self.cache = ResultCache(config.cache_dir, config.use_result_cache)
+        self._lock = threading.Lock()
+        self._baselined: set[str] = set()  # tasks whose baselines a job has had time to time
 
     def key(self, task: Task, cand: Candidate) -> str:
         settings = self.config.result_settings() | {"mode": self.env.mode, "arch": self.env.arch}
@@ -195,6 +198,20 @@ class Evaluator:
             task, cand, self.key(task, cand), "", "", clog, ids, notes, workdir, t0,
             op="torch", ext_dir=b.ext_dir, form=b.form,
         )  # fmt: skip
+
+    def timeout(self, p: Prepared) -> float:
+        """Hard limit for one worker request. The first PyTorch→CUDA job of a task on this
+        evaluator also times the task's eager and torch.compile baselines (then cached on
+        disk), so it gets `baseline_timeout_s` more."""
+        extra = 0.0
+        if p.op == "torch":
+            with self._lock:
+                if p.task.id not in self._baselined:
+                    self._baselined.add(p.task.id)
+                    extra = self.config.baseline_timeout_s
+                    if not self.config.compile_baseline:  # eager alone times like a candidate
+                        extra = min(extra, self.config.run_timeout_s)
+        return self.config.run_timeout_s + extra
 
     def _torch_request(self, p: Prepared) -> dict:
         c = self.config

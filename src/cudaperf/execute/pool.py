@@ -60,7 +60,7 @@ def prepare_cached(ev: Evaluator, task: Task, cand: Candidate) -> ExecResult | P
 
 def run_prepared(ev: Evaluator, handle: WorkerHandle, p: Prepared) -> ExecResult:
     """One prepared job through one worker; the fresh result is cached."""
-    reply = handle.request(ev.request(p), ev.config.run_timeout_s)
+    reply = handle.request(ev.request(p), ev.timeout(p))
     res = ev.finish(p, reply)
     ev.cache.put(res)
     return res

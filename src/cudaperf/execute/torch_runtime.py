@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import re
 import sys
@@ -40,6 +41,8 @@ from cudaperf.tasks.model import InputConfig, Task
 from cudaperf.tasks.pymodule import exec_with_sizes
 
 __all__ = ["compare_outputs", "load_module", "run_torch_job", "time_forward"]
+
+log = logging.getLogger(__name__)
 
 # The real timers, captured before any candidate code is imported into this process.
 _ORIGINAL_TIMERS = {
@@ -288,8 +291,13 @@ def _baselines(task: Task, cfg, ref, inputs, req: dict) -> tuple[Timing | None, 
             if kind == "compile" and not req.get("torch_compile", True):
                 out.append(None)
                 continue
-            fn = ref if kind == "eager" else torch.compile(ref)
-            ev, _ = time_forward(fn, inputs, req["warmup"], req["trials"], req["budget_ms"])
+            try:
+                fn = ref if kind == "eager" else torch.compile(ref)
+                ev, _ = time_forward(fn, inputs, req["warmup"], req["trials"], req["budget_ms"])
+            except Exception as e:  # noqa: BLE001 - a failing baseline must not fail the candidate
+                log.warning("%s baseline of %s/%s failed: %s", kind, task.id, cfg.name, e)
+                out.append(None)
+                continue
             cache[key] = Timing.of(ev).model_dump()
             if path:
                 with path.open("a") as fh:
