@@ -28,7 +28,7 @@ def _task(name: str) -> Task:
 
 
 def _config(tmp_path: Path, **kw) -> EvalConfig:
-    base = dict(trials=20, warmup=3, run_timeout_s=60, baseline_timeout_s=300,
+    base = dict(trials=20, warmup=3, run_timeout_s=30, baseline_timeout_s=60,
                 cache_dir=tmp_path, use_result_cache=False, compile_baseline=False)  # fmt: skip
     return EvalConfig(**(base | kw))
 
