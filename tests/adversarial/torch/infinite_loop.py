@@ -6,8 +6,11 @@ from cudaperf.execute.native import load_cuda
 
 CUDA_SRC = r"""
 __global__ void spin_kernel(const float* x, float* y, long long n) {
-    volatile int forever = 1;
-    while (forever) { }
+    // clock64() is a volatile read the compiler cannot remove; the condition never turns false.
+    // (A plain `while (1) {}` without side effects may be deleted: infinite loops are UB.)
+    long long t0 = clock64();
+    while (clock64() - t0 >= 0) { }
+    y[0] = x[0];
 }
 extern "C" void affine_relu(const float* x, float* y, long long n) {
     spin_kernel<<<1, 32>>>(x, y, n);
