@@ -17,6 +17,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from cudaperf.execute.checks import FATAL as C_FATAL
 from cudaperf.execute.checks import run_checks as run_c_checks
 from cudaperf.tasks.candidate import cuda_sources_in_python
 
@@ -325,7 +326,7 @@ def pointer_cache(c: CandidateAst) -> str | None:
 def embedded_host_code(c: CandidateAst) -> str | None:
     # The CUDA launcher runs in the evaluator's process: the C host-code checks apply.
     for text in cuda_sources_in_python(c.source):
-        found = [f"{cid}: {msg}" for cid, msg in run_c_checks(text) if cid in _C_FATAL]
+        found = [f"{cid}: {msg}" for cid, msg in run_c_checks(text) if cid in C_FATAL]
         if found:
             return "CUDA source " + found[0]
     return None
@@ -362,19 +363,6 @@ FATAL: list[str] = [
     "forbidden_modules",
     "embedded_host_code",
 ]
-
-# C host-code checks that are fatal inside an embedded CUDA source too.
-_C_FATAL = {
-    "process_calls",
-    "file_io",
-    "dynamic_loading",
-    "network",
-    "device_reset",
-    "process_exit",
-    "harness_tampering",
-    "proc_files",
-    "environment",
-}
 
 
 def check_torch_candidate(
