@@ -49,7 +49,11 @@ class ResultCache:
 
     def put(self, res: ExecResult) -> None:
         # INFRA_ERROR is the evaluator's fault and TIMEOUT may be load-dependent: not cached.
-        if not self.enabled or not res.cache_key or res.status in (Status.INFRA_ERROR, Status.TIMEOUT):
+        if (
+            not self.enabled
+            or not res.cache_key
+            or res.status in (Status.INFRA_ERROR, Status.TIMEOUT)
+        ):
             return
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f"{res.cache_key}.json.{os.getpid()}.{threading.get_ident()}"
