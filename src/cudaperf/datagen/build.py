@@ -1,0 +1,167 @@
+"""Building a task set: every family × `per_family` tasks, deduplicated, with family splits.
+
+Guaranteed: the same (families, per_family, seed) gives byte-identical tasks (each task's
+`random.Random` is seeded from a string of the seed, the family and the index, which
+Python hashes with SHA-512, independent of PYTHONHASHSEED); no two implementations anywhere in
+the set share their normalised code (a task whose code collides is drawn again with the next
+attempt number); each family's split depends only on its name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from cudaperf.datagen.base import FAMILIES, Family
+from cudaperf.tasks.model import Task
+from cudaperf.tasks.stats import normalize_code
+
+__all__ = [
+    "BuildConfig",
+    "BuildReport",
+    "build_tasks",
+    "generate_one",
+    "near_duplicate_rate",
+    "split_of",
+    "splits_document",
+]
+
+log = logging.getLogger(__name__)
+
+SPLIT_SALT = "cudaperf-split-v1"  # changing it reshuffles every family: never change it
+SPLITS = (("train", 0.8), ("validation", 0.9), ("test", 1.0))  # cumulative hash thresholds
+MAX_ATTEMPTS = 20  # redraws of one task whose implementation code collides with another's
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """What `build_tasks` generates."""
+
+    per_family: int = 5  # tasks per family
+    seed: int = 0  # build seed; every task's rng derives from it
+    families: tuple[str, ...] = ()  # family names; empty = all registered
+    max_family_share: float = 0.10  # refuse a build where one family exceeds this share
+
+    def __post_init__(self) -> None:
+        if self.per_family < 1:
+            raise ValueError(f"per_family must be >= 1, got {self.per_family}")
+        unknown = set(self.families) - set(FAMILIES)
+        if unknown:
+            raise ValueError(
+                f"unknown famil(ies) {sorted(unknown)}; registered: {', '.join(sorted(FAMILIES))}"
+            )
+        if not 0 < self.max_family_share <= 1:
+            raise ValueError(f"max_family_share must be in (0, 1], got {self.max_family_share}")
+
+
+@dataclass
+class BuildReport:
+    """What a build produced."""
+
+    tasks: list[Task] = field(default_factory=list)
+    redraws: int = 0  # tasks drawn again because their code collided with an earlier task's
+    dropped: list[str] = field(default_factory=list)  # "family/index: reason" for tasks given up
+
+
+def split_of(family_name: str) -> str:
+    """train / validation / test for a family, from a salted SHA-256 of its name (stable)."""
+    h = hashlib.sha256(f"{SPLIT_SALT}:{family_name}".encode()).digest()
+    u = int.from_bytes(h[:8], "big") / 2**64
+    for name, upper in SPLITS:
+        if u < upper:
+            return name
+    return SPLITS[-1][0]
+
+
+def _rng(seed: int, fam: str, index: int, attempt: int) -> random.Random:
+    return random.Random(f"cudaperf-datagen:{seed}:{fam}:{index}:{attempt}")
+
+
+def generate_one(fam: Family, seed: int, index: int, attempt: int = 0) -> Task:
+    """One task of `fam`; deterministic in (seed, family, index, attempt)."""
+    return fam.generate(_rng(seed, fam.name, index, attempt), index)
+
+
+def _families(config: BuildConfig) -> list[Family]:
+    names = config.families or tuple(sorted(FAMILIES))
+    fams = [FAMILIES[n] for n in names]
+    if len(fams) * config.max_family_share < 1 - 1e-9:
+        raise ValueError(
+            f"{len(fams)} families at {config.per_family} tasks each give one family a share of "
+            f"{1 / len(fams):.2f} > max_family_share {config.max_family_share}; use at least "
+            f"{int(1 / config.max_family_share + 0.999)} families or raise the limit"
+        )
+    return fams
+
+
+def build_tasks(
+    config: BuildConfig, progress: Callable[[str], None] | None = None
+) -> BuildReport:
+    """Generate every family's tasks in a fixed order; `progress(family)` after each task."""
+    report = BuildReport()
+    seen: set[str] = set()
+    for fam in _families(config):
+        for index in range(config.per_family):
+            task = _draw_unique(fam, config.seed, index, seen, report)
+            if task is not None:
+                report.tasks.append(task)
+            if progress:
+                progress(fam.name)
+    return report
+
+
+def _draw_unique(fam: Family, seed: int, index: int, seen: set[str], report: BuildReport):
+    for attempt in range(MAX_ATTEMPTS):
+        task = generate_one(fam, seed, index, attempt)
+        keys = [normalize_code(i.code) for i in task.implementations]
+        if len(set(keys)) == len(keys) and not seen.intersection(keys):
+            seen.update(keys)
+            return task
+        report.redraws += 1
+    report.dropped.append(f"{fam.name}/{index}: code collided in {MAX_ATTEMPTS} draws")
+    log.warning("dropped %s/%d: implementation code collided %d times", fam.name, index,
+                MAX_ATTEMPTS)
+    return None
+
+
+_NUM = re.compile(r"\b\d+(\.\d*)?([eE][-+]?\d+)?[fFuUlL]*\b")
+
+
+def _skeleton(code: str) -> str:
+    """Normalised code with every numeric literal replaced by 0."""
+    return _NUM.sub("0", normalize_code(code))
+
+
+def near_duplicate_rate(tasks: Iterable[Task]) -> float:
+    """Share of implementations whose code equals another task's implementation once
+    comments, whitespace and all numeric literals (constants, block and tile sizes) are
+    erased: code that differs only in its numbers."""
+    owners: dict[str, set[str]] = {}
+    impls: list[tuple[str, str]] = []
+    for t in tasks:
+        for i in t.implementations:
+            key = _skeleton(i.code)
+            owners.setdefault(key, set()).add(t.id)
+            impls.append((t.id, key))
+    if not impls:
+        return 0.0
+    near = sum(1 for tid, key in impls if len(owners[key] - {tid}) > 0)
+    return near / len(impls)
+
+
+def splits_document(tasks: list[Task]) -> dict:
+    """The splits file: each family's split and the task ids per split."""
+    fams = sorted({t.family for t in tasks})
+    by_split: dict[str, list[str]] = {name: [] for name, _ in SPLITS}
+    for t in tasks:
+        by_split[split_of(t.family)].append(t.id)
+    return {
+        "salt": SPLIT_SALT,
+        "rule": "split of a family = bucket of sha256(salt:family) (80/10/10 train/val/test)",
+        "families": {f: split_of(f) for f in fams},
+        "tasks": by_split,
+    }

@@ -1,0 +1,3 @@
+"""Family modules; importing this package registers every family in `FAMILIES`."""
+
+from cudaperf.datagen.families import elementwise  # noqa: F401
