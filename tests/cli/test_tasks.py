@@ -94,3 +94,23 @@ def test_overlap_command(tmp_path):
     r = run("tasks", "overlap", str(p), str(p), "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["max_overlap"] == 1.0
+
+
+def test_attach_measurements_from_results(tmp_path):
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text(json.dumps(C_TASK) + "\n")
+    timing = {"median_us": 2.0, "iqr_us": 0.1, "min_us": 2, "max_us": 3, "trials": 100}
+    row = {
+        "status": "ok", "mode": "full", "task_id": C_TASK["id"], "candidate_id": "naive",
+        "gpu": "G", "versions": {}, "configs": [
+            {"config": c["name"], "timing": timing} for c in C_TASK["configs"]
+        ],
+    }  # fmt: skip
+    results = tmp_path / "r.jsonl"
+    results.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "measured.jsonl"
+    r = run("tasks", "attach", str(results), str(tasks), "--out", str(out), "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout) == {"implementations_measured": 1, "measured_fraction": 1.0}
+    r = run("tasks", "attach", str(results), str(tasks))
+    assert r.exit_code == 2 and "give --out" in r.output

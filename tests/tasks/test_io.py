@@ -107,3 +107,25 @@ def test_hf_export(tasks):
     ds = to_hf_dataset(tasks)
     assert isinstance(ds, datasets.Dataset)
     assert ds.num_rows == 2 and ds[0]["id"] == tasks[0].id
+
+
+def test_task_dir_measurements_round_trip(tmp_path):
+    import shutil
+
+    from cudaperf.tasks.io import sample_path, write_dir_measurements
+    from cudaperf.tasks.model import Measurement
+
+    src = sample_path() / "c2cuda_saxpy"
+    shutil.copytree(src, tmp_path / "saxpy")
+    (tmp_path / "saxpy" / "measurements.jsonl").unlink(missing_ok=True)
+    (task,) = load_tasks(tmp_path / "saxpy")
+    m = Measurement(gpu="G", config="small", median_us=1.5, trials=3)
+    impl = task.implementations[0].model_copy(update={"measurements": [m]})
+    task = task.model_copy(update={"implementations": [impl, *task.implementations[1:]]})
+    assert write_dir_measurements(tmp_path / "saxpy", [task]) == 1
+    before = (src / "task.json").read_text()
+    (again,) = load_tasks(tmp_path / "saxpy")
+    assert again == task and (tmp_path / "saxpy" / "task.json").read_text() == before
+    (tmp_path / "saxpy" / "measurements.jsonl").write_text('{"implementation": "nope"}\n')
+    with pytest.raises(TaskFileError, match="measurements.jsonl:1"):
+        load_tasks(tmp_path / "saxpy")

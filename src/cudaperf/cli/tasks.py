@@ -9,7 +9,14 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from cudaperf.cli.common import console, emit_json, fail, load_task_set, select_tasks, stdout
-from cudaperf.tasks.io import TaskFileError, load_tasks, save_jsonl, save_parquet, to_hf_dataset
+from cudaperf.tasks.io import (
+    TaskFileError,
+    load_tasks,
+    sample_path,
+    save_jsonl,
+    save_parquet,
+    to_hf_dataset,
+)
 from cudaperf.tasks.stats import task_stats
 
 tasks_app = typer.Typer(help="Inspect, validate and convert task sets.", no_args_is_help=True)
@@ -208,3 +215,51 @@ def overlap(
     for p in report["top_pairs"][:10]:
         table.add_row(p["b"], str(p["a"]), f"{p['overlap']:.2f}")
     stdout.print(table)
+
+
+@tasks_app.command("attach")
+def attach(
+    results: Path = typer.Argument(
+        ..., help="Results JSONL from `cudaperf eval --implementations`."
+    ),
+    path: Path | None = PathArg,
+    out: Path | None = typer.Option(None, "--out", help="Write the tasks here (.jsonl/.parquet)."),
+    date: str = typer.Option("", "--date", help="Measurement date (default: today)."),
+    json: bool = JsonOpt,
+) -> None:
+    """Store the GPU timings of `ok` results as the implementations' measurements.
+
+    A task folder (such as the sample set) is updated in place; a .jsonl/.parquet needs --out.
+    """
+    import datetime as dt
+
+    from cudaperf.tasks.io import write_dir_measurements
+    from cudaperf.tasks.measurements import (
+        attach_measurements,
+        measurements_from_results,
+        read_results,
+    )
+
+    target = path if path is not None else sample_path()
+    tasks = load_task_set(path, False)
+    try:
+        found = measurements_from_results(
+            read_results(results), date or dt.date.today().isoformat()
+        )
+    except (OSError, ValueError, KeyError) as e:
+        fail(f"{results}: cannot read evaluation results ({e})")
+    updated, n = attach_measurements(tasks, found)
+    if out is not None:
+        (save_jsonl if out.suffix == ".jsonl" else save_parquet)(updated, out)
+    elif Path(target).is_dir():
+        write_dir_measurements(target, updated)
+    else:
+        fail(f"{target} is a file; give --out to write the measured tasks somewhere")
+    report = {
+        "implementations_measured": n,
+        "measured_fraction": task_stats(updated)["measured_fraction"],
+    }
+    if json:
+        emit_json(report)
+    else:
+        console.print(report)

@@ -6,8 +6,9 @@ Formats:
   (so every field round-trips exactly and the file stays queryable by id/kind/family).
 - **Task directory**: a folder with `task.json` (the task's fields, with `source_file` in
   place of `source` and `file` in place of each implementation's `code`) beside the files it
-  names. This is how hand-written tasks (the bundled sample set) are authored. A folder of
-  such folders is a task set.
+  names. This is how hand-written tasks (the bundled sample set) are authored. An optional
+  `measurements.jsonl` beside it holds machine-written timings (one `Measurement` per line,
+  with an `implementation` id). A folder of such folders is a task set.
 
 Every reader raises `TaskFileError`, whose message names the file, the line (JSONL) or
 task, the field, and what was expected — never a bare pydantic or JSON traceback.
@@ -36,6 +37,7 @@ __all__ = [
 ]
 
 _NESTED = ("signature", "configs", "tolerance", "implementations", "provenance")
+MEASUREMENTS_FILE = "measurements.jsonl"  # per task folder: one Measurement per line
 
 
 class TaskFileError(ValueError):
@@ -126,9 +128,29 @@ def _read_task_dir(folder: Path) -> Task:
             impl = dict(impl)
             impl["code"] = read(impl.pop("file"), f"implementations.{k}.file")
         impls.append(impl)
+    _merge_measurements(folder / MEASUREMENTS_FILE, impls)
     if impls:
         data["implementations"] = impls
     return _validate(data, str(meta_path))
+
+
+def _merge_measurements(path: Path, impls: list) -> None:
+    """Add the rows of a task folder's measurements.jsonl to its implementations' dicts."""
+    if not path.is_file():
+        return
+    by_id = {i.get("id"): i for i in impls if isinstance(i, dict)}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            impl = by_id[row.pop("implementation")]
+        except (json.JSONDecodeError, KeyError, AttributeError, TypeError):
+            raise TaskFileError(
+                f"{path}:{n}: expected a JSON object whose 'implementation' names one of "
+                f"{sorted(k for k in by_id if k)}"
+            ) from None
+        impl.setdefault("measurements", []).append(row)
 
 
 def load_tasks(path: str | Path) -> list[Task]:
@@ -226,3 +248,28 @@ def to_hf_dataset(tasks: Iterable[Task]):
             "pip install 'cudaperf[train]' (or pip install datasets)"
         ) from None
     return datasets.Dataset.from_list([task_row(t) for t in tasks])
+
+
+def write_dir_measurements(folder: str | Path, tasks: list[Task]) -> int:
+    """Write `tasks`' implementation measurements as `measurements.jsonl` in each task folder.
+
+    task.json stays as it was written by hand; the loader merges the measurements file back
+    into the implementations. Returns the number of files written.
+    """
+    by_id = {t.id: t for t in tasks}
+    folder = Path(folder)
+    metas = [folder / "task.json"] if (folder / "task.json").is_file() else []
+    metas += sorted(folder.glob("*/task.json"))
+    n = 0
+    for meta in metas:
+        task = by_id.get(json.loads(meta.read_text(encoding="utf-8")).get("id"))
+        if task is None:
+            continue
+        lines = [
+            json.dumps({"implementation": impl.id, **m.model_dump(mode="json")}, sort_keys=False)
+            for impl in task.implementations
+            for m in impl.measurements
+        ]
+        (meta.parent / MEASUREMENTS_FILE).write_text("".join(x + "\n" for x in lines))
+        n += 1
+    return n

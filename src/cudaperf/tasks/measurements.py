@@ -1,0 +1,75 @@
+"""Turning evaluation results into stored `Measurement`s of a task set's implementations.
+
+`cudaperf eval --implementations --out results.jsonl` writes one ExecResult per line; each
+`ok` result of an implementation (its `candidate_id` is the implementation id) becomes one
+`Measurement` per config: GPU name, median and interquartile range, trials, toolchain
+versions and date. Results that are not `ok` add nothing (an unverified time is never
+stored). This module reads the results as plain JSON, so the task package does not depend on
+the evaluator.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from cudaperf.tasks.model import Measurement, Task
+
+__all__ = ["attach_measurements", "measurements_from_results", "read_results"]
+
+
+def read_results(path: str | Path) -> list[dict]:
+    """The JSON objects of an evaluation results JSONL file."""
+    rows = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{n}: not valid JSON ({e.msg})") from None
+    return rows
+
+
+def measurements_from_results(
+    rows: Iterable[dict], date: str
+) -> dict[tuple[str, str], list[Measurement]]:
+    """(task id, implementation id) → measurements, from `ok` full-mode results only."""
+    out: dict[tuple[str, str], list[Measurement]] = {}
+    for r in rows:
+        if r.get("status") != "ok" or r.get("mode") != "full":
+            continue
+        ms = [
+            Measurement(
+                gpu=r["gpu"],
+                config=c["config"],
+                median_us=round(c["timing"]["median_us"], 3),
+                iqr_us=round(c["timing"]["iqr_us"], 3),
+                trials=c["timing"]["trials"],
+                versions=r.get("versions", {}),
+                date=date,
+            )
+            for c in r["configs"]
+            if c.get("timing")
+        ]
+        out[(r["task_id"], r["candidate_id"])] = ms
+    return out
+
+
+def attach_measurements(
+    tasks: list[Task], found: dict[tuple[str, str], list[Measurement]]
+) -> tuple[list[Task], int]:
+    """Tasks with measurements replaced per (GPU, config), and how many impls got any."""
+    updated, n = [], 0
+    for t in tasks:
+        impls = []
+        for impl in t.implementations:
+            new = found.get((t.id, impl.id))
+            if new:
+                n += 1
+                keys = {(m.gpu, m.config) for m in new}
+                kept = [m for m in impl.measurements if (m.gpu, m.config) not in keys]
+                impl = impl.model_copy(update={"measurements": kept + new})
+            impls.append(impl)
+        updated.append(t.model_copy(update={"implementations": impls}))
+    return updated, n

@@ -1,0 +1,37 @@
+import json
+
+from cudaperf.tasks.measurements import (
+    attach_measurements,
+    measurements_from_results,
+    read_results,
+)
+from cudaperf.tasks.model import Task
+
+from .helpers import C_TASK
+
+
+def _row(status="ok", mode="full", impl="naive"):
+    timing = {"median_us": 12.5, "iqr_us": 0.5, "min_us": 12, "max_us": 14, "trials": 100}
+    return {
+        "status": status, "mode": mode, "task_id": C_TASK["id"], "candidate_id": impl,
+        "gpu": "NVIDIA H200", "versions": {"nvcc": "13.0"},
+        "configs": [{"config": c["name"], "timing": timing} for c in C_TASK["configs"]],
+    }  # fmt: skip
+
+
+def test_only_ok_full_results_become_measurements(tmp_path):
+    p = tmp_path / "r.jsonl"
+    rows = [_row(), _row(status="wrong_output", impl="x"), _row(mode="compile-only", impl="y")]
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    found = measurements_from_results(read_results(p), "2026-11-30")
+    assert list(found) == [(C_TASK["id"], "naive")]
+    assert [m.config for m in found[(C_TASK["id"], "naive")]] == ["small", "big", "heldout"]
+
+
+def test_attach_replaces_same_gpu_and_config():
+    t = Task.model_validate(C_TASK)  # has one old H200 measurement on "small"
+    found = measurements_from_results([_row()], "2026-11-30")
+    (new,), n = attach_measurements([t], found)
+    ms = new.implementations[0].measurements
+    assert n == 1 and len(ms) == 3 and all(m.median_us == 12.5 for m in ms)
+    assert new.implementations[0].measured_on("NVIDIA H200", [c.name for c in t.configs])
