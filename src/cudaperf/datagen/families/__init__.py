@@ -1,3 +1,3 @@
 """Family modules; importing this package registers every family in `FAMILIES`."""
 
-from cudaperf.datagen.families import elementwise  # noqa: F401
+from cudaperf.datagen.families import elementwise, reduction, stencil  # noqa: F401
