@@ -98,9 +98,7 @@ def _families(config: BuildConfig) -> list[Family]:
     return fams
 
 
-def build_tasks(
-    config: BuildConfig, progress: Callable[[str], None] | None = None
-) -> BuildReport:
+def build_tasks(config: BuildConfig, progress: Callable[[str], None] | None = None) -> BuildReport:
     """Generate every family's tasks in a fixed order; `progress(family)` after each task."""
     report = BuildReport()
     seen: set[str] = set()
@@ -123,8 +121,9 @@ def _draw_unique(fam: Family, seed: int, index: int, seen: set[str], report: Bui
             return task
         report.redraws += 1
     report.dropped.append(f"{fam.name}/{index}: code collided in {MAX_ATTEMPTS} draws")
-    log.warning("dropped %s/%d: implementation code collided %d times", fam.name, index,
-                MAX_ATTEMPTS)
+    log.warning(
+        "dropped %s/%d: implementation code collided %d times", fam.name, index, MAX_ATTEMPTS
+    )
     return None
 
 

@@ -22,8 +22,12 @@ from cudaperf.tasks.model import Implementation
 
 __all__ = ["MapSpec", "map_impls"]
 
-VEC = {"float": ("float4", 4), "double": ("double2", 2), "int": ("int4", 4),
-       "unsigned int": ("uint4", 4)}
+VEC = {
+    "float": ("float4", 4),
+    "double": ("double2", 2),
+    "int": ("int4", 4),
+    "unsigned int": ("uint4", 4),
+}
 _LANES = ["x", "y", "z", "w"]
 
 
@@ -153,10 +157,7 @@ def _vec_parts(s: MapSpec) -> dict[str, str]:
     load = "".join(
         f"        {vt_in} {n}_v = reinterpret_cast<const {vt_in}*>({n})[v];\n" for n in s.inputs
     )
-    comp = "".join(
-        f"        vout_.{ln} = {_elem_call(s, '_v', '.' + ln)};\n"
-        for ln in _LANES[:w]
-    )
+    comp = "".join(f"        vout_.{ln} = {_elem_call(s, '_v', '.' + ln)};\n" for ln in _LANES[:w])
     align = "".join(f" | (uintptr_t){n}" for n in s.inputs)
     return {"vt": vt_out, "w": w, "vload": load, "vcompute": comp, "align": align}
 

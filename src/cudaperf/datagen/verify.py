@@ -29,8 +29,14 @@ from cudaperf.tasks.model import Distribution, InputConfig, Role, Task, TaskKind
 
 __all__ = ["CheckResult", "check_reference", "cuda_units", "nvcc_compile", "smallest_config"]
 
-_CT = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int32,
-       "uint32": ctypes.c_uint32, "int64": ctypes.c_int64, "uint64": ctypes.c_uint64}
+_CT = {
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+    "int32": ctypes.c_int32,
+    "uint32": ctypes.c_uint32,
+    "int64": ctypes.c_int64,
+    "uint64": ctypes.c_uint64,
+}
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,7 @@ class CheckResult:
 
 def smallest_config(task: Task) -> InputConfig:
     """The config with the fewest total array elements (or sizes product for torch)."""
+
     def weight(c: InputConfig) -> float:
         if task.kind is TaskKind.TORCH2CUDA:
             return float(np.prod([abs(v) or 1 for v in c.sizes.values()]))
@@ -68,7 +75,10 @@ def _gcc(src: str, folder: Path) -> tuple[Path | None, str]:
     so = folder / "ref.so"
     p = subprocess.run(
         ["gcc", "-O2", "-shared", "-fPIC", "-Wall", "-o", str(so), "ref.c", "-lm"],
-        cwd=folder, capture_output=True, text=True, timeout=60,
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     return (so if p.returncode == 0 else None), (p.stdout + p.stderr)[:2000]
 
@@ -134,7 +144,10 @@ def _nvcc_one(unit: tuple[str, str], nvcc: str, arch: str) -> CheckResult:
         (Path(tmp) / "k.cu").write_text(src)
         p = subprocess.run(
             [nvcc, f"-arch={arch}", "-cubin", "-o", "k.cubin", "k.cu"],
-            cwd=tmp, capture_output=True, text=True, timeout=300,
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
     log = (p.stdout + p.stderr).strip()
     return CheckResult(name, p.returncode == 0, log[:2000])

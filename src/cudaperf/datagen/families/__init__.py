@@ -1,3 +1,8 @@
 """Family modules; importing this package registers every family in `FAMILIES`."""
 
-from cudaperf.datagen.families import elementwise, reduction, stencil  # noqa: F401
+from cudaperf.datagen.families import (  # noqa: F401
+    elementwise,
+    reduction,
+    stencil,
+    torch_rownorm,
+)

@@ -23,7 +23,9 @@ _NAMES = [["x", "y", "z"], ["lhs", "rhs", "aux"], ["p", "q", "s"], ["in0", "in1"
 _OUTS = ["out", "res", "dst", "result"]
 
 
-def _map_task(fam, index, rng, entry, types, ins, out, scalars, body, text, dists, helpers=("", "")):
+def _map_task(
+    fam, index, rng, entry, types, ins, out, scalars, body, text, dists, helpers=("", "")
+):
     """A C→CUDA map task from the per-element body (a C expression over ins and scalars).
 
     `types` is (input type, output type, tolerance); `helpers` is (C, CUDA) source placed
@@ -47,8 +49,9 @@ def _map_task(fam, index, rng, entry, types, ins, out, scalars, body, text, dist
         f"{helpers[1].strip()}\n__device__ __forceinline__ {t_out} elem({decl}) {{\n"
         f"    return {body};\n}}"
     ).strip()
-    spec = MapSpec(entry, prototype(entry, sig), t_in, t_out, ins, out,
-                   [(n, t) for n, t, _ in scalars], elem)
+    spec = MapSpec(
+        entry, prototype(entry, sig), t_in, t_out, ins, out, [(n, t) for n, t, _ in scalars], elem
+    )
     per = len(ins) * (8 if t_in == "double" else 4) + (8 if t_out == "double" else 4)
     ns = vector_sizes(rng, per)
     sizes = {k: {"n": v, **{n: val for n, _, val in scalars}} for k, v in ns.items()}
@@ -76,8 +79,9 @@ def elementwise_expr(rng: random.Random, index: int):
         "multiples of the block or vector width."
     )
     dists = (None, normal)
-    return _map_task("elementwise_expr", index, rng, entry, (t, t, tol), names, out, scalars,
-                     body, desc, dists)
+    return _map_task(
+        "elementwise_expr", index, rng, entry, (t, t, tol), names, out, scalars, body, desc, dists
+    )
 
 
 @family("poly_eval", TaskKind.C2CUDA, "polynomial")
@@ -111,8 +115,9 @@ def poly_eval(rng: random.Random, index: int):
         "coefficients are compile-time constants of the task. Compute grows with the degree, "
         "memory traffic does not: low degrees are bandwidth-bound, high ones compute-bound."
     )
-    return _map_task("poly_eval", index, rng, entry, (t, t, tol), ["x"], "y", [], body, desc,
-                     (dist, held))
+    return _map_task(
+        "poly_eval", index, rng, entry, (t, t, tol), ["x"], "y", [], body, desc, (dist, held)
+    )
 
 
 _BIT_OPS = {
@@ -127,14 +132,20 @@ _COMMON = """
 static unsigned int ROTL(unsigned int v, int s) { return (v << s) | (v >> ((32 - s) & 31)); }
 static unsigned int XS(unsigned int v) { v ^= v << 13; v ^= v >> 17; v ^= v << 5; return v; }
 """
-_HELPERS_C = _COMMON + """
+_HELPERS_C = (
+    _COMMON
+    + """
 static unsigned int POPC(unsigned int v) { return (unsigned int)__builtin_popcount(v); }
 static unsigned int BREV(unsigned int v) { unsigned int r = 0; for (int k = 0; k < 32; ++k) { r = (r << 1) | (v & 1u); v >>= 1; } return r; }
 """
-_HELPERS_CUDA = _COMMON.replace("static", "__device__ __forceinline__") + """
+)
+_HELPERS_CUDA = (
+    _COMMON.replace("static", "__device__ __forceinline__")
+    + """
 __device__ __forceinline__ unsigned int POPC(unsigned int v) { return __popc(v); }
 __device__ __forceinline__ unsigned int BREV(unsigned int v) { return __brev(v); }
 """
+)
 
 
 @family("bit_manip", TaskKind.C2CUDA, "bits")
@@ -145,7 +156,10 @@ def bit_manip(rng: random.Random, index: int):
     b = rng.choice([2654435761, 2246822519, 3266489917, 668265263, 374761393])
     m = rng.getrandbits(32)
     exprs = [
-        _BIT_OPS[o].replace("$a", str(a)).replace("$b", f"{b}u").replace("$m", f"{m:#010x}u")
+        _BIT_OPS[o]
+        .replace("$a", str(a))
+        .replace("$b", f"{b}u")
+        .replace("$m", f"{m:#010x}u")
         .replace("$v", v)
         for o, v in zip(ops, ins)
     ]
@@ -161,8 +175,9 @@ def bit_manip(rng: random.Random, index: int):
     dist = Distribution(kind="randint", low=0, high=2**31 - 1)
     types = (t, t, Tolerance(atol=0.0, rtol=0.0))
     helpers = tuple(_used(h, body) for h in (_HELPERS_C, _HELPERS_CUDA))
-    return _map_task("bit_manip", index, rng, entry, types, ins, "out", [], body, desc,
-                     (dist, dist), helpers)
+    return _map_task(
+        "bit_manip", index, rng, entry, types, ins, "out", [], body, desc, (dist, dist), helpers
+    )
 
 
 def _used(helpers: str, body: str) -> str:

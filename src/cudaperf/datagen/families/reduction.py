@@ -171,10 +171,18 @@ def _full_params(rng: random.Random, op: str, t: str) -> dict[str, str]:
         tout = "double"
     big = {"int": "2147483647LL", "float": "3.0e38f", "double": "1.0e300"}[t]
     return {
-        "pre": pre, "comb": comb, "ident": ident.replace("BIG", big) if is_int else ident,
-        "final": final, "what": what, "acc": acc, "gacc": gacc, "tout": tout, "t": t,
-        "sqrt": "sqrt" if t != "float" else "sqrtf", "abs": "llabs" if is_int else
-        ("fabsf" if t == "float" else "fabs"), "big": big,
+        "pre": pre,
+        "comb": comb,
+        "ident": ident.replace("BIG", big) if is_int else ident,
+        "final": final,
+        "what": what,
+        "acc": acc,
+        "gacc": gacc,
+        "tout": tout,
+        "t": t,
+        "sqrt": "sqrt" if t != "float" else "sqrtf",
+        "abs": "llabs" if is_int else ("fabsf" if t == "float" else "fabs"),
+        "big": big,
     }
 
 
@@ -186,24 +194,33 @@ def reduce_full(rng: random.Random, index: int):
     p = _full_params(rng, op, t)
     entry = rng.choice([f"reduce_{op}", f"{op}_all", f"array_{op}"])
     sig = c_signature(("n", "int", "scalar"), ("x", t, "in", "n"), ("out", p["tout"], "out", "1"))
-    ref = fill(_FULL_REF, entry=entry, **dict(p, abs="llabs" if t == "int" else "fabs",
-                                              sqrt="sqrt"))
+    ref = fill(
+        _FULL_REF, entry=entry, **dict(p, abs="llabs" if t == "int" else "fabs", sqrt="sqrt")
+    )
     block = rng.choice([128, 256, 512])
     common = dict(p, proto=prototype(entry, sig), block=block, maxb=rng.choice([1024, 2048]))
     head = fill(_HEAD, **common) + fill(_FINAL, **common)
     impls = [
         impl("one_block", head + fill(_SINGLE, **common), ["naive", "single_block"]),
-        impl("block_tree_divergent", head + fill(_TREE, **common),
-             ["smem_tree", "divergent", "coalesced"]),
-        impl("grid_stride_shuffle", head + fill(_SHFL, u=rng.choice([2, 4]), **common),
-             ["grid_stride", "warp_shuffle", "unrolled", "coalesced"]),
+        impl(
+            "block_tree_divergent",
+            head + fill(_TREE, **common),
+            ["smem_tree", "divergent", "coalesced"],
+        ),
+        impl(
+            "grid_stride_shuffle",
+            head + fill(_SHFL, u=rng.choice([2, 4]), **common),
+            ["grid_stride", "warp_shuffle", "unrolled", "coalesced"],
+        ),
     ]
     esize = 8 if t == "double" else 4
     large = (1 << 26) if esize == 4 else (1 << 25)
-    sizes = {"small": {"n": rng.randrange(1001, 5001, 2)},
-             "medium": {"n": (1 << 20) + rng.randrange(1, 999)},
-             "large": {"n": large + rng.choice([0, 12345])},
-             "heldout": {"n": rng.randrange(5_000_001, 20_000_000, 2)}}
+    sizes = {
+        "small": {"n": rng.randrange(1001, 5001, 2)},
+        "medium": {"n": (1 << 20) + rng.randrange(1, 999)},
+        "large": {"n": large + rng.choice([0, 12345])},
+        "heldout": {"n": rng.randrange(5_000_001, 20_000_000, 2)},
+    }
     if t == "int":
         dist = Distribution(kind="randint", low=-1000, high=5000)
         tol = Tolerance(atol=0.0, rtol=0.0) if op != "mean" else Tolerance(atol=1e-9, rtol=1e-9)
@@ -213,8 +230,13 @@ def reduce_full(rng: random.Random, index: int):
     desc = (
         f"{p['what'].capitalize()} of n {t} values, written to out[0] ({p['tout']}). The output is "
         "poisoned before the run, so it must be written completely. "
-        + ("The reference accumulates in double; a float tree reduction differs only by "
-           "rounding (relative tolerance). " if t == "float" else "")
+        + (
+            "The reference accumulates in double; a float tree reduction differs only by "
+            "rounding (relative tolerance). "
+            if t == "float"
+            else ""
+        )
     )
-    return c_task("reduce_full", index, entry, ref, sig, four_configs(sizes, dist), tol, impls,
-                  desc)
+    return c_task(
+        "reduce_full", index, entry, ref, sig, four_configs(sizes, dist), tol, impls, desc
+    )

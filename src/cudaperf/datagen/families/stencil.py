@@ -149,20 +149,27 @@ def _global_access(dx: int, dy: int, dz: int) -> str:
 def _sizes(rng: random.Random, dims: int, esize: int) -> dict[str, dict[str, int]]:
     if dims == 1:
         big = (1 << 26) if esize == 4 else (1 << 25)
-        return {"small": {"nx": rng.randrange(500, 3000)}, "medium": {"nx": 1 << 20},
-                "large": {"nx": big + rng.randrange(0, 999)},
-                "heldout": {"nx": rng.randrange(3_000_001, 9_000_000)}}
+        return {
+            "small": {"nx": rng.randrange(500, 3000)},
+            "medium": {"nx": 1 << 20},
+            "large": {"nx": big + rng.randrange(0, 999)},
+            "heldout": {"nx": rng.randrange(3_000_001, 9_000_000)},
+        }
     if dims == 2:
         big = 8192 if esize == 4 else 6144
-        return {"small": {"nx": rng.randrange(40, 90), "ny": rng.randrange(30, 70)},
-                "medium": {"nx": 1024, "ny": 1024},
-                "large": {"nx": big + rng.choice([0, 1, 64]), "ny": big},
-                "heldout": {"nx": rng.randrange(2001, 3001), "ny": rng.randrange(1999, 2999)}}
+        return {
+            "small": {"nx": rng.randrange(40, 90), "ny": rng.randrange(30, 70)},
+            "medium": {"nx": 1024, "ny": 1024},
+            "large": {"nx": big + rng.choice([0, 1, 64]), "ny": big},
+            "heldout": {"nx": rng.randrange(2001, 3001), "ny": rng.randrange(1999, 2999)},
+        }
     big = 448 if esize == 4 else 352
-    return {"small": {"nx": rng.randrange(12, 30), "ny": rng.randrange(10, 24), "nz": 11},
-            "medium": {"nx": 128, "ny": 128, "nz": 128},
-            "large": {"nx": big + rng.choice([0, 1, 32]), "ny": big, "nz": big},
-            "heldout": {"nx": rng.randrange(200, 260), "ny": 201, "nz": rng.randrange(150, 200)}}
+    return {
+        "small": {"nx": rng.randrange(12, 30), "ny": rng.randrange(10, 24), "nz": 11},
+        "medium": {"nx": 128, "ny": 128, "nz": 128},
+        "large": {"nx": big + rng.choice([0, 1, 32]), "ny": big, "nz": big},
+        "heldout": {"nx": rng.randrange(200, 260), "ny": 201, "nz": rng.randrange(150, 200)},
+    }
 
 
 def _stencil(rng: random.Random, index: int, dims: int):
@@ -178,18 +185,42 @@ def _stencil(rng: random.Random, index: int, dims: int):
     params = ", ".join(p.c_decl() for p in sig)
     expr = _expr(terms, t, _global_access)
     inner = _inner(dims, r)
-    src = fill(_REF, entry=entry, params=params, r=r, nb=len(terms) - 1, ny=ny, nz=nz,
-               inner=inner, expr=expr)
-    kparams = params.replace("const ", "const ").replace(f"const {t}* in", f"const {t}* __restrict__ in")
+    src = fill(
+        _REF,
+        entry=entry,
+        params=params,
+        r=r,
+        nb=len(terms) - 1,
+        ny=ny,
+        nz=nz,
+        inner=inner,
+        expr=expr,
+    )
+    kparams = params.replace("const ", "const ").replace(
+        f"const {t}* in", f"const {t}* __restrict__ in"
+    )
     kargs = ", ".join(p.name for p in sig)
     prototype = proto_of(entry, sig)
     impls = [_naive(rng, dims, t, kparams, kargs, prototype, inner, expr, ny, nz, coalesced=True)]
     if dims >= 2:
         impls.append(_naive(rng, dims, t, kparams, kargs, prototype, inner, expr, ny, nz, False))
     else:
-        impls.append(impl("chunked_uncoalesced", fill(
-            _CHUNK1D, k=rng.choice([8, 16, 32]), block=rng.choice([128, 256]), kparams=kparams,
-            kargs=kargs, proto=prototype, inner=inner, expr=expr), ["uncoalesced"]))
+        impls.append(
+            impl(
+                "chunked_uncoalesced",
+                fill(
+                    _CHUNK1D,
+                    k=rng.choice([8, 16, 32]),
+                    block=rng.choice([128, 256]),
+                    kparams=kparams,
+                    kargs=kargs,
+                    proto=prototype,
+                    inner=inner,
+                    expr=expr,
+                ),
+                ["uncoalesced"],
+            )
+        )
     impls.append(_tiled(rng, dims, r, t, terms, kparams, kargs, prototype, inner, ny, nz))
     esize = 8 if t == "double" else 4
     normal = Distribution(kind="normal", mean=1.0, std=0.5)
@@ -199,27 +230,58 @@ def _stencil(rng: random.Random, index: int, dims: int):
         f"contiguous): interior points become a fixed weighted sum of {len(terms)} points, "
         "border points are copied. Memory-bound; each input is needed by several outputs."
     )
-    return c_task(fam, index, entry, src, sig, four_configs(_sizes(rng, dims, esize), None, normal),
-                  tol, impls, desc)
+    return c_task(
+        fam,
+        index,
+        entry,
+        src,
+        sig,
+        four_configs(_sizes(rng, dims, esize), None, normal),
+        tol,
+        impls,
+        desc,
+    )
 
 
 def _naive(rng, dims, t, kparams, kargs, prototype, inner, expr, ny, nz, coalesced):
     bx = rng.choice([32, 64, 128, 256]) if dims > 1 else rng.choice([128, 256, 512])
     by = 1 if dims == 1 else max(1, rng.choice([128, 256]) // bx)
     if coalesced:
-        xi, yi = "(long long)blockIdx.x * blockDim.x + threadIdx.x", (
-            "(long long)blockIdx.y * blockDim.y + threadIdx.y")
+        xi, yi = (
+            "(long long)blockIdx.x * blockDim.x + threadIdx.x",
+            ("(long long)blockIdx.y * blockDim.y + threadIdx.y"),
+        )
         gx, gy = f"(unsigned)((nx + {bx} - 1) / {bx})", f"(unsigned)(({ny} + {by} - 1) / {by})"
         mapping = "threadIdx.x runs along x, so a warp reads consecutive addresses"
     else:  # threadIdx.x runs along y: lanes are a whole row apart
-        xi, yi = "(long long)blockIdx.y * blockDim.y + threadIdx.y", (
-            "(long long)blockIdx.x * blockDim.x + threadIdx.x")
+        xi, yi = (
+            "(long long)blockIdx.y * blockDim.y + threadIdx.y",
+            ("(long long)blockIdx.x * blockDim.x + threadIdx.x"),
+        )
         gx, gy = f"(unsigned)(({ny} + {bx} - 1) / {bx})", f"(unsigned)((nx + {by} - 1) / {by})"
-        mapping = ("threadIdx.x runs along y, so the lanes of a warp are a row apart and no "
-                   "load is coalesced (deliberately weak)")
-    code = fill(_NAIVE, map=mapping, kparams=kparams, kargs=kargs, proto=prototype, xi=xi,
-                yi=yi, zi="blockIdx.z", ny=ny, nz=nz, inner=inner, expr=expr, bx=bx, by=by,
-                gx=gx, gy=gy, gz=f"(unsigned)({nz})")
+        mapping = (
+            "threadIdx.x runs along y, so the lanes of a warp are a row apart and no "
+            "load is coalesced (deliberately weak)"
+        )
+    code = fill(
+        _NAIVE,
+        map=mapping,
+        kparams=kparams,
+        kargs=kargs,
+        proto=prototype,
+        xi=xi,
+        yi=yi,
+        zi="blockIdx.z",
+        ny=ny,
+        nz=nz,
+        inner=inner,
+        expr=expr,
+        bx=bx,
+        by=by,
+        gx=gx,
+        gy=gy,
+        gz=f"(unsigned)({nz})",
+    )
     if coalesced:
         return impl("naive", code, ["naive", "coalesced"])
     return impl("naive_uncoalesced", code, ["naive", "uncoalesced"])
@@ -235,11 +297,27 @@ def _tiled(rng, dims, r, t, terms, kparams, kargs, prototype, inner, ny, nz):
             return f"in[i + {dz}LL * ny * nx]"
         return f"tile[ty + {r * has_y + dy}][tx + {r + dx}]"
 
-    zloop = ("The z neighbours are read from global memory (L2 holds the previous planes)."
-             if dims == 3 else "")
-    code = fill(_TILED, bx=bx, by=by, r=r, t=t, has_y=has_y, kparams=kparams, kargs=kargs,
-                proto=prototype, inner=inner, sexpr=_expr(terms, t, access), ny=ny, nz=nz,
-                zloop=zloop)
+    zloop = (
+        "The z neighbours are read from global memory (L2 holds the previous planes)."
+        if dims == 3
+        else ""
+    )
+    code = fill(
+        _TILED,
+        bx=bx,
+        by=by,
+        r=r,
+        t=t,
+        has_y=has_y,
+        kparams=kparams,
+        kargs=kargs,
+        proto=prototype,
+        inner=inner,
+        sexpr=_expr(terms, t, access),
+        ny=ny,
+        nz=nz,
+        zloop=zloop,
+    )
     return impl("smem_tiled", code, ["smem_tiling", "coalesced"])
 
 
