@@ -8,7 +8,10 @@ import typer
 
 from cudaperf import __version__
 from cudaperf.cli.analyze import analyze_command
+from cudaperf.cli.data import data_app
 from cudaperf.cli.eval import eval_command
+from cudaperf.cli.refine import refine_command
+from cudaperf.cli.reward import reward_command
 from cudaperf.cli.tasks import tasks_app
 
 app = typer.Typer(
@@ -19,8 +22,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(tasks_app, name="tasks")
+app.add_typer(data_app, name="data")
 app.command("analyze")(analyze_command)
 app.command("eval")(eval_command)
+app.command("reward")(reward_command)
+app.command("refine")(refine_command)
 
 
 def _version(value: bool) -> None:

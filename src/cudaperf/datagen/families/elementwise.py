@@ -136,7 +136,8 @@ _HELPERS_C = (
     _COMMON
     + """
 static unsigned int POPC(unsigned int v) { return (unsigned int)__builtin_popcount(v); }
-static unsigned int BREV(unsigned int v) { unsigned int r = 0; for (int k = 0; k < 32; ++k) { r = (r << 1) | (v & 1u); v >>= 1; } return r; }
+static unsigned int BREV(unsigned int v) { unsigned int r = 0; \
+for (int k = 0; k < 32; ++k) { r = (r << 1) | (v & 1u); v >>= 1; } return r; }
 """
 )
 _HELPERS_CUDA = (
@@ -161,7 +162,7 @@ def bit_manip(rng: random.Random, index: int):
         .replace("$b", f"{b}u")
         .replace("$m", f"{m:#010x}u")
         .replace("$v", v)
-        for o, v in zip(ops, ins)
+        for o, v in zip(ops, ins, strict=True)
     ]
     body = exprs[0] if len(exprs) == 1 else f"({exprs[0]}) ^ ({exprs[1]})"
     entry = rng.choice(["bit_mix", "scramble", "bits_transform", "hash_words"])

@@ -196,9 +196,7 @@ def _stencil(rng: random.Random, index: int, dims: int):
         inner=inner,
         expr=expr,
     )
-    kparams = params.replace("const ", "const ").replace(
-        f"const {t}* in", f"const {t}* __restrict__ in"
-    )
+    kparams = params.replace(f"const {t}* in", f"const {t}* __restrict__ in")
     kargs = ", ".join(p.name for p in sig)
     prototype = proto_of(entry, sig)
     impls = [_naive(rng, dims, t, kparams, kargs, prototype, inner, expr, ny, nz, coalesced=True)]
@@ -225,8 +223,9 @@ def _stencil(rng: random.Random, index: int, dims: int):
     esize = 8 if t == "double" else 4
     normal = Distribution(kind="normal", mean=1.0, std=0.5)
     tol = Tolerance(atol=1e-5, rtol=1e-5) if t == "float" else Tolerance(atol=1e-12, rtol=1e-12)
+    axes = [sig[k].name for k in range(dims)]
     desc = (
-        f"One step of a {dims}-D star stencil of radius {r} on a {t} grid ({' x '.join(sig[k].name for k in range(dims))}, x "
+        f"One step of a {dims}-D star stencil of radius {r} on a {t} grid ({' x '.join(axes)}, x "
         f"contiguous): interior points become a fixed weighted sum of {len(terms)} points, "
         "border points are copied. Memory-bound; each input is needed by several outputs."
     )

@@ -1,0 +1,33 @@
+"""`cudaperf data build / measure`."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from cudaperf.cli import app
+from cudaperf.datagen import FAMILIES
+from cudaperf.tasks.io import load_tasks
+
+
+def test_build_writes_tasks_splits_and_stats(tmp_path):
+    out = tmp_path / "t.jsonl"
+    r = CliRunner().invoke(app, ["data", "build", "--per-family", "1", "--out", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    stats = json.loads(r.stdout)
+    assert stats["tasks"] == len(FAMILIES) == len(load_tasks(out))
+    assert stats["duplicate_implementations"] == 0 and stats["measured_fraction"] == 0.0
+    assert json.loads((tmp_path / "splits.json").read_text())["families"]
+
+
+def test_build_rejects_a_share_above_the_limit(tmp_path):
+    r = CliRunner().invoke(
+        app, ["data", "build", "--families", "poly_eval", "--out", str(tmp_path / "t.jsonl")]
+    )
+    assert r.exit_code == 2 and "max_family_share" in r.output
+
+
+def test_measure_says_it_needs_a_gpu():
+    r = CliRunner().invoke(app, ["data", "measure"])
+    assert r.exit_code == 1 and "GPU" in r.output
