@@ -1,0 +1,143 @@
+"""`cudaperf refine`: multi-turn refinement of one task with a model; writes the trajectory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from cudaperf.cli.common import console, fail, load_task_set, select_tasks, stdout
+from cudaperf.cli.reward import scorer_for
+from cudaperf.reward import PRESETS
+from cudaperf.tasks.model import Task, TaskKind
+
+__all__ = ["refine_command"]
+
+
+def _target(target: str, tasks_path, function, sizes, lengths) -> Task:
+    from cudaperf.refine.target import parse_sizes, task_from_c_file, task_from_torch_file
+
+    p = Path(target)
+    try:
+        if p.suffix == ".c" and p.is_file():
+            if not function or not sizes:
+                fail("a .c TARGET needs --function NAME and --sizes n=1048576,...")
+            lens = dict(kv.split("=", 1) for kv in (lengths or []) if "=" in kv)
+            return task_from_c_file(p, function, parse_sizes(sizes), lens)
+        if p.suffix == ".py" and p.is_file():
+            return task_from_torch_file(p)
+    except (ValueError, OSError) as e:
+        fail(str(e))
+    return select_tasks(load_task_set(tasks_path, False), [target])[0]
+
+
+def _backend(
+    model: str,
+    task: Task,
+    server_model: str,
+    api_key: str,
+    temperature: float,
+    max_tokens: int,
+    gguf_file: str | None,
+):
+    from cudaperf.refine.backends import make_backend
+
+    if model.startswith(("http://", "https://")):
+        opts = dict(
+            model=server_model, api_key=api_key, temperature=temperature, max_tokens=max_tokens
+        )
+    elif model == "scripted:implementations":
+        opts = {}
+    else:
+        opts = dict(gguf_file=gguf_file, temperature=temperature, max_new_tokens=max_tokens)
+    try:
+        return make_backend(model, task=task, **opts)
+    except (ImportError, ValueError, OSError) as e:
+        fail(f"--model {model}: {e}")
+
+
+def refine_command(
+    target: str = typer.Argument(
+        ..., help="Task id, a .c file (with --function/--sizes) or a PyTorch module .py file."
+    ),
+    model: str = typer.Option(
+        "smollm2",
+        "--model",
+        help="HF name/path, http(s):// URL of an "
+        "OpenAI-compatible server, or scripted:implementations.",
+    ),
+    turns: int = typer.Option(3, "--turns", help="Maximum turns."),
+    samples: int = typer.Option(4, "--samples", help="Replies sampled per turn (best-of-n)."),
+    out: Path = typer.Option(Path("traj.jsonl"), "--out", help="Trajectory JSONL (appended)."),
+    best_out: Path = typer.Option(
+        None, "--best-out", help="Best kernel file (default: from TARGET)."
+    ),
+    tasks_path: Path = typer.Option(None, "--tasks", help="Task file or dir (default: sample)."),
+    function: str = typer.Option(None, "--function", help="C TARGET: the function to port."),
+    sizes: str = typer.Option(None, "--sizes", help="C TARGET: scalar values, n=1048576,a=2."),
+    lengths: list[str] = typer.Option(None, "--length", help="C TARGET: array length, x=n."),
+    patience: int = typer.Option(1, "--patience", help="Stop after this many turns without gain."),
+    preset: str = typer.Option("unified", "--preset", help=f"Reward: one of {sorted(PRESETS)}."),
+    server_model: str = typer.Option("default", "--server-model", help="Model name on the server."),
+    api_key: str = typer.Option("EMPTY", "--api-key", envvar="OPENAI_API_KEY", help="Server key."),
+    gguf_file: str = typer.Option(None, "--gguf-file", help="HF: GGUF file inside --model."),
+    temperature: float = typer.Option(0.8, "--temperature", help="Sampling temperature."),
+    max_tokens: int = typer.Option(2048, "--max-tokens", help="Tokens per reply."),
+    compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
+    cache_dir: Path = typer.Option(None, "--cache-dir", help="Build and result cache directory."),
+) -> None:
+    """Refine a kernel over several turns: sample, evaluate, analyse, reward, feed back."""
+    from cudaperf.refine.loop import refine
+
+    task = _target(target, tasks_path, function, sizes, lengths)
+    scorer = scorer_for(task, preset, compile_only, cache_dir)
+    backend = _backend(model, task, server_model, api_key, temperature, max_tokens, gguf_file)
+    cols = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*cols, console=console, transient=True) as bar:
+        tid = bar.add_task(f"turn 1/{turns}: generating {samples} replies", total=None)
+
+        def on_turn(rec) -> None:
+            top = next((s for s in rec.samples if s.index == rec.chosen), None)
+            rw = top.reward if top else None
+            sp = f"{rw.speedup:.2f}x vs {rw.baseline}" if rw and rw.speedup else "-"
+            stdout.print(
+                f"turn {rec.turn}: best reward {rw.total:+.3f} ({rw.status}), speedup {sp}"
+                if rw
+                else f"turn {rec.turn}: no valid reward"
+            )
+            bar.update(tid, description=f"turn {rec.turn + 1}/{turns}: generating")
+
+        try:
+            res = refine(
+                task,
+                backend,
+                scorer,
+                turns=turns,
+                samples=samples,
+                patience=patience,
+                out=out,
+                on_turn=on_turn,
+            )
+        except ValueError as e:
+            fail(str(e))
+    _finish(res, task, target, best_out, out)
+
+
+def _finish(res, task: Task, target: str, best_out: Path | None, out: Path) -> None:
+    s = res.summary
+    if s.mode == "compile-only":
+        stdout.print(
+            "[bold yellow]compile-only[/]: no GPU here, so candidates were compiled but "
+            "not run, checked or timed; rewards only tell compiling from failing"
+        )
+    stdout.print(f"stopped: {s.stopped} after {s.turns} turn(s); trajectory: {out}")
+    if s.best_code is None:
+        stdout.print("no reply held a candidate with a valid reward; no kernel written")
+        raise typer.Exit(1)
+    ext = ".cu" if task.kind is TaskKind.C2CUDA else ".py"
+    path = best_out or Path(Path(target).stem.replace("/", "_") + "_best" + ext)
+    path.write_text(s.best_code, encoding="utf-8")
+    stdout.print(
+        f"best: turn {s.best_turn}, reward {s.best_total:+.3f} ({s.best_status}) -> {path}"
+    )

@@ -1,0 +1,76 @@
+"""`cudaperf reward`: explain the reward of one candidate, component by component."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from cudaperf.cli.common import emit_json, fail, load_task_set, select_tasks, stdout
+from cudaperf.execute.config import EvalConfig
+from cudaperf.refine.feedback import render_feedback
+from cudaperf.reward import PRESETS, RewardConfig, RewardScorer, extract_candidate
+
+__all__ = ["reward_command", "scorer_for"]
+
+_CACHE_HELP = EvalConfig.help()["cache_dir"]
+
+
+def scorer_for(task, preset: str, compile_only: bool | None, cache_dir: Path | None):
+    """A scorer for one task with the named preset; exits with a message on bad values."""
+    try:
+        cfg = RewardConfig.preset(preset)
+        given = {"compile_only": compile_only, "cache_dir": cache_dir}
+        ev = EvalConfig(**{k: v for k, v in given.items() if v is not None})
+    except (ValueError, RuntimeError) as e:
+        fail(str(e))
+    return RewardScorer([task], config=cfg, eval_config=ev, analyze="always")
+
+
+def reward_command(
+    task_id: str = typer.Argument(..., help="Task id (or its last parts, e.g. c2cuda/saxpy)."),
+    candidate: Path = typer.Argument(..., help="Candidate file, or a model reply with a fence."),
+    tasks_path: Path = typer.Option(None, "--tasks", help="Task file or dir (default: sample)."),
+    preset: str = typer.Option("unified", "--preset", help=f"One of {sorted(PRESETS)}."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout."),
+    compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
+    cache_dir: Path = typer.Option(None, "--cache-dir", help=_CACHE_HELP),
+) -> None:
+    """Evaluate, analyse and score one candidate, and explain each reward component."""
+    (task,) = select_tasks(load_task_set(tasks_path, False), [task_id])[:1]
+    if not candidate.is_file():
+        fail(f"{candidate} does not exist; give the candidate's source file")
+    text = candidate.read_text(encoding="utf-8")
+    code = extract_candidate(text, task.kind).code if "```" in text else text
+    if code is None:
+        fail(f"{candidate}: {extract_candidate(text, task.kind).error}")
+    scorer = scorer_for(task, preset, compile_only, cache_dir)
+    (s,) = scorer.score_code(task, [code])
+    bd = s.breakdown
+    if as_json:
+        emit_json(
+            {
+                "task_id": task.id,
+                "reward": bd.model_dump(mode="json"),
+                "result": s.result.model_dump(mode="json") if s.result else None,
+                "structure": [r.model_dump(mode="json") for r in s.reports],
+            }
+        )
+    else:
+        t = Table(title=f"reward of {candidate.name} on {task.id} ({bd.config})")
+        for col in ("component", "value", "why"):
+            t.add_column(col, overflow="fold")
+        notes = {n.split(":")[0]: n for n in bd.notes}
+        for name, value in bd.components.items():
+            why = notes.get(name) or next((n for n in bd.notes if name in n.split(":")[0]), "")
+            t.add_row(name, f"{value:+.3f}", why)
+        t.add_row("total", f"{bd.total:+.3f}" if bd.valid else "none", "sum of the above")
+        stdout.print(t)
+        stdout.print(render_feedback(s, task), markup=False, highlight=False)
+        if bd.mode == "compile-only":
+            stdout.print(
+                "[bold yellow]compile-only[/]: no GPU here, so the candidate was compiled but not "
+                "run, checked or timed; speed, structure and ranker terms stay 0"
+            )
+    raise typer.Exit(0 if bd.valid else 1)

@@ -1,0 +1,103 @@
+"""The trajectory format: what `refine` writes, one JSON object per line, as it goes.
+
+A file holds, per task, one `TurnRecord` line per turn (`"type": "turn"`) and then one
+`SummaryRecord` line (`"type": "summary"`). A turn holds the exact prompt messages the model
+saw and every sample: its reply, the extracted code, the evaluator's result, the reward
+breakdown and the feedback rendered for it. Training reads (messages, reply, reward.total)
+triples from it; samples with `reward.valid == false` or `screened == true` carry no reward.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from cudaperf.execute.types import ExecResult
+from cudaperf.rank.types import RankScore
+from cudaperf.reward.score import RewardBreakdown
+
+__all__ = ["SampleRecord", "SummaryRecord", "TrajectoryWriter", "TurnRecord", "read_trajectory"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SampleRecord(_Frozen):
+    """One reply of one turn."""
+
+    index: int  # position among the turn's samples
+    reply: str  # the model's full reply
+    code: str | None  # the extracted candidate (None: format error)
+    screened: bool = False  # the ranker screened it out before evaluation (no result/reward)
+    rank: RankScore | None = None  # the ranker's opinion, when there is a ranker
+    result: ExecResult | None = None  # the evaluator's result (None: format error or screened)
+    reward: RewardBreakdown | None = None  # None only when screened out
+    feedback: str = ""  # the feedback text rendered for this sample
+
+
+class TurnRecord(_Frozen):
+    """One turn: the prompt and its samples."""
+
+    type: Literal["turn"] = "turn"
+    task_id: str  # Task.id
+    turn: int  # 1-based
+    model: str  # Backend.name
+    messages: list[dict[str, str]]  # the exact conversation the model was given
+    samples: list[SampleRecord]  # in generation order
+    chosen: int | None  # index of the sample the next turn continues from (None: no reward)
+    best_total: float | None  # best reward of this turn (None: no valid reward)
+
+
+class SummaryRecord(_Frozen):
+    """The end of one task's refinement."""
+
+    type: Literal["summary"] = "summary"
+    task_id: str  # Task.id
+    model: str  # Backend.name
+    turns: int  # turns run
+    stopped: str  # why it stopped: "turns", "no improvement", "no valid reward"
+    best_turn: int | None  # 1-based turn of the best sample (None: none was valid)
+    best_index: int | None  # the best sample's index in that turn
+    best_total: float | None  # its reward
+    best_status: str | None  # its status
+    best_speedup: float | None  # the speedup its reward used
+    best_code: str | None  # its code
+    reward_config: str  # RewardConfig.name
+    mode: str  # "full" or "compile-only" (of the best sample's result; "" when none)
+
+
+class TrajectoryWriter:
+    """Appends records to a JSONL file, flushing each line (a crash keeps earlier turns)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = self.path.open("a", encoding="utf-8")
+
+    def write(self, record: TurnRecord | SummaryRecord) -> None:
+        self._fh.write(record.model_dump_json() + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def read_trajectory(path: str | Path) -> list[TurnRecord | SummaryRecord]:
+    """Every record of a trajectory file, validated."""
+    out: list[TurnRecord | SummaryRecord] = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        data: dict[str, Any] = json.loads(line)
+        kind = data.get("type")
+        if kind == "turn":
+            out.append(TurnRecord.model_validate(data))
+        elif kind == "summary":
+            out.append(SummaryRecord.model_validate(data))
+        else:
+            raise ValueError(f"{path}:{n}: unknown record type {kind!r}; expected turn or summary")
+    return out

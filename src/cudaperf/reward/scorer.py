@@ -1,0 +1,194 @@
+"""`RewardScorer`: reply → candidate → evaluation → analysis → ranker → `RewardBreakdown`.
+
+The three expensive steps are injectable functions, so tests (and callers with their own
+execution service) can supply results without a GPU:
+
+- `Evaluator`: `(jobs: list[(Task, Candidate)]) -> list[ExecResult]`, one result per job in
+  order. Default: `cudaperf.execute.evaluate_batch` with one shared `EvalConfig` (parallel
+  compiles; compile-only on a machine without a GPU).
+- `Analyzer`: `(code) -> list[StructuralReport]`. Default: `cudaperf.analyze.analyze`; a
+  candidate without kernels, or an analyzer failure, gives `[]`.
+- `Ranker`: `(task, code) -> RankScore | None`. Default: none (issue 8 will provide one).
+
+Results are cached per (task id, code hash), so the per-component reward functions that TRL
+calls one after another on the same batch share one evaluation. An evaluator that raises
+turns into `INFRA_ERROR` results (no reward), never into a crash of the training step.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from cudaperf.analyze.report import StructuralReport
+from cudaperf.execute.config import EvalConfig
+from cudaperf.execute.types import Candidate, ExecResult, Status
+from cudaperf.rank.types import RankScore
+from cudaperf.reward.config import RewardConfig
+from cudaperf.reward.extract import Extraction, extract_candidate
+from cudaperf.reward.score import RewardBreakdown, compute_reward, format_error_reward
+from cudaperf.tasks.model import Task
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "Analyzer",
+    "Evaluator",
+    "Ranker",
+    "RewardScorer",
+    "Scored",
+    "default_analyzer",
+    "default_evaluator",
+]
+
+Evaluator = Callable[[list[tuple[Task, Candidate]]], list[ExecResult]]
+Analyzer = Callable[[str], list[StructuralReport]]
+Ranker = Callable[[Task, str], "RankScore | None"]
+
+
+def default_evaluator(config: EvalConfig | None = None) -> Evaluator:
+    """`evaluate_batch` with one shared `EvalConfig`; results returned in job order."""
+    cfg = config or EvalConfig()
+
+    def run(jobs: list[tuple[Task, Candidate]]) -> list[ExecResult]:
+        from cudaperf.execute.api import evaluate_batch
+
+        by_key = {(r.task_id, r.candidate_hash): r for r in evaluate_batch(jobs, cfg)}
+        return [by_key[(t.id, c.hash)] for t, c in jobs]
+
+    return run
+
+
+def default_analyzer(config=None) -> Analyzer:
+    """`cudaperf.analyze.analyze`; `[]` when there is no kernel or the analysis fails."""
+
+    def run(code: str) -> list[StructuralReport]:
+        from cudaperf.analyze import NoKernelsError, analyze
+
+        try:
+            return analyze(code, config=config)
+        except NoKernelsError:
+            return []
+        except Exception:  # noqa: BLE001 - a broken analysis must not cost the candidate
+            log.warning("structural analysis failed", exc_info=True)
+            return []
+
+    return run
+
+
+@dataclass(frozen=True)
+class Scored:
+    """Everything learned about one reply: the code, its result, reports, opinion, reward."""
+
+    task_id: str  # Task.id
+    extraction: Extraction  # the code taken from the reply (or the format error)
+    result: ExecResult | None  # None for a format error
+    reports: tuple[StructuralReport, ...]  # one per kernel (empty when not analysed)
+    rank: RankScore | None  # the ranker's opinion (None: no ranker)
+    breakdown: RewardBreakdown  # the reward
+
+
+class RewardScorer:
+    """Scores replies to tasks; shares evaluations between calls through an LRU cache."""
+
+    def __init__(
+        self,
+        tasks: Iterable[Task],
+        config: RewardConfig | None = None,
+        evaluator: Evaluator | None = None,
+        analyzer: Analyzer | None = None,
+        ranker: Ranker | None = None,
+        eval_config: EvalConfig | None = None,
+        analyze: Literal["needed", "always"] = "needed",
+        cache_size: int = 4096,
+    ) -> None:
+        """`analyze="needed"` analyses only correct candidates when the structure bonus
+        counts; `"always"` analyses every extracted candidate (refinement feedback)."""
+        self.tasks = {t.id: t for t in tasks}
+        self.config = config or RewardConfig()
+        self.evaluator = evaluator or default_evaluator(eval_config)
+        self.analyzer = analyzer or default_analyzer()
+        self.ranker = ranker
+        self.analyze = analyze
+        self._cache: OrderedDict[tuple[str, str], tuple] = OrderedDict()
+        self._ranks: dict[tuple[str, str], RankScore | None] = {}
+        self._cache_size = cache_size
+
+    def task(self, task_id: str) -> Task:
+        """The task with this id (or the only one whose id ends with '/' + task_id)."""
+        if task_id in self.tasks:
+            return self.tasks[task_id]
+        hits = [t for k, t in self.tasks.items() if k.endswith("/" + task_id)]
+        if len(hits) != 1:
+            raise KeyError(
+                f"task {task_id!r} is not among the scorer's {len(self.tasks)} tasks; pass the "
+                "task set the prompts came from (RewardScorer(tasks=...))"
+            )
+        return hits[0]
+
+    def rank(self, task: Task, code: str) -> RankScore | None:
+        """The ranker's opinion of `code` (cached; None without a ranker)."""
+        if self.ranker is None:
+            return None
+        key = (task.id, Candidate(code=code).hash)
+        if key not in self._ranks:
+            self._ranks[key] = self.ranker(task, code)
+        return self._ranks[key]
+
+    def score(self, items: Sequence[tuple[str, Any]]) -> list[Scored]:
+        """Score (task id, reply) pairs; a reply is text or chat messages."""
+        pairs = [(self.task(tid), reply) for tid, reply in items]
+        ex = [extract_candidate(reply, t.kind) for t, reply in pairs]
+        return self._score([t for t, _ in pairs], ex)
+
+    def score_code(self, task: Task, codes: Sequence[str]) -> list[Scored]:
+        """Score candidate sources that are already extracted."""
+        return self._score([task] * len(codes), [Extraction(code=c) for c in codes])
+
+    def _score(self, tasks: list[Task], ex: list[Extraction]) -> list[Scored]:
+        todo: dict[tuple[str, str], tuple[Task, Candidate]] = {}
+        for t, e in zip(tasks, ex, strict=True):
+            if e.code is not None:
+                c = Candidate(code=e.code)
+                if (t.id, c.hash) not in self._cache:
+                    todo[(t.id, c.hash)] = (t, c)
+        self._evaluate(list(todo.values()))
+        out = []
+        for t, e in zip(tasks, ex, strict=True):
+            if e.code is None:
+                bd = format_error_reward(self.config, e.error)
+                out.append(Scored(t.id, e, None, (), None, bd))
+                continue
+            res, reports, rank = self._cache[(t.id, Candidate(code=e.code).hash)]
+            self._cache.move_to_end((t.id, res.candidate_hash))
+            bd = compute_reward(res, reports, rank, self.config)
+            out.append(Scored(t.id, e, res, reports, rank, bd))
+        while len(self._cache) > self._cache_size:  # evict only after the batch is read
+            self._cache.popitem(last=False)
+        return out
+
+    def _evaluate(self, jobs: list[tuple[Task, Candidate]]) -> None:
+        if not jobs:
+            return
+        try:
+            results = self.evaluator(jobs)
+        except Exception as e:  # noqa: BLE001 - infrastructure failure, not the candidate's
+            log.exception("evaluator failed on %d candidates", len(jobs))
+            results = [_infra(t, c, e) for t, c in jobs]
+        for (t, c), res in zip(jobs, results, strict=True):
+            need = self.analyze == "always" or (
+                res.status is Status.OK and self.config.structure_weight > 0
+            )
+            reports = tuple(self.analyzer(c.code)) if need else ()
+            rank = self.rank(t, c.code) if res.status is Status.OK else None
+            self._cache[(t.id, c.hash)] = (res, reports, rank)
+
+
+def _infra(task: Task, cand: Candidate, err: Exception) -> ExecResult:
+    return ExecResult(
+        status=Status.INFRA_ERROR, mode="full", task_id=task.id, candidate_hash=cand.hash,
+        candidate_id=cand.id, runtime_log=f"{type(err).__name__}: {err}"[:2000],
+    )  # fmt: skip

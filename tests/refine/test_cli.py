@@ -1,0 +1,66 @@
+"""`cudaperf refine` on the CPU: scripted replies, compile-only, trajectory and best kernel."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from cudaperf.cli import app
+
+runner = CliRunner()
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+
+
+@needs_nvcc
+def test_refine_scripted_compile_only(tmp_path):
+    out, best = tmp_path / "t.jsonl", tmp_path / "best.cu"
+    args = [
+        "refine",
+        "c2cuda/saxpy",
+        "--model",
+        "scripted:implementations",
+        "--turns",
+        "3",
+        "--samples",
+        "1",
+        "--out",
+        str(out),
+        "--best-out",
+        str(best),
+        "--compile-only",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "turn 1: best reward -0.250 (compiled)" in res.stdout
+    assert "compile-only" in res.stdout and "stopped: no improvement" in res.stdout
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["type"] for r in lines] == ["turn", "turn", "summary"]
+    assert best.read_text().strip() and "saxpy" in best.read_text()
+
+
+def test_refine_bad_target_and_missing_c_options(tmp_path):
+    res = runner.invoke(app, ["refine", "no/such/task", "--model", "scripted:implementations"])
+    assert res.exit_code == 2 and "no task matches" in res.output
+    c = tmp_path / "f.c"
+    c.write_text("void f(int n, float* y) { }\n")
+    res = runner.invoke(app, ["refine", str(c), "--model", "scripted:implementations"])
+    assert res.exit_code == 2 and "--function" in res.output
+    res = runner.invoke(
+        app,
+        [
+            "refine",
+            str(c),
+            "--function",
+            "f",
+            "--sizes",
+            "n=4",
+            "--model",
+            "scripted:implementations",
+        ],
+    )
+    assert res.exit_code == 2 and "no implementations" in res.output
