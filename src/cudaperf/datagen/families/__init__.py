@@ -5,4 +5,5 @@ from cudaperf.datagen.families import (  # noqa: F401
     reduction,
     stencil,
     torch_rownorm,
+    transpose,
 )
