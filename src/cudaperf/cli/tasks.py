@@ -150,12 +150,17 @@ def export(
 
 @tasks_app.command("import")
 def import_suite(
-    suite: str = typer.Argument(..., help="Suite name: kernelbench."),
+    suite: str = typer.Argument(
+        ..., help="Suite name: kernelbench, babeltower, polybench-acc, cudal1."
+    ),
     path: Path = typer.Argument(..., help="Your own checkout (or file) of the suite."),
     out: Path = typer.Option(..., "--out", help="Where to write the tasks (.jsonl or .parquet)."),
     levels: str = typer.Option("1,2,3", "--levels", help="KernelBench levels, e.g. 1,2,3."),
     no_validate: bool = typer.Option(
         False, "--no-validate", help="Skip running derived configs on the CPU (faster)."
+    ),
+    kernelbench: Path = typer.Option(
+        None, "--kernelbench", help="cudal1: the KernelBench tasks file to attach kernels to."
     ),
     json: bool = JsonOpt,
 ) -> None:
@@ -166,14 +171,19 @@ def import_suite(
         fail(f"unknown suite {suite!r}; available: {', '.join(sorted(IMPORTERS))}")
     if out.suffix not in (".jsonl", ".parquet"):
         fail(f"--out {out}: use a .jsonl or .parquet file name")
+    if kernelbench is not None and suite != "cudal1":
+        fail("--kernelbench is only for the cudal1 suite")
     try:
         lv = tuple(int(x) for x in levels.split(",") if x.strip())
     except ValueError:
         fail(f"--levels {levels!r}: give comma-separated level numbers such as 1,2,3")
     try:
         with console.status(f"importing {suite} from {path} ..."):
-            report = IMPORTERS[suite](path, levels=lv, validate=not no_validate)
-    except (FileNotFoundError, ImportError) as e:
+            opts = {"levels": lv, "validate": not no_validate}
+            if kernelbench is not None:  # only cudal1 takes it
+                opts["kernelbench"] = kernelbench
+            report = IMPORTERS[suite](path, **opts)
+    except (FileNotFoundError, ImportError, ValueError) as e:
         fail(str(e))
     (save_jsonl if out.suffix == ".jsonl" else save_parquet)(report.tasks, out)
     summary = report.summary()

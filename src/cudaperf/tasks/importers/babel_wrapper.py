@@ -1,0 +1,252 @@
+"""BabelTower `cuda_wrapper` → our candidate shape (an extern "C" launcher on device pointers).
+
+A row's wrapper is a host function with the C function's parameters: it allocates device
+copies (`cudaMalloc`), copies inputs in and results out (`cudaMemcpy`), launches the row's
+kernel and frees. In our shape the arrays already live on the device, so the adapted launcher
+keeps the wrapper's launch code (grid/block arithmetic, scratch buffers, the launch itself)
+and drops the allocations and copies of the device copies that mirror a parameter, renaming
+those device copies to the parameter. The wrapper's own array sizes (`cudaMalloc` /
+`cudaMemcpy` byte counts over its scalar parameters) are returned too: the importer uses
+them as candidate array lengths.
+
+Guaranteed: every wrapper either yields a launcher or a one-line reason. Not guaranteed:
+that the launcher computes what the C function does (the evaluator checks that).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from cudaperf.tasks.importers.ctok import (
+    find_close,
+    format_c,
+    functions,
+    parse_param,
+    split_top,
+    tokenize,
+)
+from cudaperf.tasks.model import Task
+
+__all__ = ["Launcher", "adapt_wrapper"]
+
+_HOST_MEMORY = {"malloc", "calloc", "free", "new", "delete", "memcpy", "std", "memset"}
+_DROP_CALLS = {"cudaMalloc", "cudaMemcpy", "cudaFree"}
+
+
+@dataclass
+class Launcher:
+    """The adapted implementation, or why there is none."""
+
+    code: str = ""  # full candidate source (kernel code + extern "C" launcher)
+    reason: str = ""  # non-empty when no launcher could be made
+    sizes: dict[str, str] = field(default_factory=dict)  # param → element count ('' unknown)
+
+
+def _statements(body: list[str]) -> list[list[str]]:
+    out, cur, i = [], [], 0
+    while i < len(body):
+        t = body[i]
+        if t in ("for", "while", "if", "switch") and not cur:
+            j = find_close(body, i + 1) + 1
+            if j < len(body) and body[j] == "{":
+                j = find_close(body, j) + 1
+                while body[j : j + 2] == ["else", "{"] or body[j : j + 1] == ["else"]:
+                    j = (
+                        find_close(body, j + 1) + 1
+                        if body[j + 1] == "{"
+                        else body.index(";", j) + 1
+                    )
+                out.append(body[i:j])
+                i = j
+                continue
+        if t in ("(", "[", "{"):
+            j = find_close(body, i)
+            cur.extend(body[i : j + 1])
+            i = j + 1
+            continue
+        cur.append(t)
+        if t == ";":
+            out.append(cur)
+            cur = []
+        i += 1
+    return out + ([cur] if cur else [])
+
+
+def _ident(arg: list[str]) -> str:
+    """The variable an argument such as `(void**)&d_x` or `const_cast<float*>(d_x)` names."""
+    names = [t for t in arg if re.fullmatch(r"[A-Za-z_]\w*", t)]
+    names = [t for t in names if t not in ("void", "const_cast", "float", "int", "double")]
+    return names[-1] if names else ""
+
+
+def _map_device_copies(stmts: list[list[str]], params: list[str]) -> tuple[dict, dict]:
+    """device local → parameter (from cudaMemcpy), and per local the byte-size tokens."""
+    to_param: dict[str, str] = {}
+    sizes: dict[str, list[str]] = {}
+    for st in stmts:
+        if st[:2] not in (["cudaMalloc", "("], ["cudaMemcpy", "("]):
+            continue
+        args = split_top(st[2 : find_close(st, 1)])
+        if st[0] == "cudaMalloc" and len(args) == 2:
+            sizes.setdefault(_ident(args[0]), args[1])
+        elif len(args) == 4:
+            dst, src = _ident(args[0]), _ident(args[1])
+            if "cudaMemcpyHostToDevice" in args[3] and src in params and dst not in params:
+                to_param[dst] = src
+            elif "cudaMemcpyDeviceToHost" in args[3] and dst in params and src not in params:
+                to_param[src] = dst
+            sizes.setdefault(dst if dst not in params else src, args[2])
+    return to_param, sizes
+
+
+def _declared_names(st: list[str]) -> list[str]:
+    eq = [p[: p.index("=")] if "=" in p else p for p in split_top(st[:-1])]
+    return [p[-1] for p in eq if p]
+
+
+def _drop(st: list[str], mapped: dict[str, str]) -> list[str] | None:
+    """The statement without what mirrors a parameter (None: drop it entirely)."""
+    if st and st[0] in _DROP_CALLS and len(st) > 2:
+        args = split_top(st[2 : find_close(st, 1)])
+        if any(_ident(a) in mapped for a in args[:2]):
+            return None
+    head = st[: st.index("=")] if "=" in st else st[:-1]
+    is_decl = st[-1:] == [";"] and "*" in head and "(" not in head and head[0] not in mapped
+    if is_decl and any(n in mapped for n in _declared_names(st)):
+        parts = split_top(st[:-1])
+        keep = [p for p, n in zip(parts, _declared_names(st), strict=True) if n not in mapped]
+        if not keep:
+            return None
+        typ = [t for t in parts[0][: parts[0].index(_declared_names(st)[0])] if t != "*"]
+        out: list[str] = []
+        for k in keep:
+            out += (k if k is parts[0] else typ + k) + [";"]
+        return out
+    return st
+
+
+def _launch(stmts: list[list[str]]) -> tuple[int, list[str]] | None:
+    for i, st in enumerate(stmts):
+        if "<<<" in st:
+            return i, st
+    return None
+
+
+def _host_reason(stmts: list[list[str]], arrays: set[str]) -> str:
+    for st in stmts:
+        if any(t in _HOST_MEMORY for t in st):
+            return "wrapper stages data through host memory"
+        host = st[: st.index(">>>")] if ">>>" in st else st  # a launch's arguments are on device
+        for i, t in enumerate(host):
+            if t in arrays and (host[i + 1 : i + 2] == ["["] or host[i - 1 : i] == ["*"]):
+                return "wrapper reads or writes array contents on the host"
+    return ""
+
+
+def adapt_wrapper(wrapper: str, cuda_code: str, task: Task) -> Launcher:
+    """Build the launcher for `task` (whose signature parallels the wrapper's)."""
+    toks = tokenize(wrapper)
+    fns = [f for f in functions(toks) if "<<<" in toks[f.body[0] : f.body[1]]]
+    if not fns:
+        return Launcher(reason="wrapper never launches a kernel")
+    fn = fns[-1]
+    wparams = [parse_param(p).name for p in fn.params]
+    if len(wparams) != len(task.signature):
+        return Launcher(reason="wrapper and C function take different parameters")
+    rename = {w: p.name for w, p in zip(wparams, task.signature, strict=True)}
+    stmts = _statements(toks[fn.body[0] + 1 : fn.body[1]])
+    mapped, size_toks = _map_device_copies(stmts, wparams)
+    for local, param in mapped.items():
+        rename[local] = rename[param]
+    defs = _local_defs(stmts)
+    sizes = {rename[n]: length_expr(s, defs, rename) for n, s in size_toks.items() if n in rename}
+    kept = [s for s in (_drop(st, mapped) for st in stmts) if s]
+    found = _launch(kept)
+    if found is None:
+        return Launcher(reason="wrapper never launches a kernel", sizes=sizes)
+    kernel = found[1][0]
+    ctoks = tokenize(cuda_code)
+    kernels = {f.name for f in functions(ctoks) if "__global__" in f.ret}
+    if kernel not in kernels:
+        return Launcher(reason="wrapper launches a kernel that cuda_code does not define")
+    arrays = {w for w, p in zip(wparams, task.signature, strict=True) if p.is_array}
+    reason = _host_reason(kept, arrays | set(mapped))
+    if reason:
+        return Launcher(reason=reason, sizes=sizes)
+    if kernel == task.entry:
+        rename[kernel] = f"{kernel}_kernel"
+        ctoks = [rename[kernel] if t == kernel else t for t in ctoks]
+    body = [t for st in kept for t in _renamed(st, rename)]
+    return Launcher(code=_render(task, ctoks, body), sizes=sizes)
+
+
+def _renamed(st: list[str], rename: dict[str, str]) -> list[str]:
+    """Identifiers renamed, except struct members (`x.y`, `p->y`)."""
+    return [t if i and st[i - 1] in (".", "->") else rename.get(t, t) for i, t in enumerate(st)]
+
+
+def length_expr(size: list[str], defs: dict[str, list[str]], rename: dict[str, str]) -> str:
+    """A byte count such as `n * sizeof ( float )` as an element-count expression, or ''."""
+    toks = _expand(size, defs, 0)
+    out: list[str] = []
+    i = 0
+    while i < len(toks):
+        if toks[i] == "sizeof" and toks[i + 1 : i + 2] == ["("]:
+            i = find_close(toks, i + 1) + 1
+            if out and out[-1] == "*":
+                out.pop()
+            elif toks[i : i + 1] == ["*"]:
+                i += 1
+            else:
+                out.append("1")
+            continue
+        if toks[i] == "(" and toks[i + 1 : i + 2] in (["size_t"], ["int"], ["long"]):
+            i = find_close(toks, i) + 1
+            continue
+        out.append(rename.get(toks[i], toks[i]))
+        i += 1
+    if out[:1] == ["("] and find_close(out, 0) == len(out) - 1:
+        out = out[1:-1]
+    text = " ".join(t.rstrip("uUlL") if t[0].isdigit() else t for t in out)
+    return text if re.fullmatch(r"[\w\s+\-*/%()]+", text) else ""
+
+
+def _expand(toks: list[str], defs: dict[str, list[str]], depth: int) -> list[str]:
+    if depth > 4:
+        return toks
+    out: list[str] = []
+    for t in toks:
+        out += ["(", *_expand(defs[t], defs, depth + 1), ")"] if t in defs else [t]
+    return out
+
+
+def _local_defs(stmts: list[list[str]]) -> dict[str, list[str]]:
+    """`T name = expr ;` definitions of the wrapper (scalars only)."""
+    defs = {}
+    for st in stmts:
+        if "=" in st and st[-1] == ";" and "*" not in st[: st.index("=")]:
+            head = st[: st.index("=")]
+            if len(head) >= 2 and re.fullmatch(r"[A-Za-z_]\w*", head[-1]) and "(" not in head:
+                defs[head[-1]] = st[st.index("=") + 1 : -1]
+    return defs
+
+
+def _render(task: Task, kernel_toks: list[str], body: list[str]) -> str:
+    helper = f"{task.entry}_launch"
+    params = ", ".join(f"{p.ctype}{'*' if p.is_array else ''} {p.name}" for p in task.signature)
+    args = ", ".join(f"({p.ctype}*){p.name}" if p.is_array else p.name for p in task.signature)
+    launcher = tokenize(f"static void {helper}({params}) {{") + body + ["}"]
+    return (
+        "// Kernel from BabelTower; launched as the row's cuda_wrapper launches it, on the\n"
+        "// task's device arrays (the wrapper's device copies, cudaMalloc/cudaMemcpy/cudaFree\n"
+        "// of them, are removed).\n"
+        + format_c(kernel_toks)
+        + "\n"
+        + format_c(launcher)
+        + "\n"
+        + task.c_prototype()
+        + " {\n"
+        + f"    {helper}({args});\n"
+        + "}\n"
+    )

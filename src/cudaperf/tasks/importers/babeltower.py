@@ -1,0 +1,322 @@
+"""BabelTower importer: the C→CUDA test set (JSONL, 233 rows) → C→CUDA tasks.
+
+Reads the user's own copy of the test-set JSONL (fields `id`, `cpp_code`, `cuda_code`,
+`consistent_cpp_inputs`, `consistent_cuda_inputs`, `cuda_wrapper`, `consistent_outputs`; code
+is whitespace-tokenised). Each row becomes one task:
+
+- **reference**: the C function from `cpp_code`, reformatted one statement per line, with the
+  standard C headers it may need; `inline` is dropped so gcc emits the symbol.
+- **signature**: parsed from the C function. Pointer parameters get roles from how the C body
+  uses them (`ctok.access_modes`): read only → `in`; read and written → `inout`; written
+  only → `out`, except that an array whose every write sits under an `if`/`else` becomes
+  `inout` (the evaluator poisons `out` arrays, and conditionally written elements would keep
+  the poison). Non-pointers are scalars.
+- **lengths**: see `babel_lengths` (the wrapper's allocation sizes, checked against the
+  declared array sizes of the given tests, or fitted to them).
+- **configs**: one per given test (`test1`, ...: its scalar values; its array values'
+  range as the distribution, randint for integers, uniform for floats); the last one is held
+  out when there are two or more. Two generated configs for timing, `medium` and `large`,
+  scale every *size* scalar (an integer scalar that appears in a length and is >= 1 in the
+  largest test) by one common factor until the longest array has about 2**16 / 2**20
+  elements; other scalars and the integer arrays' value ranges (often indices) are kept.
+- **implementation** `babeltower`: the row's kernel with the wrapper adapted to our
+  candidate shape (`babel_wrapper`).
+
+Guaranteed: every row is imported or skipped with a reason. Not guaranteed: that generated
+configs keep relations between sizes that the C code assumes but the tests do not show.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cudaperf.tasks.importers.babel_inputs import ArrayArg, parse_test
+from cudaperf.tasks.importers.babel_lengths import choose_length
+from cudaperf.tasks.importers.babel_wrapper import adapt_wrapper
+from cudaperf.tasks.importers.common import ImportReport
+from cudaperf.tasks.importers.ctok import (
+    CFunction,
+    access_modes,
+    find_close,
+    format_c,
+    functions,
+    parse_param,
+    tokenize,
+)
+from cudaperf.tasks.model import (
+    C_TYPES,
+    Distribution,
+    Implementation,
+    InputConfig,
+    Param,
+    Role,
+    Task,
+    Tolerance,
+    eval_length,
+    length_names,
+)
+
+__all__ = ["import_babeltower"]
+
+LICENSE = "Apache-2.0 (BabelTower test set, kcxain/BabelTower)"
+C_HEADERS = "#include <math.h>\n#include <stdlib.h>\n#include <string.h>\n#include <stdint.h>\n"
+C_HEADERS += "#include <float.h>\n#include <limits.h>\n#include <stdbool.h>\n\n"
+TARGETS = {"medium": 2**16, "large": 2**20}
+MAX_ELEMENTS = 2**26  # no array above this in a generated config
+_MINMAX = {  # C++'s std::min/max, which some rows call from "C"
+    "min": "#define min(a, b) ((a) < (b) ? (a) : (b))\n",
+    "max": "#define max(a, b) ((a) > (b) ? (a) : (b))\n",
+}
+_INT_TYPES = {k for k, v in C_TYPES.items() if "int" in v}
+_FIELDS = ("id", "cpp_code", "cuda_code", "consistent_cpp_inputs", "cuda_wrapper")
+
+
+class _Skip(Exception):
+    """A row that cannot be imported; the message is the reason."""
+
+
+def _entry(row: dict, toks: list[str]) -> CFunction:
+    fns = functions(toks)
+    called = [
+        t.split("wrapper(", 1)[1].split(",", 1)[0].strip()
+        for t in row["consistent_cpp_inputs"]
+        if "wrapper(" in t
+    ]
+    for f in fns:
+        if called and f.name == called[0]:
+            return f
+    if not fns:
+        raise _Skip("no C function definition in cpp_code")
+    return fns[-1]
+
+
+def _signature(fn: CFunction, toks: list[str]) -> list[tuple[str, str, bool]]:
+    ret = [t for t in fn.ret if t not in ("inline", "static", "extern")]
+    if ret != ["void"]:
+        raise _Skip("C function returns a value (the candidate shape needs void)")
+    out = []
+    for p in fn.params:
+        try:
+            cp = parse_param(p)
+        except ValueError as e:
+            raise _Skip(f"unsupported parameter ({str(e).split(' is ')[-1]})") from None
+        if cp.pointers > 1:
+            raise _Skip("pointer-to-pointer parameter")
+        if cp.ctype not in C_TYPES:
+            raise _Skip("unsupported parameter type")
+        out.append((cp.name, cp.ctype, cp.pointers == 1))
+    return out
+
+
+def _roles(params: list[tuple[str, str, bool]], body: list[str]) -> dict[str, Role]:
+    arrays = [n for n, _, is_ptr in params if is_ptr]
+    modes = access_modes(body, arrays)
+    roles = {}
+    for n, _, is_ptr in params:
+        if not is_ptr:
+            roles[n] = Role.SCALAR
+            continue
+        read, written, conditional = modes[n]
+        out_ok = not read and not conditional
+        roles[n] = Role.IN if not written else Role.OUT if out_ok else Role.INOUT
+    return roles
+
+
+def _tests(row: dict, params: list[tuple[str, str, bool]]) -> list[list[float | ArrayArg]]:
+    good = []
+    for snippet in row["consistent_cpp_inputs"]:
+        try:
+            args = parse_test(snippet)
+        except (ValueError, SyntaxError, ZeroDivisionError):
+            continue
+        if len(args) != len(params):
+            continue
+        if all(isinstance(a, ArrayArg) == p[2] for a, p in zip(args, params, strict=True)):
+            good.append(args)
+    if not good:
+        raise _Skip("no given test input matches the C signature")
+    return good
+
+
+def _subscript_names(body: list[str], name: str) -> set[str]:
+    names: set[str] = set()
+    for i, t in enumerate(body):
+        if t == name and body[i + 1 : i + 2] == ["["]:
+            names |= {x for x in body[i + 2 : find_close(body, i + 1)] if x.isidentifier()}
+    loops = [j for j, t in enumerate(body) if t == "for"]
+    for j in loops:  # loop bounds of the loop variables used in the subscripts
+        head = body[j + 2 : find_close(body, j + 1)]
+        if head and any(v in names for v in head[:3]):
+            names |= {x for x in head if x.isidentifier()}
+    return names
+
+
+def _distribution(values: tuple[float, ...] | None, ctype: str) -> Distribution | None:
+    if not values:
+        return None
+    lo, hi = min(values), max(values)
+    if ctype in _INT_TYPES:
+        return Distribution(kind="randint", low=int(lo), high=int(hi) + 1)
+    if lo < hi and abs(hi - lo) < 1e30:
+        return Distribution(kind="uniform", low=lo, high=hi)
+    return Distribution(kind="constant", value=lo) if abs(lo) < 1e30 else None
+
+
+def _scalar_value(v: float, ctype: str) -> int | float:
+    return int(v) if ctype in _INT_TYPES else float(v)
+
+
+def _test_configs(sig: list[Param], tests: list) -> list[InputConfig]:
+    configs = []
+    for j, args in enumerate(tests, 1):
+        pairs = list(zip(sig, args, strict=True))
+        sizes = {p.name: _scalar_value(a, p.ctype) for p, a in pairs if not p.is_array}
+        dists = {}
+        for p, a in pairs:
+            d = _distribution(a.values, p.ctype) if p.role is not Role.OUT and p.is_array else None
+            if d is not None:
+                dists[p.name] = d
+        held = len(tests) > 1 and j == len(tests)
+        cfg = InputConfig(
+            name=f"test{j}", sizes=sizes, param_distributions=dists, seed=j, held_out=held
+        )
+        configs.append(cfg)
+    return configs
+
+
+def _longest(sig: list[Param], sizes: dict) -> int:
+    return max(eval_length(p.length, sizes) for p in sig if p.is_array)
+
+
+def _generated(sig: list[Param], base: InputConfig) -> list[InputConfig]:
+    size_names = {
+        n for p in sig if p.is_array for n in _names(p.length) if int(base.sizes[n]) >= 1
+    } & {p.name for p in sig if p.ctype in _INT_TYPES}
+    if not size_names:
+        return []
+    ints = {k: v for k, v in base.param_distributions.items() if v.kind == "randint"}
+    out = []
+    for seed, (name, target) in enumerate(TARGETS.items(), 100):
+        k, sizes = 1, dict(base.sizes)
+        while _longest(sig, sizes) < target and k < 2**20:
+            k *= 2
+            sizes = {n: (v * k if n in size_names else v) for n, v in base.sizes.items()}
+        if k == 1 or _longest(sig, sizes) > MAX_ELEMENTS:
+            continue
+        out.append(InputConfig(name=name, sizes=sizes, param_distributions=ints, seed=seed))
+    return out
+
+
+def _defined(toks: list[str]) -> set[str]:
+    macros = {t.split()[1] for t in toks if t.startswith("#define")}
+    return {f.name for f in functions(toks)} | macros
+
+
+def _names(expr: str) -> set[str]:
+    return length_names(expr)
+
+
+def _shell(entry: str, params: list, roles: dict[str, Role], scalars: list[str]) -> Task:
+    """The task's signature with placeholder lengths, for adapting the wrapper."""
+    return Task(
+        id="shell",
+        kind="c2cuda",
+        family="shell",
+        source="-",
+        entry=entry,
+        signature=[
+            Param(name=n, ctype=c, role=roles[n], length="1" if ptr else None)
+            for n, c, ptr in params
+        ],
+        configs=[InputConfig(name="shell", sizes={n: 1 for n in scalars})],
+    )
+
+
+def _with_lengths(shell: Task, tests: list, sizes: dict[str, str], body: list[str]) -> list[Param]:
+    scalar_at = {i: p.name for i, p in enumerate(shell.signature) if not p.is_array}
+    ints = [p.name for p in shell.signature if not p.is_array and p.ctype in _INT_TYPES]
+    sig = []
+    for i, p in enumerate(shell.signature):
+        if p.is_array:
+            length = choose_length(
+                i, tests, scalar_at, ints, sizes.get(p.name, ""), _subscript_names(body, p.name)
+            )
+            if length is None:
+                raise _Skip("cannot infer an array length from the wrapper or the tests")
+            p = p.model_copy(update={"length": length})
+        sig.append(p)
+    return sig
+
+
+def _reference_source(toks: list[str]) -> str:
+    src_toks = [t for t in toks if t != "inline"]
+    defined = _defined(src_toks)
+    helpers = "".join(_MINMAX[f] for f in ("min", "max") if f in src_toks and f not in defined)
+    return C_HEADERS + helpers + format_c(src_toks)
+
+
+def row_task(row: dict) -> Task:
+    """One BabelTower row as a task (raises _Skip with the reason)."""
+    toks = tokenize(row["cpp_code"])
+    fn = _entry(row, toks)
+    params = _signature(fn, toks)
+    body = toks[fn.body[0] : fn.body[1] + 1]
+    roles = _roles(params, body)
+    tests = _tests(row, params)
+    shell = _shell(fn.name, params, roles, [n for n, _, ptr in params if not ptr])
+    launch = adapt_wrapper(row["cuda_wrapper"], row["cuda_code"], shell)
+    if launch.reason:
+        raise _Skip(launch.reason)
+    sig = _with_lengths(shell, tests, launch.sizes, body)
+    configs = _test_configs(sig, tests)
+    configs += _generated(sig, max(configs, key=lambda c: _longest(sig, c.sizes)))
+    impl = Implementation(
+        id="babeltower",
+        code=launch.code,
+        strategies=["naive"],
+        provenance=f"BabelTower test row {row['id']} (cuda_code, launched as cuda_wrapper does)",
+    )
+    return Task(
+        id=f"babeltower/{row['id']}_{fn.name}",
+        kind="c2cuda",
+        family=f"babeltower_{fn.name.lower()}",
+        source=_reference_source(toks),
+        entry=fn.name,
+        signature=sig,
+        configs=configs,
+        tolerance=Tolerance(atol=1e-4, rtol=1e-4),
+        implementations=[impl],
+        provenance={"source": f"BabelTower test set row {row['id']}", "license": LICENSE},
+        description=f"BabelTower C→CUDA pair {row['id']}: translate the C function "
+        f"{fn.name} to CUDA.",
+    )
+
+
+def import_babeltower(path: str | Path, **_: object) -> ImportReport:
+    """Import every row of the BabelTower test-set JSONL at `path`."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(
+            f"{p}: no such file; pass your copy of the BabelTower test set as JSONL "
+            "(fields id, cpp_code, cuda_code, consistent_cpp_inputs, cuda_wrapper, ...)"
+        )
+    report = ImportReport("babeltower")
+    for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        item = f"line {lineno}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            report.skip(item, "not a JSON object")
+            continue
+        missing = [f for f in _FIELDS if f not in row] if isinstance(row, dict) else _FIELDS
+        if missing:
+            report.skip(item, f"missing field(s) {', '.join(missing)}")
+            continue
+        try:
+            report.tasks.append(row_task(row))
+        except _Skip as e:
+            report.skip(f"row {row['id']}", str(e))
+    return report
