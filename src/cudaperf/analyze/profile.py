@@ -207,7 +207,7 @@ def profile_program(
     if not re.search(r"\bint\s+main\s*\(", code):
         raise ProfileError(
             "--profile needs a program: a .cu file with main() that launches its kernels "
-            "(candidates without main are profiled by the evaluator)"
+            "(profiling a candidate without main() on its task's inputs is not supported yet)"
         )
     key = hashlib.sha256(f"{cfg.arch}\0{ALL_METRICS}\0{code}".encode()).hexdigest()
     cache = Path(cfg.cache_dir) / "ncu" / f"{key}.json" if cfg.cache_dir else None
