@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Protocol
 
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.evaluator import Env, Evaluator, Prepared
@@ -28,17 +29,18 @@ __all__ = ["Backend", "LocalBackend"]
 Job = tuple[Task, Candidate]
 
 
-class Backend:
-    """What a backend provides (a Protocol in spirit; subclasses implement `run`)."""
+class Backend(Protocol):
+    """What a backend provides: an evaluator, `run` and `close`."""
 
     evaluator: Evaluator
 
     def run(self, jobs: list[Job]) -> Iterator[tuple[int, ExecResult]]:
         """Yield (job index, result) as each finishes; exactly one result per job."""
-        raise NotImplementedError
+        ...
 
     def close(self) -> None:
         """Release workers."""
+        ...
 
 
 def infra_result(ev: Evaluator, job: Job, err: BaseException) -> ExecResult:
