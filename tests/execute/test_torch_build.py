@@ -49,3 +49,23 @@ def test_inline_build_runs_the_module_and_times_out(tmp_path):
 def test_unknown_form_is_a_build_failure(tmp_path):
     b = prebuild_torch_candidate("class ModelNew: pass\n", "sm_90", tmp_path, 5)
     assert not b.ok and "no kernel loader" in b.log
+
+
+def test_native_sources_follow_load_cuda_arguments():
+    from cudaperf.execute.torch_build import native_sources
+
+    doc = '"""Mentions extern "C" launchers and __global__ kernels in prose."""\n'
+    src = doc + HONEST
+    (only,) = native_sources(src)
+    assert only.lstrip().startswith("__global__ void affine_relu_kernel")
+    inline = src.replace(
+        "load_cuda(CUDA_SRC)", 'load_cuda("""__global__ void k() {}\nextern "C" void f() {}""")'
+    )
+    assert native_sources(inline) == ['__global__ void k() {}\nextern "C" void f() {}']
+
+
+@needs_nvcc
+def test_docstring_mentioning_extern_c_is_not_built(tmp_path):
+    src = '"""Native form: extern "C" launchers."""\n' + HONEST
+    b = prebuild_torch_candidate(src, "sm_90", tmp_path, 60, native_cache=tmp_path / "n")
+    assert b.ok, b.log

@@ -22,10 +22,16 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudaperf.execute.native import NativeBuildError, load_cuda
+from cudaperf.execute.native import NativeBuildError, load_cuda, parse_prototypes
 from cudaperf.tasks.candidate import cuda_sources_in_python
 
-__all__ = ["TorchBuild", "candidate_form", "extensions_dir", "prebuild_torch_candidate"]
+__all__ = [
+    "TorchBuild",
+    "candidate_form",
+    "extensions_dir",
+    "native_sources",
+    "prebuild_torch_candidate",
+]
 
 
 @dataclass(frozen=True)
@@ -63,11 +69,46 @@ def extensions_dir(cache_dir: Path, code: str) -> Path:
     return Path(cache_dir).expanduser() / "torch_ext" / digest
 
 
+def native_sources(code: str) -> list[str]:
+    """The CUDA sources a native-form candidate passes to `load_cuda`.
+
+    The first argument of each `load_cuda(...)` call, when it is a string literal or a name
+    bound to one at module level; when an argument cannot be resolved statically, every string
+    that defines a kernel and an `extern "C"` function is taken instead (docstrings that merely
+    mention `extern "C"` are never built).
+    """
+    tree = ast.parse(code)
+    strings = {
+        t.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }  # fmt: skip
+    found, unresolved = [], False
+    for node in ast.walk(tree):
+        f = getattr(node, "func", None)
+        name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+        if not isinstance(node, ast.Call) or name != "load_cuda" or not node.args:
+            continue
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            found.append(arg.value)
+        elif isinstance(arg, ast.Name) and arg.id in strings:
+            found.append(strings[arg.id])
+        else:
+            unresolved = True
+    if unresolved or not found:
+        found += [
+            s for s in cuda_sources_in_python(code) if "__global__" in s and parse_prototypes(s)
+        ]
+    return list(dict.fromkeys(found))
+
+
 def _build_native(code: str, arch: str, native_cache: Path | None) -> TorchBuild:
     logs = []
-    for src in cuda_sources_in_python(code):
-        if 'extern "C"' not in src:
-            continue
+    for src in native_sources(code):
         try:
             load_cuda(src, arch=arch, cache_dir=native_cache)
         except NativeBuildError as e:
