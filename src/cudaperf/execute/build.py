@@ -92,9 +92,22 @@ def _version_of(exe: str) -> str:
     return text.splitlines()[0] if text else "unknown"
 
 
+@functools.cache
+def evaluator_fingerprint() -> str:
+    """Hash of the evaluator's own source files, so a changed evaluator never reuses old results."""
+    h = hashlib.sha256()
+    for f in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
 def toolchain_versions(config: EvalConfig, driver: str = "") -> dict[str, str]:
-    """Versions that change a result: nvcc, gcc, driver, cudaperf."""
-    v = {"nvcc": _version_of(config.nvcc), "gcc": _version_of(config.gcc), "cudaperf": __version__}
+    """Versions that change a result: nvcc, gcc, driver, cudaperf (and its evaluator code)."""
+    v = {
+        "nvcc": _version_of(config.nvcc),
+        "gcc": _version_of(config.gcc),
+        "cudaperf": f"{__version__}+{evaluator_fingerprint()}",
+    }
     if driver:
         v["driver"] = driver
     return v
