@@ -10,6 +10,7 @@ from cudaperf.tasks.importers.babeltower import import_babeltower
 from cudaperf.tasks.importers.common import ImportReport
 from cudaperf.tasks.importers.cudal1 import import_cudal1
 from cudaperf.tasks.importers.kernelbench import import_kernelbench
+from cudaperf.tasks.importers.pareval import import_pareval
 from cudaperf.tasks.importers.polybench import import_polybench
 
 IMPORTERS = {
@@ -17,6 +18,7 @@ IMPORTERS = {
     "babeltower": import_babeltower,
     "polybench-acc": import_polybench,
     "cudal1": import_cudal1,
+    "pareval": import_pareval,
 }
 
 __all__ = [
@@ -25,5 +27,6 @@ __all__ = [
     "import_babeltower",
     "import_cudal1",
     "import_kernelbench",
+    "import_pareval",
     "import_polybench",
 ]
