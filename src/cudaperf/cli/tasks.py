@@ -151,7 +151,7 @@ def export(
 @tasks_app.command("import")
 def import_suite(
     suite: str = typer.Argument(
-        ..., help="Suite name: kernelbench, babeltower, polybench-acc, cudal1."
+        ..., help="Suite name: kernelbench, babeltower, polybench-acc, pareval, cudal1."
     ),
     path: Path = typer.Argument(..., help="Your own checkout (or file) of the suite."),
     out: Path = typer.Option(..., "--out", help="Where to write the tasks (.jsonl or .parquet)."),
