@@ -10,6 +10,7 @@ from cudaperf import __version__
 from cudaperf.cli.analyze import analyze_command
 from cudaperf.cli.data import data_app
 from cudaperf.cli.eval import eval_command
+from cudaperf.cli.rank import rank_app
 from cudaperf.cli.refine import refine_command
 from cudaperf.cli.reward import reward_command
 from cudaperf.cli.tasks import tasks_app
@@ -23,6 +24,7 @@ app = typer.Typer(
 )
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(data_app, name="data")
+app.add_typer(rank_app, name="rank")
 app.command("analyze")(analyze_command)
 app.command("eval")(eval_command)
 app.command("reward")(reward_command)

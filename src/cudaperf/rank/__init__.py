@@ -1,0 +1,46 @@
+"""Offline pairwise ranker: which of two implementations of a task is faster (issue 8).
+
+    from cudaperf.rank import train_feature_ranker, evaluate, score, load_model
+    model = train_feature_ranker(measured_tasks, splits)   # Bradley–Terry on static features
+    print(evaluate(measured_tasks, model, splits))          # held-out families
+    rs = score(task, candidate_code, model)                 # RankScore in [0, 1]
+
+Modules: `pairs` (measured pairs, family splits), `features` (analyzer + code statistics,
+cached per code hash), `bt` (the model, its JSON file, `load_default`), `ranker` (train, score),
+`metrics` (accuracy, Kendall tau, top-1, baselines, calibration plot), `types` (`RankScore`).
+Names are imported lazily so that `cudaperf.rank.types` stays cheap for the reward.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "RankScore": "types",
+    "Pair": "pairs",
+    "build_pairs": "pairs",
+    "read_splits": "pairs",
+    "code_features": "features",
+    "BTModel": "bt",
+    "ModelNotTrainedError": "bt",
+    "fit_bt": "bt",
+    "load_default": "bt",
+    "load_model": "bt",
+    "NoPairsError": "ranker",
+    "TrainConfig": "ranker",
+    "make_ranker": "ranker",
+    "score": "ranker",
+    "train_feature_ranker": "ranker",
+    "calibration_plot": "metrics",
+    "evaluate": "metrics",
+    "kendall_tau": "metrics",
+    "top1_accuracy": "metrics",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"cudaperf.rank.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'cudaperf.rank' has no attribute {name!r}")

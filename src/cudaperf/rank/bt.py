@@ -1,0 +1,176 @@
+"""Bradley–Terry model: P(a faster than b) = sigmoid(w · (z(a) - z(b))), z = standardised features.
+
+Fitted by Newton's method on the L2-regularised mean logistic loss of feature differences (no
+intercept: swapping a and b flips the probability exactly). numpy only; deterministic — the
+same pairs give bit-identical weights.
+
+Saved as a small JSON document: feature names, means, stds, coefficients, the L2 strength, the
+analyzer settings the features were computed with, and a description of the training data.
+Unknown feature values (NaN) are replaced by the training mean, i.e. contribute nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_WEIGHTS",
+    "BTModel",
+    "ModelNotTrainedError",
+    "fit_bt",
+    "load_default",
+    "load_model",
+]
+
+FORMAT = "cudaperf-feature-ranker-v1"
+DEFAULT_WEIGHTS = "weights/feature_ranker.json"  # inside the cudaperf.rank package
+
+
+class ModelNotTrainedError(FileNotFoundError):
+    """No trained ranker weights are available."""
+
+
+@dataclass(frozen=True)
+class BTModel:
+    """A trained feature ranker."""
+
+    names: list[str]  # feature names (a subset of features.FEATURE_NAMES), in order
+    means: list[float]  # training mean per feature (NaN imputation and centring)
+    stds: list[float]  # training standard deviation per feature (> 0)
+    coef: list[float]  # BT weight per standardised feature
+    l2: float = 1e-2  # L2 strength the model was fitted with
+    analyzer: dict = field(default_factory=dict)  # AnalyzeConfig fields the features used
+    training: dict = field(default_factory=dict)  # what it was trained on (tasks, pairs, ...)
+    format: str = FORMAT  # file format tag
+
+    @property
+    def id(self) -> str:
+        """A short content hash: 'feature-bt-<12 hex>'."""
+        blob = json.dumps([self.names, self.means, self.stds, self.coef], sort_keys=True)
+        return "feature-bt-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def matrix(self, rows: list[dict[str, float]]) -> np.ndarray:
+        """Standardised feature matrix (one row per feature dict; NaN → 0 = the mean)."""
+        x = np.array([[r.get(n, np.nan) for n in self.names] for r in rows], dtype=float)
+        x = x.reshape(len(rows), len(self.names))
+        z = (x - np.asarray(self.means)) / np.asarray(self.stds)
+        return np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
+
+    def utility(self, rows: list[dict[str, float]]) -> np.ndarray:
+        """BT strength per row: higher = predicted faster."""
+        return self.matrix(rows) @ np.asarray(self.coef, dtype=float)
+
+    def prob(self, a: dict[str, float], b: dict[str, float]) -> float:
+        """P(a is faster than b)."""
+        u = self.utility([a, b])
+        return float(_sigmoid(u[0] - u[1]))
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    def save(self, path: str | Path) -> Path:
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        return p
+
+
+def _sigmoid(x):
+    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(x, dtype=float)))
+
+
+def standardise(rows: list[dict[str, float]], names: list[str]) -> tuple[list, list, list]:
+    """(names kept, means, stds): features constant or unknown on `rows` are dropped."""
+    x = np.array([[r.get(n, np.nan) for n in names] for r in rows], dtype=float)
+    kept, means, stds = [], [], []
+    for j, n in enumerate(names):
+        col = x[:, j][np.isfinite(x[:, j])]
+        if col.size < 2:
+            continue
+        sd = float(col.std())
+        if sd > 1e-9:
+            kept.append(n)
+            means.append(float(col.mean()))
+            stds.append(sd)
+    return kept, means, stds
+
+
+def fit_bt(
+    diffs: np.ndarray,
+    y: np.ndarray,
+    l2: float = 1e-2,
+    weights: np.ndarray | None = None,
+    max_iter: int = 100,
+    tol: float = 1e-10,
+) -> np.ndarray:
+    """Coefficients minimising mean_i w_i·logloss(y_i, σ(d_i·β)) + l2/2·|β|² (Newton).
+
+    `diffs`: (n, d) standardised feature differences z(a) - z(b); `y`: 1 when a is faster.
+    """
+    d = np.asarray(diffs, dtype=float)
+    t = np.asarray(y, dtype=float)
+    if d.ndim != 2 or d.shape[0] != t.shape[0] or d.shape[0] == 0:
+        raise ValueError(f"need (n, d) differences and n labels with n > 0, got {d.shape}")
+    if l2 <= 0:
+        raise ValueError(f"l2 must be > 0 (it keeps the fit unique), got {l2}")
+    w = np.ones(len(t)) if weights is None else np.asarray(weights, dtype=float)
+    w = w / w.sum()
+    beta = np.zeros(d.shape[1])
+    eye = np.eye(d.shape[1])
+    for _ in range(max_iter):
+        p = _sigmoid(d @ beta)
+        grad = d.T @ (w * (p - t)) + l2 * beta
+        hess = (d * (w * p * (1 - p))[:, None]).T @ d + l2 * eye
+        step = np.linalg.solve(hess, grad)
+        beta = beta - step
+        if float(np.max(np.abs(step))) < tol:
+            break
+    return beta
+
+
+def load_model(path: str | Path) -> BTModel:
+    """Read a model JSON written by `BTModel.save` (raises ValueError on a bad file)."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise ModelNotTrainedError(
+            f"{p}: no such ranker model; train one with `cudaperf rank train --out DIR`"
+        ) from None
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{p}: cannot read the ranker model ({e})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ValueError(f"{p}: not a cudaperf feature ranker (expected format {FORMAT!r})")
+    try:
+        m = BTModel(**doc)
+    except TypeError as e:
+        raise ValueError(f"{p}: malformed ranker model ({e})") from None
+    if not len(m.names) == len(m.means) == len(m.stds) == len(m.coef):
+        raise ValueError(f"{p}: names, means, stds and coef must have the same length")
+    return m
+
+
+def load_default() -> BTModel:
+    """The packaged weights (`cudaperf/rank/weights/feature_ranker.json`).
+
+    None ship yet: the ranker has not been trained on measured data. Raises
+    ModelNotTrainedError saying how to train one.
+    """
+    path = Path(str(resources.files("cudaperf.rank") / DEFAULT_WEIGHTS))
+    if not path.is_file():
+        raise ModelNotTrainedError(
+            "the feature ranker has not been trained on measured data yet, so no default "
+            "weights ship; measure a task set (`cudaperf eval TASKS --implementations --out "
+            "r.jsonl`, then `cudaperf tasks attach r.jsonl TASKS --out measured.jsonl`), train "
+            "with `cudaperf rank train --tasks measured.jsonl --out DIR` and pass "
+            "--model DIR/feature_ranker.json (or copy it to src/cudaperf/rank/"
+            + DEFAULT_WEIGHTS
+            + ")"
+        )
+    return load_model(path)

@@ -1,0 +1,56 @@
+import json
+
+from typer.testing import CliRunner
+
+from cudaperf.cli import app
+from cudaperf.tasks.io import save_jsonl
+from tests.rank.helpers import SPLITS, kernel, task, unroll_tasks
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def _data(tmp_path, tasks):
+    p = tmp_path / "tasks.jsonl"
+    save_jsonl(tasks, p)
+    (tmp_path / "splits.json").write_text(json.dumps({"families": SPLITS}))
+    return p
+
+
+def test_no_default_weights_error():
+    r = run("rank", "eval", "--json")
+    assert r.exit_code == 2 and "not been trained on measured data" in r.output
+
+
+def test_train_without_measurements_says_how_to_get_them(tmp_path):
+    p = _data(tmp_path, [task("t/fam0/0", "fam0", {"a": (kernel(0), {}), "b": (kernel(1), {})})])
+    r = run("rank", "train", "--tasks", p, "--out", tmp_path / "m", "--no-resources")
+    assert r.exit_code == 2
+    assert "no measured pairs" in r.output and "--implementations --out r.jsonl" in r.output
+    assert "tasks attach r.jsonl" in r.output
+
+
+def test_train_eval_score(tmp_path):
+    p = _data(tmp_path, unroll_tasks())
+    r = run("rank", "train", "--tasks", p, "--out", tmp_path / "m", "--no-resources", "--json")
+    assert r.exit_code == 0, r.output
+    model = tmp_path / "m" / "feature_ranker.json"
+    assert json.loads(r.stdout)["path"] == str(model) and model.is_file()
+    r = run("rank", "eval", "--tasks", p, "--model", model, "--json", "--plot", tmp_path / "c.png")
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert rep["families"] == ["fam4", "fam5"] and rep["pairwise_accuracy"] == 1.0
+    assert (tmp_path / "c.png").is_file()
+    cand = tmp_path / "cand.cu"
+    cand.write_text(kernel(3))
+    r = run("rank", "score", "t/fam5/0", cand, "--model", model, "--tasks", p, "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert 0.5 < out["score"] <= 1 and out["compared"] == 3
+    r = run("rank", "score", "t/fam5/0", tmp_path / "none.cu", "--model", model, "--tasks", p)
+    assert r.exit_code == 2 and "does not exist" in r.output
+    r = run("rank", "eval", "--tasks", p, "--model", tmp_path / "nope.json")
+    assert r.exit_code == 2 and "rank train" in r.output

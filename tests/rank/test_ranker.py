@@ -1,0 +1,71 @@
+import pytest
+
+from cudaperf.rank.bt import BTModel
+from cudaperf.rank.features import FEATURE_NAMES, code_features
+from cudaperf.rank.ranker import NoPairsError, TrainConfig, make_ranker, score, train_feature_ranker
+from cudaperf.rank.types import RankScore
+from tests.rank.helpers import SPLITS, kernel, task, unroll_tasks
+
+NO_PTXAS = TrainConfig(resources=False)
+
+
+def _unroll_model(coef=3.0):
+    return BTModel(names=["c.unroll_pragmas"], means=[0.0], stds=[1.0], coef=[coef],
+                   analyzer={"resources": False})  # fmt: skip
+
+
+def test_features_have_stable_names_and_are_cached():
+    from cudaperf.analyze import AnalyzeConfig
+
+    cfg = AnalyzeConfig(resources=False)
+    f = code_features(kernel(2), cfg)
+    assert list(f) == list(FEATURE_NAMES)
+    assert (
+        f["k.count"] == 1
+        and f["c.unroll_pragmas"] > code_features(kernel(0), cfg)["c.unroll_pragmas"]
+    )
+    f["k.count"] = 99  # the caller's copy; the cache is unaffected
+    assert code_features(kernel(2), cfg)["k.count"] == 1
+    assert code_features("int main() {}", cfg)["k.count"] == 0
+
+
+def test_score_in_unit_interval_and_monotone_in_a_dominant_feature():
+    t = task("t/x/0", "x", {"a": (kernel(0), {}), "b": (kernel(2), {})})
+    m = _unroll_model()
+    scores = [score(t, kernel(u), m) for u in range(5)]
+    assert all(isinstance(s, RankScore) and 0 <= s.score <= 1 for s in scores)
+    assert all(s.compared == 2 and s.model == m.id for s in scores)
+    vals = [s.score for s in scores]
+    assert vals == sorted(vals) and vals[0] < vals[-1]
+    assert make_ranker(m)(t, kernel(4)).score == vals[-1]
+
+
+def test_score_without_implementations_is_neutral():
+    t = task("t/x/0", "x", {})
+    assert score(t, kernel(1), _unroll_model()) == RankScore(score=0.5, compared=0,
+                                                             model=_unroll_model().id)  # fmt: skip
+
+
+def test_training_learns_the_preference_and_is_deterministic():
+    tasks = unroll_tasks()
+    m1 = train_feature_ranker(tasks, SPLITS, NO_PTXAS)
+    m2 = train_feature_ranker(tasks, SPLITS, NO_PTXAS)
+    assert m1 == m2
+    assert m1.training["families"] == ["fam0", "fam1", "fam2", "fam3"]
+    assert m1.training["heldout_families"] == ["fam4", "fam5"]
+    assert m1.training["pairs"] == 8 * 3
+    held = [t for t in tasks if t.family == "fam5"][0]
+    assert score(held, kernel(3), m1).score > 0.5 > score(held, kernel(0), m1).score
+
+
+def test_training_without_measurements_says_how_to_measure():
+    tasks = [task("t/fam0/0", "fam0", {"a": (kernel(0), {}), "b": (kernel(1), {})})]
+    with pytest.raises(NoPairsError, match="cudaperf eval .*tasks attach"):
+        train_feature_ranker(tasks, SPLITS, NO_PTXAS)
+
+
+def test_train_config_validation():
+    with pytest.raises(ValueError, match="l2"):
+        TrainConfig(l2=0)
+    with pytest.raises(ValueError, match=">= 1"):
+        TrainConfig(min_ratio=0.9)
