@@ -12,6 +12,7 @@ from cudaperf.cli.data import data_app
 from cudaperf.cli.eval import eval_command
 from cudaperf.cli.rank import rank_app
 from cudaperf.cli.refine import refine_command
+from cudaperf.cli.report import report_command
 from cudaperf.cli.reward import reward_command
 from cudaperf.cli.tasks import tasks_app
 
@@ -27,6 +28,7 @@ app.add_typer(data_app, name="data")
 app.add_typer(rank_app, name="rank")
 app.command("analyze")(analyze_command)
 app.command("eval")(eval_command)
+app.command("report")(report_command)
 app.command("reward")(reward_command)
 app.command("refine")(refine_command)
 
