@@ -2,8 +2,19 @@
 
 from cudaperf.datagen.families import (  # noqa: F401
     elementwise,
+    filter2d,
+    gather_scatter,
+    gemm,
+    gemv,
+    histogram,
+    nbody,
     reduction,
+    row_reduce,
+    scan,
+    segsort,
     stencil,
+    torch_channel_affine,
+    torch_linear_act,
     torch_rownorm,
     transpose,
 )

@@ -1,0 +1,161 @@
+"""The C references of the newer families compute what their descriptions say: each one is
+compiled with gcc, run on its small config, and compared with a numpy oracle (the reference
+is the ground truth every implementation is judged against)."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from cudaperf.datagen import FAMILIES, generate_one
+from cudaperf.tasks.model import Role, Task, eval_length
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
+
+_CT = {"int32": ctypes.c_int32, "float32": ctypes.c_float, "float64": ctypes.c_double}
+
+
+def _run(task: Task, tmp_path) -> tuple[dict[str, int], dict[str, np.ndarray]]:
+    """Compile and run the reference on the small config; every array by name."""
+    stem = task.id.replace("/", "_")  # one library per task: dlopen caches by path
+    (tmp_path / f"{stem}.c").write_text(task.source)
+    so = tmp_path / f"{stem}.so"
+    subprocess.run(
+        ["gcc", "-O2", "-shared", "-fPIC", "-o", str(so), str(tmp_path / f"{stem}.c"), "-lm"],
+        check=True,
+    )
+    cfg = task.config("small")
+    rng = np.random.default_rng(123)
+    arrays, args = {}, []
+    for p in task.signature:
+        if p.role is Role.SCALAR:
+            args.append(_CT[p.dtype](cfg.sizes[p.name]))
+            continue
+        n = eval_length(p.length, cfg.sizes)
+        d = cfg.param_distributions.get(p.name, cfg.distribution)
+        if p.role is Role.OUT:
+            a = np.full(n, 7, p.dtype)  # poisoned: the reference must write every element
+        elif d.kind == "randint":
+            a = rng.integers(int(d.low), int(d.high), n).astype(p.dtype)
+        elif d.kind == "normal":
+            a = rng.normal(d.mean, d.std, n).astype(p.dtype)
+        else:
+            a = rng.uniform(d.low, d.high, n).astype(p.dtype)
+        arrays[p.name] = a
+        args.append(ctypes.c_void_p(a.ctypes.data))
+    fn = getattr(ctypes.CDLL(str(so)), task.entry)
+    fn.restype = None
+    fn(*args)
+    return dict(cfg.sizes), arrays
+
+
+def _close(task: Task, got: np.ndarray, want: np.ndarray) -> None:
+    tol = task.tolerance
+    err = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    assert np.all(err <= tol.atol + tol.rtol * np.abs(want.astype(np.float64))), task.id
+
+
+def _reduce_rows(task, s, a):
+    x = a["x"].astype(np.float64).reshape(s["rows"], s["cols"])
+    d = task.description
+    if "index of the maximum" in d:
+        return "out", np.argmax(x, axis=1)
+    if "index of the minimum" in d:
+        return "out", np.argmin(x, axis=1)
+    for key, fn in [
+        ("the sum of squares", lambda v: (v * v).sum(1)),
+        ("the sum", lambda v: v.sum(1)),
+        ("the mean", lambda v: v.mean(1)),
+        ("the maximum", lambda v: v.max(1)),
+        ("the minimum", lambda v: v.min(1)),
+    ]:
+        if key in d:
+            return "out", fn(x)
+    raise AssertionError(d)
+
+
+def _scan(task, s, a):
+    x = a["x"].astype(np.float64)
+    d = task.description
+    if d.startswith("Inclusive prefix sum"):
+        return "out", np.cumsum(x)
+    if d.startswith("Exclusive prefix sum"):
+        return "out", np.concatenate([[0.0], np.cumsum(x)[:-1]])
+    return "out", np.maximum.accumulate(x)
+
+
+def _histogram(task, s, a):
+    nbins, width, lo = map(
+        int,
+        re.search(r"into (\d+) bins of width (\d+) starting at (-?\d+)", task.description).groups(),
+    )
+    x = a["x"].astype(np.int64)
+    keep = (x >= lo) & (x < lo + nbins * width)
+    return "hist", np.bincount((x[keep] - lo) // width, minlength=nbins)
+
+
+def _segsort(task, s, a):
+    seg = int(task.signature[1].length.split("*")[1])
+    v = np.sort(a["x"].reshape(s["nseg"], seg), axis=1)
+    return "out", (v[:, ::-1] if "descending" in task.description else v).ravel()
+
+
+def _rows(task):
+    d = int(task.signature[3].length.split("*")[1])
+    scale = float(re.search(r"= (-?[\d.]+) \* ", task.description.replace("+= ", "= ")).group(1))
+    return d, scale
+
+
+def _gather(task, s, a):
+    d, scale = _rows(task)
+    src = a["src"].reshape(s["m"], d).astype(np.float64)
+    return "out", (scale * src[a["idx"]]).ravel()
+
+
+def _scatter(task, s, a):
+    d, scale = _rows(task)
+    out = np.zeros((s["m"], d))
+    np.add.at(out, a["idx"], scale * a["vals"].reshape(s["n"], d).astype(np.float64))
+    return "out", out.ravel()
+
+
+ORACLES = {
+    "reduce_rows": _reduce_rows,
+    "scan": _scan,
+    "histogram": _histogram,
+    "segmented_sort": _segsort,
+    "gather_rows": _gather,
+    "scatter_add": _scatter,
+}
+
+
+@pytest.mark.parametrize("name", sorted(ORACLES))
+def test_reference_matches_numpy(name, tmp_path):
+    for index in range(4):
+        task = generate_one(FAMILIES[name], 0, index)
+        sizes, arrays = _run(task, tmp_path)
+        out, want = ORACLES[name](task, sizes, arrays)
+        _close(task, arrays[out], want)
+
+
+def test_index_arrays_stay_in_range():
+    for name in ("gather_rows", "scatter_add"):
+        for index in range(3):
+            t = generate_one(FAMILIES[name], 0, index)
+            for c in t.configs:
+                d = c.param_distributions["idx"]
+                assert d.kind == "randint" and d.low == 0 and d.high == c.sizes["m"]
+
+
+def test_histogram_draws_values_outside_the_bins_in_some_tasks():
+    outside = 0
+    for index in range(12):
+        t = generate_one(FAMILIES["histogram"], 0, index)
+        assert t.configs[0].distribution.kind == "randint"
+        outside += "about 0%" not in t.description
+    assert outside >= 6
