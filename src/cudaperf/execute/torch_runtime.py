@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import re
 import sys
 import time
@@ -44,13 +43,19 @@ __all__ = ["compare_outputs", "load_module", "run_torch_job", "time_forward"]
 
 log = logging.getLogger(__name__)
 
+
+def _timers() -> dict:
+    """The timing and synchronisation functions a candidate could replace."""
+    return {
+        "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
+        "torch.cuda.Event.record": torch.cuda.Event.record,
+        "torch.cuda.synchronize": torch.cuda.synchronize,
+        "time.perf_counter": time.perf_counter,
+    }
+
+
 # The real timers, captured before any candidate code is imported into this process.
-_ORIGINAL_TIMERS = {
-    "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
-    "torch.cuda.Event.record": torch.cuda.Event.record,
-    "torch.cuda.synchronize": torch.cuda.synchronize,
-    "time.perf_counter": time.perf_counter,
-}
+_ORIGINAL_TIMERS = _timers()
 _KERNEL_NAME = re.compile(r"__global__\s+[\w\s:<>,*]*?\b(\w+)\s*\(")
 _LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
 _CUDA_ERROR = ("CUDA error", "cudaError", "illegal memory access", "device-side assert", "CUBLAS")
@@ -69,13 +74,7 @@ def load_module(source: str, name: str, sizes: dict[str, Any] | None = None) -> 
 
 
 def _timers_intact() -> str:
-    current = {
-        "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
-        "torch.cuda.Event.record": torch.cuda.Event.record,
-        "torch.cuda.synchronize": torch.cuda.synchronize,
-        "time.perf_counter": time.perf_counter,
-    }
-    bad = [k for k, v in current.items() if v is not _ORIGINAL_TIMERS[k]]
+    bad = [k for k, v in _timers().items() if v is not _ORIGINAL_TIMERS[k]]
     return f"the candidate replaced {', '.join(bad)}" if bad else ""
 
 
@@ -406,10 +405,3 @@ def run_torch_job(task: Task, req: dict) -> dict:
             break
     msg = next((r["message"] for r in results if r["message"] and not r["correct"]), "")
     return {"status": status.value, "configs": results, "message": msg, "restart": restart}
-
-
-def speedup(base: Timing | None, cand: Timing | None) -> float | None:
-    """base / candidate median, or None when either is missing."""
-    if base is None or cand is None or cand.median_us <= 0:
-        return None
-    return base.median_us / cand.median_us if math.isfinite(base.median_us) else None

@@ -6,10 +6,11 @@ reports work on any machine, with or without the evaluator's dependencies.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from pathlib import Path
+
+from cudaperf.tasks.measurements import read_results
 
 __all__ = ["BASELINES", "load_results", "plot_speedups", "summarise"]
 
@@ -24,14 +25,7 @@ BASELINES = {
 
 def load_results(path: str | Path) -> list[dict]:
     """The results of a JSONL file; a bad line raises ValueError naming it."""
-    rows = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{n}: not valid JSON ({e.msg})") from None
-    return rows
+    return read_results(path)
 
 
 def _geomean(xs: list[float]) -> float | None:

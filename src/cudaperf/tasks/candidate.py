@@ -10,18 +10,9 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["cuda_sources_in_python", "is_python_source"]
+__all__ = ["cuda_sources_in_python"]
 
 _CUDA_MARKERS = ("__global__", "__device__", "<<<", "cuda_runtime", 'extern "C"')
-
-
-def is_python_source(src: str) -> bool:
-    """True when `src` parses as Python and defines a class (a ModelNew candidate)."""
-    try:
-        tree = ast.parse(src)
-    except SyntaxError:
-        return False
-    return any(isinstance(n, ast.ClassDef) for n in ast.walk(tree))
 
 
 def cuda_sources_in_python(src: str) -> list[str]:
