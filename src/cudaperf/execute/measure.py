@@ -19,6 +19,7 @@ import numpy as np
 
 from cudaperf.execute.harness import IN_NO_DOWNLOAD, ROLE_CODES, RUN_SYMBOL
 from cudaperf.execute.inputs import compare, make_inputs, run_reference, time_reference
+from cudaperf.execute.sanity import escape_message, roofline_message
 from cudaperf.execute.types import ConfigResult, Status, Timing
 from cudaperf.tasks.model import InputConfig, Role, Task
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["NativeRun", "call_native", "run_job"]
 
+_READ = (Role.IN, Role.INOUT)  # roles whose bytes a call must read
 _MAX_SETS = 24  # cached (inputs, reference outputs) per worker
 
 
@@ -106,31 +108,6 @@ def _check(fn, task, inputs, want, download_inputs: bool = True) -> tuple[Native
     return run, (compare(task, inputs, bufs, want) if run.rc == 0 else None)
 
 
-def _escape_check(t: Timing, wall: Timing) -> str:
-    # Work launched on a side stream finishes after the end event; the host sync still waits.
-    if wall.median_us > 1.5 * t.median_us + 50.0:
-        return (
-            f"work escapes the timing events: event time {t.median_us:.1f} us but the call takes "
-            f"{wall.median_us:.1f} us of wall time; launch on the default stream"
-        )
-    return ""
-
-
-def _roofline_check(task: Task, inputs, t: Timing, max_gbs: float) -> str:
-    # L2 is flushed before each trial, so every input byte must come from device memory.
-    nbytes = sum(
-        a.nbytes
-        for p, a in zip(task.signature, inputs, strict=True)
-        if p.role in (Role.IN, Role.INOUT)
-    )
-    if nbytes < (1 << 20):
-        return ""
-    gbs = nbytes / (t.median_us * 1e3)
-    if gbs > max_gbs:
-        return f"reads {nbytes} input bytes in {t.median_us:.2f} us ({gbs:.0f} GB/s): impossible"
-    return ""
-
-
 def _one_config(fn, task: Task, cfg: InputConfig, req: dict, libs: _Libs, ref_lib, timed: bool):
     """Returns (status, ConfigResult, needs_restart)."""
     base = {"config": cfg.name, "held_out": cfg.held_out}
@@ -156,8 +133,9 @@ def _one_config(fn, task: Task, cfg: InputConfig, req: dict, libs: _Libs, ref_li
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=True, **errs, message=msg), True
     timing = Timing.of(tr.event_us)
     res = dict(base, correct=True, **errs, timing=timing, cpu_timing=cpu)
-    hack = _escape_check(timing, Timing.of(tr.wall_us)) or _roofline_check(
-        task, inputs, timing, req["max_bandwidth_gbs"]
+    read = sum(a.nbytes for p, a in zip(task.signature, inputs, strict=True) if p.role in _READ)
+    hack = escape_message(timing, Timing.of(tr.wall_us)) or roofline_message(
+        read, timing, req["max_bandwidth_gbs"]
     )
     if hack:
         return Status.REJECTED, ConfigResult(**res, message=hack), False
