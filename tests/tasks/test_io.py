@@ -129,3 +129,12 @@ def test_task_dir_measurements_round_trip(tmp_path):
     (tmp_path / "saxpy" / "measurements.jsonl").write_text('{"implementation": "nope"}\n')
     with pytest.raises(TaskFileError, match="measurements.jsonl:1"):
         load_tasks(tmp_path / "saxpy")
+
+
+def test_save_tasks_picks_format_by_suffix(tmp_path, tasks):
+    from cudaperf.tasks.io import save_tasks
+
+    assert save_tasks(tasks, tmp_path / "a.jsonl") == 2
+    assert load_tasks(tmp_path / "a.jsonl") == tasks
+    with pytest.raises(TaskFileError, match="use a .jsonl or .parquet"):
+        save_tasks(tasks, tmp_path / "a.csv")

@@ -13,8 +13,7 @@ from cudaperf.tasks.io import (
     TaskFileError,
     load_tasks,
     sample_path,
-    save_jsonl,
-    save_parquet,
+    save_tasks,
     to_hf_dataset,
 )
 from cudaperf.tasks.stats import task_stats
@@ -136,10 +135,8 @@ def export(
             to_hf_dataset(tasks).save_to_disk(str(out))
         except ImportError as e:
             fail(str(e))
-    elif out.suffix == ".jsonl":
-        save_jsonl(tasks, out)
-    elif out.suffix == ".parquet":
-        save_parquet(tasks, out)
+    elif out.suffix in (".jsonl", ".parquet"):
+        save_tasks(tasks, out)
     else:
         fail(f"--out {out}: use a .jsonl or .parquet file name, or add --hf for a dataset folder")
     if json:
@@ -185,7 +182,7 @@ def import_suite(
             report = IMPORTERS[suite](path, **opts)
     except (FileNotFoundError, ImportError, ValueError) as e:
         fail(str(e))
-    (save_jsonl if out.suffix == ".jsonl" else save_parquet)(report.tasks, out)
+    save_tasks(report.tasks, out)
     summary = report.summary()
     if json:
         emit_json(summary)
@@ -260,7 +257,10 @@ def attach(
         fail(f"{results}: cannot read evaluation results ({e})")
     updated, n = attach_measurements(tasks, found)
     if out is not None:
-        (save_jsonl if out.suffix == ".jsonl" else save_parquet)(updated, out)
+        try:
+            save_tasks(updated, out)
+        except TaskFileError as e:
+            fail(str(e))
     elif Path(target).is_dir():
         write_dir_measurements(target, updated)
     else:

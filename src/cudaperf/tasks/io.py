@@ -33,6 +33,7 @@ __all__ = [
     "sample_path",
     "save_jsonl",
     "save_parquet",
+    "save_tasks",
     "to_hf_dataset",
 ]
 
@@ -236,6 +237,16 @@ def save_parquet(tasks: Iterable[Task], path: str | Path) -> int:
     p.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), p)
     return len(rows)
+
+
+def save_tasks(tasks: Iterable[Task], path: str | Path) -> int:
+    """Write tasks as JSONL or Parquet, chosen by the file's suffix. Returns the number written."""
+    suffix = Path(path).suffix
+    if suffix == ".jsonl":
+        return save_jsonl(tasks, path)
+    if suffix == ".parquet":
+        return save_parquet(tasks, path)
+    raise TaskFileError(f"{path}: unknown file type {suffix!r}; use a .jsonl or .parquet name")
 
 
 def to_hf_dataset(tasks: Iterable[Task]):
