@@ -142,23 +142,28 @@ class Evaluator:
             return self.result(task, cand, Status.INFRA_ERROR, t0, feedback=fb, compile_log=log_)
         b = build_candidate(task, cand.code, self.env.arch, self.config)
         clog = truncate(b.log, self.config.max_log_chars)
-        if b.timed_out:
-            fb = [f"compilation took longer than {self.config.compile_timeout_s:.0f} s"]
-            return self.result(task, cand, Status.TIMEOUT, t0, feedback=fb, compile_log=clog)
-        if not b.ok:
-            fb = [first_error(b.log)]
-            return self.result(
-                task, cand, Status.COMPILE_ERROR, t0, feedback=fb, compile_log=clog, findings=ids
-            )
-        if self.env.mode == "compile-only":
-            fb = ["compile-only: no GPU here, so nothing was run, checked or timed", *notes]
-            return self.result(
-                task, cand, Status.COMPILED, t0, feedback=fb, compile_log=clog, findings=ids
-            )
+        done = self._built(task, cand, t0, b, notes, {"compile_log": clog, "findings": ids})
+        if done is not None:
+            return done
         workdir = tempfile.mkdtemp(prefix="cudaperf-cand-")
         return Prepared(
             task, cand, self.key(task, cand), b.lib, ref.lib, clog, ids, notes, workdir, t0
         )
+
+    def _built(self, task, cand, t0: float, b, notes: list[str], kw: dict) -> ExecResult | None:
+        """The final result when a build (C or PyTorch track) leaves nothing to run, else None:
+        a compile timeout, a compile error, or compile-only mode."""
+        if b.timed_out:
+            fb = [f"compilation took longer than {self.config.compile_timeout_s:.0f} s"]
+            return self.result(task, cand, Status.TIMEOUT, t0, feedback=fb, **kw)
+        if not b.ok:
+            return self.result(
+                task, cand, Status.COMPILE_ERROR, t0, feedback=[first_error(b.log)], **kw
+            )
+        if self.env.mode == "compile-only":
+            fb = ["compile-only: no GPU here, so nothing was run, checked or timed", *notes]
+            return self.result(task, cand, Status.COMPILED, t0, feedback=fb, **kw)
+        return None
 
     def _prepare_torch(self, task: Task, cand: Candidate, t0: float) -> ExecResult | Prepared:
         """PyTorch→CUDA: static anti-hacking checks, then the kernels' build (see torch_build)."""
@@ -183,16 +188,9 @@ class Evaluator:
         )  # fmt: skip
         clog = truncate(b.log, self.config.max_log_chars)
         kw = {"compile_log": clog, "findings": ids, "form": b.form}
-        if b.timed_out:
-            fb = [f"compilation took longer than {self.config.compile_timeout_s:.0f} s"]
-            return self.result(task, cand, Status.TIMEOUT, t0, feedback=fb, **kw)
-        if not b.ok:
-            return self.result(
-                task, cand, Status.COMPILE_ERROR, t0, feedback=[first_error(b.log)], **kw
-            )
-        if self.env.mode == "compile-only":
-            fb = ["compile-only: no GPU here, so nothing was run, checked or timed", *notes]
-            return self.result(task, cand, Status.COMPILED, t0, feedback=fb, **kw)
+        done = self._built(task, cand, t0, b, notes, kw)
+        if done is not None:
+            return done
         workdir = tempfile.mkdtemp(prefix="cudaperf-cand-")
         return Prepared(
             task, cand, self.key(task, cand), "", "", clog, ids, notes, workdir, t0,
