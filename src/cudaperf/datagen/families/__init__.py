@@ -1,20 +1,11 @@
-"""Family modules; importing this package registers every family in `FAMILIES`."""
+"""Family modules; importing this package registers every family in `FAMILIES`.
 
-from cudaperf.datagen.families import (  # noqa: F401
-    elementwise,
-    filter2d,
-    gather_scatter,
-    gemm,
-    gemv,
-    histogram,
-    nbody,
-    reduction,
-    row_reduce,
-    scan,
-    segsort,
-    stencil,
-    torch_channel_affine,
-    torch_linear_act,
-    torch_rownorm,
-    transpose,
-)
+Every module in this package is imported (sorted by name, so registration order is stable);
+a new family needs only its own module here.
+"""
+
+import importlib
+import pkgutil
+
+for _mod in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+    importlib.import_module(f"{__name__}.{_mod}")
