@@ -119,10 +119,12 @@ def run_kernelbench(root: Path, items: list[dict], cand_dir: Path, work: Path) -
     return {"rows": rows, "wall_s": wall, "build_s": t_build}
 
 
-def run_cudaperf(tasks: list[Task], codes: list[str], work: Path, label: str) -> dict:
+def run_cudaperf(
+    tasks: list[Task], codes: list[str], work: Path, label: str, compile_baseline: bool
+) -> dict:
     config = EvalConfig(
         trials=100, warmup=10, cache_dir=work / "cache", use_result_cache=False,
-        correctness_trials=5,
+        correctness_trials=5, compile_baseline=compile_baseline,
     )  # fmt: skip
     jobs = [(t, Candidate(code=c, id=t.id)) for t, c in zip(tasks, codes, strict=True)]
     rows: dict[str, dict] = {}
@@ -162,6 +164,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("bench/results/eval_throughput_h200.json"))
     ap.add_argument("--kb-limit", type=int, default=0, help="KernelBench harness on the first N")
     ap.add_argument("--skip", default="", help="comma list of passes to skip: kb,inline,native")
+    ap.add_argument(
+        "--no-compile-baseline",
+        action="store_true",
+        help="skip the torch.compile baseline (KernelBench's harness times only eager)",
+    )
     args = ap.parse_args()
     import torch
 
@@ -171,25 +178,33 @@ def main() -> None:
     skip = set(filter(None, args.skip.split(",")))
     work = Path(tempfile.mkdtemp(prefix="cudaperf-bench-"))
     out: dict = {"n_candidates": len(items), "gpu": torch.cuda.get_device_name(0)}
-    passes = {}
+    out["compile_baseline"] = not args.no_compile_baseline
+    passes: dict = {}
+
+    def save() -> None:  # after every pass, so a timeout keeps the passes already done
+        out.update(summarise(passes))
+        out.update(
+            versions=_versions(),
+            date=dt.date.today().isoformat(),
+            command=" ".join(["python", *sys.argv]),
+            passes=passes,
+        )
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(out, indent=2))
+
+    cb = not args.no_compile_baseline
     if "native" not in skip:
         codes = [(args.candidates / it["native"]).read_text() for it in items]
-        passes["native"] = run_cudaperf(tasks, codes, work / "native", "native")
+        passes["native"] = run_cudaperf(tasks, codes, work / "native", "native", cb)
+        save()
     if "inline" not in skip:
         codes = [(args.candidates / it["inline"]).read_text() for it in items]
-        passes["inline"] = run_cudaperf(tasks, codes, work / "inline", "inline")
+        passes["inline"] = run_cudaperf(tasks, codes, work / "inline", "inline", cb)
+        save()
     if "kb" not in skip:
         kb_items = items[: args.kb_limit] if args.kb_limit else items
         passes["kernelbench"] = run_kernelbench(root, kb_items, args.candidates, work / "kb")
-    out.update(summarise(passes))
-    out.update(
-        versions=_versions(),
-        date=dt.date.today().isoformat(),
-        command=" ".join(["python", *sys.argv]),
-        passes=passes,
-    )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=2))
+        save()
     print_table(out)
 
 
