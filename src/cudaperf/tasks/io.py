@@ -1,9 +1,12 @@
 """Reading and writing task sets: JSONL, Parquet, task directories, Hugging Face datasets.
 
 Formats:
-- **JSONL**: one `Task` as a JSON object per line (the canonical interchange format).
+- **JSONL**: one `Task` as a JSON object per line (the canonical interchange format);
+  `.jsonl.gz` is the same, gzip-compressed (written with a zero timestamp, so the same tasks
+  always give the same bytes).
 - **Parquet**: one row per task; top-level strings as columns, nested fields as JSON strings
-  (so every field round-trips exactly and the file stays queryable by id/kind/family).
+  (so every field round-trips exactly and the file stays queryable by id/kind/family);
+  zstd-compressed.
 - **Task directory**: a folder with `task.json` (the task's fields, with `source_file` in
   place of `source` and `file` in place of each implementation's `code`) beside the files it
   names. This is how hand-written tasks (the bundled sample set) are authored. An optional
@@ -16,6 +19,7 @@ task, the field, and what was expected — never a bare pydantic or JSON traceba
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterable
 from importlib import resources
@@ -73,9 +77,14 @@ def _validate(data: Any, where: str) -> Task:
         raise TaskFileError(f"{where} (task {tid!r}): {_explain(e)}") from None
 
 
+def _is_jsonl_gz(path: Path) -> bool:
+    return path.name.endswith(".jsonl.gz")
+
+
 def _read_jsonl(path: Path) -> list[Task]:
     tasks = []
-    with path.open(encoding="utf-8") as fh:
+    opener = gzip.open(path, "rt", encoding="utf-8") if _is_jsonl_gz(path) else None
+    with opener or path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
@@ -155,7 +164,8 @@ def _merge_measurements(path: Path, impls: list) -> None:
 
 
 def load_tasks(path: str | Path) -> list[Task]:
-    """Load a task set from a .jsonl or .parquet file, a task directory, or a folder of them."""
+    """Load a task set from a .jsonl, .jsonl.gz or .parquet file, a task directory, or a folder
+    of them."""
     p = Path(path)
     if not p.exists():
         raise TaskFileError(
@@ -165,7 +175,9 @@ def load_tasks(path: str | Path) -> list[Task]:
         if (p / "task.json").is_file():
             return [_read_task_dir(p)]
         subdirs = sorted(d for d in p.iterdir() if (d / "task.json").is_file())
-        files = sorted(f for f in p.iterdir() if f.suffix in (".jsonl", ".parquet"))
+        files = sorted(
+            f for f in p.iterdir() if f.suffix in (".jsonl", ".parquet") or _is_jsonl_gz(f)
+        )
         if not subdirs and not files:
             raise TaskFileError(f"{p}: folder holds no task.json folders, .jsonl or .parquet files")
         tasks = [_read_task_dir(d) for d in subdirs]
@@ -173,7 +185,7 @@ def load_tasks(path: str | Path) -> list[Task]:
             tasks.extend(load_tasks(f))
         _check_unique_ids(tasks, p)
         return tasks
-    if p.suffix == ".jsonl":
+    if p.suffix == ".jsonl" or _is_jsonl_gz(p):
         tasks = _read_jsonl(p)
     elif p.suffix == ".parquet":
         tasks = _read_parquet(p)
@@ -181,7 +193,7 @@ def load_tasks(path: str | Path) -> list[Task]:
         return [_read_task_dir(p.parent)]
     else:
         raise TaskFileError(
-            f"{p}: unknown file type {p.suffix!r}; use .jsonl, .parquet or a folder"
+            f"{p}: unknown file type {p.suffix!r}; use .jsonl, .jsonl.gz, .parquet or a folder"
         )
     _check_unique_ids(tasks, p)
     return tasks
@@ -216,14 +228,22 @@ def task_row(task: Task) -> dict[str, Any]:
 
 
 def save_jsonl(tasks: Iterable[Task], path: str | Path) -> int:
-    """Write tasks as JSONL (one per line). Returns the number written."""
+    """Write tasks as JSONL (one per line), gzip-compressed when the name ends in .jsonl.gz
+    (deterministic bytes: no timestamp or file name in the gzip header). Returns the number
+    written."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     n = 0
-    with p.open("w", encoding="utf-8") as fh:
+    with p.open("wb") as raw:
+        gz = (
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if _is_jsonl_gz(p) else None
+        )
+        sink = gz or raw
         for t in tasks:
-            fh.write(json.dumps(t.model_dump(mode="json"), sort_keys=True) + "\n")
+            sink.write((json.dumps(t.model_dump(mode="json"), sort_keys=True) + "\n").encode())
             n += 1
+        if gz is not None:
+            gz.close()
     return n
 
 
@@ -235,18 +255,21 @@ def save_parquet(tasks: Iterable[Task], path: str | Path) -> int:
     rows = [task_row(t) for t in tasks]
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), p)
+    pq.write_table(pa.Table.from_pylist(rows), p, compression="zstd")
     return len(rows)
 
 
 def save_tasks(tasks: Iterable[Task], path: str | Path) -> int:
-    """Write tasks as JSONL or Parquet, chosen by the file's suffix. Returns the number written."""
+    """Write tasks as JSONL, gzipped JSONL or Parquet, chosen by the file's name (.jsonl,
+    .jsonl.gz, .parquet). Returns the number written."""
     suffix = Path(path).suffix
-    if suffix == ".jsonl":
+    if suffix == ".jsonl" or _is_jsonl_gz(Path(path)):
         return save_jsonl(tasks, path)
     if suffix == ".parquet":
         return save_parquet(tasks, path)
-    raise TaskFileError(f"{path}: unknown file type {suffix!r}; use a .jsonl or .parquet name")
+    raise TaskFileError(
+        f"{path}: unknown file type {suffix!r}; use a .jsonl, .jsonl.gz or .parquet name"
+    )
 
 
 def to_hf_dataset(tasks: Iterable[Task]):
