@@ -268,7 +268,7 @@ def save_tasks(tasks: Iterable[Task], path: str | Path) -> int:
     if suffix == ".parquet":
         return save_parquet(tasks, path)
     raise TaskFileError(
-        f"{path}: unknown file type {suffix!r}; use a .jsonl, .jsonl.gz or .parquet name"
+        f"{path}: unknown file type {suffix!r}; use a .jsonl or .parquet name (or .jsonl.gz)"
     )
 
 
