@@ -17,9 +17,19 @@ JsonOpt = typer.Option(False, "--json", help="Print one JSON document to stdout,
 
 @data_app.command("build")
 def build(
-    per_family: int = typer.Option(5, "--per-family", min=1, help="Tasks per family."),
+    per_family: int = typer.Option(
+        5, "--per-family", min=1, help="Tasks per family (kinds without a total below)."
+    ),
+    c_tasks: int = typer.Option(
+        0, "--c-tasks", min=0, help="About this many C→CUDA tasks, spread evenly over families."
+    ),
+    torch_tasks: int = typer.Option(
+        0, "--torch-tasks", min=0, help="About this many PyTorch→CUDA tasks, likewise."
+    ),
     seed: int = typer.Option(0, "--seed", help="Build seed (same seed: identical output)."),
-    out: Path = typer.Option(Path("data/tasks.jsonl"), "--out", help="Output .jsonl file."),
+    out: Path = typer.Option(
+        Path("data/tasks.jsonl"), "--out", help="Output file: .jsonl, .jsonl.gz or .parquet."
+    ),
     splits: Path = typer.Option(
         None, "--splits", help="Splits file (default: splits.json beside --out)."
     ),
@@ -29,23 +39,22 @@ def build(
 ) -> None:
     """Regenerate the tasks deterministically and print their statistics."""
     from cudaperf.datagen import BuildConfig, build_tasks, near_duplicate_rate, splits_document
-    from cudaperf.tasks.io import save_jsonl
+    from cudaperf.datagen.build import plan
+    from cudaperf.tasks.io import save_tasks
     from cudaperf.tasks.stats import task_stats
 
-    if out.suffix != ".jsonl":
-        fail(f"--out {out}: use a .jsonl file name")
+    if not (out.name.endswith((".jsonl", ".jsonl.gz", ".parquet"))):
+        fail(f"--out {out}: use a .jsonl, .jsonl.gz or .parquet file name")
     try:
         names = tuple(f.strip() for f in families.split(",") if f.strip())
-        config = BuildConfig(per_family, seed, names, max_share)
-        from cudaperf.datagen import FAMILIES
-
-        total = per_family * len(names or FAMILIES)
+        config = BuildConfig(per_family, seed, names, max_share, c_tasks, torch_tasks)
+        total = sum(n for _, n in plan(config))
         with Progress(console=console, transient=True, disable=json) as bar:
             job = bar.add_task("generating", total=total)
             report = build_tasks(config, lambda fam: bar.update(job, advance=1, description=fam))
     except ValueError as e:
         fail(str(e))
-    save_jsonl(report.tasks, out)
+    save_tasks(report.tasks, out)
     split_path = splits or out.with_name("splits.json")
     split_path.write_text(jsonlib.dumps(splits_document(report.tasks), indent=1) + "\n")
     stats = task_stats(report.tasks)

@@ -13,6 +13,7 @@ that implementations are correct on a GPU (no GPU is needed to generate; see `ve
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from string import Template
@@ -34,6 +35,7 @@ __all__ = [
     "Family",
     "c_task",
     "cfg",
+    "close_macros",
     "family",
     "fill",
     "impl",
@@ -131,6 +133,27 @@ def _provenance(fam: str, index: int) -> dict[str, str]:
     }
 
 
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
+
+
+# C++ wrapper headers -> their C names (the set every implementation may include).
+_C_HEADERS = {"<cstdint>": "<stdint.h>", "<climits>": "<limits.h>", "<cfloat>": "<float.h>"}
+
+
+def close_macros(code: str) -> str:
+    """`code` with an `#undef` at its end for every macro it `#define`s and does not undefine,
+    so that several implementations compiled into one translation unit (each in its own
+    namespace) never see each other's macros; C++ wrapper headers (<cstdint>, <climits>,
+    <cfloat>) become their C names."""
+    for cxx, c in _C_HEADERS.items():
+        code = code.replace(f"#include {cxx}", f"#include {c}")
+    names = list(dict.fromkeys(_DEFINE.findall(code)))
+    open_ = [n for n in names if not re.search(rf"^[ \t]*#[ \t]*undef[ \t]+{n}\b", code, re.M)]
+    if not open_:
+        return code
+    return code.rstrip() + "\n" + "".join(f"#undef {n}\n" for n in open_)
+
+
 def c_task(
     fam: str,
     index: int,
@@ -142,7 +165,9 @@ def c_task(
     implementations: list[Implementation],
     description: str,
 ) -> Task:
-    """A C→CUDA task with the generator's id scheme and provenance."""
+    """A C→CUDA task with the generator's id scheme and provenance; every implementation's
+    macros are closed (`close_macros`)."""
+    implementations = [i.model_copy(update={"code": close_macros(i.code)}) for i in implementations]
     return Task(
         id=f"gen/c2cuda/{fam}/{index:05d}",
         kind=TaskKind.C2CUDA,

@@ -1,6 +1,9 @@
-"""Building a task set: every family × `per_family` tasks, deduplicated, with family splits.
+"""Building a task set: every family × its task count, deduplicated, with family splits.
 
-Guaranteed: the same (families, per_family, seed) gives byte-identical tasks (each task's
+A family's count is `per_family`, or, for a kind given a total (`c_tasks`, `torch_tasks`),
+ceil(total / number of that kind's families), so totals spread evenly over the families.
+
+Guaranteed: the same (families, counts, seed) gives byte-identical tasks (each task's
 `random.Random` is seeded from a string of the seed, the family and the index, which
 Python hashes with SHA-512, independent of PYTHONHASHSEED); no two implementations anywhere in
 the set share their normalised code (a task whose code collides is drawn again with the next
@@ -11,13 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import random
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from cudaperf.datagen.base import FAMILIES, Family
-from cudaperf.tasks.model import Task
+from cudaperf.tasks.model import Task, TaskKind
 from cudaperf.tasks.stats import normalize_code
 
 __all__ = [
@@ -26,6 +30,7 @@ __all__ = [
     "build_tasks",
     "generate_one",
     "near_duplicate_rate",
+    "plan",
     "split_of",
     "splits_document",
 ]
@@ -41,14 +46,18 @@ MAX_ATTEMPTS = 20  # redraws of one task whose implementation code collides with
 class BuildConfig:
     """What `build_tasks` generates."""
 
-    per_family: int = 5  # tasks per family
+    per_family: int = 5  # tasks per family (for a kind without a total below)
     seed: int = 0  # build seed; every task's rng derives from it
     families: tuple[str, ...] = ()  # family names; empty = all registered
     max_family_share: float = 0.10  # refuse a build where one family exceeds this share
+    c_tasks: int = 0  # > 0: about this many C→CUDA tasks, spread evenly over the C families
+    torch_tasks: int = 0  # > 0: about this many PyTorch→CUDA tasks, spread likewise
 
     def __post_init__(self) -> None:
         if self.per_family < 1:
             raise ValueError(f"per_family must be >= 1, got {self.per_family}")
+        if self.c_tasks < 0 or self.torch_tasks < 0:
+            raise ValueError("c_tasks and torch_tasks must be >= 0 (0: use per_family)")
         unknown = set(self.families) - set(FAMILIES)
         if unknown:
             raise ValueError(
@@ -86,24 +95,35 @@ def generate_one(fam: Family, seed: int, index: int, attempt: int = 0) -> Task:
     return fam.generate(_rng(seed, fam.name, index, attempt), index)
 
 
-def _families(config: BuildConfig) -> list[Family]:
+def plan(config: BuildConfig) -> list[tuple[Family, int]]:
+    """(family, number of tasks) in build order; raises ValueError when one family's share of
+    the planned total would exceed `max_family_share` (the message says how to fix it)."""
     names = config.families or tuple(sorted(FAMILIES))
     fams = [FAMILIES[n] for n in names]
-    if len(fams) * config.max_family_share < 1 - 1e-9:
+    totals = {TaskKind.C2CUDA: config.c_tasks, TaskKind.TORCH2CUDA: config.torch_tasks}
+    kinds = {k: sum(f.kind is k for f in fams) for k in totals}
+    counts = [
+        (f, math.ceil(totals[f.kind] / kinds[f.kind]) if totals[f.kind] else config.per_family)
+        for f in fams
+    ]
+    total = sum(n for _, n in counts)
+    biggest = max(counts, key=lambda fn: fn[1])
+    if biggest[1] > config.max_family_share * total + 1e-9:
         raise ValueError(
-            f"{len(fams)} families at {config.per_family} tasks each give one family a share of "
-            f"{1 / len(fams):.2f} > max_family_share {config.max_family_share}; use at least "
-            f"{int(1 / config.max_family_share + 0.999)} families or raise the limit"
+            f"family {biggest[0].name} would hold {biggest[1]} of {total} tasks (share "
+            f"{biggest[1] / total:.2f}) > max_family_share {config.max_family_share}; use more "
+            f"families (at least {int(1 / config.max_family_share + 0.999)} of equal size), "
+            "balance the per-kind totals, or raise the limit"
         )
-    return fams
+    return counts
 
 
 def build_tasks(config: BuildConfig, progress: Callable[[str], None] | None = None) -> BuildReport:
     """Generate every family's tasks in a fixed order; `progress(family)` after each task."""
     report = BuildReport()
     seen: set[str] = set()
-    for fam in _families(config):
-        for index in range(config.per_family):
+    for fam, count in plan(config):
+        for index in range(count):
             task = _draw_unique(fam, config.seed, index, seen, report)
             if task is not None:
                 report.tasks.append(task)
