@@ -119,17 +119,51 @@ def plan(config: BuildConfig) -> list[tuple[Family, int]]:
 
 
 def build_tasks(config: BuildConfig, progress: Callable[[str], None] | None = None) -> BuildReport:
-    """Generate every family's tasks in a fixed order; `progress(family)` after each task."""
+    """Generate every family's tasks in a fixed order; `progress(family)` after each task.
+
+    When a family gives up on tasks (its code kept colliding) and its kind was given a total,
+    the other families of that kind make the missing tasks with their next indices (in name
+    order, never past `max_family_share` of the planned total), so the kind still reaches its
+    total where the families have the variety for it."""
     report = BuildReport()
     seen: set[str] = set()
-    for fam, count in plan(config):
+    planned = plan(config)
+    made: dict[str, list[Task]] = {}
+    for fam, count in planned:
+        made[fam.name] = []
         for index in range(count):
             task = _draw_unique(fam, config.seed, index, seen, report)
             if task is not None:
-                report.tasks.append(task)
+                made[fam.name].append(task)
             if progress:
                 progress(fam.name)
+    _top_up(config, planned, made, seen, report)
+    report.tasks = [t for fam, _ in planned for t in made[fam.name]]
     return report
+
+
+def _top_up(config, planned, made, seen, report) -> None:
+    cap = int(config.max_family_share * sum(n for _, n in planned) + 1e-9)
+    totals = {TaskKind.C2CUDA: config.c_tasks, TaskKind.TORCH2CUDA: config.torch_tasks}
+    for kind, total in totals.items():
+        fams = [f for f, _ in planned if f.kind is kind]
+        next_index = {f.name: n for f, n in planned if f.kind is kind}
+        have = sum(len(made[f.name]) for f in fams)
+        open_ = [f for f in fams if len(made[f.name]) == next_index[f.name]]  # none dropped
+        while total and have < total and open_:
+            for fam in list(open_):
+                if have >= total:
+                    break
+                if len(made[fam.name]) >= cap:
+                    open_.remove(fam)
+                    continue
+                task = _draw_unique(fam, config.seed, next_index[fam.name], seen, report)
+                next_index[fam.name] += 1
+                if task is None:
+                    open_.remove(fam)
+                    continue
+                made[fam.name].append(task)
+                have += 1
 
 
 def _draw_unique(fam: Family, seed: int, index: int, seen: set[str], report: BuildReport):
