@@ -8,7 +8,14 @@
 - `c.<stat>`: code statistics read from the text (log1p of counts, log of the length).
 
 Static only: nothing runs on a GPU. Results are cached per (code hash, analyzer config), since
-one analysis costs ~10 ms plus an nvcc/ptxas call when `resources` is on.
+one analysis costs ~10 ms plus an nvcc/ptxas call (~0.4 s) when `resources` is on.
+`features_many` computes many at once in a process pool and keeps them in an on-disk cache
+(`FeatureCache`: one JSONL file per analyzer config and feature-code fingerprint).
+
+Adding a feature: a regex count goes into `_PATTERNS`, any other text statistic into
+`_FUNCTIONS` (name → function of the code returning a float); a new analyzer feature in
+`cudaperf.analyze.FEATURES` is picked up as `k.<name>.mean|min|max`. Models store the names
+they were trained on, so older weights keep working; the disk cache key changes by itself.
 Guaranteed: the same code and config always give the same dict with the same keys in the same
 order. Not guaranteed: that every value is known (ptxas off or failing leaves NaNs).
 """
@@ -16,14 +23,26 @@ order. Not guaranteed: that every value is known (ptxas off or failing leaves Na
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 import re
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 from cudaperf.analyze import FEATURES, AnalyzeConfig, NoKernelsError, StructuralReport, analyze
 
-__all__ = ["FEATURE_NAMES", "analyzer_score", "clear_cache", "code_features", "code_stats"]
+__all__ = [
+    "FEATURE_NAMES",
+    "FeatureCache",
+    "analyzer_score",
+    "clear_cache",
+    "code_features",
+    "code_stats",
+    "features_many",
+]
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +68,26 @@ _PATTERNS: dict[str, str] = {
     "branches": r"\bif\s*\(",
 }
 _COMPILED = {k: re.compile(v) for k, v in _PATTERNS.items()}
-CODE_STATS = ("log_chars", "log_lines", *_PATTERNS)
+
+
+def _max_brace_depth(code: str) -> float:
+    depth = best = 0
+    for ch in code:
+        if ch == "{":
+            depth += 1
+            best = max(best, depth)
+        elif ch == "}":
+            depth = max(0, depth - 1)
+    return float(best)
+
+
+# Code statistic → function of the code (a float). Length is logged: ratios matter, not sizes.
+_FUNCTIONS: dict[str, Callable[[str], float]] = {
+    "log_chars": lambda c: math.log(max(1, len(c))),
+    "log_lines": lambda c: math.log(max(1, c.count("\n") + 1)),
+    "brace_depth": _max_brace_depth,  # nesting (loops in loops in kernels)
+}
+CODE_STATS = (*_FUNCTIONS, *_PATTERNS)
 
 # Analyzer features used, in FEATURES order (all of them are numeric).
 _KERNEL_FEATURES = tuple(FEATURES)
@@ -72,10 +110,7 @@ def clear_cache() -> None:
 
 def code_stats(code: str) -> dict[str, float]:
     """Text statistics of a candidate (log length, log1p of pattern counts)."""
-    out = {
-        "log_chars": math.log(max(1, len(code))),
-        "log_lines": math.log(max(1, code.count("\n") + 1)),
-    }
+    out = {name: float(fn(code)) for name, fn in _FUNCTIONS.items()}
     for name, rx in _COMPILED.items():
         out[name] = math.log1p(len(rx.findall(code)))
     return out
@@ -127,3 +162,104 @@ def code_features(code: str, config: AnalyzeConfig | None = None) -> dict[str, f
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
     return dict(feats)
+
+
+def _fingerprint() -> str:
+    """Hash of the feature names and of the analyzer's and this module's source code."""
+    import cudaperf.analyze as pkg
+
+    h = hashlib.sha256(json.dumps(FEATURE_NAMES).encode())
+    files = sorted(Path(pkg.__file__).parent.glob("*.py")) + [Path(__file__)]
+    for f in files:
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _code_key(code: str) -> str:
+    return hashlib.sha256(code.encode()).hexdigest()
+
+
+class FeatureCache:
+    """Feature dicts on disk: `<dir>/features-<config+code fingerprint>.jsonl`, keyed by code hash.
+
+    Appends only; a stale analyzer or feature set writes a new file instead of reusing old rows.
+    Not safe for two processes writing the same file at once (features_many writes from the
+    parent only).
+    """
+
+    def __init__(self, directory: str | Path, config: AnalyzeConfig) -> None:
+        tag = hashlib.sha256((config.model_dump_json() + _fingerprint()).encode()).hexdigest()
+        self.path = Path(directory) / f"features-{tag[:16]}.jsonl"
+        self.rows: dict[str, dict[str, float]] = {}
+        if self.path.is_file():
+            for line in self.path.read_text().splitlines():
+                try:
+                    doc = json.loads(line)
+                    self.rows[doc["sha256"]] = doc["features"]
+                except (ValueError, KeyError, TypeError):
+                    continue  # a torn last line after a crash
+
+    def get(self, code: str) -> dict[str, float] | None:
+        hit = self.rows.get(_code_key(code))
+        return dict(hit) if hit is not None and list(hit) == list(FEATURE_NAMES) else None
+
+    def put_many(self, items: Iterable[tuple[str, dict[str, float]]]) -> None:
+        lines = []
+        for code, feats in items:
+            key = _code_key(code)
+            self.rows[key] = feats
+            lines.append(json.dumps({"sha256": key, "features": feats}))
+        if lines:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a") as f:
+                f.write("\n".join(lines) + "\n")
+
+
+def _worker(args: tuple[str, AnalyzeConfig]) -> dict[str, float]:
+    return code_features(*args)
+
+
+def features_many(
+    codes: list[str],
+    config: AnalyzeConfig | None = None,
+    workers: int = 1,
+    cache_dir: str | Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[dict[str, float]]:
+    """`code_features` of every code, in order: from the disk cache, else in `workers` processes.
+
+    `progress(done, total)` is called as results arrive (unique uncached codes only).
+    """
+    cfg = config or AnalyzeConfig()
+    disk = FeatureCache(cache_dir, cfg) if cache_dir is not None else None
+    known: dict[str, dict[str, float]] = {}
+    todo: list[str] = []
+    for c in dict.fromkeys(codes):
+        hit = disk.get(c) if disk is not None else None
+        if hit is not None:
+            known[c] = hit
+        else:
+            todo.append(c)
+    if todo:
+        log.info("computing features of %d implementations (%d workers)", len(todo), workers)
+    done: list[tuple[str, dict[str, float]]] = []
+    if workers > 1 and len(todo) > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = pool.map(_worker, [(c, cfg) for c in todo], chunksize=8)
+            for c, f in zip(todo, results, strict=True):
+                done.append((c, f))
+                if progress:
+                    progress(len(done), len(todo))
+                if disk is not None and len(done) % 256 == 0:
+                    disk.put_many(done[-256:])
+        if disk is not None and len(done) % 256:
+            disk.put_many(done[-(len(done) % 256) :])
+    else:
+        for c in todo:
+            done.append((c, code_features(c, cfg)))
+            if progress:
+                progress(len(done), len(todo))
+        if disk is not None:
+            disk.put_many(done)
+    known.update(done)
+    return [dict(known[c]) for c in codes]
