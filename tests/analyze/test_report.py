@@ -52,3 +52,112 @@ def test_score_components():
     assert score_features(base, cfg) == pytest.approx(1.0)
     assert score_features({**base, "divergent_barriers": 1}, cfg) == pytest.approx(0.9)
     assert score_features({**base, "coalesced_fraction": 0.0}, cfg) == pytest.approx(0.7)
+    two_way = score_features({**base, "shared_bank_conflict_degree_max": 2}, cfg)
+    assert two_way == pytest.approx(1.0 - 0.5 * cfg.weights.bank_conflicts)
+
+
+HIST_NAIVE = """
+__global__ void hist_global(int n, const int* data, int* hist) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(&hist[data[i]], 1);
+}
+"""
+HIST_PRIVATE = """
+__global__ void hist_private(int n, int nbins, const int* data, int* hist) {
+    extern __shared__ int local[];
+    for (int b = threadIdx.x; b < nbins; b += blockDim.x) local[b] = 0;
+    __syncthreads();
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        atomicAdd(&local[data[i]], 1);
+    __syncthreads();
+    for (int b = threadIdx.x; b < nbins; b += blockDim.x) atomicAdd(&hist[b], local[b]);
+}
+"""
+SUM_ATOMIC = """
+__global__ void sum_all(int n, const float* x, float* out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(out, x[i]);
+}
+__global__ void sum_block(int n, const float* x, float* out) {
+    __shared__ float s[256];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    s[threadIdx.x] = i < n ? x[i] : 0.0f;
+    __syncthreads();
+    for (int k = 128; k > 0; k >>= 1) {
+        if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) atomicAdd(out, s[0]);
+}
+"""
+
+
+def _by_name(src: str, cfg: AnalyzeConfig) -> dict:
+    return {r.name: r for r in analyze(src, config=cfg)}
+
+
+def test_contended_global_atomics_are_found_and_penalised():
+    cfg = AnalyzeConfig(resources=False)
+    naive = _by_name(HIST_NAIVE, cfg)["hist_global"]
+    private = _by_name(HIST_PRIVATE, cfg)["hist_private"]
+    assert naive.features["contended_atomics"] == 1
+    assert private.features["contended_atomics"] == 0  # shared atomics; coalesced merge
+    assert "contended-atomic" in {f.rule for f in naive.findings}
+    assert private.score > naive.score
+    sums = _by_name(SUM_ATOMIC, cfg)
+    assert sums["sum_all"].features["contended_atomics"] == 1  # one address, every thread
+    assert sums["sum_block"].features["contended_atomics"] == 0  # guarded by threadIdx.x == 0
+    assert sums["sum_block"].score > sums["sum_all"].score
+
+
+REGBLOCK = """
+#define BK 16
+__global__ void mm_regblock(int n, const float* A, const float* B, float* C) {
+    __shared__ float As[BK][65];
+    __shared__ float Bs[BK][64];
+    int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    float acc[4][4] = {};
+    for (int k0 = 0; k0 < n; k0 += BK) {
+        As[threadIdx.x % BK][threadIdx.x / BK] = A[threadIdx.x + k0];
+        Bs[threadIdx.x / 64][threadIdx.x % 64] = B[threadIdx.x + k0];
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < BK; ++kk)
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) acc[i][j] += As[kk][ty + 16 * i] * Bs[kk][tx + 16 * j];
+        __syncthreads();
+    }
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j)
+            C[(blockIdx.x * 64 + ty + 16 * i) * n + tx + 16 * j] = acc[i][j];
+}
+"""
+
+
+def test_pragma_between_loop_header_and_body_keeps_the_nesting():
+    (r,) = analyze(REGBLOCK, config=AnalyzeConfig(resources=False))
+    assert r.features["unroll_pragmas"] == 3
+    # per k0 slab: 16*4*4 multiply-adds (2 FLOP each) over 2 loads (8 bytes) -> 64 FLOP/byte
+    # (the 16 stores of C add 64 bytes once; 64 slabs assumed for the unknown k0 loop)
+    assert r.features["arithmetic_intensity"] == pytest.approx(64 * 512 / (64 * 8 + 64))
+
+
+def test_register_blocking_and_rare_conflicts_are_not_penalised():
+    cfg = AnalyzeConfig(resources=False)
+    (r,) = analyze(REGBLOCK, config=cfg)
+    f = r.features
+    assert f["register_tile_elems"] == 16
+    assert f["shared_bank_conflict_degree_max"] == 2  # the transposing store into As
+    assert f["shared_bank_conflict_degree_weighted"] < 1.05  # the hot loads are conflict-free
+    base = dict.fromkeys(FEATURES)
+    base.update(global_accesses=2, coalesced_fraction=1.0, unknown_accesses=0,
+                vector_width_max=16, shared_bank_conflict_degree_max=1, divergent_barriers=0,
+                spill_bytes=0, theoretical_occupancy=0.25, arithmetic_intensity=1e9)  # fmt: skip
+    low = score_features(base, cfg)
+    assert score_features({**base, "register_tile_elems": 16}, cfg) == pytest.approx(1.0)
+    assert low == pytest.approx(1.0 - 0.5 * cfg.weights.occupancy)
+    assert score_features({**base, "contended_atomics": 1}, cfg) == pytest.approx(
+        low - 0.5 * cfg.weights.atomics
+    )

@@ -18,7 +18,7 @@ import logging
 
 from cudaperf.analyze.access import Access, find_accesses
 from cudaperf.analyze.index import Scope
-from cudaperf.analyze.intensity import estimate_intensity
+from cudaperf.analyze.intensity import LoopWeights, estimate_intensity
 from cudaperf.analyze.parse import (
     CudaText,
     Kernel,
@@ -41,7 +41,12 @@ from cudaperf.analyze.report import (
 )
 from cudaperf.analyze.resources import PtxasError, Resources, occupancy, ptxas_resources
 from cudaperf.analyze.rules import KernelFacts, run_rules
-from cudaperf.analyze.structure import Structure, find_structure
+from cudaperf.analyze.structure import (
+    Structure,
+    contended_atomics,
+    find_structure,
+    register_tile_elems,
+)
 
 __all__ = ["NoKernelsError", "analyze"]
 
@@ -127,20 +132,38 @@ def _report(
     accesses = find_accesses(k, scope, block_x)
     st = find_structure(k, scope, helpers)
     inten = estimate_intensity(k, scope, accesses, cfg.unknown_trip_count)
+    weight = LoopWeights(k, scope, cfg.unknown_trip_count)
+    bank = _weighted_conflicts(accesses, weight)
+    contended = contended_atomics(k, accesses, scope)
+    tile = register_tile_elems(k, scope)
     accesses, st = _map_lines(text, accesses, st)
+    contended = [dataclasses.replace(a, line=text.candidate_line(a.line)) for a in contended]
     res = _worst(resources.get(k.name, []))
     occ = occupancy(cfg.arch, block, res.registers, res.smem_bytes, dyn) if res else None
     line = text.candidate_line(k.line)
-    facts = KernelFacts(k.name, line, accesses, st, res, occ, block)
+    facts = KernelFacts(k.name, line, accesses, st, res, occ, block, tuple(contended))
     findings = run_rules(facts, cfg)
     if res is None and cfg.resources:
         why = note or "ptxas reported no entry for this kernel (a template never instantiated?)"
         findings.append(Finding(rule="resources", severity=Severity.INFO, line=line, message=why))
     features = _features(accesses, st, inten, res, occ, k, block, dyn)
+    features.update(
+        shared_bank_conflict_degree_weighted=bank,
+        contended_atomics=len(contended),
+        register_tile_elems=tile,
+    )
     score = score_features(features, cfg)
     return StructuralReport(
         name=k.name, line=line, features=features, findings=findings, score=score
     )
+
+
+def _weighted_conflicts(accesses: list[Access], weight: LoopWeights) -> float:
+    """Mean bank-conflict degree of the shared accesses, each weighted by how often it runs."""
+    sh = [(weight(a.node), a.conflict_degree) for a in accesses if a.space == "shared"]
+    sh = [(w, d) for w, d in sh if d is not None]
+    total = sum(w for w, _ in sh)
+    return sum(w * d for w, d in sh) / total if total else 1.0
 
 
 def _worst(rs: list[Resources]) -> Resources | None:

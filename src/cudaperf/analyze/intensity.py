@@ -29,7 +29,7 @@ from cudaperf.analyze.access import Access
 from cudaperf.analyze.index import Scope
 from cudaperf.analyze.parse import Kernel
 
-__all__ = ["Intensity", "estimate_intensity", "trip_count"]
+__all__ = ["Intensity", "LoopWeights", "estimate_intensity", "trip_count"]
 
 _FLOAT_TYPES = re.compile(r"\b(float\d?|double\d?|half2?|__half2?|__nv_bfloat162?|bfloat16)\b")
 _MATH = re.compile(
@@ -200,25 +200,33 @@ def _flops(n: Node, types: _Types) -> int:
     return 0
 
 
+class LoopWeights:
+    """How often a node of a kernel runs per thread: the product of its loops' trip counts."""
+
+    def __init__(self, kernel: Kernel, scope: Scope, unknown_trip_count: int) -> None:
+        self.top = kernel.body.parent
+        self.scope = scope
+        self.unknown = unknown_trip_count
+        self.trips: dict[int, int | None] = {}  # loop node id → trip count (None = unknown)
+
+    def __call__(self, n: Node) -> float:
+        w, p = 1.0, n.parent
+        while p is not None and p != self.top:
+            if p.type in ("for_statement", "while_statement", "do_statement"):
+                if p.id not in self.trips:
+                    self.trips[p.id] = trip_count(p, self.scope)
+                k = self.trips[p.id]
+                w *= self.unknown if k is None else k
+            p = p.parent
+        return w
+
+
 def estimate_intensity(
     kernel: Kernel, scope: Scope, accesses: list[Access], unknown_trip_count: int
 ) -> Intensity:
     """FLOPs and global bytes per thread, weighted by loop trip counts."""
     types = _Types(kernel)
-    trips: dict[int, int | None] = {}
-    weight_cache: dict[int, float] = {}
-
-    def weight(n: Node) -> float:
-        w, p = 1.0, n.parent
-        while p is not None and p != kernel.body.parent:
-            if p.type in ("for_statement", "while_statement", "do_statement"):
-                if p.id not in trips:
-                    trips[p.id] = trip_count(p, scope)
-                k = trips[p.id]
-                w *= unknown_trip_count if k is None else k
-            p = p.parent
-        return w
-
+    weight = LoopWeights(kernel, scope, unknown_trip_count)
     flops = 0.0
     stack = [kernel.body]
     while stack:
@@ -232,6 +240,6 @@ def estimate_intensity(
         if a.space != "global":
             continue
         mult = 2 if a.kind in ("loadstore", "atomic") else 1
-        nbytes += (a.elem_bytes or 4) * mult * weight_cache.setdefault(a.node.id, weight(a.node))
-    exact = all(v is not None for v in trips.values())
+        nbytes += (a.elem_bytes or 4) * mult * weight(a.node)
+    exact = all(v is not None for v in weight.trips.values())
     return Intensity(flops, nbytes, exact)

@@ -47,9 +47,23 @@ def _parser() -> ts.Parser:
     return ts.Parser(ts.Language(tree_sitter_cuda.language()))
 
 
+# `#pragma` lines become line comments of the same length before parsing: tree-sitter-cuda
+# ends a brace-less `for (...)` at a `#pragma unroll` that precedes its body (the body becomes
+# an empty statement and the inner loop a sibling), which breaks loop trip counts and scopes.
+_PRAGMA = re.compile(r"^([ \t]*)#([ \t]*pragma\b[^\n]*?)(\\?)$", re.M)
+
+
+def _pragma_comment(m: re.Match) -> str:
+    body = m.group(2) + m.group(3)
+    return m.group(1) + "//" + body[:-1]  # same length: `#` → `//`, last character dropped
+
+
 def parse(code: str) -> ts.Tree:
-    """Parse CUDA source into a tree-sitter tree."""
-    return _parser().parse(code.encode())
+    """Parse CUDA source into a tree-sitter tree (`#pragma` lines read as `//pragma` comments).
+
+    Byte offsets and lines of the tree are those of `code`.
+    """
+    return _parser().parse(_PRAGMA.sub(_pragma_comment, code).encode())
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,26 @@ Score formula (weights in `ScoreWeights`, renormalised over the components that 
 
     score = sum_i w_i * s_i / sum_i w_i
     s_coalescing = coalesced_fraction + 0.5 * unknown_fraction     (1 when no global access)
-    s_bank       = 1 / shared_bank_conflict_degree_max
+    s_bank       = 1 / (1 + log2(shared_bank_conflict_degree_weighted))  (or ..._max)
     s_barrier    = 0 if any divergent barrier else 1
     s_spill      = 1 / (1 + spill_bytes / spill_scale_bytes)
-    s_occupancy  = min(1, theoretical_occupancy / occupancy_target)
+    s_occupancy  = min(1, theoretical_occupancy * ilp / occupancy_target)
+                   ilp = clamp(sqrt(register_tile_elems), 1, 4)
     s_vector     = min(1, vector_width_max / 16)                   (1 when no global access)
     s_intensity  = AI / (AI + intensity_half)                      (AI = arithmetic_intensity)
+    s_atomics    = 1 / (1 + contended_atomics)
+
+Why the refinements (measured on the sample set's H200 timings, see
+bench/analyze_spearman.py): a bank conflict on a store that runs once per tile matters far
+less than one in the inner loop, so conflicts are weighted by how often each access runs, and
+a conflict replays an on-chip access while an uncoalesced access multiplies DRAM sectors, so
+the bank term grows with log2 of the degree (a 32-way conflicted transpose is ~2x slower than
+the padded one, a strided global one ~6x);
+register blocking (a 4x4 accumulator tile per thread) hides latency with independent
+instructions and needs fewer resident warps (Volkov, "Better performance at lower
+occupancy"), so its lower occupancy is not penalised; and colliding global atomics
+(a histogram's `atomicAdd(&hist[v], 1)` from every thread) are 10-40x slower than a
+privatised version although every other static feature is equal.
 
 The score uses static features only, so the same source always scores the same; profiling
 adds `ncu_*` features for inspection and for correlation studies but does not change it.
@@ -22,6 +36,7 @@ adds `ncu_*` features for inspection and for correlation studies but does not ch
 
 from __future__ import annotations
 
+import math
 import re
 from enum import Enum
 
@@ -48,10 +63,18 @@ FEATURES: dict[str, tuple[str, str]] = {
     "sectors_per_request_est": ("sectors", "mean static 32-byte sectors per warp request"),
     "shared_accesses": ("count", "__shared__ array accesses in the source"),
     "shared_bank_conflict_degree_max": ("ways", "worst static bank-conflict degree; 1 = none"),
+    "shared_bank_conflict_degree_weighted": (
+        "ways",
+        "mean static bank-conflict degree over shared accesses, weighted by loop trip counts",
+    ),
     "syncthreads": ("count", "block barriers in the source (__syncthreads*, block.sync())"),
     "divergent_barriers": ("count", "barriers under a thread-dependent branch or early return"),
     "syncwarps": ("count", "__syncwarp calls"),
     "atomics": ("count", "atomic* calls"),
+    "contended_atomics": (
+        "count",
+        "global atomics at a shared or data-dependent address, not limited to one thread",
+    ),
     "warp_shuffles": ("count", "__shfl*_sync and cooperative-groups shfl calls"),
     "warp_votes": ("count", "__ballot/__any/__all/__match/__reduce_*_sync calls"),
     "cooperative_groups": ("count", "cooperative_groups API uses"),
@@ -70,6 +93,7 @@ FEATURES: dict[str, tuple[str, str]] = {
     "global_bytes_per_thread": ("bytes", "static global bytes moved per thread"),
     "arithmetic_intensity": ("FLOP/byte", "flops_per_thread / global_bytes_per_thread"),
     "intensity_exact": ("0/1", "1 when every loop trip count was known statically"),
+    "register_tile_elems": ("elements", "largest per-thread local array (register blocking)"),
 }
 
 # Added when profiling with Nsight Compute ran (sums over the kernel's profiled launches).
@@ -104,6 +128,7 @@ RULES: dict[str, str] = {
     "divergent-barrier": "a barrier that not every thread of the block reaches",
     "register-spill": "ptxas spilled registers to local memory",
     "low-occupancy": "few warps resident per SM",
+    "contended-atomic": "many threads do global atomics on one address or data-dependent ones",
     "resources": "ptxas resource usage could not be determined (info only)",
     "warp-stalls": "the top warp stall reasons measured by Nsight Compute (info only)",
 }
@@ -144,12 +169,13 @@ class ScoreWeights(_Frozen):
     """Weights of the score's components; they need not sum to 1 (they are renormalised)."""
 
     coalescing: float = Field(default=0.30, ge=0)  # global access coalescing
-    bank_conflicts: float = Field(default=0.15, ge=0)  # shared-memory bank conflicts
+    bank_conflicts: float = Field(default=0.10, ge=0)  # shared-memory bank conflicts
     barriers: float = Field(default=0.10, ge=0)  # divergent barriers
-    spills: float = Field(default=0.15, ge=0)  # register spills
-    occupancy: float = Field(default=0.15, ge=0)  # theoretical occupancy
+    spills: float = Field(default=0.10, ge=0)  # register spills
+    occupancy: float = Field(default=0.10, ge=0)  # theoretical occupancy
     vector: float = Field(default=0.05, ge=0)  # vector width of global accesses
     intensity: float = Field(default=0.10, ge=0)  # static arithmetic intensity
+    atomics: float = Field(default=0.15, ge=0)  # contended global atomics
 
 
 _ARCH = re.compile(r"^sm_(\d{2,3})a?$")
@@ -204,12 +230,17 @@ def score_features(f: dict[str, float | None], cfg: AnalyzeConfig) -> float:
         parts.append((w.vector, min(1.0, (f.get("vector_width_max") or 4) / 16)))
     else:
         parts += [(w.coalescing, 1.0), (w.vector, 1.0)]
-    parts.append((w.bank_conflicts, 1.0 / max(1.0, f.get("shared_bank_conflict_degree_max") or 1)))
+    bank = f.get("shared_bank_conflict_degree_weighted")
+    bank = f.get("shared_bank_conflict_degree_max") if bank is None else bank
+    parts.append((w.bank_conflicts, 1.0 / (1.0 + math.log2(max(1.0, bank or 1)))))
     parts.append((w.barriers, 0.0 if f.get("divergent_barriers") else 1.0))
     if f.get("spill_bytes") is not None:
         parts.append((w.spills, 1.0 / (1.0 + f["spill_bytes"] / cfg.spill_scale_bytes)))
     if f.get("theoretical_occupancy") is not None:
-        parts.append((w.occupancy, min(1.0, f["theoretical_occupancy"] / cfg.occupancy_target)))
+        ilp = min(4.0, max(1.0, math.sqrt(f.get("register_tile_elems") or 1)))
+        occ = f["theoretical_occupancy"] * ilp
+        parts.append((w.occupancy, min(1.0, occ / cfg.occupancy_target)))
+    parts.append((w.atomics, 1.0 / (1.0 + (f.get("contended_atomics") or 0))))
     ai = f.get("arithmetic_intensity")
     if ai is not None:
         parts.append((w.intensity, ai / (ai + cfg.intensity_half)))

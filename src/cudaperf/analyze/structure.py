@@ -9,6 +9,17 @@ thread index (directly or through local variables, loads at thread-dependent add
 ...), or when a `return` under such a branch precedes it: then some threads of the block
 never reach it, which is undefined behaviour and can deadlock. A barrier under a
 block-uniform branch (`if (blockIdx.x == 0)`, `for (k = 0; k < n; ...)`) is fine.
+
+A global atomic is *contended* when many threads may hit one address: its address is the
+same for every lane (`atomicAdd(out, x)`) or data-dependent (`atomicAdd(&hist[v], 1)`), and
+it is not limited to one thread per warp or block by an equality test on the thread index
+(`if (threadIdx.x == 0)`, `if (lane == 0)`). Such atomics serialise in L2; a privatised copy in
+shared memory or a warp/block reduction first removes most of them.
+
+`register_tile_elems` is the size of the largest per-thread local array with constant
+extents (e.g. `float acc[4][4]` = 16): register blocking, where each thread keeps several
+independent accumulators and so hides latency with instruction-level parallelism rather than
+with resident warps.
 """
 
 from __future__ import annotations
@@ -18,10 +29,11 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from cudaperf.analyze.access import Access
 from cudaperf.analyze.index import Scope, thread_dependent
 from cudaperf.analyze.parse import Kernel
 
-__all__ = ["Structure", "find_structure"]
+__all__ = ["Structure", "contended_atomics", "find_structure", "register_tile_elems"]
 
 _BARRIER = re.compile(r"^(__syncthreads(_count|_and|_or)?|__barrier_sync|cg::sync)$")
 _SHUFFLE = re.compile(r"^__shfl(_up|_down|_xor)?(_sync)?$")
@@ -153,7 +165,7 @@ def find_structure(kernel: Kernel, scope: Scope, helpers: dict[str, Node]) -> St
     pragmas = sum(
         1
         for line in kernel.body.text.decode().splitlines()
-        if re.match(r"\s*#\s*pragma\s+unroll\b", line)
+        if re.match(r"\s*(#|//)\s*pragma\s+unrol", line)  # parse() comments pragmas out
     )
     return Structure(
         syncthreads=len(c.barriers),
@@ -165,3 +177,101 @@ def find_structure(kernel: Kernel, scope: Scope, helpers: dict[str, Node]) -> St
         cooperative_groups=c.cg,
         unroll_pragmas=pragmas,
     )
+
+
+def contended_atomics(kernel: Kernel, accesses: list[Access], scope: Scope) -> list[Access]:
+    """Global atomics whose address many threads may share (see the module docstring).
+
+    `atomicAdd(&a[i], v)` is judged by its access's pattern; `atomicAdd(p, v)` and
+    `atomicAdd(p + k, v)` on a pointer parameter `p` by whether the offset depends on the thread.
+    """
+    by_node = {a.node.id: a for a in accesses if a.kind == "atomic"}
+    out = []
+    stack = [kernel.body]
+    while stack:
+        n = stack.pop()
+        stack.extend(n.children)
+        if n.type != "call_expression" or not _ATOMIC.match(_callee(n)[0]):
+            continue
+        args = n.child_by_field_name("arguments")
+        first = args.named_children[0] if args is not None and args.named_children else None
+        if first is None or _one_thread_guard(n, scope):
+            continue
+        if first.type == "pointer_expression":  # &a[i]
+            a = by_node.get(first.named_children[-1].id) if first.named_children else None
+            if a is not None and a.space == "global" and a.pattern in ("broadcast", "unknown"):
+                out.append(a)
+            continue
+        root = first
+        while root.type in ("binary_expression", "parenthesized_expression"):
+            root = root.named_children[0]
+        if root.type == "identifier" and "*" in kernel.params.get(root.text.decode(), ""):
+            if not thread_dependent(scope.value(first)):
+                out.append(_pointer_atomic(n, first, root.text.decode()))
+    return sorted(out, key=lambda a: a.line)
+
+
+def _pointer_atomic(call: Node, arg: Node, array: str) -> Access:
+    text = " ".join(call.text.decode().split())[:80]
+    line = call.start_point[0] + 1
+    return Access("global", array, line, text, "atomic", None, "0", "broadcast", 1, None, arg)
+
+
+def _one_thread_guard(n: Node, scope: Scope) -> bool:
+    """Whether `n` sits under an `if` whose test has `thread-dependent == block-uniform`."""
+    p, child = n.parent, n
+    while p is not None:
+        if p.type in ("if_statement", "conditional_expression"):
+            cond = p.child_by_field_name("condition")
+            if cond is not None and cond != child and not _inside(child, cond):
+                if _has_thread_equality(cond, scope):
+                    return True
+        if p.type == "function_definition":
+            return False
+        p, child = p.parent, p
+    return False
+
+
+def _has_thread_equality(cond: Node, scope: Scope) -> bool:
+    stack = [cond]
+    while stack:
+        n = stack.pop()
+        stack.extend(n.named_children)
+        op = n.child_by_field_name("operator") if n.type == "binary_expression" else None
+        if op is None or op.text != b"==":
+            continue
+        sides = [n.child_by_field_name("left"), n.child_by_field_name("right")]
+        dep = [s is not None and thread_dependent(scope.value(s)) for s in sides]
+        if dep.count(True) == 1:
+            return True
+    return False
+
+
+def register_tile_elems(kernel: Kernel, scope: Scope) -> int:
+    """Elements of the largest non-`__shared__` local array with constant extents (0: none)."""
+    best = 0
+    stack = [kernel.body]
+    while stack:
+        n = stack.pop()
+        stack.extend(n.children)
+        if n.type != "declaration" or any(
+            c.type in ("type_qualifier", "storage_class_specifier")
+            and c.text in (b"__shared__", b"extern", b"static")
+            for c in n.children
+        ):
+            continue
+        for d in n.children_by_field_name("declarator"):
+            if d.type == "init_declarator":
+                d = d.child_by_field_name("declarator")
+            size = 1
+            while d is not None and d.type == "array_declarator":
+                ext = d.child_by_field_name("size")
+                v = scope.value(ext) if ext is not None else None
+                if v is None or not v.is_Integer or int(v) <= 0:
+                    size = 0
+                    break
+                size *= int(v)
+                d = d.child_by_field_name("declarator")
+            if d is not None and d.type == "identifier" and size > 1:
+                best = max(best, size)
+    return best
