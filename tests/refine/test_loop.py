@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from cudaperf.execute.types import Status
@@ -10,9 +12,14 @@ from cudaperf.refine import (
     ScriptedBackend,
     SummaryRecord,
     TurnRecord,
+    WeakestFirstBackend,
+    first_messages,
+    make_backend,
     read_trajectory,
     refine,
+    refine_many,
     scripted_from_task,
+    weakest_first,
 )
 from cudaperf.reward import RewardScorer
 from cudaperf.tasks.io import load_sample
@@ -109,3 +116,90 @@ def test_infra_errors_stop_the_loop_without_a_best():
 def test_invalid_arguments():
     with pytest.raises(ValueError, match="turns=0"):
         refine(SAXPY, scripted_from_task(SAXPY), scorer(), turns=0)
+
+
+# --- scripted weakest-first replay and lockstep refinement of several tasks ------------------
+
+SAMPLE = {t.id: t for t in load_sample()}
+MATMUL, TRANSPOSE = SAMPLE["sample/c2cuda/matmul"], SAMPLE["sample/c2cuda/transpose"]
+
+
+def measured_evaluator(calls):
+    """OK results whose speedup vs naive is the stored H200 geomean ratio (what the GPU
+    evaluator would measure if the stored medians hold)."""
+
+    def run(jobs):
+        calls.append([t.id for t, _ in jobs])
+        out = []
+        for task, cand in jobs:
+            impl = next(i for i in task.implementations if i.code.strip() == cand.code.strip())
+            naive = task.implementation("naive")
+            ratio = [
+                n.median_us / m.median_us
+                for n, m in zip(naive.measurements, impl.measurements, strict=True)
+            ]
+            sp = math.prod(ratio) ** (1 / len(ratio))
+            out.append(result(Status.OK, cand.code, task.id, speedup_vs_naive=sp))
+        return out
+
+    return run
+
+
+def test_weakest_first_orders_by_measured_time_then_by_strategies():
+    assert [i.id for i in weakest_first(MATMUL)] == ["naive", "smem_tiled", "register_blocked"]
+    assert [i.id for i in weakest_first(TRANSPOSE)] == [
+        "naive", "smem_tiled_conflicts", "smem_tiled_padded"
+    ]  # fmt: skip
+    bare = MATMUL.model_copy(
+        update={"implementations": [
+            i.model_copy(update={"measurements": []}) for i in reversed(MATMUL.implementations)
+        ]}
+    )  # fmt: skip
+    assert [i.id for i in weakest_first(bare)] == ["naive", "smem_tiled", "register_blocked"]
+    assert [i.id for i in weakest_first(MATMUL, gpu="no such gpu")][0] == "naive"
+
+
+def test_weakest_first_backend_replays_one_implementation_per_turn():
+    be = make_backend("scripted:weakest-first", tasks=[MATMUL, SAXPY])
+    assert isinstance(be, WeakestFirstBackend) and be.name == "scripted:weakest-first"
+    msgs = first_messages(MATMUL)
+    turns = [be.generate(msgs, 2) for _ in range(4)]
+    ids = ["naive", "smem_tiled", "register_blocked", "register_blocked"]
+    for replies, impl in zip(turns, ids, strict=True):
+        assert len(replies) == 2 and replies[0] == replies[1]
+        assert f"`{impl}`" in replies[0] and "```cuda" in replies[0]
+    assert "`naive`" in be.generate(first_messages(SAXPY), 1)[0]  # counted per task
+    with pytest.raises(ValueError, match="not built with"):
+        be.generate(first_messages(TRANSPOSE), 1)
+    assert make_backend("scripted:weakest-first", task=SAXPY).order == {
+        SAXPY.id: ["naive", "grid_stride_vec4"]
+    }
+    with pytest.raises(ValueError, match="use one of"):
+        make_backend("scripted:best-first", task=SAXPY)
+
+
+def test_refine_many_runs_tasks_in_lockstep_with_rising_rewards(tmp_path):
+    calls = []
+    sc = RewardScorer(
+        [MATMUL, SAXPY], evaluator=measured_evaluator(calls), analyzer=lambda c: [report(0.5)],
+        analyze="always",
+    )  # fmt: skip
+    be = make_backend("scripted:weakest-first", tasks=[MATMUL, SAXPY])
+    done = []
+    out = tmp_path / "traj.jsonl"
+    mm, sx = refine_many([MATMUL, SAXPY], be, sc, turns=4, samples=2, out=out, on_done=done.append)
+    # one evaluator batch per turn for every task still running; a repeated candidate (saxpy's
+    # turn 3, matmul's turn 4) and a turn's duplicate samples come from the scorer's cache
+    assert calls == [[MATMUL.id, SAXPY.id], [MATMUL.id, SAXPY.id], [MATMUL.id]]
+    totals = [t.best_total for t in mm.turns]
+    assert len(totals) == 4 and totals[0] < totals[1] < totals[2] == totals[3]
+    assert mm.summary.best_turn == 3 and mm.summary.stopped == "no improvement"
+    assert sx.summary.best_turn == 2 and len(sx.turns) == 3
+    assert [r.task_id for r in done] == [SAXPY.id, MATMUL.id]
+    records = read_trajectory(out)
+    assert [r.type for r in records].count("summary") == 2 and len(records) == 9
+
+
+def test_refine_many_rejects_duplicate_tasks():
+    with pytest.raises(ValueError, match="unique"):
+        refine_many([SAXPY, SAXPY], scripted_from_task(SAXPY), scorer())

@@ -7,19 +7,26 @@
                     turns=4, samples=8, out="traj.jsonl")
     result.best_code
 
-Backends: `ScriptedBackend` (replays replies; tests), `OpenAIBackend` (any OpenAI-compatible
-server), `HFBackend` (transformers in-process; `refine.hf`, imported lazily).
+Several tasks in lockstep (one generation batch and one evaluator batch per turn):
+`refine_many(tasks, backend, scorer, ...)`.
+
+Backends: `ScriptedBackend` (replays replies; tests), `WeakestFirstBackend` (replays each
+task's implementations slowest-first, one per turn: `make_backend("scripted:weakest-first",
+tasks=...)`), `OpenAIBackend` (any OpenAI-compatible server), `HFBackend` (transformers
+in-process, the bundled SmolLM2 by default; `refine.hf`, imported lazily).
 """
 
 from cudaperf.refine.backends import (
     Backend,
     OpenAIBackend,
     ScriptedBackend,
+    WeakestFirstBackend,
     make_backend,
     scripted_from_task,
+    weakest_first,
 )
 from cudaperf.refine.feedback import compile_errors, render_feedback
-from cudaperf.refine.loop import RefineResult, refine
+from cudaperf.refine.loop import RefineResult, refine, refine_many
 from cudaperf.refine.prompts import SYSTEM, first_messages, next_messages, task_prompt
 from cudaperf.refine.target import parse_sizes, task_from_c_file, task_from_torch_file
 from cudaperf.refine.trajectory import (
@@ -42,6 +49,7 @@ __all__ = [
     "SummaryRecord",
     "TrajectoryWriter",
     "TurnRecord",
+    "WeakestFirstBackend",
     "compile_errors",
     "extract_candidate",
     "first_messages",
@@ -50,9 +58,11 @@ __all__ = [
     "parse_sizes",
     "read_trajectory",
     "refine",
+    "refine_many",
     "render_feedback",
     "scripted_from_task",
     "task_from_c_file",
     "task_from_torch_file",
     "task_prompt",
+    "weakest_first",
 ]
