@@ -51,6 +51,7 @@ __all__ = [
     "ScoreWeights",
     "Severity",
     "StructuralReport",
+    "score_components",
     "score_features",
 ]
 
@@ -219,31 +220,33 @@ class AnalyzeConfig(_Frozen):
         return v
 
 
-def score_features(f: dict[str, float | None], cfg: AnalyzeConfig) -> float:
-    """Combine features into a score in [0, 1]; see the module docstring for the formula."""
-    w = cfg.weights
-    parts: list[tuple[float, float]] = []
+def score_components(f: dict[str, float | None], cfg: AnalyzeConfig) -> dict[str, float]:
+    """Each known component s_i in [0, 1], keyed by its `ScoreWeights` field name."""
+    s: dict[str, float] = {}
     n = f.get("global_accesses") or 0
-    if n:
-        unknown = (f.get("unknown_accesses") or 0) / n
-        parts.append((w.coalescing, min(1.0, (f["coalesced_fraction"] or 0) + 0.5 * unknown)))
-        parts.append((w.vector, min(1.0, (f.get("vector_width_max") or 4) / 16)))
-    else:
-        parts += [(w.coalescing, 1.0), (w.vector, 1.0)]
+    unknown = (f.get("unknown_accesses") or 0) / n if n else 0.0
+    s["coalescing"] = min(1.0, (f.get("coalesced_fraction") or 0) + 0.5 * unknown) if n else 1.0
+    s["vector"] = min(1.0, (f.get("vector_width_max") or 4) / 16) if n else 1.0
     bank = f.get("shared_bank_conflict_degree_weighted")
     bank = f.get("shared_bank_conflict_degree_max") if bank is None else bank
-    parts.append((w.bank_conflicts, 1.0 / (1.0 + math.log2(max(1.0, bank or 1)))))
-    parts.append((w.barriers, 0.0 if f.get("divergent_barriers") else 1.0))
+    s["bank_conflicts"] = 1.0 / (1.0 + math.log2(max(1.0, bank or 1)))
+    s["barriers"] = 0.0 if f.get("divergent_barriers") else 1.0
     if f.get("spill_bytes") is not None:
-        parts.append((w.spills, 1.0 / (1.0 + f["spill_bytes"] / cfg.spill_scale_bytes)))
+        s["spills"] = 1.0 / (1.0 + f["spill_bytes"] / cfg.spill_scale_bytes)
     if f.get("theoretical_occupancy") is not None:
         ilp = min(4.0, max(1.0, math.sqrt(f.get("register_tile_elems") or 1)))
-        occ = f["theoretical_occupancy"] * ilp
-        parts.append((w.occupancy, min(1.0, occ / cfg.occupancy_target)))
-    parts.append((w.atomics, 1.0 / (1.0 + (f.get("contended_atomics") or 0))))
+        s["occupancy"] = min(1.0, f["theoretical_occupancy"] * ilp / cfg.occupancy_target)
+    s["atomics"] = 1.0 / (1.0 + (f.get("contended_atomics") or 0))
     ai = f.get("arithmetic_intensity")
     if ai is not None:
-        parts.append((w.intensity, ai / (ai + cfg.intensity_half)))
+        s["intensity"] = ai / (ai + cfg.intensity_half)
+    return s
+
+
+def score_features(f: dict[str, float | None], cfg: AnalyzeConfig) -> float:
+    """Combine features into a score in [0, 1]; see the module docstring for the formula."""
+    w = cfg.weights.model_dump()
+    parts = [(w[k], v) for k, v in score_components(f, cfg).items()]
     total = sum(wi for wi, _ in parts)
     if total <= 0:
         return 1.0
