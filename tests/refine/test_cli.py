@@ -43,6 +43,21 @@ def test_refine_scripted_compile_only(tmp_path):
     assert best.read_text().strip() and "saxpy" in best.read_text()
 
 
+@needs_nvcc
+def test_refine_scripted_weakest_first_compile_only(tmp_path):
+    out = tmp_path / "t.jsonl"
+    args = ["refine", "c2cuda/matmul", "--model", "scripted:weakest-first", "--turns", "4",
+            "--samples", "2", "--out", str(out), "--best-out", str(tmp_path / "b.cu"),
+            "--compile-only", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    # compile-only: every kernel earns the same "compiled" reward, so turn 2 gains nothing
+    assert [r["type"] for r in lines] == ["turn", "turn", "summary"]
+    assert [r["samples"][0]["reply"].split("`")[1] for r in lines[:2]] == ["naive", "smem_tiled"]
+    assert lines[-1]["model"] == "scripted:weakest-first"
+
+
 def test_refine_bad_target_and_missing_c_options(tmp_path):
     res = runner.invoke(app, ["refine", "no/such/task", "--model", "scripted:implementations"])
     assert res.exit_code == 2 and "no task matches" in res.output

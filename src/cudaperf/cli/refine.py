@@ -40,6 +40,7 @@ def _backend(
     temperature: float,
     max_tokens: int,
     gguf_file: str | None,
+    model_cache: Path | None = None,
 ):
     from cudaperf.refine.backends import make_backend
 
@@ -47,10 +48,13 @@ def _backend(
         opts = dict(
             model=server_model, api_key=api_key, temperature=temperature, max_tokens=max_tokens
         )
-    elif model == "scripted:implementations":
+    elif model.startswith("scripted:"):
         opts = {}
     else:
-        opts = dict(gguf_file=gguf_file, temperature=temperature, max_new_tokens=max_tokens)
+        opts = dict(
+            gguf_file=gguf_file, temperature=temperature, max_new_tokens=max_tokens,
+            cache_dir=model_cache,
+        )  # fmt: skip
     try:
         return make_backend(model, task=task, **opts)
     except (ImportError, ValueError, OSError) as e:
@@ -64,8 +68,9 @@ def refine_command(
     model: str = typer.Option(
         "smollm2",
         "--model",
-        help="HF name/path, http(s):// URL of an "
-        "OpenAI-compatible server, or scripted:implementations.",
+        help="smollm2 (the bundled SmolLM2-135M-Instruct), a HF name, checkpoint dir or .gguf "
+        "file, an http(s):// URL of an OpenAI-compatible server, or scripted:weakest-first / "
+        "scripted:implementations (replay the task's implementations).",
     ),
     turns: int = typer.Option(3, "--turns", help="Maximum turns."),
     samples: int = typer.Option(4, "--samples", help="Replies sampled per turn (best-of-n)."),
@@ -82,6 +87,12 @@ def refine_command(
     server_model: str = typer.Option("default", "--server-model", help="Model name on the server."),
     api_key: str = typer.Option("EMPTY", "--api-key", envvar="OPENAI_API_KEY", help="Server key."),
     gguf_file: str = typer.Option(None, "--gguf-file", help="HF: GGUF file inside --model."),
+    model_cache: Path = typer.Option(
+        None,
+        "--model-cache",
+        envvar="CUDAPERF_MODEL_CACHE",
+        help="HF: where GGUF models are converted once (default ~/.cache/cudaperf/models).",
+    ),
     temperature: float = typer.Option(0.8, "--temperature", help="Sampling temperature."),
     max_tokens: int = typer.Option(2048, "--max-tokens", help="Tokens per reply."),
     compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
@@ -92,7 +103,9 @@ def refine_command(
 
     task = _target(target, tasks_path, function, sizes, lengths)
     scorer = scorer_for(task, preset, compile_only, cache_dir)
-    backend = _backend(model, task, server_model, api_key, temperature, max_tokens, gguf_file)
+    backend = _backend(
+        model, task, server_model, api_key, temperature, max_tokens, gguf_file, model_cache
+    )
     cols = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*cols, console=console, transient=True) as bar:
         tid = bar.add_task(f"turn 1/{turns}: generating {samples} replies", total=None)
