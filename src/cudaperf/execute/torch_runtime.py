@@ -210,8 +210,12 @@ def _seed(salt: int, cfg: InputConfig, trial: int) -> int:
 
 
 def _fresh_inputs(ref_mod, seed: int, into: list | None) -> list:
+    """`get_inputs()` under the CUDA default device: tensors are drawn on the GPU (a KernelBench
+    level-1 input of 1.6e9 floats takes seconds to draw on the CPU, milliseconds here)."""
     torch.manual_seed(seed)
-    new = [x.cuda() if isinstance(x, torch.Tensor) else x for x in ref_mod.get_inputs()]
+    with torch.device("cuda"):
+        made = ref_mod.get_inputs()
+    new = [x.cuda() if isinstance(x, torch.Tensor) else x for x in made]
     if into is None:
         return new
     for buf, x in zip(
@@ -340,13 +344,15 @@ def _one_config(task, cfg, cand_code, salt, req, timed: bool, profile: bool) -> 
     ref_mod = load_module(task.source, f"cudaperf_ref_{cfg.name}", cfg.sizes)
     init = ref_mod.get_init_inputs()
     seed = _seed(salt, cfg, -1)
-    torch.manual_seed(seed)
-    ref = ref_mod.Model(*init).cuda().eval()
     cand_mod = load_module(
         cand_code, f"cudaperf_cand_{hashlib.sha256(cand_code.encode()).hexdigest()[:12]}"
     )
-    torch.manual_seed(seed)
-    new = cand_mod.ModelNew(*init).cuda().eval()
+    # Both models are built on the GPU from the same seed, so their parameters are equal.
+    with torch.device("cuda"):
+        torch.manual_seed(seed)
+        ref = ref_mod.Model(*init).cuda().eval()
+        torch.manual_seed(seed)
+        new = cand_mod.ModelNew(*init).cuda().eval()
     inputs, (mabs, mrel) = _check_trials(task, cfg, ref_mod, ref, new, salt, req)
     res = dict(base, correct=True, max_abs_err=mabs, max_rel_err=mrel)
     if timed:
