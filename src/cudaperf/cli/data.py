@@ -133,11 +133,140 @@ def verify(
 
 
 @data_app.command("measure")
-def measure() -> None:
-    """Time every implementation on a GPU (not available yet: needs a GPU session)."""
-    fail(
-        "`data measure` needs an NVIDIA GPU and is not implemented yet; measure the generated "
-        "implementations with `cudaperf eval data/tasks.jsonl --implementations` on a GPU "
-        "machine",
-        code=1,
+def measure(
+    path: Path = typer.Argument(Path("data/tasks.jsonl"), help="Task set (.jsonl / .parquet)."),
+    out: Path = typer.Option(
+        Path("measure_results.jsonl"), "--out", help="Results JSONL (appended; resumable)."
+    ),
+    batch_tasks: int = typer.Option(32, "--batch-tasks", help="Tasks per nvcc invocation."),
+    jobs: int = typer.Option(
+        None, "--jobs", help="CPU workers (nvcc, references); default: cores."
+    ),
+    gpus: str = typer.Option("all", "--gpus", help="GPU indices such as 0,1, or all."),
+    trials: int = typer.Option(20, "--trials", help="Timed trials per config."),
+    warmup: int = typer.Option(3, "--warmup", help="Untimed calls before the trials."),
+    budget_ms: float = typer.Option(50.0, "--budget-ms", help="Timed-trial budget per config."),
+    shard: str = typer.Option("", "--shard", help="i/n: only tasks with index % n == i."),
+    kinds: str = typer.Option("c2cuda,torch2cuda", "--kinds", help="Task kinds to measure."),
+    limit: int = typer.Option(None, "--limit", help="Only the first N selected tasks."),
+    compile_only: bool = typer.Option(
+        False, "--compile-only", help="No GPU: only build the batch libraries (dry run)."
+    ),
+    arch: str = typer.Option(None, "--arch", help="nvcc -arch; default: the GPU's, or sm_90."),
+    cache_dir: Path = typer.Option(Path("~/.cache/cudaperf"), "--cache-dir", help="Build cache."),
+    scratch: Path = typer.Option(None, "--scratch", help="Folder for prepared inputs."),
+    max_inflight_gb: float = typer.Option(16.0, "--max-inflight-gb", help="Prepared inputs held."),
+    cpu_trials: int = typer.Option(0, "--cpu-trials", help="Time the C reference N times."),
+    run_timeout: float = typer.Option(120.0, "--run-timeout", help="Seconds before a hang."),
+    seed_salt: int = typer.Option(None, "--seed-salt", help="Fixed secret input salt."),
+    summary: Path = typer.Option(None, "--summary", help="Write the run summary JSON here."),
+    every: float = typer.Option(30.0, "--progress-every", help="Seconds between progress lines."),
+    json: bool = JsonOpt,
+) -> None:
+    """Verify and time every implementation on the GPU(s), many per nvcc call and per process.
+
+    Resumable: pairs already in --out are skipped. With --compile-only (no GPU needed) it only
+    builds the batch libraries and writes `compiled` rows.
+    """
+    import sys
+    import time
+
+    from cudaperf.datagen.measure import (
+        MeasureConfig,
+        MeasureError,
+        estimate_gpu_seconds,
+        measure_tasks,
     )
+    from cudaperf.execute.build import detect_gpus
+    from cudaperf.tasks.io import TaskFileError, load_tasks
+
+    if not compile_only and not detect_gpus():
+        fail(
+            "`data measure` needs an NVIDIA GPU (nvidia-smi lists none) to verify and time "
+            "implementations; run it on a GPU machine, or pass --compile-only to only build "
+            "them here",
+            code=1,
+        )
+    try:
+        gpu_ids = None if gpus.strip() == "all" else tuple(int(g) for g in gpus.split(","))
+        config = MeasureConfig(
+            out=out, batch_tasks=batch_tasks, jobs=jobs, gpus=gpu_ids, trials=trials,
+            warmup=warmup, budget_ms=budget_ms, compile_only=compile_only, arch=arch,
+            cache_dir=cache_dir, scratch=scratch, seed_salt=seed_salt,
+            run_timeout_s=run_timeout, max_inflight_gb=max_inflight_gb, cpu_trials=cpu_trials,
+        )  # fmt: skip
+        config.eval_config()
+        tasks = _select_for_measure(load_tasks(path), kinds, shard, limit)
+    except TaskFileError as e:
+        fail(str(e))
+    except ValueError as e:
+        fail(f"{e} (check --gpus, --shard, --kinds and the numeric options)")
+    est = estimate_gpu_seconds(tasks, config)
+    console.print(
+        f"measuring {len(tasks)} task(s) -> {out} ({'compile-only' if compile_only else 'GPU'});"
+        f" model estimate of GPU-runner time for the C->CUDA part: {est['seconds']:.0f} s "
+        f"({est['ms_per_impl']:.1f} ms per implementation, {est['implementations']} impls)",
+        highlight=False,
+    )
+    last = [0.0]
+
+    def on_progress(snap: dict) -> None:
+        now = time.monotonic()
+        if now - last[0] < every and snap["impls_done"] < snap["impls_total"]:
+            return
+        last[0] = now
+        eta = "?" if snap["eta_s"] is None else f"{snap['eta_s'] / 60:.1f} min"
+        st = ", ".join(f"{k} {v}" for k, v in sorted(snap["statuses"].items()))
+        console.print(
+            f"[{time.strftime('%H:%M:%S')}] {snap['impls_done']}/{snap['impls_total']} impls, "
+            f"{snap['tasks_done']}/{snap['tasks_total']} tasks, "
+            f"{snap['impls_per_min']:.0f} impls/min, ETA {eta} ({st})",
+            highlight=False,
+        )
+
+    try:
+        result = measure_tasks(tasks, config, on_progress)
+    except MeasureError as e:
+        fail(str(e), code=1)
+    result["command"] = " ".join(sys.argv)
+    result["estimate"] = est
+    if summary:
+        summary.parent.mkdir(parents=True, exist_ok=True)
+        summary.write_text(jsonlib.dumps(result, indent=1, default=str) + "\n")
+    if json:
+        emit_json(result)
+        return
+    table = Table("kind", "status", "implementations")
+    for kind, counts in sorted(result["statuses_in_file"].items()):
+        for st, n in sorted(counts.items()):
+            table.add_row(kind, st, str(n))
+    stdout.print(table)
+    rate = result["impls_per_min"]
+    per = result.get("gpu_process_s_per_impl")
+    console.print(
+        f"{result['implementations_measured_this_run']} implementation(s) this run in "
+        f"{result['wall_s']:.0f} s ({rate} impls/min); GPU-runner time per implementation: "
+        f"{'n/a' if per is None else f'{per * 1e3:.1f} ms'}; nvcc calls: "
+        f"{result.get('nvcc_calls', 0)} ({result.get('nvcc_seconds', 0):.0f} s of nvcc wall time)",
+        highlight=False,
+    )
+    for note in result.get("notes", []):
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
+
+
+def _select_for_measure(tasks: list, kinds: str, shard: str, limit: int | None) -> list:
+    """Tasks of the given kinds, then this shard (i/n, by position), then the first `limit`."""
+    want = {k.strip() for k in kinds.split(",") if k.strip()}
+    unknown = want - {"c2cuda", "torch2cuda"}
+    if unknown:
+        raise ValueError(f"--kinds: unknown kind(s) {sorted(unknown)}; use c2cuda,torch2cuda")
+    tasks = [t for t in tasks if t.kind.value in want]
+    if shard:
+        try:
+            i, n = (int(x) for x in shard.split("/"))
+        except ValueError:
+            raise ValueError(f"--shard {shard!r}: write it as i/n, e.g. 0/4") from None
+        if not 0 <= i < n:
+            raise ValueError(f"--shard {shard!r}: need 0 <= i < n")
+        tasks = tasks[i::n]
+    return tasks[:limit] if limit is not None else tasks

@@ -1,0 +1,462 @@
+"""`cudaperf data measure`: verify and time every implementation of a task set, in batches.
+
+The evaluator (`cudaperf eval --implementations`) compiles and runs one implementation at a
+time; this module measures a whole generated dataset on one machine with the same checks:
+
+1. **Batched compile.** C→CUDA tasks are split round-robin over the GPUs, then into batches of
+   `batch_tasks` tasks; one nvcc call compiles every implementation of a batch into one
+   library (`measure_source`, `measure_build`: namespaced, bisected on errors, cached). The
+   batches compile in a thread pool ahead of the GPU, which starts on the first one.
+2. **References on the CPU.** A process pool makes each task's secret-seeded inputs and C
+   reference outputs (`measure_refs`) a few tasks ahead of the GPU (bounded in bytes),
+   handed over as .npy files in a scratch folder (on /dev/shm when it has room).
+3. **One runner per GPU** (`measure_runner`, driven by `measure_drive`): inputs are uploaded
+   once per task and config; each implementation is checked on the device against the
+   reference (the rule of `cudaperf.execute.inputs.compare`), timed (L2 flushed per trial),
+   cross-checked (wall clock, roofline) and checked again; a CUDA error restarts the runner.
+4. **Rows.** One `ExecResult` JSON line per (task, implementation), appended and fsynced, so
+   `cudaperf tasks attach` takes the file unchanged; a rerun skips pairs already measured
+   (`measure_rows`: keyed by the task's content and the implementation's code).
+5. **PyTorch→CUDA tasks** go to `cudaperf.datagen.measure_torch.measure_torch_tasks`, per GPU
+   after its C→CUDA share, in a child process (skipped, loudly, when that module is absent).
+
+`compile_only=True` (no GPU) only builds the batch libraries and writes `compiled` rows.
+Differences from the evaluator, by design: inputs are input set 0 only (the re-check after
+timing uses the same inputs, restored), 20 trials within a 50 ms budget per config by
+default (not 100 within 2 s), and no CPU timing of the reference unless `cpu_trials > 0`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import importlib.util
+import logging
+import multiprocessing
+import os
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from cudaperf.datagen.measure_build import BatchBuild, build_batch, build_runtime, static_reject
+from cudaperf.datagen.measure_drive import ByteBudget, GpuDriver, ShardJob, drive_shard
+from cudaperf.datagen.measure_refs import RefPool, pick_scratch, task_bytes
+from cudaperf.datagen.measure_rows import (
+    Env,
+    Output,
+    Progress,
+    done_pairs,
+    make_row,
+    read_rows,
+)
+from cudaperf.execute.build import GpuInfo, detect_gpus, toolchain_versions
+from cudaperf.execute.config import EvalConfig
+from cudaperf.execute.types import Status
+from cudaperf.tasks.model import Task, TaskKind
+
+log = logging.getLogger(__name__)
+
+__all__ = ["MeasureConfig", "MeasureError", "estimate_gpu_seconds", "measure_tasks"]
+
+TORCH_MODULE = "cudaperf.datagen.measure_torch"
+
+
+class MeasureError(RuntimeError):
+    """The run cannot go on (no GPU, runner does not start, ...); the message says why."""
+
+
+@dataclass(frozen=True)
+class MeasureConfig:
+    """Settings of one `data measure` run."""
+
+    out: Path  # results JSONL (appended; existing rows make a rerun skip their pairs)
+    batch_tasks: int = 32  # tasks per nvcc invocation
+    jobs: int | None = None  # CPU workers (parallel nvcc calls, reference processes); default cores
+    gpus: tuple[int, ...] | None = None  # GPU indices; None: every visible GPU
+    trials: int = 20  # timed trials per config (fewer when budget_ms runs out; at least 5)
+    warmup: int = 3  # untimed calls before the trials
+    budget_ms: float = 50.0  # timed-trial budget per implementation and config
+    compile_only: bool = False  # build the batch libraries only (no GPU needed)
+    arch: str | None = None  # nvcc -arch; default the first GPU's, or sm_90
+    cache_dir: Path = Path("~/.cache/cudaperf")  # build cache (shared with the evaluator)
+    scratch: Path | None = None  # folder for prepared inputs; default /dev/shm if it has room
+    seed_salt: int | None = None  # secret input salt; default random per run
+    run_timeout_s: float = 120.0  # max seconds without any runner event (a hang)
+    batch_timeout_s: float = 900.0  # max seconds of one batch's nvcc call
+    max_inflight_gb: float = 16.0  # prepared inputs held at once (all GPUs), GB
+    prefetch: int | None = None  # tasks prepared ahead per GPU; default jobs // GPUs + 2
+    check_after: bool = True  # re-check each implementation after timing it
+    cpu_trials: int = 0  # time the C reference this many times per config (0: not timed)
+    max_bandwidth_gbs: float = 10000.0  # roofline check (as EvalConfig)
+    runner_max_tasks: int = 200  # replace the GPU runner after this many tasks
+    nvcc: str = "nvcc"
+    gcc: str = "gcc"
+    extra_nvcc_flags: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        for name in ("batch_tasks", "trials", "runner_max_tasks"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
+        for name in ("budget_ms", "run_timeout_s", "batch_timeout_s", "max_inflight_gb"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name}={getattr(self, name)} must be > 0")
+        if self.warmup < 0 or self.cpu_trials < 0:
+            raise ValueError("warmup and cpu_trials must be >= 0")
+        if self.jobs is not None and self.jobs < 1:
+            raise ValueError(f"jobs={self.jobs}; use >= 1, or leave it out for all CPU cores")
+        if self.out.suffix != ".jsonl":
+            raise ValueError(f"--out {self.out}: use a .jsonl file name")
+        object.__setattr__(self, "cache_dir", Path(self.cache_dir).expanduser())
+
+    def eval_config(self) -> EvalConfig:
+        """The evaluator settings the shared build steps read (validates the arch)."""
+        return EvalConfig(
+            arch=self.arch, cache_dir=self.cache_dir, nvcc=self.nvcc, gcc=self.gcc,
+            compile_only=self.compile_only, extra_nvcc_flags=self.extra_nvcc_flags,
+            max_bandwidth_gbs=self.max_bandwidth_gbs,
+        )  # fmt: skip
+
+    def workers(self) -> int:
+        return self.jobs or os.cpu_count() or 1
+
+
+def _visible_gpus(wanted: tuple[int, ...] | None) -> list[GpuInfo]:
+    found = detect_gpus()
+    if wanted is not None:
+        missing = set(wanted) - {g.index for g in found}
+        if missing:
+            raise MeasureError(
+                f"GPU(s) {sorted(missing)} are not visible (nvidia-smi lists "
+                f"{[g.index for g in found]}); pass --gpus all or existing indices"
+            )
+        found = [g for g in found if g.index in wanted]
+    return found
+
+
+def measure_tasks(
+    tasks: list[Task],
+    config: MeasureConfig,
+    on_progress=None,
+    *,
+    gpus: list[GpuInfo] | None = None,
+    builder=build_batch,
+    runtime_lib: str | None = None,
+) -> dict:
+    """Measure every implementation of `tasks` not measured yet; returns the summary.
+    `gpus`, `builder` and `runtime_lib` replace GPU detection, the batch compiler and the
+    runtime library (tests use them to run the whole pipeline on a CPU with fake libraries)."""
+    t0 = time.monotonic()
+    ecfg = config.eval_config()
+    if gpus is None:
+        gpus = [] if config.compile_only else _visible_gpus(config.gpus)
+    if not config.compile_only and not gpus:
+        raise MeasureError(
+            "no NVIDIA GPU is visible (nvidia-smi lists none): `data measure` needs a GPU to "
+            "verify and time implementations; use --compile-only to only build them here"
+        )
+    mode = "compile-only" if config.compile_only else "full"
+    arch = config.arch or (gpus[0].arch if gpus else "sm_90")
+    driver_v = gpus[0].driver if gpus and mode == "full" else ""
+    versions = toolchain_versions(ecfg, driver_v)
+    env = Env(mode, gpus[0].name if mode == "full" else "", arch, versions)
+    done = done_pairs(read_rows(config.out), tasks, mode, env.gpu)
+    c_tasks = [t for t in tasks if t.kind is TaskKind.C2CUDA]
+    torch_tasks = [t for t in tasks if t.kind is TaskKind.TORCH2CUDA] if mode == "full" else []
+    torch_ok = not torch_tasks or importlib.util.find_spec(TORCH_MODULE) is not None
+    todo = [(t, i) for t in c_tasks + (torch_tasks if torch_ok else []) for i in t.implementations
+            if (t.id, i.id) not in done]  # fmt: skip
+    progress = Progress(len(todo), len({t.id for t, _ in todo}))
+
+    def on_row(row: dict) -> None:
+        progress.row(row)
+        if on_progress:
+            on_progress(progress.snapshot())
+
+    out = Output(config.out, on_row)
+    stats: dict = {"skipped_done": len(done), "notes": []}
+    if not torch_ok:
+        n = sum(len(t.implementations) for t in torch_tasks)
+        stats["notes"].append(
+            f"{TORCH_MODULE} is not available, so {len(torch_tasks)} torch2cuda task(s) "
+            f"({n} implementations) were skipped"
+        )
+        log.warning(stats["notes"][-1])
+    try:
+        _measure_c(c_tasks, done, config, ecfg, env, gpus, out, progress, stats, builder,
+                   runtime_lib, torch_tasks if torch_ok else [])  # fmt: skip
+    finally:
+        out.close()
+    return _summary(tasks, config, env, stats, time.monotonic() - t0, progress)
+
+
+def _batches(tasks: list[Task], ngpu: int, size: int) -> list[tuple[int, list[Task]]]:
+    """(gpu slot, tasks) batches: tasks round-robin over GPUs, then chunks, interleaved so every
+    GPU's first batch compiles first."""
+    per = [[s[i : i + size] for i in range(0, len(s), size)] for s in
+           (tasks[g::ngpu] for g in range(ngpu))]  # fmt: skip
+    out = []
+    for j in range(max((len(p) for p in per), default=0)):
+        out += [(g, p[j]) for g, p in enumerate(per) if j < len(p)]
+    return out
+
+
+def _measure_c(c_tasks, done, config, ecfg, env, gpus, out, progress, stats, builder,
+               runtime_lib, torch_tasks) -> None:  # fmt: skip
+    ngpu = max(len(gpus), 1)
+    pool = cf.ThreadPoolExecutor(config.workers(), thread_name_prefix="nvcc",
+                                 initializer=_lower_priority)  # fmt: skip
+    shard_jobs: list[list[ShardJob]] = [[] for _ in range(ngpu)]
+    builds: list[cf.Future] = []
+    rejected = 0
+    for g, batch in _batches(c_tasks, ngpu, config.batch_tasks):
+        if all((t.id, i.id) in done for t in batch for i in t.implementations):
+            continue
+        pairs, pending = [], []
+        for t in batch:
+            todo = []
+            for impl in t.implementations:
+                fail = static_reject(impl)
+                if fail is None:
+                    pairs.append((t, impl))
+                    if (t.id, impl.id) not in done:
+                        todo.append(impl)
+                elif (t.id, impl.id) not in done:
+                    rejected += 1
+                    out.put(make_row(env, t, impl, fail.status, message=fail.message,
+                                     findings=fail.findings))  # fmt: skip
+            pending.append((t, todo))
+        fut = pool.submit(builder, pairs, env.arch, ecfg, config.batch_timeout_s)
+        builds.append(fut)
+        shard_jobs[g] += [ShardJob(t, todo, fut, task_bytes(t)) for t, todo in pending if todo]
+    stats["batches"], stats["static_rejects"] = len(builds), rejected
+    try:
+        if config.compile_only:
+            _compile_only([j for s in shard_jobs for j in s], builds, env, out, progress)
+        else:
+            _run_gpus(shard_jobs, config, ecfg, env, gpus, out, progress, stats, runtime_lib,
+                      torch_tasks, done)  # fmt: skip
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        finished = [f.result() for f in builds if f.done() and not f.cancelled()
+                    and f.exception() is None]  # fmt: skip
+        stats["nvcc_calls"] = sum(b.nvcc_calls for b in finished)
+        stats["nvcc_seconds"] = sum(b.compile_seconds for b in finished)
+        stats["batch_seconds"] = [round(b.seconds, 1) for b in finished]
+
+
+def _lower_priority() -> None:
+    # The GPU runner's timing thread must not wait behind nvcc and the references.
+    try:
+        os.nice(5)
+    except OSError:
+        pass
+
+
+def _compile_only(jobs: list[ShardJob], builds: list[cf.Future], env: Env, out: Output,
+                  progress) -> None:  # fmt: skip
+    """Rows in the order the batches were submitted (which is the order they finish in)."""
+    for fut in builds:
+        for job in (j for j in jobs if j.batch is fut):
+            _write_task(job, fut.result(), None, {}, env, out)
+            progress.task()
+
+
+def _write_task(job: ShardJob, build: BatchBuild, prep: dict | None, outcomes: dict, env: Env,
+                out: Output) -> None:  # fmt: skip
+    t = job.task
+    for impl in job.impls:
+        key = (t.id, impl.id)
+        f = build.failures.get(key)
+        if f is not None:
+            row = make_row(env, t, impl, f.status, message=f.message, compile_log=f.log)
+        elif key not in build.units:
+            row = make_row(env, t, impl, Status.INFRA_ERROR, message="lost by the batch compiler")
+        elif prep is None:
+            row = make_row(env, t, impl, Status.COMPILED, compile_log=build.logs.get(key, ""))
+        elif not prep.get("ok"):
+            row = make_row(env, t, impl, Status.INFRA_ERROR, message=prep.get("message", ""),
+                           compile_log=prep.get("log", ""))  # fmt: skip
+        elif impl.id in outcomes:
+            o = outcomes[impl.id]
+            row = make_row(env, t, impl, o.status, configs=o.configs, message=o.message,
+                           compile_log=build.logs.get(key, ""), wall_s=o.seconds)  # fmt: skip
+        else:
+            row = make_row(env, t, impl, Status.INFRA_ERROR, message="the GPU runner skipped it")
+        out.put(row)
+
+
+def _run_gpus(shard_jobs, config, ecfg, env, gpus, out, progress, stats, runtime_lib,
+              torch_tasks, done) -> None:  # fmt: skip
+    runtime_lib = runtime_lib or build_runtime(env.arch, ecfg)
+    need = max((j.nbytes for s in shard_jobs for j in s), default=0)
+    base = pick_scratch(2 * need, config.scratch)
+    scratch = Path(tempfile.mkdtemp(prefix="cudaperf-measure-", dir=base))
+    limit = int(config.max_inflight_gb * 1e9)
+    limit = min(limit, int(0.8 * shutil.disk_usage(scratch).free)) or limit
+    salt = config.seed_salt if config.seed_salt is not None else secrets.randbits(62)
+    settings = {
+        "trials": config.trials,
+        "warmup": config.warmup,
+        "budget_ms": config.budget_ms,
+        "check_after": config.check_after,
+        "max_bandwidth_gbs": config.max_bandwidth_gbs,
+    }
+    eval_fields = {"cache_dir": str(config.cache_dir), "gcc": config.gcc, "compile_only": True}
+    refs = RefPool(config.workers())
+    budget = ByteBudget(limit)
+    prefetch = config.prefetch or config.workers() // len(gpus) + 2
+    drivers = [GpuDriver(g.index, runtime_lib, settings, config.run_timeout_s,
+                         config.out.with_name(f"{config.out.stem}.runner-gpu{g.index}.log"),
+                         config.runner_max_tasks) for g in gpus]  # fmt: skip
+    stats.update(scratch=str(scratch), inflight_limit_gb=limit / 1e9, prefetch=prefetch)
+    errors: list[BaseException] = []
+
+    def submit_prep(task: Task, folder: str):
+        return refs.submit(task.model_dump_json(), salt, folder, eval_fields, config.cpu_trials)
+
+    def on_task(job, build, prep, outcomes):
+        _write_task(job, build, prep, outcomes, env, out)
+        progress.task()
+
+    def gpu_thread(i: int) -> None:
+        try:
+            drive_shard(drivers[i], shard_jobs[i], submit_prep, scratch, budget, prefetch, on_task)
+            drivers[i].stop()
+            mine = [t for t in torch_tasks[i :: len(gpus)]
+                    if any((t.id, im.id) not in done for im in t.implementations)]  # fmt: skip
+            if mine:
+                _torch_phase(mine, config, gpus[i].index, done, progress, stats)
+        except BaseException as e:  # noqa: BLE001 - re-raised by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=gpu_thread, args=(i,), name=f"gpu{g.index}", daemon=True)
+               for i, g in enumerate(gpus)]  # fmt: skip
+    try:
+        for th in threads:
+            th.start()
+        for th in threads:
+            while th.is_alive():
+                th.join(timeout=1.0)
+    finally:
+        for d in drivers:
+            d.stop(kill=True)
+        refs.shutdown()
+        shutil.rmtree(scratch, ignore_errors=True)
+        stats["runner_busy_s"] = {str(d.gpu): round(d.busy_s, 1) for d in drivers}
+        stats["runner_starts"] = {str(d.gpu): d.starts for d in drivers}
+        stats["device"] = {str(d.gpu): d.device_name for d in drivers}
+    if errors:
+        raise MeasureError(str(errors[0])) from errors[0]
+
+
+class _QueueProgress:
+    """The `progress` given to measure_torch_tasks: any call that carries a row (a dict or an
+    object with `.status`) counts that row; other calls are ignored."""
+
+    def __init__(self, q):
+        self.q = q
+
+    def __call__(self, *args, **kwargs) -> None:
+        for x in (*args, *kwargs.values()):
+            st = x.get("status") if isinstance(x, dict) else getattr(x, "status", None)
+            if st is not None:
+                self.q.put(getattr(st, "value", st))
+                return
+
+
+def _torch_child(task_jsons: list[str], out: str, trials: int, device: int, done, q) -> None:
+    from cudaperf.datagen.measure_torch import measure_torch_tasks  # type: ignore[import-not-found]
+
+    tasks = [Task.model_validate_json(j) for j in task_jsons]
+    measure_torch_tasks(tasks, Path(out), trials=trials, device=device,
+                        done={tuple(p) for p in done}, progress=_QueueProgress(q))  # fmt: skip
+
+
+def _torch_phase(tasks: list[Task], config: MeasureConfig, device: int, done, progress,
+                 stats: dict) -> None:  # fmt: skip
+    """PyTorch→CUDA tasks of one GPU, in a child process (a crash there cannot take the
+    orchestrator down); rows are appended to the same results file by the child."""
+    ctx = multiprocessing.get_context("spawn")
+    q = ctx.Queue()
+    mine = {t.id for t in tasks}
+    args = ([t.model_dump_json() for t in tasks], str(config.out), config.trials, device,
+            [p for p in done if p[0] in mine], q)  # fmt: skip
+    proc = ctx.Process(target=_torch_child, args=args, name=f"measure-torch-gpu{device}")
+    proc.start()
+    while proc.is_alive() or not q.empty():
+        try:
+            progress.row({"status": q.get(timeout=1.0)})
+        except Exception:  # noqa: BLE001 - queue.Empty, or a closed queue at exit
+            continue
+    if proc.exitcode:
+        note = f"torch2cuda measurement on GPU {device} exited with code {proc.exitcode}"
+        stats["notes"].append(note)
+        log.error(note)
+
+
+def _summary(tasks, config, env, stats, wall_s: float, progress) -> dict:
+    """Counts from the results file itself (the latest row of each selected pair)."""
+    wanted = {(t.id, i.id): t.kind.value for t in tasks for i in t.implementations}
+    latest: dict = {}
+    for r in read_rows(config.out):
+        k = (r.get("task_id"), r.get("candidate_id"))
+        if k in wanted and r.get("mode") == env.mode:
+            latest[k] = r.get("status")
+    by_kind: dict[str, dict[str, int]] = {}
+    for k, st in latest.items():
+        d = by_kind.setdefault(wanted[k], {})
+        d[st] = d.get(st, 0) + 1
+    snap = progress.snapshot()
+    run = snap["impls_done"]
+    busy = sum(stats.get("runner_busy_s", {}).values())
+    return {
+        "mode": env.mode,
+        "gpu": env.gpu,
+        "arch": env.arch,
+        "versions": env.versions,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+        "implementations_selected": len(wanted),
+        "implementations_measured_this_run": run,
+        "statuses_this_run": snap["statuses"],
+        "statuses_in_file": by_kind,
+        "wall_s": round(wall_s, 1),
+        "impls_per_min": round(run / wall_s * 60, 1) if wall_s > 0 else None,
+        "gpu_process_s_per_impl": round(busy / run, 4) if run and busy else None,
+        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
+        **stats,
+    }
+
+
+def estimate_gpu_seconds(tasks: list[Task], config: MeasureConfig) -> dict:
+    """A rough model of the GPU runner's time, for planning (not a measurement): per task and
+    config an upload at 8 GB/s; per implementation and config 3 device copies of the inputs,
+    2 compares, 2 checked calls, warm-up, and trials of (L2 flush 40 us + syncs 30 us + call),
+    with a call taken as 3x the time to move its arrays at 3 TB/s (at least 10 us), trials
+    capped by the time budget, plus 2 ms of Python and launch overhead."""
+    total, impls = 0.0, 0
+    for t in tasks:
+        if t.kind is not TaskKind.C2CUDA:
+            continue
+        n = len(t.implementations)
+        impls += n
+        for cfg in t.configs:
+            arr = [(p, _nbytes(p, cfg)) for p in t.signature if p.is_array]
+            moved = sum(b for _, b in arr)
+            call = max(10e-6, 3 * moved / 3e12)
+            trials = min(config.trials, max(5, int(config.budget_ms / 1e3 / (call + 70e-6))))
+            per_impl = 3 * moved / 1.5e12 + 2 * moved / 2e12 + (2 + config.warmup) * call
+            per_impl += trials * (call + 70e-6) + 2e-3
+            total += moved / 8e9 + n * per_impl
+    return {"seconds": total, "implementations": impls,
+            "ms_per_impl": 1e3 * total / impls if impls else 0.0}  # fmt: skip
+
+
+def _nbytes(p, cfg) -> int:
+    import numpy as np
+
+    from cudaperf.tasks.model import eval_length
+
+    return eval_length(p.length or "0", cfg.sizes) * np.dtype(p.dtype).itemsize
