@@ -222,7 +222,7 @@ def conv1d(rng: random.Random, index: int):
                 ["register_blocking", "unrolled"],
             )
         )
-    big = (1 << 26) if t == "float" else (1 << 25)
+    big = (1 << 26 if k <= 8 else 1 << 25) >> (t == "double")  # >= 256 MB of traffic
     sizes = {
         "small": {"n": rng.randrange(700, 5000)},
         "medium": {"n": (1 << 20) + rng.randrange(0, 999)},

@@ -214,7 +214,7 @@ def conv2d_channels(rng: random.Random, index: int):
         ),
     ]
     macs = nc * nf * k * k
-    side = int((6e8 / macs) ** 0.5) if t == "float" else int((3e8 / macs) ** 0.5)
+    side = int((3e8 / macs) ** 0.5) if t == "float" else int((2e8 / macs) ** 0.5)
     side = max(256, min(4096, side))
     sizes = {
         "small": {"height": rng.randrange(9, 40), "width": rng.randrange(10, 60)},
