@@ -1,7 +1,10 @@
-"""`cudaperf rank train|score|eval`: the offline feature ranker (issue 8)."""
+"""`cudaperf rank train|score|eval`: the offline pairwise ranker, feature or neural (issue 8)."""
 
 from __future__ import annotations
 
+import os
+import shlex
+import sys
 from pathlib import Path
 
 import typer
@@ -10,7 +13,7 @@ from cudaperf.cli.common import console, emit_json, fail, load_task_set, select_
 
 __all__ = ["rank_app"]
 
-rank_app = typer.Typer(help="Train, evaluate and apply the pairwise feature ranker.",
+rank_app = typer.Typer(help="Train, evaluate and apply the pairwise ranker (feature or neural).",
                        no_args_is_help=True)  # fmt: skip
 
 TasksOpt = typer.Option(None, "--tasks", help="Task file or folder (default: the sample set).")
@@ -18,38 +21,97 @@ SplitsOpt = typer.Option(
     None, "--splits", help="splits.json (family → split); default: splits.json next to --tasks, "
     "else a stable hash of the family name."
 )  # fmt: skip
-ModelOpt = typer.Option(None, "--model", help="Ranker JSON (default: the packaged weights).")
+ModelOpt = typer.Option(
+    None, "--model", help="A ranker: feature JSON, or a folder from `rank train --out` "
+    "(feature or neural). Default: the packaged feature weights."
+)  # fmt: skip
+WorkersOpt = typer.Option(
+    os.cpu_count() or 1, "--workers", help="Processes computing analyzer features."
+)
+CacheOpt = typer.Option(
+    Path.home() / ".cache" / "cudaperf" / "rank-features", "--cache-dir",
+    help="On-disk feature cache (keyed by code hash, analyzer settings and feature code).",
+)  # fmt: skip
+
+
+def _splits_path(tasks_path: Path | None, splits: Path | None) -> Path | None:
+    if splits is None and tasks_path is not None:
+        near = (tasks_path if tasks_path.is_dir() else tasks_path.parent) / "splits.json"
+        splits = near if near.is_file() else None
+    return splits
 
 
 def _splits(tasks_path: Path | None, splits: Path | None) -> dict[str, str] | None:
     from cudaperf.rank.pairs import read_splits
 
-    if splits is None and tasks_path is not None:
-        near = (tasks_path if tasks_path.is_dir() else tasks_path.parent) / "splits.json"
-        splits = near if near.is_file() else None
-    if splits is None:
+    path = _splits_path(tasks_path, splits)
+    if path is None:
         return None
     try:
-        return read_splits(splits)
+        return read_splits(path)
     except ValueError as e:
         fail(str(e))
 
 
-def _model(path: Path | None):
-    from cudaperf.rank.bt import ModelNotTrainedError, load_default, load_model
+def _ranker(path: Path | None):
+    from cudaperf.rank.bt import ModelNotTrainedError
+    from cudaperf.rank.ranker import load_ranker
 
     try:
-        return load_model(path) if path is not None else load_default()
-    except (ModelNotTrainedError, ValueError) as e:
+        return load_ranker(path)
+    except (ModelNotTrainedError, ValueError, ImportError) as e:
         fail(str(e))
+
+
+def _progress(what: str):
+    from rich.progress import Progress
+
+    bar = Progress(console=console, transient=True)
+    state: dict = {}
+
+    def update(done: int, total: int, *_: float) -> None:
+        if "id" not in state:
+            bar.start()
+            state["id"] = bar.add_task(what, total=total)
+        bar.update(state["id"], completed=done)
+        if done >= total:
+            bar.stop()
+
+    return update
+
+
+def _train_feature(tasks, splits, out, l2, min_ratio, no_resources, arch, workers, cache, src):
+    from cudaperf.rank.ranker import TrainConfig, train_feature_ranker
+
+    cfg = TrainConfig(l2=l2, min_ratio=min_ratio, resources=not no_resources, arch=arch,
+                      workers=workers, cache_dir=str(cache) if cache else None)  # fmt: skip
+    model = train_feature_ranker(tasks, splits, cfg, source=src,
+                                 progress=_progress("features"))  # fmt: skip
+    return model, model.save(out / "feature_ranker.json")
 
 
 @rank_app.command("train")
 def train(
     tasks_path: Path | None = TasksOpt,
-    out: Path = typer.Option(Path("ranker"), "--out", help="Folder for feature_ranker.json."),
+    kind: str = typer.Option(
+        "feature",
+        "--model",
+        help="feature (Bradley–Terry on analyzer features) or neural (LoRA transformer).",
+    ),
+    out: Path = typer.Option(Path("ranker"), "--out", help="Output folder."),
     splits: Path | None = SplitsOpt,
-    l2: float = typer.Option(1e-2, "--l2", help="L2 strength on standardised coefficients."),
+    ship: bool = typer.Option(
+        False,
+        "--ship",
+        help="Feature model: also write it, with its provenance and held-out metrics, into the "
+        "package as the default.",
+    ),
+    evaluate_after: bool = typer.Option(
+        True,
+        "--eval/--no-eval",
+        help="Evaluate on held-out families after training (when they have pairs).",
+    ),
+    l2: float = typer.Option(1e-2, "--l2", help="Feature model: L2 on standardised coefficients."),
     min_ratio: float = typer.Option(
         1.0, "--min-ratio", help="Training pairs: slower/faster >= this."
     ),
@@ -57,21 +119,72 @@ def train(
         False, "--no-resources", help="Skip ptxas (no registers/occupancy features; faster)."
     ),
     arch: str = typer.Option("sm_90", "--arch", help="Target architecture for ptxas/occupancy."),
+    workers: int = WorkersOpt,
+    cache_dir: Path | None = CacheOpt,
+    backbone: str = typer.Option(
+        "smollm2",
+        "--backbone",
+        help="Neural: HF model name or path, a .gguf file, or smollm2 (the bundled SmolLM2-135M).",
+    ),
+    max_steps: int | None = typer.Option(
+        None, "--max-steps", help="Neural: optimiser steps (default: --epochs)."
+    ),
+    epochs: float = typer.Option(1.0, "--epochs", help="Neural: passes over the training tasks."),
+    batch_tasks: int = typer.Option(8, "--batch-tasks", help="Neural: tasks per step."),
+    max_length: int = typer.Option(1024, "--max-length", help="Neural: tokens per text."),
+    lr: float = typer.Option(2e-4, "--lr", help="Neural: peak learning rate."),
+    lora_r: int = typer.Option(16, "--lora-r", help="Neural: LoRA rank."),
+    device: str | None = typer.Option(None, "--device", help="Neural: cuda/cpu (default: auto)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout."),
 ) -> None:
-    """Fit the Bradley–Terry feature ranker on measured pairs of the training families."""
-    from cudaperf.rank.ranker import NoPairsError, TrainConfig, train_feature_ranker
+    """Train a ranker on measured pairs of the training families; evaluate on held-out ones."""
+    import dataclasses
 
+    from cudaperf.rank.bt import default_weights_path
+    from cudaperf.rank.metrics import evaluate
+    from cudaperf.rank.ranker import NoPairsError, provenance
+
+    if kind not in ("feature", "neural"):
+        fail(f"--model must be feature or neural, got {kind!r}")
+    if ship and kind != "feature":
+        fail("--ship packages the feature ranker only; the neural one stays in --out")
     tasks = load_task_set(tasks_path, False)
+    split_map = _splits(tasks_path, splits)
+    src = str(tasks_path or "sample set")
+    prov = provenance(tasks_path, _splits_path(tasks_path, splits),
+                      "cudaperf " + shlex.join(sys.argv[1:]))  # fmt: skip
     try:
-        cfg = TrainConfig(l2=l2, min_ratio=min_ratio, resources=not no_resources, arch=arch)
-        model = train_feature_ranker(tasks, _splits(tasks_path, splits), cfg,
-                                     source=str(tasks_path or "sample set"))  # fmt: skip
-    except (NoPairsError, ValueError) as e:
+        if kind == "feature":
+            model, path = _train_feature(tasks, split_map, out, l2, min_ratio, no_resources,
+                                         arch, workers, cache_dir, src)  # fmt: skip
+        else:
+            from cudaperf.rank.neural import NeuralConfig, train_neural_ranker
+
+            ncfg = NeuralConfig(backbone=backbone, max_steps=max_steps, epochs=epochs,
+                                batch_tasks=batch_tasks, max_length=max_length, lr=lr,
+                                lora_r=lora_r, min_ratio=min_ratio, device=device)  # fmt: skip
+            model = train_neural_ranker(tasks, split_map, ncfg, out=out, source=src,
+                                        progress=_progress("training"))  # fmt: skip
+            path = out
+    except (NoPairsError, ValueError, ImportError) as e:
         fail(str(e))
-    path = model.save(out / "feature_ranker.json")
-    report = {"model": model.id, "path": str(path), "features": len(model.names),
-              **model.training}  # fmt: skip
+    metrics = None
+    if evaluate_after:
+        try:
+            metrics = evaluate(tasks, model, split_map, workers=workers, cache_dir=cache_dir)
+        except NoPairsError:
+            metrics = None
+    report = {"model": model.id, "path": str(path), "kind": kind,
+              **{k: v for k, v in model.training.items() if k != "losses"},
+              "heldout": metrics}  # fmt: skip
+    if kind == "feature":
+        report["features"] = len(model.names)
+        report["top_weights"] = [{k: r[k] for k in ("feature", "coef")}
+                                 for r in model.weights_table()[:10]]  # fmt: skip
+    if ship:
+        shipped = dataclasses.replace(model, training={**model.training, **prov,
+                                                       "heldout_metrics": metrics})  # fmt: skip
+        report["shipped"] = str(shipped.save(default_weights_path()))
     if as_json:
         emit_json(report)
     else:
@@ -89,7 +202,7 @@ def score_cmd(
     """P(candidate faster), averaged over the task's known implementations."""
     from cudaperf.rank.ranker import score
 
-    model = _model(model_path)
+    model = _ranker(model_path)
     if not candidate.is_file():
         fail(f"{candidate} does not exist or is not a file; pass the candidate's source file")
     try:
@@ -119,16 +232,19 @@ def eval_cmd(
         1.2, "--min-ratio", help="Evaluated pairs: slower/faster >= this."
     ),
     plot: Path | None = typer.Option(None, "--plot", help="Write a calibration PNG here."),
+    workers: int = WorkersOpt,
+    cache_dir: Path | None = CacheOpt,
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout."),
 ) -> None:
     """Pairwise accuracy, Kendall tau, top-1 and baselines on held-out families."""
     from cudaperf.rank.metrics import evaluate
     from cudaperf.rank.ranker import NoPairsError
 
-    model = _model(model_path)
+    model = _ranker(model_path)
     tasks = load_task_set(tasks_path, False)
     try:
-        report = evaluate(tasks, model, _splits(tasks_path, splits), split, min_ratio, plot)
+        report = evaluate(tasks, model, _splits(tasks_path, splits), split, min_ratio, plot,
+                          workers=workers, cache_dir=cache_dir)  # fmt: skip
     except (NoPairsError, ValueError) as e:
         fail(str(e))
     if as_json:

@@ -6,7 +6,8 @@
     rs = score(task, candidate_code, model)                 # RankScore in [0, 1]
 
 Modules: `pairs` (measured pairs, family splits), `features` (analyzer + code statistics,
-cached per code hash), `bt` (the model, its JSON file, `load_default`), `ranker` (train, score),
+cached per code hash), `bt` (the model, its JSON file, `load_default`), `ranker` (train, score,
+`load_ranker`, the `PairwiseRanker` interface), `neural` (LoRA transformer ranker),
 `metrics` (accuracy, Kendall tau, top-1, baselines, calibration plot), `types` (`RankScore`).
 Names are imported lazily so that `cudaperf.rank.types` stays cheap for the reward.
 """
@@ -21,6 +22,15 @@ _EXPORTS = {
     "build_pairs": "pairs",
     "read_splits": "pairs",
     "code_features": "features",
+    "features_many": "features",
+    "NeuralConfig": "neural",
+    "NeuralRanker": "neural",
+    "train_neural_ranker": "neural",
+    "PairwiseRanker": "ranker",
+    "load_ranker": "ranker",
+    "score_many": "ranker",
+    "provenance": "ranker",
+    "strength_table": "metrics",
     "BTModel": "bt",
     "ModelNotTrainedError": "bt",
     "fit_bt": "bt",

@@ -22,6 +22,7 @@ import numpy as np
 __all__ = [
     "DEFAULT_WEIGHTS",
     "BTModel",
+    "default_weights_path",
     "ModelNotTrainedError",
     "fit_bt",
     "load_default",
@@ -65,6 +66,30 @@ class BTModel:
     def utility(self, rows: list[dict[str, float]]) -> np.ndarray:
         """BT strength per row: higher = predicted faster."""
         return self.matrix(rows) @ np.asarray(self.coef, dtype=float)
+
+    def analyze_config(self):
+        """The `AnalyzeConfig` the model's features were computed with."""
+        from cudaperf.analyze import AnalyzeConfig
+
+        return AnalyzeConfig(**self.analyzer) if self.analyzer else AnalyzeConfig()
+
+    def strengths(self, task, codes: list[str]) -> np.ndarray:
+        """The common ranker interface: BT strength per code of `task` (higher = faster)."""
+        from cudaperf.rank.features import code_features
+
+        cfg = self.analyze_config()
+        return self.utility([code_features(c, cfg) for c in codes])
+
+    def weights_table(self) -> list[dict]:
+        """Per-feature coefficients, largest |coef| first (what the ranker relies on).
+
+        `coef` is per standard deviation of the feature; `per_unit` per raw unit.
+        """
+        rows = [
+            {"feature": n, "coef": c, "per_unit": c / s, "mean": m, "std": s}
+            for n, c, m, s in zip(self.names, self.coef, self.means, self.stds, strict=True)
+        ]
+        return sorted(rows, key=lambda r: -abs(r["coef"]))
 
     def prob(self, a: dict[str, float], b: dict[str, float]) -> float:
         """P(a is faster than b)."""
@@ -156,21 +181,23 @@ def load_model(path: str | Path) -> BTModel:
     return m
 
 
-def load_default() -> BTModel:
-    """The packaged weights (`cudaperf/rank/weights/feature_ranker.json`).
+def default_weights_path() -> Path:
+    """Where the packaged weights live (`cudaperf/rank/weights/feature_ranker.json`)."""
+    return Path(str(resources.files("cudaperf.rank") / DEFAULT_WEIGHTS))
 
-    None ship yet: the ranker has not been trained on measured data. Raises
-    ModelNotTrainedError saying how to train one.
+
+def load_default() -> BTModel:
+    """The packaged weights (written by `cudaperf rank train --ship`).
+
+    Raises ModelNotTrainedError, saying how to train one, while none ship.
     """
-    path = Path(str(resources.files("cudaperf.rank") / DEFAULT_WEIGHTS))
+    path = default_weights_path()
     if not path.is_file():
         raise ModelNotTrainedError(
             "the feature ranker has not been trained on measured data yet, so no default "
             "weights ship; measure a task set (`cudaperf eval TASKS --implementations --out "
             "r.jsonl`, then `cudaperf tasks attach r.jsonl TASKS --out measured.jsonl`), train "
             "with `cudaperf rank train --tasks measured.jsonl --out DIR` and pass "
-            "--model DIR/feature_ranker.json (or copy it to src/cudaperf/rank/"
-            + DEFAULT_WEIGHTS
-            + ")"
+            "--model DIR (or add --ship to write src/cudaperf/rank/" + DEFAULT_WEIGHTS + ")"
         )
     return load_model(path)

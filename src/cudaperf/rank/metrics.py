@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cudaperf.analyze import AnalyzeConfig
 from cudaperf.rank.bt import BTModel
-from cudaperf.rank.features import code_features
 from cudaperf.rank.pairs import (
     Group,
     Pair,
@@ -33,13 +33,14 @@ from cudaperf.rank.pairs import (
     measured_groups,
     tasks_in_split,
 )
-from cudaperf.rank.ranker import MEASURE_HINT, NoPairsError, analyzer_config
+from cudaperf.rank.ranker import MEASURE_HINT, NoPairsError, PairwiseRanker, impl_features
 from cudaperf.tasks.model import Task
 
 __all__ = [
     "calibration_bins",
     "calibration_plot",
     "evaluate",
+    "strength_table",
     "kendall_tau",
     "pairwise_accuracy",
     "top1_accuracy",
@@ -117,22 +118,46 @@ def _pair_block(pairs: list[Pair], model_s: dict, struct_s: dict, length_s: dict
     }
 
 
-def pair_probabilities(pairs: list[Pair], model: BTModel, feats: dict) -> np.ndarray:
-    """P(a faster) per pair under `model`."""
-    u = {k: float(v) for k, v in zip(feats, model.utility(list(feats.values())), strict=True)}
-    d = np.array([u[(p.task_id, p.a)] - u[(p.task_id, p.b)] for p in pairs])
+def pair_probabilities(pairs: list[Pair], strength: dict) -> np.ndarray:
+    """P(a faster) per pair: sigmoid of the strength difference."""
+    d = np.array([strength[(p.task_id, p.a)] - strength[(p.task_id, p.b)] for p in pairs])
     return 0.5 * (1.0 + np.tanh(0.5 * d))
+
+
+def strength_table(
+    tasks: list[Task],
+    model: PairwiseRanker,
+    workers: int = 1,
+    cache_dir: str | Path | None = None,
+) -> dict[tuple[str, str], float]:
+    """(task id, implementation id) → the model's strength, for every implementation."""
+    if isinstance(model, BTModel):  # batch the features (process pool, disk cache)
+        feats = impl_features(tasks, model.analyze_config(), workers, cache_dir)
+        u = model.utility(list(feats.values())) if feats else []
+        return {k: float(v) for k, v in zip(feats, u, strict=True)}
+    out = {}
+    for t in tasks:
+        u = model.strengths(t, [i.code for i in t.implementations])
+        out.update({(t.id, i.id): float(v) for i, v in zip(t.implementations, u, strict=True)})
+    return out
 
 
 def evaluate(
     tasks: list[Task],
-    model: BTModel,
+    model: PairwiseRanker,
     splits: dict[str, str] | None = None,
     split: str = "heldout",
     min_ratio: float = 1.2,
     calibration_png: str | Path | None = None,
+    workers: int = 1,
+    cache_dir: str | Path | None = None,
+    baseline_analyzer: AnalyzeConfig | None = None,
 ) -> dict:
-    """Metrics of `model` on the tasks of `split` (default: validation + test families)."""
+    """Metrics of `model` on the tasks of `split` (default: validation + test families).
+
+    The structural and length baselines read features computed with `baseline_analyzer`
+    (default: the feature model's own analyzer settings, else the analyzer without ptxas).
+    """
     chosen = tasks_in_split(tasks, split, splits)
     all_pairs = build_pairs(chosen, 1.0)
     if not all_pairs:
@@ -141,15 +166,16 @@ def evaluate(
             f"(of {len(tasks)} tasks); " + MEASURE_HINT
         )
     pairs = [p for p in all_pairs if p.ratio >= min_ratio]
-    cfg = analyzer_config(model)
     measured = {p.task_id for p in all_pairs}
-    feats = {(t.id, i.id): code_features(i.code, cfg)
-             for t in chosen if t.id in measured for i in t.implementations}  # fmt: skip
-    util = model.utility(list(feats.values()))
-    model_s = {k: float(v) for k, v in zip(feats, util, strict=True)}
+    used = [t for t in chosen if t.id in measured]
+    acfg = baseline_analyzer or (
+        model.analyze_config() if isinstance(model, BTModel) else AnalyzeConfig(resources=False)
+    )
+    feats = impl_features(used, acfg, workers, cache_dir)
+    model_s = strength_table(used, model, workers, cache_dir)
     struct_s = {k: f["k.score.mean"] for k, f in feats.items()}
     length_s = {k: f["c.log_chars"] for k, f in feats.items()}
-    tau, top1 = _group_stats(measured_groups([t for t in chosen if t.id in measured]), model_s)
+    tau, top1 = _group_stats(measured_groups(used), model_s)
     of = family_splits(tasks, splits)
     out = {
         **_pair_block(pairs, model_s, struct_s, length_s),
@@ -164,9 +190,11 @@ def evaluate(
         "all_pairs": _pair_block(all_pairs, model_s, struct_s, length_s),
     }
     if calibration_png is not None:
-        probs = pair_probabilities(all_pairs, model, feats)
+        probs = pair_probabilities(all_pairs, model_s)
         labels = np.array([p.a_faster for p in all_pairs], dtype=float)
-        out["calibration_png"] = str(calibration_plot(probs, labels, calibration_png))
+        label = "feature ranker" if isinstance(model, BTModel) else "neural ranker"
+        out["calibration_png"] = str(calibration_plot(probs, labels, calibration_png,
+                                                      label=label))  # fmt: skip
     return out
 
 
@@ -190,7 +218,9 @@ def calibration_bins(probs, labels, bins: int = 10) -> list[dict]:
     return rows
 
 
-def calibration_plot(probs, labels, path: str | Path, bins: int = 10) -> Path:
+def calibration_plot(
+    probs, labels, path: str | Path, bins: int = 10, label: str = "ranker"
+) -> Path:
     """Write a PNG: predicted P(a faster) vs observed win rate per bin, with the diagonal."""
     import matplotlib
 
@@ -202,7 +232,7 @@ def calibration_plot(probs, labels, path: str | Path, bins: int = 10) -> Path:
     ax.plot([0, 1], [0, 1], "--", color="grey", lw=1, label="perfect calibration")
     if rows:
         x = [r["predicted"] for r in rows]
-        ax.plot(x, [r["observed"] for r in rows], "o-", label="feature ranker")
+        ax.plot(x, [r["observed"] for r in rows], "o-", label=label)
         for r in rows:
             ax.annotate(str(r["count"]), (r["predicted"], r["observed"]), fontsize=7,
                         xytext=(3, -9), textcoords="offset points")  # fmt: skip

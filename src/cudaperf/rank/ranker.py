@@ -1,8 +1,12 @@
-"""The feature ranker: train a Bradley–Terry model on measured pairs, score candidates.
+"""Train the feature ranker; score candidates with any ranker (feature or neural).
 
     model = train_feature_ranker(tasks, splits)          # training families only
     rs = score(task, candidate_code, model)              # RankScore in [0, 1]
-    scorer = RewardScorer(tasks, ranker=make_ranker(model))
+    scorer = RewardScorer(tasks, ranker=make_ranker(load_ranker("runs/neural")))
+
+A ranker is anything with an `id` and `strengths(task, codes) -> array` (higher = predicted
+faster; a difference d of strengths means P(faster) = sigmoid(d)): `BTModel` and
+`cudaperf.rank.neural.NeuralRanker` both are (`PairwiseRanker`).
 
 Guaranteed: training is deterministic (same tasks, splits and settings → identical weights);
 `score` is the mean predicted probability that the candidate beats each of the task's known
@@ -12,26 +16,33 @@ model was not evaluated on — the numbers come from `cudaperf rank eval`.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from cudaperf.analyze import AnalyzeConfig
-from cudaperf.rank.bt import BTModel, fit_bt, standardise
-from cudaperf.rank.features import FEATURE_NAMES, code_features
+from cudaperf.rank.bt import BTModel, fit_bt, load_default, load_model, standardise
+from cudaperf.rank.features import FEATURE_NAMES, features_many
 from cudaperf.rank.pairs import Pair, build_pairs, family_splits, tasks_in_split
 from cudaperf.rank.types import RankScore
 from cudaperf.tasks.model import Task
 
 __all__ = [
     "NoPairsError",
+    "PairwiseRanker",
     "TrainConfig",
     "analyzer_config",
     "impl_features",
+    "load_ranker",
     "make_ranker",
+    "provenance",
     "score",
+    "score_many",
     "train_feature_ranker",
 ]
 
@@ -47,6 +58,35 @@ class NoPairsError(ValueError):
     """No measured pairs to train or evaluate on."""
 
 
+@runtime_checkable
+class PairwiseRanker(Protocol):
+    """What `score`, `evaluate` and the reward need from a ranker."""
+
+    id: str  # model id (content hash), reported with every score
+
+    def strengths(self, task: Task, codes: list[str]) -> np.ndarray:
+        """One strength per code; higher = predicted faster; differences are BT logits."""
+        ...
+
+
+def load_ranker(path: str | Path | None = None) -> PairwiseRanker:
+    """A saved ranker: a feature JSON, a folder holding one, or a neural ranker folder.
+
+    None = the packaged feature weights (`load_default`). Raises ModelNotTrainedError or
+    ValueError with a message that says what to pass.
+    """
+    if path is None:
+        return load_default()
+    p = Path(path)
+    if p.is_dir():
+        from cudaperf.rank.neural import META_FILE, NeuralRanker
+
+        if (p / META_FILE).is_file():
+            return NeuralRanker.load(p)
+        p = p / "feature_ranker.json"
+    return load_model(p)
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """How the feature ranker is trained."""
@@ -55,6 +95,8 @@ class TrainConfig:
     min_ratio: float = 1.0  # training pairs: slower/faster at least this (1.0 = all but ties)
     resources: bool = True  # run ptxas for registers/smem/spills/occupancy features
     arch: str = "sm_90"  # target architecture for ptxas and occupancy
+    workers: int = 1  # processes computing features (the analyzer, ptxas)
+    cache_dir: str | None = None  # on-disk feature cache (features.FeatureCache); None = off
 
     def __post_init__(self) -> None:
         if self.l2 <= 0:
@@ -63,18 +105,29 @@ class TrainConfig:
             raise ValueError(
                 f"min_ratio is slower/faster time and must be >= 1, got {self.min_ratio}"
             )
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}; try os.cpu_count()")
 
 
 def analyzer_config(model_or_cfg: BTModel | TrainConfig) -> AnalyzeConfig:
     """The analyzer settings a model's features use (resources on/off, arch)."""
     if isinstance(model_or_cfg, TrainConfig):
         return AnalyzeConfig(resources=model_or_cfg.resources, arch=model_or_cfg.arch)
-    return AnalyzeConfig(**model_or_cfg.analyzer) if model_or_cfg.analyzer else AnalyzeConfig()
+    return model_or_cfg.analyze_config()
 
 
-def impl_features(tasks: list[Task], cfg: AnalyzeConfig) -> dict[tuple[str, str], dict]:
+def impl_features(
+    tasks: list[Task],
+    cfg: AnalyzeConfig,
+    workers: int = 1,
+    cache_dir: str | Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[tuple[str, str], dict]:
     """(task id, implementation id) → feature dict, for every implementation of `tasks`."""
-    return {(t.id, i.id): code_features(i.code, cfg) for t in tasks for i in t.implementations}
+    keys = [(t.id, i.id) for t in tasks for i in t.implementations]
+    codes = [i.code for t in tasks for i in t.implementations]
+    rows = features_many(codes, cfg, workers, cache_dir, progress)
+    return dict(zip(keys, rows, strict=True))
 
 
 def pair_arrays(
@@ -91,6 +144,7 @@ def train_feature_ranker(
     splits: dict[str, str] | None = None,
     config: TrainConfig | None = None,
     source: str = "",
+    progress: Callable[[int, int], None] | None = None,
 ) -> BTModel:
     """Fit the BT model on measured pairs of the training families (`splits`, else the hash).
 
@@ -105,7 +159,9 @@ def train_feature_ranker(
             + MEASURE_HINT
         )
     acfg = analyzer_config(cfg)
-    feats = impl_features([t for t in train if any(p.task_id == t.id for p in pairs)], acfg)
+    used = {p.task_id for p in pairs}
+    feats = impl_features([t for t in train if t.id in used], acfg, cfg.workers, cfg.cache_dir,
+                          progress)  # fmt: skip
     names, means, stds = standardise(list(feats.values()), list(FEATURE_NAMES))
     if not names:
         raise NoPairsError("every feature is constant over the training implementations")
@@ -135,26 +191,56 @@ def train_feature_ranker(
     )
 
 
-def score(task: Task, candidate_code: str, model: BTModel) -> RankScore:
+def score_many(task: Task, candidates: list[str], model: PairwiseRanker) -> list[RankScore]:
+    """`score` of each candidate; the task's implementations are read once."""
+    n = len(task.implementations)
+    if n == 0:
+        return [RankScore(score=0.5, compared=0, model=model.id) for _ in candidates]
+    u = model.strengths(task, [i.code for i in task.implementations] + list(candidates))
+    known, cand = u[:n], u[n:]
+    p = 0.5 * (1.0 + np.tanh(0.5 * (cand[:, None] - known[None, :])))
+    return [RankScore(score=float(np.clip(row.mean(), 0.0, 1.0)), compared=n, model=model.id)
+            for row in p]  # fmt: skip
+
+
+def score(task: Task, candidate_code: str, model: PairwiseRanker) -> RankScore:
     """Mean P(candidate faster than implementation) over the task's known implementations.
 
     A task without implementations gives 0.5 with `compared=0` (no opinion).
     """
-    if not task.implementations:
-        return RankScore(score=0.5, compared=0, model=model.id)
-    cfg = analyzer_config(model)
-    rows = [code_features(candidate_code, cfg)]
-    rows += [code_features(i.code, cfg) for i in task.implementations]
-    u = model.utility(rows)
-    p = 0.5 * (1.0 + np.tanh(0.5 * (u[0] - u[1:])))
-    s = float(np.clip(p.mean(), 0.0, 1.0))
-    return RankScore(score=s, compared=len(task.implementations), model=model.id)
+    return score_many(task, [candidate_code], model)[0]
 
 
-def make_ranker(model: BTModel) -> Callable[[Task, str], RankScore]:
+def make_ranker(model: PairwiseRanker) -> Callable[[Task, str], RankScore]:
     """A `cudaperf.reward.scorer.Ranker`: `(task, code) -> RankScore` using `model`."""
 
     def rank(task: Task, code: str) -> RankScore:
         return score(task, code, model)
 
     return rank
+
+
+def provenance(dataset: str | Path | None, splits: str | Path | None, command: str = "") -> dict:
+    """Where a ranker's training data came from: file, its SHA-256, splits, date, versions."""
+    import datetime
+    import platform
+
+    import cudaperf
+
+    def sha(p):
+        if p is None or not Path(p).is_file():
+            return None
+        return hashlib.sha256(Path(p).read_bytes()).hexdigest()
+
+    return {
+        "dataset": str(dataset) if dataset is not None else "bundled sample set",
+        "dataset_sha256": sha(dataset),
+        "splits": str(splits) if splits is not None else "salted hash of the family name",
+        "splits_sha256": sha(splits),
+        "train_split": "train",
+        "eval_split": "heldout (validation + test families)",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "cudaperf": cudaperf.__version__,
+        "python": platform.python_version(),
+        "command": command,
+    }
