@@ -107,8 +107,10 @@ def run_kernelbench(root: Path, items: list[dict], cand_dir: Path, work: Path) -
                     ref, cand, seed_num=42, num_correct_trials=5, num_perf_trials=100,
                     measure_performance=True, build_dir=bdir, device=torch.device("cuda:0"),
                 )  # fmt: skip
-                row.update(correct=bool(r and r.correctness), runtime_us=r.runtime if r else None)
-                row["ref_runtime_us"] = r.ref_runtime if r else None
+                ok_t = bool(r and r.runtime and r.runtime > 0)  # KernelBench reports ms means
+                row.update(correct=bool(r and r.correctness))
+                row["runtime_us"] = r.runtime * 1e3 if ok_t else None
+                row["ref_runtime_us"] = r.ref_runtime * 1e3 if ok_t and r.ref_runtime else None
             except Exception as e:  # noqa: BLE001 - record the harness's failure and go on
                 row["error"] = f"{type(e).__name__}: {e}"[:300]
         else:
@@ -120,11 +122,16 @@ def run_kernelbench(root: Path, items: list[dict], cand_dir: Path, work: Path) -
 
 
 def run_cudaperf(
-    tasks: list[Task], codes: list[str], work: Path, label: str, compile_baseline: bool
+    tasks: list[Task],
+    codes: list[str],
+    work: Path,
+    label: str,
+    compile_baseline: bool,
+    time_budget_s: float,
 ) -> dict:
     config = EvalConfig(
         trials=100, warmup=10, cache_dir=work / "cache", use_result_cache=False,
-        correctness_trials=5, compile_baseline=compile_baseline,
+        correctness_trials=5, compile_baseline=compile_baseline, time_budget_s=time_budget_s,
     )  # fmt: skip
     jobs = [(t, Candidate(code=c, id=t.id)) for t, c in zip(tasks, codes, strict=True)]
     rows: dict[str, dict] = {}
@@ -163,6 +170,11 @@ def main() -> None:
     ap.add_argument("--candidates", type=Path, default=Path("bench/kernelbench_candidates"))
     ap.add_argument("--out", type=Path, default=Path("bench/results/eval_throughput_h200.json"))
     ap.add_argument("--kb-limit", type=int, default=0, help="KernelBench harness on the first N")
+    ap.add_argument("--limit", type=int, default=0, help="use only the first N candidates")
+    ap.add_argument(
+        "--time-budget", type=float, default=2.0,
+        help="cudaperf: seconds of timed trials per config (at least 5 trials, at most 100)",
+    )  # fmt: skip
     ap.add_argument("--skip", default="", help="comma list of passes to skip: kb,inline,native")
     ap.add_argument(
         "--no-compile-baseline",
@@ -174,6 +186,7 @@ def main() -> None:
 
     root = kb_root(args.kernelbench)
     items = json.loads((args.candidates / "index.json").read_text())
+    items = items[: args.limit] if args.limit else items
     tasks = [bench_task(root, it["level"], it["problem"]) for it in items]
     skip = set(filter(None, args.skip.split(",")))
     work = Path(tempfile.mkdtemp(prefix="cudaperf-bench-"))
@@ -192,14 +205,15 @@ def main() -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(out, indent=2))
 
-    cb = not args.no_compile_baseline
+    cb, tb = not args.no_compile_baseline, args.time_budget
+    out["time_budget_s"] = tb
     if "native" not in skip:
         codes = [(args.candidates / it["native"]).read_text() for it in items]
-        passes["native"] = run_cudaperf(tasks, codes, work / "native", "native", cb)
+        passes["native"] = run_cudaperf(tasks, codes, work / "native", "native", cb, tb)
         save()
     if "inline" not in skip:
         codes = [(args.candidates / it["inline"]).read_text() for it in items]
-        passes["inline"] = run_cudaperf(tasks, codes, work / "inline", "inline", cb)
+        passes["inline"] = run_cudaperf(tasks, codes, work / "inline", "inline", cb, tb)
         save()
     if "kb" not in skip:
         kb_items = items[: args.kb_limit] if args.kb_limit else items
@@ -219,9 +233,11 @@ def summarise(passes: dict) -> dict:
             s[key.replace("candidates_per_min", "correct")] = sum(
                 r["correct"] for r in passes[name]["rows"]
             )
-    if "kernelbench" in passes and "inline" in passes:
+    ours_name = "inline" if "inline" in passes else "native"  # the same kernels in both forms
+    if "kernelbench" in passes and ours_name in passes:
         kb = passes["kernelbench"]["rows"]
-        ours = passes["inline"]["rows"][: len(kb)]
+        ours = passes[ours_name]["rows"][: len(kb)]
+        s["agreement_vs"] = ours_name
         agree = [a["correct"] == b["correct"] for a, b in zip(kb, ours, strict=True)]
         s["agreement_correctness"] = round(sum(agree) / len(agree), 4) if agree else None
         ratios = [
