@@ -1,0 +1,49 @@
+"""bench/refine_sample.py's table: built from a trajectory of the weakest-first replay with an
+evaluator that reports the stored H200 speedups (no GPU, no compiler)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from cudaperf.refine import make_backend, read_trajectory, refine_many
+from cudaperf.reward import RewardScorer
+from cudaperf.tasks.io import load_sample
+
+from .helpers import report
+from .test_loop import measured_evaluator
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("refine_sample", ROOT / "bench/refine_sample.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_table_rows_rise_with_the_faster_kernels(tmp_path):
+    bench = _bench()
+    tasks = [t for t in load_sample() if t.id.endswith(("matmul", "saxpy"))]
+    sc = RewardScorer(tasks, evaluator=measured_evaluator([]),
+                      analyzer=lambda c: [report(0.5)], analyze="always")  # fmt: skip
+    out = tmp_path / "trajectories.jsonl"
+    be = make_backend("scripted:weakest-first", tasks=tasks)
+    refine_many(tasks, be, sc, turns=4, samples=2, out=out)
+    meta = {"model": be.name, "turns": 4, "samples": 2, "mode": "full", "gpu": "test",
+            "elapsed_s": 1.0}  # fmt: skip
+    table = bench.build_table(tasks, read_trajectory(out), meta)
+    rows = {r["task"]: r for r in table["tasks"]}
+    mm = rows["sample/c2cuda/matmul"]["turns"]
+    assert [t["speedup"] > 1.0 for t in mm] == [False, True, True, True]
+    assert mm[0]["baseline"] == "naive" and mm[0]["reply_head"] == "Implementation `naive`."
+    best = [t["best_so_far"] for t in mm]
+    assert best[0] < best[1] < best[2] == best[3]
+    assert rows["sample/c2cuda/saxpy"]["summary"]["best_turn"] == 2
+    means = [p["mean_best_so_far"] for p in table["per_turn"]]
+    assert means[0] < means[1] < means[2] and [p["tasks"] for p in table["per_turn"]] == [2] * 4
+    md = bench.markdown(table)
+    assert "| c2cuda/matmul |" in md and "no improvement" in md and "mean best so far" in md
+    bench.plot(table, tmp_path / "p.png")
+    assert (tmp_path / "p.png").stat().st_size > 1000
