@@ -237,11 +237,60 @@ static void cp_compare_host_t(const void* got, const void* want, long long n, do
   st->max_rel_bits = cp_bits(mrel);
 }
 
+template <typename T>
+static void cp_diff_host_t(const void* a, const void* b, long long n, CpStats* st) {
+  const T* x = (const T*)a; const T* y = (const T*)b;
+  *st = CpStats{0, ~0ull, 0, 0, 0};
+  for (long long i = 0; i < n; ++i) {
+    if (!cp_same_bits<T>(x[i], y[i])) ++st->bad;
+    if (cp_value_differs<T>(x[i], y[i]) && st->first == ~0ull) st->first = i;
+  }
+}
+
 #define CP_DISPATCH(CALL) switch (dtype) { \
   case 0: CALL(float); case 1: CALL(double); case 2: CALL(int8_t); case 3: CALL(uint8_t); \
   case 4: CALL(int16_t); case 5: CALL(uint16_t); case 6: CALL(int32_t); \
   case 7: CALL(uint32_t); case 8: CALL(int64_t); case 9: CALL(uint64_t); default: return -2; }
 
+
+extern "C" int cprt_diff_host(int dtype, const void* a, const void* b, long long n,
+                              CpStats* out) {
+#define CP_HDIFF(T) cp_diff_host_t<T>(a, b, n, out); return 0
+  CP_DISPATCH(CP_HDIFF)
+#undef CP_HDIFF
+}
+
+extern "C" int cprt_compare_host(int dtype, const void* got, const void* want, long long n,
+                                 double atol, double rtol, CpStats* out) {
+#define CP_HOST(T) cp_compare_host_t<T>(got, want, n, atol, rtol, out); return 0
+  CP_DISPATCH(CP_HOST)
+#undef CP_HOST
+}
+
+#ifdef CP_FAKE_DEVICE
+// Tests only: "device" memory is host memory and compares run on the host, so the runner,
+// the driver and the orchestrator can be exercised on a machine without a GPU.
+#include <cstdlib>
+extern "C" int cprt_compare(int dtype, const void* got, const void* want, long long n,
+                            double atol, double rtol, CpStats* out) {
+  return cprt_compare_host(dtype, got, want, n, atol, rtol, out);
+}
+extern "C" int cprt_diff(int dtype, const void* a, const void* b, long long n, CpStats* out) {
+  return cprt_diff_host(dtype, a, b, n, out);
+}
+extern "C" int cprt_init(char* name, int len, long long* l2_bytes, long long* total_mem) {
+  snprintf(name, len, "Fake GPU"); *l2_bytes = 1 << 20; *total_mem = 1ll << 30; return 0;
+}
+extern "C" void cprt_error(int code, char* buf, int len) { snprintf(buf, len, "fake error %d", code); }
+extern "C" int cprt_malloc(void** p, long long n) { *p = malloc(n > 0 ? n : 1); return *p ? 0 : 2; }
+extern "C" int cprt_free(void* p) { free(p); return 0; }
+extern "C" int cprt_h2d(void* d, const void* s, long long n) { memcpy(d, s, n); return 0; }
+extern "C" int cprt_d2h(void* d, const void* s, long long n) { memcpy(d, s, n); return 0; }
+extern "C" int cprt_d2d(void* d, const void* s, long long n) { memcpy(d, s, n); return 0; }
+extern "C" int cprt_memset(void* p, int v, long long n) { memset(p, v, n); return 0; }
+extern "C" int cprt_sync(void) { return 0; }
+extern "C" int cprt_mem_info(long long* f, long long* t) { *f = *t = 1ll << 30; return 0; }
+#else
 extern "C" int cprt_compare(int dtype, const void* got, const void* want, long long n,
                             double atol, double rtol, CpStats* out) {
 #define CP_CMP(T) return cp_compare_t<T>(got, want, n, atol, rtol, out, false)
@@ -253,13 +302,6 @@ extern "C" int cprt_diff(int dtype, const void* a, const void* b, long long n, C
 #define CP_DIFF(T) return cp_compare_t<T>(a, b, n, 0, 0, out, true)
   CP_DISPATCH(CP_DIFF)
 #undef CP_DIFF
-}
-
-extern "C" int cprt_compare_host(int dtype, const void* got, const void* want, long long n,
-                                 double atol, double rtol, CpStats* out) {
-#define CP_HOST(T) cp_compare_host_t<T>(got, want, n, atol, rtol, out); return 0
-  CP_DISPATCH(CP_HOST)
-#undef CP_HOST
 }
 
 extern "C" int cprt_init(char* name, int len, long long* l2_bytes, long long* total_mem) {
@@ -302,6 +344,7 @@ extern "C" int cprt_mem_info(long long* free_b, long long* total_b) {
   *free_b = (long long)f; *total_b = (long long)t;
   return (int)e;
 }
+#endif  // CP_FAKE_DEVICE
 """
 
 
@@ -342,17 +385,19 @@ class Runtime:
 
     def __init__(self, path: str):
         self.lib = ctypes.CDLL(path)
-        for name in ("cprt_compare", "cprt_diff", "cprt_compare_host"):
+        for name in ("cprt_compare", "cprt_compare_host"):
             fn = getattr(self.lib, name)
             fn.restype = ctypes.c_int
             fn.argtypes = [
                 ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong,
                 ctypes.c_double, ctypes.c_double, ctypes.POINTER(_Stats),
             ]  # fmt: skip
-        self.lib.cprt_diff.argtypes = [
-            ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong,
-            ctypes.POINTER(_Stats),
-        ]  # fmt: skip
+        for name in ("cprt_diff", "cprt_diff_host"):
+            getattr(self.lib, name).restype = ctypes.c_int
+            getattr(self.lib, name).argtypes = [
+                ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong,
+                ctypes.POINTER(_Stats),
+            ]  # fmt: skip
         for name in ("cprt_h2d", "cprt_d2h", "cprt_d2d"):
             getattr(self.lib, name).argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong]
         self.lib.cprt_memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong]
@@ -406,9 +451,11 @@ class Runtime:
         self._check(fn(DTYPE_CODES[dtype], got, want, n, atol, rtol, ctypes.byref(st)), "compare")
         return _stats(st)
 
-    def diff(self, dtype: str, a: int, b: int, n: int) -> CompareStats:
+    def diff(self, dtype: str, a: int, b: int, n: int, host=False) -> CompareStats:
+        """Bits differ (`bad` > 0) and the first value difference (host=True: host pointers)."""
         st = _Stats()
-        self._check(self.lib.cprt_diff(DTYPE_CODES[dtype], a, b, n, ctypes.byref(st)), "diff")
+        fn = self.lib.cprt_diff_host if host else self.lib.cprt_diff
+        self._check(fn(DTYPE_CODES[dtype], a, b, n, ctypes.byref(st)), "diff")
         return _stats(st)
 
 
