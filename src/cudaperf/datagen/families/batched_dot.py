@@ -13,6 +13,7 @@ from cudaperf.datagen.base import (
     fill,
     four_configs,
     impl,
+    lit,
     prototype,
     tolerance_for,
 )
@@ -33,7 +34,7 @@ _OPS = {
 _REF = """
 #include <math.h>
 
-/* out[b] = $what, for rows of length len. */
+/* out[b] = $scale_d * $what, for rows of length len. */
 void $entry(int batch, int len, const $t* x, const $t* y, $t* out) {
     for (int b = 0; b < batch; ++b) {
         double s = 0, sx = 0, sy = 0;
@@ -45,7 +46,7 @@ void $entry(int batch, int len, const $t* x, const $t* y, $t* out) {
         }
         (void)sx;
         (void)sy;
-        out[b] = ($t)($dfinal);
+        out[b] = ($t)($scale_d * ($dfinal));
     }
 }
 """
@@ -60,7 +61,7 @@ __device__ __forceinline__ void add(Acc& p, T a, T b) {
 }
 __device__ __forceinline__ T finish(Acc p) {
     T s = p.s;$decl
-    return $final;
+    return $scale_t * ($final);
 }
 __device__ __forceinline__ Acc warp_sum(Acc p) {
     for (int o = 16; o > 0; o >>= 1) {
@@ -147,6 +148,7 @@ def batched_dot(rng: random.Random, index: int):
     op = rng.choice(list(_OPS))
     term, final, what = _OPS[op]
     sfx = "f" if t == "float" else ""
+    scale = rng.choice([1.0, 1.0, 0.5, 2.0, 0.25, -1.0, round(rng.uniform(0.1, 4.0), 3)])
     fns = dict(fabs=f"fabs{sfx}", sqrt=f"sqrt{sfx}")
     entry = rng.choice([f"batched_{op}", f"pairwise_{op}", f"rows_{op}", f"{op}_batch"])
     sig = c_signature(
@@ -163,6 +165,7 @@ def batched_dot(rng: random.Random, index: int):
         t=t,
         dterm=fill(term.replace(" b", " c").replace("(b", "(c"), fabs="fabs"),
         dfinal=fill(final, sqrt="sqrt"),
+        scale_d=lit(scale, "double"),
     )
     head = fill(
         _HEAD,
@@ -170,6 +173,7 @@ def batched_dot(rng: random.Random, index: int):
         term=fill(term, **fns),
         final=fill(final, **fns),
         cos=int(op == "cosine"),
+        scale_t=lit(scale, t),
         decl="\n    T sx = p.sx, sy = p.sy;" if op == "cosine" else "",
     )
     proto = prototype(entry, sig)
@@ -206,7 +210,8 @@ def batched_dot(rng: random.Random, index: int):
     if op in ("sqdist", "l1"):  # differences of close values: bound the error by the magnitudes
         tol = tol.model_copy(update={"atol": tol.atol * 4 * k_max**0.5})
     desc = (
-        f"For each of batch pairs of {t} rows of length len (row-major x and y): out[b] = {what}. "
+        f"For each of batch pairs of {t} rows of length len (row-major x and y): out[b] = "
+        f"{scale} * {what}. "
         "Memory-bound; a shape-aware mapping (threads, warps or blocks per pair) matters."
     )
     return c_task(
