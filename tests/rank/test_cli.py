@@ -20,7 +20,10 @@ def _data(tmp_path, tasks):
     return p
 
 
-def test_no_default_weights_error():
+def test_no_default_weights_error(monkeypatch, tmp_path):
+    import cudaperf.rank.bt as bt
+
+    monkeypatch.setattr(bt, "default_weights_path", lambda: tmp_path / "none.json")
     r = run("rank", "eval", "--json")
     assert r.exit_code == 2 and "not been trained on measured data" in r.output
 
@@ -54,3 +57,23 @@ def test_train_eval_score(tmp_path):
     assert r.exit_code == 2 and "does not exist" in r.output
     r = run("rank", "eval", "--tasks", p, "--model", tmp_path / "nope.json")
     assert r.exit_code == 2 and "rank train" in r.output
+
+
+def test_ship_writes_packaged_weights_with_provenance(tmp_path, monkeypatch):
+    import cudaperf.rank.bt as bt
+
+    target = tmp_path / "pkg" / "feature_ranker.json"
+    monkeypatch.setattr(bt, "default_weights_path", lambda: target)
+    p = _data(tmp_path, unroll_tasks())
+    r = run("rank", "train", "--tasks", p, "--out", tmp_path / "m", "--no-resources", "--ship",
+            "--json", "--cache-dir", tmp_path / "cache", "--workers", 1)  # fmt: skip
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert rep["shipped"] == str(target) and rep["heldout"]["pairwise_accuracy"] == 1.0
+    doc = json.loads(target.read_text())["training"]
+    assert doc["dataset"] == str(p) and len(doc["dataset_sha256"]) == 64
+    assert doc["splits"] == str(tmp_path / "splits.json") and doc["date"]
+    assert doc["heldout_metrics"]["pairs"] == 12 and "rank train" in doc["command"]
+    monkeypatch.setattr(bt, "default_weights_path", lambda: target)
+    r = run("rank", "eval", "--tasks", p, "--json", "--cache-dir", tmp_path / "cache")
+    assert r.exit_code == 0 and json.loads(r.stdout)["pairwise_accuracy"] == 1.0

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from cudaperf.rank.bt import BTModel
@@ -69,3 +71,30 @@ def test_train_config_validation():
         TrainConfig(l2=0)
     with pytest.raises(ValueError, match=">= 1"):
         TrainConfig(min_ratio=0.9)
+
+
+def test_features_many_uses_a_pool_and_a_disk_cache(tmp_path, monkeypatch):
+    from cudaperf.analyze import AnalyzeConfig
+    from cudaperf.rank import features
+
+    cfg = AnalyzeConfig(resources=False)
+    codes = [kernel(u, pad=p) for u in range(3) for p in range(2)] + [kernel(0)]
+    want = [code_features(c, cfg) for c in codes]
+    got = features.features_many(codes, cfg, workers=2, cache_dir=tmp_path)
+    assert [list(g) for g in got] == [list(FEATURE_NAMES)] * len(codes)
+    assert json.dumps(got) == json.dumps(want)  # NaN-aware equality
+    assert len(list(tmp_path.glob("features-*.jsonl"))) == 1
+
+    def boom(*a, **k):
+        raise AssertionError("computed again instead of read from the disk cache")
+
+    features.clear_cache()
+    monkeypatch.setattr(features, "code_features", boom)
+    again = features.features_many(codes, cfg, workers=2, cache_dir=tmp_path)
+    assert json.dumps(again) == json.dumps(want)
+
+
+def test_weights_table_sorted_by_magnitude():
+    m = BTModel(names=["a", "b"], means=[0.0, 1.0], stds=[2.0, 1.0], coef=[0.5, -3.0])
+    rows = m.weights_table()
+    assert [r["feature"] for r in rows] == ["b", "a"] and rows[1]["per_unit"] == 0.25

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
 from pathlib import Path
 
 import typer
@@ -92,6 +91,7 @@ def _train_feature(tasks, splits, out, l2, min_ratio, no_resources, arch, worker
 
 @rank_app.command("train")
 def train(
+    ctx: typer.Context,
     tasks_path: Path | None = TasksOpt,
     kind: str = typer.Option(
         "feature",
@@ -151,8 +151,11 @@ def train(
     tasks = load_task_set(tasks_path, False)
     split_map = _splits(tasks_path, splits)
     src = str(tasks_path or "sample set")
-    prov = provenance(tasks_path, _splits_path(tasks_path, splits),
-                      "cudaperf " + shlex.join(sys.argv[1:]))  # fmt: skip
+    params = ctx.params
+    cmd = "cudaperf rank train " + " ".join(
+        f"--{k.replace('_', '-')}={shlex.quote(str(v))}" for k, v in params.items() if v is not None
+    )
+    prov = provenance(tasks_path, _splits_path(tasks_path, splits), cmd)
     try:
         if kind == "feature":
             model, path = _train_feature(tasks, split_map, out, l2, min_ratio, no_resources,
