@@ -70,3 +70,35 @@ def test_bad_config_says_how_to_fix():
         BuildConfig(per_family=0)
     with pytest.raises(ValueError, match="registered"):
         BuildConfig(families=("no_such_family",))
+
+
+def test_per_kind_totals_spread_over_each_kinds_families():
+    from cudaperf.datagen.build import plan
+    from cudaperf.tasks.model import TaskKind
+
+    cfg = BuildConfig(c_tasks=60, torch_tasks=20)
+    counts = plan(cfg)
+    n_c = sum(f.kind is TaskKind.C2CUDA for f, _ in counts)
+    n_t = len(counts) - n_c
+    for f, n in counts:
+        assert n == -(
+            -(60 if f.kind is TaskKind.C2CUDA else 20)
+            // (n_c if f.kind is TaskKind.C2CUDA else n_t)
+        )
+    tasks = build_tasks(BuildConfig(c_tasks=n_c, torch_tasks=n_t, seed=3)).tasks
+    s = task_stats(tasks)
+    assert s["by_kind"] == {"c2cuda": n_c, "torch2cuda": n_t}
+
+
+def test_c_implementations_close_their_macros():
+    import re
+
+    tasks = build_tasks(BuildConfig(per_family=2, seed=0)).tasks
+    for t in tasks:
+        if t.kind.value != "c2cuda":
+            continue
+        for i in t.implementations:
+            defined = set(re.findall(r"(?m)^\s*#\s*define\s+(\w+)", i.code))
+            undefined = set(re.findall(r"(?m)^\s*#\s*undef\s+(\w+)", i.code))
+            assert defined <= undefined, (t.id, i.id, defined - undefined)
+            assert "<cstdint>" not in i.code and "<climits>" not in i.code, (t.id, i.id)

@@ -31,3 +31,16 @@ def test_build_rejects_a_share_above_the_limit(tmp_path):
 def test_measure_says_it_needs_a_gpu():
     r = CliRunner().invoke(app, ["data", "measure"])
     assert r.exit_code == 1 and "GPU" in r.output
+
+
+def test_build_writes_gzipped_jsonl_with_per_kind_totals(tmp_path):
+    out = tmp_path / "t.jsonl.gz"
+    args = ["data", "build", "--c-tasks", "40", "--torch-tasks", "10", "--out", str(out), "--json"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    stats = json.loads(r.stdout)
+    assert stats["by_kind"]["c2cuda"] >= 40 and stats["by_kind"]["torch2cuda"] >= 10
+    assert len(load_tasks(out)) == stats["tasks"]
+    again = tmp_path / "again" / "t.jsonl.gz"
+    assert CliRunner().invoke(app, [*args[:-3], "--out", str(again), "--json"]).exit_code == 0
+    assert again.read_bytes() == out.read_bytes()

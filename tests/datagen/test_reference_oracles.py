@@ -229,3 +229,151 @@ def test_box_and_sobel_references_match_numpy(tmp_path):
         err = np.abs(a["out"].reshape(img.shape) - want)
         assert np.all(err <= 1e-4 + 1e-4 * np.abs(want)), task.id
     assert seen == {"box": 2, "sobel": 2}
+
+
+# ---- the C families added for the full-size set (conv, sparse, permutation, selection) ----
+
+
+def _conv1d(task, s, a):
+    d = task.description
+    k = int(re.search(r"with the (\d+)-tap filter", d).group(1))
+    x, w = a["x"].astype(np.float64), a["w"].astype(np.float64)
+    if d.startswith("Convolution"):
+        w = w[::-1]
+    n = s["n"]
+    if "only the n -" in d:
+        idx = np.arange(n - k + 1)[:, None] + np.arange(k)[None, :]
+        return "y", (x[idx] * w).sum(1)
+    r = (k - 1) // 2
+    idx = np.arange(n)[:, None] + np.arange(k)[None, :] - r
+    if "clamped" in d:
+        vals = x[np.clip(idx, 0, n - 1)]
+    else:
+        vals = np.where((idx >= 0) & (idx < n), x[np.clip(idx, 0, n - 1)], 0.0)
+    return "y", (vals * w).sum(1)
+
+
+def _spmv(task, s, a):
+    d = task.description
+    alpha = float(re.search(r"y = (-?[\d.]+) \* A x", d).group(1))
+    k = int(re.search(r"K = (\d+) slots", d).group(1))
+    rows = s["rows"]
+    slot = np.arange(k)[None, :]
+    r = np.arange(rows)[:, None]
+    pos = slot * rows + r if "slot-major" in d else r * k + slot
+    live = slot < a["row_len"][:, None]
+    prod = a["val"].astype(np.float64)[pos] * a["x"].astype(np.float64)[a["col"][pos]]
+    return "y", alpha * np.where(live, prod, 0.0).sum(1)
+
+
+def _permute(task, s, a):
+    d = task.description
+    x = a["x"]
+    n = s["n"]
+    i = np.arange(n)
+    if "reverse the array" in d:
+        j = n - 1 - i
+    elif "rotate left" in d:
+        j = (i + s["s"]) % n
+    else:
+        seg = int(re.search(r"every segment of (\d+)", d).group(1))
+        start = i // seg * seg
+        j = start + np.minimum(seg, n - start) - 1 - i % seg
+    v = x[j]
+    f = re.search(r"f\(v\) = (.*?)\. Pure", d).group(1)
+    if x.dtype.kind == "i":
+        v = v.astype(np.int64)
+        c = int(re.search(r"(\d+)$", f).group(1))
+        if "XOR" in f:
+            return "out", v ^ c
+        return "out", (3 * v - c) if f.startswith("3v") else v + c
+    av, bv = re.match(r"(-?[\d.]+) \* v \+ (-?[\d.]+)", f).groups()
+    return "out", float(av) * v.astype(np.float64) + float(bv)
+
+
+def _interleave(task, s, a):
+    d = task.description
+    k = int(re.search(r"records of (\d+)", d).group(1))
+    f = re.search(r"f\(v\) = (.*) to every", d).group(1)
+
+    def fn(v):
+        if "XOR" in f:
+            return v ^ int(f.split()[-1])
+        if f.startswith("v +"):
+            return v + int(f.split()[-1])
+        return float(f.split()[0]) * v.astype(np.float64)
+
+    names = ["a", "b", "c", "d"][:k]
+    if d.startswith("Deinterleave"):
+        return names[1], fn(a["rec"].reshape(-1, k)[:, 1])
+    return "rec", fn(np.stack([a[nm] for nm in names], 1).ravel())
+
+
+def _topk(task, s, a):
+    d = task.description
+    k = int(re.search(r"cols >= (\d+)", d).group(1))
+    x = a["x"].reshape(s["rows"], s["cols"])
+    v = -np.sort(-x, axis=1) if "largest" in d else np.sort(x, axis=1)
+    if "-th" in d and "(q+1)" not in d:
+        return "out", v[:, k - 1]
+    return "out", v[:, :k].ravel()
+
+
+def _softmax(task, s, a):
+    d = task.description
+    invt = float(re.search(r"1/T taken as ([\d.]+)", d).group(1))
+    x = a["x"].astype(np.float64).reshape(s["rows"], s["cols"])
+    z = (x - x.max(1, keepdims=True)) * invt
+    lse = np.log(np.exp(z).sum(1, keepdims=True))
+    return "out", (z - lse if d.startswith("Log") else np.exp(z - lse)).ravel()
+
+
+def _batched_dot(task, s, a):
+    d = task.description
+    scale = float(re.search(r"out\[b\] = (-?[\d.]+) \* the", d).group(1))
+    x = a["x"].astype(np.float64).reshape(s["batch"], s["len"])
+    y = a["y"].astype(np.float64).reshape(s["batch"], s["len"])
+    if "cosine" in d:
+        v = (x * y).sum(1) / np.sqrt((x * x).sum(1) * (y * y).sum(1))
+    elif "squared Euclidean" in d:
+        v = ((x - y) ** 2).sum(1)
+    elif "L1 distance" in d:
+        v = np.abs(x - y).sum(1)
+    else:
+        v = (x * y).sum(1)
+    return "out", scale * v
+
+
+def _conv2d(task, s, a):
+    d = task.description
+    nc = int(re.search(r"of a (\d+)-channel", d).group(1))
+    nf, k = map(int, re.search(r"with (\d+) filters of \d+ x (\d+) x", d).groups())
+    h, w, r = s["height"], s["width"], k // 2
+    img = np.pad(a["in"].astype(np.float64).reshape(nc, h, w), ((0, 0), (r, r), (r, r)))
+    wt = a["w"].astype(np.float64).reshape(nf, nc, k, k)
+    out = np.zeros((nf, h, w)) + a["bias"].astype(np.float64)[:, None, None]
+    for dy in range(k):
+        for dx in range(k):
+            out += np.einsum("fc,chw->fhw", wt[:, :, dy, dx], img[:, dy : dy + h, dx : dx + w])
+    return "out", out.ravel()
+
+
+NEW_ORACLES = {
+    "conv1d": _conv1d,
+    "spmv_ell": _spmv,
+    "permute": _permute,
+    "interleave": _interleave,
+    "topk_rows": _topk,
+    "softmax_rows": _softmax,
+    "batched_dot": _batched_dot,
+    "conv2d_channels": _conv2d,
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEW_ORACLES))
+def test_new_family_references_match_numpy(name, tmp_path):
+    for index in range(6):
+        task = generate_one(FAMILIES[name], 0, index)
+        sizes, arrays = _run(task, tmp_path)
+        out, want = NEW_ORACLES[name](task, sizes, arrays)
+        _close(task, arrays[out], want)
