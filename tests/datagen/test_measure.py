@@ -470,3 +470,74 @@ def test_generated_tasks_measure_ok_on_the_gpu(tmp_path):
     assert summary["gpu_process_s_per_impl"] > 0
     keys = ("wall_s", "impls_per_min", "gpu_process_s_per_impl")
     print(json.dumps({k: summary[k] for k in keys}), file=sys.stderr)
+
+
+# ---- PyTorch→CUDA dispatch ------------------------------------------------------------------
+
+FAKE_TORCH = """
+import json, os, time
+from pathlib import Path
+from cudaperf.execute.types import Candidate, ExecResult
+
+
+class ContextPoisoned(RuntimeError):
+    pass
+
+
+def _row(task, impl, status):
+    h = Candidate(code=impl.code).hash
+    res = ExecResult(status=status, mode="full", task_id=task.id, candidate_id=impl.id,
+                     candidate_hash=h, gpu="Fake GPU")
+    return res.model_dump_json()
+
+
+def measure_torch_tasks(tasks, out_path, *, trials, device, done, progress, inflight_path=None,
+                        compile_only=False):
+    marker = Path(inflight_path)
+    with open(out_path, "a") as out:
+        if marker.exists():  # a previous process hung or died here
+            t_id, i_id = json.loads(marker.read_text())
+            t = next(t for t in tasks if t.id == t_id)
+            out.write(_row(t, t.implementation(i_id), "runtime_error") + "\\n")
+            done.add((t_id, i_id))
+            marker.unlink()
+        for task in tasks:
+            for impl in task.implementations:
+                if (task.id, impl.id) in done:
+                    continue
+                marker.write_text(json.dumps([task.id, impl.id]))
+                if impl.id == "hang":
+                    time.sleep(3600)
+                if impl.id == "poison":
+                    out.write(_row(task, impl, "runtime_error") + "\\n")
+                    out.flush()
+                    marker.unlink()
+                    raise ContextPoisoned(task.id)
+                out.write(_row(task, impl, "ok") + "\\n")
+                out.flush()
+                marker.unlink()
+                done.add((task.id, impl.id))
+            progress(task.id)
+"""
+
+
+def test_torch_tasks_go_to_measure_torch_with_restarts(tmp_path, monkeypatch):
+    """The torch phase restarts its child after ContextPoisoned and after a hang (watchdog),
+    and resumes from the rows written, so every implementation gets exactly one row."""
+    from cudaperf.datagen.measure import Progress, _torch_phase
+
+    (tmp_path / "fake_measure_torch.py").write_text(FAKE_TORCH)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    src = "import torch\nclass Model(torch.nn.Module):\n    pass\n"
+    impls = [Implementation(id=i, code=f"# {i}\n") for i in ("ok", "poison", "hang", "ok2")]
+    task = Task(id="t/torch2cuda/x", kind="torch2cuda", family="x", source=src, entry="Model",
+                configs=[InputConfig(name="c", sizes={"N": 4})], implementations=impls)  # fmt: skip
+    cfg = MeasureConfig(out=tmp_path / "r.jsonl", torch_watchdog_s=4)
+    stats = {"notes": []}
+    _torch_phase([task], cfg, 0, set(), Progress(4, 1), stats, False, 1, "sm_90",
+                 module="fake_measure_torch")  # fmt: skip
+    rows = read_rows(cfg.out)
+    got = sorted((r["candidate_id"], r["status"]) for r in rows)
+    assert got == [("hang", "runtime_error"), ("ok", "ok"), ("ok2", "ok"),
+                   ("poison", "runtime_error")], got  # fmt: skip
+    assert not stats["notes"]

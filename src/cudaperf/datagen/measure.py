@@ -92,6 +92,7 @@ class MeasureConfig:
     cpu_trials: int = 0  # time the C reference this many times per config (0: not timed)
     max_bandwidth_gbs: float = 10000.0  # roofline check (as EvalConfig)
     runner_max_tasks: int = 200  # replace the GPU runner after this many tasks
+    torch_watchdog_s: float = 600.0  # restart the torch2cuda child after this long silent
     nvcc: str = "nvcc"
     gcc: str = "gcc"
     extra_nvcc_flags: tuple[str, ...] = field(default_factory=tuple)
@@ -144,10 +145,12 @@ def measure_tasks(
     gpus: list[GpuInfo] | None = None,
     builder=build_batch,
     runtime_lib: str | None = None,
+    torch_module: str = TORCH_MODULE,
 ) -> dict:
     """Measure every implementation of `tasks` not measured yet; returns the summary.
-    `gpus`, `builder` and `runtime_lib` replace GPU detection, the batch compiler and the
-    runtime library (tests use them to run the whole pipeline on a CPU with fake libraries)."""
+    `gpus`, `builder`, `runtime_lib` and `torch_module` replace GPU detection, the batch
+    compiler, the runtime library and the PyTorch→CUDA module (tests use them to run the whole
+    pipeline on a CPU with fake libraries)."""
     t0 = time.monotonic()
     ecfg = config.eval_config()
     if gpus is None:
@@ -164,8 +167,8 @@ def measure_tasks(
     env = Env(mode, gpus[0].name if mode == "full" else "", arch, versions)
     done = done_pairs(read_rows(config.out), tasks, mode, env.gpu)
     c_tasks = [t for t in tasks if t.kind is TaskKind.C2CUDA]
-    torch_tasks = [t for t in tasks if t.kind is TaskKind.TORCH2CUDA] if mode == "full" else []
-    torch_ok = not torch_tasks or importlib.util.find_spec(TORCH_MODULE) is not None
+    torch_tasks = [t for t in tasks if t.kind is TaskKind.TORCH2CUDA]
+    torch_ok = not torch_tasks or importlib.util.find_spec(torch_module) is not None
     todo = [(t, i) for t in c_tasks + (torch_tasks if torch_ok else []) for i in t.implementations
             if (t.id, i.id) not in done]  # fmt: skip
     progress = Progress(len(todo), len({t.id for t, _ in todo}))
@@ -175,21 +178,30 @@ def measure_tasks(
         if on_progress:
             on_progress(progress.snapshot())
 
+    offset = config.out.stat().st_size if config.out.exists() else 0
     out = Output(config.out, on_row)
     stats: dict = {"skipped_done": len(done), "notes": []}
     if not torch_ok:
         n = sum(len(t.implementations) for t in torch_tasks)
         stats["notes"].append(
-            f"{TORCH_MODULE} is not available, so {len(torch_tasks)} torch2cuda task(s) "
+            f"{torch_module} is not available, so {len(torch_tasks)} torch2cuda task(s) "
             f"({n} implementations) were skipped"
         )
         log.warning(stats["notes"][-1])
+    salt = config.seed_salt if config.seed_salt is not None else secrets.randbits(62)
+    torch_todo = (
+        [t for t in torch_tasks if any((t.id, i.id) not in done for i in t.implementations)]
+        if torch_ok
+        else []
+    )
     try:
         _measure_c(c_tasks, done, config, ecfg, env, gpus, out, progress, stats, builder,
-                   runtime_lib, torch_tasks if torch_ok else [])  # fmt: skip
+                   runtime_lib, torch_todo, salt, torch_module)  # fmt: skip
     finally:
         out.close()
-    return _summary(tasks, config, env, stats, time.monotonic() - t0, progress)
+    if config.compile_only and torch_todo:  # full runs do this per GPU, after its C share
+        _torch_phase(torch_todo, config, 0, done, progress, stats, True, salt, arch, torch_module)
+    return _summary(tasks, config, env, stats, time.monotonic() - t0, offset)
 
 
 def _batches(tasks: list[Task], ngpu: int, size: int) -> list[tuple[int, list[Task]]]:
@@ -204,7 +216,7 @@ def _batches(tasks: list[Task], ngpu: int, size: int) -> list[tuple[int, list[Ta
 
 
 def _measure_c(c_tasks, done, config, ecfg, env, gpus, out, progress, stats, builder,
-               runtime_lib, torch_tasks) -> None:  # fmt: skip
+               runtime_lib, torch_tasks, salt, torch_module) -> None:  # fmt: skip
     ngpu = max(len(gpus), 1)
     pool = cf.ThreadPoolExecutor(config.workers(), thread_name_prefix="nvcc",
                                  initializer=_lower_priority)  # fmt: skip
@@ -237,7 +249,7 @@ def _measure_c(c_tasks, done, config, ecfg, env, gpus, out, progress, stats, bui
             _compile_only([j for s in shard_jobs for j in s], builds, env, out, progress)
         else:
             _run_gpus(shard_jobs, config, ecfg, env, gpus, out, progress, stats, runtime_lib,
-                      torch_tasks, done)  # fmt: skip
+                      torch_tasks, done, salt, torch_module)  # fmt: skip
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
         finished = [f.result() for f in builds if f.done() and not f.cancelled()
@@ -289,14 +301,13 @@ def _write_task(job: ShardJob, build: BatchBuild, prep: dict | None, outcomes: d
 
 
 def _run_gpus(shard_jobs, config, ecfg, env, gpus, out, progress, stats, runtime_lib,
-              torch_tasks, done) -> None:  # fmt: skip
+              torch_tasks, done, salt, torch_module) -> None:  # fmt: skip
     runtime_lib = runtime_lib or build_runtime(env.arch, ecfg)
     need = max((j.nbytes for s in shard_jobs for j in s), default=0)
     base = pick_scratch(2 * need, config.scratch)
     scratch = Path(tempfile.mkdtemp(prefix="cudaperf-measure-", dir=base))
     limit = int(config.max_inflight_gb * 1e9)
     limit = min(limit, int(0.8 * shutil.disk_usage(scratch).free)) or limit
-    salt = config.seed_salt if config.seed_salt is not None else secrets.randbits(62)
     settings = {
         "trials": config.trials,
         "warmup": config.warmup,
@@ -325,10 +336,10 @@ def _run_gpus(shard_jobs, config, ecfg, env, gpus, out, progress, stats, runtime
         try:
             drive_shard(drivers[i], shard_jobs[i], submit_prep, scratch, budget, prefetch, on_task)
             drivers[i].stop()
-            mine = [t for t in torch_tasks[i :: len(gpus)]
-                    if any((t.id, im.id) not in done for im in t.implementations)]  # fmt: skip
+            mine = torch_tasks[i :: len(gpus)]
             if mine:
-                _torch_phase(mine, config, gpus[i].index, done, progress, stats)
+                _torch_phase(mine, config, gpus[i].index, done, progress, stats, False, salt,
+                             env.arch, torch_module)  # fmt: skip
         except BaseException as e:  # noqa: BLE001 - re-raised by the main thread
             errors.append(e)
 
@@ -352,53 +363,103 @@ def _run_gpus(shard_jobs, config, ecfg, env, gpus, out, progress, stats, runtime
         raise MeasureError(str(errors[0])) from errors[0]
 
 
-class _QueueProgress:
-    """The `progress` given to measure_torch_tasks: any call that carries a row (a dict or an
-    object with `.status`) counts that row; other calls are ignored."""
+def _torch_child(module: str, task_jsons: list[str], out: str, kwargs: dict, done: list, q):
+    """Child process: measure_torch_tasks on one GPU; exit code 3 asks for a restart."""
+    import inspect
 
-    def __init__(self, q):
-        self.q = q
-
-    def __call__(self, *args, **kwargs) -> None:
-        for x in (*args, *kwargs.values()):
-            st = x.get("status") if isinstance(x, dict) else getattr(x, "status", None)
-            if st is not None:
-                self.q.put(getattr(st, "value", st))
-                return
-
-
-def _torch_child(task_jsons: list[str], out: str, trials: int, device: int, done, q) -> None:
-    from cudaperf.datagen.measure_torch import measure_torch_tasks  # type: ignore[import-not-found]
-
+    measure_torch_tasks = importlib.import_module(module).measure_torch_tasks
     tasks = [Task.model_validate_json(j) for j in task_jsons]
-    measure_torch_tasks(tasks, Path(out), trials=trials, device=device,
-                        done={tuple(p) for p in done}, progress=_QueueProgress(q))  # fmt: skip
+    accepted = inspect.signature(measure_torch_tasks).parameters
+    kw = {k: v for k, v in kwargs.items() if k in accepted}
+    try:
+        measure_torch_tasks(tasks, Path(out), done={tuple(p) for p in done}, progress=q.put, **kw)
+    except Exception as e:
+        if type(e).__name__ == "ContextPoisoned":  # its row is written: restart and resume
+            log.warning("torch2cuda runner: %s", e)
+            os._exit(3)
+        raise
 
 
-def _torch_phase(tasks: list[Task], config: MeasureConfig, device: int, done, progress,
-                 stats: dict) -> None:  # fmt: skip
-    """PyTorch→CUDA tasks of one GPU, in a child process (a crash there cannot take the
-    orchestrator down); rows are appended to the same results file by the child."""
+def _torch_phase(tasks: list[Task], config: MeasureConfig, device: int, done: set, progress,
+                 stats: dict, compile_only: bool, salt: int, arch: str,
+                 module: str = TORCH_MODULE) -> None:  # fmt: skip
+    """PyTorch→CUDA tasks of one GPU through `measure_torch_tasks`, in a child process that is
+    restarted (resuming from the rows written so far) after a CUDA error, a crash, or no sign
+    of life (progress, its in-flight marker, the results file) for `torch_watchdog_s`."""
     ctx = multiprocessing.get_context("spawn")
-    q = ctx.Queue()
-    mine = {t.id for t in tasks}
-    args = ([t.model_dump_json() for t in tasks], str(config.out), config.trials, device,
-            [p for p in done if p[0] in mine], q)  # fmt: skip
-    proc = ctx.Process(target=_torch_child, args=args, name=f"measure-torch-gpu{device}")
-    proc.start()
-    while proc.is_alive() or not q.empty():
+    inflight = config.out.with_name(f"{config.out.name}.inflight-gpu{device}")
+    kwargs = {"trials": config.trials, "device": device, "compile_only": compile_only,
+              "inflight_path": str(inflight), "salt": salt, "arch": arch,
+              "jobs": config.workers()}  # fmt: skip
+    ids = {t.id for t in tasks}
+    mine = {p for p in done if p[0] in ids}
+    offset = config.out.stat().st_size if config.out.exists() else 0
+    for attempt in range(_TORCH_MAX_RESTARTS + 1):
+        q = ctx.Queue()
+        args = (module, [t.model_dump_json() for t in tasks], str(config.out), kwargs,
+                sorted(mine), q)  # fmt: skip
+        proc = ctx.Process(target=_torch_child, args=args, name=f"measure-torch-{device}")
+        proc.start()
+        hung = _watch(proc, q, progress, [inflight, config.out], config.torch_watchdog_s)
+        before = len(mine)
+        mine |= {(r.get("task_id"), r.get("candidate_id")) for r in _rows_from(config.out, offset)
+                 if r.get("task_id") in ids}  # fmt: skip
+        if proc.exitcode == 0:
+            return
+        why = "stopped responding" if hung else f"exited with code {proc.exitcode}"
+        if len(mine) == before and not inflight.exists() and not hung:
+            note = f"torch2cuda measurement on GPU {device} {why} without progress; gave up"
+            stats["notes"].append(note)
+            log.error(note)
+            return
+        log.warning("torch2cuda runner on GPU %s %s; restart %d", device, why, attempt + 1)
+    stats["notes"].append(f"torch2cuda on GPU {device}: too many restarts; gave up")
+
+
+_TORCH_MAX_RESTARTS = 64
+
+
+def _watch(proc, q, progress, heartbeat_files: list[Path], watchdog_s: float) -> bool:
+    """Wait for the child, counting its progress calls; kill it when silent too long."""
+    import queue as queue_mod
+
+    last = time.time()
+    while proc.is_alive():
         try:
-            progress.row({"status": q.get(timeout=1.0)})
-        except Exception:  # noqa: BLE001 - queue.Empty, or a closed queue at exit
+            q.get(timeout=1.0)
+            progress.task()
+            last = time.time()
+        except (queue_mod.Empty, OSError, EOFError):
+            pass
+        beats = [last] + [f.stat().st_mtime for f in heartbeat_files if f.exists()]
+        if time.time() - max(beats) > watchdog_s:
+            proc.kill()
+            proc.join()
+            return True
+    proc.join()
+    return False
+
+
+def _rows_from(path: Path, offset: int) -> list[dict]:
+    import json
+
+    if not path.exists():
+        return []
+    with open(path, "rb") as f:
+        f.seek(offset)
+        data = f.read().decode("utf-8", errors="replace")
+    rows = []
+    for line in data.splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
             continue
-    if proc.exitcode:
-        note = f"torch2cuda measurement on GPU {device} exited with code {proc.exitcode}"
-        stats["notes"].append(note)
-        log.error(note)
+    return rows
 
 
-def _summary(tasks, config, env, stats, wall_s: float, progress) -> dict:
-    """Counts from the results file itself (the latest row of each selected pair)."""
+def _summary(tasks, config, env, stats, wall_s: float, offset: int) -> dict:
+    """Counts from the results file itself: rows this run appended, and the latest row of
+    every selected pair."""
     wanted = {(t.id, i.id): t.kind.value for t in tasks for i in t.implementations}
     latest: dict = {}
     for r in read_rows(config.out):
@@ -409,9 +470,13 @@ def _summary(tasks, config, env, stats, wall_s: float, progress) -> dict:
     for k, st in latest.items():
         d = by_kind.setdefault(wanted[k], {})
         d[st] = d.get(st, 0) + 1
-    snap = progress.snapshot()
-    run = snap["impls_done"]
+    new = [r for r in _rows_from(config.out, offset)
+           if (r.get("task_id"), r.get("candidate_id")) in wanted]  # fmt: skip
+    this_run: dict[str, int] = {}
+    for r in new:
+        this_run[r.get("status")] = this_run.get(r.get("status"), 0) + 1
     busy = sum(stats.get("runner_busy_s", {}).values())
+    c_run = sum(1 for r in new if wanted[(r["task_id"], r["candidate_id"])] == "c2cuda")
     return {
         "mode": env.mode,
         "gpu": env.gpu,
@@ -419,12 +484,12 @@ def _summary(tasks, config, env, stats, wall_s: float, progress) -> dict:
         "versions": env.versions,
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         "implementations_selected": len(wanted),
-        "implementations_measured_this_run": run,
-        "statuses_this_run": snap["statuses"],
+        "implementations_measured_this_run": len(new),
+        "statuses_this_run": this_run,
         "statuses_in_file": by_kind,
         "wall_s": round(wall_s, 1),
-        "impls_per_min": round(run / wall_s * 60, 1) if wall_s > 0 else None,
-        "gpu_process_s_per_impl": round(busy / run, 4) if run and busy else None,
+        "impls_per_min": round(len(new) / wall_s * 60, 1) if wall_s > 0 else None,
+        "gpu_process_s_per_impl": round(busy / c_run, 4) if c_run and busy else None,
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
         **stats,
     }
