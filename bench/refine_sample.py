@@ -165,7 +165,8 @@ def plot(table: dict, path: Path) -> None:
         ys = [t["best_so_far"] for t in row["turns"] if t["best_so_far"] is not None]
         ax.plot(xs, ys, color="0.8", lw=0.8)
     if pts:
-        ax.plot(*zip(*pts, strict=True), "o-", color="C0", lw=2, label="mean over tasks")
+        label = "mean over tasks (a stopped task keeps its best)"
+        ax.plot(*zip(*pts, strict=True), "o-", color="C0", lw=2, label=label)
     ax.set(xlabel="turn", ylabel="best reward so far", xticks=range(1, table["turns"] + 1),
            title=f"{table['model']} ({table['mode']})")  # fmt: skip
     ax.legend(loc="lower right", fontsize=8)

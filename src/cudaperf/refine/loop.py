@@ -11,8 +11,8 @@ the JSONL trajectory as soon as it is done (see `refine.trajectory`).
 
 `refine_many` runs several tasks in lockstep: turn t of every task still running is generated
 (in one `generate_batch` call when the backend has one) and then scored in one evaluator
-batch, so compiles and GPU work of different tasks overlap. Each task's turns and stopping
-are exactly what `refine` on that task alone would do.
+batch, so compiles and GPU work of different tasks overlap. With a deterministic backend,
+each task's turns and stopping are exactly what `refine` on that task alone would do.
 """
 
 from __future__ import annotations
