@@ -58,13 +58,21 @@ class NoKernelsError(ValueError):
 
 
 def analyze(
-    source: str, *, config: AnalyzeConfig | None = None, profile: bool = False
+    source: str,
+    *,
+    config: AnalyzeConfig | None = None,
+    profile: bool = False,
+    task=None,
+    input_config: str | None = None,
 ) -> list[StructuralReport]:
     """Analyse every kernel of a `.cu` text or a PyTorch→CUDA Python candidate.
 
     Raises NoKernelsError when there is no kernel. ptxas problems (no nvcc, a compile error)
     do not raise: resource features become None and an info finding says why.
-    With `profile=True` the program is built and run under Nsight Compute (see `profile`).
+    With `profile=True` the program is built and run under Nsight Compute (see `profile`): a
+    `.cu` with `main()` as it is, or, given its `task` (a `cudaperf.tasks.Task`), a candidate
+    through a generated driver on the config named `input_config` (default: the largest
+    visible one; see `drivers`).
     """
     cfg = config or AnalyzeConfig()
     text = extract_cuda(source)
@@ -81,7 +89,10 @@ def analyze(
     if profile:
         from cudaperf.analyze.profile import add_profile
 
-        reports = add_profile(reports, code, cfg)
+        if task is not None:
+            reports = add_profile(reports, source, cfg, task=task, input_config=input_config)
+        else:
+            reports = add_profile(reports, code, cfg)
     return reports
 
 

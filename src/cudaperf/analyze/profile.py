@@ -6,9 +6,11 @@ kernels, and returns per-kernel metric sums over all profiled launches. `ncu_fea
 those into the `ncu_*` features of `report.PROFILE_FEATURES`. Results are cached by the hash
 of (source, arch, metric list) in memory and, with a cache directory, on disk.
 
-Not guaranteed: profiling needs a GPU, ncu, and permission to read performance counters; a
-C→CUDA or PyTorch→CUDA candidate without `main()` must be profiled through the evaluator's
-harness command (`profile_command`) instead.
+A C→CUDA or PyTorch→CUDA candidate (no `main()`) is profiled on its task's inputs by a
+generated driver: see `drivers.profile_candidate` (`analyze(..., profile=True, task=...)`).
+
+Not guaranteed: profiling needs a GPU, ncu, and permission to read performance counters
+(a missing permission raises ProfileError saying how to grant it).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ __all__ = [
     "STALL_REASONS",
     "ProfileError",
     "add_profile",
+    "explain_failure",
     "find_ncu",
     "ncu_args",
     "ncu_features",
@@ -164,12 +167,40 @@ def ncu_features(m: dict[str, float]) -> dict[str, float | None]:
     return f
 
 
-def ncu_args(ncu: str, kernels: list[str], metrics: list[str], cmd: list[str]) -> list[str]:
-    """The ncu command line that profiles only `kernels` of `cmd` and prints raw CSV."""
-    pattern = "regex:^(" + "|".join(re.escape(k) for k in kernels) + ")$"
-    return [ncu, "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base",
-            "--kernel-name-base", "function", "-k", pattern, "--metrics", ",".join(metrics),
-            *cmd]  # fmt: skip
+def ncu_args(
+    ncu: str, kernels: list[str], metrics: list[str], cmd: list[str], extra: list[str] = ()
+) -> list[str]:
+    """The ncu command line that profiles only `kernels` of `cmd` and prints raw CSV.
+
+    A kernel matches by its function name, with or without template arguments (`k` or `k<4>`).
+    `extra` goes before the metrics (e.g. `--profile-from-start off`).
+    """
+    pattern = "regex:^(" + "|".join(re.escape(k) for k in kernels) + ")(<.*)?$"
+    return [ncu, "--clock-control", "none", "--target-processes", "all", "--csv", "--page",
+            "raw", "--print-units", "base", "--kernel-name-base", "function", "-k", pattern,
+            *extra, "--metrics", ",".join(metrics), *cmd]  # fmt: skip
+
+
+def explain_failure(stdout: str, stderr: str, kernels: list[str]) -> str:
+    """Why ncu produced no rows, in words that say what to do."""
+    text = stdout + "\n" + stderr
+    if "ERR_NVGPUCTRPERM" in text:
+        return (
+            "this user may not read the GPU performance counters (ERR_NVGPUCTRPERM); run as "
+            "root or load the nvidia driver with NVreg_RestrictProfilingToAdminUsers=0 "
+            "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)"
+        )
+    if "No kernels were profiled" in text:
+        return (
+            f"no launch of {', '.join(kernels)} was profiled: the candidate did not launch "
+            "these kernels, or failed before it did: " + _tail(stdout + stderr)
+        )
+    return f"ncu produced no results: {_tail(stderr or stdout)}"
+
+
+def _tail(text: str, n: int = 400) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip() and not ln.startswith('"')]
+    return " / ".join(lines)[-n:]
 
 
 def profile_command(
@@ -178,6 +209,7 @@ def profile_command(
     ncu: str | None = None,
     timeout_s: float = 600,
     raw: list[str] | None = None,
+    extra: list[str] = (),
 ) -> dict[str, dict[str, float]]:
     """Run `cmd` under ncu, profiling only `kernels`; metric sums per kernel name.
 
@@ -188,7 +220,7 @@ def profile_command(
     if ncu is None:
         raise ProfileError("ncu not found; install Nsight Compute or put ncu on PATH")
     for metrics in (ALL_METRICS, CORE_METRICS):
-        args = ncu_args(ncu, kernels, metrics, cmd)
+        args = ncu_args(ncu, kernels, metrics, cmd, list(extra))
         log.info("profiling: %s", " ".join(args))
         p = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s)
         if raw is not None:
@@ -196,8 +228,11 @@ def profile_command(
         parsed = parse_ncu_csv(p.stdout)
         if parsed:
             return parsed
+        why = explain_failure(p.stdout, p.stderr, kernels)
+        if "ERR_NVGPUCTRPERM" in why or "No kernels were profiled" in p.stdout + p.stderr:
+            raise ProfileError(why)  # fewer metrics would not help
         log.warning("ncu gave no rows with %d metrics: %s", len(metrics), p.stderr[-500:])
-    raise ProfileError(f"ncu produced no results: {(p.stderr or p.stdout)[-300:].strip()}")
+    raise ProfileError(why)
 
 
 def profile_program(
@@ -206,8 +241,8 @@ def profile_program(
     """Build a `.cu` with `main()` for `cfg.arch`, run it under ncu; cached by content."""
     if not re.search(r"\bint\s+main\s*\(", code):
         raise ProfileError(
-            "--profile needs a program: a .cu file with main() that launches its kernels "
-            "(profiling a candidate without main() on its task's inputs is not supported yet)"
+            "--profile needs a program (a .cu file with main()) or the candidate's task: pass "
+            "--task TASK_ID_OR_FILE to profile it on the task's inputs"
         )
     key = hashlib.sha256(f"{cfg.arch}\0{ALL_METRICS}\0{code}".encode()).hexdigest()
     cache = Path(cfg.cache_dir) / "ncu" / f"{key}.json" if cfg.cache_dir else None
@@ -223,7 +258,7 @@ def profile_program(
         )  # fmt: skip
         if b.returncode != 0:
             raise ProfileError(f"nvcc failed: {b.stderr[-300:].strip()}")
-        result = profile_command([str(exe)], kernels)
+        result = profile_command([str(exe)], kernels, ncu=find_ncu())
     if cache is not None:
         cache.parent.mkdir(parents=True, exist_ok=True)
         cache.write_text(json.dumps(result))
@@ -231,10 +266,24 @@ def profile_program(
 
 
 def add_profile(
-    reports: list[StructuralReport], code: str, cfg: AnalyzeConfig
+    reports: list[StructuralReport],
+    code: str,
+    cfg: AnalyzeConfig,
+    task=None,
+    input_config: str | None = None,
 ) -> list[StructuralReport]:
-    """Reports with `ncu_*` features (and a top-stalls info finding) added; score unchanged."""
-    metrics = profile_program(code, [r.name for r in reports], cfg)
+    """Reports with `ncu_*` features (and a top-stalls info finding) added; score unchanged.
+
+    Without `task`, `code` must be a program with `main()`; with a `cudaperf.tasks.Task`, `code`
+    is its candidate, profiled on `input_config` (default: the largest visible config).
+    """
+    names = [r.name for r in reports]
+    if task is not None:
+        from cudaperf.analyze.drivers import profile_candidate
+
+        metrics = profile_candidate(code, task, names, cfg, input_config)
+    else:
+        metrics = profile_program(code, names, cfg)
     out = []
     for r in reports:
         m = metrics.get(r.name)

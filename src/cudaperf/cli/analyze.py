@@ -44,7 +44,22 @@ def analyze_command(
         256, "--block-size", help="Threads per block for occupancy when no launch is found."
     ),
     profile: bool = typer.Option(
-        False, "--profile", help="Also run the program under Nsight Compute (needs a GPU)."
+        False,
+        "--profile",
+        help="Also run under Nsight Compute (needs a GPU): a .cu with main() as it is, a "
+        "candidate on its --task's inputs.",
+    ),
+    task: str | None = typer.Option(
+        None,
+        "--task",
+        help="The candidate's task for --profile: a task id of the bundled sample set, or a "
+        "task file/folder (with --task-id when it holds several tasks).",
+    ),
+    task_id: str | None = typer.Option(
+        None, "--task-id", help="Which task of a --task file holds the candidate's task."
+    ),
+    input_config: str | None = typer.Option(
+        None, "--config", help="Input config to profile on (default: the largest visible one)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout."),
 ) -> None:
@@ -59,8 +74,13 @@ def analyze_command(
         source = file.read_text()
     except (OSError, UnicodeDecodeError) as e:
         fail(f"cannot read {file}: {e}; pass a UTF-8 text file")
+    the_task = _load_task(task, task_id) if task else None
+    if the_task is not None and not profile:
+        console.print("[dim]--task is only used with --profile[/]")
     try:
-        reports = analyze(source, config=cfg, profile=profile)
+        reports = analyze(
+            source, config=cfg, profile=profile, task=the_task, input_config=input_config
+        )
     except NoKernelsError:
         fail(f"no __global__ kernel found in {file}; pass CUDA source (or a Python candidate "
              "whose CUDA string defines one)")  # fmt: skip
@@ -70,6 +90,29 @@ def analyze_command(
         emit_json({"kernels": [_kernel_json(r) for r in reports]})
         return
     _print_human(reports, profile)
+
+
+def _load_task(spec: str, task_id: str | None):
+    """A task from a file/folder (`task_id` picks one of several) or the sample set by id."""
+    from cudaperf.tasks.io import load_sample, load_tasks
+
+    path = Path(spec)
+    if path.exists():
+        try:
+            tasks = load_tasks(path)
+        except (OSError, ValueError) as e:
+            fail(f"cannot read tasks from {path}: {e}")
+        if task_id is None and len(tasks) == 1:
+            return tasks[0]
+        if task_id is None:
+            fail(f"{path} holds {len(tasks)} tasks; pick one with --task-id")
+    else:
+        tasks, task_id = load_sample(), task_id or spec
+    found = [t for t in tasks if t.id == task_id]
+    if not found:
+        ids = ", ".join(t.id for t in tasks[:8]) + (", ..." if len(tasks) > 8 else "")
+        fail(f"no task {task_id!r} (not a file, and not among: {ids})")
+    return found[0]
 
 
 def _kernel_json(r: StructuralReport) -> dict:
