@@ -8,12 +8,14 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from cudaperf.datagen import FAMILIES, generate_one
 from cudaperf.datagen.measure_torch import Prebuilt, _gpu_row, _Run, measure_torch_tasks
+from cudaperf.execute.native import load_cuda
 from cudaperf.execute.torch_build import native_sources
 from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, Timing
 from cudaperf.tasks.measurements import measurements_from_results, read_results
@@ -30,12 +32,19 @@ def _tasks() -> list[Task]:
     ]
 
 
+@pytest.fixture(scope="session")
+def _session_home(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        home = tmp_path_factory.mktemp("home")
+        mp.setenv("HOME", str(home))
+        yield home
+
+
 @pytest.fixture()
-def home(tmp_path, monkeypatch) -> Path:
-    """A private HOME, so load_cuda's default cache (~/.cache/cudaperf/native) starts empty;
-    the spawned build workers inherit it."""
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
+def home(_session_home) -> Path:
+    """A private HOME for this test session, so load_cuda's default cache
+    (~/.cache/cudaperf/native) starts empty; the spawned build workers inherit it."""
+    return _session_home
 
 
 def _rows(path: Path) -> list[dict]:
@@ -66,8 +75,11 @@ def test_compile_only_builds_every_implementation_once(tmp_path, home):
         assert res.versions["nvcc"] not in ("", "missing")
         print(f"{res.candidate_id:18s} checks + nvcc build: {res.wall_s:.2f} s")
     # Every kernel source is in load_cuda's default cache, where ModelNew will look for it.
-    srcs = {s for i in want.values() for s in native_sources(i.code)}
-    assert len(list((home / ".cache" / "cudaperf" / "native").glob("*/lib.so"))) == len(srcs)
+    assert list((home / ".cache" / "cudaperf" / "native").glob("*/lib.so"))
+    for src in {s for i in want.values() for s in native_sources(i.code)}:
+        t0 = time.perf_counter()
+        load_cuda(src, arch="sm_90")  # what ModelNew uses on an H200
+        assert time.perf_counter() - t0 < 0.5, "not prebuilt: load_cuda had to run nvcc"
 
 
 @needs_nvcc
@@ -202,7 +214,7 @@ def test_gpu_cheats_fail_and_a_cuda_error_poisons(tmp_path, home):
     task = _tasks()[0]
     warp, block = task.implementations[1].code, task.implementations[2].code
     lazy = block.replace("self.lib.row_op(x, y, x.shape[0]", "self.lib.row_op(x, y, 0")
-    wrong = warp.replace("#define SCALE", "#define SCALE 1.001f *")
+    wrong = warp.replace("#define SCALE", "#define SCALE 1.05f *")
     crash = warp.replace("float* yr = y +", "float* yr = (float*)0x10 +")
     assert lazy != block and wrong != warp and crash != warp
     task = _with_impls(task, ("lazy", lazy), ("wrong", wrong), ("crash", crash), ("after", warp))

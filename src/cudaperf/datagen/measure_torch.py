@@ -40,6 +40,15 @@ that dies or hangs mid-implementation (segfault, watchdog kill) leaves a marker 
 of running it again. Not guaranteed: a hanging kernel is not interrupted here — the caller
 needs a watchdog. Only the native form (`load_cuda`) is measured; others get `infra_error`.
 
+Caller contract (one process per GPU; `cudaperf data measure` is the intended caller):
+
+    done = {(r["task_id"], r["candidate_id"]) for r in read_results(out)} if out.exists() else set()
+    measure_torch_tasks(tasks, out, trials=20, device=0, done=done, jobs=os.cpu_count() // n_gpus)
+
+and after `ContextPoisoned`, a watchdog kill or a crash, run it again in a *fresh* process (the
+CUDA context of this one is unusable). Processes on several GPUs should split the CPU cores
+(`jobs`) and, when they append to one file, pass distinct `inflight_path`s.
+
 This is the one datagen module that imports `cudaperf.execute` and torch (the latter lazily, in
 the GPU path only, so the build workers stay light).
 """
@@ -439,8 +448,10 @@ class _Gpu:
         )  # fmt: skip
 
     def measure_impl(self, run: _Run, task: Task, impl: Implementation, cases: dict):
-        """(status, config results, message, context poisoned) of one implementation."""
+        """(status, config results, message, restart needed) of one implementation: restart
+        after a CUDA error (broken context) or replaced timers (broken process)."""
         rt, configs = self.rt, []
+        rt._pin_precision()  # again: an earlier implementation may have changed it
         salt = _impl_salt(run.salt, impl.code)
         mod = None
         for cfg in task.configs:
@@ -450,7 +461,8 @@ class _Gpu:
                 configs.append(self._one_config(run, task, cfg, mod, salt, cases))
             except rt._Fail as f:
                 configs.append(_config_result(cfg, correct=False, message=f.message))
-                return f.status, configs, f.message, f.restart
+                # Replaced timers stay replaced in this process: restart it like a CUDA error.
+                return f.status, configs, f.message, f.restart or bool(rt._timers_intact())
             except Exception as e:  # noqa: BLE001 - the implementation's code raised
                 status, restart = rt._classify(e)
                 msg = f"{type(e).__name__}: {str(e)[:500]}"
