@@ -444,29 +444,41 @@ def test_cli_without_gpu_says_so(tmp_path):
 # ---- GPU ------------------------------------------------------------------------------------
 
 
+OOB = GOOD.format(block=128).replace("if (i < n) y[i]", "y[i + (1LL << 40)]")  # bad address
+WRONG = GOOD.format(block=128).replace("a * helper", "2.0f * a * helper")
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAS_GPU, reason="no NVIDIA GPU visible (nvidia-smi missing)")
 def test_generated_tasks_measure_ok_on_the_gpu(tmp_path):
-    from cudaperf.datagen import BuildConfig, build_tasks
+    """Generated tasks: every implementation ok with positive timings. A hand-written task
+    with a wrong and an out-of-bounds implementation: their statuses, the runner restarted,
+    and the good ones after them still measured."""
+    from cudaperf.datagen import FAMILIES, BuildConfig, build_tasks
 
-    fams = ("saxpy", "stencil1d", "reduce_rows", "transpose", "gemv")
-    from cudaperf.datagen import FAMILIES
-
-    fams = (
-        tuple(f for f in fams if f in FAMILIES)
-        or tuple(n for n, f in FAMILIES.items() if f.kind.value == "c2cuda")[:4]
-    )
+    want = ("elementwise_expr", "stencil1d", "reduce_rows", "transpose2d", "gemv", "scan")
+    fams = tuple(f for f in want if f in FAMILIES)
     tasks = build_tasks(BuildConfig(per_family=1, seed=3, families=fams, max_family_share=1.0))
     tasks = [t for t in tasks.tasks if t.kind.value == "c2cuda"]
+    faulty = saxpy_task({"good": GOOD.format(block=128), "wrong": WRONG, "oob": OOB,
+                         "good2": BLOCK_FORM}, task_id="test/c2cuda/faulty")  # fmt: skip
     out = tmp_path / "res.jsonl"
     cfg = MeasureConfig(out=out, cache_dir=tmp_path / "cache", trials=10, batch_tasks=2)
-    summary = measure_tasks(tasks, cfg)
+    summary = measure_tasks([*tasks, faulty], cfg)
     rows = read_rows(out)
-    assert len(rows) == sum(len(t.implementations) for t in tasks)
-    bad = [(r["task_id"], r["candidate_id"], r["feedback"]) for r in rows if r["status"] != "ok"]
+    assert len(rows) == sum(len(t.implementations) for t in tasks) + 4
+    by = {(r["task_id"], r["candidate_id"]): r for r in rows}
+    assert by[(faulty.id, "wrong")]["status"] == "wrong_output"
+    assert by[(faulty.id, "oob")]["status"] == "runtime_error"
+    assert by[(faulty.id, "good")]["status"] == by[(faulty.id, "good2")]["status"] == "ok"
+    assert sum(summary["runner_starts"].values()) >= 2
+    bad = [(r["task_id"], r["candidate_id"], r["feedback"]) for r in rows
+           if r["status"] != "ok" and r["task_id"] != faulty.id]  # fmt: skip
     assert not bad, bad
     for r in rows:
-        assert all(c["timing"]["median_us"] > 0 for c in r["configs"])
+        if r["status"] == "ok":
+            assert all(c["timing"]["median_us"] > 0 for c in r["configs"])
+            assert r["gpu"] and r["mode"] == "full"
     assert summary["gpu_process_s_per_impl"] > 0
     keys = ("wall_s", "impls_per_min", "gpu_process_s_per_impl")
     print(json.dumps({k: summary[k] for k in keys}), file=sys.stderr)

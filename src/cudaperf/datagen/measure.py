@@ -160,6 +160,11 @@ def measure_tasks(
             "no NVIDIA GPU is visible (nvidia-smi lists none): `data measure` needs a GPU to "
             "verify and time implementations; use --compile-only to only build them here"
         )
+    if len({g.name for g in gpus}) > 1:
+        raise MeasureError(
+            f"the GPUs are of different models ({sorted({g.name for g in gpus})}); rows name one "
+            "GPU model, so pass --gpus with indices of one model"
+        )
     mode = "compile-only" if config.compile_only else "full"
     arch = config.arch or (gpus[0].arch if gpus else "sm_90")
     driver_v = gpus[0].driver if gpus and mode == "full" else ""

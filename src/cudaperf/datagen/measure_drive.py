@@ -72,7 +72,8 @@ class GpuDriver:
 
     def start(self) -> None:
         env = dict(os.environ)
-        if self.gpu is not None:
+        if self.gpu is not None:  # nvidia-smi's index: make CUDA number the GPUs the same way
+            env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
             env["CUDA_VISIBLE_DEVICES"] = str(self.gpu)
         cmd = [sys.executable, "-m", "cudaperf.datagen.measure_runner", self.runtime_lib,
                str(self.log_path)]  # fmt: skip
