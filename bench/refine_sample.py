@@ -232,12 +232,14 @@ def main(argv=None) -> None:
     cfg = EvalConfig(**ev)
     scorer = RewardScorer(tasks, config=RewardConfig.preset(args.preset), eval_config=cfg,
                           analyze="always")  # fmt: skip
-    say(f"{len(todo)} tasks to refine ({len(done)} done before); loading {args.model}")
+    gpu = _gpu()
+    mode = "compile-only" if cfg.compile_only or (cfg.compile_only is None and not gpu) else "full"
+    say(f"{len(todo)} tasks to refine ({len(done)} done before), {mode}; loading {args.model}")
     backend = Timed(backend_for(args, todo or tasks))
     say(f"backend ready: {backend.name}")
     meta = {"model": args.model, "turns": args.turns, "samples": args.samples,
             "max_new_tokens": args.max_new_tokens, "preset": args.preset,
-            "mode": "compile-only" if cfg.compile_only else "?", "gpu": _gpu(),
+            "mode": mode, "gpu": gpu,
             "trials": args.trials, "command": " ".join(sys.argv)}  # fmt: skip
 
     def write(_=None) -> dict:
