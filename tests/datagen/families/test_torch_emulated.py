@@ -1,6 +1,6 @@
 """The generated PyTorch→CUDA implementations compute the reference's values, checked on the
 CPU: each CUDA source is compiled by g++ against a small emulation of the CUDA execution
-model (one OS thread per CUDA thread, blocks one after another, `__syncthreads` and warp
+model (each CUDA thread a ucontext fiber, blocks one after another, `__syncthreads` and warp
 shuffles as barriers, `__shared__` as block-wide statics, a shuffle that reads a lane which
 has exited aborts) and ModelNew runs on CPU tensors with poisoned (NaN) output buffers.
 
@@ -35,14 +35,12 @@ pytestmark = [
 
 PRELUDE = r"""
 #include <atomic>
-#include <barrier>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <thread>
 #include <type_traits>
+#include <ucontext.h>
 #include <vector>
 #define __global__
 #define __device__
@@ -64,67 +62,120 @@ inline float __logf(float v) { return logf(v); }
 inline float __fdividef(float a, float b) { return a / b; }
 template <class A, class B> inline auto min(A a, B b) { return a < b ? a : b; }
 template <class A, class B> inline auto max(A a, B b) { return a > b ? a : b; }
-static thread_local dim3 threadIdx, blockIdx;
-static dim3 blockDim, gridDim;
-static std::barrier<>* emu_block;
-static std::barrier<>* emu_warp[32];
+inline float atomicAdd(float* p, float v) { float o = *p; *p = o + v; return o; }
+static dim3 threadIdx, blockIdx, blockDim, gridDim;
+// Fibers: every CUDA thread of a block is a ucontext; barriers switch back to the scheduler.
+enum { READY, AT_BLOCK, AT_WARP, DONE };
+static ucontext_t emu_main;
+static std::vector<ucontext_t> emu_ctx;
+static std::vector<int> emu_state;
+static std::vector<char> emu_stacks;
+static const size_t EMU_STACK = 1 << 16;
+static int emu_cur, emu_nt;
+static void (*emu_body)(void*);
+static void* emu_arg;
 static unsigned long long emu_buf[32][32];
-static bool emu_gone[32][32];
-static inline int emu_tid() {
-    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+static void emu_fail(const char* m) { std::fprintf(stderr, "emulator: %s\n", m); std::abort(); }
+static void emu_wait(int kind) {
+    emu_state[emu_cur] = kind;
+    swapcontext(&emu_ctx[emu_cur], &emu_main);
 }
-static inline void __syncthreads() { emu_block->arrive_and_wait(); }
-static inline void __syncwarp(unsigned = 0xffffffffu) { emu_warp[emu_tid() >> 5]->arrive_and_wait(); }
+static inline void __syncthreads() { emu_wait(AT_BLOCK); }
+static inline void __syncwarp(unsigned = 0xffffffffu) { emu_wait(AT_WARP); }
 template <class T> static T emu_exchange(T v, int src) {
-    int t = emu_tid(), w = t >> 5, lane = t & 31;
+    int w = emu_cur >> 5, lane = emu_cur & 31;
     std::memcpy(&emu_buf[w][lane], &v, sizeof(T));
-    emu_warp[w]->arrive_and_wait();
-    if (emu_gone[w][src]) { std::fprintf(stderr, "shuffle reads an exited lane\n"); std::abort(); }
+    emu_wait(AT_WARP);
+    int s = w * 32 + src;
+    if (s >= emu_nt || emu_state[s] == DONE) emu_fail("shuffle reads an exited lane");
     T out;
     std::memcpy(&out, &emu_buf[w][src], sizeof(T));
-    emu_warp[w]->arrive_and_wait();
+    emu_wait(AT_WARP);
     return out;
 }
-template <class T> T __shfl_xor_sync(unsigned, T v, int o) { return emu_exchange(v, (emu_tid() & 31) ^ o); }
+template <class T> T __shfl_xor_sync(unsigned, T v, int o) {
+    return emu_exchange(v, (emu_cur & 31) ^ o);
+}
 template <class T> T __shfl_down_sync(unsigned, T v, int d) {
-    int l = emu_tid() & 31; return emu_exchange(v, l + d < 32 ? l + d : l);
+    int l = emu_cur & 31;
+    return emu_exchange(v, l + d < 32 ? l + d : l);
 }
 template <class T> T __shfl_up_sync(unsigned, T v, int d) {
-    int l = emu_tid() & 31; return emu_exchange(v, l >= d ? l - d : l);
+    int l = emu_cur & 31;
+    return emu_exchange(v, l >= d ? l - d : l);
 }
 template <class T> T __shfl_sync(unsigned, T v, int s) { return emu_exchange(v, s & 31); }
-inline float atomicAdd(float* p, float v) { return std::atomic_ref<float>(*p).fetch_add(v); }
-template <class F> void emu_launch(dim3 g, dim3 b, F&& body, bool threaded) {
-    gridDim = g; blockDim = b;
-    int nt = b.x * b.y * b.z;
-    if (nt <= 0 || nt > 1024 || g.y > 65535 || g.z > 65535) { std::fprintf(stderr, "bad launch\n"); std::abort(); }
-    for (unsigned bz = 0; bz < g.z; ++bz)
-    for (unsigned by = 0; by < g.y; ++by)
-    for (unsigned bx = 0; bx < g.x; ++bx) {
-        auto run = [&](int t) {
-            blockIdx = dim3(bx, by, bz);
-            threadIdx = dim3(t % b.x, (t / b.x) % b.y, t / (b.x * b.y));
-            body();
-        };
-        if (!threaded) { for (int t = 0; t < nt; ++t) run(t); continue; }
-        std::barrier<> block(nt);
-        std::vector<std::unique_ptr<std::barrier<>>> warps;
-        emu_block = &block;
-        for (int w = 0; w * 32 < nt; ++w) {
-            warps.emplace_back(new std::barrier<>(nt - w * 32 < 32 ? nt - w * 32 : 32));
-            emu_warp[w] = warps.back().get();
-            for (int l = 0; l < 32; ++l) emu_gone[w][l] = false;
-        }
-        std::vector<std::thread> ts;
-        for (int t = 0; t < nt; ++t) ts.emplace_back([&, t] {
-            run(t);
-            int tt = emu_tid();
-            emu_gone[tt >> 5][tt & 31] = true;
-            emu_warp[tt >> 5]->arrive_and_drop();
-            emu_block->arrive_and_drop();
-        });
-        for (auto& th : ts) th.join();
+static void emu_set(int t) {
+    emu_cur = t;
+    threadIdx = dim3(t % blockDim.x, (t / blockDim.x) % blockDim.y, t / (blockDim.x * blockDim.y));
+}
+static void emu_entry(int t) {
+    emu_body(emu_arg);
+    emu_state[t] = DONE;
+}
+static void emu_run_block(bool fibers) {
+    int nt = emu_nt;
+    if (!fibers) {
+        for (int t = 0; t < nt; ++t) { emu_set(t); emu_body(emu_arg); }
+        return;
     }
+    emu_ctx.assign(nt, ucontext_t());
+    emu_state.assign(nt, READY);
+    if (emu_stacks.size() < nt * EMU_STACK) emu_stacks.resize(nt * EMU_STACK);
+    for (int t = 0; t < nt; ++t) {
+        getcontext(&emu_ctx[t]);
+        emu_ctx[t].uc_stack.ss_sp = emu_stacks.data() + t * EMU_STACK;
+        emu_ctx[t].uc_stack.ss_size = EMU_STACK;
+        emu_ctx[t].uc_link = &emu_main;
+        makecontext(&emu_ctx[t], (void (*)())emu_entry, 1, t);
+    }
+    for (;;) {
+        bool ran = false;
+        for (int t = 0; t < nt; ++t) {
+            if (emu_state[t] != READY) continue;
+            emu_set(t);
+            swapcontext(&emu_main, &emu_ctx[t]);
+            ran = true;
+        }
+        if (ran) continue;
+        bool left = false, released = false;
+        for (int w = 0; w * 32 < nt; ++w) {  // a warp whose live lanes all wait: release it
+            int lo = w * 32, hi = lo + 32 < nt ? lo + 32 : nt, live = 0, waiting = 0;
+            for (int t = lo; t < hi; ++t) {
+                live += emu_state[t] != DONE;
+                waiting += emu_state[t] == AT_WARP;
+            }
+            if (live && waiting == live) {
+                for (int t = lo; t < hi; ++t) if (emu_state[t] == AT_WARP) emu_state[t] = READY;
+                released = true;
+            }
+        }
+        if (released) continue;
+        int live = 0, at_block = 0;
+        for (int t = 0; t < nt; ++t) {
+            live += emu_state[t] != DONE;
+            at_block += emu_state[t] == AT_BLOCK;
+        }
+        if (!live) return;
+        if (at_block != live) emu_fail("deadlock: threads wait at different barriers");
+        for (int t = 0; t < nt; ++t) if (emu_state[t] == AT_BLOCK) emu_state[t] = READY;
+        (void)left;
+    }
+}
+template <class F> static void emu_call(void* f) { (*(F*)f)(); }
+template <class F> void emu_launch(dim3 g, dim3 b, F&& body, bool fibers) {
+    gridDim = g;
+    blockDim = b;
+    emu_nt = b.x * b.y * b.z;
+    if (emu_nt <= 0 || emu_nt > 1024 || g.y > 65535 || g.z > 65535) emu_fail("bad launch");
+    emu_body = emu_call<std::remove_reference_t<F>>;
+    emu_arg = (void*)&body;
+    for (unsigned bz = 0; bz < g.z; ++bz)
+        for (unsigned by = 0; by < g.y; ++by)
+            for (unsigned bx = 0; bx < g.x; ++bx) {
+                blockIdx = dim3(bx, by, bz);
+                emu_run_block(fibers);
+            }
 }
 """
 
@@ -182,7 +233,7 @@ class _Lib:
             cpp = _BUILD / f"{key}.cpp"
             cpp.write_text(code)
             p = subprocess.run(
-                ["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w", "-o", so, cpp],
+                ["g++", "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-o", so, cpp],
                 capture_output=True,
                 text=True,
             )
