@@ -41,7 +41,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from cudaperf.datagen.measure_build import BatchBuild, build_batch, build_runtime, static_reject
+from cudaperf.datagen.measure_build import (
+    BatchBuild,
+    Failure,
+    build_batch,
+    build_runtime,
+    static_reject,
+)
 from cudaperf.datagen.measure_drive import ByteBudget, GpuDriver, ShardJob, drive_shard
 from cudaperf.datagen.measure_refs import RefPool, pick_scratch, task_bytes
 from cudaperf.datagen.measure_rows import (
@@ -165,6 +171,9 @@ def measure_tasks(
             f"the GPUs are of different models ({sorted({g.name for g in gpus})}); rows name one "
             "GPU model, so pass --gpus with indices of one model"
         )
+    for tool in (config.nvcc,) if config.compile_only else (config.nvcc, config.gcc):
+        if shutil.which(tool) is None:
+            raise MeasureError(f"{tool} is not on PATH; install it or pass its path")
     mode = "compile-only" if config.compile_only else "full"
     arch = config.arch or (gpus[0].arch if gpus else "sm_90")
     driver_v = gpus[0].driver if gpus and mode == "full" else ""
@@ -245,7 +254,7 @@ def _measure_c(c_tasks, done, config, ecfg, env, gpus, out, progress, stats, bui
                     out.put(make_row(env, t, impl, fail.status, message=fail.message,
                                      findings=fail.findings))  # fmt: skip
             pending.append((t, todo))
-        fut = pool.submit(builder, pairs, env.arch, ecfg, config.batch_timeout_s)
+        fut = pool.submit(_safe_build, builder, pairs, env.arch, ecfg, config.batch_timeout_s)
         builds.append(fut)
         shard_jobs[g] += [ShardJob(t, todo, fut, task_bytes(t)) for t, todo in pending if todo]
     stats["batches"], stats["static_rejects"] = len(builds), rejected
@@ -262,6 +271,17 @@ def _measure_c(c_tasks, done, config, ecfg, env, gpus, out, progress, stats, bui
         stats["nvcc_calls"] = sum(b.nvcc_calls for b in finished)
         stats["nvcc_seconds"] = sum(b.compile_seconds for b in finished)
         stats["batch_seconds"] = [round(b.seconds, 1) for b in finished]
+
+
+def _safe_build(builder, pairs, arch: str, ecfg: EvalConfig, timeout: float) -> BatchBuild:
+    """The builder's result; an exception (ours, not the code's) fails the batch as infra."""
+    try:
+        return builder(pairs, arch, ecfg, timeout)
+    except Exception as e:  # noqa: BLE001 - becomes every pair's infra_error row
+        log.exception("building a batch failed")
+        msg = f"the batch build raised {type(e).__name__}: {e}"
+        return BatchBuild(failures={(t.id, i.id): Failure(Status.INFRA_ERROR, msg) for t, i in
+                                    pairs})  # fmt: skip
 
 
 def _lower_priority() -> None:
@@ -307,10 +327,14 @@ def _write_task(job: ShardJob, build: BatchBuild, prep: dict | None, outcomes: d
 
 def _run_gpus(shard_jobs, config, ecfg, env, gpus, out, progress, stats, runtime_lib,
               torch_tasks, done, salt, torch_module) -> None:  # fmt: skip
-    runtime_lib = runtime_lib or build_runtime(env.arch, ecfg)
+    try:
+        runtime_lib = runtime_lib or build_runtime(env.arch, ecfg)
+    except RuntimeError as e:
+        raise MeasureError(str(e)) from e
     need = max((j.nbytes for s in shard_jobs for j in s), default=0)
     base = pick_scratch(2 * need, config.scratch)
-    scratch = Path(tempfile.mkdtemp(prefix="cudaperf-measure-", dir=base))
+    _remove_stale_scratch(base)
+    scratch = Path(tempfile.mkdtemp(prefix=f"cudaperf-measure-{os.getpid()}-", dir=base))
     limit = int(config.max_inflight_gb * 1e9)
     limit = min(limit, int(0.8 * shutil.disk_usage(scratch).free)) or limit
     settings = {
@@ -366,6 +390,19 @@ def _run_gpus(shard_jobs, config, ecfg, env, gpus, out, progress, stats, runtime
         stats["device"] = {str(d.gpu): d.device_name for d in drivers}
     if errors:
         raise MeasureError(str(errors[0])) from errors[0]
+
+
+def _remove_stale_scratch(base: Path) -> None:
+    """Scratch folders of earlier runs that were killed (their process is gone)."""
+    for d in base.glob("cudaperf-measure-*"):
+        try:
+            pid = int(d.name.split("-")[2])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            log.warning("removing the scratch folder of a dead run: %s", d)
+            shutil.rmtree(d, ignore_errors=True)
+        except (ValueError, IndexError, PermissionError, OSError):
+            continue
 
 
 def _torch_child(module: str, task_jsons: list[str], out: str, kwargs: dict, done: list, q):

@@ -124,7 +124,10 @@ class RefPool:
 
     def _new(self) -> cf.ProcessPoolExecutor:
         ctx = multiprocessing.get_context("spawn")  # the orchestrator has threads: no fork
-        return cf.ProcessPoolExecutor(self.workers, mp_context=ctx)
+        # niced like the nvcc threads: the GPU runner's timing loop comes first
+        return cf.ProcessPoolExecutor(
+            self.workers, mp_context=ctx, initializer=os.nice, initargs=(5,)
+        )
 
     def submit(self, *args) -> _Job:
         return _Job(self, args)

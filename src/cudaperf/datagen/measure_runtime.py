@@ -281,7 +281,9 @@ extern "C" int cprt_diff(int dtype, const void* a, const void* b, long long n, C
 extern "C" int cprt_init(char* name, int len, long long* l2_bytes, long long* total_mem) {
   snprintf(name, len, "Fake GPU"); *l2_bytes = 1 << 20; *total_mem = 1ll << 30; return 0;
 }
-extern "C" void cprt_error(int code, char* buf, int len) { snprintf(buf, len, "fake error %d", code); }
+extern "C" void cprt_error(int code, char* buf, int len) {
+  snprintf(buf, len, "fake error %d", code);
+}
 extern "C" int cprt_malloc(void** p, long long n) { *p = malloc(n > 0 ? n : 1); return *p ? 0 : 2; }
 extern "C" int cprt_free(void* p) { free(p); return 0; }
 extern "C" int cprt_h2d(void* d, const void* s, long long n) { memcpy(d, s, n); return 0; }
