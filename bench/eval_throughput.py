@@ -85,7 +85,9 @@ def _kb_build(args):
     return ok, err
 
 
-def run_kernelbench(root: Path, items: list[dict], cand_dir: Path, work: Path) -> dict:
+def run_kernelbench(
+    root: Path, items: list[dict], cand_dir: Path, work: Path, on_row=lambda rows, wall: None
+) -> dict:
     kbe = _import_kernelbench(root)
     import torch
 
@@ -117,6 +119,7 @@ def run_kernelbench(root: Path, items: list[dict], cand_dir: Path, work: Path) -
             row["error"] = str(err)[:300]
         rows.append(row)
         print(f"  kernelbench {it['problem']}: correct={row['correct']}", flush=True)
+        on_row(rows, time.perf_counter() - t0)  # saved as it goes: this pass is slow
     wall = time.perf_counter() - t0
     return {"rows": rows, "wall_s": wall, "build_s": t_build}
 
@@ -217,7 +220,14 @@ def main() -> None:
         save()
     if "kb" not in skip:
         kb_items = items[: args.kb_limit] if args.kb_limit else items
-        passes["kernelbench"] = run_kernelbench(root, kb_items, args.candidates, work / "kb")
+
+        def partial(rows: list, wall: float) -> None:
+            passes["kernelbench"] = {"rows": rows, "wall_s": wall, "partial": True}
+            save()
+
+        passes["kernelbench"] = run_kernelbench(
+            root, kb_items, args.candidates, work / "kb", partial
+        )
         save()
     print_table(out)
 

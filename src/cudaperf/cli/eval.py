@@ -109,6 +109,9 @@ def eval_command(
     compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
     trials: int = typer.Option(None, "--trials", help=_HELP["trials"]),
     time_budget_s: float = typer.Option(None, "--time-budget", help=_HELP["time_budget_s"]),
+    cpu_time_budget_s: float = typer.Option(
+        None, "--cpu-time-budget", help=_HELP["cpu_time_budget_s"]
+    ),
     run_timeout_s: float = typer.Option(None, "--run-timeout", help=_HELP["run_timeout_s"]),
     arch: str = typer.Option(None, "--arch", help=_HELP["arch"]),
     compile_jobs: int = typer.Option(None, "--jobs", "-j", help=_HELP["compile_jobs"]),
@@ -127,7 +130,8 @@ def eval_command(
         fail(f"--backend {backend!r} is unknown; use 'local' or 'ray'")
     cfg = _config(
         compile_only=compile_only, trials=trials, time_budget_s=time_budget_s,
-        run_timeout_s=run_timeout_s, arch=arch, compile_jobs=compile_jobs, cache_dir=cache_dir,
+        cpu_time_budget_s=cpu_time_budget_s, run_timeout_s=run_timeout_s, arch=arch,
+        compile_jobs=compile_jobs, cache_dir=cache_dir,
         use_result_cache=False if no_cache else None,
         compile_baseline=False if no_compile_baseline else None,
     )  # fmt: skip

@@ -126,6 +126,12 @@ def _torch_job(task: Task, req: dict) -> dict:
     from cudaperf.execute.torch_runtime import run_torch_job
 
     reply = run_torch_job(task, req)
+    import gc
+
+    import torch
+
+    gc.collect()  # the last candidate's tensors (inputs of several GB on KernelBench level 1)
+    torch.cuda.empty_cache()  # go back to the driver, so the next candidate has the whole card
     # Candidate modules can leave global state behind (patches, threads): a worker that
     # served a failing candidate is not trusted with the next one.
     if reply["status"] != "ok":
