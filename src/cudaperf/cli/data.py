@@ -28,7 +28,7 @@ def build(
     ),
     seed: int = typer.Option(0, "--seed", help="Build seed (same seed: identical output)."),
     out: Path = typer.Option(
-        Path("data/tasks.jsonl"), "--out", help="Output file: .jsonl, .jsonl.gz or .parquet."
+        Path("data/tasks.jsonl.gz"), "--out", help="Output file: .jsonl, .jsonl.gz or .parquet."
     ),
     splits: Path = typer.Option(
         None, "--splits", help="Splits file (default: splits.json beside --out)."
