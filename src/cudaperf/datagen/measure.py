@@ -187,13 +187,9 @@ def measure_tasks(
             if (t.id, i.id) not in done]  # fmt: skip
     progress = Progress(len(todo), len({t.id for t, _ in todo}))
 
-    def on_row(row: dict) -> None:
-        progress.row(row)
-        if on_progress:
-            on_progress(progress.snapshot())
-
+    progress.listener = on_progress
     offset = config.out.stat().st_size if config.out.exists() else 0
-    out = Output(config.out, on_row)
+    out = Output(config.out, progress.row)
     stats: dict = {"skipped_done": len(done), "notes": []}
     if not torch_ok:
         n = sum(len(t.implementations) for t in torch_tasks)
@@ -442,7 +438,7 @@ def _torch_phase(tasks: list[Task], config: MeasureConfig, device: int, done: se
                 sorted(mine), q)  # fmt: skip
         proc = ctx.Process(target=_torch_child, args=args, name=f"measure-torch-{device}")
         proc.start()
-        hung = _watch(proc, q, progress, [inflight, config.out], config.torch_watchdog_s)
+        hung = _watch(proc, q, progress, inflight, config.out, ids, config.torch_watchdog_s)
         before = len(mine)
         mine |= {(r.get("task_id"), r.get("candidate_id")) for r in _rows_from(config.out, offset)
                  if r.get("task_id") in ids}  # fmt: skip
@@ -461,35 +457,53 @@ def _torch_phase(tasks: list[Task], config: MeasureConfig, device: int, done: se
 _TORCH_MAX_RESTARTS = 64
 
 
-def _watch(proc, q, progress, heartbeat_files: list[Path], watchdog_s: float) -> bool:
-    """Wait for the child, counting its progress calls; kill it when silent too long."""
+def _watch(proc, q, progress, inflight: Path, out: Path, ids: set, watchdog_s: float) -> bool:
+    """Wait for the child, counting its tasks and its rows (those of `ids` appended to `out`);
+    kill it when there is no sign of life for `watchdog_s`; True when it was killed."""
     import queue as queue_mod
 
     last = time.time()
-    while proc.is_alive():
+    offset = out.stat().st_size if out.exists() else 0
+    while True:
+        alive = proc.is_alive()
         try:
             q.get(timeout=1.0)
             progress.task()
             last = time.time()
-        except (queue_mod.Empty, OSError, EOFError):
+        except (queue_mod.Empty, OSError, EOFError, ValueError):
             pass
-        beats = [last] + [f.stat().st_mtime for f in heartbeat_files if f.exists()]
+        if out.exists() and out.stat().st_size > offset:
+            with open(out, "rb") as f:
+                f.seek(offset)
+                data = f.read()
+            cut = data.rfind(b"\n") + 1  # a line still being written waits for the next read
+            for r in _parse_rows(data[:cut]):
+                if r.get("task_id") in ids:
+                    progress.row(r)
+            offset += cut
+        if not alive:
+            proc.join()
+            return False
+        beats = [last] + [f.stat().st_mtime for f in (inflight, out) if f.exists()]
         if time.time() - max(beats) > watchdog_s:
             proc.kill()
             proc.join()
             return True
-    proc.join()
-    return False
 
 
 def _rows_from(path: Path, offset: int) -> list[dict]:
-    import json
-
+    """The rows after byte `offset` (lines that are not JSON are skipped)."""
     if not path.exists():
         return []
     with open(path, "rb") as f:
         f.seek(offset)
-        data = f.read().decode("utf-8", errors="replace")
+        return _parse_rows(f.read())
+
+
+def _parse_rows(raw: bytes) -> list[dict]:
+    import json
+
+    data = raw.decode("utf-8", errors="replace")
     rows = []
     for line in data.splitlines():
         try:

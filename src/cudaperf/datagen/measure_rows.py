@@ -67,7 +67,7 @@ def make_row(
     findings: tuple[str, ...] = (),
     wall_s: float = 0.0,
 ) -> dict:
-    """One validated ExecResult as a JSON-ready dict."""
+    """One validated ExecResult as a JSON-ready dict (the evaluator's JSON: inf is null)."""
     configs = configs or []
     kw: dict = {}
     if env.mode == "compile-only" and status is Status.COMPILED:
@@ -101,7 +101,8 @@ def make_row(
         cache_key=pair_key(task, impl),
         **kw,
     )
-    return res.model_dump(mode="json")
+    # through JSON text, as the evaluator writes rows: non-finite errors become null
+    return json.loads(res.model_dump_json())
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -190,13 +191,21 @@ class Progress:
         self.t0 = time.monotonic()
         self._lock = threading.Lock()
 
+    listener: Callable[[dict], None] | None = None  # called with a snapshot after each change
+
     def row(self, row: dict) -> None:
         with self._lock:
             self.statuses[row.get("status", "?")] += 1
+        self._tell()
 
     def task(self) -> None:
         with self._lock:
             self.tasks_done += 1
+        self._tell()
+
+    def _tell(self) -> None:
+        if self.listener is not None:
+            self.listener(self.snapshot())
 
     def snapshot(self) -> dict:
         with self._lock:
