@@ -115,8 +115,11 @@ def train(
     min_ratio: float = typer.Option(
         1.0, "--min-ratio", help="Training pairs: slower/faster >= this."
     ),
-    no_resources: bool = typer.Option(
-        False, "--no-resources", help="Skip ptxas (no registers/occupancy features; faster)."
+    resources: bool = typer.Option(
+        False,
+        "--resources/--no-resources",
+        help="Feature model: ptxas register/occupancy "
+        "features (~1.5 s per implementation, and per scored candidate: too slow for the reward).",
     ),
     arch: str = typer.Option("sm_90", "--arch", help="Target architecture for ptxas/occupancy."),
     workers: int = WorkersOpt,
@@ -158,7 +161,7 @@ def train(
     prov = provenance(tasks_path, _splits_path(tasks_path, splits), cmd)
     try:
         if kind == "feature":
-            model, path = _train_feature(tasks, split_map, out, l2, min_ratio, no_resources,
+            model, path = _train_feature(tasks, split_map, out, l2, min_ratio, not resources,
                                          arch, workers, cache_dir, src)  # fmt: skip
         else:
             from cudaperf.rank.neural import NeuralConfig, train_neural_ranker

@@ -93,7 +93,7 @@ class TrainConfig:
 
     l2: float = 1e-2  # L2 strength on standardised coefficients (mean loss)
     min_ratio: float = 1.0  # training pairs: slower/faster at least this (1.0 = all but ties)
-    resources: bool = True  # run ptxas for registers/smem/spills/occupancy features
+    resources: bool = False  # ptxas registers/smem/spills/occupancy (~1.5 s per implementation)
     arch: str = "sm_90"  # target architecture for ptxas and occupancy
     workers: int = 1  # processes computing features (the analyzer, ptxas)
     cache_dir: str | None = None  # on-disk feature cache (features.FeatureCache); None = off
