@@ -140,7 +140,7 @@ def measure(
     ),
     batch_tasks: int = typer.Option(32, "--batch-tasks", help="Tasks per nvcc invocation."),
     jobs: int = typer.Option(
-        None, "--jobs", help="CPU workers (nvcc, references); default: cores."
+        None, "--jobs", help="CPU workers (nvcc, references); default: usable CPUs."
     ),
     gpus: str = typer.Option("all", "--gpus", help="GPU indices such as 0,1, or all."),
     trials: int = typer.Option(20, "--trials", help="Timed trials per config."),

@@ -80,7 +80,7 @@ class MeasureConfig:
 
     out: Path  # results JSONL (appended; existing rows make a rerun skip their pairs)
     batch_tasks: int = 32  # tasks per nvcc invocation
-    jobs: int | None = None  # CPU workers (parallel nvcc calls, reference processes); default cores
+    jobs: int | None = None  # CPU workers (nvcc calls, reference processes); default usable_cpus()
     gpus: tuple[int, ...] | None = None  # GPU indices; None: every visible GPU
     trials: int = 20  # timed trials per config (fewer when budget_ms runs out; at least 5)
     warmup: int = 3  # untimed calls before the trials
@@ -127,7 +127,20 @@ class MeasureConfig:
         )  # fmt: skip
 
     def workers(self) -> int:
-        return self.jobs or os.cpu_count() or 1
+        return self.jobs or usable_cpus()
+
+
+def usable_cpus(cap: int = 32) -> int:
+    """CPUs this process may use: its affinity mask, limited by a cgroup CPU quota (containers
+    often report the host's cores), at most `cap` (each reference worker may hold ~1 GB)."""
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            n = min(n, max(1, -(-int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, min(n, cap))
 
 
 def _visible_gpus(wanted: tuple[int, ...] | None) -> list[GpuInfo]:

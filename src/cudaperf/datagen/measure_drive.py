@@ -165,7 +165,7 @@ class GpuDriver:
         """One runner pass over `remaining`; returns what is left to run again."""
         req = {
             "op": "task",
-            "task": task.model_dump(mode="json"),
+            "task": task.model_dump(mode="json", exclude={"implementations"}),
             "impls": [{"id": im.id, "lib": lib, "k": k} for im, lib, k in remaining],
             "configs": prep["configs"],
             "settings": self.settings,
