@@ -54,6 +54,8 @@ __all__ = [
     "namespace_of",
     "strip_extern_c",
     "unit_file",
+    "unit_log",
+    "unpack_args",
     "wrap_implementation",
 ]
 
