@@ -169,7 +169,8 @@ reduce_block(const float* __restrict__ x, const float* __restrict__ tg, float* _
     float s = 0.0f;
     for (int q = threadIdx.x; q < n4; q += $block) {
         float4 v = x4[q], t = t4[q];
-        s += (term_s(v.x, t.x, a) + term_s(v.y, t.y, a)) + (term_s(v.z, t.z, a) + term_s(v.w, t.w, a));
+        s += (term_s(v.x, t.x, a) + term_s(v.y, t.y, a)) +
+             (term_s(v.z, t.z, a) + term_s(v.w, t.w, a));
     }
     for (int j = 4 * n4 + threadIdx.x; j < cols; j += $block) s += term_s(xr[j], tr[j], a);
     s = block_sum(s);
@@ -180,7 +181,8 @@ reduce_block(const float* __restrict__ x, const float* __restrict__ tg, float* _
         o4[q] = make_float4(finish(v.x, a, s, cols), finish(v.y, a, s, cols),
                             finish(v.z, a, s, cols), finish(v.w, a, s, cols));
     }
-    for (int j = 4 * n4 + threadIdx.x; j < cols; j += $block) out[off + j] = finish(xr[j], a, s, cols);
+    for (int j = 4 * n4 + threadIdx.x; j < cols; j += $block)
+        out[off + j] = finish(xr[j], a, s, cols);
 #else
     if (threadIdx.x == 0) out[blockIdx.x] = finish(0.0f, a, s, cols);
 #endif
