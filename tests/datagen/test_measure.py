@@ -536,7 +536,8 @@ def measure_torch_tasks(tasks, out_path, *, trials, device, done, progress, infl
 def test_torch_tasks_go_to_measure_torch_with_restarts(tmp_path, monkeypatch):
     """The torch phase restarts its child after ContextPoisoned and after a hang (watchdog),
     and resumes from the rows written, so every implementation gets exactly one row."""
-    from cudaperf.datagen.measure import Progress, _torch_phase
+    from cudaperf.datagen.measure_rows import Progress
+    from cudaperf.datagen.measure_torchphase import torch_phase
 
     (tmp_path / "fake_measure_torch.py").write_text(FAKE_TORCH)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -546,7 +547,7 @@ def test_torch_tasks_go_to_measure_torch_with_restarts(tmp_path, monkeypatch):
                 configs=[InputConfig(name="c", sizes={"N": 4})], implementations=impls)  # fmt: skip
     cfg = MeasureConfig(out=tmp_path / "r.jsonl", torch_watchdog_s=4)
     stats = {"notes": []}
-    _torch_phase([task], cfg, 0, set(), Progress(4, 1), stats, False, 1, "sm_90",
+    torch_phase([task], cfg, 0, set(), Progress(4, 1), stats, False, 1, "sm_90",
                  module="fake_measure_torch")  # fmt: skip
     rows = read_rows(cfg.out)
     got = sorted((r["candidate_id"], r["status"]) for r in rows)

@@ -1,0 +1,139 @@
+"""PyTorch→CUDA tasks of `cudaperf data measure`: `measure_torch_tasks` in a watched child.
+
+`torch_phase` runs `cudaperf.datagen.measure_torch.measure_torch_tasks` (another module; only
+its documented arguments are passed, plus those of its optional ones that its signature
+accepts: in-flight marker per GPU, salt, arch, jobs) for one GPU's share of the tasks, in a
+spawned child process, and restarts the child, resuming from the rows written so far, after
+`ContextPoisoned` (exit code 3), a crash, or no sign of life (progress calls, its in-flight
+marker, the results file) for `torch_watchdog_s`. The child appends rows to the same results
+file; the parent counts them for progress by reading what was appended.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import multiprocessing
+import os
+import time
+from pathlib import Path
+
+from cudaperf.tasks.model import Task
+
+log = logging.getLogger(__name__)
+
+__all__ = ["TORCH_MODULE", "rows_from", "torch_phase"]
+
+TORCH_MODULE = "cudaperf.datagen.measure_torch"
+
+
+def _torch_child(module: str, task_jsons: list[str], out: str, kwargs: dict, done: list, q):
+    """Child process: measure_torch_tasks on one GPU; exit code 3 asks for a restart."""
+    import inspect
+
+    measure_torch_tasks = importlib.import_module(module).measure_torch_tasks
+    tasks = [Task.model_validate_json(j) for j in task_jsons]
+    accepted = inspect.signature(measure_torch_tasks).parameters
+    kw = {k: v for k, v in kwargs.items() if k in accepted}
+    try:
+        measure_torch_tasks(tasks, Path(out), done={tuple(p) for p in done}, progress=q.put, **kw)
+    except Exception as e:
+        if type(e).__name__ == "ContextPoisoned":  # its row is written: restart and resume
+            log.warning("torch2cuda runner: %s", e)
+            os._exit(3)
+        raise
+
+
+def torch_phase(tasks: list[Task], config, device: int, done: set, progress,
+                 stats: dict, compile_only: bool, salt: int, arch: str,
+                 module: str = TORCH_MODULE) -> None:  # fmt: skip
+    """PyTorch→CUDA tasks of one GPU through `measure_torch_tasks`, in a child process that is
+    restarted (resuming from the rows written so far) after a CUDA error, a crash, or no sign
+    of life (progress, its in-flight marker, the results file) for `torch_watchdog_s`."""
+    ctx = multiprocessing.get_context("spawn")
+    inflight = config.out.with_name(f"{config.out.name}.inflight-gpu{device}")
+    kwargs = {"trials": config.trials, "device": device, "compile_only": compile_only,
+              "inflight_path": str(inflight), "salt": salt, "arch": arch,
+              "jobs": config.workers()}  # fmt: skip
+    ids = {t.id for t in tasks}
+    mine = {p for p in done if p[0] in ids}
+    offset = config.out.stat().st_size if config.out.exists() else 0
+    for attempt in range(_TORCH_MAX_RESTARTS + 1):
+        q = ctx.Queue()
+        args = (module, [t.model_dump_json() for t in tasks], str(config.out), kwargs,
+                sorted(mine), q)  # fmt: skip
+        proc = ctx.Process(target=_torch_child, args=args, name=f"measure-torch-{device}")
+        proc.start()
+        hung = _watch(proc, q, progress, inflight, config.out, ids, config.torch_watchdog_s)
+        before = len(mine)
+        mine |= {(r.get("task_id"), r.get("candidate_id")) for r in rows_from(config.out, offset)
+                 if r.get("task_id") in ids}  # fmt: skip
+        if proc.exitcode == 0:
+            return
+        why = "stopped responding" if hung else f"exited with code {proc.exitcode}"
+        if len(mine) == before and not inflight.exists() and not hung:
+            note = f"torch2cuda measurement on GPU {device} {why} without progress; gave up"
+            stats["notes"].append(note)
+            log.error(note)
+            return
+        log.warning("torch2cuda runner on GPU %s %s; restart %d", device, why, attempt + 1)
+    stats["notes"].append(f"torch2cuda on GPU {device}: too many restarts; gave up")
+
+
+_TORCH_MAX_RESTARTS = 64
+
+
+def _watch(proc, q, progress, inflight: Path, out: Path, ids: set, watchdog_s: float) -> bool:
+    """Wait for the child, counting its tasks and its rows (those of `ids` appended to `out`);
+    kill it when there is no sign of life for `watchdog_s`; True when it was killed."""
+    import queue as queue_mod
+
+    last = time.time()
+    offset = out.stat().st_size if out.exists() else 0
+    while True:
+        alive = proc.is_alive()
+        try:
+            q.get(timeout=1.0)
+            progress.task()
+            last = time.time()
+        except (queue_mod.Empty, OSError, EOFError, ValueError):
+            pass
+        if out.exists() and out.stat().st_size > offset:
+            with open(out, "rb") as f:
+                f.seek(offset)
+                data = f.read()
+            cut = data.rfind(b"\n") + 1  # a line still being written waits for the next read
+            for r in _parse_rows(data[:cut]):
+                if r.get("task_id") in ids:
+                    progress.row(r)
+            offset += cut
+        if not alive:
+            proc.join()
+            return False
+        beats = [last] + [f.stat().st_mtime for f in (inflight, out) if f.exists()]
+        if time.time() - max(beats) > watchdog_s:
+            proc.kill()
+            proc.join()
+            return True
+
+
+def rows_from(path: Path, offset: int) -> list[dict]:
+    """The rows after byte `offset` (lines that are not JSON are skipped)."""
+    if not path.exists():
+        return []
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return _parse_rows(f.read())
+
+
+def _parse_rows(raw: bytes) -> list[dict]:
+    import json
+
+    data = raw.decode("utf-8", errors="replace")
+    rows = []
+    for line in data.splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
