@@ -53,3 +53,40 @@ def test_torch_candidates_are_checked_and_built_without_a_gpu(cpu_config):
     broken = (corpus / "honest.py").read_text().replace("fmaxf(x[i], 0.0f)", "fmaxf(x[i], oops)")
     r = evaluate(t, broken, cpu_config)
     assert r.status is Status.COMPILE_ERROR and "oops" in r.feedback[0]
+
+
+class _CountingBackend:
+    """A full-mode backend that answers every job `ok` and records what it was asked to run."""
+
+    def __init__(self):
+        self.ran: list[str] = []
+        self.evaluator = type("E", (), {"env": type("Env", (), {"mode": "full"})(), "key": None})()
+        self.evaluator.key = lambda t, c: f"{t.id}:{c.hash}"
+
+    def run(self, jobs):
+        from cudaperf.execute.types import ConfigResult, ExecResult, Timing
+
+        for i, (t, c) in enumerate(jobs):
+            self.ran.append(c.id)
+            timing = Timing.of([10.0 if c.id == "naive" else 5.0])
+            cfg = ConfigResult(config="a", held_out=False, correct=True, timing=timing)
+            yield i, ExecResult(status="ok", mode="full", task_id=t.id, candidate_hash=c.hash,
+                                candidate_id=c.id, configs=[cfg])  # fmt: skip
+
+    def close(self):
+        pass
+
+
+def test_the_naive_implementation_runs_once_and_is_written_at_once(cpu_config, tmp_path):
+    from cudaperf.tasks.model import Implementation
+
+    t = saxpy_task().model_copy(
+        update={"implementations": [Implementation(id="naive", code=SAXPY_NAIVE)]}
+    )
+    jobs = [(t, Candidate(code=SAXPY_NAIVE, id="naive")), (t, Candidate(code="x", id="other"))]
+    backend = _CountingBackend()
+    out = tmp_path / "r.jsonl"
+    got = {r.candidate_id: r for r in evaluate_batch(jobs, cpu_config, out=out, backend=backend)}
+    assert backend.ran == ["naive", "other"]  # not naive twice
+    assert got["naive"].speedup_vs_naive == 1.0 and got["other"].speedup_vs_naive == 2.0
+    assert len(out.read_text().splitlines()) == 2

@@ -1,8 +1,9 @@
 """`evaluate` and `evaluate_batch`: the public entry points of the evaluator.
 
 A batch first evaluates each task's naive CUDA implementation (when it has one, in full
-mode) so every candidate's speedup against it can be reported, then streams the candidates'
-results in completion order, appending each to the output JSONL as it finishes. Results
+mode) so every candidate's speedup against it can be reported (a candidate identical to it
+takes that result rather than running twice), then streams the candidates' results in
+completion order, appending each to the output JSONL as it finishes. Results
 already present in that JSONL (same cache key) are not recomputed.
 """
 
@@ -50,16 +51,10 @@ def finalize(res: ExecResult, naive: ExecResult | None) -> ExecResult:
 _TIMING_PREFIXES = ("time per config", "slower than the naive", "timing is noisy")
 
 
-def _naive_results(backend: Backend, tasks: list[Task]) -> dict[str, ExecResult]:
+def _naive_jobs(backend: Backend, tasks: list[Task]) -> list[Job]:
     if backend.evaluator.env.mode != "full":
-        return {}
-    jobs = [(t, c) for t in tasks if (c := naive_implementation(t)) is not None]
-    out = {}
-    for i, res in backend.run(jobs):
-        out[jobs[i][0].id] = res
-        if not res.ok:
-            log.warning("naive implementation of %s: %s", jobs[i][0].id, res.status.value)
-    return out
+        return []
+    return [(t, c) for t in tasks if (c := naive_implementation(t)) is not None]
 
 
 def evaluate_batch(
@@ -91,9 +86,27 @@ def evaluate_batch(
                 yield hit.model_copy(update={"cached": True})
             else:
                 todo.append(i)
-        naive = _naive_results(backend, _unique_tasks([jobs[i][0] for i in todo]))
-        for k, res in backend.run([jobs[i] for i in todo]):
-            res = finalize(res, naive.get(jobs[todo[k]][0].id))
+        # The naive implementations run first; a job that *is* one (same task, same code)
+        # takes that result instead of running twice, and is written as soon as it exists.
+        naive_jobs = _naive_jobs(backend, _unique_tasks([jobs[i][0] for i in todo]))
+        index = {(t.id, c.hash): n for n, (t, c) in enumerate(naive_jobs)}
+        same: dict[int, list[int]] = {}
+        rest = []
+        for i in todo:
+            n = index.get((jobs[i][0].id, jobs[i][1].hash))
+            (same.setdefault(n, []) if n is not None else rest).append(i)
+        naive: dict[str, ExecResult] = {}
+        for n, res in backend.run(naive_jobs):
+            naive[naive_jobs[n][0].id] = res
+            if not res.ok:
+                log.warning("naive implementation of %s: %s", naive_jobs[n][0].id, res.status.value)
+            for i in same.get(n, []):
+                mine = finalize(res.model_copy(update={"candidate_id": jobs[i][1].id}), res)
+                if writer:
+                    writer.write(mine)
+                yield mine
+        for k, res in backend.run([jobs[i] for i in rest]):
+            res = finalize(res, naive.get(jobs[rest[k]][0].id))
             if writer:
                 writer.write(res)
             yield res
