@@ -134,7 +134,9 @@ def verify(
 
 @data_app.command("measure")
 def measure(
-    path: Path = typer.Argument(Path("data/tasks.jsonl"), help="Task set (.jsonl / .parquet)."),
+    path: Path = typer.Argument(
+        Path("data/tasks.jsonl.gz"), help="Task set (.jsonl, .jsonl.gz, .parquet)."
+    ),
     out: Path = typer.Option(
         Path("measure_results.jsonl"), "--out", help="Results JSONL (appended; resumable)."
     ),
