@@ -124,7 +124,13 @@ def parse_prototypes(src: str) -> dict[str, CPrototype]:
     Uses tree-sitter-cuda; a source that the grammar cannot parse around an extern "C"
     function (an ERROR node) falls back to a regex over that function's head, which handles
     the plain C parameter lists this form allows (no function pointers, no macros in heads).
+    Parsed once per source text (every `ModelNew` construction calls `load_cuda`).
     """
+    return dict(_parse_prototypes(src))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_prototypes(src: str) -> dict[str, CPrototype]:
     import tree_sitter
     import tree_sitter_cuda
 
