@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from cudaperf.tasks.importers.ctok import (
+    access_modes,
     find_close,
     format_c,
     functions,
@@ -41,6 +42,7 @@ class Launcher:
     code: str = ""  # full candidate source (kernel code + extern "C" launcher)
     reason: str = ""  # non-empty when no launcher could be made
     sizes: dict[str, str] = field(default_factory=dict)  # param → element count ('' unknown)
+    written: set[str] = field(default_factory=set)  # array params a launched kernel may write
 
 
 def _statements(body: list[str]) -> list[list[str]]:
@@ -174,11 +176,54 @@ def adapt_wrapper(wrapper: str, cuda_code: str, task: Task) -> Launcher:
     reason = _host_reason(kept, arrays | set(mapped))
     if reason:
         return Launcher(reason=reason, sizes=sizes)
-    if kernel == task.entry:
-        rename[kernel] = f"{kernel}_kernel"
-        ctoks = [rename[kernel] if t == kernel else t for t in ctoks]
+    ctoks = _rename_functions(ctoks, task.entry, rename)
     body = [t for st in kept for t in _renamed(st, rename)]
-    return Launcher(code=_render(task, ctoks, body), sizes=sizes)
+    written = _kernel_writes(body, ctoks, {p.name for p in task.signature if p.is_array})
+    return Launcher(code=_render(task, ctoks, body), sizes=sizes, written=written)
+
+
+def _rename_functions(ctoks: list[str], entry: str, rename: dict[str, str]) -> list[str]:
+    """Rename the kernel that shares the C function's name, and every `cudaXxx` function.
+
+    The candidate defines `entry` itself, and the evaluator's static checks reject a candidate
+    that defines a function named like a CUDA runtime API (`cudaXxx`: it could replace a timer
+    or a synchronisation); BabelTower's kernels are often named `cudaXxx` after the C `cpuXxx`.
+    """
+    taken, new_names = set(ctoks), {}
+    for f in functions(ctoks):
+        if f.name == entry or re.fullmatch(r"cuda[A-Z]\w*", f.name):
+            new = f"{f.name}_kernel" if f.name == entry else f"bt_{f.name}"
+            while new in taken:
+                new += "_"
+            new_names[f.name] = new
+            taken.add(new)
+    rename.update(new_names)
+    return [new_names.get(t, t) for t in ctoks]
+
+
+def _kernel_writes(body: list[str], ctoks: list[str], arrays: set[str]) -> set[str]:
+    """The array parameters passed to a kernel parameter that the kernel may write."""
+    defs = {f.name: f for f in functions(ctoks)}
+    out: set[str] = set()
+    for i, t in enumerate(body):
+        if t != ">>>" or body[i + 1 : i + 2] != ["("] or i < 2:
+            continue
+        starts = [k for k in range(i) if body[k] == "<<<"]
+        fn = defs.get(body[starts[-1] - 1]) if starts else None
+        if fn is None:
+            continue
+        args = split_top(body[i + 2 : find_close(body, i + 1)])
+        names = []
+        for prm in fn.params:
+            try:
+                names.append(parse_param(prm).name)
+            except ValueError:
+                names.append("")
+        modes = access_modes(ctoks[fn.body[0] : fn.body[1] + 1], [n for n in names if n])
+        for n, arg in zip(names, args, strict=False):
+            if n and modes[n][1] and _ident(arg) in arrays:
+                out.add(_ident(arg))
+    return out
 
 
 def _renamed(st: list[str], rename: dict[str, str]) -> list[str]:

@@ -264,10 +264,20 @@ def row_task(row: dict) -> Task:
     body = toks[fn.body[0] : fn.body[1] + 1]
     roles = _roles(params, body)
     tests = _tests(row, params)
-    shell = _shell(fn.name, params, roles, [n for n, _, ptr in params if not ptr])
-    launch = adapt_wrapper(row["cuda_wrapper"], row["cuda_code"], shell)
+    if all(r in (Role.IN, Role.SCALAR) for r in roles.values()):
+        raise _Skip("the C function writes no array (no output to compare)")
+    scalars = [n for n, _, ptr in params if not ptr]
+    launch = adapt_wrapper(
+        row["cuda_wrapper"], row["cuda_code"], _shell(fn.name, params, roles, scalars)
+    )
     if launch.reason:
         raise _Skip(launch.reason)
+    if any(roles[n] is Role.IN for n in launch.written):  # the kernel writes it: not read-only
+        roles |= {n: Role.INOUT for n in launch.written if roles[n] is Role.IN}
+        launch = adapt_wrapper(
+            row["cuda_wrapper"], row["cuda_code"], _shell(fn.name, params, roles, scalars)
+        )
+    shell = _shell(fn.name, params, roles, scalars)
     sig = _with_lengths(shell, tests, launch.sizes, body)
     configs = _test_configs(sig, tests)
     configs += _generated(sig, max(configs, key=lambda c: _longest(sig, c.sizes)))
