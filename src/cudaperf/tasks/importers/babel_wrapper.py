@@ -43,6 +43,10 @@ class Launcher:
     reason: str = ""  # non-empty when no launcher could be made
     sizes: dict[str, str] = field(default_factory=dict)  # param → element count ('' unknown)
     written: set[str] = field(default_factory=set)  # array params a launched kernel may write
+    # per launch: grid (x, y, z) and block (x, y, z) as expressions over the scalar
+    # parameters ('' where the wrapper's arithmetic is not plain integer arithmetic)
+    shapes: list[tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=list)
+    unguarded: bool = False  # a launched kernel has no condition: every thread touches memory
 
 
 def _statements(body: list[str]) -> list[list[str]]:
@@ -179,7 +183,106 @@ def adapt_wrapper(wrapper: str, cuda_code: str, task: Task) -> Launcher:
     ctoks = _rename_functions(ctoks, task.entry, rename)
     body = [t for st in kept for t in _renamed(st, rename)]
     written = _kernel_writes(body, ctoks, {p.name for p in task.signature if p.is_array})
-    return Launcher(code=_render(task, ctoks, body), sizes=sizes, written=written)
+    renamed = [_renamed(st, rename) for st in kept]
+    return Launcher(
+        code=_render(task, ctoks, body),
+        sizes=sizes,
+        written=written,
+        shapes=launch_shapes(renamed),
+        unguarded=_unguarded(renamed, ctoks),
+    )
+
+
+def _unguarded(stmts: list[list[str]], ctoks: list[str]) -> bool:
+    """Whether some launched kernel has no bounds check: no `if`/`?:`/`return`/`while`, and
+    no `for` over a thread index (a grid-stride loop's condition is a bounds check)."""
+    defs = {f.name: f for f in functions(ctoks)}
+    for st in stmts:
+        if "<<<" in st and st.index("<<<") > 0 and st[st.index("<<<") - 1] in defs:
+            f = defs[st[st.index("<<<") - 1]]
+            kbody = ctoks[f.body[0] : f.body[1] + 1]
+            if not {"if", "while", "?", "return", "switch"} & set(kbody) and not _thread_loop(
+                kbody
+            ):
+                return True
+    return False
+
+
+def _thread_loop(kbody: list[str]) -> bool:
+    """A `for` whose head names threadIdx/blockIdx or a local computed from them."""
+    thread = {"threadIdx", "blockIdx"}
+    for i, t in enumerate(kbody):  # `T v = ... threadIdx ... ;`
+        if t == "=" and re.fullmatch(r"[A-Za-z_]\w*", kbody[i - 1]):
+            end = kbody.index(";", i) if ";" in kbody[i:] else len(kbody)
+            if thread & set(kbody[i:end]):
+                thread.add(kbody[i - 1])
+    for i, t in enumerate(kbody):
+        if t == "for" and kbody[i + 1 : i + 2] == ["("]:
+            if thread & set(kbody[i + 2 : find_close(kbody, i + 1)]):
+                return True
+    return False
+
+
+def launch_shapes(stmts: list[list[str]]) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Grid and block dimensions of each `<<<grid, block>>>` launch, over the parameters."""
+    defs = _local_defs([st for st in stmts if st[:1] != ["dim3"]])
+    dims: dict[str, list[list[str]]] = {}
+    for st in stmts:
+        if st[:1] == ["dim3"] and st[-1:] == [";"]:
+            for decl in split_top(st[1:-1]):
+                if decl[1:2] == ["("]:
+                    dims[decl[0]] = split_top(decl[2 : find_close(decl, 1)])
+                elif decl[1:4] == ["=", "dim3", "("]:
+                    dims[decl[0]] = split_top(decl[4 : find_close(decl, 3)])
+                elif decl[1:2] == ["="]:
+                    dims[decl[0]] = [decl[2:]]
+    out = []
+    for st in stmts:
+        if "<<<" not in st or ">>>" not in st:
+            continue
+        cfg = split_top(st[st.index("<<<") + 1 : st.index(">>>")])
+        if len(cfg) < 2:
+            continue
+        grid, block = (_dim3(c, dims, defs) for c in cfg[:2])
+        out.append((grid, block))
+    return out
+
+
+def _dim3(arg: list[str], dims: dict, defs: dict) -> tuple[str, ...]:
+    if len(arg) == 1 and arg[0] in dims:
+        comps = dims[arg[0]]
+    elif arg[:2] == ["dim3", "("]:
+        comps = split_top(arg[2 : find_close(arg, 1)])
+    else:
+        comps = [arg]
+    comps = (comps + [["1"], ["1"]])[:3]
+    return tuple(_int_expr(c, dims, defs) for c in comps)
+
+
+def _int_expr(toks: list[str], dims: dict, defs: dict) -> str:
+    """An integer expression in the length-expression syntax, or ''."""
+    flat: list[str] = []
+    i = 0
+    while i < len(toks):  # `d . x` of a dim3 local → its component
+        if (
+            toks[i] in dims
+            and toks[i + 1 : i + 2] == ["."]
+            and toks[i + 2 : i + 3]
+            in (
+                ["x"],
+                ["y"],
+                ["z"],
+            )
+        ):
+            comps = dims[toks[i]] + [["1"], ["1"]]
+            flat += ["(", *comps["xyz".index(toks[i + 2])], ")"]
+            i += 3
+            continue
+        flat.append(toks[i])
+        i += 1
+    text = " ".join(t.rstrip("uUlL") if t[0].isdigit() else t for t in _expand(flat, defs, 0))
+    text = re.sub(r"\(\s*(unsigned\s+)?(int|long|size_t)\s*\)", "", text)  # integer casts
+    return text if re.fullmatch(r"[\w\s+\-*/%()]+", text) and "." not in text else ""
 
 
 def _rename_functions(ctoks: list[str], entry: str, rename: dict[str, str]) -> list[str]:

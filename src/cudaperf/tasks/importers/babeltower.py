@@ -29,11 +29,13 @@ configs keep relations between sizes that the C code assumes but the tests do no
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 from cudaperf.tasks.importers.babel_inputs import ArrayArg, parse_test
 from cudaperf.tasks.importers.babel_lengths import choose_length
-from cudaperf.tasks.importers.babel_wrapper import adapt_wrapper
+from cudaperf.tasks.importers.babel_wrapper import Launcher, adapt_wrapper
 from cudaperf.tasks.importers.common import ImportReport
 from cudaperf.tasks.importers.ctok import (
     CFunction,
@@ -41,6 +43,7 @@ from cudaperf.tasks.importers.ctok import (
     find_close,
     format_c,
     functions,
+    loop_work,
     parse_param,
     tokenize,
 )
@@ -64,6 +67,7 @@ C_HEADERS = "#include <math.h>\n#include <stdlib.h>\n#include <string.h>\n#inclu
 C_HEADERS += "#include <float.h>\n#include <limits.h>\n#include <stdbool.h>\n\n"
 TARGETS = {"medium": 2**16, "large": 2**20}
 MAX_ELEMENTS = 2**26  # no array above this in a generated config
+MAX_WORK = 2**26  # nor more innermost C loop iterations (ctok.loop_work): ~0.1 s at -O2
 _MINMAX = {  # C++'s std::min/max, which some rows call from "C"
     "min": "#define min(a, b) ((a) < (b) ? (a) : (b))\n",
     "max": "#define max(a, b) ((a) > (b) ? (a) : (b))\n",
@@ -189,23 +193,113 @@ def _longest(sig: list[Param], sizes: dict) -> int:
     return max(eval_length(p.length, sizes) for p in sig if p.is_array)
 
 
-def _generated(sig: list[Param], base: InputConfig) -> list[InputConfig]:
+def _tolerance(sig: list[Param], body: list[str], configs: list[InputConfig]) -> Tolerance:
+    """1e-4, or wider for long float reductions: eps * (16 + 4 sqrt(terms)) as datagen's
+    `tolerance_for`, with terms = the C loop work per written element on the largest config
+    (a different summation order on the GPU rounds differently)."""
+    floats = [
+        p for p in sig if p.is_array and p.role is not Role.IN and p.ctype in ("float", "double")
+    ]
+    if not floats:
+        return Tolerance(atol=1e-4, rtol=1e-4)
+    cfg = max(configs, key=lambda c: _longest(sig, c.sizes))
+    written = sum(eval_length(p.length, cfg.sizes) for p in floats) or 1
+    terms = max(1, loop_work(body, _value(cfg.sizes)) // written)
+    eps = 1.2e-7 if any(p.ctype == "float" for p in floats) else 2.3e-16
+    rel = max(1e-4, float(f"{eps * (16 + 4 * terms**0.5):.2g}"))
+    return Tolerance(atol=rel, rtol=rel)
+
+
+def _same_constant(configs: list[InputConfig]) -> set[str]:
+    """Arrays that every given test fills with one and the same constant."""
+    seen = [
+        {n: d.value for n, d in c.param_distributions.items() if d.kind == "constant"}
+        for c in configs
+    ]
+    return {n for n, v in seen[0].items() if all(s.get(n) == v for s in seen)}
+
+
+def _value(sizes: dict) -> Callable[[str], int | None]:
+    def value(text: str) -> int | None:
+        try:
+            return eval_length(text, sizes)
+        except (ValueError, SyntaxError, ZeroDivisionError, OverflowError, TypeError):
+            return None
+
+    return value
+
+
+def _generated(
+    sig: list[Param],
+    base: InputConfig,
+    fits: Callable[[dict], bool],
+    launchable: Callable[[dict], bool],
+    constants: set[str],
+) -> list[InputConfig]:
+    """`medium` and `large`: the largest test's size scalars times a common power of two.
+
+    The factor doubles until the longest array reaches the target, or the next doubling
+    would not `fit` (array size, the C reference's loop work); the largest factor on which
+    the launcher is `launchable` is taken. A config equal to one already made is dropped.
+    Integer arrays keep their value range (often indices) and arrays that every test starts
+    at one constant (often accumulators the C code expects zeroed) keep that constant.
+    """
     size_names = {
         n for p in sig if p.is_array for n in _names(p.length) if int(base.sizes[n]) >= 1
     } & {p.name for p in sig if p.ctype in _INT_TYPES}
     if not size_names:
         return []
-    ints = {k: v for k, v in base.param_distributions.items() if v.kind == "randint"}
-    out = []
+    dists = {
+        k: v
+        for k, v in base.param_distributions.items()
+        if v.kind == "randint" or (v.kind == "constant" and k in constants)
+    }
+    out: list[InputConfig] = []
     for seed, (name, target) in enumerate(TARGETS.items(), 100):
-        k, sizes = 1, dict(base.sizes)
+        k, ok, sizes = 1, [], dict(base.sizes)
         while _longest(sig, sizes) < target and k < 2**20:
-            k *= 2
-            sizes = {n: (v * k if n in size_names else v) for n, v in base.sizes.items()}
-        if k == 1 or _longest(sig, sizes) > MAX_ELEMENTS:
+            k, sizes = (
+                2 * k,
+                {n: (v * 2 * k if n in size_names else v) for n, v in base.sizes.items()},
+            )
+            if not fits(sizes):
+                break
+            if launchable(sizes):
+                ok.append(sizes)
+        if not ok or any(c.sizes == ok[-1] for c in out):
             continue
-        out.append(InputConfig(name=name, sizes=sizes, param_distributions=ints, seed=seed))
+        out.append(InputConfig(name=name, sizes=ok[-1], param_distributions=dists, seed=seed))
     return out
+
+
+def _launch_problem(launch: Launcher, sig: list[Param], sizes: dict) -> str:
+    """Why the row's launcher cannot run on `sizes` ('' when it can, as far as we can tell).
+
+    CUDA rejects a launch with a zero grid or block dimension, more than 1024 threads per
+    block, or a grid y/z above 65535 (cudaErrorInvalidValue / InvalidConfiguration); a
+    kernel without any condition (no bounds check) must not launch more threads than the
+    shortest array it is given has elements.
+    """
+    lengths = [eval_length(p.length, sizes) for p in sig if p.is_array]
+    if min(lengths) == 0:
+        return "an empty array (CUDA cannot launch an empty grid)"
+    for grid, block in launch.shapes:
+        try:
+            g = [eval_length(e, sizes) if e else None for e in grid]
+            b = [eval_length(e, sizes) if e else None for e in block]
+        except (ValueError, ZeroDivisionError, OverflowError, TypeError):
+            continue
+        if any(v is not None and v <= 0 for v in g + b):
+            return "a launch with an empty grid or block"
+        if None not in b and (b[0] * b[1] * b[2] > 1024 or b[2] > 64):
+            return "a launch with more than 1024 threads per block"
+        if any(v is not None and v > 65535 for v in g[1:]) or (g[0] or 0) >= 2**31:
+            return "a launch with a grid dimension over CUDA's limit"
+        if launch.unguarded and None not in g + b:
+            threads = g[0] * g[1] * g[2] * b[0] * b[1] * b[2]
+            if threads > min(lengths):
+                return "more threads than array elements for a kernel without bounds checks"
+    return ""
 
 
 def _defined(toks: list[str]) -> set[str]:
@@ -244,7 +338,12 @@ def _with_lengths(shell: Task, tests: list, sizes: dict[str, str], body: list[st
             )
             if length is None:
                 raise _Skip("cannot infer an array length from the wrapper or the tests")
-            p = p.model_copy(update={"length": length})
+            update: dict = {"length": length}
+            if p.role is Role.OUT and not re.fullmatch(
+                r"[A-Za-z_]\w*(\s*\*\s*[A-Za-z_]\w*)*", length
+            ):
+                update["role"] = Role.INOUT  # maybe longer than what the C code writes: no poison
+            p = p.model_copy(update=update)
         sig.append(p)
     return sig
 
@@ -258,6 +357,11 @@ def _reference_source(toks: list[str]) -> str:
 
 def row_task(row: dict) -> Task:
     """One BabelTower row as a task (raises _Skip with the reason)."""
+    return _row_task(row)[0]
+
+
+def _row_task(row: dict) -> tuple[Task, list[str]]:
+    """The task and the given tests left out, each as `testN: reason`."""
     toks = tokenize(row["cpp_code"])
     fn = _entry(row, toks)
     params = _signature(fn, toks)
@@ -279,15 +383,32 @@ def row_task(row: dict) -> Task:
         )
     shell = _shell(fn.name, params, roles, scalars)
     sig = _with_lengths(shell, tests, launch.sizes, body)
-    configs = _test_configs(sig, tests)
-    configs += _generated(sig, max(configs, key=lambda c: _longest(sig, c.sizes)))
+    given = _test_configs(sig, tests)
+    configs = [c for c in given if not _launch_problem(launch, sig, c.sizes)]
+    dropped = [
+        f"{c.name}: {_launch_problem(launch, sig, c.sizes)}" for c in given if c not in configs
+    ]
+    if configs and not any(c.held_out for c in configs) and len(given) > 1 and len(configs) > 1:
+        configs[-1] = configs[-1].model_copy(update={"held_out": True})
+
+    def fits(sizes: dict) -> bool:
+        return _longest(sig, sizes) <= MAX_ELEMENTS and loop_work(body, _value(sizes)) <= MAX_WORK
+
+    def launchable(sizes: dict) -> bool:
+        return not _launch_problem(launch, sig, sizes)
+
+    base = max(given, key=lambda c: _longest(sig, c.sizes))
+    configs += _generated(sig, base, fits, launchable, _same_constant(given))
+    if not configs:
+        why = dropped[0].split(": ", 1)[1] if dropped else "no size to scale"
+        raise _Skip(f"no config the row's kernel can be launched on (given tests: {why})")
     impl = Implementation(
         id="babeltower",
         code=launch.code,
         strategies=["naive"],
         provenance=f"BabelTower test row {row['id']} (cuda_code, launched as cuda_wrapper does)",
     )
-    return Task(
+    task = Task(
         id=f"babeltower/{row['id']}_{fn.name}",
         kind="c2cuda",
         family=f"babeltower_{fn.name.lower()}",
@@ -295,12 +416,13 @@ def row_task(row: dict) -> Task:
         entry=fn.name,
         signature=sig,
         configs=configs,
-        tolerance=Tolerance(atol=1e-4, rtol=1e-4),
+        tolerance=_tolerance(sig, body, configs),
         implementations=[impl],
         provenance={"source": f"BabelTower test set row {row['id']}", "license": LICENSE},
         description=f"BabelTower C→CUDA pair {row['id']}: translate the C function "
         f"{fn.name} to CUDA.",
     )
+    return task, dropped
 
 
 def import_babeltower(path: str | Path, **_: object) -> ImportReport:
@@ -326,7 +448,12 @@ def import_babeltower(path: str | Path, **_: object) -> ImportReport:
             report.skip(item, f"missing field(s) {', '.join(missing)}")
             continue
         try:
-            report.tasks.append(row_task(row))
+            task, dropped = _row_task(row)
         except _Skip as e:
             report.skip(f"row {row['id']}", str(e))
+            continue
+        report.tasks.append(task)
+        for d in dropped:  # the row is imported without these given tests
+            name, why = d.split(": ", 1)
+            report.skip(f"row {row['id']} {name}", f"given test left out: {why}")
     return report

@@ -9,6 +9,7 @@ sequence (so the code means the same); not guaranteed: macros, typedefs or K&R d
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "find_close",
     "format_c",
     "functions",
+    "loop_work",
     "parse_param",
     "split_top",
     "tokenize",
@@ -306,3 +308,57 @@ def _condition_depths(body: list[str]) -> list[int]:
             pending = 0
         i += 1
     return depth
+
+
+def _statement_end(toks: list[str], j: int) -> int:
+    """Index of the last token of the statement starting at `j`."""
+    if j >= len(toks):
+        return len(toks) - 1
+    if toks[j] == "{":
+        return find_close(toks, j)
+    if toks[j] in ("for", "while", "if", "switch") and toks[j + 1 : j + 2] == ["("]:
+        end = _statement_end(toks, find_close(toks, j + 1) + 1)
+        if toks[j] == "if" and toks[end + 1 : end + 2] == ["else"]:
+            end = _statement_end(toks, end + 2)
+        return end
+    depth = 0
+    for k in range(j, len(toks)):
+        depth += toks[k] in ("(", "[", "{")
+        depth -= toks[k] in (")", "]", "}")
+        if toks[k] == ";" and depth <= 0:
+            return k
+    return len(toks) - 1
+
+
+def _trip_count(head: list[str], value: Callable[[str], int | None]) -> int:
+    """Iterations of `for ( head )`: the bound its condition compares the variable with."""
+    parts = split_top(head, ";")
+    cond = parts[1] if len(parts) == 3 else head
+    for op in ("<", "<=", ">", ">=", "!="):
+        if op in cond:
+            k = cond.index(op)
+            lhs, rhs = cond[:k], cond[k + 1 :]
+            var = parts[0][-3:-2] if len(parts) == 3 and "=" in parts[0] else lhs[-1:]
+            bound = rhs if lhs[-1:] == var or len(lhs) == 1 else lhs
+            got = value(" ".join(bound))
+            return max(1, got + (op == "<=")) if got is not None else 1
+    return 1
+
+
+def loop_work(body: list[str], value: Callable[[str], int | None]) -> int:
+    """Rough count of innermost loop iterations of a C body: Σ over loops of trip × inner.
+
+    `value` evaluates a bound's text (None when it cannot). A loop whose bound cannot be
+    evaluated counts once; `while` loops count once. An estimate of the CPU cost, no more.
+    """
+    total, i = 0, 0
+    while i < len(body):
+        if body[i] in ("for", "while") and body[i + 1 : i + 2] == ["("]:
+            close = find_close(body, i + 1)
+            trip = _trip_count(body[i + 2 : close], value) if body[i] == "for" else 1
+            end = _statement_end(body, close + 1)
+            total += trip * max(1, loop_work(body[close + 1 : end + 1], value))
+            i = end + 1
+            continue
+        i += 1
+    return total
