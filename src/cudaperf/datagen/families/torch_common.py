@@ -10,12 +10,14 @@
 
 from __future__ import annotations
 
+import random
+import re
 import textwrap
 
 from cudaperf.datagen.base import cfg, fill
 from cudaperf.tasks.model import Distribution, InputConfig
 
-__all__ = ["ELTWISE", "REDUCE", "native_module", "torch_configs"]
+__all__ = ["ELTWISE", "REDUCE", "Chain", "draw_chain", "native_module", "torch_configs"]
 
 _PY = '''
 """$doc"""
@@ -152,3 +154,43 @@ def torch_configs(
         cfg("large", large, 3),
         cfg("heldout", heldout, 4, held_out=True, dist=Distribution(kind="normal")),
     ]
+
+
+class Chain:
+    """A drawn sequence of `ELTWISE` operators (possibly empty): the same computation as
+    torch statements on a variable and as one CUDA `__device__` function of a float."""
+
+    def __init__(self, ops: list[tuple[str, float, float]]) -> None:
+        self.ops = ops  # (operator name, a, b) in application order
+
+    def __bool__(self) -> bool:
+        return bool(self.ops)
+
+    def torch(self, var: str, indent: int = 8) -> str:
+        """The statements applying the chain to `var` in place (one line each)."""
+        lines = [re.sub(r"\by\b", var, eltwise(n, a, b)[0]) for n, a, b in self.ops]
+        return "".join(" " * indent + ln + "\n" for ln in lines)
+
+    def device(self, fn: str) -> str:
+        """`__device__ float fn(float v)` applying the chain (the identity when empty)."""
+        body = "".join(f"    v = {eltwise(n, a, b)[1]};\n" for n, a, b in self.ops)
+        return f"__device__ __forceinline__ float {fn}(float v) {{\n{body}    return v;\n}}\n"
+
+    def describe(self) -> str:
+        """ "relu, then scale(2.0)" style text (empty when the chain is empty)."""
+        parts = [
+            n + (f"({a}, {b})" if n == "clamp" else f"({a})" if n in ELTWISE_CONSTS else "")
+            for n, a, b in self.ops
+        ]
+        return ", then ".join(parts)
+
+
+def draw_chain(rng: random.Random, lo: int, hi: int, exclude: tuple[str, ...] = ()) -> Chain:
+    """Between `lo` and `hi` distinct element-wise operators (none of `exclude`), with their
+    constants drawn from `ELTWISE_CONSTS`."""
+    names = [n for n in ELTWISE if n not in exclude]
+    ops = []
+    for n in rng.sample(names, rng.randint(lo, hi)):
+        a, b = rng.choice(ELTWISE_CONSTS.get(n, [(0.0, 0.0)]))
+        ops.append((n, a, b))
+    return Chain(ops)

@@ -10,7 +10,12 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import REDUCE, native_module, torch_configs
+from cudaperf.datagen.families.torch_common import (
+    REDUCE,
+    draw_chain,
+    native_module,
+    torch_configs,
+)
 from cudaperf.tasks.model import TaskKind, Tolerance
 
 # kind -> (torch expression, first statistic: "", "sum" or "max", its per-element term,
@@ -18,6 +23,16 @@ from cudaperf.tasks.model import TaskKind, Tolerance
 _KINDS = {
     "mse": ("((x - target) ** 2).mean(dim=1)", "", "", "(v - t) * (v - t)", "s / (float)cols"),
     "l1": ("(x - target).abs().mean(dim=1)", "", "", "fabsf(v - t)", "s / (float)cols"),
+    "mean": ("x.mean(dim=1)", "", "", "v", "s / (float)cols"),
+    "l1_mean_target": (
+        "(x.abs() * target.abs()).mean(dim=1)",
+        "",
+        "",
+        "fabsf(v * t)",
+        "s / (float)cols",
+    ),
+    "std": ("x.std(dim=1)", "sum", "v", "(v - a) * (v - a)", "sqrtf(s / (float)(cols - 1))"),
+    "center": ("x - x.mean(dim=1, keepdim=True)", "sum", "v", "0.0f", "v - a"),
     "rms": ("x.pow(2).mean(dim=1).sqrt()", "", "", "v * v", "sqrtf(s / (float)cols)"),
     "var": ("x.var(dim=1)", "sum", "v", "(v - a) * (v - a)", "s / (float)(cols - 1)"),
     "logsumexp": (
@@ -53,7 +68,8 @@ class Model(nn.Module):
         super().__init__()
 
     def forward(self, x: torch.Tensor$targ) -> torch.Tensor:
-        return $expr
+$pre        y = $expr
+$post        return y
 
 
 def get_inputs():
@@ -68,8 +84,12 @@ _DEV = r"""
 #define STAT_A $stat_a
 #define A_IS_MAX $a_max
 #define ELEMENTWISE $elementwise
-__device__ __forceinline__ float term_a(float v) { return $ta; }
+${pre_fn}${post_fn}__device__ __forceinline__ float term_a(float v) {
+    v = pre_op(v);
+    return $ta;
+}
 __device__ __forceinline__ float term_s(float v, float t, float a) {
+    v = pre_op(v);
     (void)t;
     (void)a;
     return $ts;
@@ -79,7 +99,8 @@ __device__ __forceinline__ float finish(float v, float a, float s, int cols) {
     (void)v;
     (void)a;
     (void)cols;
-    return $fin;
+    v = pre_op(v);
+    return post_op($fin);
 }
 """
 
@@ -200,8 +221,9 @@ def torch_row_reduce(rng: random.Random, index: int):
     scale = rng.choice([0.5, 1.0, 2.0, 0.125, 4.0])
     eps = rng.choice([1e-12, 1e-8, 1e-6])
     expr, stat_a, ta, ts, fin = (fill(s, scale=scale, eps=eps) for s in _KINDS[kind])
-    two = kind in ("mse", "l1")
-    elementwise = kind == "l2norm"
+    two = kind in ("mse", "l1", "l1_mean_target")
+    elementwise = kind in ("l2norm", "center")
+    pre, post = draw_chain(rng, 0, 2), draw_chain(rng, 0, 1)
     what = {
         "mse": "mean squared difference of x and target per row",
         "l1": "mean absolute difference of x and target per row",
@@ -209,7 +231,15 @@ def torch_row_reduce(rng: random.Random, index: int):
         "var": "unbiased variance per row",
         "logsumexp": f"logsumexp of x * {scale} per row",
         "l2norm": f"L2-normalised rows (eps={eps}) times {scale}",
+        "mean": "mean per row",
+        "l1_mean_target": "mean of |x * target| per row",
+        "std": "unbiased standard deviation per row",
+        "center": "rows minus their mean",
     }[kind]
+    if pre:
+        what += f", x first going through {pre.describe()}"
+    if post:
+        what += f"; the result then goes through {post.describe()}"
     doc = f"Row-wise {what}, on a (batch_size, dim) float32 input."
     rows_l, cols_l = rng.choice(
         [(8192, 4096), (4096, 8192), (16384, 2048)]
@@ -223,12 +253,16 @@ def torch_row_reduce(rng: random.Random, index: int):
         cols=cols_l,
         targ=", target: torch.Tensor" if two else "",
         expr=expr,
+        pre=pre.torch("x"),
+        post=post.torch("y"),
         std=rng.choice([1.0, 2.0, 0.5]),
         mean=rng.choice([0.0, 0.5, -1.0, 2.0]),
         tin=", torch.randn(batch_size, dim)" if two else "",
     )
     dev = fill(
         _DEV,
+        pre_fn=pre.device("pre_op"),
+        post_fn=post.device("post_op"),
         stat_a=int(bool(stat_a)),
         a_max=int(stat_a == "max"),
         elementwise=int(elementwise),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import cfg, family, fill, impl, torch_task
+from cudaperf.datagen.families.torch_common import draw_chain
 from cudaperf.tasks.model import Distribution, TaskKind, Tolerance
 
 # kind -> (pass-1 combine, identity, element term, finish; pass-2 ...; output expression)
@@ -44,6 +45,28 @@ _KINDS = {
         "rsqrtf(acc / (float)cols + EPS)",
         "(v - s1) * s2 * w[j] + bias[j]",
     ),
+    "layernorm_plain": (
+        "a + b",
+        "0.0f",
+        "v",
+        "acc / (float)cols",
+        "a + b",
+        "0.0f",
+        "(v - s1) * (v - s1)",
+        "rsqrtf(acc / (float)cols + EPS)",
+        "(v - s1) * s2",
+    ),
+    "rmsnorm_plain": (
+        "a + b",
+        "0.0f",
+        "v * v",
+        "rsqrtf(acc / (float)cols + EPS)",
+        "a + b",
+        "0.0f",
+        "0.0f",
+        "acc",
+        "v * s1",
+    ),
     "rmsnorm": (
         "a + b",
         "0.0f",
@@ -74,7 +97,8 @@ class Model(nn.Module):
         super().__init__()
 $init
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return $forward
+$pre        y = $forward
+$post        return y
 
 
 def get_inputs():
@@ -90,7 +114,7 @@ _DEV = r"""
 #define EPS $eps
 __device__ __forceinline__ float comb1(float a, float b) { return $c1; }
 __device__ __forceinline__ float comb2(float a, float b) { return $c2; }
-"""
+$pre_fn$post_fn"""
 
 _ROW_THREAD = (
     _DEV
@@ -103,12 +127,12 @@ __global__ void rows_kernel(const float* x, float* y, int rows, int cols$kp) {
     const float* xr = x + (long long)r * cols;
     float* yr = y + (long long)r * cols;
     float acc = $i1;
-    for (int j = 0; j < cols; ++j) { float v = xr[j]; acc = comb1(acc, $e1); }
+    for (int j = 0; j < cols; ++j) { float v = pre_op(xr[j]); acc = comb1(acc, $e1); }
     float s1 = $f1;
     acc = $i2;
-    for (int j = 0; j < cols; ++j) { float v = xr[j]; acc = comb2(acc, $e2); }
+    for (int j = 0; j < cols; ++j) { float v = pre_op(xr[j]); acc = comb2(acc, $e2); }
     float s2 = $f2;
-    for (int j = 0; j < cols; ++j) { float v = xr[j]; yr[j] = $out; }
+    for (int j = 0; j < cols; ++j) { float v = pre_op(xr[j]); yr[j] = post_op($out); }
 }
 
 extern "C" void row_op(const float* x, float* y, int rows, int cols$hp) {
@@ -139,14 +163,14 @@ __global__ void rows_kernel(const float* __restrict__ x, float* __restrict__ y, 
     const float* xr = x + (long long)r * cols;
     float* yr = y + (long long)r * cols;
     float acc = $i1;
-    for (int j = lane; j < cols; j += 32) { float v = xr[j]; acc = comb1(acc, $e1); }
+    for (int j = lane; j < cols; j += 32) { float v = pre_op(xr[j]); acc = comb1(acc, $e1); }
     acc = warp1(acc);
     float s1 = $f1;
     acc = $i2;
-    for (int j = lane; j < cols; j += 32) { float v = xr[j]; acc = comb2(acc, $e2); }
+    for (int j = lane; j < cols; j += 32) { float v = pre_op(xr[j]); acc = comb2(acc, $e2); }
     acc = warp2(acc);
     float s2 = $f2;
-    for (int j = lane; j < cols; j += 32) { float v = xr[j]; yr[j] = $out; }
+    for (int j = lane; j < cols; j += 32) { float v = pre_op(xr[j]); yr[j] = post_op($out); }
 }
 
 extern "C" void row_op(const float* x, float* y, int rows, int cols$hp) {
@@ -188,14 +212,23 @@ rows_kernel(const float* __restrict__ x, float* __restrict__ y, int cols$kp) {
     const float* xr = x + (long long)blockIdx.x * cols;
     float* yr = y + (long long)blockIdx.x * cols;
     float acc = $i1;
-    for (int j = threadIdx.x; j < cols; j += BLOCK) { float v = xr[j]; acc = comb1(acc, $e1); }
+    for (int j = threadIdx.x; j < cols; j += BLOCK) {
+        float v = pre_op(xr[j]);
+        acc = comb1(acc, $e1);
+    }
     acc = block_comb<1>(acc, $i1);
     float s1 = $f1;
     acc = $i2;
-    for (int j = threadIdx.x; j < cols; j += BLOCK) { float v = xr[j]; acc = comb2(acc, $e2); }
+    for (int j = threadIdx.x; j < cols; j += BLOCK) {
+        float v = pre_op(xr[j]);
+        acc = comb2(acc, $e2);
+    }
     acc = block_comb<2>(acc, $i2);
     float s2 = $f2;
-    for (int j = threadIdx.x; j < cols; j += BLOCK) { float v = xr[j]; yr[j] = $out; }
+    for (int j = threadIdx.x; j < cols; j += BLOCK) {
+        float v = pre_op(xr[j]);
+        yr[j] = post_op($out);
+    }
 }
 
 extern "C" void row_op(const float* x, float* y, int rows, int cols$hp) {
@@ -237,6 +270,12 @@ def _forward(kind: str, scale: float, eps: float) -> tuple[str, str, str]:
             "",
             f"{kind.replace('_', '-')} along dim 1 of (x * {scale})",
         )
+    if kind == "layernorm_plain":
+        fwd = f"torch.nn.functional.layer_norm(x, (x.shape[1],), None, None, {eps})"
+        return fwd, "", f"LayerNorm over dim 1 without affine parameters, eps={eps}"
+    if kind == "rmsnorm_plain":
+        fwd = f"x * torch.rsqrt(x.pow(2).mean(dim=1, keepdim=True) + {eps})"
+        return fwd, "", f"RMSNorm over dim 1 without a weight, eps={eps}"
     if kind == "layernorm":
         init = (
             "        self.weight = nn.Parameter(torch.rand(dim) + 0.5)\n"
@@ -273,12 +312,30 @@ def _rownorm(rng: random.Random, index: int, fam: str, kinds: list[str]):
     scale = rng.choice([0.5, 0.75, 1.0, 1.25, 2.0, 0.125])
     eps = rng.choice([1e-5, 1e-6, 1e-5 * 2, 1e-3])
     fwd, init, what = _forward(kind, scale, eps)
+    pre, post = draw_chain(rng, 0, 2), draw_chain(rng, 0, 1)
+    if pre:
+        what += f", applied to x after {pre.describe()}"
+    if post:
+        what += f"; the result then goes through {post.describe()}"
     std, mean = rng.choice([1.0, 2.0, 0.5]), rng.choice([0.0, 0.5, -0.25])
     doc = f"{what[0].upper()}{what[1:]}, on a (batch_size, dim) float32 input."
-    src = fill(_REF, doc=doc, rows=4096, cols=8192, init=init, forward=fwd, std=std, mean=mean)
+    src = fill(
+        _REF,
+        doc=doc,
+        rows=4096,
+        cols=8192,
+        init=init,
+        forward=fwd,
+        std=std,
+        mean=mean,
+        pre=pre.torch("x"),
+        post=post.torch("y"),
+    )
     c1, i1, e1, f1, c2, i2, e2, f2, out = _KINDS[kind]
     kp, hp, ka, pa = _params(kind)
     dev = dict(
+        pre_fn=pre.device("pre_op"),
+        post_fn=post.device("post_op"),
         scale=f"{scale}f",
         eps=f"{eps}f",
         c1=c1,
@@ -337,9 +394,9 @@ def torch_softmax(rng: random.Random, index: int):
 
 @family("torch_layernorm", TaskKind.TORCH2CUDA, "layernorm")
 def torch_layernorm(rng: random.Random, index: int):
-    return _rownorm(rng, index, "torch_layernorm", ["layernorm"])
+    return _rownorm(rng, index, "torch_layernorm", ["layernorm", "layernorm", "layernorm_plain"])
 
 
 @family("torch_rmsnorm", TaskKind.TORCH2CUDA, "rmsnorm")
 def torch_rmsnorm(rng: random.Random, index: int):
-    return _rownorm(rng, index, "torch_rmsnorm", ["rmsnorm"])
+    return _rownorm(rng, index, "torch_rmsnorm", ["rmsnorm", "rmsnorm", "rmsnorm_plain"])
