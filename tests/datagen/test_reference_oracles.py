@@ -105,25 +105,6 @@ def _segsort(task, s, a):
     return "out", (v[:, ::-1] if "descending" in task.description else v).ravel()
 
 
-def _rows(task):
-    d = int(task.signature[3].length.split("*")[1])
-    scale = float(re.search(r"= (-?[\d.]+) \* ", task.description.replace("+= ", "= ")).group(1))
-    return d, scale
-
-
-def _gather(task, s, a):
-    d, scale = _rows(task)
-    src = a["src"].reshape(s["m"], d).astype(np.float64)
-    return "out", (scale * src[a["idx"]]).ravel()
-
-
-def _scatter(task, s, a):
-    d, scale = _rows(task)
-    out = np.zeros((s["m"], d))
-    np.add.at(out, a["idx"], scale * a["vals"].reshape(s["n"], d).astype(np.float64))
-    return "out", out.ravel()
-
-
 def _gemv(task, s, a):
     m = re.search(r"y = \((-?[\d.]+) \* A(\^T)? x( \+ bias)?\)", task.description)
     A = a["A"].astype(np.float64).reshape(s["rows"], s["cols"])
@@ -158,8 +139,6 @@ ORACLES = {
     "scan": _scan,
     "histogram": _histogram,
     "segmented_sort": _segsort,
-    "gather_rows": _gather,
-    "scatter_add": _scatter,
     "gemv": _gemv,
     "gemm": _gemm,
     "nbody": _nbody,
