@@ -1,5 +1,6 @@
-"""PyTorch→CUDA cross-entropy from logits and int64 targets: optional temperature scale,
-label smoothing, reduction 'none' or 'mean'. Per row: loss = lse - (1-eps) x[t] - eps/C sum x
+"""PyTorch→CUDA cross-entropy from logits and int64 targets: optional temperature scale, a
+drawn element-wise chain on the logits, label smoothing, reduction 'none', 'mean' or 'sum'.
+Per row: loss = lse - (1-eps) x[t] - eps/C sum x
 with lse the row's logsumexp (2–4 ops). Implementations: one thread per row (and a one-thread
 mean), one warp per row, one block per row with an online max/sum (and a block-reduced mean)."""
 
@@ -8,7 +9,12 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import REDUCE, native_module, torch_configs
+from cudaperf.datagen.families.torch_common import (
+    REDUCE,
+    draw_chain,
+    native_module,
+    torch_configs,
+)
 from cudaperf.tasks.model import TaskKind, Tolerance
 
 _REF = '''
@@ -28,8 +34,9 @@ class Model(nn.Module):
         super().__init__()
 
     def forward(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.cross_entropy(
-            $logits, targets, reduction="$reduction", label_smoothing=$eps
+        x = $logits
+$pre        return torch.nn.functional.cross_entropy(
+            x, targets, reduction="$reduction", label_smoothing=$eps
         )
 
 
@@ -44,8 +51,9 @@ def get_init_inputs():
 
 _DEV = r"""
 #define EPS_LS $eps
-#define MEAN $mean
-__device__ __forceinline__ float logit(float v) { return $logit; }
+#define REDUCED $reduced
+#define DENOM(n) $denom
+${pre_fn}__device__ __forceinline__ float logit(float v) { return pre_op($logit); }
 __device__ __forceinline__ float row_loss(float m, float sum, float sumx, float xt, int C) {
     float lse = m + logf(sum);
     return (1.0f - EPS_LS) * (lse - xt) + EPS_LS * (lse - sumx / (float)C);
@@ -72,14 +80,14 @@ __global__ void ce_rows(const float* x, const long long* tg, float* loss, int N,
 __global__ void mean_serial(const float* loss, float* out, int N) {
     float s = 0.0f;
     for (int i = 0; i < N; ++i) s += loss[i];
-    out[0] = s / (float)N;
+    out[0] = s / DENOM(N);
 }
 
 extern "C" void cross_entropy(const float* x, const long long* tg, float* loss, float* out, int N,
                               int C) {
     if (N <= 0 || C <= 0) return;
-    ce_rows<<<(N + $block - 1) / $block, $block>>>(x, tg, MEAN ? loss : out, N, C);
-    if (MEAN) mean_serial<<<1, 1>>>(loss, out, N);
+    ce_rows<<<(N + $block - 1) / $block, $block>>>(x, tg, REDUCED ? loss : out, N, C);
+    if (REDUCED) mean_serial<<<1, 1>>>(loss, out, N);
 }
 """
 
@@ -89,7 +97,7 @@ __global__ void __launch_bounds__(1024) mean_block(const float* loss, float* out
     float s = 0.0f;
     for (int i = threadIdx.x; i < N; i += 1024) s += loss[i];
     s = block_sum(s);
-    if (threadIdx.x == 0) out[0] = s / (float)N;
+    if (threadIdx.x == 0) out[0] = s / DENOM(N);
 }
 """
 
@@ -117,8 +125,8 @@ __global__ void ce_warp(const float* __restrict__ x, const long long* __restrict
 extern "C" void cross_entropy(const float* x, const long long* tg, float* loss, float* out, int N,
                               int C) {
     if (N <= 0 || C <= 0) return;
-    ce_warp<<<(N + $wpb - 1) / $wpb, $wpb * 32>>>(x, tg, MEAN ? loss : out, N, C);
-    if (MEAN) mean_block<<<1, 1024>>>(loss, out, N);
+    ce_warp<<<(N + $wpb - 1) / $wpb, $wpb * 32>>>(x, tg, REDUCED ? loss : out, N, C);
+    if (REDUCED) mean_block<<<1, 1024>>>(loss, out, N);
 }
 """
 
@@ -149,30 +157,45 @@ ce_block(const float* __restrict__ x, const long long* __restrict__ tg, float* _
 extern "C" void cross_entropy(const float* x, const long long* tg, float* loss, float* out, int N,
                               int C) {
     if (N <= 0 || C <= 0) return;
-    ce_block<<<N, $block>>>(x, tg, MEAN ? loss : out, C);
-    if (MEAN) mean_block<<<1, 1024>>>(loss, out, N);
+    ce_block<<<N, $block>>>(x, tg, REDUCED ? loss : out, C);
+    if (REDUCED) mean_block<<<1, 1024>>>(loss, out, N);
 }
 """
 
 
 @family("torch_cross_entropy", TaskKind.TORCH2CUDA, "loss")
 def torch_cross_entropy(rng: random.Random, index: int):
-    reduction = rng.choice(["none", "mean"])
+    reduction = rng.choice(["none", "mean", "sum"])
     eps = rng.choice([0.0, 0.0, 0.1, 0.05])
     temp = rng.choice([None, None, 0.5, 2.0, 0.7])
     std = rng.choice([1.0, 2.0, 4.0])
     n_l, c_l = rng.choice([(8192, 8192), (4096, 32000), (16384, 4096), (2048, 50257)])
     logits = f"logits / {temp}" if temp else "logits"
+    pre = draw_chain(rng, 0, 2, exclude=("scale",))
+    if pre:
+        logits += f" through {pre.describe()}"
     what = f"cross_entropy({logits}, targets, reduction={reduction!r}, label_smoothing={eps})"
     doc = f"Cross-entropy of (batch_size, num_classes) float32 logits and int64 targets: {what}."
-    src = fill(_REF, doc=doc, n=n_l, c=c_l, logits=logits, reduction=reduction, eps=eps, std=std)
+    src = fill(
+        _REF,
+        doc=doc,
+        n=n_l,
+        c=c_l,
+        logits=f"logits / {temp}" if temp else "logits",
+        pre=pre.torch("x"),
+        reduction=reduction,
+        eps=eps,
+        std=std,
+    )
     dev = fill(
         _DEV,
         eps=f"{eps}f",
-        mean=int(reduction == "mean"),
+        reduced=int(reduction != "none"),
+        denom="((float)(n))" if reduction == "mean" else "1.0f",
+        pre_fn=pre.device("pre_op"),
         logit=f"v / {temp}f" if temp else "v",
     )
-    out = "torch.empty((), device=x.device, dtype=x.dtype)" if reduction == "mean" else "loss"
+    out = "torch.empty((), device=x.device, dtype=x.dtype)" if reduction != "none" else "loss"
     fwd = (
         "x = logits.contiguous()\n"
         "targets = targets.contiguous()\n"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import native_module, torch_configs
+from cudaperf.datagen.families.torch_common import draw_chain, native_module, torch_configs
 from cudaperf.tasks.model import TaskKind, Tolerance
 
 _REF = '''
@@ -43,7 +43,7 @@ def get_init_inputs():
 '''
 
 _DEV = r"""
-#define USE_POS $use_pos
+${post_fn}#define USE_POS $use_pos
 // Output element (token t at position s, column j) from its table row.
 __device__ __forceinline__ float emb_out(float e, float scale, const float* pos, int s, int j,
                                          int D) {
@@ -55,7 +55,7 @@ __device__ __forceinline__ float emb_out(float e, float scale, const float* pos,
     (void)s;
     (void)j;
     (void)D;
-    return $shift;
+    return post_op($shift);
 }
 """
 
@@ -161,9 +161,12 @@ def torch_embedding(rng: random.Random, index: int):
         init += "self.pos = nn.Parameter(torch.randn(max_len, embed_dim) * 0.02)\n"
     body = "        y = y + self.pos[: ids.shape[1]]\n" if use_pos else ""
     body += f"        y = y + {shift}\n" if shift is not None else ""
+    post = draw_chain(rng, 0, 2)
+    body += post.torch("y")
     what = f"table[ids] * {scale.replace('self.embed_dim', 'embed_dim')}"
     what += " + positional[s]" if use_pos else ""
     what += f" + {shift}" if shift is not None else ""
+    what += f", then {post.describe()}" if post else ""
     what += " (row 0 is the padding row)" if padding else ""
     doc = f"Embedding lookup of int64 ids (batch_size, seq_len): y = {what}, float32."
     src = fill(
@@ -180,6 +183,7 @@ def torch_embedding(rng: random.Random, index: int):
     src = src.replace("import torch\n", "import math\n\nimport torch\n", 1)
     dev = fill(
         _DEV,
+        post_fn=post.device("post_op"),
         use_pos=int(use_pos),
         shift="v" if shift is None else f"v + {shift}f",
     )

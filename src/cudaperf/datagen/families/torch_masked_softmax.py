@@ -9,7 +9,12 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import REDUCE, native_module, torch_configs
+from cudaperf.datagen.families.torch_common import (
+    REDUCE,
+    draw_chain,
+    native_module,
+    torch_configs,
+)
 from cudaperf.tasks.model import TaskKind, Tolerance
 
 _REF = '''
@@ -31,7 +36,8 @@ class Model(nn.Module):
 
     def forward(self, scores: torch.Tensor$lens_arg) -> torch.Tensor:
         s = scores * $scale
-$cap$mask        return torch.softmax(s, dim=-1)
+$pre$cap$mask        y = torch.softmax(s, dim=-1)
+$post        return y
 
 
 def get_inputs():
@@ -55,9 +61,9 @@ _PADDING = (
 )
 
 _DEV = r"""
-// Pre-softmax value of a kept score, and how many leading keys row r keeps.
+${pre_fn}${post_fn}// Pre-softmax value of a kept score, and how many leading keys row r keeps.
 __device__ __forceinline__ float logit(float v) {
-    v = v * $scale;
+    v = pre_op(v * $scale);
     $cap
     return v;
 }
@@ -83,7 +89,7 @@ __global__ void softmax_rows(const float* x, const long long* lens, float* y, lo
     float sum = 0.0f;
     for (int j = 0; j < keep; ++j) sum += expf(logit(xr[j]) - m);
     float inv = 1.0f / sum;
-    for (int j = 0; j < L; ++j) yr[j] = j < keep ? expf(logit(xr[j]) - m) * inv : 0.0f;
+    for (int j = 0; j < L; ++j) yr[j] = post_op(j < keep ? expf(logit(xr[j]) - m) * inv : 0.0f);
 }
 
 extern "C" void masked_softmax(const float* x, const long long* lens, float* y, long long rows,
@@ -111,7 +117,8 @@ __global__ void softmax_warp(const float* __restrict__ x, const long long* __res
     float sum = 0.0f;
     for (int j = lane; j < keep; j += 32) sum += expf(logit(xr[j]) - m);
     float inv = 1.0f / warp_sum(sum);
-    for (int j = lane; j < L; j += 32) yr[j] = j < keep ? expf(logit(xr[j]) - m) * inv : 0.0f;
+    for (int j = lane; j < L; j += 32)
+        yr[j] = post_op(j < keep ? expf(logit(xr[j]) - m) * inv : 0.0f);
 }
 
 extern "C" void masked_softmax(const float* x, const long long* lens, float* y, long long rows,
@@ -147,7 +154,7 @@ softmax_block(const float* __restrict__ x, const long long* __restrict__ lens,
     float part = m == -INFINITY ? 0.0f : sum * expf(m - bm);
     float inv = 1.0f / block_sum(part);
     for (int j = threadIdx.x; j < L; j += $block)
-        yr[j] = j < keep ? expf(logit(xr[j]) - bm) * inv : 0.0f;
+        yr[j] = post_op(j < keep ? expf(logit(xr[j]) - bm) * inv : 0.0f);
 }
 
 extern "C" void masked_softmax(const float* x, const long long* lens, float* y, long long rows,
@@ -165,10 +172,15 @@ def torch_masked_softmax(rng: random.Random, index: int):
     std = rng.choice([1.0, 4.0, 8.0])
     b_l, h_l, l_l = rng.choice([(4, 16, 1024), (8, 16, 512), (2, 16, 2048), (16, 8, 512)])
     padding = mask == "padding"
+    pre, post = draw_chain(rng, 0, 2), draw_chain(rng, 0, 1)
     what = f"softmax over keys of (scores * {scale})"
     if cap:
         what += f" soft-capped at {cap}"
+    if pre:
+        what = what.replace(")", f", then {pre.describe()})", 1)
     what += ", causal mask" if mask == "causal" else ", key-padding mask from lengths (batch,)"
+    if post:
+        what += f"; the probabilities then go through {post.describe()}"
     doc = f"Scaled masked attention softmax on (batch, heads, seq, seq) float32 scores: {what}."
     src = fill(
         _REF,
@@ -178,6 +190,8 @@ def torch_masked_softmax(rng: random.Random, index: int):
         l=l_l,
         lens_arg=", lengths: torch.Tensor" if padding else "",
         scale=scale,
+        pre=pre.torch("s"),
+        post=post.torch("y"),
         cap=f"        s = torch.tanh(s / {cap}) * {cap}\n" if cap else "",
         mask=_PADDING if padding else _CAUSAL,
         std=std,
@@ -191,6 +205,8 @@ def torch_masked_softmax(rng: random.Random, index: int):
     )
     dev = fill(
         _DEV,
+        pre_fn=pre.device("pre_op"),
+        post_fn=post.device("post_op"),
         scale=f"{scale}f",
         cap=f"v = tanhf(v / {cap}f) * {cap}f;" if cap else "",
         keep=keep,
