@@ -36,3 +36,21 @@ def test_reference_runs_and_compare(cpu_config):
     mutated = [a.copy() for a in want]
     mutated[2][0] += 1
     assert compare(t, x, mutated, want).inputs_modified
+
+
+def test_row_ptr_inputs_are_valid_csr_and_seeded():
+    from cudaperf.tasks.model import Distribution
+
+    t = rowsum_task()
+    cfg = t.configs[0]
+    name = next(p.name for p in t.signature if p.is_array and p.role.value == "in")
+    for skew in (0.0, 1.5):
+        d = Distribution(kind="row_ptr", nnz=1000, skew=skew)
+        cfg2 = cfg.model_copy(update={"param_distributions": {name: d}})
+        for salt in (1, 2, 3):
+            arrays = make_inputs(t, cfg2, 0, salt)
+            i = [p.name for p in t.signature].index(name)
+            rp = arrays[i]
+            assert rp[0] == 0 and rp[-1] == 1000 and np.all(np.diff(rp) >= 0)
+        a, b = (make_inputs(t, cfg2, 0, 7)[i] for _ in range(2))
+        assert np.array_equal(a, b)

@@ -90,3 +90,31 @@ def test_frozen():
     t = Task.model_validate(C_TASK)
     with pytest.raises(ValidationError):
         t.family = "other"
+
+
+def test_row_ptr_distribution_is_valid_csr_for_any_seed():
+    import numpy as np
+
+    from cudaperf.tasks.model import Distribution
+
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        rows = int(rng.integers(1, 500))
+        nnz = int(rng.integers(0, 5000))
+        skew = [0.0, 1.2, 2.5][seed % 3]
+        rp = Distribution(kind="row_ptr", nnz=nnz, skew=skew).row_ptr(rng, rows + 1)
+        assert rp.shape == (rows + 1,) and rp[0] == 0 and rp[-1] == nnz
+        assert np.all(np.diff(rp) >= 0)
+
+
+def test_row_ptr_distribution_rejects_bad_fields():
+    import numpy as np
+
+    from cudaperf.tasks.model import Distribution
+
+    with pytest.raises(ValidationError, match="nnz >= 0"):
+        Distribution(kind="row_ptr", nnz=-1)
+    with pytest.raises(ValidationError, match="skew >= 0"):
+        Distribution(kind="row_ptr", nnz=5, skew=-1)
+    with pytest.raises(ValueError, match="cannot hold"):
+        Distribution(kind="row_ptr", nnz=5).row_ptr(np.random.default_rng(0), 1)

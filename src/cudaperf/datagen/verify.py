@@ -60,6 +60,8 @@ def smallest_config(task: Task) -> InputConfig:
 
 
 def _draw(rng: np.random.Generator, d: Distribution, n: int, dtype: np.dtype) -> np.ndarray:
+    if d.kind == "row_ptr":
+        return d.row_ptr(rng, n).astype(dtype)
     if d.kind == "constant":
         return np.full(n, d.value, dtype=dtype)
     if d.kind == "normal":

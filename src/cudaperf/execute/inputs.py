@@ -53,6 +53,8 @@ def _rng(task: Task, cfg: InputConfig, set_index: int, salt: int) -> np.random.G
 
 
 def _draw(rng: np.random.Generator, d: Distribution, n: int, dtype: np.dtype) -> np.ndarray:
+    if d.kind == "row_ptr":  # a valid CSR row-pointer array (0 ... nnz, non-decreasing)
+        return d.row_ptr(rng, n).astype(dtype)
     if np.issubdtype(dtype, np.integer):
         if d.kind == "constant":
             return np.full(n, int(d.value), dtype=dtype)

@@ -196,12 +196,14 @@ class Param(_Frozen):
 class Distribution(_Frozen):
     """How input values are drawn. Floats: uniform / normal; integers: randint (high exclusive)."""
 
-    kind: Literal["uniform", "normal", "randint", "constant"] = "uniform"
+    kind: Literal["uniform", "normal", "randint", "constant", "row_ptr"] = "uniform"
     low: float = 0.5  # uniform and randint: lower bound (positive by default so outputs are not ~0)
     high: float = 1.5  # uniform and randint: upper bound
     mean: float = 0.0  # normal
     std: float = 1.0  # normal
     value: float = 0.0  # constant
+    nnz: int = 0  # row_ptr: the last entry (number of stored non-zeros of the CSR matrix)
+    skew: float = 0.0  # row_ptr: 0 = row lengths near uniform; > 0 = power-law (Pareto) shape
 
     @model_validator(mode="after")
     def _bounds(self) -> Distribution:
@@ -211,7 +213,31 @@ class Distribution(_Frozen):
             )
         if self.kind == "normal" and self.std <= 0:
             raise ValueError(f"normal distribution needs std > 0, got {self.std}")
+        if self.kind == "row_ptr" and (self.nnz < 0 or self.skew < 0):
+            raise ValueError(
+                f"row_ptr distribution needs nnz >= 0 and skew >= 0, got {self.nnz}, {self.skew}"
+            )
         return self
+
+    def row_ptr(self, rng, n: int):
+        """A CSR row-pointer array of length n (rows + 1) for kind "row_ptr", as int64 numpy:
+        starts at 0, non-decreasing, ends at `nnz`. Row lengths are proportional to weights
+        drawn from `rng` (a numpy Generator): uniform in [0.5, 1.5) when `skew` is 0, else
+        Pareto with shape `skew` (a few very long rows). Raises ValueError for n < 1, or n == 1
+        with nnz > 0 (no row to hold the non-zeros)."""
+        import numpy as np
+
+        if n < 1 or (n == 1 and self.nnz > 0):
+            raise ValueError(f"a row_ptr array of length {n} cannot hold {self.nnz} non-zeros")
+        rows = n - 1
+        w = rng.pareto(self.skew, rows) + 1.0 if self.skew > 0 else rng.uniform(0.5, 1.5, rows)
+        c = np.cumsum(w)
+        out = np.zeros(n, np.int64)
+        if rows:
+            out[1:] = np.floor(self.nnz * (c / c[-1])).astype(np.int64)
+            out[-1] = self.nnz
+            np.maximum.accumulate(out, out=out)
+        return out
 
 
 class InputConfig(_Frozen):
