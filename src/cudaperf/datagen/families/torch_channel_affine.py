@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import cfg, family, fill, impl, torch_task
+from cudaperf.datagen.families.torch_common import draw_chain
 from cudaperf.datagen.families.torch_linear_act import _ACTS
 from cudaperf.tasks.model import Distribution, TaskKind, Tolerance
 
@@ -31,9 +32,10 @@ class Model(nn.Module):
         self.bias = nn.Parameter(torch.randn(channels) * $bstd)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = x * self.weight.view(1, -1, 1, 1) + self.bias.view(1, -1, 1, 1)
+        h = x
+$pre        y = h * self.weight.view(1, -1, 1, 1) + self.bias.view(1, -1, 1, 1)
         y = $act
-$tail        return y
+$post$tail        return y
 
 
 def get_inputs():
@@ -72,9 +74,10 @@ class ModelNew(nn.Module):
 '''
 
 _DEV = """
-__device__ __forceinline__ float chain(float x, float w, float b) {
-    float v = x * w + b;
+${pre_fn}${post_fn}__device__ __forceinline__ float chain(float x, float w, float b) {
+    float v = pre_op(x) * w + b;
     v = $act;
+    v = post_op(v);
     $tail
     return v;
 }
@@ -192,6 +195,7 @@ def torch_channel_affine(rng: random.Random, index: int):
         fill(s, slope=f"{slope}{sfx}") for s, sfx in zip(_ACTS[act], ("", "f"), strict=True)
     )
     residual = rng.random() < 0.5
+    pre, post = draw_chain(rng, 0, 2), draw_chain(rng, 0, 1)
     scale = rng.choice([None, 0.5, 2.0, 0.7071])
     tail_py, tail_c, parts = "", "", []
     if residual:
@@ -202,14 +206,30 @@ def torch_channel_affine(rng: random.Random, index: int):
         tail_py += f"        y = y * {scale}\n"
         tail_c += f"v = v * {scale}f;"
         parts.append(f"times {scale}")
-    what = f"{act}(x * weight[c] + bias[c]) per channel" + (
+    h = f"({pre.describe()} of x)" if pre else "x"
+    if post:
+        parts.insert(0, f"then {post.describe()}")
+    what = f"{act}({h} * weight[c] + bias[c]) per channel" + (
         ", " + ", ".join(parts) if parts else ""
     )
     doc = f"{what}, on an NCHW float32 tensor."
     bstd = rng.choice([0.1, 0.5])
     xstd = rng.choice([1.0, 2.0])
-    src = fill(_REF, doc=doc, n=16, c=64, h=56, w=56, act=tact, tail=tail_py, bstd=bstd, xstd=xstd)
-    dev = dict(act=cact, tail=tail_c)
+    src = fill(
+        _REF,
+        doc=doc,
+        n=16,
+        c=64,
+        h=56,
+        w=56,
+        act=tact,
+        tail=tail_py,
+        pre=pre.torch("h"),
+        post=post.torch("y"),
+        bstd=bstd,
+        xstd=xstd,
+    )
+    dev = dict(act=cact, tail=tail_c, pre_fn=pre.device("pre_op"), post_fn=post.device("post_op"))
     variants = [
         ("flat", _FLAT, ["naive", "coalesced"], rng.choice([128, 256, 512])),
         ("plane_strided", _STRIDED, ["uncoalesced"], rng.choice([128, 256])),

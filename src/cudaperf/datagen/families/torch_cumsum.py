@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import native_module, torch_configs
+from cudaperf.datagen.families.torch_common import draw_chain, native_module, torch_configs
 from cudaperf.tasks.model import TaskKind, Tolerance
 
 _REF = '''
@@ -30,8 +30,8 @@ class Model(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = $pre
-        y = $scan
-$post        return y
+$chain        y = $scan
+$post$after        return y
 
 
 def get_inputs():
@@ -46,8 +46,8 @@ _DEV = r"""
 #define REV $rev
 // Column of the k-th element in scan order, the pre-op, and the post-op.
 __device__ __forceinline__ int col(int k, int cols) { return REV ? cols - 1 - k : k; }
-__device__ __forceinline__ float pre(float v) { return $pre; }
-__device__ __forceinline__ float post(float v) { return $post; }
+${chain_fn}${after_fn}__device__ __forceinline__ float pre(float v) { return pre_chain($pre); }
+__device__ __forceinline__ float post(float v) { return post_chain($post); }
 """
 
 _ROW = r"""
@@ -157,12 +157,17 @@ def torch_cumsum(rng: random.Random, index: int):
     a = rng.choice([0.5, 0.25, 2.0])
     pre_py, pre_c = (fill(s, a=a) for s in _PRE[pre_kind])
     rev = rng.random() < 0.35
+    # the terms stay >= 0 (no cancellation in the prefix sums): no negative scale or shift
+    chain = draw_chain(rng, 0, 2, exclude=("scale", "shift"))
+    after = draw_chain(rng, 0, 1)
     post = rng.choice([None, None, 0.5, 0.01, 3.0])
     if pre_kind == "none" and post is None:
         post = 0.1
     scan = "y.flip(1).cumsum(dim=1).flip(1)" if rev else "torch.cumsum(y, dim=1)"
     what = f"{'reversed ' if rev else ''}cumulative sum along dim 1 of {pre_py}"
+    what += f" through {chain.describe()}" if chain else ""
     what += f", times {post}" if post is not None else ""
+    what += f", then {after.describe()}" if after else ""
     doc = f"Row-wise {what}, on a (batch_size, dim) float32 input."
     rows_l, cols_l = rng.choice([(8192, 4096), (16384, 2048), (4096, 8192), (32768, 1024)])
     src = fill(
@@ -172,11 +177,20 @@ def torch_cumsum(rng: random.Random, index: int):
         cols=cols_l,
         pre=pre_py,
         scan=scan,
+        chain=chain.torch("y"),
+        after=after.torch("y"),
         post=f"        y = y * {post}\n" if post is not None else "",
         a=rng.choice([1.0, 2.0]),
         b=rng.choice([0.0, 0.25]),
     )
-    dev = fill(_DEV, rev=int(rev), pre=pre_c, post=f"v * {post}f" if post is not None else "v")
+    dev = fill(
+        _DEV,
+        chain_fn=chain.device("pre_chain"),
+        after_fn=after.device("post_chain"),
+        rev=int(rev),
+        pre=pre_c,
+        post=f"v * {post}f" if post is not None else "v",
+    )
     fwd = (
         "x = x.contiguous()\n"
         "y = torch.empty_like(x)\n"

@@ -9,7 +9,13 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import REDUCE, eltwise, native_module, torch_configs
+from cudaperf.datagen.families.torch_common import (
+    REDUCE,
+    draw_chain,
+    eltwise,
+    native_module,
+    torch_configs,
+)
 from cudaperf.tasks.model import TaskKind, Tolerance
 
 # Returning (y, h) is supported by the evaluator (tuple outputs are compared element-wise),
@@ -33,9 +39,9 @@ class Model(nn.Module):
         super().__init__()
 $init
     def forward(self, x: torch.Tensor, residual: torch.Tensor):
-        h = $add
+$pre        h = $add
         y = $norm
-$act        return $ret
+$act$post        return $ret
 
 
 def get_inputs():
@@ -51,13 +57,16 @@ _DEV = r"""
 #define EPS $eps
 #define CENTER $center
 #define WRITE_H $write_h
-__device__ __forceinline__ float resid(float xv, float rv) { return $add_c; }
+${pre_fn}${post_fn}__device__ __forceinline__ float resid(float xv, float rv) {
+    xv = pre_op(xv);
+    return $add_c;
+}
 __device__ __forceinline__ float finish(float v, float c, float s, const float* w,
                                         const float* b, int j) {
     (void)b;
     v = $out_c;
     $act_c
-    return v;
+    return post_op(v);
 }
 """
 
@@ -222,7 +231,10 @@ def torch_residual_norm(rng: random.Random, index: int):
         out_c, b_arg = "v * s * w[j]", "self.weight.contiguous()"
     add = "x + residual" if alpha == 1.0 else f"x * {alpha} + residual"
     act_py, act_c = ("", "") if act == "none" else eltwise(act)
-    what = f"h = {add}; y = {kind}(h)" + (f", then {act}" if act != "none" else "")
+    pre, post = draw_chain(rng, 0, 2), draw_chain(rng, 0, 1)
+    what = f"x = {pre.describe()} of x; " if pre else ""
+    what += f"h = {add}; y = {kind}(h)" + (f", then {act}" if act != "none" else "")
+    what += f", then {post.describe()}" if post else ""
     what += "; returns (y, h)" if ret_h else "; returns y"
     doc = f"Residual add + {kind} on (batch_size, dim) float32 tensors: {what}."
     rows_l, cols_l = rng.choice([(8192, 4096), (16384, 2048), (4096, 8192), (32768, 1024)])
@@ -236,11 +248,15 @@ def torch_residual_norm(rng: random.Random, index: int):
         norm=norm,
         act=f"        {act_py}\n" if act_py else "",
         ret="y, h" if ret_h else "y",
+        pre=pre.torch("x"),
+        post=post.torch("y"),
         xstd=rng.choice([1.0, 0.5, 2.0]),
         rmean=rng.choice([0.0, 0.5, -0.25]),
     )
     dev = fill(
         _DEV,
+        pre_fn=pre.device("pre_op"),
+        post_fn=post.device("post_op"),
         alpha=f"{alpha}f",
         eps=f"{eps}f",
         center=int(kind == "layernorm"),
