@@ -31,3 +31,19 @@ def test_clean_candidate_and_comments_pass():
 def test_fatal_list_names_checks():
     assert set(FATAL) <= set(CHECKS) and "side_stream" not in FATAL
     assert any(n == "process_calls" for n, _ in run_checks(FAULTS["fork"][0]))
+
+
+def test_only_runtime_names_count_as_tampering(monkeypatch):
+    from cudaperf.execute import checks
+
+    own_kernel = "__global__ void cudaBYUSimplified(float* x) { x[0] = 1.0f; }"
+    fake_timer = "float cudaEventElapsedTime(float* ms, void* a, void* b) { return 0; }"
+    macro = "#define cudaCheck(x) x"
+    # With the toolkit's headers (read where nvcc is): a model's own kernel may be called cudaX.
+    monkeypatch.setattr(checks, "runtime_api_names", lambda: frozenset({"cudaEventElapsedTime"}))
+    assert checks.harness_tampering(own_kernel) is None and checks.harness_tampering(macro) is None
+    assert "cudaEventElapsedTime" in checks.harness_tampering(fake_timer)
+    assert checks.harness_tampering("#undef cudaEventElapsedTime")
+    # Without headers every cudaX definition stays suspect.
+    monkeypatch.setattr(checks, "runtime_api_names", lambda: None)
+    assert checks.harness_tampering(own_kernel) and checks.harness_tampering(macro)

@@ -9,8 +9,12 @@ resource limits and the dynamic checks are the next lines of defence).
 
 from __future__ import annotations
 
+import functools
+import os
 import re
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 __all__ = ["CHECKS", "FATAL", "Finding", "run_checks", "strip_comments"]
 
@@ -69,15 +73,41 @@ def process_exit(src: str) -> str | None:
     return f"ends the process ({', '.join(found)})" if found else None
 
 
+@functools.lru_cache(maxsize=1)
+def runtime_api_names() -> frozenset[str] | None:
+    """Every `cuda[A-Z]...` name the CUDA runtime headers declare or define as a macro, read
+    from the toolkit that nvcc belongs to; None when no toolkit headers are found."""
+    roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", "")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        roots.append(str(Path(nvcc).resolve().parent.parent))
+    roots.append("/usr/local/cuda")
+    for root in filter(None, roots):
+        inc = Path(root) / "include"
+        heads = [inc / "cuda_runtime_api.h", inc / "cuda_runtime.h", inc / "driver_types.h"]
+        if heads[0].is_file():
+            text = "\n".join(h.read_text(errors="replace") for h in heads if h.is_file())
+            return frozenset(re.findall(r"\b(cuda[A-Z]\w*)\b", text))
+    return None
+
+
+def _is_runtime_name(name: str) -> bool:
+    names = runtime_api_names()
+    return name in names if names is not None else True  # no headers: every cudaX is suspect
+
+
 def harness_tampering(src: str) -> str | None:
     # Redefining CUDA runtime functions (timers, sync) or naming harness symbols fakes timing.
+    # Only names the runtime headers declare count: a kernel of the candidate's own named
+    # `cudaFoo` (natural when translating `cpuFoo`) is not tampering.
     if re.search(r"__cudaperf|cudaperf_harness", src):
         return "refers to the harness's internal symbols"
-    if re.search(r"#\s*(define|undef)\s+cuda\w*", src):
-        return "redefines a CUDA runtime name with the preprocessor"
-    m = re.search(r"\b(cuda[A-Z]\w*)\s*\([^;{)]*\)\s*\{", src)
-    if m:
-        return f"defines its own {m.group(1)}()"
+    for m in re.finditer(r"#\s*(?:define|undef)\s+(cuda\w*)", src):
+        if _is_runtime_name(m.group(1)):
+            return "redefines a CUDA runtime name with the preprocessor"
+    for m in re.finditer(r"\b(cuda[A-Z]\w*)\s*\([^;{)]*\)\s*\{", src):
+        if _is_runtime_name(m.group(1)):
+            return f"defines its own {m.group(1)}()"
     return None
 
 
