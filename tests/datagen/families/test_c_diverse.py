@@ -82,7 +82,52 @@ def _scatter_oracle(task, s, a):
     return out.ravel()
 
 
-ORACLES = {"gather_rows": _gather_oracle, "scatter_add": _scatter_oracle}
+def _spmv_oracle(task, s, a):
+    desc = task.description
+    rp, col = a["row_ptr"], a["col_idx"]
+    assert rp[0] == 0 and rp[-1] == s["nnz"] and np.all(np.diff(rp) >= 0)
+    assert col.min() >= 0 and col.max() < s["cols"]
+    code = re.search(r"s \+= (.*);", task.source).group(1)
+    fin = re.search(r"\n\s+y\[r\] = (.*);", task.source).group(1)
+    terms = c_expr(code, v=a["val"].astype(np.float64), xv=a["x"].astype(np.float64)[col])
+    rows = np.repeat(np.arange(s["rows"]), np.diff(rp))
+    sums = np.bincount(rows, weights=terms, minlength=s["rows"])
+    b = a.get("b", np.zeros(s["rows"])).astype(np.float64)
+    assert "CSR" in desc
+    return c_expr(fin.replace("b[r]", "b"), s=sums, b=b)
+
+
+def _run_inputs(task, tmp_path):
+    """Reference on the small config with inputs from `make_inputs` (every distribution
+    kind, row_ptr included)."""
+    import ctypes
+    import subprocess
+
+    from cudaperf.execute.inputs import make_inputs
+
+    stem = task.id.replace("/", "_")
+    (tmp_path / f"{stem}.c").write_text(task.source)
+    so = tmp_path / f"{stem}.so"
+    subprocess.run(
+        ["gcc", "-O2", "-shared", "-fPIC", "-o", str(so), str(tmp_path / f"{stem}.c"), "-lm"],
+        check=True,
+    )
+    cfg = task.config("small")
+    arrays = make_inputs(task, cfg, 0, 1)
+    args = [
+        ctypes.c_int(int(x)) if p.role.value == "scalar" else ctypes.c_void_p(x.ctypes.data)
+        for p, x in zip(task.signature, arrays, strict=True)
+    ]
+    fn = getattr(ctypes.CDLL(str(so)), task.entry)
+    fn.restype = None
+    fn(*args)
+    named = {
+        p.name: x for p, x in zip(task.signature, arrays, strict=True) if p.role.value != "scalar"
+    }
+    return dict(cfg.sizes), named
+
+
+ORACLES = {"gather_rows": _gather_oracle, "scatter_add": _scatter_oracle, "spmv_csr": _spmv_oracle}
 
 
 @gcc
@@ -90,7 +135,7 @@ ORACLES = {"gather_rows": _gather_oracle, "scatter_add": _scatter_oracle}
 def test_reference_matches_numpy_oracle(name, tmp_path):
     for index in range(10):
         task = generate_one(FAMILIES[name], 0, index)
-        sizes, arrays = _run(task, tmp_path)
+        sizes, arrays = (_run_inputs if name == "spmv_csr" else _run)(task, tmp_path)
         out = "y" if "y" in arrays else "out"
         _close(arrays[out], ORACLES[name](task, sizes, arrays))
 
