@@ -8,7 +8,22 @@ import random
 
 from cudaperf.datagen.base import c_signature, c_task, family, fill, four_configs, impl, lit
 from cudaperf.datagen.base import prototype as proto_of
+from cudaperf.datagen.exprs import expr_tree
 from cudaperf.tasks.model import Distribution, TaskKind, Tolerance
+
+
+def _update(rng: random.Random, t: str) -> tuple[str, str]:
+    """The point update u(c, s) from the centre value c and the weighted sum s: the plain sum,
+    a relaxation step c + w * (s - c), or an expression drawn from the vocabulary."""
+    k = rng.random()
+    if k < 0.3:
+        return "s", "the weighted sum s"
+    if k < 0.6:
+        w = lit(rng.choice([0.5, 0.6, 0.8, 1.2, 1.5]), t)
+        return f"c + {w} * (s - c)", f"the relaxation c + {w} * (s - c) (c the centre)"
+    e = expr_tree(rng, ["c", "s"], rng.choice([1, 2]), t)
+    return e, f"u(c, s) = {e} (c the centre, s the weighted sum)"
+
 
 _AXES = ["x", "y", "z"]
 
@@ -31,8 +46,9 @@ def _expr(terms, t: str, access) -> str:
 
 
 _REF = """
-/* Star stencil of radius $r: every point at least $r away from each border becomes a weighted
-   sum of itself and its $nb neighbours along the axes; border points are copied. */
+/* Star stencil of radius $r: every point at least $r away from each border becomes the update
+   of its value and the weighted sum of itself and its $nb neighbours along the axes; border
+   points are copied. */
 void $entry($params) {
     for (long long z = 0; z < $nz; ++z)
     for (long long y = 0; y < $ny; ++y)
@@ -183,7 +199,9 @@ def _stencil(rng: random.Random, index: int, dims: int):
     length = "*".join(["nx", "ny", "nz"][:dims])
     sig = c_signature(*scal, ("in", t, "in", length), ("out", t, "out", length))
     params = ", ".join(p.c_decl() for p in sig)
-    expr = _expr(terms, t, _global_access)
+    uname = rng.choice(["update", "upd", "point_rule", "combine"])
+    uexpr, utxt = _update(rng, t)
+    expr = f"{uname}(in[i], {_expr(terms, t, _global_access)})"
     inner = _inner(dims, r)
     src = fill(
         _REF,
@@ -219,14 +237,21 @@ def _stencil(rng: random.Random, index: int, dims: int):
                 ["uncoalesced"],
             )
         )
-    impls.append(_tiled(rng, dims, r, t, terms, kparams, kargs, prototype, inner, ny, nz))
+    impls.append(_tiled(rng, dims, r, t, terms, kparams, kargs, prototype, inner, ny, nz, uname))
+    ufun = f"{t} {uname}({t} c, {t} s) {{ return {uexpr}; }}\n"
+    impls = [
+        i.model_copy(update={"code": "__device__ __forceinline__ " + ufun + i.code}) for i in impls
+    ]
+    cut = src.index("*/") + 3
+    src = src[:cut] + "#include <math.h>\nstatic " + ufun + src[cut:]
     esize = 8 if t == "double" else 4
     normal = Distribution(kind="normal", mean=1.0, std=0.5)
     tol = Tolerance(atol=1e-5, rtol=1e-5) if t == "float" else Tolerance(atol=1e-12, rtol=1e-12)
     axes = [sig[k].name for k in range(dims)]
     desc = (
         f"One step of a {dims}-D star stencil of radius {r} on a {t} grid ({' x '.join(axes)}, x "
-        f"contiguous): interior points become a fixed weighted sum of {len(terms)} points, "
+        f"contiguous): interior points become {utxt}, s a fixed weighted sum of "
+        f"{len(terms)} points; "
         "border points are copied. Memory-bound; each input is needed by several outputs."
     )
     return c_task(
@@ -286,7 +311,7 @@ def _naive(rng, dims, t, kparams, kargs, prototype, inner, expr, ny, nz, coalesc
     return impl("naive_uncoalesced", code, ["naive", "uncoalesced"])
 
 
-def _tiled(rng, dims, r, t, terms, kparams, kargs, prototype, inner, ny, nz):
+def _tiled(rng, dims, r, t, terms, kparams, kargs, prototype, inner, ny, nz, uname):
     has_y = 1 if dims >= 2 else 0
     bx = rng.choice([32, 64]) if dims > 1 else rng.choice([128, 256, 512])
     by = rng.choice([4, 8, 16]) if dims > 1 else 1
@@ -312,7 +337,7 @@ def _tiled(rng, dims, r, t, terms, kparams, kargs, prototype, inner, ny, nz):
         kargs=kargs,
         proto=prototype,
         inner=inner,
-        sexpr=_expr(terms, t, access),
+        sexpr=f"{uname}(tile[ty + {r * has_y}][tx + {r}], {_expr(terms, t, access)})",
         ny=ny,
         nz=nz,
         zloop=zloop,
