@@ -140,8 +140,10 @@ def test_reference_matches_numpy_oracle(name, tmp_path):
         _close(arrays[out], ORACLES[name](task, sizes, arrays))
 
 
-@pytest.mark.parametrize("name", ["gather_rows", "scatter_add"])
+@pytest.mark.parametrize(
+    "name", ["gather_rows", "scatter_add", "spmv_csr", "stencil1d", "stencil2d", "stencil3d"]
+)
 def test_family_draws_distinct_skeletons(name):
     tasks = [generate_one(FAMILIES[name], 0, i) for i in range(40)]
     skeletons = {_skeleton(i.code) for t in tasks for i in t.implementations}
-    assert len(skeletons) >= 0.8 * 3 * len(tasks)
+    assert len(skeletons) >= 0.75 * sum(len(t.implementations) for t in tasks)
