@@ -21,9 +21,8 @@ samples but too slow to re-measure ~3,500 dataset implementations × 4 configs i
    (L2 flushed, device-wide synchronisation, CUDA events, wall clock), the timer-integrity
    check, and `sanity`'s wall-clock escape and roofline checks. TF32 is off on both sides.
 
-Differences from the evaluator, on purpose: inputs are generated directly on the GPU (the task's
-`get_inputs()` runs under `torch.device("cuda")`; same seeds, same distribution, different
-values than CPU generation, which takes seconds for 50M-element inputs); each implementation
+Differences from the evaluator, on purpose (inputs are drawn on the GPU in both: the task's
+`get_inputs()` runs under `torch.device("cuda")`): each implementation
 gets its own input seeds (derived from the secret salt and its hash), so no earlier
 implementation's freed output can hold the right answer; 2 correctness trials instead of 5;
 a config's timing stops early after `budget_ms` (at least 5 trials); the first failing config
