@@ -30,9 +30,13 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
+from cudaperf.tasks.importers import babel_check
 from cudaperf.tasks.importers.babel_inputs import ArrayArg, parse_test
 from cudaperf.tasks.importers.babel_lengths import choose_length
 from cudaperf.tasks.importers.babel_wrapper import Launcher, adapt_wrapper
@@ -127,9 +131,24 @@ def _roles(params: list[tuple[str, str, bool]], body: list[str]) -> dict[str, Ro
     return roles
 
 
-def _tests(row: dict, params: list[tuple[str, str, bool]]) -> list[list[float | ArrayArg]]:
-    good = []
-    for snippet in row["consistent_cpp_inputs"]:
+def _out_of_range(args: list, params: list[tuple[str, str, bool]]) -> bool:
+    """Whether a given integer value does not fit its parameter's C type (e.g. -INT_MIN)."""
+    for a, (_, ctype, _) in zip(args, params, strict=True):
+        if ctype not in _INT_TYPES:
+            continue
+        info = np.iinfo(C_TYPES[ctype])
+        values = (a.values or ()) if isinstance(a, ArrayArg) else (a,)
+        if any(not info.min <= v <= info.max for v in values):
+            return True
+    return False
+
+
+def _tests(
+    row: dict, params: list[tuple[str, str, bool]]
+) -> tuple[list[list[float | ArrayArg]], list[str]]:
+    """The given tests that match the signature, and those left out (`input N: reason`)."""
+    good, left_out = [], []
+    for k, snippet in enumerate(row["consistent_cpp_inputs"], 1):
         try:
             args = parse_test(snippet)
         except (ValueError, SyntaxError, ZeroDivisionError):
@@ -137,10 +156,15 @@ def _tests(row: dict, params: list[tuple[str, str, bool]]) -> list[list[float | 
         if len(args) != len(params):
             continue
         if all(isinstance(a, ArrayArg) == p[2] for a, p in zip(args, params, strict=True)):
+            if _out_of_range(args, params):
+                left_out.append(f"input {k}: a value outside its C type's range")
+                continue
             good.append(args)
     if not good:
+        if left_out:
+            raise _Skip("every given test has a value outside its C type's range")
         raise _Skip("no given test input matches the C signature")
-    return good
+    return good, left_out
 
 
 def _subscript_names(body: list[str], name: str) -> set[str]:
@@ -360,14 +384,14 @@ def row_task(row: dict) -> Task:
     return _row_task(row)[0]
 
 
-def _row_task(row: dict) -> tuple[Task, list[str]]:
-    """The task and the given tests left out, each as `testN: reason`."""
+def _row_task(row: dict) -> tuple[Task, list[str], list[str]]:
+    """The task, the given tests left out (each as `testN: reason`), the C body's tokens."""
     toks = tokenize(row["cpp_code"])
     fn = _entry(row, toks)
     params = _signature(fn, toks)
     body = toks[fn.body[0] : fn.body[1] + 1]
     roles = _roles(params, body)
-    tests = _tests(row, params)
+    tests, out_of_range = _tests(row, params)
     if all(r in (Role.IN, Role.SCALAR) for r in roles.values()):
         raise _Skip("the C function writes no array (no output to compare)")
     scalars = [n for n, _, ptr in params if not ptr]
@@ -385,11 +409,10 @@ def _row_task(row: dict) -> tuple[Task, list[str]]:
     sig = _with_lengths(shell, tests, launch.sizes, body)
     given = _test_configs(sig, tests)
     configs = [c for c in given if not _launch_problem(launch, sig, c.sizes)]
-    dropped = [
+    dropped = out_of_range + [
         f"{c.name}: {_launch_problem(launch, sig, c.sizes)}" for c in given if c not in configs
     ]
-    if configs and not any(c.held_out for c in configs) and len(given) > 1 and len(configs) > 1:
-        configs[-1] = configs[-1].model_copy(update={"held_out": True})
+    configs = _hold_out(configs)
 
     def fits(sizes: dict) -> bool:
         return _longest(sig, sizes) <= MAX_ELEMENTS and loop_work(body, _value(sizes)) <= MAX_WORK
@@ -422,11 +445,84 @@ def _row_task(row: dict) -> tuple[Task, list[str]]:
         description=f"BabelTower C→CUDA pair {row['id']}: translate the C function "
         f"{fn.name} to CUDA.",
     )
-    return task, dropped
+    return task, dropped, body
 
 
-def import_babeltower(path: str | Path, **_: object) -> ImportReport:
-    """Import every row of the BabelTower test-set JSONL at `path`."""
+def _hold_out(configs: list[InputConfig]) -> list[InputConfig]:
+    """The last given test held out when two or more remain; no other config held out."""
+    given = [c.name for c in configs if c.name not in TARGETS]
+    held = given[-1] if len(given) > 1 else None
+    return [c.model_copy(update={"held_out": c.name == held}) for c in configs]
+
+
+_CHECK_WHY = {
+    "overrun": "C reference overruns {what} (AddressSanitizer)",
+    "ub": "C reference has undefined behaviour (UBSan: {detail})",
+    "slow": f"C reference too slow (over {babel_check.SLOW_S:g} s at -O2 or "
+    f"{babel_check.LIMIT_S:g} s under the sanitizers)",
+    "crash": "C reference crashes",
+    "inputs": "its inputs cannot be made",
+}
+
+
+def _check_reason(cfg: str, prob: babel_check.Problem) -> str:
+    generated = cfg in TARGETS
+    what = "an inferred array length" if generated else "an array"
+    why = _CHECK_WHY[prob.kind].format(what=what, detail=prob.detail)
+    return f"generated config dropped: {why}" if generated else f"given test left out: {why}"
+
+
+def _apply_check(
+    task: Task, body: list[str], problems: dict[str, babel_check.Problem]
+) -> tuple[Task, list[tuple[str, str]]]:
+    """`task` without the configs that failed the reference check, and (config, reason) for
+    each dropped; raises _Skip when no config is left."""
+    if not problems:
+        return task, []
+    if any(p.kind == "build" for p in problems.values()):
+        raise _Skip("C reference does not build with gcc")
+    dropped = [
+        (c.name, _check_reason(c.name, problems[c.name]))
+        for c in task.configs
+        if c.name in problems
+    ]
+    configs = [c for c in task.configs if c.name not in problems]
+    if not configs:
+        why = dropped[0][1].split(": ", 1)[1]
+        raise _Skip(f"no config the C reference runs cleanly on (first: {why})")
+    configs = _hold_out(configs)
+    sig = task.signature
+    update = {"configs": configs, "tolerance": _tolerance(sig, body, configs)}
+    return task.model_copy(update=update), dropped
+
+
+def _check_mode(check_references: bool | None, validate: bool) -> tuple[bool, str]:
+    """(run the check, what to report)."""
+    wanted = validate if check_references is None else check_references
+    if not wanted:
+        return False, "skipped (turned off)"
+    why = babel_check.sanitizer_available()
+    if why:
+        return False, f"skipped ({why})"
+    return True, "gcc " + " ".join(babel_check.SAN_FLAGS)
+
+
+def import_babeltower(
+    path: str | Path,
+    *,
+    check_references: bool | None = None,
+    validate: bool = True,
+    jobs: int | None = None,
+    **_: object,
+) -> ImportReport:
+    """Import every row of the BabelTower test-set JSONL at `path`.
+
+    With the reference check (`check_references`; default: `validate`, which the CLI's
+    `--no-validate` turns off; skipped when gcc's sanitizers are unavailable) every config
+    is run through the C reference under AddressSanitizer and UBSan (`babel_check`) over
+    `jobs` processes: a failing config is dropped with its reason, a row left without one is
+    skipped. `summary()["reference_check"]` says what ran.
+    """
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(
@@ -434,6 +530,7 @@ def import_babeltower(path: str | Path, **_: object) -> ImportReport:
             "(fields id, cpp_code, cuda_code, consistent_cpp_inputs, cuda_wrapper, ...)"
         )
     report = ImportReport("babeltower")
+    rows: list[tuple[int, Task, list[str], list[str]]] = []
     for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
@@ -448,12 +545,30 @@ def import_babeltower(path: str | Path, **_: object) -> ImportReport:
             report.skip(item, f"missing field(s) {', '.join(missing)}")
             continue
         try:
-            task, dropped = _row_task(row)
+            task, dropped, body = _row_task(row)
         except _Skip as e:
             report.skip(f"row {row['id']}", str(e))
             continue
-        report.tasks.append(task)
+        rows.append((row["id"], task, dropped, body))
+    check, mode = _check_mode(check_references, validate)
+    t0 = time.monotonic()
+    found = babel_check.check_tasks([t for _, t, _, _ in rows], jobs=jobs) if check else []
+    for k, (rid, task, dropped, body) in enumerate(rows):
         for d in dropped:  # the row is imported without these given tests
             name, why = d.split(": ", 1)
-            report.skip(f"row {row['id']} {name}", f"given test left out: {why}")
+            report.skip(f"row {rid} {name}", f"given test left out: {why}")
+        try:
+            task, failed = _apply_check(task, body, found[k] if check else {})
+        except _Skip as e:
+            report.skip(f"row {rid}", str(e))
+            continue
+        for name, why in failed:
+            report.skip(f"row {rid} {name}", why)
+        report.tasks.append(task)
+    report.notes["reference_check"] = {
+        "mode": mode,
+        "configs_checked": sum(len(t.configs) for _, t, _, _ in rows) if check else 0,
+        "seconds": round(time.monotonic() - t0, 1),
+    }
+    report.notes["configs"] = sum(len(t.configs) for t in report.tasks)
     return report

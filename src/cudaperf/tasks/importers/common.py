@@ -17,14 +17,17 @@ class ImportReport:
     suite: str  # importer name, e.g. "kernelbench"
     tasks: list[Task] = field(default_factory=list)  # imported, in suite order
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (item, reason)
+    notes: dict = field(default_factory=dict)  # extra facts for `--json` (e.g. checks run)
 
     def skip(self, item: str, reason: str) -> None:
         self.skipped.append((item, reason))
 
     def summary(self) -> dict:
-        """`{"imported": n, "skipped": n, "reasons": {reason: count}}` for `--json`."""
-        return {
+        """`{"imported": n, "skipped": n, "reasons": {reason: count}}` for `--json`, plus
+        the importer's `notes` (keys of their own) when it has any."""
+        out = {
             "imported": len(self.tasks),
             "skipped": len(self.skipped),
             "reasons": dict(Counter(r for _, r in self.skipped)),
         }
+        return out | self.notes
