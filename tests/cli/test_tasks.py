@@ -114,3 +114,12 @@ def test_attach_measurements_from_results(tmp_path):
     assert json.loads(r.stdout) == {"implementations_measured": 1, "measured_fraction": 1.0}
     r = run("tasks", "attach", str(results), str(tasks))
     assert r.exit_code == 2 and "give --out" in r.output
+    # The one task has one implementation: verified, but a task needs 3 to stay.
+    r = run("tasks", "attach", str(results), str(tasks), "--out", str(out), "--json",
+            "--verified-only")  # fmt: skip
+    rep = json.loads(r.stdout)
+    assert rep["tasks_before"] == 1 and rep["tasks"] == 0
+    assert rep["dropped"] == {"task left with fewer than 3 verified implementations": 1}
+    r = run("tasks", "attach", str(results), str(tasks), "--out", str(out), "--json",
+            "--verified-only", "--min-implementations", "1")  # fmt: skip
+    assert json.loads(r.stdout)["dropped"] == {"task left with fewer than 2 distinct strategies": 1}

@@ -35,3 +35,26 @@ def test_attach_replaces_same_gpu_and_config():
     ms = new.implementations[0].measurements
     assert n == 1 and len(ms) == 3 and all(m.median_us == 12.5 for m in ms)
     assert new.implementations[0].measured_on("NVIDIA H200", [c.name for c in t.configs])
+
+
+def test_keep_verified_drops_failed_implementations_then_thin_tasks():
+    from cudaperf.tasks.measurements import keep_verified
+    from cudaperf.tasks.model import Implementation
+
+    base = Task.model_validate(C_TASK)
+    impls = [
+        Implementation(id=f"i{k}", code=f"// {k}\n", strategies=[s])
+        for k, s in enumerate(["naive", "coalesced", "smem_tiling", "vectorized"])
+    ]
+    t = base.model_copy(update={"implementations": impls})
+    found = measurements_from_results(
+        [_row(impl="i0"), _row(impl="i1"), _row(impl="i2"), _row(status="wrong_output", impl="i3")],
+        "2026-11-30",
+    )
+    (kept,), dropped = keep_verified([t], found)
+    assert [i.id for i in kept.implementations] == ["i0", "i1", "i2"]
+    assert dropped == {"implementation not verified (failed or not run)": 1}
+    partial = {k: v[:1] for k, v in found.items()}  # timed on one config only
+    kept2, dropped2 = keep_verified([t], partial)
+    assert kept2 == [] and dropped2["implementation not timed on every config"] == 3
+    assert keep_verified([t], found, gpu="NVIDIA A100")[0] == []

@@ -232,6 +232,13 @@ def attach(
     path: Path | None = PathArg,
     out: Path | None = typer.Option(None, "--out", help="Write the tasks here (.jsonl/.parquet)."),
     date: str = typer.Option("", "--date", help="Measurement date (default: today)."),
+    verified_only: bool = typer.Option(
+        False,
+        "--verified-only",
+        help="Drop implementations without an `ok` result on every config, then tasks left "
+        "with < --min-implementations implementations or < 2 distinct strategies.",
+    ),
+    min_implementations: int = typer.Option(3, "--min-implementations"),
     json: bool = JsonOpt,
 ) -> None:
     """Store the GPU timings of `ok` results as the implementations' measurements.
@@ -243,6 +250,7 @@ def attach(
     from cudaperf.tasks.io import write_dir_measurements
     from cudaperf.tasks.measurements import (
         attach_measurements,
+        keep_verified,
         measurements_from_results,
         read_results,
     )
@@ -256,6 +264,10 @@ def attach(
     except (OSError, ValueError, KeyError) as e:
         fail(f"{results}: cannot read evaluation results ({e})")
     updated, n = attach_measurements(tasks, found)
+    before = task_stats(updated)
+    dropped: dict[str, int] = {}
+    if verified_only:
+        updated, dropped = keep_verified(updated, found, min_implementations)
     if out is not None:
         try:
             save_tasks(updated, out)
@@ -269,6 +281,15 @@ def attach(
         "implementations_measured": n,
         "measured_fraction": task_stats(updated)["measured_fraction"],
     }
+    if verified_only:
+        after = task_stats(updated)
+        report.update(
+            measured_fraction_before_dropping=before["measured_fraction"],
+            tasks_before=before["tasks"],
+            tasks=after["tasks"],
+            by_kind=after["by_kind"],
+            dropped=dropped,
+        )
     if json:
         emit_json(report)
     else:

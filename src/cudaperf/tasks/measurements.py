@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cudaperf.tasks.model import Measurement, Task
 
-__all__ = ["attach_measurements", "measurements_from_results", "read_results"]
+__all__ = ["attach_measurements", "keep_verified", "measurements_from_results", "read_results"]
 
 
 def read_results(path: str | Path) -> list[dict]:
@@ -73,3 +73,44 @@ def attach_measurements(
             impls.append(impl)
         updated.append(t.model_copy(update={"implementations": impls}))
     return updated, n
+
+
+def keep_verified(
+    tasks: list[Task],
+    found: dict[tuple[str, str], list[Measurement]],
+    min_implementations: int = 3,
+    min_strategies: int = 2,
+    gpu: str = "",
+) -> tuple[list[Task], dict[str, int]]:
+    """Only what a GPU verified: implementations measured (`ok`) on every config of their task,
+    then only tasks that still have `min_implementations` with `min_strategies` distinct tags.
+
+    `found` is `measurements_from_results(...)` of the verification run: an implementation
+    counts as verified when it has an `ok` result there (on `gpu`, when given) covering every
+    config. Returns the kept tasks and counts of what was dropped, by reason.
+    """
+    dropped: dict[str, int] = {}
+
+    def drop(reason: str) -> None:
+        dropped[reason] = dropped.get(reason, 0) + 1
+
+    kept = []
+    for t in tasks:
+        names = {c.name for c in t.configs}
+        impls = []
+        for impl in t.implementations:
+            ms = [m for m in found.get((t.id, impl.id), []) if not gpu or m.gpu == gpu]
+            if not ms:
+                drop("implementation not verified (failed or not run)")
+            elif {m.config for m in ms} < names:
+                drop("implementation not timed on every config")
+            else:
+                impls.append(impl)
+        strategies = {s for i in impls for s in i.strategies}
+        if len(impls) < min_implementations:
+            drop(f"task left with fewer than {min_implementations} verified implementations")
+        elif len(strategies) < min_strategies:
+            drop(f"task left with fewer than {min_strategies} distinct strategies")
+        else:
+            kept.append(t.model_copy(update={"implementations": impls}))
+    return kept, dropped
