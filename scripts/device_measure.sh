@@ -8,7 +8,7 @@
 # Here, after the call, take the results back before the next one:
 #   cp /work/.device/<n>/measure.jsonl.gz .runs/ && gunzip -f .runs/measure.jsonl.gz
 # When the summary says nothing is left:
-#   cudaperf tasks attach .runs/measure.jsonl data/tasks.jsonl.gz --out data/tasks.jsonl.gz
+#   cudaperf tasks attach .runs/measure.jsonl data/tasks.jsonl.gz --verified-only --out data/tasks.jsonl.gz
 # Every GPU the machine has is used (one runner per GPU); the results JSONL resumes, so a
 # slice cut short by its time limit loses only the task in flight.
 set -uo pipefail
