@@ -7,11 +7,14 @@ task's array lengths and calls the entry function once:
 - `-O1 -g -fsanitize=address,undefined`: an out-of-bounds access (the array lengths or the
   index values that the importer inferred are too small for what the C code touches), a crash,
   or an abort is reported with the sanitizer's first line;
-- `-O2` (as the evaluator builds it): the call's wall time; a config over `--slow` seconds is
+- `-O2` (as the evaluator builds it): the call's CPU time; a config over `--slow` seconds is
   reported (the evaluator runs the reference at least once per config and input set).
 
 Inputs are made by `cudaperf.execute.inputs.make_inputs` (set 0, a fixed salt), out arrays
-zeroed as the evaluator's reference run does. No GPU is used; the CUDA side is not checked.
+zeroed as the evaluator's reference run does; the driver and inputs are those of the BabelTower
+importer's own reference check (`cudaperf.tasks.importers.babel_check`), which drops failing
+configs at import time; this script is the independent re-check of an imported file (it times
+every config at -O2, not only the slow ones). No GPU is used; the CUDA side is not checked.
 
     python bench/import_check.py .imports/bt.jsonl [--only ID ...] [--json out.json]
 
@@ -29,60 +32,11 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
-
-from cudaperf.execute.inputs import make_inputs
+from cudaperf.tasks.importers.babel_check import driver_source, write_inputs
 from cudaperf.tasks.io import load_tasks
-from cudaperf.tasks.model import Role, Task
+from cudaperf.tasks.model import Task
 
-SALT = 20261130
 _ENV = {**os.environ, "ASAN_OPTIONS": "detect_leaks=0", "UBSAN_OPTIONS": "print_stacktrace=0"}
-_DRIVER_HEAD = """#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-static void *take(FILE *f, size_t elem) {
-    long long n = 0;
-    if (fread(&n, 8, 1, f) != 1) { fprintf(stderr, "short input file\\n"); exit(3); }
-    void *p = malloc(n * elem ? n * elem : 1);
-    if (n && fread(p, elem, n, f) != (size_t)n) { fprintf(stderr, "short input file\\n"); exit(3); }
-    return p;
-}
-"""
-
-
-def driver_source(task: Task) -> str:
-    """A C main() that reads the inputs file and calls the task's entry function once."""
-    decls = ", ".join(
-        f"{p.ctype}{'*' if p.role is not Role.SCALAR else ''} {p.name}" for p in task.signature
-    )
-    lines = [_DRIVER_HEAD, f"void {task.entry}({decls});", "int main(int argc, char **argv) {"]
-    lines.append('    FILE *f = fopen(argv[1], "rb");')
-    for i, p in enumerate(task.signature):
-        star = "*" if p.role is not Role.SCALAR else ""
-        get = f"take(f, sizeof({p.ctype}))"
-        val = f"({p.ctype}*){get}" if star else f"*({p.ctype}*){get}"
-        lines.append(f"    {p.ctype}{star} a{i} = {val};")
-    args = ", ".join(f"a{i}" for i in range(len(task.signature)))
-    lines += [
-        "    struct timespec t0, t1;",
-        "    clock_gettime(CLOCK_MONOTONIC, &t0);",
-        f"    {task.entry}({args});",
-        "    clock_gettime(CLOCK_MONOTONIC, &t1);",
-        '    printf("%.6f\\n", (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));',
-        "    return 0;",
-        "}",
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def write_inputs(task: Task, cfg, path: Path) -> None:
-    arrays = make_inputs(task, cfg, 0, SALT)
-    with path.open("wb") as f:
-        for p, a in zip(task.signature, arrays, strict=True):
-            a = np.zeros_like(a) if p.role is Role.OUT else a
-            f.write(np.array([a.size], dtype=np.int64).tobytes())
-            f.write(np.ascontiguousarray(a).tobytes())
 
 
 def _build(task: Task, tmp: Path, flags: list[str], exe: str) -> str:
@@ -145,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", default=[], help="task ids or id prefixes to check")
     ap.add_argument("--timeout", type=float, default=20.0, help="seconds per run")
     ap.add_argument("--slow", type=float, default=1.0, help="report calls over this (s, -O2)")
-    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--json", help="write the problems here")
     a = ap.parse_args(argv)
     tasks = load_tasks(a.tasks)
@@ -157,9 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     for p in problems:
         print(f"{p['task']} [{p['config']}]: {p['problem']}")
     bad = len({p["task"] for p in problems})
-    print(
-        f"{len(tasks)} tasks, {sum(len(t.configs) for t in tasks)} configs: {bad} tasks with problems"
-    )
+    n_cfg = sum(len(t.configs) for t in tasks)
+    print(f"{len(tasks)} tasks, {n_cfg} configs: {bad} tasks with problems")
     if a.json:
         Path(a.json).write_text(json.dumps(problems, indent=1) + "\n")
     return 1 if problems else 0

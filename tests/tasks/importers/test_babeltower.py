@@ -31,7 +31,10 @@ def test_every_row_imported_or_skipped_with_reason(report):
         "babeltower/1_scale2d",
         "babeltower/2_gather_clamp",
     ]
-    assert report.summary() == {
+    summary = report.summary()
+    assert summary.pop("reference_check")["mode"] != ""  # which check ran (gcc or skipped)
+    assert summary == {
+        "configs": sum(len(t.configs) for t in report.tasks),
         "imported": 3,
         "skipped": 6,
         "reasons": {
