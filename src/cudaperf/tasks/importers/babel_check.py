@@ -3,9 +3,9 @@
 Each task's C reference is compiled once with gcc (`-O1 -g -fsanitize=address,undefined
 -fno-sanitize-recover=all`) together with a small driver (`driver_source`, a separate
 translation unit) that reads one config's inputs from a file into heap buffers of exactly the
-task's array lengths and calls the entry function once, printing the call's CPU time (not wall time: other work on
-the machine does not make a config look slow). Inputs are `make_inputs` (set 0, a
-fixed salt), out arrays zeroed as the evaluator's reference run does.
+task's array lengths, calls the entry function once and prints the call's CPU time (not wall
+time: other work on the machine does not make a config look slow). Inputs are `make_inputs`
+(set 0, a fixed salt), out arrays zeroed as the evaluator's reference run does.
 
 `check_tasks` runs every config of every task (tasks spread over processes) and returns, per
 task, the configs that failed and why (`Problem`): an out-of-bounds access (`overrun`),

@@ -22,8 +22,18 @@ is whitespace-tokenised). Each row becomes one task:
 - **implementation** `babeltower`: the row's kernel with the wrapper adapted to our
   candidate shape (`babel_wrapper`).
 
-Guaranteed: every row is imported or skipped with a reason. Not guaranteed: that generated
-configs keep relations between sizes that the C code assumes but the tests do not show.
+- **reference check** (default when gcc's sanitizers run here; `check_references=False` or
+  the CLI's `--no-validate` turns it off): every config is run through the C reference
+  under AddressSanitizer + UBSan (`babel_check`). A config that overruns an array, has
+  undefined behaviour (e.g. signed overflow on a given INT_MAX), crashes or is too slow is
+  dropped with its reason; a row left without a config is skipped; the last remaining given
+  test is held out when two or more remain. A given test whose integer value does not fit
+  its C type is left out when parsed. `summary()["reference_check"]` says what ran.
+
+Guaranteed: every row is imported or skipped with a reason, and every dropped config is
+reported. With the check: each config ran cleanly through the C reference on input set 0.
+Not guaranteed: that generated configs keep relations between sizes that the C code assumes
+but the tests do not show (without the check, nor that the C reference stays in bounds).
 """
 
 from __future__ import annotations
