@@ -154,7 +154,10 @@ def import_suite(
     out: Path = typer.Option(..., "--out", help="Where to write the tasks (.jsonl or .parquet)."),
     levels: str = typer.Option("1,2,3", "--levels", help="KernelBench levels, e.g. 1,2,3."),
     no_validate: bool = typer.Option(
-        False, "--no-validate", help="Skip running derived configs on the CPU (faster)."
+        False,
+        "--no-validate",
+        help="Skip the CPU checks (faster): KernelBench's derived configs, BabelTower's "
+        "sanitizer run of every C reference on every config.",
     ),
     kernelbench: Path = typer.Option(
         None, "--kernelbench", help="cudal1: the KernelBench tasks file to attach kernels to."
@@ -166,8 +169,8 @@ def import_suite(
 
     if suite not in IMPORTERS:
         fail(f"unknown suite {suite!r}; available: {', '.join(sorted(IMPORTERS))}")
-    if out.suffix not in (".jsonl", ".parquet"):
-        fail(f"--out {out}: use a .jsonl or .parquet file name")
+    if not out.name.endswith((".jsonl", ".jsonl.gz", ".parquet")):
+        fail(f"--out {out}: use a .jsonl, .jsonl.gz or .parquet file name")
     if kernelbench is not None and suite != "cudal1":
         fail("--kernelbench is only for the cudal1 suite")
     try:
