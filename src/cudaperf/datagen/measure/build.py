@@ -1,7 +1,7 @@
 """Batched compilation for `cudaperf data measure`: one nvcc call for many implementations.
 
 `build_batch(pairs, ...)` compiles every (task, implementation) of a batch into one shared
-library (see `measure_source`). Builds are cached by content under `<cache_dir>/build/` like the
+library (see `source`). Builds are cached by content under `<cache_dir>/build/` like the
 evaluator's, so a rerun (resume) of the same batch does not compile again. When a batch fails,
 the units the log blames are taken out and compiled alone, and the rest is compiled again as
 one library; when the log blames nobody (or everybody) the batch is split in halves. So one
@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from cudaperf.datagen.measure_source import (
+from cudaperf.datagen.measure.source import (
     RUNTIME_FILE,
     BatchUnit,
     attribute_failures,
@@ -74,7 +74,7 @@ def _build(src: str, arch: str, config: EvalConfig, timeout: float, lib: str):
 
 def build_runtime(arch: str, config: EvalConfig) -> str:
     """Compile the runner's runtime library (cached); raises RuntimeError with the log."""
-    from cudaperf.datagen.measure_runtime import RUNTIME_SOURCE
+    from cudaperf.datagen.measure.runtime import RUNTIME_SOURCE
 
     b = _build(RUNTIME_SOURCE, arch, config, config.compile_timeout_s, RUNTIME_FILE)
     if not b.ok:

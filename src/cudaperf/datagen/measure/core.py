@@ -5,19 +5,19 @@ time; this module measures a whole generated dataset on one machine with the sam
 
 1. **Batched compile.** C→CUDA tasks are split round-robin over the GPUs, then into batches of
    `batch_tasks` tasks; one nvcc call compiles every implementation of a batch into one
-   library (`measure_source`, `measure_build`: namespaced, bisected on errors, cached). The
+   library (`source`, `build`: namespaced, bisected on errors, cached). The
    batches compile in a thread pool ahead of the GPU, which starts on the first one.
 2. **References on the CPU.** A process pool makes each task's secret-seeded inputs and C
-   reference outputs (`measure_refs`) a few tasks ahead of the GPU (bounded in bytes),
+   reference outputs (`refs`) a few tasks ahead of the GPU (bounded in bytes),
    handed over as .npy files in a scratch folder (on /dev/shm when it has room).
-3. **One runner per GPU** (`measure_runner`, driven by `measure_drive`): inputs are uploaded
+3. **One runner per GPU** (`runner`, driven by `drive`): inputs are uploaded
    once per task and config; each implementation is checked on the device against the
    reference (the rule of `cudaperf.execute.inputs.compare`), timed (L2 flushed per trial),
    cross-checked (wall clock, roofline) and checked again; a CUDA error restarts the runner.
 4. **Rows.** One `ExecResult` JSON line per (task, implementation), appended and fsynced, so
    `cudaperf tasks attach` takes the file unchanged; a rerun skips pairs already measured
-   (`measure_rows`: keyed by the task's content and the implementation's code).
-5. **PyTorch→CUDA tasks** go to `cudaperf.datagen.measure_torch.measure_torch_tasks`, per GPU
+   (`rows`: keyed by the task's content and the implementation's code).
+5. **PyTorch→CUDA tasks** go to `cudaperf.datagen.measure.torch_tasks.measure_torch_tasks`, per GPU
    after its C→CUDA share, in a child process (skipped, loudly, when that module is absent).
 
 `compile_only=True` (no GPU) only builds the batch libraries and writes `compiled` rows.
@@ -40,16 +40,16 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from cudaperf.datagen.measure_build import (
+from cudaperf.datagen.measure.build import (
     BatchBuild,
     Failure,
     build_batch,
     build_runtime,
     static_reject,
 )
-from cudaperf.datagen.measure_drive import ByteBudget, GpuDriver, ShardJob, drive_shard
-from cudaperf.datagen.measure_refs import RefPool, pick_scratch, task_bytes
-from cudaperf.datagen.measure_rows import (
+from cudaperf.datagen.measure.drive import ByteBudget, GpuDriver, ShardJob, drive_shard
+from cudaperf.datagen.measure.refs import RefPool, pick_scratch, task_bytes
+from cudaperf.datagen.measure.rows import (
     Env,
     Output,
     Progress,
@@ -57,7 +57,7 @@ from cudaperf.datagen.measure_rows import (
     make_row,
     read_rows,
 )
-from cudaperf.datagen.measure_torchphase import TORCH_MODULE, rows_from, torch_phase
+from cudaperf.datagen.measure.torch_phase import TORCH_MODULE, rows_from, torch_phase
 from cudaperf.execute.build import GpuInfo, detect_gpus, toolchain_versions
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.types import Status

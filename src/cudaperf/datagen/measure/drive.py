@@ -1,6 +1,6 @@
 """One GPU's share of `cudaperf data measure`: the runner process and the task loop around it.
 
-`GpuDriver` owns one `measure_runner` process bound to one GPU (CUDA_VISIBLE_DEVICES). For
+`GpuDriver` owns one `runner` process bound to one GPU (CUDA_VISIBLE_DEVICES). For
 each task it sends the implementations still to run and reads events with a timeout. When the
 runner reports a CUDA error, dies (exit code, signal) or goes silent for `run_timeout_s`, the
 implementation it was running gets `runtime_error` or `timeout`, the runner is replaced, and
@@ -75,7 +75,7 @@ class GpuDriver:
         if self.gpu is not None:  # nvidia-smi's index: make CUDA number the GPUs the same way
             env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
             env["CUDA_VISIBLE_DEVICES"] = str(self.gpu)
-        cmd = [sys.executable, "-m", "cudaperf.datagen.measure_runner", self.runtime_lib,
+        cmd = [sys.executable, "-m", "cudaperf.datagen.measure.runner", self.runtime_lib,
                str(self.log_path)]  # fmt: skip
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, text=True, env=env
