@@ -20,7 +20,7 @@ OUT=${OUT:-/tmp/out}
 nvidia-smi --query-gpu=index,name,driver_version --format=csv | tee "$OUT/gpus.txt"
 timeout --signal=INT "$LEFT" python3 -m cudaperf data measure "${TASKS:-data/tasks.jsonl.gz}" \
   --out .runs/measure.jsonl --summary "$OUT/measure_summary.json" --gpus all \
-  --progress-every 20 ${MEASURE_ARGS:-} 2>&1 | tee -a "$OUT/measure.log" | tail -n 40
+  --progress-every 20 --run-timeout 30 ${MEASURE_ARGS:-} 2>&1 | tee -a "$OUT/measure.log" | tail -n 40
 gzip -c .runs/measure.jsonl > "$OUT/measure.jsonl.gz"
 ls .runs/measure.runner-gpu*.log >/dev/null 2>&1 && tail -n 200 .runs/measure.runner-gpu*.log > "$OUT/runner_logs.txt"
 python3 - <<'PY'
