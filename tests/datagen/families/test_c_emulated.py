@@ -1,0 +1,143 @@
+"""The generated C→CUDA implementations compute the C reference's values, checked on the CPU.
+
+Each implementation (an `extern "C"` host function with the task's prototype that launches
+kernels on device pointers) is compiled by g++ against the CUDA emulator of
+`tests/datagen/emulator.py` and called, in a forked child, with host arrays standing in for
+device memory: the task's SMALL config, inputs from `make_inputs` (outputs poisoned with
+0xFF bytes), compared with the gcc-built reference by `compare` (the task's tolerance).
+An implementation that uses CUDA API the emulator lacks is skipped with g++'s message.
+
+Slow: runs only with CUDAPERF_EMULATE=1; CUDAPERF_EMULATE_TASKS tasks per family (default 2),
+CUDAPERF_EMULATE_FAMILIES (comma-separated) to pick families, CUDAPERF_EMULATE_TIMEOUT
+seconds per implementation (default 120; a run that takes longer is skipped, not failed).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import re
+import select
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cudaperf.datagen import FAMILIES, generate_one
+from cudaperf.execute.build import build_reference
+from cudaperf.execute.config import EvalConfig
+from cudaperf.execute.inputs import _call_args, compare, make_inputs, run_reference
+from tests.datagen import emulator
+
+ENABLED = os.environ.get("CUDAPERF_EMULATE") == "1"
+pytestmark = [
+    pytest.mark.skipif(not ENABLED, reason="CUDAPERF_EMULATE=1"),
+    pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed"),
+    pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed"),
+]
+
+C_FAMS = sorted(n for n in FAMILIES if FAMILIES[n].kind.value != "torch2cuda")
+TASKS = int(os.environ.get("CUDAPERF_EMULATE_TASKS", "2"))
+TIMEOUT = float(os.environ.get("CUDAPERF_EMULATE_TIMEOUT", "120"))
+SALT = 20240611
+
+
+@functools.cache
+def _task(name: str, index: int):
+    return generate_one(FAMILIES[name], 0, index)
+
+
+@functools.cache
+def _reference(name: str, index: int):
+    """(task, small config, inputs with poisoned outputs, reference outputs)."""
+    task = _task(name, index)
+    small = next(c for c in task.configs if c.name == "small")
+    cache = Path(os.environ.get("TMPDIR", "/tmp")) / "cudaperf-emu-ref"
+    built = build_reference(task, EvalConfig(cache_dir=cache))
+    assert built.ok, f"reference does not build: {built.log[-2000:]}"
+    inputs = make_inputs(task, small, 0, SALT)
+    want = run_reference(task, ctypes.CDLL(built.lib), inputs)
+    return task, small, inputs, want
+
+
+def _cases():
+    if not ENABLED:
+        return [pytest.param(n, 0, "", id=n) for n in C_FAMS]
+    pick = os.environ.get("CUDAPERF_EMULATE_FAMILIES")
+    names = [n for n in C_FAMS if not pick or n in pick.split(",")]
+    return [
+        pytest.param(n, i, im.id, id=f"{n}-{i}-{im.id}")
+        for n in names
+        for i in range(TASKS)
+        for im in _task(n, i).implementations
+    ]
+
+
+def _first_error(log: str) -> str:
+    for line in log.splitlines():
+        if "error" in line:
+            return re.sub(r"^\S*\.cpp:", "line ", line.strip())[:300]
+    return log.strip()[-300:]
+
+
+def emulate(task, so: Path, inputs: list[np.ndarray], timeout: float):
+    """Call the implementation in `so` on copies of `inputs` in a forked child.
+
+    Returns (outputs, "") or (None, why: the emulator's message, a signal, or "timeout")."""
+    bufs = [a.copy() for a in inputs]
+    with tempfile.TemporaryDirectory(prefix="cudaperf-emu-") as tmp:
+        out, err = Path(tmp) / "out.npz", Path(tmp) / "stderr"
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child: never return into pytest
+            code = 1
+            try:
+                os.close(r)
+                fd = os.open(err, os.O_WRONLY | os.O_CREAT, 0o600)
+                os.dup2(fd, 2)
+                fn = getattr(ctypes.CDLL(str(so)), task.entry)
+                fn.restype = None
+                fn(*_call_args(task, bufs))
+                np.savez(out, *bufs)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        ready, _, _ = select.select([r], [], [], timeout)  # EOF when the child exits
+        os.close(r)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return None, f"timeout: still running after {timeout:.0f} s"
+        _, status = os.waitpid(pid, 0)
+        msg = err.read_text(errors="replace").strip() if err.exists() else ""
+        if os.WIFSIGNALED(status):
+            sig = signal.Signals(os.WTERMSIG(status)).name
+            return None, f"killed by {sig}: {msg[-500:]}" if msg else f"killed by {sig}"
+        if os.WEXITSTATUS(status) != 0:
+            return None, f"exit status {os.WEXITSTATUS(status)}: {msg[-500:]}"
+        with np.load(out) as z:
+            return [z[f"arr_{k}"] for k in range(len(bufs))], ""
+
+
+@pytest.mark.parametrize(("name", "index", "impl"), _cases())
+def test_implementation_matches_reference_on_small_config(name, index, impl):
+    task, small, inputs, want = _reference(name, index)
+    im = next(x for x in task.implementations if x.id == impl)
+    try:
+        so = emulator.build(im.code)
+    except emulator.EmulatorBuildError as e:
+        pytest.skip(f"cannot emulate: {_first_error(str(e))}")
+    t0 = time.perf_counter()
+    got, why = emulate(task, so, inputs, TIMEOUT)
+    if why.startswith("timeout"):
+        pytest.skip(f"too slow to emulate ({why})")
+    where = f"{name} task {index} ({task.id}) {impl} on {dict(small.sizes)}"
+    assert got is not None, f"{where}: {why}"
+    c = compare(task, inputs, got, want)
+    assert c.correct, f"{where}: {c.message} ({time.perf_counter() - t0:.1f} s)"
