@@ -13,7 +13,8 @@ Kernel launches `k<<<grid, block[, smem[, stream]]>>>(args)` are rewritten into 
 Problems the GPU would report or that are undefined behaviour (a shuffle reading a lane that
 does not take part, a deadlock at barriers, an invalid launch configuration, more threads than
 the kernel's `__launch_bounds__`, more than 48 KiB of dynamic shared memory without opting in)
-abort with a message starting "emulator: ". Not covered: timing, races that this schedule
+abort with a message starting "emulator: ". `emu_set_reverse(1)` (exported) runs the threads of
+each block last to first instead, which provokes other races. Not covered: timing, races that this schedule
 does not provoke, and anything specific to the GPU's memory model.
 """
 
@@ -220,6 +221,8 @@ static void (*emu_body)(void*);
 static void* emu_arg;
 static unsigned long long emu_buf[32][32];
 static int emu_block_acc[2], emu_phase;
+static int emu_rev;  // run the threads of a block last to first (provokes other races)
+extern "C" void emu_set_reverse(int r) { emu_rev = r; }
 static bool emu_smem_optin;
 alignas(128) static unsigned char emu_dyn_smem[232448];
 static void emu_fail(const char* m) { std::fprintf(stderr, "emulator: %s\n", m); std::fflush(stderr); std::abort(); }
@@ -329,7 +332,7 @@ static void emu_entry(int t) {
 static void emu_run_block(bool fibers) {
     int nt = emu_nt;
     if (!fibers) {
-        for (int t = 0; t < nt; ++t) { emu_set(t); emu_body(emu_arg); }
+        for (int k = 0; k < nt; ++k) { emu_set(emu_rev ? nt - 1 - k : k); emu_body(emu_arg); }
         return;
     }
     emu_ctx.assign(nt, ucontext_t());
@@ -353,7 +356,8 @@ static void emu_run_block(bool fibers) {
     }
     for (;;) {
         bool ran = false;
-        for (int t = 0; t < nt; ++t) {
+        for (int k = 0; k < nt; ++k) {
+            int t = emu_rev ? nt - 1 - k : k;
             if (emu_state[t] != READY) continue;
             emu_set(t);
             swapcontext(&emu_main, &emu_ctx[t]);

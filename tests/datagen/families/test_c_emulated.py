@@ -22,7 +22,6 @@ import select
 import shutil
 import signal
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -85,10 +84,11 @@ def _first_error(log: str) -> str:
     return log.strip()[-300:]
 
 
-def emulate(task, so: Path, inputs: list[np.ndarray], timeout: float):
+def emulate(task, so: Path, inputs: list[np.ndarray], timeout: float, reverse: bool = False):
     """Call the implementation in `so` on copies of `inputs` in a forked child.
 
-    Returns (outputs, "") or (None, why: the emulator's message, a signal, or "timeout")."""
+    `reverse`: run the threads of each block last to first. Returns (outputs, "") or
+    (None, why: the emulator's message, a signal, or "timeout")."""
     bufs = [a.copy() for a in inputs]
     with tempfile.TemporaryDirectory(prefix="cudaperf-emu-") as tmp:
         out, err = Path(tmp) / "out.npz", Path(tmp) / "stderr"
@@ -100,7 +100,9 @@ def emulate(task, so: Path, inputs: list[np.ndarray], timeout: float):
                 os.close(r)
                 fd = os.open(err, os.O_WRONLY | os.O_CREAT, 0o600)
                 os.dup2(fd, 2)
-                fn = getattr(ctypes.CDLL(str(so)), task.entry)
+                lib = ctypes.CDLL(str(so))
+                lib.emu_set_reverse(int(reverse))
+                fn = getattr(lib, task.entry)
                 fn.restype = None
                 fn(*_call_args(task, bufs))
                 np.savez(out, *bufs)
@@ -133,11 +135,12 @@ def test_implementation_matches_reference_on_small_config(name, index, impl):
         so = emulator.build(im.code)
     except emulator.EmulatorBuildError as e:
         pytest.skip(f"cannot emulate: {_first_error(str(e))}")
-    t0 = time.perf_counter()
-    got, why = emulate(task, so, inputs, TIMEOUT)
-    if why.startswith("timeout"):
-        pytest.skip(f"too slow to emulate ({why})")
-    where = f"{name} task {index} ({task.id}) {impl} on {dict(small.sizes)}"
-    assert got is not None, f"{where}: {why}"
-    c = compare(task, inputs, got, want)
-    assert c.correct, f"{where}: {c.message} ({time.perf_counter() - t0:.1f} s)"
+    for reverse in (False, True):  # threads of a block first to last, then last to first
+        got, why = emulate(task, so, inputs, TIMEOUT, reverse)
+        if why.startswith("timeout"):
+            pytest.skip(f"too slow to emulate ({why})")
+        order = "threads last to first" if reverse else "threads first to last"
+        where = f"{name} task {index} ({task.id}) {impl} on {dict(small.sizes)}, {order}"
+        assert got is not None, f"{where}: {why}"
+        c = compare(task, inputs, got, want)
+        assert c.correct, f"{where}: {c.message}"
