@@ -4,7 +4,7 @@
 A CUDA source is compiled by g++ against `PRELUDE`: each CUDA thread of a block is a ucontext
 fiber (or, for kernels without barriers or warp operations, a plain call), blocks run one after
 another, `__syncthreads` and warp operations (shuffles, ballots, `__syncwarp`) are barriers,
-`__shared__` variables are block-wide statics and `extern __shared__` arrays point into one
+`__shared__` variables are block-wide statics (poisoned with 0xFF bytes when a block starts) and `extern __shared__` arrays point into one
 static buffer. Device memory is host memory: a host function that receives "device" pointers
 can be called with host arrays; cudaMalloc/cudaFree/cudaMemset/cudaMemcpy work on host memory.
 Kernel launches `k<<<grid, block[, smem[, stream]]>>>(args)` are rewritten into calls of
@@ -13,7 +13,9 @@ Kernel launches `k<<<grid, block[, smem[, stream]]>>>(args)` are rewritten into 
 Problems the GPU would report or that are undefined behaviour (a shuffle reading a lane that
 does not take part, a deadlock at barriers, an invalid launch configuration, more threads than
 the kernel's `__launch_bounds__`, more than 48 KiB of dynamic shared memory without opting in)
-abort with a message starting "emulator: ". `emu_set_reverse(1)` (exported) runs the threads of
+abort with a message starting "emulator: "; `emu_install_segv_handler()` (exported) turns a
+fault (a guard page after each cudaMalloc allocation, below each fiber's stack) into such a
+message and exit status 86. `emu_set_reverse(1)` (exported) runs the threads of
 each block last to first instead, which provokes other races. Not covered: timing, races that this schedule
 does not provoke, and anything specific to the GPU's memory model.
 """
@@ -39,7 +41,9 @@ PRELUDE = r"""
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <csignal>
 #include <ucontext.h>
+#include <unistd.h>
 #include <sys/mman.h>
 #include <vector>
 #define __global__
@@ -215,12 +219,17 @@ static std::vector<unsigned long long> emu_gen;  // release batch of each thread
 static unsigned long long emu_gen_next = 1;
 static char* emu_stacks;
 static size_t emu_stacks_n;
-static const size_t EMU_STACK = 1 << 17;
+static const size_t EMU_STACK = 1 << 17, EMU_GUARD = 1 << 12;
 static int emu_cur, emu_nt;
 static void (*emu_body)(void*);
 static void* emu_arg;
 static unsigned long long emu_buf[32][32];
 static int emu_block_acc[2], emu_phase;
+static std::vector<std::pair<void*, size_t>> emu_shared_regs;
+static void emu_register_shared(void* p, size_t n) {  // poisoned when each later block starts
+    for (auto& r : emu_shared_regs) if (r.first == p) return;
+    emu_shared_regs.push_back({p, n});
+}
 static int emu_rev;  // run the threads of a block last to first (provokes other races)
 extern "C" void emu_set_reverse(int r) { emu_rev = r; }
 static bool emu_smem_optin;
@@ -331,6 +340,7 @@ static void emu_entry(int t) {
 }
 static void emu_run_block(bool fibers) {
     int nt = emu_nt;
+    for (auto& r : emu_shared_regs) std::memset(r.first, 0xFF, r.second);  // uninitialised
     if (!fibers) {
         for (int k = 0; k < nt; ++k) { emu_set(emu_rev ? nt - 1 - k : k); emu_body(emu_arg); }
         return;
@@ -346,11 +356,13 @@ static void emu_run_block(bool fibers) {
         emu_stacks = (char*)mmap(nullptr, emu_stacks_n * EMU_STACK, PROT_READ | PROT_WRITE,
                                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (emu_stacks == MAP_FAILED) emu_fail("mmap of fiber stacks failed");
+        for (size_t t = 0; t < emu_stacks_n; ++t)  // a guard page below each fiber's stack
+            mprotect(emu_stacks + t * EMU_STACK, EMU_GUARD, PROT_NONE);
     }
     for (int t = 0; t < nt; ++t) {
         getcontext(&emu_ctx[t]);
-        emu_ctx[t].uc_stack.ss_sp = emu_stacks + t * EMU_STACK;
-        emu_ctx[t].uc_stack.ss_size = EMU_STACK;
+        emu_ctx[t].uc_stack.ss_sp = emu_stacks + t * EMU_STACK + EMU_GUARD;
+        emu_ctx[t].uc_stack.ss_size = EMU_STACK - EMU_GUARD;
         emu_ctx[t].uc_link = &emu_main;
         makecontext(&emu_ctx[t], (void (*)())emu_entry, 1, t);
     }
@@ -386,6 +398,33 @@ static void emu_run_block(bool fibers) {
         emu_block_acc[emu_phase] = 0;
         for (int t = 0; t < nt; ++t) if (emu_state[t] == AT_BLOCK) emu_state[t] = READY;
     }
+}
+// A fault (an access to a guard page: past the end of an array or of a fiber's stack) prints
+// where it happened and exits with status 86.
+static void emu_segv(int, siginfo_t* si, void*) {
+    char b[256];
+    uintptr_t a = (uintptr_t)si->si_addr, lo = (uintptr_t)emu_stacks;
+    bool stack = emu_stacks && a >= lo && a < lo + emu_stacks_n * EMU_STACK;
+    int n = std::snprintf(b, sizeof b, "emulator: %s at address 0x%lx (thread %d of block %u,%u,%u)\n",
+                          stack ? "fiber stack overflow (emulator limit: 124 KiB per thread)"
+                                : "invalid memory access",
+                          (unsigned long)a, emu_cur, blockIdx.x, blockIdx.y, blockIdx.z);
+    if (write(2, b, n) < 0) _exit(87);
+    _exit(86);
+}
+extern "C" void emu_install_segv_handler() {
+    static char alt[1 << 16];
+    stack_t ss;
+    ss.ss_sp = alt;
+    ss.ss_size = sizeof alt;
+    ss.ss_flags = 0;
+    sigaltstack(&ss, nullptr);
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = emu_segv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigaction(SIGSEGV, &sa, nullptr);
+    sigaction(SIGBUS, &sa, nullptr);
 }
 template <class F> static void emu_call(void* f) { (*(F*)f)(); }
 template <class F>
@@ -430,16 +469,31 @@ enum cudaDeviceAttr { cudaDevAttrMaxThreadsPerBlock = 1, cudaDevAttrMultiProcess
 #define cudaStreamDefault 0
 #define cudaStreamNonBlocking 1
 inline const char* cudaGetErrorString(cudaError_t) { return "emulated error"; }
+// cudaMalloc: 16-byte aligned, the end against a guard page, poisoned (fresh memory is garbage).
+struct emu_alloc { char* user; char* base; size_t len; };
+static std::vector<emu_alloc> emu_allocs;
 template <class T> inline cudaError_t cudaMalloc(T** p, size_t n) {
-    void* m = std::malloc(n ? n : 1);
-    if (!m) return cudaErrorMemoryAllocation;
-    std::memset(m, 0xFF, n);  // fresh device memory is garbage
-    *p = (T*)m;
+    size_t body = (n + 15) / 16 * 16, len = (body + EMU_GUARD - 1) / EMU_GUARD * EMU_GUARD + EMU_GUARD;
+    char* base = (char*)mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) return cudaErrorMemoryAllocation;
+    mprotect(base + len - EMU_GUARD, EMU_GUARD, PROT_NONE);
+    char* user = base + len - EMU_GUARD - body;
+    std::memset(user, 0xFF, body);
+    emu_allocs.push_back({user, base, len});
+    *p = (T*)user;
     return cudaSuccess;
 }
 template <class T> inline cudaError_t cudaMallocAsync(T** p, size_t n, cudaStream_t = 0) { return cudaMalloc(p, n); }
-inline cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
-inline cudaError_t cudaFreeAsync(void* p, cudaStream_t = 0) { std::free(p); return cudaSuccess; }
+inline cudaError_t cudaFree(void* p) {
+    for (size_t i = 0; i < emu_allocs.size(); ++i)
+        if (emu_allocs[i].user == p) {
+            munmap(emu_allocs[i].base, emu_allocs[i].len);
+            emu_allocs.erase(emu_allocs.begin() + i);
+            return cudaSuccess;
+        }
+    return p ? 1 : cudaSuccess;  // cudaErrorInvalidValue
+}
+inline cudaError_t cudaFreeAsync(void* p, cudaStream_t = 0) { return cudaFree(p); }
 inline cudaError_t cudaMemset(void* p, int v, size_t n) { std::memset(p, v, n); return cudaSuccess; }
 inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t = 0) { std::memset(p, v, n); return cudaSuccess; }
 inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) { std::memmove(d, s, n); return cudaSuccess; }
@@ -546,6 +600,25 @@ _EXTERN_SMEM = re.compile(
 )
 
 
+_SHARED_DECL = re.compile(r"__shared__\s+([^;{}()]*?)\b([A-Za-z_]\w*)\s*((?:\[[^\]]*\]\s*)*);")
+
+
+def poison_shared(src: str) -> str:
+    """`__shared__ T name[..];` in a function -> that, then `emu_register_shared(&name, ..)`:
+    the variable is poisoned (0xFF bytes) when each later block starts, like fresh shared
+    memory whose contents are undefined."""
+    out, pos = "", 0
+    for m in _SHARED_DECL.finditer(src):
+        if m.group(1).strip().startswith("extern") or src[: m.start()].rstrip().endswith("extern"):
+            continue
+        before = src[: m.start()]
+        if before.count("{") - before.count("}") <= 0:  # file scope
+            continue
+        out += src[pos : m.end()] + f" emu_register_shared(&{m.group(2)}, sizeof {m.group(2)});"
+        pos = m.end()
+    return out + src[pos:]
+
+
 def rewrite_extern_shared(src: str) -> str:
     """`extern __shared__ T name[];` -> `T* const name = (T*)emu_dyn_smem;`"""
     return _EXTERN_SMEM.sub(
@@ -580,7 +653,8 @@ BUILD_DIR = Path(os.environ.get("TMPDIR", "/tmp")) / "cudaperf-emu"
 
 def translate(src: str) -> str:
     """The C++ source that g++ compiles for CUDA source `src`."""
-    return PRELUDE + rewrite_launches(rewrite_extern_shared(src), needs_fibers(src))
+    body = poison_shared(rewrite_extern_shared(src))
+    return PRELUDE + rewrite_launches(body, needs_fibers(src))
 
 
 def build(src: str, opt: str = "-O1") -> Path:

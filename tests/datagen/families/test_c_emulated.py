@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import mmap
 import os
 import re
 import select
@@ -84,6 +85,52 @@ def _first_error(log: str) -> str:
     return log.strip()[-300:]
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_PROT_NONE = 0
+_CANARY = 0xA5
+
+
+def _guarded(task, arrays: list[np.ndarray], record: Path, slacks: list) -> list[np.ndarray]:
+    """Copies of the arrays, each 16-byte aligned with its end against an inaccessible page
+    (a read or write past the end faults); the pages are written to `record`. The up to 15
+    bytes between an array's end and its page (alignment) hold a canary, listed in `slacks`."""
+    page, out, lines = mmap.PAGESIZE, [], []
+    for p, a in zip(task.signature, arrays, strict=True):
+        if a.ndim == 0:
+            out.append(a.copy())
+            continue
+        body = -(-a.nbytes // 16) * 16
+        total = -(-body // page) * page + page
+        mm = mmap.mmap(-1, total)
+        base = ctypes.addressof(ctypes.c_char.from_buffer(mm))
+        off = total - page - body
+        arr = np.frombuffer(mm, dtype=a.dtype, count=a.size, offset=off)
+        arr[...] = a
+        slack = np.frombuffer(mm, dtype=np.uint8, count=body - a.nbytes, offset=off + a.nbytes)
+        slack[...] = _CANARY
+        slacks.append((p.name, slack, a.itemsize))
+        assert _LIBC.mprotect(ctypes.c_void_p(base + total - page), page, _PROT_NONE) == 0
+        lines.append(f"{p.name} {base + off} {base + off + a.nbytes} {base + total} {a.itemsize}")
+        out.append(arr)
+    record.write_text("\n".join(lines))
+    return out
+
+
+def _explain_fault(msg: str, record: Path) -> str:
+    """Name the array whose end a faulting address lies past."""
+    m = re.search(r"invalid memory access at address (0x[0-9a-f]+)", msg)
+    if not m or not record.exists():
+        return msg
+    addr = int(m.group(1), 16)
+    for line in record.read_text().splitlines():
+        name, lo, end, hi, size = line.split()
+        lo, end, hi, size = int(lo), int(end), int(hi), int(size)
+        if lo <= addr < hi:
+            k = (addr - end) // size
+            return f"{msg}: element {k} past the end of {name} (it has {(end - lo) // size})"
+    return msg
+
+
 def emulate(task, so: Path, inputs: list[np.ndarray], timeout: float, reverse: bool = False):
     """Call the implementation in `so` on copies of `inputs` in a forked child.
 
@@ -102,9 +149,18 @@ def emulate(task, so: Path, inputs: list[np.ndarray], timeout: float, reverse: b
                 os.dup2(fd, 2)
                 lib = ctypes.CDLL(str(so))
                 lib.emu_set_reverse(int(reverse))
+                lib.emu_install_segv_handler()
+                slacks: list = []
+                bufs = _guarded(task, bufs, Path(tmp) / "guards", slacks)
                 fn = getattr(lib, task.entry)
                 fn.restype = None
                 fn(*_call_args(task, bufs))
+                for pname, slack, size in slacks:
+                    if (slack != _CANARY).any():
+                        k = int(np.flatnonzero(slack != _CANARY)[0]) // size
+                        os.write(2, f"emulator: wrote element {k} past the end of {pname}".encode())
+                        code = 85
+                        os._exit(code)
                 np.savez(out, *bufs)
                 code = 0
             finally:
@@ -118,6 +174,7 @@ def emulate(task, so: Path, inputs: list[np.ndarray], timeout: float, reverse: b
             return None, f"timeout: still running after {timeout:.0f} s"
         _, status = os.waitpid(pid, 0)
         msg = err.read_text(errors="replace").strip() if err.exists() else ""
+        msg = _explain_fault(msg, Path(tmp) / "guards")
         if os.WIFSIGNALED(status):
             sig = signal.Signals(os.WTERMSIG(status)).name
             return None, f"killed by {sig}: {msg[-500:]}" if msg else f"killed by {sig}"
