@@ -233,7 +233,10 @@ static void emu_register_shared(void* p, size_t n) {  // poisoned when each late
 static int emu_rev;  // run the threads of a block last to first (provokes other races)
 extern "C" void emu_set_reverse(int r) { emu_rev = r; }
 static bool emu_smem_optin;
-alignas(128) static unsigned char emu_dyn_smem[232448];
+static size_t emu_smem_size;
+static const size_t EMU_SMEM_MAX = 232448;
+static unsigned char* emu_dyn_base;  // EMU_SMEM_MAX (page-rounded) bytes, then a guard page
+static unsigned char* emu_dyn_smem;  // this launch's dynamic shared memory, its end at the guard
 static void emu_fail(const char* m) { std::fprintf(stderr, "emulator: %s\n", m); std::fflush(stderr); std::abort(); }
 static void emu_wait(int kind) {
     if (emu_state.empty()) emu_fail("barrier or warp operation outside a threaded launch");
@@ -341,6 +344,7 @@ static void emu_entry(int t) {
 static void emu_run_block(bool fibers) {
     int nt = emu_nt;
     for (auto& r : emu_shared_regs) std::memset(r.first, 0xFF, r.second);  // uninitialised
+    std::memset(emu_dyn_smem, 0xFF, emu_smem_size);
     if (!fibers) {
         for (int k = 0; k < nt; ++k) { emu_set(emu_rev ? nt - 1 - k : k); emu_body(emu_arg); }
         return;
@@ -405,9 +409,12 @@ static void emu_segv(int, siginfo_t* si, void*) {
     char b[256];
     uintptr_t a = (uintptr_t)si->si_addr, lo = (uintptr_t)emu_stacks;
     bool stack = emu_stacks && a >= lo && a < lo + emu_stacks_n * EMU_STACK;
+    uintptr_t dyn = (uintptr_t)emu_dyn_base + (EMU_SMEM_MAX + 4095) / 4096 * 4096;
+    bool smem = emu_dyn_base && a >= dyn && a < dyn + 4096;
     int n = std::snprintf(b, sizeof b, "emulator: %s at address 0x%lx (thread %d of block %u,%u,%u)\n",
-                          stack ? "fiber stack overflow (emulator limit: 124 KiB per thread)"
-                                : "invalid memory access",
+                          stack  ? "fiber stack overflow (emulator limit: 124 KiB per thread)"
+                          : smem ? "access past the end of the launch's dynamic shared memory"
+                                 : "invalid memory access",
                           (unsigned long)a, emu_cur, blockIdx.x, blockIdx.y, blockIdx.z);
     if (write(2, b, n) < 0) _exit(87);
     _exit(86);
@@ -436,8 +443,16 @@ void emu_launch(dim3 g, dim3 b, F&& body, bool fibers, size_t smem = 0, long lon
     if (g.x > 2147483647u || g.y > 65535 || g.z > 65535) emu_fail("grid too large (invalid configuration)");
     if (bound > 0 && (long long)nt > bound) emu_fail("launch with more threads than the kernel's __launch_bounds__");
     if (smem > 48 * 1024 && !emu_smem_optin) emu_fail("more than 48 KiB dynamic shared memory without cudaFuncSetAttribute");
-    if (smem > sizeof emu_dyn_smem) emu_fail("too much dynamic shared memory");
-    std::memset(emu_dyn_smem, 0xFF, smem);  // uninitialised shared memory reads as NaN
+    if (smem > EMU_SMEM_MAX) emu_fail("too much dynamic shared memory");
+    const size_t span = (EMU_SMEM_MAX + 4095) / 4096 * 4096;
+    if (!emu_dyn_base) {
+        emu_dyn_base = (unsigned char*)mmap(nullptr, span + 4096, PROT_READ | PROT_WRITE,
+                                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (emu_dyn_base == MAP_FAILED) emu_fail("mmap of dynamic shared memory failed");
+        mprotect(emu_dyn_base + span, 4096, PROT_NONE);
+    }
+    emu_smem_size = (smem + 15) / 16 * 16;
+    emu_dyn_smem = emu_dyn_base + span - emu_smem_size;
     gridDim = g;
     blockDim = b;
     emu_nt = (int)nt;
@@ -620,10 +635,17 @@ def poison_shared(src: str) -> str:
 
 
 def rewrite_extern_shared(src: str) -> str:
-    """`extern __shared__ T name[];` -> `T* const name = (T*)emu_dyn_smem;`"""
-    return _EXTERN_SMEM.sub(
-        lambda m: f"{m.group(2)}* const {m.group(3)} = ({m.group(2)}*)emu_dyn_smem;", src
-    )
+    """`extern __shared__ T name[];` -> `T* const name = (T*)emu_dyn_smem;` (the launch's
+    dynamic shared memory, its end against a guard page); at file scope a macro."""
+
+    def sub(m: re.Match) -> str:
+        t, name = m.group(2), m.group(3)
+        before = src[: m.start()]
+        if before.count("{") - before.count("}") <= 0:  # file scope: a macro
+            return f"\n#define {name} (({t}*)emu_dyn_smem)\n"
+        return f"{t}* const {name} = ({t}*)emu_dyn_smem;"
+
+    return _EXTERN_SMEM.sub(sub, src)
 
 
 _FIBER_WORDS = (
