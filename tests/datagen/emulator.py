@@ -15,8 +15,8 @@ does not take part, a deadlock at barriers, an invalid launch configuration, mor
 the kernel's `__launch_bounds__`, more than 48 KiB of dynamic shared memory without opting in)
 abort with a message starting "emulator: "; `emu_install_segv_handler()` (exported) turns a
 fault (a guard page after each cudaMalloc allocation, below each fiber's stack) into such a
-message and exit status 86. `emu_set_reverse(1)` (exported) runs the threads of
-each block last to first instead, which provokes other races. Not covered: timing, races that this schedule
+message and exit status 86. `emu_set_reverse(1)` (exported) runs the blocks of a grid and the
+threads of each block last to first instead, which provokes other races. Not covered: timing, races that this schedule
 does not provoke, and anything specific to the GPU's memory model.
 """
 
@@ -230,7 +230,7 @@ static void emu_register_shared(void* p, size_t n) {  // poisoned when each late
     for (auto& r : emu_shared_regs) if (r.first == p) return;
     emu_shared_regs.push_back({p, n});
 }
-static int emu_rev;  // run the threads of a block last to first (provokes other races)
+static int emu_rev;  // run blocks, and the threads of a block, last to first (other races)
 extern "C" void emu_set_reverse(int r) { emu_rev = r; }
 static bool emu_smem_optin;
 static size_t emu_smem_size;
@@ -463,7 +463,8 @@ void emu_launch(dim3 g, dim3 b, F&& body, bool fibers, size_t smem = 0, long lon
     for (unsigned bz = 0; bz < g.z; ++bz)
         for (unsigned by = 0; by < g.y; ++by)
             for (unsigned bx = 0; bx < g.x; ++bx) {
-                blockIdx = dim3(bx, by, bz);
+                if (emu_rev) blockIdx = dim3(g.x - 1 - bx, g.y - 1 - by, g.z - 1 - bz);
+                else blockIdx = dim3(bx, by, bz);
                 emu_run_block(fibers);
             }
     emu_body = saved_body;

@@ -134,7 +134,8 @@ def _explain_fault(msg: str, record: Path) -> str:
 def emulate(task, so: Path, inputs: list[np.ndarray], timeout: float, reverse: bool = False):
     """Call the implementation in `so` on copies of `inputs` in a forked child.
 
-    `reverse`: run the threads of each block last to first. Returns (outputs, "") or
+    `reverse`: run the blocks, and the threads of each block, last to first. Returns
+    (outputs, "") or
     (None, why: the emulator's message, a signal, or "timeout")."""
     bufs = [a.copy() for a in inputs]
     with tempfile.TemporaryDirectory(prefix="cudaperf-emu-") as tmp:
@@ -192,11 +193,11 @@ def test_implementation_matches_reference_on_small_config(name, index, impl):
         so = emulator.build(im.code)
     except emulator.EmulatorBuildError as e:
         pytest.skip(f"cannot emulate: {_first_error(str(e))}")
-    for reverse in (False, True):  # threads of a block first to last, then last to first
+    for reverse in (False, True):  # blocks and threads first to last, then last to first
         got, why = emulate(task, so, inputs, TIMEOUT, reverse)
         if why.startswith("timeout"):
             pytest.skip(f"too slow to emulate ({why})")
-        order = "threads last to first" if reverse else "threads first to last"
+        order = "blocks and threads last to first" if reverse else "first to last"
         where = f"{name} task {index} ({task.id}) {impl} on {dict(small.sizes)}, {order}"
         assert got is not None, f"{where}: {why}"
         c = compare(task, inputs, got, want)
