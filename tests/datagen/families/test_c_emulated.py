@@ -135,8 +135,7 @@ def emulate(task, so: Path, inputs: list[np.ndarray], timeout: float, reverse: b
     """Call the implementation in `so` on copies of `inputs` in a forked child.
 
     `reverse`: run the blocks, and the threads of each block, last to first. Returns
-    (outputs, "") or
-    (None, why: the emulator's message, a signal, or "timeout")."""
+    (outputs, "") or (None, why: the emulator's message, a signal, or "timeout")."""
     bufs = [a.copy() for a in inputs]
     with tempfile.TemporaryDirectory(prefix="cudaperf-emu-") as tmp:
         out, err = Path(tmp) / "out.npz", Path(tmp) / "stderr"
