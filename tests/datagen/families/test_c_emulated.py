@@ -7,6 +7,11 @@ device memory: the task's SMALL config, inputs from `make_inputs` (outputs poiso
 0xFF bytes), compared with the gcc-built reference by `compare` (the task's tolerance).
 An implementation that uses CUDA API the emulator lacks is skipped with g++'s message.
 
+Each runs twice: blocks and threads first to last, then last to first; on the SMALL config
+and on it with sizes rounded up to multiples of 8 (CUDAPERF_EMULATE_VARIANTS=small,aligned).
+Arrays end against a guard page (reads and writes past the end fault) with a canary in the
+alignment slack (writes just past the end are caught after the call).
+
 Slow: runs only with CUDAPERF_EMULATE=1; CUDAPERF_EMULATE_TASKS tasks per family (default 2),
 CUDAPERF_EMULATE_FAMILIES (comma-separated) to pick families, CUDAPERF_EMULATE_TIMEOUT
 seconds per implementation (default 120; a run that takes longer is skipped, not failed).
@@ -45,6 +50,7 @@ C_FAMS = sorted(n for n in FAMILIES if FAMILIES[n].kind.value != "torch2cuda")
 TASKS = int(os.environ.get("CUDAPERF_EMULATE_TASKS", "2"))
 TIMEOUT = float(os.environ.get("CUDAPERF_EMULATE_TIMEOUT", "120"))
 SALT = 20240611
+VARIANTS = os.environ.get("CUDAPERF_EMULATE_VARIANTS", "small,aligned").split(",")
 
 
 @functools.cache
@@ -52,11 +58,22 @@ def _task(name: str, index: int):
     return generate_one(FAMILIES[name], 0, index)
 
 
+def aligned(config):
+    """`config` with every size rounded up to a multiple of 8 (exercises vectorised paths)."""
+    sizes = {
+        k: (v + 7) // 8 * 8 if isinstance(v, int) and v > 1 else v for k, v in config.sizes.items()
+    }
+    return config.model_copy(update={"sizes": sizes, "name": config.name + "_aligned"})
+
+
 @functools.cache
-def _reference(name: str, index: int):
-    """(task, small config, inputs with poisoned outputs, reference outputs)."""
+def _reference(name: str, index: int, variant: str = "small"):
+    """(task, config, inputs with poisoned outputs, reference outputs); `variant` is "small"
+    (the task's SMALL config) or "aligned" (its sizes rounded up to multiples of 8)."""
     task = _task(name, index)
     small = next(c for c in task.configs if c.name == "small")
+    if variant == "aligned":
+        small = aligned(small)
     cache = Path(os.environ.get("TMPDIR", "/tmp")) / "cudaperf-emu-ref"
     built = build_reference(task, EvalConfig(cache_dir=cache))
     assert built.ok, f"reference does not build: {built.log[-2000:]}"
@@ -67,14 +84,15 @@ def _reference(name: str, index: int):
 
 def _cases():
     if not ENABLED:
-        return [pytest.param(n, 0, "", id=n) for n in C_FAMS]
+        return [pytest.param(n, 0, "", "small", id=n) for n in C_FAMS]
     pick = os.environ.get("CUDAPERF_EMULATE_FAMILIES")
     names = [n for n in C_FAMS if not pick or n in pick.split(",")]
     return [
-        pytest.param(n, i, im.id, id=f"{n}-{i}-{im.id}")
+        pytest.param(n, i, im.id, v, id=f"{n}-{i}-{im.id}-{v}")
         for n in names
         for i in range(TASKS)
         for im in _task(n, i).implementations
+        for v in VARIANTS
     ]
 
 
@@ -184,9 +202,9 @@ def emulate(task, so: Path, inputs: list[np.ndarray], timeout: float, reverse: b
             return [z[f"arr_{k}"] for k in range(len(bufs))], ""
 
 
-@pytest.mark.parametrize(("name", "index", "impl"), _cases())
-def test_implementation_matches_reference_on_small_config(name, index, impl):
-    task, small, inputs, want = _reference(name, index)
+@pytest.mark.parametrize(("name", "index", "impl", "variant"), _cases())
+def test_implementation_matches_reference_on_small_config(name, index, impl, variant):
+    task, small, inputs, want = _reference(name, index, variant)
     im = next(x for x in task.implementations if x.id == impl)
     try:
         so = emulator.build(im.code)
