@@ -59,9 +59,12 @@ def _task(name: str, index: int):
 
 
 def aligned(config):
-    """`config` with every size rounded up to a multiple of 8 (exercises vectorised paths)."""
+    """`config` with every size rounded up to a multiple of 8 (exercises vectorised paths),
+    except a size that a CSR row-pointer distribution pins (its nnz)."""
+    pinned = {d.nnz for d in config.param_distributions.values() if d.kind == "row_ptr"}
     sizes = {
-        k: (v + 7) // 8 * 8 if isinstance(v, int) and v > 1 else v for k, v in config.sizes.items()
+        k: (v + 7) // 8 * 8 if isinstance(v, int) and v > 1 and v not in pinned else v
+        for k, v in config.sizes.items()
     }
     return config.model_copy(update={"sizes": sizes, "name": config.name + "_aligned"})
 
