@@ -15,7 +15,8 @@ does not take part, a deadlock at barriers, an invalid launch configuration, mor
 the kernel's `__launch_bounds__`, more than 48 KiB of dynamic shared memory without opting in)
 abort with a message starting "emulator: "; `emu_install_segv_handler()` (exported) turns a
 fault (a guard page after each cudaMalloc allocation, below each fiber's stack) into such a
-message and exit status 86. `emu_set_reverse(1)` (exported) runs the blocks of a grid and the
+message and exit status 86. After `emu_protect_device(1)` (exported; ranges given by
+`emu_register_device` and cudaMalloc) host code that dereferences device memory faults too. `emu_set_reverse(1)` (exported) runs the blocks of a grid and the
 threads of each block last to first instead, which provokes other races. Not covered: timing, races that this schedule
 does not provoke, and anything specific to the GPU's memory model.
 """
@@ -225,11 +226,43 @@ static void (*emu_body)(void*);
 static void* emu_arg;
 static unsigned long long emu_buf[32][32];
 static int emu_block_acc[2], emu_phase;
-static std::vector<std::pair<void*, size_t>> emu_shared_regs;
-static void emu_register_shared(void* p, size_t n) {  // poisoned when each later block starts
-    for (auto& r : emu_shared_regs) if (r.first == p) return;
-    emu_shared_regs.push_back({p, n});
+struct emu_shared_reg { void* p; size_t n; unsigned long long launch; };
+static std::vector<emu_shared_reg> emu_shared_regs;  // poisoned when each later block starts
+static unsigned long long emu_launch_id;
+static size_t emu_static_smem;  // bytes of __shared__ variables the current launch used
+static void emu_fail(const char* m);
+static void emu_register_shared(void* p, size_t n) {
+    emu_shared_reg* r = nullptr;
+    for (auto& x : emu_shared_regs) if (x.p == p) r = &x;
+    if (!r) {
+        emu_shared_regs.push_back({p, n, 0});
+        r = &emu_shared_regs.back();
+    }
+    if (r->launch == emu_launch_id) return;
+    r->launch = emu_launch_id;
+    emu_static_smem += n;
+    if (emu_static_smem > 48 * 1024) emu_fail("more than 48 KiB of static __shared__ memory in one kernel (nvcc rejects it)");
 }
+// Device memory (the arrays passed in and cudaMalloc's) is inaccessible to host code after
+// emu_protect_device(1): only kernels, cudaMemset and cudaMemcpy may touch it.
+struct emu_range { char* p; size_t n; };
+static std::vector<emu_range> emu_dev_ranges;
+static bool emu_dev_protect, emu_in_device;
+static void emu_dev_access(bool on) {
+    if (!emu_dev_protect || emu_in_device == on) return;
+    emu_in_device = on;
+    for (auto& r : emu_dev_ranges) mprotect(r.p, r.n, on ? PROT_READ | PROT_WRITE : PROT_NONE);
+}
+extern "C" void emu_register_device(void* p, size_t n) { emu_dev_ranges.push_back({(char*)p, n}); }
+extern "C" void emu_protect_device(int on) {
+    if (on) { emu_dev_protect = true; emu_in_device = true; emu_dev_access(false); }
+    else { emu_dev_access(true); emu_dev_protect = false; }
+}
+struct emu_device_scope {  // device memory accessible while it lives (restores the state)
+    bool was = emu_in_device;
+    emu_device_scope() { emu_dev_access(true); }
+    ~emu_device_scope() { emu_dev_access(was); }
+};
 static int emu_rev;  // run blocks, and the threads of a block, last to first (other races)
 extern "C" void emu_set_reverse(int r) { emu_rev = r; }
 static bool emu_smem_optin;
@@ -343,7 +376,7 @@ static void emu_entry(int t) {
 }
 static void emu_run_block(bool fibers) {
     int nt = emu_nt;
-    for (auto& r : emu_shared_regs) std::memset(r.first, 0xFF, r.second);  // uninitialised
+    for (auto& r : emu_shared_regs) std::memset(r.p, 0xFF, r.n);  // uninitialised
     std::memset(emu_dyn_smem, 0xFF, emu_smem_size);
     if (!fibers) {
         for (int k = 0; k < nt; ++k) { emu_set(emu_rev ? nt - 1 - k : k); emu_body(emu_arg); }
@@ -410,12 +443,18 @@ static void emu_segv(int, siginfo_t* si, void*) {
     uintptr_t a = (uintptr_t)si->si_addr, lo = (uintptr_t)emu_stacks;
     bool stack = emu_stacks && a >= lo && a < lo + emu_stacks_n * EMU_STACK;
     uintptr_t dyn = (uintptr_t)emu_dyn_base + (EMU_SMEM_MAX + 4095) / 4096 * 4096;
-    bool smem = emu_dyn_base && a >= dyn && a < dyn + 4096;
-    int n = std::snprintf(b, sizeof b, "emulator: %s at address 0x%lx (thread %d of block %u,%u,%u)\n",
-                          stack  ? "fiber stack overflow (emulator limit: 124 KiB per thread)"
-                          : smem ? "access past the end of the launch's dynamic shared memory"
-                                 : "invalid memory access",
-                          (unsigned long)a, emu_cur, blockIdx.x, blockIdx.y, blockIdx.z);
+    bool smem = emu_dyn_base && a >= dyn && a < dyn + 4096, host = false;
+    if (!emu_in_device)
+        for (auto& r : emu_dev_ranges) host |= a >= (uintptr_t)r.p && a < (uintptr_t)r.p + r.n;
+    const char* what = stack ? "fiber stack overflow (emulator limit: 124 KiB per thread)"
+                       : smem  ? "access past the end of the launch's dynamic shared memory"
+                       : host  ? "host code dereferences device memory"
+                               : "invalid memory access";
+    int n = emu_in_device || !emu_dev_protect
+        ? std::snprintf(b, sizeof b, "emulator: %s at address 0x%lx (thread %d of block %u,%u,%u)\n",
+                        what, (unsigned long)a, emu_cur, blockIdx.x, blockIdx.y, blockIdx.z)
+        : std::snprintf(b, sizeof b, "emulator: %s at address 0x%lx (in host code)\n", what,
+                        (unsigned long)a);
     if (write(2, b, n) < 0) _exit(87);
     _exit(86);
 }
@@ -453,6 +492,9 @@ void emu_launch(dim3 g, dim3 b, F&& body, bool fibers, size_t smem = 0, long lon
     }
     emu_smem_size = (smem + 15) / 16 * 16;
     emu_dyn_smem = emu_dyn_base + span - emu_smem_size;
+    ++emu_launch_id;
+    emu_static_smem = 0;
+    emu_device_scope device;
     gridDim = g;
     blockDim = b;
     emu_nt = (int)nt;
@@ -496,6 +538,8 @@ template <class T> inline cudaError_t cudaMalloc(T** p, size_t n) {
     char* user = base + len - EMU_GUARD - body;
     std::memset(user, 0xFF, body);
     emu_allocs.push_back({user, base, len});
+    emu_dev_ranges.push_back({base, len - EMU_GUARD});
+    if (emu_dev_protect && !emu_in_device) mprotect(base, len - EMU_GUARD, PROT_NONE);
     *p = (T*)user;
     return cudaSuccess;
 }
@@ -504,17 +548,19 @@ inline cudaError_t cudaFree(void* p) {
     for (size_t i = 0; i < emu_allocs.size(); ++i)
         if (emu_allocs[i].user == p) {
             munmap(emu_allocs[i].base, emu_allocs[i].len);
+            for (size_t k = 0; k < emu_dev_ranges.size(); ++k)
+                if (emu_dev_ranges[k].p == emu_allocs[i].base) emu_dev_ranges.erase(emu_dev_ranges.begin() + k--);
             emu_allocs.erase(emu_allocs.begin() + i);
             return cudaSuccess;
         }
     return p ? 1 : cudaSuccess;  // cudaErrorInvalidValue
 }
 inline cudaError_t cudaFreeAsync(void* p, cudaStream_t = 0) { return cudaFree(p); }
-inline cudaError_t cudaMemset(void* p, int v, size_t n) { std::memset(p, v, n); return cudaSuccess; }
-inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t = 0) { std::memset(p, v, n); return cudaSuccess; }
-inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) { std::memmove(d, s, n); return cudaSuccess; }
-inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind, cudaStream_t = 0) {
-    std::memmove(d, s, n); return cudaSuccess;
+inline cudaError_t cudaMemset(void* p, int v, size_t n) { emu_device_scope d; std::memset(p, v, n); return cudaSuccess; }
+inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t = 0) { return cudaMemset(p, v, n); }
+inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) { emu_device_scope x; std::memmove(d, s, n); return cudaSuccess; }
+inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t = 0) {
+    return cudaMemcpy(d, s, n, k);
 }
 template <class T> inline cudaError_t cudaMemcpyToSymbol(T& sym, const void* s, size_t n, size_t off = 0,
                                                          cudaMemcpyKind = cudaMemcpyHostToDevice) {

@@ -111,10 +111,13 @@ _PROT_NONE = 0
 _CANARY = 0xA5
 
 
-def _guarded(task, arrays: list[np.ndarray], record: Path, slacks: list) -> list[np.ndarray]:
+def _guarded(
+    task, arrays: list[np.ndarray], record: Path, slacks: list, ranges: list
+) -> list[np.ndarray]:
     """Copies of the arrays, each 16-byte aligned with its end against an inaccessible page
     (a read or write past the end faults); the pages are written to `record`. The up to 15
-    bytes between an array's end and its page (alignment) hold a canary, listed in `slacks`."""
+    bytes between an array's end and its page (alignment) hold a canary, listed in `slacks`;
+    the arrays' pages (address, length) are appended to `ranges`."""
     page, out, lines = mmap.PAGESIZE, [], []
     for p, a in zip(task.signature, arrays, strict=True):
         if a.ndim == 0:
@@ -131,6 +134,7 @@ def _guarded(task, arrays: list[np.ndarray], record: Path, slacks: list) -> list
         slack[...] = _CANARY
         slacks.append((p.name, slack, a.itemsize))
         assert _LIBC.mprotect(ctypes.c_void_p(base + total - page), page, _PROT_NONE) == 0
+        ranges.append((base, total - page))
         lines.append(f"{p.name} {base + off} {base + off + a.nbytes} {base + total} {a.itemsize}")
         out.append(arr)
     record.write_text("\n".join(lines))
@@ -172,10 +176,16 @@ def emulate(task, so: Path, inputs: list[np.ndarray], timeout: float, reverse: b
                 lib.emu_set_reverse(int(reverse))
                 lib.emu_install_segv_handler()
                 slacks: list = []
-                bufs = _guarded(task, bufs, Path(tmp) / "guards", slacks)
+                ranges: list = []
+                bufs = _guarded(task, bufs, Path(tmp) / "guards", slacks, ranges)
+                for addr, length in ranges:
+                    lib.emu_register_device(ctypes.c_void_p(addr), ctypes.c_size_t(length))
                 fn = getattr(lib, task.entry)
                 fn.restype = None
-                fn(*_call_args(task, bufs))
+                args = _call_args(task, bufs)
+                lib.emu_protect_device(1)  # host code must not touch device memory
+                fn(*args)
+                lib.emu_protect_device(0)
                 for pname, slack, size in slacks:
                     if (slack != _CANARY).any():
                         k = int(np.flatnonzero(slack != _CANARY)[0]) // size
@@ -222,3 +232,52 @@ def test_implementation_matches_reference_on_small_config(name, index, impl, var
         assert got is not None, f"{where}: {why}"
         c = compare(task, inputs, got, want)
         assert c.correct, f"{where}: {c.message}"
+
+
+SELF_CHECK = r"""
+__global__ void __launch_bounds__(256) block_sum(int n, const float* __restrict__ x, float* acc) {
+    extern __shared__ float part[];
+    float v = 0;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        v += __ldg(&x[i]);
+    part[threadIdx.x] = v;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) atomicAdd(acc, part[0]);
+}
+__global__ void warp_stats(int n, const float4* __restrict__ x4, float* acc, int* positive) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float4 q = i < n / 4 ? x4[i] : make_float4(0, 0, 0, 0);
+    float v = q.x + q.y + q.z + q.w;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    unsigned m = __ballot_sync(0xffffffffu, i < n / 4 && q.x > 0);
+    if ((threadIdx.x & 31) == 0) { atomicAdd(acc, v); atomicAdd(positive, __popc(m)); }
+}
+extern "C" void self_check(int n, const float* x, float* out, int* positive) {
+    float* tmp;
+    cudaMalloc(&tmp, sizeof(float));
+    cudaMemset(tmp, 0, sizeof(float));
+    block_sum<<<3, 256, 256 * sizeof(float)>>>(n, x, tmp);
+    cudaMemcpy(out, tmp, sizeof(float), cudaMemcpyDeviceToDevice);
+    cudaFree(tmp);
+    cudaMemsetAsync(out + 1, 0, sizeof(float), 0);
+    cudaMemset(positive, 0, sizeof(int));
+    warp_stats<<<(n / 4 + 127) / 128, 128>>>(n, (const float4*)x, out + 1, positive);
+    cudaDeviceSynchronize();
+}
+"""
+
+
+def test_emulator_self_check():
+    """The prelude builds and a kernel mix (shared memory, barriers, shuffles, ballots,
+    atomics, cudaMalloc/Memset/Memcpy) computes the right values: a broken prelude must fail
+    here rather than skip every implementation above."""
+    lib = ctypes.CDLL(str(emulator.build(SELF_CHECK)))
+    x = np.random.default_rng(0).normal(size=1000).astype(np.float32)
+    out, pos = np.full(2, np.nan, np.float32), np.full(1, -1, np.int32)
+    lib.self_check(ctypes.c_int(x.size), *(ctypes.c_void_p(a.ctypes.data) for a in (x, out, pos)))
+    assert abs(out[0] - x.sum()) < 1e-3 and abs(out[1] - x.sum()) < 1e-3, (out, x.sum())
+    assert pos[0] == int((x[0::4] > 0).sum())
