@@ -180,28 +180,30 @@ inline void __threadfence_system() {}
 inline long long clock64() { return 0; }
 inline int clock() { return 0; }
 // Atomics: threads of the emulator never run at the same time, so plain read-modify-write.
+template <class T> struct emu_id { typedef T type; };
+template <class T> using emu_id_t = typename emu_id<T>::type;  // not deduced: converts
 template <class T> struct emu_atomic_ok {
     static const bool value = std::is_same<T, int>::value || std::is_same<T, unsigned>::value ||
         std::is_same<T, unsigned long long>::value || std::is_same<T, long long>::value;
 };
 template <class T, class = std::enable_if_t<emu_atomic_ok<T>::value || std::is_floating_point<T>::value>>
-inline T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
+inline T atomicAdd(T* p, emu_id_t<T> v) { T o = *p; *p = o + v; return o; }
 inline int atomicSub(int* p, int v) { int o = *p; *p = o - v; return o; }
 inline unsigned atomicSub(unsigned* p, unsigned v) { unsigned o = *p; *p = o - v; return o; }
 template <class T, class = std::enable_if_t<emu_atomic_ok<T>::value>>
-inline T atomicMax(T* p, T v) { T o = *p; *p = o > v ? o : v; return o; }
+inline T atomicMax(T* p, emu_id_t<T> v) { T o = *p; *p = o > v ? o : v; return o; }
 template <class T, class = std::enable_if_t<emu_atomic_ok<T>::value>>
-inline T atomicMin(T* p, T v) { T o = *p; *p = o < v ? o : v; return o; }
+inline T atomicMin(T* p, emu_id_t<T> v) { T o = *p; *p = o < v ? o : v; return o; }
 template <class T, class = std::enable_if_t<emu_atomic_ok<T>::value || std::is_same<T, unsigned short>::value>>
-inline T atomicCAS(T* p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
+inline T atomicCAS(T* p, emu_id_t<T> c, emu_id_t<T> v) { T o = *p; if (o == c) *p = v; return o; }
 template <class T, class = std::enable_if_t<emu_atomic_ok<T>::value || std::is_same<T, float>::value>>
-inline T atomicExch(T* p, T v) { T o = *p; *p = v; return o; }
+inline T atomicExch(T* p, emu_id_t<T> v) { T o = *p; *p = v; return o; }
 template <class T, class = std::enable_if_t<emu_atomic_ok<T>::value>>
-inline T atomicAnd(T* p, T v) { T o = *p; *p = o & v; return o; }
+inline T atomicAnd(T* p, emu_id_t<T> v) { T o = *p; *p = o & v; return o; }
 template <class T, class = std::enable_if_t<emu_atomic_ok<T>::value>>
-inline T atomicOr(T* p, T v) { T o = *p; *p = o | v; return o; }
+inline T atomicOr(T* p, emu_id_t<T> v) { T o = *p; *p = o | v; return o; }
 template <class T, class = std::enable_if_t<emu_atomic_ok<T>::value>>
-inline T atomicXor(T* p, T v) { T o = *p; *p = o ^ v; return o; }
+inline T atomicXor(T* p, emu_id_t<T> v) { T o = *p; *p = o ^ v; return o; }
 inline unsigned atomicInc(unsigned* p, unsigned v) { unsigned o = *p; *p = o >= v ? 0 : o + 1; return o; }
 inline unsigned atomicDec(unsigned* p, unsigned v) {
     unsigned o = *p; *p = (o == 0 || o > v) ? v : o - 1; return o;
