@@ -8,7 +8,8 @@ device memory: the task's SMALL config, inputs from `make_inputs` (outputs poiso
 An implementation that uses CUDA API the emulator lacks is skipped with g++'s message.
 
 Each runs twice: blocks and threads first to last, then last to first; on the SMALL config
-and on it with sizes rounded up to multiples of 8 (CUDAPERF_EMULATE_VARIANTS=small,aligned).
+and on it with sizes rounded up to multiples of 8 (CUDAPERF_EMULATE_VARIANTS=small,aligned;
+other config names, such as medium, work too, slowly).
 Arrays end against a guard page (reads and writes past the end fault) with a canary in the
 alignment slack (writes just past the end are caught after the call).
 
@@ -71,10 +72,11 @@ def aligned(config):
 
 @functools.cache
 def _reference(name: str, index: int, variant: str = "small"):
-    """(task, config, inputs with poisoned outputs, reference outputs); `variant` is "small"
-    (the task's SMALL config) or "aligned" (its sizes rounded up to multiples of 8)."""
+    """(task, config, inputs with poisoned outputs, reference outputs); `variant` is "aligned"
+    (the SMALL config with sizes rounded up to multiples of 8) or a config's name."""
     task = _task(name, index)
-    small = next(c for c in task.configs if c.name == "small")
+    base = "small" if variant == "aligned" else variant
+    small = next(c for c in task.configs if c.name == base)
     if variant == "aligned":
         small = aligned(small)
     cache = Path(os.environ.get("TMPDIR", "/tmp")) / "cudaperf-emu-ref"
