@@ -4,21 +4,28 @@
 A CUDA source is compiled by g++ against `PRELUDE`: each CUDA thread of a block is a ucontext
 fiber (or, for kernels without barriers or warp operations, a plain call), blocks run one after
 another, `__syncthreads` and warp operations (shuffles, ballots, `__syncwarp`) are barriers,
-`__shared__` variables are block-wide statics (poisoned with 0xFF bytes when a block starts) and `extern __shared__` arrays point into one
-static buffer. Device memory is host memory: a host function that receives "device" pointers
-can be called with host arrays; cudaMalloc/cudaFree/cudaMemset/cudaMemcpy work on host memory.
-Kernel launches `k<<<grid, block[, smem[, stream]]>>>(args)` are rewritten into calls of
-`emu_launch`, which runs every block of the grid before returning.
+`__shared__` variables are block-wide statics and `extern __shared__` arrays point into the
+launch's dynamic shared memory (both poisoned with 0xFF bytes when a block starts). Device
+memory is host memory: a host function that receives "device" pointers can be called with host
+arrays; cudaMalloc/cudaFree/cudaMemset/cudaMemcpy work on host memory. Kernel launches
+`k<<<grid, block[, smem[, stream]]>>>(args)` are rewritten into calls of `emu_launch`, which
+runs every block of the grid before returning.
 
-Problems the GPU would report or that are undefined behaviour (a shuffle reading a lane that
-does not take part, a deadlock at barriers, an invalid launch configuration, more threads than
-the kernel's `__launch_bounds__`, more than 48 KiB of dynamic shared memory without opting in)
-abort with a message starting "emulator: "; `emu_install_segv_handler()` (exported) turns a
-fault (a guard page after each cudaMalloc allocation, below each fiber's stack) into such a
-message and exit status 86. After `emu_protect_device(1)` (exported; ranges given by
-`emu_register_device` and cudaMalloc) host code that dereferences device memory faults too. `emu_set_reverse(1)` (exported) runs the blocks of a grid and the
-threads of each block last to first instead, which provokes other races. Not covered: timing, races that this schedule
-does not provoke, and anything specific to the GPU's memory model.
+Problems the GPU would report, or undefined behaviour (a shuffle reading a lane that does not
+take part, a deadlock at barriers, an invalid launch configuration, more threads than the
+kernel's `__launch_bounds__`, more than 48 KiB of dynamic shared memory without opting in, more
+than 48 KiB of static shared memory) abort with a message starting "emulator: ".
+Exported controls:
+- `emu_install_segv_handler()`: a fault (a guard page after each cudaMalloc allocation and
+  after the dynamic shared memory, below each fiber's stack) prints such a message and exits
+  with status 86;
+- `emu_register_device(p, n)` and `emu_protect_device(1)`: those pages (and cudaMalloc's) are
+  inaccessible outside kernels, cudaMemset and cudaMemcpy, so host code touching device memory
+  faults;
+- `emu_set_reverse(1)`: the blocks of a grid and the threads of a block run last to first,
+  which provokes other races.
+Not covered: timing, races that neither schedule provokes, the precision of fast intrinsics
+(they compute the IEEE result), and anything specific to the GPU's memory model.
 """
 
 from __future__ import annotations
