@@ -1,8 +1,9 @@
 """The generated PyTorch→CUDA implementations compute the reference's values, checked on the
-CPU: each CUDA source is compiled by g++ against a small emulation of the CUDA execution
-model (each CUDA thread a ucontext fiber, blocks one after another, `__syncthreads` and warp
-shuffles as barriers, `__shared__` as block-wide statics, a shuffle that reads a lane which
-has exited aborts) and ModelNew runs on CPU tensors with poisoned (NaN) output buffers.
+CPU: each CUDA source is compiled by g++ against the emulator of the CUDA execution model in
+tests/datagen/emulator.py (each CUDA thread a ucontext fiber, blocks one after another,
+`__syncthreads` and warp shuffles as barriers, `__shared__` as block-wide statics, a shuffle
+that reads a lane which has exited aborts) and ModelNew runs on CPU tensors with poisoned (NaN)
+output buffers.
 
 Slow (minutes): runs only with CUDAPERF_EMULATE=1. Not covered: timing, races the emulator's
 schedule does not provoke, and any behaviour specific to the GPU's memory model.
