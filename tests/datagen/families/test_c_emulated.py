@@ -224,11 +224,11 @@ def test_implementation_matches_reference_on_small_config(name, index, impl, var
     try:
         so = emulator.build(im.code)
     except emulator.EmulatorBuildError as e:
-        pytest.skip(f"cannot emulate: {_first_error(str(e))}")
+        pytest.skip(f"{name} task {index} {impl}: cannot emulate: {_first_error(str(e))}")
     for reverse in (False, True):  # blocks and threads first to last, then last to first
         got, why = emulate(task, so, inputs, TIMEOUT, reverse)
         if why.startswith("timeout"):
-            pytest.skip(f"too slow to emulate ({why})")
+            pytest.skip(f"{name} task {index} {impl} on {variant}: too slow to emulate ({why})")
         order = "blocks and threads last to first" if reverse else "first to last"
         where = f"{name} task {index} ({task.id}) {impl} on {dict(small.sizes)}, {order}"
         assert got is not None, f"{where}: {why}"
