@@ -57,4 +57,9 @@ def test_keep_verified_drops_failed_implementations_then_thin_tasks():
     partial = {k: v[:1] for k, v in found.items()}  # timed on one config only
     kept2, dropped2 = keep_verified([t], partial)
     assert kept2 == [] and dropped2["implementation not timed on every config"] == 3
+    renamed = {  # as many configs as the task, but one of them is not the task's
+        k: [m.model_copy(update={"config": "other"}) if m.config == "big" else m for m in v]
+        for k, v in found.items()
+    }
+    assert keep_verified([t], renamed)[0] == []
     assert keep_verified([t], found, gpu="NVIDIA A100")[0] == []

@@ -96,13 +96,14 @@ def keep_verified(
 
     kept = []
     for t in tasks:
-        names = {c.name for c in t.configs}
+        names = [c.name for c in t.configs]
         impls = []
         for impl in t.implementations:
             ms = [m for m in found.get((t.id, impl.id), []) if not gpu or m.gpu == gpu]
+            probe = impl.model_copy(update={"measurements": ms})
             if not ms:
                 drop("implementation not verified (failed or not run)")
-            elif {m.config for m in ms} < names:
+            elif not any(probe.measured_on(g, names) for g in {m.gpu for m in ms}):
                 drop("implementation not timed on every config")
             else:
                 impls.append(impl)
