@@ -18,9 +18,17 @@ source scripts/device_env.sh
 mkdir -p .runs "${OUT:-/tmp/out}"
 OUT=${OUT:-/tmp/out}
 nvidia-smi --query-gpu=index,name,driver_version --format=csv | tee "$OUT/gpus.txt"
-timeout --signal=INT "$LEFT" python3 -m cudaperf data measure "${TASKS:-data/tasks.jsonl.gz}" \
-  --out .runs/measure.jsonl --summary "$OUT/measure_summary.json" --gpus all \
+# Snapshot the results into $OUT every 20 s: what is under $OUT comes back even when the call
+# is cut off, and the results file itself is over the size of a returned file.
+( while sleep 20; do gzip -c .runs/measure.jsonl > "$OUT/.m.tmp" 2>/dev/null &&
+    mv "$OUT/.m.tmp" "$OUT/measure.jsonl.gz"; done ) &
+SNAP=$!
+# INT first (the run writes its summary), KILL 20 s later: worker pools can ignore INT.
+timeout -k 20 --signal=INT "$LEFT" python3 -m cudaperf data measure "${TASKS:-data/tasks.jsonl.gz}" \
+  --out .runs/measure.jsonl --summary "$OUT/measure_summary${TAG:-}.json" --gpus all \
   --progress-every 20 --run-timeout 30 ${MEASURE_ARGS:-} 2>&1 | tee -a "$OUT/measure.log" | tail -n 40
+pkill -KILL -f "multiprocessing.spawn|measure.runner|-m cudaperf data measure" 2>/dev/null
+kill "$SNAP" 2>/dev/null
 gzip -c .runs/measure.jsonl > "$OUT/measure.jsonl.gz"
 ls .runs/measure.runner-gpu*.log >/dev/null 2>&1 && tail -n 200 .runs/measure.runner-gpu*.log > "$OUT/runner_logs.txt"
 python3 - <<'PY'

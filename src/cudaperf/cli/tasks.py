@@ -11,6 +11,7 @@ from rich.table import Table
 from cudaperf.cli.common import console, emit_json, fail, load_task_set, select_tasks, stdout
 from cudaperf.tasks.io import (
     TaskFileError,
+    dataset_path,
     load_tasks,
     sample_path,
     save_tasks,
@@ -90,7 +91,14 @@ def show_task(
 
 @tasks_app.command("stats")
 def stats(path: Path | None = PathArg, sample: bool = SampleOpt, json: bool = JsonOpt) -> None:
-    """Counts and coverage of a task set (kinds, families, configs, implementations)."""
+    """Counts and coverage of a task set (kinds, families, configs, implementations).
+
+    With no PATH: the measured dataset (data/tasks.jsonl.gz, or $CUDAPERF_DATASET) when this
+    checkout has it, else the bundled sample set (as with --sample)."""
+    if path is None and not sample:
+        path = dataset_path()
+        if path is None:
+            console.print("no dataset found (data/tasks.jsonl.gz): reporting on the sample set")
     report = task_stats(load_task_set(path, sample))
     if json:
         emit_json(report)

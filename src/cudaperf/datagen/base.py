@@ -114,12 +114,15 @@ def prototype(entry: str, signature: list[Param]) -> str:
     return f'extern "C" void {entry}({", ".join(p.c_decl() for p in signature)})'
 
 
-def c_signature(*items: tuple[str, str, str] | tuple[str, str, str, str]) -> list[Param]:
-    """Params from (name, ctype, role[, length]) tuples; role is in/out/inout/scalar."""
+def c_signature(*items: tuple[str, ...]) -> list[Param]:
+    """Params from (name, ctype, role[, length[, "partial"]]) tuples; role is
+    in/out/inout/scalar; "partial" marks an input a correct kernel need not read in full."""
     out = []
     for it in items:
         name, ctype, role = it[0], it[1], Role(it[2])
-        out.append(Param(name=name, ctype=ctype, role=role, length=it[3] if len(it) > 3 else None))
+        length = it[3] if len(it) > 3 else None
+        partial = len(it) > 4 and it[4] == "partial"
+        out.append(Param(name=name, ctype=ctype, role=role, length=length, partial_read=partial))
     return out
 
 

@@ -133,7 +133,8 @@ def _one_config(fn, task: Task, cfg: InputConfig, req: dict, libs: _Libs, ref_li
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=True, **errs, message=msg), True
     timing = Timing.of(tr.event_us)
     res = dict(base, correct=True, **errs, timing=timing, cpu_timing=cpu)
-    read = sum(a.nbytes for p, a in zip(task.signature, inputs, strict=True) if p.role in _READ)
+    read = sum(a.nbytes for p, a in zip(task.signature, inputs, strict=True)
+               if p.role in _READ and not p.partial_read)  # fmt: skip
     hack = escape_message(timing, Timing.of(tr.wall_us)) or roofline_message(
         read, timing, req["max_bandwidth_gbs"]
     )

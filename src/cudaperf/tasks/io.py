@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
@@ -32,6 +33,7 @@ from cudaperf.tasks.model import Task
 
 __all__ = [
     "TaskFileError",
+    "dataset_path",
     "load_sample",
     "load_tasks",
     "sample_path",
@@ -212,6 +214,20 @@ def _check_unique_ids(tasks: list[Task], where: Path) -> None:
 def sample_path() -> Path:
     """The folder of the bundled sample set (inside the installed package)."""
     return Path(str(resources.files("cudaperf.tasks") / "sample"))
+
+
+def dataset_path() -> Path | None:
+    """The measured CudaPerf dataset: $CUDAPERF_DATASET, else `data/tasks.jsonl.gz` of the
+    source checkout this package runs from, else of the current folder; None when absent
+    (a wheel install without the checkout)."""
+    env = os.environ.get("CUDAPERF_DATASET")
+    if env:
+        return Path(env)
+    for root in (Path(__file__).resolve().parents[3], Path.cwd()):
+        p = root / "data" / "tasks.jsonl.gz"
+        if p.is_file():
+            return p
+    return None
 
 
 def load_sample() -> list[Task]:

@@ -14,6 +14,7 @@ evaluator's job (`cudaperf.execute`).
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from enum import Enum
 from typing import Literal
@@ -82,11 +83,12 @@ class Role(str, Enum):
     SCALAR = "scalar"  # a plain value passed by value
 
 
-def length_names(expr: str) -> set[str]:
+@functools.lru_cache(maxsize=8192)
+def length_names(expr: str) -> frozenset[str]:
     """The identifiers an array length expression refers to (excluding min/max)."""
     tree = _parse_length(expr)
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    return names - {"min", "max"}
+    return frozenset(names - {"min", "max"})
 
 
 _LEN_NODES = (
@@ -109,6 +111,7 @@ _LEN_NODES = (
 )
 
 
+@functools.lru_cache(maxsize=8192)  # a dataset repeats a few hundred expressions; not mutated
 def _parse_length(expr: str) -> ast.Expression:
     try:
         tree = ast.parse(expr, mode="eval")
@@ -147,6 +150,10 @@ class Param(_Frozen):
     ctype: str  # element type without pointer or const, e.g. "float", "int" (see C_TYPES)
     role: Role  # in / out / inout for arrays (pointers), scalar for values
     length: str | None = None  # arrays only: element count as an expression over scalar params
+    # An input that a correct implementation need not read in full (a downscaling resize's
+    # image, a gather's table): the roofline check (no more input bytes per second than the
+    # card can move) does not count it, so an honest kernel reading a subset is not rejected.
+    partial_read: bool = False
 
     @field_validator("name")
     @classmethod
@@ -174,6 +181,10 @@ class Param(_Frozen):
                     "scalar parameters such as 'n' or 'rows*cols'"
                 )
             _parse_length(self.length)
+        if self.partial_read and self.role not in (Role.IN, Role.INOUT):
+            raise ValueError(
+                f"partial_read is for input arrays; {self.name!r} is {self.role.value}"
+            )
         return self
 
     @property

@@ -166,8 +166,8 @@ def _gather(rng: random.Random, index: int):
         ("n", "int", "scalar"),
         ("m", "int", "scalar"),
         ("idx", "int", "in", f"n*{nrows}" if nrows > 1 else "n"),
-        *([("perm", "int", "in", "m")] if two_level else []),
-        ("src", t, "in", f"m*{d}"),
+        *([("perm", "int", "in", "m", "partial")] if two_level else []),
+        ("src", t, "in", f"m*{d}", "partial"),  # only the rows idx names are read
         ("out", t, "out", f"n*{d}"),
     )
     rows, wrows, combine, ws = _gather_parts(rng, t, d, nrows, two_level, fname)

@@ -157,7 +157,7 @@ def resize2d(rng: random.Random, index: int):
         ("iw", "int", "scalar"),
         ("oh", "int", "scalar"),
         ("ow", "int", "scalar"),
-        ("in", t, "in", f"{nc}*ih*iw"),
+        ("in", t, "in", f"{nc}*ih*iw", "partial"),  # downscaling skips pixels
         ("out", t, "out", f"{nc}*oh*ow"),
     )
     post_c = f"({t})" + post if post else ""

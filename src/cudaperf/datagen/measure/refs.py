@@ -94,7 +94,8 @@ def _one_config(task: Task, cfg, lib, salt: int, out: Path, ci: int, cpu_trials:
     cpu_us = time_reference(task, lib, inputs, cpu_trials, 2.0) if cpu_trials > 0 else []
     arrays = []
     for i, (p, x, w) in enumerate(zip(task.signature, inputs, want, strict=True)):
-        entry: dict = {"name": p.name, "role": p.role.value, "dtype": p.dtype, "n": int(x.size)}
+        entry: dict = {"name": p.name, "role": p.role.value, "dtype": p.dtype, "n": int(x.size),
+                       "partial": p.partial_read}  # fmt: skip
         if p.role is Role.SCALAR:
             entry["value"] = x.item()
         if p.role in (Role.IN, Role.INOUT):

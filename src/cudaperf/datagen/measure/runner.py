@@ -67,7 +67,7 @@ class ConfigBuffers:
                 ptrs.append(self.work[i])
         self.args = (ctypes.c_void_p * max(len(ptrs), 1))(*ptrs)
         self.read_bytes = sum(self.nbytes[i] for i, a in enumerate(self.arrays)
-                              if a["role"] in ("in", "inout"))  # fmt: skip
+                              if a["role"] in ("in", "inout") and not a.get("partial"))  # fmt: skip
 
     def _upload(self) -> None:
         for i, a in enumerate(self.arrays):

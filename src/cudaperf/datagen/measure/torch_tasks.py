@@ -148,7 +148,9 @@ def prebuild(
     Workers are spawned, not forked: the caller may hold a CUDA context.
     """
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=jobs or os.cpu_count() or 1, mp_context=ctx)
+    # niced: the GPU loop's timing thread comes first (a preempted trial inflates its wall time)
+    pool = ProcessPoolExecutor(max_workers=jobs or os.cpu_count() or 1, mp_context=ctx,
+                               initializer=os.nice, initargs=(5,))  # fmt: skip
     futures = {}
     for t in tasks:
         names = _reference_names(t.source)

@@ -341,7 +341,7 @@ def _defined(toks: list[str]) -> set[str]:
     return {f.name for f in functions(toks)} | macros
 
 
-def _names(expr: str) -> set[str]:
+def _names(expr: str) -> frozenset[str]:
     return length_names(expr)
 
 
