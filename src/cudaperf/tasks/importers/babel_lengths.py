@@ -16,6 +16,12 @@ the identifiers in the C code's subscripts of that array, then is the simplest. 
 fits but every test declares the same length, that constant is the length. Otherwise the row
 is skipped.
 
+With `prefer_wrapper` the wrapper's expression wins whenever it fits at all (exact on one
+test or at least as long on all). The importer asks for this when the C reference overruns
+the lengths chosen from the tests: tests sometimes declare an array shorter than the C code
+uses (`float buf[1]` for a loop to `n = 3`), and then another scalar that happens to equal
+the declared length (`m = 1`) beats the wrapper's `n`.
+
 Guaranteed: the chosen expression only names scalar parameters and matches at least one
 parsed test or is at least the declared length on all of them. Not guaranteed: that it is
 large enough for other sizes.
@@ -65,6 +71,7 @@ def choose_length(
     int_scalars: list[str],
     wrapper_expr: str,
     subscript_names: set[str],
+    prefer_wrapper: bool = False,
 ) -> str | None:
     """The length expression for the array at parameter position `index`, or None."""
     lengths = [t[index].length for t in tests]  # type: ignore[union-attr]
@@ -87,6 +94,8 @@ def choose_length(
         from_wrapper = bool(wrapper_expr) and rank == 0
         overlap = len(length_names(expr) & subscript_names)
         key = (-exact, short, not from_wrapper, excess, -overlap, rank)
+        if prefer_wrapper:
+            key = (not from_wrapper, *key)
         if best is None or key < best[0]:
             best = (key, expr)
     if best is not None:

@@ -5,7 +5,9 @@ copies (`cudaMalloc`), copies inputs in and results out (`cudaMemcpy`), launches
 kernel and frees. In our shape the arrays already live on the device, so the adapted launcher
 keeps the wrapper's launch code (grid/block arithmetic, scratch buffers, the launch itself)
 and drops the allocations and copies of the device copies that mirror a parameter, renaming
-those device copies to the parameter. The wrapper's own array sizes (`cudaMalloc` /
+those device copies to the parameter. Host staging buffers that mirror a parameter the same
+way (`new[]` / `malloc`, `memcpy` in or out, `delete[]` / `free`; the wrapper then launches
+on host memory) are dropped likewise. The wrapper's own array sizes (`cudaMalloc` /
 `cudaMemcpy` byte counts over its scalar parameters) are returned too: the importer uses
 them as candidate array lengths.
 
@@ -32,7 +34,8 @@ from cudaperf.tasks.model import Task
 __all__ = ["Launcher", "adapt_wrapper"]
 
 _HOST_MEMORY = {"malloc", "calloc", "free", "new", "delete", "memcpy", "std", "memset"}
-_DROP_CALLS = {"cudaMalloc", "cudaMemcpy", "cudaFree"}
+_DROP_CALLS = {"cudaMalloc", "cudaMemcpy", "cudaFree", "memcpy", "free"}
+_ALLOCS = {"malloc", "calloc", "new"}
 
 
 @dataclass
@@ -47,6 +50,8 @@ class Launcher:
     # parameters ('' where the wrapper's arithmetic is not plain integer arithmetic)
     shapes: list[tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=list)
     unguarded: bool = False  # a launched kernel has no condition: every thread touches memory
+    # every such kernel ignores blockIdx: all blocks touch the same elements (one block counts)
+    same_blocks: bool = False
 
 
 def _statements(body: list[str]) -> list[list[str]]:
@@ -91,16 +96,19 @@ def _map_device_copies(stmts: list[list[str]], params: list[str]) -> tuple[dict,
     to_param: dict[str, str] = {}
     sizes: dict[str, list[str]] = {}
     for st in stmts:
-        if st[:2] not in (["cudaMalloc", "("], ["cudaMemcpy", "("]):
+        if st[:2] not in (["cudaMalloc", "("], ["cudaMemcpy", "("], ["memcpy", "("]):
             continue
         args = split_top(st[2 : find_close(st, 1)])
         if st[0] == "cudaMalloc" and len(args) == 2:
             sizes.setdefault(_ident(args[0]), args[1])
-        elif len(args) == 4:
+        elif len(args) == 4 or (st[0] == "memcpy" and len(args) == 3):
             dst, src = _ident(args[0]), _ident(args[1])
-            if "cudaMemcpyHostToDevice" in args[3] and src in params and dst not in params:
+            kind = args[3] if len(args) == 4 else ["memcpy"]
+            to_dev = "cudaMemcpyHostToDevice" in kind or (kind == ["memcpy"] and dst not in params)
+            to_host = "cudaMemcpyDeviceToHost" in kind or (kind == ["memcpy"] and dst in params)
+            if to_dev and src in params and dst not in params:
                 to_param[dst] = src
-            elif "cudaMemcpyDeviceToHost" in args[3] and dst in params and src not in params:
+            elif to_host and dst in params and src not in params:
                 to_param[src] = dst
             sizes.setdefault(dst if dst not in params else src, args[2])
     return to_param, sizes
@@ -117,6 +125,10 @@ def _drop(st: list[str], mapped: dict[str, str]) -> list[str] | None:
         args = split_top(st[2 : find_close(st, 1)])
         if any(_ident(a) in mapped for a in args[:2]):
             return None
+    if st[:1] == ["delete"] and _ident(st) in mapped:  # `delete [ ] staged ;`
+        return None
+    if st[1:2] == ["="] and st[0] in mapped and _ALLOCS & set(st):  # `staged = malloc(...)`
+        return None
     head = st[: st.index("=")] if "=" in st else st[:-1]
     is_decl = st[-1:] == [";"] and "*" in head and "(" not in head and head[0] not in mapped
     if is_decl and any(n in mapped for n in _declared_names(st)):
@@ -184,19 +196,23 @@ def adapt_wrapper(wrapper: str, cuda_code: str, task: Task) -> Launcher:
     body = [t for st in kept for t in _renamed(st, rename)]
     written = _kernel_writes(body, ctoks, {p.name for p in task.signature if p.is_array})
     renamed = [_renamed(st, rename) for st in kept]
+    unguarded = _unguarded(renamed, ctoks)
     return Launcher(
         code=_render(task, ctoks, body),
         sizes=sizes,
         written=written,
         shapes=launch_shapes(renamed),
-        unguarded=_unguarded(renamed, ctoks),
+        unguarded=bool(unguarded),
+        same_blocks=bool(unguarded) and not any("blockIdx" in k for k in unguarded),
     )
 
 
-def _unguarded(stmts: list[list[str]], ctoks: list[str]) -> bool:
-    """Whether some launched kernel has no bounds check: no `if`/`?:`/`return`/`while`, and
-    no `for` over a thread index (a grid-stride loop's condition is a bounds check)."""
+def _unguarded(stmts: list[list[str]], ctoks: list[str]) -> list[list[str]]:
+    """The bodies of the launched kernels without a bounds check: no `if`/`?:`/`return`/
+    `while`, and no `for` over a thread index (a grid-stride loop's condition is a bounds
+    check)."""
     defs = {f.name: f for f in functions(ctoks)}
+    out = []
     for st in stmts:
         if "<<<" in st and st.index("<<<") > 0 and st[st.index("<<<") - 1] in defs:
             f = defs[st[st.index("<<<") - 1]]
@@ -204,8 +220,8 @@ def _unguarded(stmts: list[list[str]], ctoks: list[str]) -> bool:
             if not {"if", "while", "?", "return", "switch"} & set(kbody) and not _thread_loop(
                 kbody
             ):
-                return True
-    return False
+                out.append(kbody)
+    return out
 
 
 def _thread_loop(kbody: list[str]) -> bool:

@@ -19,6 +19,9 @@ is whitespace-tokenised). Each row becomes one task:
   scale every *size* scalar (an integer scalar that appears in a length and is >= 1 in the
   largest test) by one common factor until the longest array has about 2**16 / 2**20
   elements; other scalars and the integer arrays' value ranges (often indices) are kept.
+  A config the row's launch cannot run on (`_launch_problem`: an empty grid or block, over
+  1024 threads per block, or a kernel without bounds checks given more threads than array
+  elements; one block's threads when that kernel ignores blockIdx) is left out.
 - **implementation** `babeltower`: the row's kernel with the wrapper adapted to our
   candidate shape (`babel_wrapper`).
 
@@ -27,7 +30,12 @@ is whitespace-tokenised). Each row becomes one task:
   under AddressSanitizer + UBSan (`babel_check`). A config that overruns an array, has
   undefined behaviour (e.g. signed overflow on a given INT_MAX), crashes or is too slow is
   dropped with its reason; a row left without a config is skipped; the last remaining given
-  test is held out when two or more remain. A given test whose integer value does not fit
+  test is held out when two or more remain. A row whose reference overruns an array on some
+  config is rebuilt with the wrapper's allocation sizes as lengths wherever they fit the tests
+  (tests sometimes declare an array shorter than the C code uses, and a scalar equal to that
+  declared length then wins over the wrapper's) and checked again; the rebuilt task is kept
+  when more of its configs run cleanly (`summary()["reference_check"]["wrapper_lengths"]`
+  counts them). A given test whose integer value does not fit
   its C type is left out when parsed. `summary()["reference_check"]` says what ran.
 
 Guaranteed: every row is imported or skipped with a reason, and every dropped config is
@@ -312,7 +320,8 @@ def _launch_problem(launch: Launcher, sig: list[Param], sizes: dict) -> str:
     CUDA rejects a launch with a zero grid or block dimension, more than 1024 threads per
     block, or a grid y/z above 65535 (cudaErrorInvalidValue / InvalidConfiguration); a
     kernel without any condition (no bounds check) must not launch more threads than the
-    shortest array it is given has elements.
+    shortest array it is given has elements; when no such kernel reads blockIdx, every block
+    touches the same elements and only one block's threads count.
     """
     lengths = [eval_length(p.length, sizes) for p in sig if p.is_array]
     if min(lengths) == 0:
@@ -330,7 +339,7 @@ def _launch_problem(launch: Launcher, sig: list[Param], sizes: dict) -> str:
         if any(v is not None and v > 65535 for v in g[1:]) or (g[0] or 0) >= 2**31:
             return "a launch with a grid dimension over CUDA's limit"
         if launch.unguarded and None not in g + b:
-            threads = g[0] * g[1] * g[2] * b[0] * b[1] * b[2]
+            threads = (1 if launch.same_blocks else g[0] * g[1] * g[2]) * b[0] * b[1] * b[2]
             if threads > min(lengths):
                 return "more threads than array elements for a kernel without bounds checks"
     return ""
@@ -361,14 +370,22 @@ def _shell(entry: str, params: list, roles: dict[str, Role], scalars: list[str])
     )
 
 
-def _with_lengths(shell: Task, tests: list, sizes: dict[str, str], body: list[str]) -> list[Param]:
+def _with_lengths(
+    shell: Task, tests: list, sizes: dict[str, str], body: list[str], prefer_wrapper: bool
+) -> list[Param]:
     scalar_at = {i: p.name for i, p in enumerate(shell.signature) if not p.is_array}
     ints = [p.name for p in shell.signature if not p.is_array and p.ctype in _INT_TYPES]
     sig = []
     for i, p in enumerate(shell.signature):
         if p.is_array:
             length = choose_length(
-                i, tests, scalar_at, ints, sizes.get(p.name, ""), _subscript_names(body, p.name)
+                i,
+                tests,
+                scalar_at,
+                ints,
+                sizes.get(p.name, ""),
+                _subscript_names(body, p.name),
+                prefer_wrapper,
             )
             if length is None:
                 raise _Skip("cannot infer an array length from the wrapper or the tests")
@@ -394,8 +411,11 @@ def row_task(row: dict) -> Task:
     return _row_task(row)[0]
 
 
-def _row_task(row: dict) -> tuple[Task, list[str], list[str]]:
-    """The task, the given tests left out (each as `testN: reason`), the C body's tokens."""
+def _row_task(row: dict, prefer_wrapper: bool = False) -> tuple[Task, list[str], list[str]]:
+    """The task, the given tests left out (each as `testN: reason`), the C body's tokens.
+
+    `prefer_wrapper`: array lengths from the wrapper wherever they fit the tests at all
+    (`babel_lengths.choose_length`)."""
     toks = tokenize(row["cpp_code"])
     fn = _entry(row, toks)
     params = _signature(fn, toks)
@@ -416,7 +436,7 @@ def _row_task(row: dict) -> tuple[Task, list[str], list[str]]:
             row["cuda_wrapper"], row["cuda_code"], _shell(fn.name, params, roles, scalars)
         )
     shell = _shell(fn.name, params, roles, scalars)
-    sig = _with_lengths(shell, tests, launch.sizes, body)
+    sig = _with_lengths(shell, tests, launch.sizes, body, prefer_wrapper)
     given = _test_configs(sig, tests)
     configs = [c for c in given if not _launch_problem(launch, sig, c.sizes)]
     dropped = out_of_range + [
@@ -506,6 +526,40 @@ def _apply_check(
     return task.model_copy(update=update), dropped
 
 
+def _clean(task: Task, problems: dict[str, babel_check.Problem]) -> int:
+    return sum(c.name not in problems for c in task.configs)
+
+
+def _retry_with_wrapper_lengths(
+    rows: list[tuple[int, Task, list[str], list[str]]],
+    raw: list[dict],
+    found: list[dict[str, babel_check.Problem]],
+    jobs: int | None,
+) -> int:
+    """Rows whose C reference overran on some config, rebuilt with the wrapper's array
+    lengths wherever they fit the tests (`_row_task(prefer_wrapper=True)`) and checked
+    again; a rebuilt task replaces the row's (in `rows` and `found`) when more of its
+    configs run cleanly. Returns how many were replaced."""
+    alts: list[tuple[int, tuple[Task, list[str], list[str]]]] = []
+    for k, problems in enumerate(found):
+        if not any(p.kind == "overrun" for p in problems.values()):
+            continue
+        try:
+            alt = _row_task(raw[k], prefer_wrapper=True)
+        except _Skip:
+            continue
+        if [p.length for p in alt[0].signature] != [p.length for p in rows[k][1].signature]:
+            alts.append((k, alt))
+    checked = babel_check.check_tasks([a[0] for _, a in alts], jobs=jobs)
+    replaced = 0
+    for (k, (task, dropped, body)), problems in zip(alts, checked, strict=True):
+        if _clean(task, problems) > _clean(rows[k][1], found[k]):
+            rows[k] = (rows[k][0], task, dropped, body)
+            found[k] = problems
+            replaced += 1
+    return replaced
+
+
 def _check_mode(check_references: bool | None, validate: bool) -> tuple[bool, str]:
     """(run the check, what to report)."""
     wanted = validate if check_references is None else check_references
@@ -541,6 +595,7 @@ def import_babeltower(
         )
     report = ImportReport("babeltower")
     rows: list[tuple[int, Task, list[str], list[str]]] = []
+    raw: list[dict] = []
     for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
@@ -560,9 +615,11 @@ def import_babeltower(
             report.skip(f"row {row['id']}", str(e))
             continue
         rows.append((row["id"], task, dropped, body))
+        raw.append(row)
     check, mode = _check_mode(check_references, validate)
     t0 = time.monotonic()
     found = babel_check.check_tasks([t for _, t, _, _ in rows], jobs=jobs) if check else []
+    retried = _retry_with_wrapper_lengths(rows, raw, found, jobs) if check else 0
     for k, (rid, task, dropped, body) in enumerate(rows):
         for d in dropped:  # the row is imported without these given tests
             name, why = d.split(": ", 1)
@@ -578,6 +635,7 @@ def import_babeltower(
     report.notes["reference_check"] = {
         "mode": mode,
         "configs_checked": sum(len(t.configs) for _, t, _, _ in rows) if check else 0,
+        "wrapper_lengths": retried,
         "seconds": round(time.monotonic() - t0, 1),
     }
     report.notes["configs"] = sum(len(t.configs) for t in report.tasks)
