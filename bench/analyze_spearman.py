@@ -1,7 +1,8 @@
 """Spearman between the analyzer's structural score and measured speed, within each task.
 
     python bench/analyze_spearman.py [TASKS] [--gpu NAME] [--speed largest|geomean]
-        [--workers N] [--no-ptxas] [--min-impls 2] [--cache-dir DIR] [--out FILE]
+        [--workers N] [--no-ptxas] [--min-impls 2] [--cache-dir DIR] [--splits FILE]
+        [--out FILE]
 
 TASKS is any task file or folder with measured implementations (default: the bundled sample
 set, measured on an H200). Per implementation: the analyzer's score (mean over its kernels),
@@ -15,7 +16,10 @@ Reports the per-task Spearman rho (tasks with >= --min-impls implementations who
 differ), its mean and median, the fraction of tasks with rho > 0, per-family means, the share
 of within-task pairs >= 1.2x apart that the score orders correctly, and for each score
 component and each feature the mean within-task Spearman with speed: the most negative ones
-are the features that mislead. The analysis runs in a process pool (thousands of
+are the features that mislead. With `--splits` (a data/splits.json: family → train /
+validation / test) the headline statistics are also reported for the train families and for
+the held-out (validation + test) families, so that score changes chosen on train can be
+checked on families they never saw. The analysis runs in a process pool (thousands of
 implementations); `--no-ptxas` skips nvcc (no registers, spills or occupancy), which is
 about 10x faster. Writes --out (default bench/results/analyze_spearman.json) and prints a
 short table. CPU only: the timings are the stored measurements.
@@ -166,6 +170,23 @@ def summarise(rows: list[dict], families: dict[str, str], min_impls: int) -> dic
     }
 
 
+_HEADLINE = ("tasks_with_rho", "spearman_mean", "spearman_median", "fraction_rho_positive",
+             "pairs_ge_1.2x", "pairwise_accuracy")  # fmt: skip
+
+
+def per_split(rows: list[dict], families: dict[str, str], min_impls: int, path: Path) -> dict:
+    """Headline statistics on the train families and on the held-out (validation + test)."""
+    split = json.loads(path.read_text())["families"]
+    out = {}
+    for name, keep in (("train", {"train"}), ("held_out", {"validation", "test"})):
+        sub = [r for r in rows if split.get(families[r["task"]]) in keep]
+        summ = summarise(sub, families, min_impls)
+        out[name] = {k: summ[k] for k in _HEADLINE} | {
+            "families": sorted({families[r["task"]] for r in sub})
+        }
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tasks", nargs="?", type=Path, help="task file/folder (default: sample)")
@@ -175,6 +196,7 @@ def main() -> None:
     ap.add_argument("--no-ptxas", action="store_true", help="skip nvcc/ptxas resources")
     ap.add_argument("--min-impls", type=int, default=2, help="implementations per task")
     ap.add_argument("--cache-dir", default=None, help="ptxas result cache")
+    ap.add_argument("--splits", type=Path, default=None, help="family splits (splits.json)")
     ap.add_argument("--out", type=Path, default=Path("bench/results/analyze_spearman.json"))
     args = ap.parse_args()
     tasks = load_tasks(args.tasks) if args.tasks else load_sample()
@@ -199,6 +221,8 @@ def main() -> None:
                      "speed": speed, **res})  # fmt: skip
     families = {t.id: t.family for t in tasks}
     summary = summarise(rows, families, args.min_impls)
+    if args.splits:
+        summary["per_split"] = per_split(rows, families, args.min_impls, args.splits)
     out = {
         "gpu": args.gpu, "speed": args.speed, "ptxas": not args.no_ptxas,
         "tasks": len({r["task"] for r in rows}), "implementations": len(rows),
@@ -221,6 +245,11 @@ def _print(out: dict) -> None:
           f"{out['fraction_rho_positive']}; tasks with >= 3 implementations: mean "
           f"{out['spearman_mean_tasks_ge3']}; pairs >= 1.2x ordered: "
           f"{out['pairwise_accuracy']}")  # fmt: skip
+    for name, v in out.get("per_split", {}).items():
+        print(f"  {name} families ({len(v['families'])}): {v['tasks_with_rho']} tasks, mean "
+              f"{v['spearman_mean']}, median {v['spearman_median']}, rho > 0 in "
+              f"{v['fraction_rho_positive']}, pairs >= 1.2x ordered: "
+              f"{v['pairwise_accuracy']}")  # fmt: skip
     print("\nper family:  " + ", ".join(f"{k} {v}" for k, v in out["per_family"].items()))
     print(f"\n{'score component':<40}{'mean rho':>10}{'tasks':>7}")
     for k, v in out["components_vs_speed"].items():

@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from cudaperf.analyze import FEATURES, RULES, AnalyzeConfig, analyze, score_features
+from cudaperf.analyze.report import score_components
 
 KERNELS = Path(__file__).parent / "kernels"
 
@@ -45,15 +46,33 @@ def test_score_orders_known_pairs():
 
 def test_score_components():
     cfg = AnalyzeConfig()
+    w, total = cfg.weights, sum(cfg.weights.model_dump().values())
     base = dict.fromkeys(FEATURES)
     base.update(global_accesses=2, coalesced_fraction=1.0, unknown_accesses=0,
                 vector_width_max=16, shared_bank_conflict_degree_max=1, divergent_barriers=0,
-                spill_bytes=0, theoretical_occupancy=1.0, arithmetic_intensity=1e9)  # fmt: skip
+                spill_bytes=0, theoretical_occupancy=1.0, arithmetic_intensity=1e9,
+                shared_staging=1)  # fmt: skip
     assert score_features(base, cfg) == pytest.approx(1.0)
-    assert score_features({**base, "divergent_barriers": 1}, cfg) == pytest.approx(0.9)
-    assert score_features({**base, "coalesced_fraction": 0.0}, cfg) == pytest.approx(0.7)
+    assert score_features({**base, "divergent_barriers": 1}, cfg) == pytest.approx(
+        1.0 - w.barriers / total
+    )
+    assert score_features({**base, "coalesced_fraction": 0.0}, cfg) == pytest.approx(
+        1.0 - w.coalescing / total
+    )
+    # a 2-way conflict halves the shared-memory staging credit
     two_way = score_features({**base, "shared_bank_conflict_degree_max": 2}, cfg)
-    assert two_way == pytest.approx(1.0 - 0.5 * cfg.weights.bank_conflicts)
+    assert two_way == pytest.approx(1.0 - 0.5 * w.reuse / total)
+    # no shared memory at all: no conflict to pay for, but no reuse credit either
+    plain = score_features({**base, "shared_staging": 0}, cfg)
+    assert plain == pytest.approx(1.0 - w.reuse / total)
+    assert two_way > plain
+    # register blocking or warp shuffles reuse data as well
+    assert score_features(
+        {**base, "shared_staging": 0, "register_tile_elems": 16}, cfg
+    ) == pytest.approx(1.0)
+    assert score_features({**base, "shared_staging": 0, "warp_shuffles": 2}, cfg) == pytest.approx(
+        1.0
+    )
 
 
 HIST_NAIVE = """
@@ -154,10 +173,89 @@ def test_register_blocking_and_rare_conflicts_are_not_penalised():
     base = dict.fromkeys(FEATURES)
     base.update(global_accesses=2, coalesced_fraction=1.0, unknown_accesses=0,
                 vector_width_max=16, shared_bank_conflict_degree_max=1, divergent_barriers=0,
-                spill_bytes=0, theoretical_occupancy=0.25, arithmetic_intensity=1e9)  # fmt: skip
+                spill_bytes=0, theoretical_occupancy=0.25, arithmetic_intensity=1e9,
+                shared_staging=1)  # fmt: skip
+    total = sum(cfg.weights.model_dump().values())
     low = score_features(base, cfg)
     assert score_features({**base, "register_tile_elems": 16}, cfg) == pytest.approx(1.0)
-    assert low == pytest.approx(1.0 - 0.5 * cfg.weights.occupancy)
+    assert low == pytest.approx(1.0 - 0.5 * cfg.weights.occupancy / total)
     assert score_features({**base, "contended_atomics": 1}, cfg) == pytest.approx(
-        low - 0.5 * cfg.weights.atomics
+        low - 0.5 * cfg.weights.atomics / total
     )
+
+
+TRANSPOSE_STRIDED = """
+__global__ void transpose_naive(int n, const float* in, float* out) {
+    int c = blockIdx.x * 32 + threadIdx.x, r = blockIdx.y * 32 + threadIdx.y;
+    if (r < n && c < n) out[(long long)r * n + c] = in[(long long)c * n + r];
+}
+"""
+
+TRANSPOSE_TILED_2WAY = """
+__global__ void transpose_tiled(int n, const float* in, float* out) {
+    __shared__ float tile[32][32 + 2];  // padded by 2 words: column reads are 2-way
+    int c = blockIdx.x * 32 + threadIdx.x, r = blockIdx.y * 32 + threadIdx.y;
+    if (r < n && c < n) tile[threadIdx.y][threadIdx.x] = in[(long long)r * n + c];
+    __syncthreads();
+    c = blockIdx.y * 32 + threadIdx.x, r = blockIdx.x * 32 + threadIdx.y;
+    if (r < n && c < n) out[(long long)r * n + c] = tile[threadIdx.x][threadIdx.y];
+}
+"""
+
+
+def test_tiled_with_conflict_scores_above_naive_strided():
+    cfg = AnalyzeConfig(resources=False)
+    (naive,) = analyze(TRANSPOSE_STRIDED, config=cfg)
+    (tiled,) = analyze(TRANSPOSE_TILED_2WAY, config=cfg)
+    assert tiled.features["shared_staging"] == 1
+    assert tiled.features["shared_bank_conflict_degree_max"] == 2
+    assert naive.features["shared_staging"] == 0
+    assert tiled.score > naive.score
+
+
+UNUSED_SHARED = """
+__global__ void copy(int n, const float* in, float* out) {
+    __shared__ float unused[256];
+    __shared__ float written[256];
+    float dead[16];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    written[threadIdx.x] = in[i];
+    __syncthreads();
+    if (i < n) out[i] = in[i];
+}
+"""
+
+
+def test_unused_shared_and_local_arrays_earn_no_reuse():
+    cfg = AnalyzeConfig(resources=False)
+    (r,) = analyze(UNUSED_SHARED, config=cfg)
+    assert r.features["shared_staging"] == 0  # written but never read
+    assert r.features["register_tile_elems"] == 0  # declared, never used
+    assert score_components(r.features, cfg)["reuse"] == 0.0
+
+
+def test_intensity_sees_type_macros_and_cooperative_loops():
+    code = """
+#define T double
+#define TS 32
+__global__ void mm(int n, const T* a, const T* b, T* c) {
+    __shared__ T As[TS][TS + 1], Bs[TS][TS + 1];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    T acc = 0;
+    for (int k0 = 0; k0 < 1024; k0 += TS) {
+        for (int e = tx; e < TS; e += 32) As[ty][e] = a[ty * n + k0 + e];
+        Bs[ty][tx] = b[(k0 + ty) * n + tx];
+        __syncthreads();
+        for (int k = 0; k < TS; ++k) acc += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+    }
+    c[ty * n + tx] = acc;
+}
+"""
+    (r,) = analyze(code, config=AnalyzeConfig(resources=False))
+    f = r.features
+    assert f["intensity_exact"] == 1  # the cooperative e-loop counts thread 0's one trip
+    # 32 slabs x 32 multiply-adds (2 FLOP) over 32 x 2 loads + 1 store (a macro element type
+    # counts 4 bytes in the global traffic)
+    assert f["flops_per_thread"] == 32 * 32 * 2
+    assert f["global_bytes_per_thread"] == 32 * 2 * 4 + 4

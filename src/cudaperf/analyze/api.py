@@ -197,6 +197,11 @@ def _features(accesses, st, inten, res, occ, k: Kernel, block: int, dyn: int) ->
         unknown_accesses=sum(a.pattern == "unknown" for a in g),
         sectors_per_request_est=sum(sectors) / len(sectors) if sectors else None,
         shared_accesses=len(sh),
+        shared_staging=int(
+            any(a.kind != "load" for a in sh)
+            and any(a.kind != "store" for a in sh)
+            and st.syncthreads + st.syncwarps > 0
+        ),
         shared_bank_conflict_degree_max=max(degrees, default=1),
         syncthreads=st.syncthreads,
         divergent_barriers=len(st.divergent_lines),

@@ -10,7 +10,9 @@ What is counted (per thread, each statement weighted by the trip counts of its l
 - Bytes: every global access of `access.find_accesses` moves its element size; read-modify-
   write (`x[i] += ...`, atomics) moves it twice. Caches are ignored: this is traffic the
   thread asks for, not DRAM traffic.
-- Trip counts: a `for` loop with constant start, bound and step (`+=`, `-=`, `++`, `--`, `*=2`,
+- Trip counts: a `for` loop with constant start (or a start that is a constant plus the
+  thread index, as in a block-cooperative `for (k = threadIdx.x; k < TILE; k += 128)`
+  staging loop: thread 0's count is used), bound and step (`+=`, `-=`, `++`, `--`, `*=2`,
   `>>=1`, ...) has a known trip count; every other loop (symbolic bounds, `while`, `do`)
   is assumed to run `unknown_trip_count` times and `intensity_exact` becomes 0.
 
@@ -26,12 +28,14 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from cudaperf.analyze.access import Access
-from cudaperf.analyze.index import Scope
+from cudaperf.analyze.index import TX, TY, TZ, Scope, thread_dependent
 from cudaperf.analyze.parse import Kernel
 
 __all__ = ["Intensity", "LoopWeights", "estimate_intensity", "trip_count"]
 
-_FLOAT_TYPES = re.compile(r"\b(float\d?|double\d?|half2?|__half2?|__nv_bfloat162?|bfloat16)\b")
+_FLOAT_TYPES = re.compile(
+    r"\b(float\d?|double\d?|half2?|__half2?|__nv_bfloat162?|bfloat16|scalar_t|accscalar_t)\b"
+)
 _MATH = re.compile(
     r"^(__)?(exp|exp2|exp10|log|log2|log10|sqrt|rsqrt|sin|cos|tan|tanh|sinh|cosh|pow|fmax|fmin"
     r"|fabs|erf|ceil|floor|rint|round|fdivide|frcp|fsqrt_rn|fdiv_rn|fadd_rn|fmul_rn|h\w+)f?"
@@ -113,6 +117,8 @@ def _init_value(loop: Node, var: str, scope: Scope) -> int | None:
             val = n.child_by_field_name("value") or n.child_by_field_name("right")
             if left is not None and left.text.decode() == var and val is not None:
                 v = scope.value(val)
+                if thread_dependent(v):  # block-cooperative loop: count thread 0's trips
+                    v = v.subs({TX: 0, TY: 0, TZ: 0})
                 return int(v) if v.is_Integer else None
     return None
 
@@ -142,14 +148,20 @@ class _Types:
     """Which names hold floating-point values in one kernel."""
 
     def __init__(self, kernel: Kernel):
-        self.floats: set[str] = {n for n, t in kernel.params.items() if _FLOAT_TYPES.search(t)}
+        aliases = _float_aliases(kernel.node)
+        self.float_type = (
+            re.compile(rf"{_FLOAT_TYPES.pattern}|\b({'|'.join(map(re.escape, aliases))})\b")
+            if aliases
+            else _FLOAT_TYPES
+        )
+        self.floats: set[str] = {n for n, t in kernel.params.items() if self.float_type.search(t)}
         stack = [kernel.body]
         while stack:
             n = stack.pop()
             stack.extend(n.children)
             if n.type == "declaration":
                 typ = n.child_by_field_name("type")
-                if typ is not None and _FLOAT_TYPES.search(typ.text.decode()):
+                if typ is not None and self.float_type.search(typ.text.decode()):
                     for d in n.children_by_field_name("declarator"):
                         self.floats.add(_declared_name(d))
 
@@ -166,7 +178,7 @@ class _Types:
         if t in ("parenthesized_expression", "unary_expression"):
             return self.is_float(n.named_children[-1])
         if t == "cast_expression":
-            return bool(_FLOAT_TYPES.search(n.child_by_field_name("type").text.decode()))
+            return bool(self.float_type.search(n.child_by_field_name("type").text.decode()))
         if t == "binary_expression" and n.child_by_field_name("operator").text.decode() in _ARITH:
             return self.is_float(n.child_by_field_name("left")) or self.is_float(
                 n.child_by_field_name("right")
@@ -175,6 +187,40 @@ class _Types:
             name = n.child_by_field_name("function").text.decode()
             return bool(_MATH.match(name) or _FMA.match(name))
         return False
+
+
+def _float_aliases(node: Node) -> set[str]:
+    """File-level names of floating-point types: `#define T float`, `typedef double real;`,
+    `using T = float;` (generated kernels often spell their element type this way)."""
+    root = node
+    while root.parent is not None:
+        root = root.parent
+    out: set[str] = set()
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "preproc_def":
+            name, val = n.child_by_field_name("name"), n.child_by_field_name("value")
+            if (
+                name is not None
+                and val is not None
+                and _FLOAT_TYPES.fullmatch(
+                    re.sub(r"\b(const|volatile)\b", "", val.text.decode()).strip()
+                )
+            ):
+                out.add(name.text.decode())
+        elif n.type in ("type_definition", "alias_declaration"):
+            typ = n.child_by_field_name("type")
+            names = n.children_by_field_name("declarator") or [n.child_by_field_name("name")]
+            if typ is not None and _FLOAT_TYPES.search(typ.text.decode()):
+                out.update(
+                    d.text.decode()
+                    for d in names
+                    if d is not None and d.type in ("type_identifier", "identifier")
+                )
+        elif n.type not in ("function_definition",):
+            stack.extend(n.children)
+    return out
 
 
 def _declared_name(d: Node) -> str:

@@ -17,9 +17,9 @@ it is not limited to one thread per warp or block by an equality test on the thr
 shared memory or a warp/block reduction first removes most of them.
 
 `register_tile_elems` is the size of the largest per-thread local array with constant
-extents (e.g. `float acc[4][4]` = 16): register blocking, where each thread keeps several
-independent accumulators and so hides latency with instruction-level parallelism rather than
-with resident warps.
+extents that is both written and read (e.g. `float acc[4][4]` = 16; an unused array counts
+nothing): register blocking, where each thread keeps several independent accumulators and
+so hides latency with instruction-level parallelism rather than with resident warps.
 """
 
 from __future__ import annotations
@@ -248,8 +248,9 @@ def _has_thread_equality(cond: Node, scope: Scope) -> bool:
 
 
 def register_tile_elems(kernel: Kernel, scope: Scope) -> int:
-    """Elements of the largest non-`__shared__` local array with constant extents (0: none)."""
-    best = 0
+    """Elements of the largest non-`__shared__` local array with constant extents that the
+    kernel both writes and reads (0: none; an array never used earns nothing)."""
+    sizes: dict[str, int] = {}
     stack = [kernel.body]
     while stack:
         n = stack.pop()
@@ -273,5 +274,41 @@ def register_tile_elems(kernel: Kernel, scope: Scope) -> int:
                 size *= int(v)
                 d = d.child_by_field_name("declarator")
             if d is not None and d.type == "identifier" and size > 1:
-                best = max(best, size)
-    return best
+                sizes[d.text.decode()] = max(size, sizes.get(d.text.decode(), 0))
+    used = _written_and_read(kernel.body, set(sizes))
+    return max((v for k, v in sizes.items() if k in used), default=0)
+
+
+def _written_and_read(body: Node, names: set[str]) -> set[str]:
+    """The local arrays of `names` whose elements the kernel both assigns and reads."""
+    reads: set[str] = set()
+    writes: set[str] = set()
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        stack.extend(n.children)
+        if n.type != "subscript_expression" or (
+            n.parent is not None and n.parent.type == "subscript_expression"
+        ):
+            continue
+        root = n
+        while root.type == "subscript_expression":
+            root = root.child_by_field_name("argument")
+        name = root.text.decode()
+        if name not in names:
+            continue
+        par = n.parent
+        if (
+            par is not None
+            and par.type == "assignment_expression"
+            and (par.child_by_field_name("left") == n)
+        ):
+            writes.add(name)
+            if par.child_by_field_name("operator").text != b"=":
+                reads.add(name)
+        elif par is not None and par.type == "update_expression":
+            reads.add(name)
+            writes.add(name)
+        else:
+            reads.add(name)
+    return reads & writes
