@@ -141,8 +141,9 @@ def main(argv: list[str] | None = None) -> int:
             "slowest_us": _quantiles([r["slowest_us"] for r in rs]),
             "share_slowest_ge_50us": round(sum(r["slowest_us"] >= 50 for r in rs) / len(rs), 4),
             "share_fastest_ge_50us": round(sum(r["fastest_us"] >= 50 for r in rs) / len(rs), 4),
-            "winning_strategies": dict(Counter(s for r in rs for s in r["fastest_strategies"])
-                                       .most_common(12)),  # fmt: skip
+            "winning_strategies": dict(
+                Counter(s for r in rs for s in r["fastest_strategies"]).most_common(12)
+            ),  # fmt: skip
             "rel_iqr_max_median": statistics.median(r["rel_iqr_max"] for r in rs),
         }
     fam = defaultdict(list)
