@@ -1,9 +1,11 @@
 """The offline ranker on held-out families: accuracy, baselines, calibration, CPU inference time.
 
     python bench/rank_eval.py [--tasks data/tasks.jsonl] [--ablate-resources]
+                              [--objectives lambdarank,bt]
                               [--neural DIR | --train-neural [--backbone smollm2 --max-steps N]]
 
-Trains the feature ranker on the training families' measured pairs (the dataset's family
+Trains the feature rankers (LightGBM LambdaRank, the default, and Bradley–Terry for
+comparison) on the training families' measured data (the dataset's family
 splits: splits.json next to --tasks), evaluates on the validation + test families (pairs
 >= --min-ratio apart, and every pair), and optionally the neural ranker (a trained folder, or
 trained here: needs a GPU for a real run). Prints a table, writes --out-json (with the dataset
@@ -26,7 +28,6 @@ from pathlib import Path
 
 import numpy as np
 
-from cudaperf.rank.bt import BTModel
 from cudaperf.rank.metrics import calibration_bins, evaluate, pair_probabilities, strength_table
 from cudaperf.rank.pairs import build_pairs, read_splits, tasks_in_split
 from cudaperf.rank.ranker import TrainConfig, provenance, score_many, train_feature_ranker
@@ -40,7 +41,7 @@ ROWS = [("pairwise_accuracy", "acc >= min ratio"), ("all_acc", "acc, all pairs")
         ("baseline_random_accuracy", "baseline: random")]  # fmt: skip
 
 
-def inference_seconds(model: BTModel, task, n: int = 64, repeats: int = 3) -> tuple[float, float]:
+def inference_seconds(model, task, n: int = 64, repeats: int = 3) -> tuple[float, float]:
     """Median (wall, CPU) seconds of `score_many` on `n` never-seen candidates (cold caches).
 
     CPU time is reported too: wall time on a shared machine includes other processes' load.
@@ -124,7 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", type=Path, default=None, help="default: the bundled sample set")
     ap.add_argument("--splits", type=Path, default=None, help="default: splits.json by --tasks")
     ap.add_argument("--min-ratio", type=float, default=1.2)
-    ap.add_argument("--l2", type=float, default=1e-2)
+    ap.add_argument("--l2", type=float, default=1e-2, help="bt objective's L2")
+    ap.add_argument(
+        "--objectives",
+        default="lambdarank,bt",
+        help="feature models to train: lambdarank (the default ranker), bt",
+    )
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--cache-dir", default=str(Path.home() / ".cache/cudaperf/rank-features"))
     ap.add_argument(
@@ -152,11 +158,13 @@ def main(argv: list[str] | None = None) -> int:
     sp = sp if sp is not None and sp.is_file() else None
     splits = read_splits(sp) if sp else None
     results, curves, models = {}, {}, {}
-    settings = [args.resources] + ([not args.resources] if args.ablate_resources else [])
-    for res in settings:
-        name = "feature+ptxas" if res else "feature"
+    settings = [(args.resources, o) for o in args.objectives.split(",")]
+    settings += [(not args.resources, "lambdarank")] if args.ablate_resources else []
+    for res, objective in settings:
+        name = ("feature+ptxas" if res else "feature") + ("" if objective == "lambdarank"
+                                                          else f"-{objective}")  # fmt: skip
         cfg = TrainConfig(l2=args.l2, resources=res, workers=args.workers,
-                          cache_dir=args.cache_dir)  # fmt: skip
+                          cache_dir=args.cache_dir, objective=objective)  # fmt: skip
         t0 = time.perf_counter()
         m = train_feature_ranker(tasks, splits, cfg, source=str(args.tasks or "sample set"))
         train_s = time.perf_counter() - t0

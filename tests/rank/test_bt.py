@@ -70,7 +70,24 @@ def test_load_errors(tmp_path):
         load_model(tmp_path / "missing.json")
 
 
-def test_no_default_weights_ship_yet():
+def test_missing_default_weights_say_how_to_train(monkeypatch, tmp_path):
+    import cudaperf.rank.bt as bt
+
+    monkeypatch.setattr(bt, "default_weights_path", lambda: tmp_path / "none.json")
     with pytest.raises(ModelNotTrainedError, match="not been trained on measured data") as e:
         load_default()
     assert "cudaperf rank train" in str(e.value) and "tasks attach" in str(e.value)
+
+
+def test_the_shipped_default_was_trained_on_the_measured_dataset():
+    """The packaged weights carry their provenance and held-out metrics (`rank train --ship`)."""
+    from cudaperf.rank.lambdarank import LambdaRankModel
+
+    m = load_default()
+    assert isinstance(m, LambdaRankModel) and m.analyzer == {"resources": False, "arch": "sm_90"}
+    t = m.training
+    assert t["gpus"] == ["NVIDIA H200"] and t["pairs"] > 10_000 and t["dataset_sha256"]
+    h = t["heldout_metrics"]
+    assert h["pairs"] >= 1000 and h["pairwise_accuracy"] >= 0.85
+    assert h["pairwise_accuracy"] > h["baseline_structural_accuracy"]
+    assert not set(t["heldout_families"]) & set(t["families"])

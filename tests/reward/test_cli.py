@@ -57,3 +57,18 @@ def test_reward_errors(tmp_path):
     empty.write_text("```python\nprint(1)\n```\n")
     res = runner.invoke(app, ["reward", "c2cuda/saxpy", str(empty)])
     assert res.exit_code == 2 and "Format error" in res.output
+
+
+def test_ranker_option_picks_the_packaged_ranker_none_or_a_file(tmp_path):
+    from cudaperf.cli.reward import scorer_for
+    from cudaperf.tasks.io import load_sample
+
+    (task,) = [t for t in load_sample() if t.id.endswith("c2cuda/saxpy")]
+    s = scorer_for(task, "unified", True, tmp_path, "default")
+    rs = s.rank(task, VEC4.read_text())
+    assert rs is not None and 0.0 <= rs.score <= 1.0 and rs.model.startswith("feature-")
+    assert scorer_for(task, "unified", True, tmp_path, "none").ranker is None
+    assert scorer_for(task, "outcome_only", True, tmp_path, "default").ranker is None
+    res = runner.invoke(app, ["reward", "c2cuda/saxpy", str(VEC4), "--ranker",
+                              str(tmp_path / "nope.json")])  # fmt: skip
+    assert res.exit_code == 2 and "--ranker" in res.output

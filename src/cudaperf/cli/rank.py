@@ -79,11 +79,13 @@ def _progress(what: str):
     return update
 
 
-def _train_feature(tasks, splits, out, l2, min_ratio, no_resources, arch, workers, cache, src):
+def _train_feature(tasks, splits, out, l2, min_ratio, no_resources, arch, workers, cache, src,
+                   objective):  # fmt: skip
     from cudaperf.rank.ranker import TrainConfig, train_feature_ranker
 
     cfg = TrainConfig(l2=l2, min_ratio=min_ratio, resources=not no_resources, arch=arch,
-                      workers=workers, cache_dir=str(cache) if cache else None)  # fmt: skip
+                      workers=workers, cache_dir=str(cache) if cache else None,
+                      objective=objective)  # fmt: skip
     model = train_feature_ranker(tasks, splits, cfg, source=src,
                                  progress=_progress("features"))  # fmt: skip
     return model, model.save(out / "feature_ranker.json")
@@ -96,7 +98,12 @@ def train(
     kind: str = typer.Option(
         "feature",
         "--model",
-        help="feature (Bradley–Terry on analyzer features) or neural (LoRA transformer).",
+        help="feature (analyzer features and code statistics) or neural (LoRA transformer).",
+    ),
+    objective: str = typer.Option(
+        "lambdarank",
+        "--objective",
+        help="Feature model: lambdarank (LightGBM trees, calibrated) or bt (Bradley–Terry).",
     ),
     out: Path = typer.Option(Path("ranker"), "--out", help="Output folder."),
     splits: Path | None = SplitsOpt,
@@ -111,7 +118,7 @@ def train(
         "--eval/--no-eval",
         help="Evaluate on held-out families after training (when they have pairs).",
     ),
-    l2: float = typer.Option(1e-2, "--l2", help="Feature model: L2 on standardised coefficients."),
+    l2: float = typer.Option(1e-2, "--l2", help="bt objective: L2 on standardised coefficients."),
     min_ratio: float = typer.Option(
         1.0, "--min-ratio", help="Training pairs: slower/faster >= this."
     ),
@@ -162,7 +169,7 @@ def train(
     try:
         if kind == "feature":
             model, path = _train_feature(tasks, split_map, out, l2, min_ratio, not resources,
-                                         arch, workers, cache_dir, src)  # fmt: skip
+                                         arch, workers, cache_dir, src, objective)  # fmt: skip
         else:
             from cudaperf.rank.neural import NeuralConfig, train_neural_ranker
 

@@ -8,7 +8,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from cudaperf.cli.common import console, fail, load_task_set, select_tasks, stdout
-from cudaperf.cli.reward import scorer_for
+from cudaperf.cli.reward import RankerOpt, scorer_for
 from cudaperf.reward import PRESETS
 from cudaperf.tasks.model import Task, TaskKind
 
@@ -97,12 +97,13 @@ def refine_command(
     max_tokens: int = typer.Option(2048, "--max-tokens", help="Tokens per reply."),
     compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
     cache_dir: Path = typer.Option(None, "--cache-dir", help="Build and result cache directory."),
+    ranker: str = RankerOpt,
 ) -> None:
     """Refine a kernel over several turns: sample, evaluate, analyse, reward, feed back."""
     from cudaperf.refine.loop import refine
 
     task = _target(target, tasks_path, function, sizes, lengths)
-    scorer = scorer_for(task, preset, compile_only, cache_dir)
+    scorer = scorer_for(task, preset, compile_only, cache_dir, ranker)
     backend = _backend(
         model, task, server_model, api_key, temperature, max_tokens, gguf_file, model_cache
     )

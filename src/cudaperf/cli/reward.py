@@ -11,21 +11,36 @@ from cudaperf.cli.common import emit_json, fail, load_task_set, select_tasks, st
 from cudaperf.execute.config import EvalConfig
 from cudaperf.refine.feedback import render_feedback
 from cudaperf.reward import PRESETS, RewardConfig, RewardScorer, extract_candidate
+from cudaperf.reward.scorer import default_ranker
 
-__all__ = ["reward_command", "scorer_for"]
+__all__ = ["RankerOpt", "reward_command", "scorer_for"]
 
 _CACHE_HELP = EvalConfig.help()["cache_dir"]
 
 
-def scorer_for(task, preset: str, compile_only: bool | None, cache_dir: Path | None):
-    """A scorer for one task with the named preset; exits with a message on bad values."""
+def scorer_for(task, preset: str, compile_only: bool | None, cache_dir: Path | None,
+               ranker: str = "default"):  # fmt: skip
+    """A scorer for one task with the named preset; exits with a message on bad values.
+
+    ranker: "default" (the packaged feature ranker), "none", or a ranker file/folder."""
     try:
         cfg = RewardConfig.preset(preset)
         given = {"compile_only": compile_only, "cache_dir": cache_dir}
         ev = EvalConfig(**{k: v for k, v in given.items() if v is not None})
     except (ValueError, RuntimeError) as e:
         fail(str(e))
-    return RewardScorer([task], config=cfg, eval_config=ev, analyze="always")
+    rk = None
+    if ranker != "none" and cfg.ranker_weight > 0:
+        rk = default_ranker(None if ranker == "default" else ranker)
+        if rk is None and ranker != "default":
+            fail(f"--ranker {ranker}: cannot load that ranker (see the warning above); pass a "
+                 "file or folder from `cudaperf rank train --out`, default, or none")  # fmt: skip
+    return RewardScorer([task], config=cfg, eval_config=ev, ranker=rk, analyze="always")
+
+
+RankerOpt = typer.Option(
+    "default", "--ranker", help="Ranker term: default (packaged), none, or a ranker file/folder."
+)
 
 
 def reward_command(
@@ -36,6 +51,7 @@ def reward_command(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout."),
     compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
     cache_dir: Path = typer.Option(None, "--cache-dir", help=_CACHE_HELP),
+    ranker: str = RankerOpt,
 ) -> None:
     """Evaluate, analyse and score one candidate, and explain each reward component."""
     (task,) = select_tasks(load_task_set(tasks_path, False), [task_id])[:1]
@@ -45,7 +61,7 @@ def reward_command(
     code = extract_candidate(text, task.kind).code if "```" in text else text
     if code is None:
         fail(f"{candidate}: {extract_candidate(text, task.kind).error}")
-    scorer = scorer_for(task, preset, compile_only, cache_dir)
+    scorer = scorer_for(task, preset, compile_only, cache_dir, ranker)
     (s,) = scorer.score_code(task, [code])
     bd = s.breakdown
     if as_json:

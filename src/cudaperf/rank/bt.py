@@ -159,8 +159,9 @@ def fit_bt(
     return beta
 
 
-def load_model(path: str | Path) -> BTModel:
-    """Read a model JSON written by `BTModel.save` (raises ValueError on a bad file)."""
+def load_model(path: str | Path):
+    """Read a feature ranker JSON written by `BTModel.save` or `LambdaRankModel.save` (raises
+    ValueError on a bad file)."""
     p = Path(path)
     try:
         doc = json.loads(p.read_text())
@@ -170,8 +171,18 @@ def load_model(path: str | Path) -> BTModel:
         ) from None
     except (OSError, ValueError) as e:
         raise ValueError(f"{p}: cannot read the ranker model ({e})") from None
+    from cudaperf.rank import lambdarank
+
+    if isinstance(doc, dict) and doc.get("format") == lambdarank.FORMAT:
+        try:
+            return lambdarank.LambdaRankModel(**doc)
+        except TypeError as e:
+            raise ValueError(f"{p}: malformed ranker model ({e})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ValueError(f"{p}: not a cudaperf feature ranker (expected format {FORMAT!r})")
+        raise ValueError(
+            f"{p}: not a cudaperf feature ranker (expected format {FORMAT!r} or "
+            f"{lambdarank.FORMAT!r})"
+        )
     try:
         m = BTModel(**doc)
     except TypeError as e:
@@ -186,7 +197,7 @@ def default_weights_path() -> Path:
     return Path(str(resources.files("cudaperf.rank") / DEFAULT_WEIGHTS))
 
 
-def load_default() -> BTModel:
+def load_default():
     """The packaged weights (written by `cudaperf rank train --ship`).
 
     Raises ModelNotTrainedError, saying how to train one, while none ship.

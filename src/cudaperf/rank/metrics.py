@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 
 from cudaperf.analyze import AnalyzeConfig
-from cudaperf.rank.bt import BTModel
 from cudaperf.rank.pairs import (
     Group,
     Pair,
@@ -33,7 +32,13 @@ from cudaperf.rank.pairs import (
     measured_groups,
     tasks_in_split,
 )
-from cudaperf.rank.ranker import MEASURE_HINT, NoPairsError, PairwiseRanker, impl_features
+from cudaperf.rank.ranker import (
+    FEATURE_MODELS,
+    MEASURE_HINT,
+    NoPairsError,
+    PairwiseRanker,
+    impl_features,
+)
 from cudaperf.tasks.model import Task
 
 __all__ = [
@@ -131,7 +136,7 @@ def strength_table(
     cache_dir: str | Path | None = None,
 ) -> dict[tuple[str, str], float]:
     """(task id, implementation id) → the model's strength, for every implementation."""
-    if isinstance(model, BTModel):  # batch the features (process pool, disk cache)
+    if isinstance(model, FEATURE_MODELS):  # batch the features (process pool, disk cache)
         feats = impl_features(tasks, model.analyze_config(), workers, cache_dir)
         u = model.utility(list(feats.values())) if feats else []
         return {k: float(v) for k, v in zip(feats, u, strict=True)}
@@ -169,7 +174,9 @@ def evaluate(
     measured = {p.task_id for p in all_pairs}
     used = [t for t in chosen if t.id in measured]
     acfg = baseline_analyzer or (
-        model.analyze_config() if isinstance(model, BTModel) else AnalyzeConfig(resources=False)
+        model.analyze_config()
+        if isinstance(model, FEATURE_MODELS)
+        else AnalyzeConfig(resources=False)
     )
     feats = impl_features(used, acfg, workers, cache_dir)
     model_s = strength_table(used, model, workers, cache_dir)
@@ -192,7 +199,7 @@ def evaluate(
     if calibration_png is not None:
         probs = pair_probabilities(all_pairs, model_s)
         labels = np.array([p.a_faster for p in all_pairs], dtype=float)
-        label = "feature ranker" if isinstance(model, BTModel) else "neural ranker"
+        label = "feature ranker" if isinstance(model, FEATURE_MODELS) else "neural ranker"
         out["calibration_png"] = str(calibration_plot(probs, labels, calibration_png,
                                                       label=label))  # fmt: skip
     return out

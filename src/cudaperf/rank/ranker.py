@@ -5,8 +5,10 @@
     scorer = RewardScorer(tasks, ranker=make_ranker(load_ranker("runs/neural")))
 
 A ranker is anything with an `id` and `strengths(task, codes) -> array` (higher = predicted
-faster; a difference d of strengths means P(faster) = sigmoid(d)): `BTModel` and
-`cudaperf.rank.neural.NeuralRanker` both are (`PairwiseRanker`).
+faster; a difference d of strengths means P(faster) = sigmoid(d)): `LambdaRankModel` (the
+default feature ranker: LightGBM LambdaRank, calibrated), `BTModel` (Bradley–Terry on feature
+differences, `TrainConfig(objective="bt")`) and `cudaperf.rank.neural.NeuralRanker` all are
+(`PairwiseRanker`).
 
 Guaranteed: training is deterministic (same tasks, splits and settings → identical weights);
 `score` is the mean predicted probability that the candidate beats each of the task's known
@@ -28,7 +30,8 @@ import numpy as np
 from cudaperf.analyze import AnalyzeConfig
 from cudaperf.rank.bt import BTModel, fit_bt, load_default, load_model, standardise
 from cudaperf.rank.features import FEATURE_NAMES, features_many
-from cudaperf.rank.pairs import Pair, build_pairs, family_splits, tasks_in_split
+from cudaperf.rank.lambdarank import LambdaRankModel, fit_lambdarank
+from cudaperf.rank.pairs import Pair, build_pairs, family_splits, measured_groups, tasks_in_split
 from cudaperf.rank.types import RankScore
 from cudaperf.tasks.model import Task
 
@@ -36,6 +39,7 @@ __all__ = [
     "NoPairsError",
     "PairwiseRanker",
     "TrainConfig",
+    "FEATURE_MODELS",
     "analyzer_config",
     "impl_features",
     "load_ranker",
@@ -52,6 +56,10 @@ MEASURE_HINT = (
     "measure the implementations on a GPU first: `cudaperf eval TASKS --implementations --out "
     "r.jsonl`, then `cudaperf tasks attach r.jsonl TASKS --out measured.jsonl`"
 )
+
+
+FEATURE_MODELS = (BTModel, LambdaRankModel)  # rankers computed from analyzer features
+OBJECTIVES = ("lambdarank", "bt")
 
 
 class NoPairsError(ValueError):
@@ -97,8 +105,11 @@ class TrainConfig:
     arch: str = "sm_90"  # target architecture for ptxas and occupancy
     workers: int = 1  # processes computing features (the analyzer, ptxas)
     cache_dir: str | None = None  # on-disk feature cache (features.FeatureCache); None = off
+    objective: str = "lambdarank"  # lambdarank (LightGBM trees) or bt (Bradley–Terry, linear)
 
     def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
         if self.l2 <= 0:
             raise ValueError(f"l2 must be > 0, got {self.l2}; try 1e-2")
         if self.min_ratio < 1:
@@ -109,7 +120,7 @@ class TrainConfig:
             raise ValueError(f"workers must be >= 1, got {self.workers}; try os.cpu_count()")
 
 
-def analyzer_config(model_or_cfg: BTModel | TrainConfig) -> AnalyzeConfig:
+def analyzer_config(model_or_cfg: BTModel | LambdaRankModel | TrainConfig) -> AnalyzeConfig:
     """The analyzer settings a model's features use (resources on/off, arch)."""
     if isinstance(model_or_cfg, TrainConfig):
         return AnalyzeConfig(resources=model_or_cfg.resources, arch=model_or_cfg.arch)
@@ -145,8 +156,10 @@ def train_feature_ranker(
     config: TrainConfig | None = None,
     source: str = "",
     progress: Callable[[int, int], None] | None = None,
-) -> BTModel:
-    """Fit the BT model on measured pairs of the training families (`splits`, else the hash).
+) -> BTModel | LambdaRankModel:
+    """Fit the feature ranker (`config.objective`) on measured data of the training families
+    (`splits`, else the hash): LambdaRank on the (task, config) groups, calibrated on the
+    pairs, or Bradley–Terry on the pairs.
 
     Raises NoPairsError when the training families have no measured pair.
     """
@@ -165,9 +178,6 @@ def train_feature_ranker(
     names, means, stds = standardise(list(feats.values()), list(FEATURE_NAMES))
     if not names:
         raise NoPairsError("every feature is constant over the training implementations")
-    base = BTModel(names=names, means=means, stds=stds, coef=[0.0] * len(names), l2=cfg.l2)
-    diffs, y = pair_arrays(pairs, feats, base)
-    coef = fit_bt(diffs, y, l2=cfg.l2)
     of = family_splits(tasks, splits)
     training = {
         "source": source,
@@ -179,6 +189,20 @@ def train_feature_ranker(
         "families": sorted({p.family for p in pairs}),
         "heldout_families": sorted(f for f, s in of.items() if s != "train"),
     }
+    analyzer = {"resources": cfg.resources, "arch": cfg.arch}
+    if cfg.objective == "lambdarank":
+        groups = [[(feats[(g.task_id, i)], t) for i, t in g.times.items()]
+                  for g in measured_groups(t for t in train if t.id in used)]  # fmt: skip
+        cal = [(feats[(p.task_id, p.a)], feats[(p.task_id, p.b)], p.a_faster) for p in pairs]
+        booster, k, params = fit_lambdarank(groups, cal, names, {"num_threads": cfg.workers})
+        training["groups"] = len(groups)
+        log.info("trained the LambdaRank ranker on %d groups of %d tasks", len(groups),
+                 training["tasks"])  # fmt: skip
+        return LambdaRankModel(names=names, booster=booster, scale=k, params=params,
+                               analyzer=analyzer, training=training)  # fmt: skip
+    base = BTModel(names=names, means=means, stds=stds, coef=[0.0] * len(names), l2=cfg.l2)
+    diffs, y = pair_arrays(pairs, feats, base)
+    coef = fit_bt(diffs, y, l2=cfg.l2)
     log.info("trained the feature ranker on %d pairs of %d tasks", len(pairs), training["tasks"])
     return BTModel(
         names=names,
@@ -186,7 +210,7 @@ def train_feature_ranker(
         stds=stds,
         coef=[float(c) for c in coef],
         l2=cfg.l2,
-        analyzer={"resources": cfg.resources, "arch": cfg.arch},
+        analyzer=analyzer,
         training=training,
     )
 

@@ -108,7 +108,8 @@ def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_
     for another task set or evaluator use `make_compute_score(RewardScorer(...))`.
     """
     if "fn" not in _DEFAULT:
+        from cudaperf.reward.scorer import default_ranker
         from cudaperf.tasks.io import load_sample
 
-        _DEFAULT["fn"] = make_compute_score(RewardScorer(load_sample()))
+        _DEFAULT["fn"] = make_compute_score(RewardScorer(load_sample(), ranker=default_ranker()))
     return _DEFAULT["fn"](data_source, solution_str, ground_truth, extra_info)

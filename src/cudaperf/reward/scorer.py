@@ -42,6 +42,7 @@ __all__ = [
     "Scored",
     "default_analyzer",
     "default_evaluator",
+    "default_ranker",
 ]
 
 Evaluator = Callable[[list[tuple[Task, Candidate]]], list[ExecResult]]
@@ -77,6 +78,20 @@ def default_analyzer(config=None) -> Analyzer:
             return []
 
     return run
+
+
+def default_ranker(path: str | None = None) -> Ranker | None:
+    """The ranker for the unified reward: the packaged feature ranker (or the one at `path`:
+    a feature JSON or a `rank train --out` folder), as a `Ranker`; None, with a warning that
+    says why, when none is available (no shipped weights, lightgbm missing)."""
+    from cudaperf.rank.bt import ModelNotTrainedError
+    from cudaperf.rank.ranker import load_ranker, make_ranker
+
+    try:
+        return make_ranker(load_ranker(path))
+    except (ModelNotTrainedError, ValueError, ImportError) as e:
+        log.warning("reward without the ranker term: %s", e)
+        return None
 
 
 @dataclass(frozen=True)
