@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-
 import pytest
 
 from cudaperf.tasks.importers import babel_check
-from cudaperf.tasks.importers.babeltower import import_babeltower
-
-needs_gcc = pytest.mark.skipif(
-    shutil.which("gcc") is None or babel_check.sanitizer_available() != "",
-    reason="gcc with AddressSanitizer/UBSan not available",
-)
+from tests.tasks.importers.babel_rows import import_rows, needs_gcc, row, wrapper
 
 
 def _row(i, cpp, cuda, tests, launch, params):
-    return {
-        "id": i,
-        "cpp_code": cpp,
-        "cuda_code": cuda,
-        "consistent_cpp_inputs": tests,
-        "consistent_cuda_inputs": [],
-        "cuda_wrapper": f"void w{i}_invoke_in_cpp({params}) {{\n{launch}\n}}",
-        "consistent_outputs": [],
-    }
+    return row(i, cpp, cuda, tests, wrapper(i, params, launch))
 
 
 _KERNEL = (
@@ -81,10 +65,7 @@ ROWS = [
 
 
 def _import(tmp_path, **kw):
-    f = tmp_path / "bt.jsonl"
-    f.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
-    report = import_babeltower(f, **kw)
-    return report, {t.id.split("/")[1].split("_")[0]: t for t in report.tasks}
+    return import_rows(tmp_path, ROWS, **kw)
 
 
 @pytest.fixture(scope="module")

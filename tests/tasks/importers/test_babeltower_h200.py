@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-import json
-
 from cudaperf.execute.checks import run_checks
-from cudaperf.tasks.importers.babeltower import MAX_WORK, import_babeltower
+from cudaperf.tasks.importers.babeltower import MAX_WORK
 from cudaperf.tasks.importers.ctok import loop_work, tokenize
 from cudaperf.tasks.model import Role, eval_length
+from tests.tasks.importers.babel_rows import import_rows, row
 
 
 def _wrapper(name: str, params: str, body: str) -> str:
     return f"void {name}_invoke_in_cpp({params}) {{\n{body}\n}}"
 
 
-def _row(i, cpp, cuda, tests, wrapper):
-    return {
-        "id": i,
-        "cpp_code": cpp,
-        "cuda_code": cuda,
-        "consistent_cpp_inputs": tests,
-        "consistent_cuda_inputs": [],
-        "cuda_wrapper": wrapper,
-        "consistent_outputs": [],
-    }
+_row = row
 
 
 ROWS = [
@@ -115,10 +105,7 @@ ROWS = [
 
 
 def _import(tmp_path, rows=ROWS):
-    f = tmp_path / "bt.jsonl"
-    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    report = import_babeltower(f)
-    return report, {t.id.split("/")[1].split("_")[0]: t for t in report.tasks}
+    return import_rows(tmp_path, rows)
 
 
 def test_cuda_named_kernel_renamed_passes_static_checks(tmp_path):
