@@ -56,3 +56,53 @@ def test_trip_counts(loop, trips):
             break
         stack.extend(n.children)
     assert trip_count(node, Scope({}, {})) == trips
+
+
+NAIVE_STENCIL = """
+__global__ void st(int nx, int ny, const float* __restrict__ in, float* out) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < 1 || x >= nx - 1 || y < 1 || y >= ny - 1) return;
+    int i = y * nx + x;
+    out[i] = 0.5f * in[i] + 0.125f * (in[i - 1] + in[i + 1] + in[i - nx] + in[i + nx]);
+}
+"""
+
+PAIRS = """
+__global__ void pairs(int n, const int* idx, const float* src, float* out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = src[idx[2 * i]] + src[idx[2 * i + 1]];
+}
+"""
+
+HALO = """
+#define BX 128
+#define R 3
+__global__ void halo(int n, const float* in, float* out) {
+    __shared__ float tile[BX + 2 * R];
+    int x0 = blockIdx.x * BX, tx = threadIdx.x;
+    for (int xx = tx; xx < BX + 2 * R; xx += BX) tile[xx] = in[x0 + xx];
+    __syncthreads();
+    out[x0 + tx] = tile[tx] + tile[tx + R] + tile[tx + 2 * R];
+}
+"""
+
+
+def test_neighbouring_stencil_loads_count_once():
+    # in[i], in[i +- 1], in[i +- nx] hit the same (or a neighbour thread's) cache lines: the
+    # thread moves one input and one output float, not five inputs.
+    (r,) = analyze(NAIVE_STENCIL, config=STATIC)
+    assert r.features["global_bytes_per_thread"] == 8
+    assert r.features["neighbour_loads"] == 5  # each input is read by 5 threads
+
+
+def test_one_threads_adjacent_pair_is_no_reuse():
+    # idx[2i] and idx[2i + 1] share a sector (counted once) but no other thread reads them.
+    (r,) = analyze(PAIRS, config=STATIC)
+    assert r.features["neighbour_loads"] == 0
+    assert r.features["global_bytes_per_thread"] == 4 + 2 * 4 + 4  # idx pair, 2 src, out
+
+
+def test_cooperative_halo_loop_counts_its_mean_trips():
+    # 134 elements staged by 128 threads: 134 / 128 loads per thread, not thread 0's 2.
+    (r,) = analyze(HALO, config=STATIC)
+    assert r.features["global_bytes_per_thread"] == pytest.approx(134 / 128 * 4 + 4)

@@ -259,3 +259,18 @@ __global__ void mm(int n, const T* a, const T* b, T* c) {
     # counts 4 bytes in the global traffic)
     assert f["flops_per_thread"] == 32 * 32 * 2
     assert f["global_bytes_per_thread"] == 32 * 2 * 4 + 4
+
+
+def test_cached_neighbour_reuse_scores_like_shared_staging():
+    # A naive stencil's neighbour loads are reuse the caches serve (it outruns the tiled
+    # version on an H200), so it earns the same reuse credit as shared-memory staging.
+    code = """
+__global__ void st(int nx, const float* __restrict__ in, float* out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 1 && i < nx - 1) out[i] = 0.25f * in[i - 1] + 0.5f * in[i] + 0.25f * in[i + 1];
+}
+"""
+    cfg = AnalyzeConfig(resources=False)
+    (r,) = analyze(code, config=cfg)
+    assert r.features["neighbour_loads"] == 3
+    assert score_components(r.features, cfg)["reuse"] == 1.0

@@ -46,6 +46,7 @@ class Access:
     sectors: int | None  # global: 32-byte sectors per warp request (static estimate)
     conflict_degree: int | None  # shared: bank-conflict ways (1 = none); None = unknown
     node: Node  # the subscript / dereference node
+    offset: sp.Expr | None = None  # symbolic byte offset from the array base (None: unknown)
 
 
 @dataclass(frozen=True)
@@ -254,8 +255,9 @@ def _classify(n: Node, p: _Ptr, block_x: int | None = None) -> Access:
         conflict = shared_conflict_degree(addrs, b)
     text = " ".join(n.text.decode().split())[:80]
     line = n.start_point[0] + 1
+    kind = _kind(n)
     return Access(
-        p.space, p.array, line, text, _kind(n), size, stride, pattern, sectors, conflict, n
+        p.space, p.array, line, text, kind, size, stride, pattern, sectors, conflict, n, p.offset
     )
 
 

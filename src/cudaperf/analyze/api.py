@@ -219,6 +219,7 @@ def _features(accesses, st, inten, res, occ, k: Kernel, block: int, dyn: int) ->
         global_bytes_per_thread=inten.bytes,
         arithmetic_intensity=inten.intensity,
         intensity_exact=int(inten.exact),
+        neighbour_loads=inten.neighbour_loads,
     )
     if res is not None:
         f.update(

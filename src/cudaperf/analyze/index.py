@@ -26,6 +26,7 @@ from tree_sitter import Node
 from cudaperf.analyze.ctypes_table import type_size
 
 __all__ = [
+    "BLOCK_IDX",
     "TX",
     "TY",
     "TZ",
@@ -45,6 +46,7 @@ _BUILTIN = {
     "blockDim": ("BDX", "BDY", "BDZ"),
     "gridDim": ("GDX", "GDY", "GDZ"),
 }
+BLOCK_IDX = _BUILTIN["blockIdx"]
 _SYMS = {n: sp.Symbol(n, integer=True, nonnegative=True) for t in _BUILTIN.values() for n in t}
 _SYMS.update({"TX": TX, "TY": TY, "TZ": TZ})
 _THREAD = {TX, TY, TZ}

@@ -8,11 +8,17 @@ What is counted (per thread, each statement weighted by the trip counts of its l
   `__fmaf_*` calls count 2; math calls (`expf`, `sqrtf`, `__expf`, `tanhf`, `fmaxf`, ...)
   count 1. `a * b + c` is 2, as Nsight Compute counts an FFMA.
 - Bytes: every global access of `access.find_accesses` moves its element size; read-modify-
-  write (`x[i] += ...`, atomics) moves it twice. Caches are ignored: this is traffic the
-  thread asks for, not DRAM traffic.
+  write (`x[i] += ...`, atomics) moves it twice. Loads (or stores) of one array in the same
+  loop body whose addresses are a small thread-invariant distance apart (at most 128 bytes,
+  or at most 8 thread / block steps: a stencil's `in[i - 1]`, `in[i]`, `in[i + nx]`) touch
+  the same cache lines as their neighbours, so such a cluster counts once: a naive stencil
+  moves one input and one output element per point, not 2r + 2 (before, its intensity was
+  2r + 1 times too low and below that of the shared-memory version it outruns). Caches are
+  otherwise ignored.
 - Trip counts: a `for` loop with constant start (or a start that is a constant plus the
   thread index, as in a block-cooperative `for (k = threadIdx.x; k < TILE; k += 128)`
-  staging loop: thread 0's count is used), bound and step (`+=`, `-=`, `++`, `--`, `*=2`,
+  staging loop: the mean over the threads that share it, (TILE - start) / step, is used),
+  bound and step (`+=`, `-=`, `++`, `--`, `*=2`,
   `>>=1`, ...) has a known trip count; every other loop (symbolic bounds, `while`, `do`)
   is assumed to run `unknown_trip_count` times and `intensity_exact` becomes 0.
 
@@ -22,13 +28,15 @@ traffic, and whether the compiler removes or fuses operations.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
+import sympy as sp
 from tree_sitter import Node
 
 from cudaperf.analyze.access import Access
-from cudaperf.analyze.index import TX, TY, TZ, Scope, thread_dependent
+from cudaperf.analyze.index import BLOCK_IDX, TX, TY, TZ, Scope, thread_dependent
 from cudaperf.analyze.parse import Kernel
 
 __all__ = ["Intensity", "LoopWeights", "estimate_intensity", "trip_count"]
@@ -53,6 +61,7 @@ class Intensity:
     flops: float  # FLOPs per thread
     bytes: float  # global bytes per thread
     exact: bool  # every loop's trip count was known
+    neighbour_loads: int = 0  # largest cluster of distinct neighbouring loads of one array
 
     @property
     def intensity(self) -> float | None:
@@ -60,21 +69,30 @@ class Intensity:
         return self.flops / self.bytes if self.bytes else None
 
 
-def trip_count(loop: Node, scope: Scope) -> int | None:
-    """Iterations of a `for` loop with constant start, bound and step; None otherwise."""
+def trip_count(loop: Node, scope: Scope) -> float | None:
+    """Iterations of a `for` loop with constant start, bound and step; None otherwise.
+
+    A block-cooperative loop (`for (k = c + threadIdx.x; k < B; k += S)`) runs a different
+    number of times in each thread; its count is the mean over the S threads that share the
+    work, (B - c) / S, not thread 0's ceil: a tile-plus-halo staging loop over BX + 2R
+    elements with BX threads loads (BX + 2R) / BX elements per thread, not 2."""
     if loop.type != "for_statement":
         return None
     cond, upd = loop.child_by_field_name("condition"), loop.child_by_field_name("update")
     if cond is None or upd is None or cond.type != "binary_expression":
         return None
     var = cond.child_by_field_name("left")
-    init = _init_value(loop, var.text.decode(), scope)
+    init, cooperative = _init_value(loop, var.text.decode(), scope)
     bound = scope.value(cond.child_by_field_name("right"))
     op = cond.child_by_field_name("operator").text.decode()
     if init is None or not bound.is_Integer:
         return None
     kind, step = _step(upd, scope)
-    return _count_trips(int(init), int(bound), op, kind, step)
+    n = _count_trips(int(init), int(bound), op, kind, step)
+    if cooperative and n and kind == "add" and step > 0 and op in ("<", "<="):
+        span = int(bound) - int(init) + (op == "<=")
+        return max(0.0, span / step)
+    return n
 
 
 _CMP = {
@@ -104,10 +122,12 @@ def _count_trips(a: int, b: int, op: str, kind: str, step: int) -> int | None:
     return n if n < 64 else None
 
 
-def _init_value(loop: Node, var: str, scope: Scope) -> int | None:
+def _init_value(loop: Node, var: str, scope: Scope) -> tuple[int | None, bool]:
+    """The loop variable's start (thread 0's for a thread-dependent start) and whether the
+    start depends on the thread index."""
     init = loop.child_by_field_name("initializer")
     if init is None:
-        return None
+        return None, False
     stack = [init]
     while stack:
         n = stack.pop()
@@ -117,10 +137,11 @@ def _init_value(loop: Node, var: str, scope: Scope) -> int | None:
             val = n.child_by_field_name("value") or n.child_by_field_name("right")
             if left is not None and left.text.decode() == var and val is not None:
                 v = scope.value(val)
-                if thread_dependent(v):  # block-cooperative loop: count thread 0's trips
+                coop = thread_dependent(v)
+                if coop:  # block-cooperative loop: start from thread 0's value
                     v = v.subs({TX: 0, TY: 0, TZ: 0})
-                return int(v) if v.is_Integer else None
-    return None
+                return (int(v) if v.is_Integer else None), coop
+    return None, False
 
 
 def _step(upd: Node, scope: Scope) -> tuple[str, int]:
@@ -253,7 +274,7 @@ class LoopWeights:
         self.top = kernel.body.parent
         self.scope = scope
         self.unknown = unknown_trip_count
-        self.trips: dict[int, int | None] = {}  # loop node id → trip count (None = unknown)
+        self.trips: dict[int, float | None] = {}  # loop node id → trip count (None = unknown)
 
     def __call__(self, n: Node) -> float:
         w, p = 1.0, n.parent
@@ -282,10 +303,95 @@ def estimate_intensity(
         if f:
             flops += f * weight(n)
     nbytes = 0.0
+    groups: dict[tuple, list[list[Access]]] = {}  # (array, kind, loops) → neighbour clusters
     for a in accesses:
         if a.space != "global":
             continue
+        if a.kind in ("load", "store") and a.offset is not None:
+            clusters = groups.setdefault((a.array, a.kind, _loops(a.node)), [])
+            near = next((c for c in clusters if _neighbours(a.offset, c[0].offset)), None)
+            if near is not None:  # the same cache lines as an access already counted
+                near.append(a)
+                continue
+            clusters.append([a])
         mult = 2 if a.kind in ("loadstore", "atomic") else 1
         nbytes += (a.elem_bytes or 4) * mult * weight(a.node)
+    neighbours = 0
+    for (_, kind, _), clusters in groups.items():
+        for c in clusters if kind == "load" else ():
+            offsets = list({sp.srepr(o): o for o in (sp.expand(a.offset) for a in c)}.values())
+            if len(offsets) > neighbours and _shared_between_threads(offsets):
+                neighbours = len(offsets)
     exact = all(v is not None for v in weight.trips.values())
-    return Intensity(flops, nbytes, exact)
+    return Intensity(flops, nbytes, exact, neighbours if neighbours > 1 else 0)
+
+
+# Global accesses closer than this many bytes, or this many thread / block steps apart, touch
+# the same or recently fetched cache lines (a stencil's in[i - 1], in[i], in[i + nx], ...).
+_NEAR_BYTES = 128
+_NEAR_STEPS = 8
+_STEP_SYMBOLS = (TX, TY, TZ, *(sp.Symbol(n, integer=True, nonnegative=True) for n in BLOCK_IDX))
+
+
+def _loops(n: Node) -> tuple[int, ...]:
+    """Ids of the loops around `n`, innermost first."""
+    out, p = [], n.parent
+    while p is not None:
+        if p.type in ("for_statement", "while_statement", "do_statement"):
+            out.append(p.id)
+        p = p.parent
+    return tuple(out)
+
+
+def _steps(a: sp.Expr) -> list[sp.Expr]:
+    """Byte distances between the addresses that adjacent threads, blocks or loop iterations
+    compute for offset `a` (the constant coefficients of the index symbols)."""
+    out = []
+    for s in a.free_symbols:
+        if s in _STEP_SYMBOLS or s.name.startswith("iter@"):
+            step = sp.expand(sp.diff(a, s))
+            if step != 0 and not step.free_symbols & (set(_STEP_SYMBOLS) | {s}):
+                out.append(step)
+    return out
+
+
+def _shared_between_threads(offsets: list[sp.Expr]) -> bool:
+    """Whether another thread, block or loop iteration reads what one of these neighbouring
+    loads reads: some distance between two of them is a whole number of steps (a stencil's
+    in[i - 1] is the next thread's in[i]; `idx[2 * i]` and `idx[2 * i + 1]` only split one
+    thread's pair and are no reuse)."""
+    steps = _steps(offsets[0])
+    for a, b in itertools.combinations(offsets, 2):
+        d = sp.expand(a - b)
+        for step in steps:
+            try:
+                q = sp.cancel(d / step)
+            except (TypeError, ValueError, ZeroDivisionError):
+                continue
+            if q.is_Integer and q != 0:
+                return True
+    return False
+
+
+def _neighbours(a: sp.Expr, b: sp.Expr) -> bool:
+    """Whether byte offsets `a` and `b` of one array are a small, thread-invariant distance
+    apart: at most `_NEAR_BYTES`, or at most `_NEAR_STEPS` times the distance between the
+    addresses of adjacent threads or blocks along one index (a row or plane away)."""
+    try:
+        d = sp.expand(a - b)
+        if d.free_symbols & set(_STEP_SYMBOLS[:3]) or d.atoms(sp.Function):
+            return False
+        if d.is_Number:
+            return abs(d) <= _NEAR_BYTES
+        for s in _STEP_SYMBOLS:
+            if s not in a.free_symbols:
+                continue
+            step = sp.expand(sp.diff(a, s))
+            if step == 0 or step.free_symbols & set(_STEP_SYMBOLS) or step.atoms(sp.Derivative):
+                continue
+            q = sp.cancel(d / step)
+            if q.is_Integer and abs(q) <= _NEAR_STEPS:
+                return True
+    except (TypeError, ValueError, ZeroDivisionError):
+        return False
+    return False
