@@ -1,15 +1,16 @@
 """The offline ranker on held-out families: accuracy, baselines, calibration, CPU inference time.
 
     python bench/rank_eval.py [--tasks data/tasks.jsonl] [--ablate-resources]
-                              [--objectives lambdarank,bt]
+                              [--objectives ensemble,lambdarank,bt]
                               [--neural DIR | --train-neural [--backbone smollm2 --max-steps N]]
 
-Trains the feature rankers (LightGBM LambdaRank, the default, and Bradley–Terry for
-comparison) on the training families' measured data (the dataset's family
-splits: splits.json next to --tasks), evaluates on the validation + test families (pairs
->= --min-ratio apart, and every pair), and optionally the neural ranker (a trained folder, or
-trained here: needs a GPU for a real run). Prints a table, writes --out-json (with the dataset
-file and its hash, date, versions and this command) and a calibration plot with every ranker.
+Trains the feature rankers (the default: the mean of LightGBM LambdaRank and Bradley–Terry;
+and each of the two alone, for comparison) on the training families' measured data (the
+dataset's family splits: splits.json next to --tasks), evaluates on the validation + test
+families (pairs >= --min-ratio apart, and every pair), and optionally the neural ranker (a
+trained folder, or trained here: needs a GPU for a real run). Prints a table, writes
+--out-json (with the dataset file and its hash, date, versions and this command) and a
+calibration plot with every ranker.
 Times the feature ranker's `score_many` on 64 fresh candidates of one task on this CPU.
 The timings of the dataset are the stored measurements: nothing runs on a GPU unless the
 neural ranker is trained or applied there.
@@ -69,12 +70,13 @@ def _row(rep: dict) -> dict:
 
 def print_table(results: dict[str, dict]) -> None:
     names = list(results)
-    print(f"{'':30s}" + "".join(f"{n:>18s}" for n in names))
+    w = max(18, *(len(n) + 2 for n in names))
+    print(f"{'':30s}" + "".join(f"{n:>{w}s}" for n in names))
     for key, label in ROWS:
         cells = []
         for n in names:
             v = _row(results[n]).get(key)
-            cells.append(f"{v:18.3f}" if isinstance(v, float) else f"{v!s:>18s}")
+            cells.append(f"{v:{w}.3f}" if isinstance(v, float) else f"{v!s:>{w}s}")
         print(f"{label:30s}" + "".join(cells))
 
 
@@ -128,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--l2", type=float, default=1e-2, help="bt objective's L2")
     ap.add_argument(
         "--objectives",
-        default="lambdarank,bt",
-        help="feature models to train: lambdarank (the default ranker), bt",
+        default="ensemble,lambdarank,bt",
+        help="feature models to train: ensemble (the default ranker), lambdarank, bt",
     )
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--cache-dir", default=str(Path.home() / ".cache/cudaperf/rank-features"))
@@ -159,9 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     splits = read_splits(sp) if sp else None
     results, curves, models = {}, {}, {}
     settings = [(args.resources, o) for o in args.objectives.split(",")]
-    settings += [(not args.resources, "lambdarank")] if args.ablate_resources else []
+    settings += [(not args.resources, "ensemble")] if args.ablate_resources else []
     for res, objective in settings:
-        name = ("feature+ptxas" if res else "feature") + ("" if objective == "lambdarank"
+        name = ("feature+ptxas" if res else "feature") + ("" if objective == "ensemble"
                                                           else f"-{objective}")  # fmt: skip
         cfg = TrainConfig(l2=args.l2, resources=res, workers=args.workers,
                           cache_dir=args.cache_dir, objective=objective)  # fmt: skip

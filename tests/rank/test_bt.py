@@ -81,10 +81,14 @@ def test_missing_default_weights_say_how_to_train(monkeypatch, tmp_path):
 
 def test_the_shipped_default_was_trained_on_the_measured_dataset():
     """The packaged weights carry their provenance and held-out metrics (`rank train --ship`)."""
-    from cudaperf.rank.lambdarank import LambdaRankModel
+    from cudaperf.rank.ensemble import EnsembleModel
 
     m = load_default()
-    assert isinstance(m, LambdaRankModel) and m.analyzer == {"resources": False, "arch": "sm_90"}
+    assert isinstance(m, EnsembleModel) and m.analyzer == {"resources": False, "arch": "sm_90"}
+    assert {x.format for x in m.members} == {
+        "cudaperf-feature-ranker-v1",
+        "cudaperf-feature-ranker-lambdarank-v1",
+    }
     t = m.training
     assert t["gpus"] == ["NVIDIA H200"] and t["pairs"] > 10_000 and t["dataset_sha256"]
     h = t["heldout_metrics"]

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from cudaperf.rank.bt import BTModel, load_model
+from cudaperf.rank.ensemble import EnsembleModel
 from cudaperf.rank.lambdarank import FORMAT, LambdaRankModel, fit_lambdarank
 from cudaperf.rank.ranker import TrainConfig, load_ranker, score, train_feature_ranker
 from tests.rank.helpers import SPLITS, kernel, unroll_tasks
@@ -50,21 +51,27 @@ def test_fit_is_deterministic_and_needs_groups():
         fit_lambdarank([], [], ["x"])
 
 
-def test_default_objective_is_lambdarank_and_bt_stays_available(tmp_path):
+def test_objectives_ensemble_lambdarank_bt_train_save_and_load(tmp_path):
     tasks = unroll_tasks()
-    lr = train_feature_ranker(tasks, SPLITS, NO_PTXAS)
+    ens = train_feature_ranker(tasks, SPLITS, NO_PTXAS)  # the default: the mean of both
+    lr = train_feature_ranker(tasks, SPLITS, TrainConfig(resources=False, objective="lambdarank"))
     bt = train_feature_ranker(tasks, SPLITS, TrainConfig(resources=False, objective="bt"))
-    assert isinstance(lr, LambdaRankModel) and isinstance(bt, BTModel)
-    assert lr.id.startswith("feature-lambdarank-") and lr.training["groups"] > 0
+    assert isinstance(ens, EnsembleModel) and isinstance(lr, LambdaRankModel)
+    assert isinstance(bt, BTModel) and lr.training["groups"] > 0
+    assert [m.id for m in ens.members] == [bt.id, lr.id]
     held = [t for t in tasks if t.family == "fam5"][0]
-    for m in (lr, bt):
-        assert score(held, kernel(3), m).score > 0.5 > score(held, kernel(0), m).score
-    path = lr.save(tmp_path / "feature_ranker.json")
-    back = load_ranker(tmp_path)  # a folder holding feature_ranker.json
-    assert isinstance(back, LambdaRankModel) and back.id == lr.id
     codes = [i.code for i in held.implementations]
-    assert np.allclose(back.strengths(held, codes), lr.strengths(held, codes))
-    assert json.loads(path.read_text())["format"] == FORMAT
+    mean = (bt.strengths(held, codes) + lr.strengths(held, codes)) / 2
+    assert np.allclose(ens.strengths(held, codes), mean)
+    for m in (ens, lr, bt):
+        assert score(held, kernel(3), m).score > 0.5 > score(held, kernel(0), m).score
+        d = tmp_path / m.id
+        path = m.save(d / "feature_ranker.json")
+        back = load_ranker(d)  # a folder holding feature_ranker.json
+        assert type(back) is type(m) and back.id == m.id
+        assert np.allclose(back.strengths(held, codes), m.strengths(held, codes))
+        assert json.loads(path.read_text())["format"] == m.format
+    assert lr.format == FORMAT
 
 
 def test_bad_files_and_objectives_are_named(tmp_path):
@@ -74,6 +81,9 @@ def test_bad_files_and_objectives_are_named(tmp_path):
         load_model(p)
     p.write_text(json.dumps({"format": "something-else"}))
     with pytest.raises(ValueError, match="lambdarank"):
+        load_model(p)
+    p.write_text(json.dumps({"format": "cudaperf-feature-ranker-ensemble-v1", "members": []}))
+    with pytest.raises(ValueError, match="members"):
         load_model(p)
     with pytest.raises(ValueError, match="objective"):
         TrainConfig(objective="xgboost")

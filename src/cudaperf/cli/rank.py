@@ -101,9 +101,10 @@ def train(
         help="feature (analyzer features and code statistics) or neural (LoRA transformer).",
     ),
     objective: str = typer.Option(
-        "lambdarank",
+        "ensemble",
         "--objective",
-        help="Feature model: lambdarank (LightGBM trees, calibrated) or bt (Bradley–Terry).",
+        help="Feature model: ensemble (mean of both), lambdarank (LightGBM trees, calibrated) "
+        "or bt (Bradley–Terry).",
     ),
     out: Path = typer.Option(Path("ranker"), "--out", help="Output folder."),
     splits: Path | None = SplitsOpt,

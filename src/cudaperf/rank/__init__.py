@@ -1,13 +1,14 @@
 """Offline pairwise ranker: which of two implementations of a task is faster (issue 8).
 
     from cudaperf.rank import train_feature_ranker, evaluate, score, load_model
-    model = train_feature_ranker(measured_tasks, splits)   # LightGBM LambdaRank on static features
+    model = train_feature_ranker(measured_tasks, splits)   # BT + LambdaRank on static features
     print(evaluate(measured_tasks, model, splits))          # held-out families
     rs = score(task, candidate_code, model)                 # RankScore in [0, 1]
 
 Modules: `pairs` (measured pairs, family splits), `features` (analyzer + code statistics,
-cached per code hash), `lambdarank` (the default feature model: LightGBM LambdaRank,
-calibrated), `bt` (the Bradley–Terry model, feature-ranker JSON files, `load_default`),
+cached per code hash), `ensemble` (the default feature model: the mean of `lambdarank`,
+LightGBM LambdaRank calibrated, and `bt`), `bt` (the Bradley–Terry model, feature-ranker
+JSON files, `load_default`),
 `ranker` (train, score, `load_ranker`, the `PairwiseRanker` interface), `neural` (LoRA
 transformer ranker), `metrics` (accuracy, Kendall tau, top-1, baselines, calibration
 plot), `types` (`RankScore`).
@@ -35,6 +36,7 @@ _EXPORTS = {
     "strength_table": "metrics",
     "BTModel": "bt",
     "LambdaRankModel": "lambdarank",
+    "EnsembleModel": "ensemble",
     "ModelNotTrainedError": "bt",
     "fit_bt": "bt",
     "load_default": "bt",

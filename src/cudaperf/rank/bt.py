@@ -27,6 +27,7 @@ __all__ = [
     "fit_bt",
     "load_default",
     "load_model",
+    "model_from_json",
 ]
 
 FORMAT = "cudaperf-feature-ranker-v1"
@@ -160,8 +161,8 @@ def fit_bt(
 
 
 def load_model(path: str | Path):
-    """Read a feature ranker JSON written by `BTModel.save` or `LambdaRankModel.save` (raises
-    ValueError on a bad file)."""
+    """Read a feature ranker JSON written by the `save` of `BTModel`, `LambdaRankModel` or
+    `EnsembleModel` (raises ValueError on a bad file)."""
     p = Path(path)
     try:
         doc = json.loads(p.read_text())
@@ -171,25 +172,31 @@ def load_model(path: str | Path):
         ) from None
     except (OSError, ValueError) as e:
         raise ValueError(f"{p}: cannot read the ranker model ({e})") from None
-    from cudaperf.rank import lambdarank
-
-    if isinstance(doc, dict) and doc.get("format") == lambdarank.FORMAT:
-        try:
-            return lambdarank.LambdaRankModel(**doc)
-        except TypeError as e:
-            raise ValueError(f"{p}: malformed ranker model ({e})") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ValueError(
-            f"{p}: not a cudaperf feature ranker (expected format {FORMAT!r} or "
-            f"{lambdarank.FORMAT!r})"
-        )
     try:
-        m = BTModel(**doc)
+        return model_from_json(doc)
+    except ValueError as e:
+        raise ValueError(f"{p}: {e}") from None
+
+
+def model_from_json(doc) -> object:
+    """A feature ranker from its JSON document, by its `format` tag (ValueError otherwise)."""
+    from cudaperf.rank import ensemble, lambdarank
+
+    fmt = doc.get("format") if isinstance(doc, dict) else None
+    try:
+        if fmt == ensemble.FORMAT:
+            return ensemble.from_json(doc)
+        if fmt == lambdarank.FORMAT:
+            return lambdarank.LambdaRankModel(**doc)
+        if fmt == FORMAT:
+            m = BTModel(**doc)
+            if not len(m.names) == len(m.means) == len(m.stds) == len(m.coef):
+                raise ValueError("names, means, stds and coef must have the same length")
+            return m
     except TypeError as e:
-        raise ValueError(f"{p}: malformed ranker model ({e})") from None
-    if not len(m.names) == len(m.means) == len(m.stds) == len(m.coef):
-        raise ValueError(f"{p}: names, means, stds and coef must have the same length")
-    return m
+        raise ValueError(f"malformed ranker model ({e})") from None
+    known = ", ".join(repr(f) for f in (ensemble.FORMAT, lambdarank.FORMAT, FORMAT))
+    raise ValueError(f"not a cudaperf feature ranker (expected format {known})")
 
 
 def default_weights_path() -> Path:

@@ -5,9 +5,10 @@
     scorer = RewardScorer(tasks, ranker=make_ranker(load_ranker("runs/neural")))
 
 A ranker is anything with an `id` and `strengths(task, codes) -> array` (higher = predicted
-faster; a difference d of strengths means P(faster) = sigmoid(d)): `LambdaRankModel` (the
-default feature ranker: LightGBM LambdaRank, calibrated), `BTModel` (Bradley–Terry on feature
-differences, `TrainConfig(objective="bt")`) and `cudaperf.rank.neural.NeuralRanker` all are
+faster; a difference d of strengths means P(faster) = sigmoid(d)): `EnsembleModel` (the
+default feature ranker: the mean of the two below), `LambdaRankModel` (LightGBM LambdaRank,
+calibrated; `TrainConfig(objective="lambdarank")`), `BTModel` (Bradley–Terry on feature
+differences; `objective="bt"`) and `cudaperf.rank.neural.NeuralRanker` all are
 (`PairwiseRanker`).
 
 Guaranteed: training is deterministic (same tasks, splits and settings → identical weights);
@@ -29,6 +30,7 @@ import numpy as np
 
 from cudaperf.analyze import AnalyzeConfig
 from cudaperf.rank.bt import BTModel, fit_bt, load_default, load_model, standardise
+from cudaperf.rank.ensemble import EnsembleModel
 from cudaperf.rank.features import FEATURE_NAMES, features_many
 from cudaperf.rank.lambdarank import LambdaRankModel, fit_lambdarank
 from cudaperf.rank.pairs import Pair, build_pairs, family_splits, measured_groups, tasks_in_split
@@ -58,8 +60,8 @@ MEASURE_HINT = (
 )
 
 
-FEATURE_MODELS = (BTModel, LambdaRankModel)  # rankers computed from analyzer features
-OBJECTIVES = ("lambdarank", "bt")
+FEATURE_MODELS = (BTModel, LambdaRankModel, EnsembleModel)  # rankers over analyzer features
+OBJECTIVES = ("ensemble", "lambdarank", "bt")
 
 
 class NoPairsError(ValueError):
@@ -105,7 +107,7 @@ class TrainConfig:
     arch: str = "sm_90"  # target architecture for ptxas and occupancy
     workers: int = 1  # processes computing features (the analyzer, ptxas)
     cache_dir: str | None = None  # on-disk feature cache (features.FeatureCache); None = off
-    objective: str = "lambdarank"  # lambdarank (LightGBM trees) or bt (Bradley–Terry, linear)
+    objective: str = "ensemble"  # ensemble (mean of both), lambdarank (trees), bt (linear)
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -120,7 +122,7 @@ class TrainConfig:
             raise ValueError(f"workers must be >= 1, got {self.workers}; try os.cpu_count()")
 
 
-def analyzer_config(model_or_cfg: BTModel | LambdaRankModel | TrainConfig) -> AnalyzeConfig:
+def analyzer_config(model_or_cfg) -> AnalyzeConfig:
     """The analyzer settings a model's features use (resources on/off, arch)."""
     if isinstance(model_or_cfg, TrainConfig):
         return AnalyzeConfig(resources=model_or_cfg.resources, arch=model_or_cfg.arch)
@@ -156,10 +158,10 @@ def train_feature_ranker(
     config: TrainConfig | None = None,
     source: str = "",
     progress: Callable[[int, int], None] | None = None,
-) -> BTModel | LambdaRankModel:
+) -> BTModel | LambdaRankModel | EnsembleModel:
     """Fit the feature ranker (`config.objective`) on measured data of the training families
     (`splits`, else the hash): LambdaRank on the (task, config) groups, calibrated on the
-    pairs, or Bradley–Terry on the pairs.
+    pairs; Bradley–Terry on the pairs; or both, averaged (the default).
 
     Raises NoPairsError when the training families have no measured pair.
     """
@@ -190,29 +192,26 @@ def train_feature_ranker(
         "heldout_families": sorted(f for f, s in of.items() if s != "train"),
     }
     analyzer = {"resources": cfg.resources, "arch": cfg.arch}
-    if cfg.objective == "lambdarank":
+    members = []
+    if cfg.objective in ("bt", "ensemble"):
+        base = BTModel(names=names, means=means, stds=stds, coef=[0.0] * len(names), l2=cfg.l2)
+        diffs, y = pair_arrays(pairs, feats, base)
+        coef = [float(c) for c in fit_bt(diffs, y, l2=cfg.l2)]
+        members.append(BTModel(names=names, means=means, stds=stds, coef=coef, l2=cfg.l2,
+                               analyzer=analyzer, training=training))  # fmt: skip
+    if cfg.objective in ("lambdarank", "ensemble"):
         groups = [[(feats[(g.task_id, i)], t) for i, t in g.times.items()]
                   for g in measured_groups(t for t in train if t.id in used)]  # fmt: skip
         cal = [(feats[(p.task_id, p.a)], feats[(p.task_id, p.b)], p.a_faster) for p in pairs]
         booster, k, params = fit_lambdarank(groups, cal, names, {"num_threads": cfg.workers})
         training["groups"] = len(groups)
-        log.info("trained the LambdaRank ranker on %d groups of %d tasks", len(groups),
-                 training["tasks"])  # fmt: skip
-        return LambdaRankModel(names=names, booster=booster, scale=k, params=params,
-                               analyzer=analyzer, training=training)  # fmt: skip
-    base = BTModel(names=names, means=means, stds=stds, coef=[0.0] * len(names), l2=cfg.l2)
-    diffs, y = pair_arrays(pairs, feats, base)
-    coef = fit_bt(diffs, y, l2=cfg.l2)
-    log.info("trained the feature ranker on %d pairs of %d tasks", len(pairs), training["tasks"])
-    return BTModel(
-        names=names,
-        means=means,
-        stds=stds,
-        coef=[float(c) for c in coef],
-        l2=cfg.l2,
-        analyzer=analyzer,
-        training=training,
-    )
+        members.append(LambdaRankModel(names=names, booster=booster, scale=k, params=params,
+                                       analyzer=analyzer, training=training))  # fmt: skip
+    log.info("trained the %s ranker on %d pairs of %d tasks", cfg.objective, len(pairs),
+             training["tasks"])  # fmt: skip
+    if len(members) == 1:
+        return members[0]
+    return EnsembleModel(members=tuple(members), analyzer=analyzer, training=training)
 
 
 def score_many(task: Task, candidates: list[str], model: PairwiseRanker) -> list[RankScore]:
