@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from pydantic import ValidationError
@@ -10,9 +11,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cudaperf.analyze import AnalyzeConfig, NoKernelsError, StructuralReport, analyze
-from cudaperf.analyze.profile import ProfileError
 from cudaperf.cli.common import console, emit_json, fail, stdout
+
+if TYPE_CHECKING:  # the analyzer (sympy, tree-sitter) loads only when this command runs
+    from cudaperf.analyze import StructuralReport
 
 __all__ = ["analyze_command"]
 
@@ -64,6 +66,9 @@ def analyze_command(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout."),
 ) -> None:
     """Report coalescing, bank conflicts, barriers, resources, occupancy and a score per kernel."""
+    from cudaperf.analyze import AnalyzeConfig, NoKernelsError, analyze
+    from cudaperf.analyze.profile import ProfileError
+
     if not file.is_file():
         fail(f"{file} does not exist or is not a file; pass the path of a .cu or .py candidate")
     try:
