@@ -10,6 +10,7 @@ from cudaperf.analyze import AnalyzeConfig, StructuralReport, analyze
 from cudaperf.analyze.index import Scope
 from cudaperf.analyze.intensity import trip_count
 from cudaperf.analyze.parse import parse
+from cudaperf.analyze.report import reuse_component
 
 KERNELS = Path(__file__).parent / "kernels"
 STATIC = AnalyzeConfig(resources=False)  # tree-sitter only: no nvcc, fast
@@ -106,3 +107,61 @@ def test_cooperative_halo_loop_counts_its_mean_trips():
     # 134 elements staged by 128 threads: 134 / 128 loads per thread, not thread 0's 2.
     (r,) = analyze(HALO, config=STATIC)
     assert r.features["global_bytes_per_thread"] == pytest.approx(134 / 128 * 4 + 4)
+
+
+BOX_WINDOW = """
+__global__ void box3(const float* in, float* out, int w, int h) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < 1 || y < 1 || x >= w - 1 || y >= h - 1) return;
+    float s = 0.0f;
+    for (int dy = -1; dy <= 1; ++dy)
+        for (int dx = -1; dx <= 1; ++dx)
+            s += in[(y + dy) * w + x + dx];
+    out[y * w + x] = s / 9.0f;
+}
+"""
+
+STRIDED_GATHER_LOOP = """
+__global__ void pairs(const int* idx, const float* src, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float s = 0.0f;
+    for (int j = 0; j < 2; ++j)
+        s += src[idx[2 * i + j]];
+    out[i] = s;
+}
+"""
+
+CLAMPED_TAPS = """
+__device__ int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+__global__ void blur(const float* in, float* out, int w, int h) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= w || y >= h) return;
+    out[y * w + x] = in[clampi(y - 1, 0, h - 1) * w + clampi(x - 1, 0, w - 1)]
+                   + in[y * w + min(x + 1, w - 1)] + in[clampi(y + 1, 0, h - 1) * w + x];
+}
+"""
+
+
+def test_window_loop_counts_once_and_earns_neighbour_credit():
+    # in[(y + dy) * w + x + dx] over a 3x3 window: the next thread (and row) reads the same
+    # pixels, so the nine loads move one float, and the window is nine neighbouring loads.
+    (r,) = analyze(BOX_WINDOW, config=STATIC)
+    assert r.features["global_bytes_per_thread"] == 8
+    assert r.features["neighbour_loads"] == 9
+    assert reuse_component(r.features) == 1.0
+
+
+def test_strided_gather_loop_is_no_window():
+    # idx[2i + j], j < 2: the pair is this thread's alone (the next thread starts 2 further).
+    (r,) = analyze(STRIDED_GATHER_LOOP, config=STATIC)
+    assert r.features["neighbour_loads"] == 0
+    assert r.features["global_bytes_per_thread"] == 2 * 4 + 2 * 4 + 4  # idx, src, out
+
+
+def test_clamped_taps_stay_neighbours_and_coalesced():
+    # Clamping a tap's coordinates to the image moves only border threads' addresses.
+    (r,) = analyze(CLAMPED_TAPS, config=STATIC)
+    assert r.features["neighbour_loads"] == 3
+    assert r.features["global_bytes_per_thread"] == 8
+    assert r.features["uncoalesced_accesses"] == 0

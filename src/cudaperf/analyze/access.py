@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import sympy as sp
 from tree_sitter import Node
 
-from cudaperf.analyze.index import Scope, tx_stride, type_size, warp_values
+from cudaperf.analyze.index import Scope, tx_stride, type_size, unclamp, warp_values
 from cudaperf.analyze.parse import Kernel
 
 __all__ = ["Access", "find_accesses", "shared_conflict_degree", "warp_sectors"]
@@ -233,7 +233,8 @@ def _kind(n: Node) -> str:
 def _classify(n: Node, p: _Ptr, block_x: int | None = None) -> Access:
     size = type_size(p.elem)
     b = size or 4
-    d = tx_stride(p.offset)
+    off = unclamp(p.offset) if p.space == "global" else p.offset  # a clamp keeps the stride
+    d = tx_stride(off)
     stride: str | None = None
     addrs: list[int] | None = None
     if d is not None:
@@ -243,11 +244,11 @@ def _classify(n: Node, p: _Ptr, block_x: int | None = None) -> Access:
             addrs = [int(t * st * b) for t in range(32)]
         pattern = "broadcast" if st == 0 else "coalesced" if abs(st) == 1 else "strided"
     else:  # not affine: try the 32 lanes numerically (integer division by small constants)
-        addrs = warp_values(p.offset)
+        addrs = warp_values(off)
         pattern = "unknown" if addrs is None else _pattern_of(addrs, b)
         stride = None if addrs is None else "mixed"
     if block_x is not None and block_x < 32 and pattern != "unknown":
-        addrs = warp_values(p.offset, block_x) or addrs
+        addrs = warp_values(off, block_x) or addrs
     sectors = conflict = None
     if p.space == "global" and pattern != "unknown":
         sectors = warp_sectors(addrs, b) if addrs is not None else 32 * max(1, b // 32)

@@ -18,6 +18,7 @@ consecutive threadIdx.x rarely crosses a multiple of b), which makes `i / n` and
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -33,6 +34,7 @@ __all__ = [
     "Scope",
     "thread_dependent",
     "tx_stride",
+    "unclamp",
     "type_size",
     "warp_values",
 ]
@@ -61,11 +63,31 @@ _CONTROL = {
     "case_statement",
 }
 _LOOPS = {"for_statement", "while_statement", "do_statement"}
+_CLAMP = re.compile(r"min|max|clamp|clip", re.IGNORECASE)
 
 
 def thread_dependent(e: sp.Expr) -> bool:
     """True when the value may differ between threads of one block."""
     return bool(e.free_symbols & _THREAD)
+
+
+def unclamp(a: sp.Expr) -> sp.Expr:
+    """`a` with clamps of a thread-dependent index (`min(x + 1, w - 1)`, `clampi(y + dy, 0,
+    h - 1)`, `max(i - 1, 0)`: a call named like min / max / clamp / clip with exactly one
+    thread-dependent argument) replaced by that argument. A clamp moves only the border
+    threads' addresses, so clamped taps stay neighbours of one another."""
+    for _ in range(4):  # nested clamps
+        reps = {}
+        for f in a.atoms(sp.Function):
+            name = type(f).__name__
+            if name.startswith("call_") and _CLAMP.search(name[5:]) and len(f.args) >= 2:
+                dep = [x for x in f.args if thread_dependent(x)]
+                if len(dep) == 1:
+                    reps[f] = dep[0]
+        if not reps:
+            return a
+        a = a.xreplace(reps)
+    return a
 
 
 def tx_stride(e: sp.Expr) -> sp.Expr | None:

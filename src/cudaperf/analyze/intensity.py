@@ -13,8 +13,13 @@ What is counted (per thread, each statement weighted by the trip counts of its l
   or at most 8 thread / block steps: a stencil's `in[i - 1]`, `in[i]`, `in[i + nx]`) touch
   the same cache lines as their neighbours, so such a cluster counts once: a naive stencil
   moves one input and one output element per point, not 2r + 2 (before, its intensity was
-  2r + 1 times too low and below that of the shared-memory version it outruns). Caches are
-  otherwise ignored.
+  2r + 1 times too low and below that of the shared-memory version it outruns). A load in a
+  window loop (known trip count T <= 32, address moving by a thread-invariant step s that
+  adjacent threads' windows overlap: their distance is q * s with 0 < |q| < T, as in
+  `for (dx...) in[(y + dy) * w + x + dx]`) counts once per window, not T times; a gather
+  such as `idx[2 * i + j]`, j < 2, does not (q = T). Clamped coordinates (`min`, `max`,
+  `clamp*`, `clip*` calls with one thread-dependent argument) count as unclamped here and in
+  the coalescing class. Caches are otherwise ignored.
 - Trip counts: a `for` loop with constant start (or a start that is a constant plus the
   thread index, as in a block-cooperative `for (k = threadIdx.x; k < TILE; k += 128)`
   staging loop: the mean over the threads that share it, (TILE - start) / step, is used),
@@ -36,7 +41,7 @@ import sympy as sp
 from tree_sitter import Node
 
 from cudaperf.analyze.access import Access
-from cudaperf.analyze.index import BLOCK_IDX, TX, TY, TZ, Scope, thread_dependent
+from cudaperf.analyze.index import BLOCK_IDX, TX, TY, TZ, Scope, thread_dependent, unclamp
 from cudaperf.analyze.parse import Kernel
 
 __all__ = ["Intensity", "LoopWeights", "estimate_intensity", "trip_count"]
@@ -303,23 +308,29 @@ def estimate_intensity(
         if f:
             flops += f * weight(n)
     nbytes = 0.0
-    groups: dict[tuple, list[list[Access]]] = {}  # (array, kind, loops) → neighbour clusters
+    groups: dict[tuple, list[list[tuple]]] = {}  # (array, kind, loops) → neighbour clusters
+    windows = 1.0  # largest window of positions one load reads over its window loops
     for a in accesses:
         if a.space != "global":
             continue
-        if a.kind in ("load", "store") and a.offset is not None:
+        off = unclamp(a.offset) if a.offset is not None else None
+        window = 1.0
+        if a.kind in ("load", "store") and off is not None:
             clusters = groups.setdefault((a.array, a.kind, _loops(a.node)), [])
-            near = next((c for c in clusters if _neighbours(a.offset, c[0].offset)), None)
+            near = next((c for c in clusters if _neighbours(off, c[0][0])), None)
             if near is not None:  # the same cache lines as an access already counted
-                near.append(a)
+                near.append((off, a))
                 continue
-            clusters.append([a])
+            clusters.append([(off, a)])
+            if a.kind == "load":
+                window = _window_trips(off, a.node, weight)
+                windows = max(windows, window)
         mult = 2 if a.kind in ("loadstore", "atomic") else 1
-        nbytes += (a.elem_bytes or 4) * mult * weight(a.node)
-    neighbours = 0
+        nbytes += (a.elem_bytes or 4) * mult * weight(a.node) / window
+    neighbours = int(windows) if windows > 1 else 0
     for (_, kind, _), clusters in groups.items():
         for c in clusters if kind == "load" else ():
-            offsets = list({sp.srepr(o): o for o in (sp.expand(a.offset) for a in c)}.values())
+            offsets = list({sp.srepr(o): o for o in (sp.expand(o) for o, _ in c)}.values())
             if len(offsets) > neighbours and _shared_between_threads(offsets):
                 neighbours = len(offsets)
     exact = all(v is not None for v in weight.trips.values())
@@ -370,6 +381,26 @@ def _shared_between_threads(offsets: list[sp.Expr]) -> bool:
                 continue
             if q.is_Integer and q != 0:
                 return True
+            if step.is_Number or not _diagonal(d, step, steps):
+                continue
+            return True
+    return False
+
+
+def _diagonal(d: sp.Expr, step: sp.Expr, steps: list[sp.Expr]) -> bool:
+    """Whether `d` is a few `step`s (rows, planes) plus a nonzero whole number of another
+    step: a diagonal tap such as in[(y - 1) * w + x - 1] against in[y * w + x + 1]."""
+    for k in range(-_NEAR_STEPS, _NEAR_STEPS + 1):
+        r = sp.expand(d - k * step)
+        for other in steps:
+            if other is step or r == 0:
+                continue
+            try:
+                q = sp.cancel(r / other)
+            except (TypeError, ValueError, ZeroDivisionError):
+                continue
+            if q.is_Integer and q != 0:
+                return True
     return False
 
 
@@ -391,6 +422,56 @@ def _neighbours(a: sp.Expr, b: sp.Expr) -> bool:
                 continue
             q = sp.cancel(d / step)
             if q.is_Integer and abs(q) <= _NEAR_STEPS:
+                return True
+            if step.is_Number:
+                continue
+            for k in range(-_NEAR_STEPS, _NEAR_STEPS + 1):  # a row away and a few bytes across
+                r = sp.expand(d - k * step)
+                if r.is_Number and abs(r) <= _NEAR_BYTES:
+                    return True
+    except (TypeError, ValueError, ZeroDivisionError):
+        return False
+    return False
+
+
+# A window loop (`for (dx = -R; dx <= R; ++dx) ... in[x + dx]`) runs at most this many times.
+_WINDOW_TRIPS = 32
+
+
+def _window_trips(off: sp.Expr, node: Node, weight: LoopWeights) -> float:
+    """How many of the positions a load reads over its window loops the caches serve from one
+    fetch: the product of the trip counts of the loops around `node` that move its address
+    by a thread-invariant step s with a known trip count T <= `_WINDOW_TRIPS` such that
+    adjacent threads (or blocks) share the window: the distance t between their addresses
+    along some index is a whole multiple q of s with 0 < |q| < T (a 3x3 filter's
+    `in[(y + dy) * w + x + dx]`: t = s along x, t = s = a row along y). `idx[2 * i + j]` for
+    j < 2 (q = 2 = T) reads a pair no other thread reads: 1."""
+    out, p = 1.0, node.parent
+    while p is not None and p != weight.top:
+        if p.type in ("for_statement", "while_statement", "do_statement"):
+            weight(p)  # fills weight.trips for the loops around p
+            trips = weight.trips.get(p.id)
+            it = sp.Symbol(f"iter@{p.start_byte}", integer=True, nonnegative=True)
+            if trips and 1 < trips <= _WINDOW_TRIPS and it in off.free_symbols:
+                if _shares_window(off, it, trips):
+                    out *= trips
+        p = p.parent
+    return out
+
+
+def _shares_window(off: sp.Expr, it: sp.Symbol, trips: float) -> bool:
+    try:
+        s = sp.expand(sp.diff(off, it))
+        if s == 0 or s.free_symbols & (set(_STEP_SYMBOLS) | {it}) or s.atoms(sp.Function):
+            return False
+        for sym in _STEP_SYMBOLS:
+            if sym not in off.free_symbols:
+                continue
+            t = sp.expand(sp.diff(off, sym))
+            if t == 0 or t.free_symbols & set(_STEP_SYMBOLS) or t.atoms(sp.Derivative):
+                continue
+            q = sp.cancel(t / s)
+            if q.is_Integer and 0 < abs(q) < trips:
                 return True
     except (TypeError, ValueError, ZeroDivisionError):
         return False

@@ -130,7 +130,9 @@ FEATURES: dict[str, tuple[str, str]] = {
         "count",
         "largest set of global loads of one array at distinct addresses a few elements, rows "
         "or planes apart in one loop body that neighbouring threads, blocks or iterations "
-        "also read (reuse the L1/L2 caches serve, as in a stencil; 0 below 2)",
+        "also read, or positions one load reads over small window loops that overlap the "
+        "next thread's (reuse the L1/L2 caches serve, as in a stencil or a 3x3 filter; "
+        "clamped coordinates count as unclamped; 0 below 2)",
     ),
 }
 
