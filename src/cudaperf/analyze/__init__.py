@@ -7,7 +7,6 @@
 See report.py for the feature names, units and the score formula, rules.py for the rules.
 """
 
-from cudaperf.analyze.api import NoKernelsError, analyze
 from cudaperf.analyze.report import (
     FEATURES,
     PROFILE_FEATURES,
@@ -36,3 +35,13 @@ __all__ = [
     "occupancy",
     "score_features",
 ]
+
+
+def __getattr__(name: str):
+    # `analyze` needs the parser and sympy (~0.4 s to import): loaded on first use, so that
+    # code needing only the report types (the reward, the CLI) starts fast.
+    if name in ("analyze", "NoKernelsError"):
+        from cudaperf.analyze import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'cudaperf.analyze' has no attribute {name!r}")
