@@ -87,3 +87,21 @@ def test_bad_files_and_objectives_are_named(tmp_path):
         load_model(p)
     with pytest.raises(ValueError, match="objective"):
         TrainConfig(objective="xgboost")
+
+
+def test_loading_a_tree_model_without_lightgbm_says_how_to_fix_it(tmp_path, monkeypatch):
+    import builtins
+
+    groups, pairs = _synthetic(10)
+    text, k, params = fit_lambdarank(groups, pairs, ["x", "noise"])
+    path = LambdaRankModel(names=["x", "noise"], booster=text, scale=k).save(tmp_path / "m.json")
+    real = builtins.__import__
+
+    def no_lightgbm(name, *a, **kw):
+        if name == "lightgbm":
+            raise ImportError("No module named 'lightgbm'")
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", no_lightgbm)
+    with pytest.raises(ImportError, match="pip install lightgbm"):
+        load_model(path)

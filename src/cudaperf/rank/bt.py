@@ -184,6 +184,8 @@ def model_from_json(doc) -> object:
 
     fmt = doc.get("format") if isinstance(doc, dict) else None
     try:
+        if fmt in (ensemble.FORMAT, lambdarank.FORMAT):
+            lambdarank.require_lightgbm()
         if fmt == ensemble.FORMAT:
             return ensemble.from_json(doc)
         if fmt == lambdarank.FORMAT:

@@ -27,9 +27,21 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["FORMAT", "LambdaRankModel", "default_params", "fit_lambdarank"]
+__all__ = ["FORMAT", "LambdaRankModel", "default_params", "fit_lambdarank", "require_lightgbm"]
 
 FORMAT = "cudaperf-feature-ranker-lambdarank-v1"
+
+
+def require_lightgbm() -> None:
+    """Raise ImportError, saying how to fix it, when lightgbm cannot be imported (so a model
+    fails when it is loaded, not at its first score inside a reward)."""
+    try:
+        import lightgbm  # noqa: F401
+    except ImportError as e:
+        raise ImportError(
+            f"this ranker needs lightgbm ({e}); install it with `pip install lightgbm`, or "
+            "train one without it: `cudaperf rank train --objective bt`"
+        ) from None
 
 
 def default_params(threads: int = 1) -> dict:
