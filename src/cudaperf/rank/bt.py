@@ -38,8 +38,41 @@ class ModelNotTrainedError(FileNotFoundError):
     """No trained ranker weights are available."""
 
 
+class FeatureRanker:
+    """What every feature ranker shares (`BTModel`, `LambdaRankModel`, `EnsembleModel`): a
+    subclass provides `utility(rows)` (strengths whose differences are BT logits), the
+    `analyzer` settings and `to_json()`."""
+
+    analyzer: dict
+    _json_indent: int | None = None  # of the saved file
+
+    def analyze_config(self):
+        """The `AnalyzeConfig` the model's features were computed with."""
+        from cudaperf.analyze import AnalyzeConfig
+
+        return AnalyzeConfig(**self.analyzer) if self.analyzer else AnalyzeConfig()
+
+    def strengths(self, task, codes: list[str]) -> np.ndarray:
+        """The common ranker interface: strength per code of `task` (higher = faster)."""
+        from cudaperf.rank.features import code_features
+
+        cfg = self.analyze_config()
+        return self.utility([code_features(c, cfg) for c in codes])
+
+    def prob(self, a: dict[str, float], b: dict[str, float]) -> float:
+        """P(a is faster than b)."""
+        u = self.utility([a, b])
+        return float(_sigmoid(u[0] - u[1]))
+
+    def save(self, path: str | Path) -> Path:
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(self.to_json(), indent=self._json_indent) + "\n")
+        return p
+
+
 @dataclass(frozen=True)
-class BTModel:
+class BTModel(FeatureRanker):
     """A trained feature ranker."""
 
     names: list[str]  # feature names (a subset of features.FEATURE_NAMES), in order
@@ -50,6 +83,7 @@ class BTModel:
     analyzer: dict = field(default_factory=dict)  # AnalyzeConfig fields the features used
     training: dict = field(default_factory=dict)  # what it was trained on (tasks, pairs, ...)
     format: str = FORMAT  # file format tag
+    _json_indent = 1
 
     @property
     def id(self) -> str:
@@ -68,19 +102,6 @@ class BTModel:
         """BT strength per row: higher = predicted faster."""
         return self.matrix(rows) @ np.asarray(self.coef, dtype=float)
 
-    def analyze_config(self):
-        """The `AnalyzeConfig` the model's features were computed with."""
-        from cudaperf.analyze import AnalyzeConfig
-
-        return AnalyzeConfig(**self.analyzer) if self.analyzer else AnalyzeConfig()
-
-    def strengths(self, task, codes: list[str]) -> np.ndarray:
-        """The common ranker interface: BT strength per code of `task` (higher = faster)."""
-        from cudaperf.rank.features import code_features
-
-        cfg = self.analyze_config()
-        return self.utility([code_features(c, cfg) for c in codes])
-
     def weights_table(self) -> list[dict]:
         """Per-feature coefficients, largest |coef| first (what the ranker relies on).
 
@@ -92,19 +113,8 @@ class BTModel:
         ]
         return sorted(rows, key=lambda r: -abs(r["coef"]))
 
-    def prob(self, a: dict[str, float], b: dict[str, float]) -> float:
-        """P(a is faster than b)."""
-        u = self.utility([a, b])
-        return float(_sigmoid(u[0] - u[1]))
-
     def to_json(self) -> dict:
         return asdict(self)
-
-    def save(self, path: str | Path) -> Path:
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(self.to_json(), indent=1) + "\n")
-        return p
 
 
 def _sigmoid(x):

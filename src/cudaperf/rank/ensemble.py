@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
+
+from cudaperf.rank.bt import FeatureRanker
 
 __all__ = ["FORMAT", "EnsembleModel", "from_json"]
 
@@ -23,7 +24,7 @@ FORMAT = "cudaperf-feature-ranker-ensemble-v1"
 
 
 @dataclass(frozen=True)
-class EnsembleModel:
+class EnsembleModel(FeatureRanker):
     """Feature rankers whose strengths are averaged (all computed from the same features)."""
 
     members: tuple  # BTModel / LambdaRankModel instances
@@ -48,24 +49,6 @@ class EnsembleModel:
             return np.zeros(0)
         return np.mean([m.utility(rows) for m in self.members], axis=0)
 
-    def analyze_config(self):
-        """The `AnalyzeConfig` the members' features were computed with."""
-        from cudaperf.analyze import AnalyzeConfig
-
-        return AnalyzeConfig(**self.analyzer) if self.analyzer else AnalyzeConfig()
-
-    def strengths(self, task, codes: list[str]) -> np.ndarray:
-        """The common ranker interface: strength per code of `task` (higher = faster)."""
-        from cudaperf.rank.features import code_features
-
-        cfg = self.analyze_config()
-        return self.utility([code_features(c, cfg) for c in codes])
-
-    def prob(self, a: dict[str, float], b: dict[str, float]) -> float:
-        """P(a is faster than b)."""
-        u = self.utility([a, b])
-        return float(0.5 * (1.0 + np.tanh(0.5 * (u[0] - u[1]))))
-
     def weights_table(self) -> list[dict]:
         """Each member's table (largest first), the member's format named in `model`."""
         return [{"model": m.format, **r} for m in self.members for r in m.weights_table()]
@@ -73,12 +56,6 @@ class EnsembleModel:
     def to_json(self) -> dict:
         return {"format": self.format, "members": [m.to_json() for m in self.members],
                 "analyzer": self.analyzer, "training": self.training}  # fmt: skip
-
-    def save(self, path: str | Path) -> Path:
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(self.to_json()) + "\n")
-        return p
 
 
 def from_json(doc: dict) -> EnsembleModel:

@@ -23,9 +23,10 @@ import functools
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
+
+from cudaperf.rank.bt import FeatureRanker
 
 __all__ = ["FORMAT", "LambdaRankModel", "default_params", "fit_lambdarank", "require_lightgbm"]
 
@@ -64,7 +65,7 @@ def default_params(threads: int = 1) -> dict:
 
 
 @dataclass(frozen=True)
-class LambdaRankModel:
+class LambdaRankModel(FeatureRanker):
     """A trained LambdaRank feature ranker."""
 
     names: list[str]  # feature names, in the booster's column order
@@ -98,24 +99,6 @@ class LambdaRankModel:
             return np.zeros(0)
         return self.scale * np.asarray(self._booster.predict(self.matrix(rows)), dtype=float)
 
-    def analyze_config(self):
-        """The `AnalyzeConfig` the model's features were computed with."""
-        from cudaperf.analyze import AnalyzeConfig
-
-        return AnalyzeConfig(**self.analyzer) if self.analyzer else AnalyzeConfig()
-
-    def strengths(self, task, codes: list[str]) -> np.ndarray:
-        """The common ranker interface: strength per code of `task` (higher = faster)."""
-        from cudaperf.rank.features import code_features
-
-        cfg = self.analyze_config()
-        return self.utility([code_features(c, cfg) for c in codes])
-
-    def prob(self, a: dict[str, float], b: dict[str, float]) -> float:
-        """P(a is faster than b)."""
-        u = self.utility([a, b])
-        return float(0.5 * (1.0 + np.tanh(0.5 * (u[0] - u[1]))))
-
     def weights_table(self) -> list[dict]:
         """Features by total gain in the trees, largest first (what the ranker relies on);
         `coef` is the gain share, so the table reads like the BT model's."""
@@ -127,12 +110,6 @@ class LambdaRankModel:
 
     def to_json(self) -> dict:
         return asdict(self)
-
-    def save(self, path: str | Path) -> Path:
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(self.to_json()) + "\n")
-        return p
 
 
 def _num(v) -> float:
