@@ -404,6 +404,18 @@ def _diagonal(d: sp.Expr, step: sp.Expr, steps: list[sp.Expr]) -> bool:
     return False
 
 
+def _index_steps(off: sp.Expr):
+    """The thread-invariant address steps of `off` along each thread / block index it uses
+    (the distance between adjacent threads' or blocks' addresses); non-zero."""
+    for s in _STEP_SYMBOLS:
+        if s not in off.free_symbols:
+            continue
+        step = sp.expand(sp.diff(off, s))
+        if step == 0 or step.free_symbols & set(_STEP_SYMBOLS) or step.atoms(sp.Derivative):
+            continue
+        yield step
+
+
 def _neighbours(a: sp.Expr, b: sp.Expr) -> bool:
     """Whether byte offsets `a` and `b` of one array are a small, thread-invariant distance
     apart: at most `_NEAR_BYTES`, or at most `_NEAR_STEPS` times the distance between the
@@ -414,12 +426,7 @@ def _neighbours(a: sp.Expr, b: sp.Expr) -> bool:
             return False
         if d.is_Number:
             return abs(d) <= _NEAR_BYTES
-        for s in _STEP_SYMBOLS:
-            if s not in a.free_symbols:
-                continue
-            step = sp.expand(sp.diff(a, s))
-            if step == 0 or step.free_symbols & set(_STEP_SYMBOLS) or step.atoms(sp.Derivative):
-                continue
+        for step in _index_steps(a):
             q = sp.cancel(d / step)
             if q.is_Integer and abs(q) <= _NEAR_STEPS:
                 return True
@@ -464,12 +471,7 @@ def _shares_window(off: sp.Expr, it: sp.Symbol, trips: float) -> bool:
         s = sp.expand(sp.diff(off, it))
         if s == 0 or s.free_symbols & (set(_STEP_SYMBOLS) | {it}) or s.atoms(sp.Function):
             return False
-        for sym in _STEP_SYMBOLS:
-            if sym not in off.free_symbols:
-                continue
-            t = sp.expand(sp.diff(off, sym))
-            if t == 0 or t.free_symbols & set(_STEP_SYMBOLS) or t.atoms(sp.Derivative):
-                continue
+        for t in _index_steps(off):
             q = sp.cancel(t / s)
             if q.is_Integer and 0 < abs(q) < trips:
                 return True
