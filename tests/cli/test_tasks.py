@@ -123,3 +123,20 @@ def test_attach_measurements_from_results(tmp_path):
     r = run("tasks", "attach", str(results), str(tasks), "--out", str(out), "--json",
             "--verified-only", "--min-implementations", "1")  # fmt: skip
     assert json.loads(r.stdout)["dropped"] == {"task left with fewer than 2 distinct strategies": 1}
+
+
+def test_attach_verified_only_prunes_the_splits_beside_out(tmp_path):
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text(json.dumps(C_TASK) + "\n")
+    results = tmp_path / "r.jsonl"
+    results.write_text("")  # nothing measured: the task is dropped
+    out = tmp_path / "measured.jsonl"
+    splits = tmp_path / "splits.json"
+    doc = {"families": {C_TASK["family"]: "test"}, "tasks": {"test": [C_TASK["id"]], "train": []}}
+    splits.write_text(json.dumps(doc))
+    r = run("tasks", "attach", str(results), str(tasks), "--out", str(out), "--json",
+            "--verified-only")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["splits"] == str(splits)
+    after = json.loads(splits.read_text())
+    assert after == {"families": doc["families"], "tasks": {"test": [], "train": []}}

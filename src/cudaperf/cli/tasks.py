@@ -255,6 +255,8 @@ def attach(
     """Store the GPU timings of `ok` results as the implementations' measurements.
 
     A task folder (such as the sample set) is updated in place; a .jsonl/.parquet needs --out.
+    With --verified-only, a splits.json beside --out (as `data build` writes it) keeps its
+    family splits and loses the ids of the dropped tasks.
     """
     import datetime as dt
 
@@ -301,7 +303,31 @@ def attach(
             by_kind=after["by_kind"],
             dropped=dropped,
         )
+        if out is not None and _prune_splits(out.with_name("splits.json"), updated):
+            report["splits"] = str(out.with_name("splits.json"))
     if json:
         emit_json(report)
     else:
         console.print(report)
+
+
+def _prune_splits(path: Path, kept: list) -> bool:
+    """Drop the ids of tasks not in `kept` from a splits file's task lists (its family
+    splits stay as they are); True when the file was rewritten."""
+    import json as jsonlib
+
+    if not path.is_file():
+        return False
+    try:
+        doc = jsonlib.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        fail(f"{path}: cannot read the splits file ({e}); fix or remove it and run again")
+    lists = doc.get("tasks") if isinstance(doc, dict) else None
+    if not isinstance(lists, dict):
+        return False
+    ids = {t.id for t in kept}
+    pruned = {k: [i for i in v if i in ids] for k, v in lists.items()}
+    if pruned == lists:
+        return False
+    path.write_text(jsonlib.dumps({**doc, "tasks": pruned}, indent=1) + "\n")
+    return True
