@@ -23,6 +23,7 @@ import numpy as np
 from cudaperf.rank.bt import standardise
 from cudaperf.rank.features import FEATURE_NAMES
 from cudaperf.rank.lambdarank import LambdaRankModel, default_params, fit_lambdarank
+from cudaperf.rank.metrics import pairwise_accuracy
 from cudaperf.rank.pairs import build_pairs, measured_groups, read_splits, tasks_in_split
 from cudaperf.rank.ranker import TrainConfig, analyzer_config, impl_features, train_feature_ranker
 from cudaperf.tasks.io import load_tasks
@@ -42,12 +43,7 @@ def fold_accuracy(train, test, feats, names, setting: dict, threads: int) -> flo
     cal = [(feats[(p.task_id, p.a)], feats[(p.task_id, p.b)], p.a_faster)
            for p in build_pairs(train, 1.0)]  # fmt: skip
     text, k, _ = fit_lambdarank(groups, cal, names, {**setting, "num_threads": threads})
-    model = LambdaRankModel(names=names, booster=text, scale=k)
-    pairs = build_pairs(test, 1.2)
-    keys = sorted({(p.task_id, x) for p in pairs for x in (p.a, p.b)})
-    u = dict(zip(keys, model.utility([feats[key] for key in keys]), strict=True))
-    return float(np.mean([(u[(p.task_id, p.a)] > u[(p.task_id, p.b)]) == p.a_faster
-                          for p in pairs]))  # fmt: skip
+    return holdout_accuracy(LambdaRankModel(names=names, booster=text, scale=k), test, feats)
 
 
 def objective_accuracy(train, fold, feats, objective: str, a) -> float:
@@ -55,11 +51,15 @@ def objective_accuracy(train, fold, feats, objective: str, a) -> float:
     splits = {t.family: ("test" if t.family in fold else "train") for t in train}
     cfg = TrainConfig(objective=objective, workers=a.workers, cache_dir=a.cache_dir)
     model = train_feature_ranker(train, splits, cfg)
-    pairs = build_pairs([t for t in train if t.family in fold], 1.2)
+    return holdout_accuracy(model, [t for t in train if t.family in fold], feats)
+
+
+def holdout_accuracy(model, test, feats) -> float:
+    """`rank.metrics.pairwise_accuracy` of `model` on `test`'s pairs >= 1.2x apart."""
+    pairs = build_pairs(test, 1.2)
     keys = sorted({(p.task_id, x) for p in pairs for x in (p.a, p.b)})
-    u = dict(zip(keys, model.utility([feats[key] for key in keys]), strict=True))
-    return float(np.mean([(u[(p.task_id, p.a)] > u[(p.task_id, p.b)]) == p.a_faster
-                          for p in pairs]))  # fmt: skip
+    strength = dict(zip(keys, model.utility([feats[key] for key in keys]), strict=True))
+    return float(pairwise_accuracy(pairs, strength))
 
 
 def main(argv: list[str] | None = None) -> int:
