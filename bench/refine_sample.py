@@ -4,9 +4,13 @@
         --out-dir bench/results/refine_scripted
     python bench/refine_sample.py --model smollm2 --turns 4 --samples 2 \\
         --out-dir bench/results/refine_smollm2
+    python bench/refine_sample.py --model scripted:weakest-first --turns 4 --samples 1 \
+        --patience 4 --tasks data/tasks.jsonl.gz --split heldout --min-impls 3 --limit 12 \
+        --out-dir bench/results/refine_scripted_dataset
 
 Runs `cudaperf.refine.refine_many` over every task of `cudaperf.tasks.io.load_sample()` (or
-those named with --task) in lockstep: one generation batch and one evaluator batch per turn.
+of `--tasks FILE`: one task per held-out family with enough implementations; or those named
+with --task) in lockstep: one generation batch and one evaluator batch per turn.
 Writes to --out-dir, each file rewritten or appended as the run goes (a crash keeps what was
 done; --resume skips tasks whose summary is already in the trajectory):
 
@@ -38,7 +42,7 @@ from cudaperf.execute.config import EvalConfig
 from cudaperf.refine import TurnRecord, make_backend, read_trajectory, refine_many
 from cudaperf.refine.trajectory import SummaryRecord
 from cudaperf.reward import RewardConfig, RewardScorer
-from cudaperf.tasks.io import load_sample
+from cudaperf.tasks.io import load_sample, load_tasks
 from cudaperf.tasks.model import Task, TaskKind
 
 T0 = time.perf_counter()
@@ -123,7 +127,7 @@ def _f(v, fmt="+.3f") -> str:
 
 def markdown(table: dict) -> str:
     head = (
-        f"# refine on the sample set: {table['model']}\n\n"
+        f"# refine on {table['task_set']}: {table['model']}\n\n"
         f"{table['turns']} turns x {table['samples']} samples, mode {table['mode']}, "
         f"gpu {table['gpu'] or '-'}, {table['elapsed_s']:.0f} s.\n"
         "Per turn: best reward so far / the turn's best reward / its speedup vs the baseline "
@@ -183,6 +187,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--patience", type=int, default=1)
     p.add_argument("--out-dir", type=Path, required=True)
     p.add_argument("--task", action="append", help="only these task ids (or their last parts)")
+    p.add_argument("--tasks", type=Path, help="pick tasks from this task file (e.g. the dataset, "
+                   "data/tasks.jsonl.gz) instead of the sample set")  # fmt: skip
+    p.add_argument("--split", default="heldout", help="with --tasks: families of this split "
+                   "(train, validation, test, heldout; splits.json beside the file)")  # fmt: skip
+    p.add_argument("--min-impls", type=int, default=3, help="with --tasks: at least this many "
+                   "implementations")  # fmt: skip
+    p.add_argument("--limit", type=int, default=12, help="with --tasks: at most this many tasks, "
+                   "one per family, families in name order")  # fmt: skip
     p.add_argument("--max-new-tokens", type=int, default=768)
     p.add_argument("--temperature", type=float, default=0.8)
     p.add_argument("--seed", type=int, default=0)
@@ -204,6 +216,24 @@ def select(tasks: list[Task], names: list[str] | None) -> list[Task]:
     return out
 
 
+def pick(args) -> list[Task]:
+    """`--tasks`: one task per family of `--split` with >= `--min-impls` implementations (the
+    first by id), up to `--limit` families; otherwise the sample set."""
+    if args.tasks is None:
+        return load_sample()
+    from cudaperf.rank.pairs import read_splits, tasks_in_split
+
+    sp = args.tasks.parent / "splits.json"
+    tasks = tasks_in_split(
+        load_tasks(args.tasks), args.split, read_splits(sp) if sp.exists() else None
+    )
+    first: dict[str, Task] = {}
+    for t in sorted(tasks, key=lambda t: t.id):
+        if len(t.implementations) >= args.min_impls:
+            first.setdefault(t.family, t)
+    return [first[f] for f in sorted(first)][: args.limit]
+
+
 def backend_for(args, tasks: list[Task]):
     if args.model.startswith("scripted:"):
         return make_backend(args.model, tasks=tasks)
@@ -217,7 +247,7 @@ def backend_for(args, tasks: list[Task]):
 def main(argv=None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    tasks = select(load_sample(), args.task)
+    tasks = select(pick(args), args.task)
     out = args.out_dir
     out.mkdir(parents=True, exist_ok=True)
     traj = out / "trajectories.jsonl"
@@ -237,7 +267,8 @@ def main(argv=None) -> None:
     say(f"{len(todo)} tasks to refine ({len(done)} done before), {mode}; loading {args.model}")
     backend = Timed(backend_for(args, todo or tasks))
     say(f"backend ready: {backend.name}")
-    meta = {"model": args.model, "turns": args.turns, "samples": args.samples,
+    meta = {"model": args.model, "task_set": str(args.tasks or "the sample set"),
+            "turns": args.turns, "samples": args.samples,
             "max_new_tokens": args.max_new_tokens, "preset": args.preset,
             "mode": mode, "gpu": gpu,
             "trials": args.trials, "command": " ".join(sys.argv)}  # fmt: skip
