@@ -6,7 +6,8 @@ JSON (`model_dump(mode="json")` / `model_validate`) without losing a field.
 
 Guaranteed: a `Task` that validates has a signature consistent with its kind, configs that
 give a value for every scalar parameter (C→CUDA), array length expressions that only name
-scalar parameters, unique config and implementation ids, and at least one config.
+scalar parameters and the task's `dims` (sizes that are not parameters), unique config and
+implementation ids, and at least one config.
 Not guaranteed: that the code compiles or that implementations are correct; that is the
 evaluator's job (`cudaperf.execute`).
 """
@@ -19,7 +20,15 @@ import re
 from enum import Enum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 __all__ = [
     "Distribution",
@@ -335,6 +344,12 @@ class Task(_Frozen):
     implementations: list[Implementation] = []
     provenance: dict[str, str] = {}  # e.g. {"source": "cudaperf sample set", "license": "..."}
     description: str = ""  # one paragraph for prompts
+    # c2cuda: sizes that are not parameters. Array lengths may name them beside the scalar
+    # parameters and every config gives each a value in `sizes`; the function learns one only
+    # from array contents (e.g. a count stored in `n[0]`, which the config's distribution for
+    # `n` then fills with that value). Left out of dumps while empty, so tasks without them
+    # serialise (and hash) as before the field existed.
+    dims: list[str] = []
 
     @field_validator("id")
     @classmethod
@@ -357,12 +372,30 @@ class Task(_Frozen):
         _unique([i.id for i in v], "implementation id")
         return v
 
+    @field_validator("dims")
+    @classmethod
+    def _dims_ok(cls, v: list[str]) -> list[str]:
+        for d in v:
+            if not _IDENT.match(d):
+                raise ValueError(f"dim {d!r} is not an identifier")
+        _unique(v, "dim")
+        return v
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_dims(self, handler: SerializerFunctionWrapHandler) -> dict:
+        out = handler(self)
+        if isinstance(out, dict) and not out.get("dims", True):
+            del out["dims"]
+        return out
+
     @model_validator(mode="after")
     def _consistent(self) -> Task:
         if self.kind is TaskKind.C2CUDA:
             self._check_c_signature()
-        elif self.signature:
-            raise ValueError("torch2cuda tasks take no signature; sizes are module constants")
+        elif self.signature or self.dims:
+            raise ValueError(
+                "torch2cuda tasks take no signature nor dims; sizes are module constants"
+            )
         return self
 
     def _check_c_signature(self) -> None:
@@ -372,14 +405,17 @@ class Task(_Frozen):
             raise ValueError("c2cuda tasks need a signature: one entry per function parameter")
         _unique([p.name for p in self.signature], "parameter name")
         scalars = {p.name for p in self.signature if p.role is Role.SCALAR}
+        clash = set(self.dims) & {p.name for p in self.signature}
+        if clash:
+            raise ValueError(f"dims {sorted(clash)} are parameter names; a dim is not a parameter")
         for p in self.signature:
             if p.length is None:
                 continue
-            unknown = length_names(p.length) - scalars
+            unknown = length_names(p.length) - scalars - set(self.dims)
             if unknown:
                 raise ValueError(
                     f"length of array {p.name!r} ({p.length!r}) names {sorted(unknown)}, which "
-                    f"are not scalar parameters; scalars are {sorted(scalars)}"
+                    f"are not scalar parameters nor dims; scalars are {sorted(scalars)}"
                 )
         for c in self.configs:
             missing = scalars - set(c.sizes)
@@ -388,9 +424,14 @@ class Task(_Frozen):
                     f"config {c.name!r} gives no value for scalar parameter(s) {sorted(missing)}; "
                     "add them to its sizes"
                 )
-            extra = set(c.sizes) - scalars
+            missing = set(self.dims) - set(c.sizes)
+            if missing:
+                raise ValueError(f"config {c.name!r} gives no value for dim(s) {sorted(missing)}")
+            extra = set(c.sizes) - scalars - set(self.dims)
             if extra:
-                raise ValueError(f"config {c.name!r} sets {sorted(extra)}, not scalar parameters")
+                raise ValueError(
+                    f"config {c.name!r} sets {sorted(extra)}, not scalar parameters nor dims"
+                )
             arrays = {p.name for p in self.signature if p.is_array}
             bad = set(c.param_distributions) - arrays
             if bad:

@@ -30,19 +30,19 @@ def test_every_row_imported_or_skipped_with_reason(report):
         "babeltower/0_saxpy_cpu",
         "babeltower/1_scale2d",
         "babeltower/2_gather_clamp",
+        "babeltower/6_dec",
     ]
     summary = report.summary()
     assert summary.pop("reference_check")["mode"] != ""  # which check ran (gcc or skipped)
     assert summary == {
         "configs": sum(len(t.configs) for t in report.tasks),
-        "imported": 3,
-        "skipped": 6,
+        "imported": 4,
+        "skipped": 5,
         "reasons": {
             "not a JSON object": 1,
             "wrapper never launches a kernel": 1,
             "C function returns a value (the candidate shape needs void)": 1,
             "no given test input matches the C signature": 1,
-            "wrapper reads or writes array contents on the host": 1,
             "missing field(s) cuda_code, consistent_cpp_inputs, cuda_wrapper": 1,
         },
     }
@@ -52,7 +52,7 @@ def test_every_row_imported_or_skipped_with_reason(report):
 
 
 def test_roles_and_lengths(report):
-    saxpy, scale, gather = report.tasks
+    saxpy, scale, gather, _ = report.tasks
     sig = {p.name: (p.role, p.length) for p in saxpy.signature}
     assert sig == {
         "n": (Role.SCALAR, None),
@@ -69,7 +69,7 @@ def test_roles_and_lengths(report):
 
 
 def test_configs_from_tests_and_generated(report):
-    saxpy, scale, gather = report.tasks
+    saxpy, scale, gather, _ = report.tasks
     names = [c.name for c in scale.configs]
     assert names == ["test1", "test2", "test3", "medium", "large"]
     assert [c.held_out for c in scale.configs] == [False, False, True, False, False]
@@ -149,5 +149,5 @@ def test_missing_file_and_cli(tmp_path):
         app, ["tasks", "import", "babeltower", str(FIXTURE), "--out", str(out), "--json"]
     )
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["imported"] == 3
-    assert len(out.read_text().splitlines()) == 3
+    assert json.loads(r.output)["imported"] == 4
+    assert len(out.read_text().splitlines()) == 4

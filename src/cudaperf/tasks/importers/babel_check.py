@@ -5,7 +5,9 @@ Each task's C reference is compiled once with gcc (`-O1 -g -fsanitize=address,un
 translation unit) that reads one config's inputs from a file into heap buffers of exactly the
 task's array lengths, calls the entry function once and prints the call's CPU time (not wall
 time: other work on the machine does not make a config look slow). Inputs are `make_inputs`
-(set 0, a fixed salt), out arrays zeroed as the evaluator's reference run does.
+(set 0, a fixed salt), out arrays zeroed as the evaluator's reference run does; a config that
+runs cleanly is run once more with its integer arrays at the ends of their value ranges
+(`extreme_inputs`: a possible draw that a random one rarely is, e.g. the largest index).
 
 `check_tasks` runs every config of every task (tasks spread over processes) and returns, per
 task, the configs that failed and why (`Problem`): an out-of-bounds access (`overrun`),
@@ -16,7 +18,7 @@ configs whose sanitized call took longer than `slow`). Compiled references are c
 temp folder keyed by the source, driver and flags. No GPU is used; the CUDA side is unchecked.
 
 Guaranteed: a config not reported ran to completion cleanly under both sanitizers, within the
-limits. Not guaranteed: clean on other input sets (only set 0 is run).
+limits, on set 0 and on its extremes. Not guaranteed: clean on other input sets.
 """
 
 from __future__ import annotations
@@ -104,14 +106,35 @@ def driver_source(task: Task) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_inputs(task: Task, cfg: InputConfig, path: Path) -> None:
-    """Config `cfg`'s inputs (set 0), out arrays zeroed, as the driver reads them."""
+def extreme_inputs(task: Task, cfg: InputConfig, arrays: list[np.ndarray]) -> bool:
+    """Put the extremes of each integer randint input array's range into it (in place):
+    the largest value at even positions, the smallest at odd ones. Each element is drawn
+    independently from that range, so this is a possible draw, and one that reaches the
+    ends an index computed from the values can reach (a histogram's bin `a[i] / 100`, a
+    gather's `t[idx[i]]`). False when no array has such a range (nothing changed)."""
+    changed = False
+    for p, a in zip(task.signature, arrays, strict=True):
+        d = cfg.param_distributions.get(p.name, cfg.distribution)
+        if p.role in (Role.IN, Role.INOUT) and d.kind == "randint" and a.dtype.kind in "iu":
+            if int(d.high) - 1 > int(d.low) and a.size:
+                a[0::2], a[1::2] = int(d.high) - 1, int(d.low)
+                changed = True
+    return changed
+
+
+def write_inputs(task: Task, cfg: InputConfig, path: Path, extremes: bool = False) -> bool:
+    """Config `cfg`'s inputs (set 0), out arrays zeroed, as the driver reads them; with
+    `extremes`, integer arrays at the ends of their ranges (`extreme_inputs`). False when
+    `extremes` changed nothing (no file written)."""
     arrays = make_inputs(task, cfg, 0, SALT)
+    if extremes and not extreme_inputs(task, cfg, arrays):
+        return False
     with path.open("wb") as f:
         for p, a in zip(task.signature, arrays, strict=True):
             a = np.zeros_like(a) if p.role is Role.OUT else a
             f.write(np.array([a.size], dtype=np.int64).tobytes())
             f.write(np.ascontiguousarray(a).tobytes())
+    return True
 
 
 def cache_dir() -> Path:
@@ -214,6 +237,9 @@ def check_task(
                     prob, secs = _run(fast, inputs, limit)
                     if prob is None and secs > slow:
                         prob = Problem("slow", f"{secs:.2f} s at -O2")
+            if prob is None and write_inputs(task, cfg, inputs, extremes=True):
+                prob, _ = _run(exe, inputs, limit)  # only memory errors and UB: not timed
+                prob = None if prob is not None and prob.kind == "slow" else prob
             if prob is not None:
                 problems[cfg.name] = prob
             inputs.unlink(missing_ok=True)

@@ -9,7 +9,11 @@ those device copies to the parameter. Host staging buffers that mirror a paramet
 way (`new[]` / `malloc`, `memcpy` in or out, `delete[]` / `free`; the wrapper then launches
 on host memory) are dropped likewise. The wrapper's own array sizes (`cudaMalloc` /
 `cudaMemcpy` byte counts over its scalar parameters) are returned too: the importer uses
-them as candidate array lengths.
+them as candidate array lengths. A parameter array whose contents the wrapper only reads on
+the host (a count in `n[0]` sizing the grid, a scan for the largest bin sizing an allocation),
+that no launched kernel writes and whose element count the wrapper's copies give, is read from
+a host copy the launcher makes on entry (malloc + cudaMemcpy from the device, freed at the
+end); in launch shapes `count_name(a)` stands for such a copy's element 0.
 
 Guaranteed: every wrapper either yields a launcher or a one-line reason. Not guaranteed:
 that the launcher computes what the C function does (the evaluator checks that).
@@ -31,7 +35,7 @@ from cudaperf.tasks.importers.ctok import (
 )
 from cudaperf.tasks.model import Task
 
-__all__ = ["Launcher", "adapt_wrapper"]
+__all__ = ["Launcher", "adapt_wrapper", "count_name"]
 
 _HOST_MEMORY = {"malloc", "calloc", "free", "new", "delete", "memcpy", "std", "memset"}
 _DROP_CALLS = {"cudaMalloc", "cudaMemcpy", "cudaFree", "memcpy", "free"}
@@ -155,11 +159,96 @@ def _host_reason(stmts: list[list[str]], arrays: set[str]) -> str:
     for st in stmts:
         if any(t in _HOST_MEMORY for t in st):
             return "wrapper stages data through host memory"
-        host = st[: st.index(">>>")] if ">>>" in st else st  # a launch's arguments are on device
-        for i, t in enumerate(host):
-            if t in arrays and (host[i + 1 : i + 2] == ["["] or host[i - 1 : i] == ["*"]):
-                return "wrapper reads or writes array contents on the host"
+        if _host_read_sites(st, arrays):
+            return "wrapper reads or writes array contents on the host"
     return ""
+
+
+def _host_part(st: list[str]) -> list[str]:
+    """What of a statement runs on the host (a launch's kernel arguments are on device)."""
+    return st[: st.index(">>>")] if ">>>" in st else st
+
+
+def _host_read_sites(st: list[str], names: set[str]) -> list[int]:
+    """Positions in the host part of `st` where an array in `names` is subscripted or
+    dereferenced (its contents used on the host)."""
+    host = _host_part(st)
+    return [
+        i
+        for i, t in enumerate(host)
+        if t in names and (host[i + 1 : i + 2] == ["["] or host[i - 1 : i] == ["*"])
+    ]
+
+
+def _stageable(
+    stmts: list[list[str]],
+    arrays: set[str],
+    kernel_written: set[str],
+    sizes: dict[str, str],
+    rename: dict[str, str],
+) -> dict[str, str]:
+    """Parameter arrays whose contents the wrapper only reads on the host (e.g. a count in
+    `n[0]` sizing the grid, a scan for the largest index sizing an allocation), that no
+    launched kernel writes and whose element count the wrapper's own copies give: the
+    launcher can read them from a host copy made on entry. {wrapper name: element count}."""
+    host = [t for st in stmts for t in _host_part(st) + [";"]]
+    read = {n for st in stmts for n in (_host_part(st)[i] for i in _host_read_sites(st, arrays))}
+    modes = access_modes(host, sorted(read))
+    early = "return" in host  # the copy made on entry must be freed at the end
+    return {
+        n: sizes[rename[n]]
+        for n in sorted(read)
+        if not modes[n][1] and n not in kernel_written and sizes.get(rename[n]) and not early
+    }
+
+
+def _staged(
+    stmts: list[list[str]], staged: dict[str, str], rename: dict[str, str], task: Task
+) -> tuple[list[str], list[list[str]], dict[str, str]]:
+    """(the tokens that make a host copy of each staged array on entry: malloc, cudaMemcpy
+    from the device; over the task's names), `stmts` with the host reads of those arrays
+    taken from the copies, which are freed at the end, and {host copy: task array})."""
+    if not staged:
+        return [], stmts, {}
+    taken = {t for st in stmts for t in st} | {p.name for p in task.signature} | set(rename)
+    ctype = {p.name: p.ctype for p in task.signature}
+    host_name, prologue = {}, []
+    for w, count in staged.items():
+        c = rename[w]
+        h = f"h_{c}"
+        while h in taken:
+            h += "_"
+        taken.add(h)
+        host_name[w] = h
+        t, nbytes = ctype[c], f"(size_t)({count}) * sizeof({ctype[c]})"
+        prologue += tokenize(
+            f"{t}* {h} = ({t}*)malloc({nbytes}); "
+            f"cudaMemcpy({h}, {c}, {nbytes}, cudaMemcpyDeviceToHost);"
+        )
+    out = []
+    for st in stmts:
+        sites = set(_host_read_sites(st, set(staged)))
+        out.append([host_name[t] if i in sites else t for i, t in enumerate(st)])
+    out += [tokenize(f"free({h});") for h in host_name.values()]
+    return prologue, out, {h: rename[w] for w, h in host_name.items()}
+
+
+def count_name(array: str) -> str:
+    """The size name standing for `array[0]` (a count stored in an array) in launch shapes."""
+    return f"{array}_0"
+
+
+def _counts_named(st: list[str], copies: dict[str, str]) -> list[str]:
+    """`h [ 0 ]` of a host copy `h` of array `a` as the name `count_name(a)`."""
+    out, i = [], 0
+    while i < len(st):
+        if st[i] in copies and st[i + 1 : i + 4] == ["[", "0", "]"]:
+            out.append(count_name(copies[st[i]]))
+            i += 4
+            continue
+        out.append(st[i])
+        i += 1
+    return out
 
 
 def adapt_wrapper(wrapper: str, cuda_code: str, task: Task) -> Launcher:
@@ -189,19 +278,23 @@ def adapt_wrapper(wrapper: str, cuda_code: str, task: Task) -> Launcher:
     if kernel not in kernels:
         return Launcher(reason="wrapper launches a kernel that cuda_code does not define")
     arrays = {w for w, p in zip(wparams, task.signature, strict=True) if p.is_array}
-    reason = _host_reason(kept, arrays | set(mapped))
-    if reason:
-        return Launcher(reason=reason, sizes=sizes)
     ctoks = _rename_functions(ctoks, task.entry, rename)
     body = [t for st in kept for t in _renamed(st, rename)]
     written = _kernel_writes(body, ctoks, {p.name for p in task.signature if p.is_array})
+    staged = _stageable(kept, arrays, {w for w in arrays if rename[w] in written}, sizes, rename)
+    reason = _host_reason(kept, (arrays | set(mapped)) - set(staged))
+    if reason:
+        return Launcher(reason=reason, sizes=sizes)
+    prologue, kept, copies = _staged(kept, staged, rename, task)
+    body = prologue + [t for st in kept for t in _renamed(st, rename)]
     renamed = [_renamed(st, rename) for st in kept]
     unguarded = _unguarded(renamed, ctoks)
+    counted = [_counts_named(st, copies) for st in renamed]
     return Launcher(
         code=_render(task, ctoks, body),
         sizes=sizes,
         written=written,
-        shapes=launch_shapes(renamed),
+        shapes=launch_shapes(counted),
         unguarded=bool(unguarded),
         same_blocks=bool(unguarded) and not any("blockIdx" in k for k in unguarded),
     )

@@ -12,7 +12,11 @@ is whitespace-tokenised). Each row becomes one task:
   `inout` (the evaluator poisons `out` arrays, and conditionally written elements would keep
   the poison). Non-pointers are scalars.
 - **lengths**: see `babel_lengths` (the wrapper's allocation sizes, checked against the
-  declared array sizes of the given tests, or fitted to them).
+  declared array sizes of the given tests, or fitted to them). Where nothing over the scalars
+  fits, an array as long as a count the C code reads from element 0 of a one-element,
+  read-only integer array (equal to its declared length in every test) gets a `Task.dims`
+  size for it (`len_0` for `len[0]`): the count array has length 1 and every config fills it
+  with that dim's value, which generated configs scale like a size scalar.
 - **configs**: one per given test (`test1`, ...: its scalar values; its array values'
   range as the distribution, randint for integers, uniform for floats); the last one is held
   out when there are two or more. Two generated configs for timing, `medium` and `large`,
@@ -27,7 +31,8 @@ is whitespace-tokenised). Each row becomes one task:
 
 - **reference check** (default when gcc's sanitizers run here; `check_references=False` or
   the CLI's `--no-validate` turns it off): every config is run through the C reference
-  under AddressSanitizer + UBSan (`babel_check`). A config that overruns an array, has
+  under AddressSanitizer + UBSan (`babel_check`; also with integer arrays at the ends of
+  their value ranges). A config that overruns an array, has
   undefined behaviour (e.g. signed overflow on a given INT_MAX), crashes or is too slow is
   dropped with its reason; a row left without a config is skipped; the last remaining given
   test is held out when two or more remain. A row whose reference overruns an array on some
@@ -57,7 +62,7 @@ import numpy as np
 from cudaperf.tasks.importers import babel_check
 from cudaperf.tasks.importers.babel_inputs import ArrayArg, parse_test
 from cudaperf.tasks.importers.babel_lengths import choose_length
-from cudaperf.tasks.importers.babel_wrapper import Launcher, adapt_wrapper
+from cudaperf.tasks.importers.babel_wrapper import Launcher, adapt_wrapper, count_name
 from cudaperf.tasks.importers.common import ImportReport
 from cudaperf.tasks.importers.ctok import (
     CFunction,
@@ -277,6 +282,7 @@ def _generated(
     fits: Callable[[dict], bool],
     launchable: Callable[[dict], bool],
     constants: set[str],
+    dims: set[str] = frozenset(),
 ) -> list[InputConfig]:
     """`medium` and `large`: the largest test's size scalars times a common power of two.
 
@@ -288,7 +294,7 @@ def _generated(
     """
     size_names = {
         n for p in sig if p.is_array for n in _names(p.length) if int(base.sizes[n]) >= 1
-    } & {p.name for p in sig if p.ctype in _INT_TYPES}
+    } & ({p.name for p in sig if p.ctype in _INT_TYPES} | dims)
     if not size_names:
         return []
     dists = {
@@ -370,12 +376,33 @@ def _shell(entry: str, params: list, roles: dict[str, Role], scalars: list[str])
     )
 
 
+def _count_dim(shell: Task, tests: list, body: list[str], index: int) -> tuple[str, str] | None:
+    """(count array, dim name) when the array at `index` is as long as a count the C code
+    reads from element 0 of another array: a read-only integer array of one element (`n[0]`
+    in the C body) whose value equals this array's declared length in every test."""
+    lengths = [t[index].length for t in tests]
+    for i, p in enumerate(shell.signature):
+        if i == index or p.role is not Role.IN or p.ctype not in _INT_TYPES:
+            continue
+        if not any(body[k : k + 4] == [p.name, "[", "0", "]"] for k in range(len(body))):
+            continue
+        held = zip([t[i] for t in tests], lengths, strict=True)
+        if all(a.length == 1 and a.values and a.values[0] == n for a, n in held):
+            dim = count_name(p.name)
+            while dim in {q.name for q in shell.signature}:
+                dim += "_"
+            return p.name, dim
+    return None
+
+
 def _with_lengths(
     shell: Task, tests: list, sizes: dict[str, str], body: list[str], prefer_wrapper: bool
-) -> list[Param]:
+) -> tuple[list[Param], dict[str, str]]:
+    """The signature with lengths, and {count array: dim} for lengths that are a count read
+    from an array (`_count_dim`; only where no expression over the scalars fits)."""
     scalar_at = {i: p.name for i, p in enumerate(shell.signature) if not p.is_array}
     ints = [p.name for p in shell.signature if not p.is_array and p.ctype in _INT_TYPES]
-    sig = []
+    sig, counts = [], {}
     for i, p in enumerate(shell.signature):
         if p.is_array:
             length = choose_length(
@@ -387,6 +414,9 @@ def _with_lengths(
                 _subscript_names(body, p.name),
                 prefer_wrapper,
             )
+            found = _count_dim(shell, tests, body, i) if length is None else None
+            if found is not None:
+                counts[found[0]] = length = counts.get(found[0], found[1])
             if length is None:
                 raise _Skip("cannot infer an array length from the wrapper or the tests")
             update: dict = {"length": length}
@@ -396,7 +426,31 @@ def _with_lengths(
                 update["role"] = Role.INOUT  # maybe longer than what the C code writes: no poison
             p = p.model_copy(update=update)
         sig.append(p)
-    return sig
+    sig = [p.model_copy(update={"length": "1"}) if p.name in counts else p for p in sig]
+    return sig, counts
+
+
+def _with_counts(
+    given: list[InputConfig], tests: list, sig: list[Param], counts: dict[str, str]
+) -> list[InputConfig]:
+    """The given configs (in the order of `tests`) with each count dim set to its test's
+    count."""
+    at = {p.name: i for i, p in enumerate(sig)}
+    return [
+        c.model_copy(
+            update={"sizes": c.sizes | {d: int(t[at[a]].values[0]) for a, d in counts.items()}}
+        )
+        for c, t in zip(given, tests, strict=True)
+    ]
+
+
+def _fill_counts(configs: list[InputConfig], counts: dict[str, str]) -> list[InputConfig]:
+    """Every config's count arrays filled with its dim's value."""
+    out = []
+    for c in configs:
+        fill = {a: Distribution(kind="constant", value=c.sizes[d]) for a, d in counts.items()}
+        out.append(c.model_copy(update={"param_distributions": c.param_distributions | fill}))
+    return out
 
 
 def _reference_source(toks: list[str]) -> str:
@@ -436,8 +490,8 @@ def _row_task(row: dict, prefer_wrapper: bool = False) -> tuple[Task, list[str],
             row["cuda_wrapper"], row["cuda_code"], _shell(fn.name, params, roles, scalars)
         )
     shell = _shell(fn.name, params, roles, scalars)
-    sig = _with_lengths(shell, tests, launch.sizes, body, prefer_wrapper)
-    given = _test_configs(sig, tests)
+    sig, counts = _with_lengths(shell, tests, launch.sizes, body, prefer_wrapper)
+    given = _with_counts(_test_configs(sig, tests), tests, sig, counts)
     configs = [c for c in given if not _launch_problem(launch, sig, c.sizes)]
     dropped = out_of_range + [
         f"{c.name}: {_launch_problem(launch, sig, c.sizes)}" for c in given if c not in configs
@@ -451,7 +505,8 @@ def _row_task(row: dict, prefer_wrapper: bool = False) -> tuple[Task, list[str],
         return not _launch_problem(launch, sig, sizes)
 
     base = max(given, key=lambda c: _longest(sig, c.sizes))
-    configs += _generated(sig, base, fits, launchable, _same_constant(given))
+    configs += _generated(sig, base, fits, launchable, _same_constant(given), set(counts.values()))
+    configs = _fill_counts(configs, counts)
     if not configs:
         why = dropped[0].split(": ", 1)[1] if dropped else "no size to scale"
         raise _Skip(f"no config the row's kernel can be launched on (given tests: {why})")
@@ -468,6 +523,7 @@ def _row_task(row: dict, prefer_wrapper: bool = False) -> tuple[Task, list[str],
         source=_reference_source(toks),
         entry=fn.name,
         signature=sig,
+        dims=sorted(counts.values()),
         configs=configs,
         tolerance=_tolerance(sig, body, configs),
         implementations=[impl],
