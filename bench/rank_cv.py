@@ -1,13 +1,14 @@
 """Choose the feature ranker by leave-family-out cross-validation on the training families
-only (the held-out families stay unseen until `bench/rank_eval.py`): the LambdaRank settings,
-then the objective (ensemble = mean of Bradley–Terry and LambdaRank, lambdarank, bt).
+only (the held-out families stay unseen until `bench/rank_eval.py`): the LambdaRank settings
+(on the config-aware columns), the Bradley–Terry L2, then the objective (ensemble = mean of
+Bradley–Terry and LambdaRank, lambdarank, bt), each with and without the config features.
 
     python bench/rank_cv.py [data/tasks.jsonl.gz] [--folds 5] [--out bench/results/rank_cv.json]
 
 The training families are shuffled (seed 0) into --folds groups; each setting is trained on
-the other groups and scored on one group's pairs >= 1.2x apart (pairwise accuracy). Prints a
-table and writes every fold's accuracy to --out. Static features only (no ptxas), from the
-same on-disk cache as the ranker.
+the other groups and scored on one group's pairs >= 1.2x apart (pairwise accuracy, and per
+config name). Prints a table and writes every fold's accuracy to --out. Static features only
+(no ptxas), from the same on-disk cache as the ranker.
 """
 
 from __future__ import annotations
@@ -25,7 +26,15 @@ from cudaperf.rank.features import FEATURE_NAMES
 from cudaperf.rank.lambdarank import LambdaRankModel, default_params, fit_lambdarank
 from cudaperf.rank.metrics import pairwise_accuracy
 from cudaperf.rank.pairs import build_pairs, measured_groups, read_splits, tasks_in_split
-from cudaperf.rank.ranker import TrainConfig, analyzer_config, impl_features, train_feature_ranker
+from cudaperf.rank.ranker import (
+    TrainConfig,
+    analyzer_config,
+    config_rows,
+    impl_features,
+    lambdarank_columns,
+    model_strengths,
+    train_feature_ranker,
+)
 from cudaperf.tasks.io import load_tasks
 
 GRID = [
@@ -36,30 +45,48 @@ GRID = [
     {"num_leaves": 31, "min_data_in_leaf": 50, "num_iterations": 300},
 ]
 
+L2_GRID = [3e-3, 1e-2, 3e-2]  # the config-aware Bradley–Terry member's L2
 
-def fold_accuracy(train, test, feats, names, setting: dict, threads: int) -> float:
-    groups = [[(feats[(g.task_id, i)], t) for i, t in g.times.items()]
+
+def fold_accuracy(train, test, feats, rows, names, setting: dict, threads: int) -> dict:
+    groups = [[(rows[(g.task_id, g.config, i)], t) for i, t in g.times.items()]
               for g in measured_groups(train)]  # fmt: skip
-    cal = [(feats[(p.task_id, p.a)], feats[(p.task_id, p.b)], p.a_faster)
+    cal = [(rows[(p.task_id, p.config, p.a)], rows[(p.task_id, p.config, p.b)], p.a_faster)
            for p in build_pairs(train, 1.0)]  # fmt: skip
     text, k, _ = fit_lambdarank(groups, cal, names, {**setting, "num_threads": threads})
     return holdout_accuracy(LambdaRankModel(names=names, booster=text, scale=k), test, feats)
 
 
-def objective_accuracy(train, fold, feats, objective: str, a) -> float:
+def objective_accuracy(train, fold, feats, objective: str, a, **cfg) -> dict:
     """Accuracy on `fold`'s pairs >= 1.2x of the ranker trained on the other families."""
     splits = {t.family: ("test" if t.family in fold else "train") for t in train}
-    cfg = TrainConfig(objective=objective, workers=a.workers, cache_dir=a.cache_dir)
-    model = train_feature_ranker(train, splits, cfg)
+    tcfg = TrainConfig(objective=objective, workers=a.workers, cache_dir=a.cache_dir, **cfg)
+    model = train_feature_ranker(train, splits, tcfg)
     return holdout_accuracy(model, [t for t in train if t.family in fold], feats)
 
 
-def holdout_accuracy(model, test, feats) -> float:
-    """`rank.metrics.pairwise_accuracy` of `model` on `test`'s pairs >= 1.2x apart."""
+def holdout_accuracy(model, test, feats) -> dict:
+    """`rank.metrics.pairwise_accuracy` of `model` on `test`'s pairs >= 1.2x apart: overall
+    (`all`) and per config name."""
     pairs = build_pairs(test, 1.2)
-    keys = sorted({(p.task_id, x) for p in pairs for x in (p.a, p.b)})
-    strength = dict(zip(keys, model.utility([feats[key] for key in keys]), strict=True))
-    return float(pairwise_accuracy(pairs, strength))
+    used = {p.task_id for p in pairs}
+    strength = model_strengths(model, [t for t in test if t.id in used], feats)
+    out = {"all": float(pairwise_accuracy(pairs, strength))}
+    for c in sorted({p.config for p in pairs}):
+        out[c] = float(pairwise_accuracy([p for p in pairs if p.config == c], strength))
+    return out
+
+
+def _summary(label: str, accs: list[dict]) -> dict:
+    """Mean over folds of the overall accuracy, and of each config's; prints one line."""
+    mean = {k: float(np.mean([x[k] for x in accs if k in x])) for k in accs[0]}
+    print(f"{label}  CV accuracy {mean['all']:.3f}  folds "
+          + " ".join(f"{x['all']:.3f}" for x in accs) + "  by config "
+          + " ".join(f"{k} {v:.3f}" for k, v in mean.items() if k != "all"),
+          flush=True)  # fmt: skip
+    return {"cv_accuracy": mean["all"], "cv_by_config": {k: v for k, v in mean.items()
+                                                          if k != "all"},
+            "folds": [x["all"] for x in accs]}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,31 +103,39 @@ def main(argv: list[str] | None = None) -> int:
     train = tasks_in_split(tasks, "train", splits)
     feats = impl_features(train, analyzer_config(TrainConfig()), a.workers, a.cache_dir)
     names, _, _ = standardise(list(feats.values()), list(FEATURE_NAMES))
+    names = lambdarank_columns(names)
+    crow = config_rows(train, feats)
     fams = sorted({t.family for t in train})
     np.random.default_rng(0).shuffle(fams)
     folds = [fams[i :: a.folds] for i in range(a.folds)]
     rows = []
     for setting in GRID:
         accs = [fold_accuracy([t for t in train if t.family not in f],
-                              [t for t in train if t.family in f], feats, names, setting,
+                              [t for t in train if t.family in f], feats, crow, names, setting,
                               a.workers) for f in folds]  # fmt: skip
-        rows.append({**setting, "cv_accuracy": float(np.mean(accs)), "folds": accs})
-        print(f"{setting}  CV accuracy {np.mean(accs):.3f}  folds "
-              + " ".join(f"{x:.3f}" for x in accs), flush=True)  # fmt: skip
+        rows.append({**setting, **_summary(f"lambdarank {setting}", accs)})
+    l2s = []
+    for l2 in L2_GRID:
+        accs = [objective_accuracy(train, f, feats, "bt", a, l2=l2) for f in folds]
+        l2s.append({"l2": l2, **_summary(f"bt l2={l2:g}", accs)})
     objectives = []
-    for objective in ("ensemble", "lambdarank", "bt"):
-        accs = [objective_accuracy(train, f, feats, objective, a) for f in folds]
-        objectives.append({"objective": objective, "cv_accuracy": float(np.mean(accs)),
-                           "folds": accs})  # fmt: skip
-        print(f"objective {objective:10s} CV accuracy {np.mean(accs):.3f}  folds "
-              + " ".join(f"{x:.3f}" for x in accs), flush=True)  # fmt: skip
+    for aware in (False, True):
+        for objective in ("ensemble", "lambdarank", "bt"):
+            accs = [objective_accuracy(train, f, feats, objective, a, config_aware=aware)
+                    for f in folds]  # fmt: skip
+            label = f"objective {objective:10s} config_aware={aware!s:5s}"
+            objectives.append({"objective": objective, "config_aware": aware,
+                               **_summary(label, accs)})  # fmt: skip
     best = max(rows, key=lambda r: r["cv_accuracy"])
+    best_l2 = max(l2s, key=lambda r: r["cv_accuracy"])["l2"]
+    print(f"best bt l2: {best_l2:g}; the shipped default: {TrainConfig().l2:g}")
     d = default_params()
     chosen = {k: d[k] for k in ("num_leaves", "min_data_in_leaf", "num_iterations")}
     print(f"best: { ({k: best[k] for k in chosen}) }; the shipped default: {chosen}")
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps({"command": "python " + shlex.join(sys.argv), "tasks": str(a.tasks),
                                  "fold_families": folds, "results": rows, "default": chosen,
+                                 "bt_l2": l2s, "default_l2": TrainConfig().l2,
                                  "objectives": objectives},
                                 indent=1) + "\n")  # fmt: skip
     return 0

@@ -4,9 +4,14 @@ Fitted by Newton's method on the L2-regularised mean logistic loss of feature di
 intercept: swapping a and b flips the probability exactly). numpy only; deterministic — the
 same pairs give bit-identical weights.
 
+Config-aware (format v2): the columns may include the config features of `rank.configs`
+(`s.*`, `l.*`) and products `a*b` of a feature and a config feature, so the strength of an
+implementation depends on the config it is timed on; P(a faster than b on config c) =
+sigmoid(u(a, c) - u(b, c)) stays exactly antisymmetric (no intercept, same c on both sides).
 Saved as a small JSON document: feature names, means, stds, coefficients, the L2 strength, the
 analyzer settings the features were computed with, and a description of the training data.
 Unknown feature values (NaN) are replaced by the training mean, i.e. contribute nothing.
+Format v1 files (config-free models, same fields) still load and score as before.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ __all__ = [
     "model_from_json",
 ]
 
-FORMAT = "cudaperf-feature-ranker-v1"
+FORMAT = "cudaperf-feature-ranker-v2"
+FORMAT_V1 = "cudaperf-feature-ranker-v1"  # config-free models written before v2; still read
 DEFAULT_WEIGHTS = "weights/feature_ranker.json"  # inside the cudaperf.rank package
 
 
@@ -52,12 +58,34 @@ class FeatureRanker:
 
         return AnalyzeConfig(**self.analyzer) if self.analyzer else AnalyzeConfig()
 
-    def strengths(self, task, codes: list[str]) -> np.ndarray:
-        """The common ranker interface: strength per code of `task` (higher = faster)."""
+    @property
+    def config_aware(self) -> bool:
+        """Whether some column depends on the config (then strengths differ per config)."""
+        from cudaperf.rank.configs import needs_config
+
+        return any(needs_config(n) for n in self.names)
+
+    def config_strengths(self, task, codes: list[str]) -> np.ndarray:
+        """Strengths per (config of `task`, code): shape (configs, codes); one row, config-free,
+        for a model without config columns."""
+        from cudaperf.rank.configs import row
         from cudaperf.rank.features import code_features
 
         cfg = self.analyze_config()
-        return self.utility([code_features(c, cfg) for c in codes])
+        feats = [code_features(c, cfg) for c in codes]
+        if not self.config_aware or not codes:
+            return self.utility(feats).reshape(1, len(codes))
+        rows = [
+            row(f, task, c, code)
+            for c in task.configs
+            for f, code in zip(feats, codes, strict=True)
+        ]
+        return self.utility(rows).reshape(len(task.configs), len(codes))
+
+    def strengths(self, task, codes: list[str]) -> np.ndarray:
+        """The common ranker interface: strength per code of `task` (higher = faster); a
+        config-aware model's mean strength over the task's configs."""
+        return self.config_strengths(task, codes).mean(axis=0)
 
     def prob(self, a: dict[str, float], b: dict[str, float]) -> float:
         """P(a is faster than b)."""
@@ -93,7 +121,9 @@ class BTModel(FeatureRanker):
 
     def matrix(self, rows: list[dict[str, float]]) -> np.ndarray:
         """Standardised feature matrix (one row per feature dict; NaN → 0 = the mean)."""
-        x = np.array([[r.get(n, np.nan) for n in self.names] for r in rows], dtype=float)
+        from cudaperf.rank.configs import column
+
+        x = np.array([[column(r, n) for n in self.names] for r in rows], dtype=float)
         x = x.reshape(len(rows), len(self.names))
         z = (x - np.asarray(self.means)) / np.asarray(self.stds)
         return np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
@@ -123,7 +153,10 @@ def _sigmoid(x):
 
 def standardise(rows: list[dict[str, float]], names: list[str]) -> tuple[list, list, list]:
     """(names kept, means, stds): features constant or unknown on `rows` are dropped."""
-    x = np.array([[r.get(n, np.nan) for n in names] for r in rows], dtype=float)
+    from cudaperf.rank.configs import column
+
+    x = np.array([[column(r, n) for n in names] for r in rows], dtype=float)
+    x = x.reshape(len(rows), len(names))
     kept, means, stds = [], [], []
     for j, n in enumerate(names):
         col = x[:, j][np.isfinite(x[:, j])]
@@ -194,13 +227,13 @@ def model_from_json(doc) -> object:
 
     fmt = doc.get("format") if isinstance(doc, dict) else None
     try:
-        if fmt in (ensemble.FORMAT, lambdarank.FORMAT):
+        if fmt in (ensemble.FORMAT, lambdarank.FORMAT, ensemble.FORMAT_V1, lambdarank.FORMAT_V1):
             lambdarank.require_lightgbm()
-        if fmt == ensemble.FORMAT:
+        if fmt in (ensemble.FORMAT, ensemble.FORMAT_V1):
             return ensemble.from_json(doc)
-        if fmt == lambdarank.FORMAT:
-            return lambdarank.LambdaRankModel(**doc)
-        if fmt == FORMAT:
+        if fmt in (lambdarank.FORMAT, lambdarank.FORMAT_V1):
+            return lambdarank.LambdaRankModel(**{**doc, "format": fmt})
+        if fmt in (FORMAT, FORMAT_V1):
             m = BTModel(**doc)
             if not len(m.names) == len(m.means) == len(m.stds) == len(m.coef):
                 raise ValueError("names, means, stds and coef must have the same length")
@@ -208,6 +241,11 @@ def model_from_json(doc) -> object:
     except TypeError as e:
         raise ValueError(f"malformed ranker model ({e})") from None
     known = ", ".join(repr(f) for f in (ensemble.FORMAT, lambdarank.FORMAT, FORMAT))
+    if isinstance(fmt, str) and fmt.startswith("cudaperf-feature-ranker"):
+        raise ValueError(
+            f"ranker format {fmt!r} is not one this cudaperf reads (it reads {known} and their "
+            "v1 forms); upgrade cudaperf or retrain with `cudaperf rank train`"
+        )
     raise ValueError(f"not a cudaperf feature ranker (expected format {known})")
 
 

@@ -18,9 +18,10 @@ import numpy as np
 
 from cudaperf.rank.bt import FeatureRanker
 
-__all__ = ["FORMAT", "EnsembleModel", "from_json"]
+__all__ = ["FORMAT", "FORMAT_V1", "EnsembleModel", "from_json"]
 
-FORMAT = "cudaperf-feature-ranker-ensemble-v1"
+FORMAT = "cudaperf-feature-ranker-ensemble-v2"  # v2: members may be config-aware
+FORMAT_V1 = "cudaperf-feature-ranker-ensemble-v1"  # written before v2; still read
 
 
 @dataclass(frozen=True)
@@ -67,4 +68,5 @@ def from_json(doc: dict) -> EnsembleModel:
         raise ValueError("an ensemble needs a non-empty 'members' list")
     return EnsembleModel(members=tuple(model_from_json(m) for m in members),
                          analyzer=doc.get("analyzer") or {},
-                         training=doc.get("training") or {})  # fmt: skip
+                         training=doc.get("training") or {},
+                         format=doc.get("format") or FORMAT)  # fmt: skip

@@ -28,9 +28,17 @@ import numpy as np
 
 from cudaperf.rank.bt import FeatureRanker
 
-__all__ = ["FORMAT", "LambdaRankModel", "default_params", "fit_lambdarank", "require_lightgbm"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_V1",
+    "LambdaRankModel",
+    "default_params",
+    "fit_lambdarank",
+    "require_lightgbm",
+]
 
-FORMAT = "cudaperf-feature-ranker-lambdarank-v1"
+FORMAT = "cudaperf-feature-ranker-lambdarank-v2"  # v2: may read config columns (rank.configs)
+FORMAT_V1 = "cudaperf-feature-ranker-lambdarank-v1"  # config-free, written before v2; still read
 
 
 def require_lightgbm() -> None:
@@ -90,7 +98,9 @@ class LambdaRankModel(FeatureRanker):
 
     def matrix(self, rows: list[dict[str, float]]) -> np.ndarray:
         """Raw feature matrix, one row per feature dict (unknown = NaN)."""
-        x = np.array([[_num(r.get(n)) for n in self.names] for r in rows], dtype=float)
+        from cudaperf.rank.configs import column
+
+        x = np.array([[column(r, n) for n in self.names] for r in rows], dtype=float)
         return x.reshape(len(rows), len(self.names))
 
     def utility(self, rows: list[dict[str, float]]) -> np.ndarray:

@@ -9,8 +9,11 @@
   highest predicted strength;
 - `baseline_structural_accuracy` (higher analyzer score wins), `baseline_length_accuracy`
   (longer code wins), `baseline_random_accuracy` (0.5, analytically): on the same pairs;
-- `all_pairs`: the pairwise numbers again on every non-tied pair.
+- `all_pairs`: the pairwise numbers again on every non-tied pair;
+- `by_config`: the pairwise numbers on the pairs >= `min_ratio` of each config name.
 
+Strengths are keyed (task id, implementation id), or (task id, config, implementation id) for
+a config-aware model (`strength_table`); every metric looks up the config's key first.
 A prediction tie counts as half right. Guaranteed: every accuracy is in [0, 1] or None when
 there is nothing to count. Not guaranteed: significance — report `pairs` with every number.
 """
@@ -38,6 +41,7 @@ from cudaperf.rank.ranker import (
     NoPairsError,
     PairwiseRanker,
     impl_features,
+    model_strengths,
 )
 from cudaperf.tasks.model import Task
 
@@ -52,13 +56,19 @@ __all__ = [
 ]
 
 
-def pairwise_accuracy(pairs: list[Pair], strength: dict[tuple[str, str], float]) -> float | None:
+def _at(strength: dict, task_id: str, config: str, impl: str) -> float:
+    """The strength of `impl` on `config`: the per-config key, else the config-free one."""
+    v = strength.get((task_id, config, impl))
+    return strength[(task_id, impl)] if v is None else v
+
+
+def pairwise_accuracy(pairs: list[Pair], strength: dict[tuple, float]) -> float | None:
     """Share of pairs whose faster member has the higher strength (ties: half). None if empty."""
     if not pairs:
         return None
     right = 0.0
     for p in pairs:
-        sa, sb = strength[(p.task_id, p.a)], strength[(p.task_id, p.b)]
+        sa, sb = _at(strength, p.task_id, p.config, p.a), _at(strength, p.task_id, p.config, p.b)
         if sa == sb or math.isnan(sa) or math.isnan(sb):
             right += 0.5  # a tie, or a side without a known strength
         else:
@@ -105,7 +115,7 @@ def _group_stats(groups: list[Group], strength: dict) -> tuple[float | None, flo
     tops = []
     for g in groups:
         ids = list(g.times)
-        pred = [strength[(g.task_id, i)] for i in ids]
+        pred = [_at(strength, g.task_id, g.config, i) for i in ids]
         times = [g.times[i] for i in ids]
         per_task[g.task_id].append(kendall_tau(pred, times))
         tops.append((pred, times))
@@ -125,7 +135,8 @@ def _pair_block(pairs: list[Pair], model_s: dict, struct_s: dict, length_s: dict
 
 def pair_probabilities(pairs: list[Pair], strength: dict) -> np.ndarray:
     """P(a faster) per pair: sigmoid of the strength difference."""
-    d = np.array([strength[(p.task_id, p.a)] - strength[(p.task_id, p.b)] for p in pairs])
+    d = np.array([_at(strength, p.task_id, p.config, p.a) - _at(strength, p.task_id, p.config, p.b)
+                  for p in pairs])  # fmt: skip
     return 0.5 * (1.0 + np.tanh(0.5 * d))
 
 
@@ -135,11 +146,11 @@ def strength_table(
     workers: int = 1,
     cache_dir: str | Path | None = None,
 ) -> dict[tuple[str, str], float]:
-    """(task id, implementation id) → the model's strength, for every implementation."""
+    """(task id, implementation id) → the model's strength, for every implementation; a
+    config-aware feature model's are keyed (task id, config, implementation id)."""
     if isinstance(model, FEATURE_MODELS):  # batch the features (process pool, disk cache)
         feats = impl_features(tasks, model.analyze_config(), workers, cache_dir)
-        u = model.utility(list(feats.values())) if feats else []
-        return {k: float(v) for k, v in zip(feats, u, strict=True)}
+        return model_strengths(model, tasks, feats)
     out = {}
     for t in tasks:
         u = model.strengths(t, [i.code for i in t.implementations])
@@ -195,6 +206,10 @@ def evaluate(
         "tasks": len(measured),
         "model": model.id,
         "all_pairs": _pair_block(all_pairs, model_s, struct_s, length_s),
+        "by_config": {
+            c: _pair_block([p for p in pairs if p.config == c], model_s, struct_s, length_s)
+            for c in sorted({p.config for p in pairs})
+        },  # fmt: skip
     }
     if calibration_png is not None:
         probs = pair_probabilities(all_pairs, model_s)

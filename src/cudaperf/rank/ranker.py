@@ -11,10 +11,24 @@ calibrated; `TrainConfig(objective="lambdarank")`), `BTModel` (Bradley–Terry o
 differences; `objective="bt"`) and `cudaperf.rank.neural.NeuralRanker` all are
 (`PairwiseRanker`).
 
+Config-aware (the default, `TrainConfig.config_aware`): the feature rows of an implementation
+also hold the config it was timed on (`rank.configs`: log bytes of the inputs, the size relative
+to the task's other configs, threads and blocks the launches start at those sizes). The
+Bradley–Terry member reads the implementation features, their products with the relative size
+(`<feature>*s.rel`) and the launch features (also times both sizes); LambdaRank reads the
+features, the config and the launch columns and learns the interactions itself. So the
+predicted order may differ between a small and a large config, as the measured one does.
+
+`score` of a config-aware model averages the probability over the task's configs (all of them,
+held-out ones too: each is a config the evaluator times, and a candidate is rewarded for
+being fast across them, not on the largest one alone). A config-free model (format v1 files)
+scores as before.
+
 Guaranteed: training is deterministic (same tasks, splits and settings → identical weights);
 `score` is the mean predicted probability that the candidate beats each of the task's known
-implementations, in [0, 1]. Not guaranteed: calibration, or any accuracy on a task set the
-model was not evaluated on — the numbers come from `cudaperf rank eval`.
+implementations (over the task's configs), in [0, 1]. Not guaranteed: calibration, or any
+accuracy on a task set the model was not evaluated on — the numbers come from
+`cudaperf rank eval`.
 """
 
 from __future__ import annotations
@@ -30,6 +44,7 @@ import numpy as np
 
 from cudaperf.analyze import AnalyzeConfig
 from cudaperf.rank.bt import BTModel, fit_bt, load_default, load_model, standardise
+from cudaperf.rank.configs import CONFIG_NAMES, LAUNCH_NAMES, row
 from cudaperf.rank.ensemble import EnsembleModel
 from cudaperf.rank.features import FEATURE_NAMES, features_many
 from cudaperf.rank.lambdarank import LambdaRankModel, fit_lambdarank
@@ -43,7 +58,11 @@ __all__ = [
     "TrainConfig",
     "FEATURE_MODELS",
     "analyzer_config",
+    "bt_columns",
+    "config_rows",
     "impl_features",
+    "lambdarank_columns",
+    "model_strengths",
     "load_ranker",
     "make_ranker",
     "provenance",
@@ -108,6 +127,7 @@ class TrainConfig:
     workers: int = 1  # processes computing features (the analyzer, ptxas)
     cache_dir: str | None = None  # on-disk feature cache (features.FeatureCache); None = off
     objective: str = "ensemble"  # ensemble (mean of both), lambdarank (trees), bt (linear)
+    config_aware: bool = True  # config and launch columns (rank.configs); False = code only
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -143,13 +163,58 @@ def impl_features(
     return dict(zip(keys, rows, strict=True))
 
 
+RowKey = tuple[str, str, str]  # (task id, config name, implementation id)
+
+
+def config_rows(
+    tasks: list[Task], feats: dict[tuple[str, str], dict], config_aware: bool = True
+) -> dict[RowKey, dict]:
+    """(task id, config, implementation id) → feature row, for every config of every task
+    (`configs.row`: the implementation's features plus the config's; without `config_aware`,
+    the implementation's features alone)."""
+    out: dict[RowKey, dict] = {}
+    for t in tasks:
+        for c in t.configs:
+            for i in t.implementations:
+                f = feats[(t.id, i.id)]
+                out[(t.id, c.name, i.id)] = row(f, t, c, i.code) if config_aware else f
+    return out
+
+
+def bt_columns(names: list[str]) -> list[str]:
+    """The Bradley–Terry member's columns: each implementation feature and its product with
+    the relative size `s.rel`, the launch features and their products with both sizes. (A
+    config column alone cancels in a pair; only its products with features can matter.)
+    Chosen by leave-family-out CV on the training families (`bench/rank_cv.py`)."""
+    rel = [f"{n}*s.rel" for n in names]
+    launch = [f"{n}*{s}" for n in LAUNCH_NAMES for s in CONFIG_NAMES]
+    return [*names, *rel, *LAUNCH_NAMES, *launch]
+
+
+def lambdarank_columns(names: list[str]) -> list[str]:
+    """The LambdaRank member's columns: the features, the config and the launch features (the
+    trees find the interactions)."""
+    return [*names, *CONFIG_NAMES, *LAUNCH_NAMES]
+
+
 def pair_arrays(
-    pairs: list[Pair], feats: dict[tuple[str, str], dict], model: BTModel
+    pairs: list[Pair], rows: dict[RowKey, dict], model: BTModel
 ) -> tuple[np.ndarray, np.ndarray]:
     """(standardised differences z(a) - z(b), labels 1 = a faster) for `pairs`."""
-    za = model.matrix([feats[(p.task_id, p.a)] for p in pairs])
-    zb = model.matrix([feats[(p.task_id, p.b)] for p in pairs])
+    za = model.matrix([rows[(p.task_id, p.config, p.a)] for p in pairs])
+    zb = model.matrix([rows[(p.task_id, p.config, p.b)] for p in pairs])
     return za - zb, np.array([1.0 if p.a_faster else 0.0 for p in pairs])
+
+
+def model_strengths(model, tasks: list[Task], feats: dict[tuple[str, str], dict]) -> dict:
+    """A feature model's strength of every implementation of `tasks`, keyed (task id, config,
+    implementation id) when the model is config-aware, else (task id, implementation id)."""
+    if model.config_aware:
+        rows = config_rows(tasks, feats)
+    else:
+        rows = {(t.id, i.id): feats[(t.id, i.id)] for t in tasks for i in t.implementations}
+    u = model.utility(list(rows.values())) if rows else []
+    return {k: float(v) for k, v in zip(rows, u, strict=True)}
 
 
 def train_feature_ranker(
@@ -177,9 +242,10 @@ def train_feature_ranker(
     used = {p.task_id for p in pairs}
     feats = impl_features([t for t in train if t.id in used], acfg, cfg.workers, cfg.cache_dir,
                           progress)  # fmt: skip
-    names, means, stds = standardise(list(feats.values()), list(FEATURE_NAMES))
+    names, _, _ = standardise(list(feats.values()), list(FEATURE_NAMES))
     if not names:
         raise NoPairsError("every feature is constant over the training implementations")
+    rows = config_rows([t for t in train if t.id in used], feats, cfg.config_aware)
     of = family_splits(tasks, splits)
     training = {
         "source": source,
@@ -187,6 +253,7 @@ def train_feature_ranker(
         "implementations": len(feats),
         "pairs": len(pairs),
         "min_ratio": cfg.min_ratio,
+        "config_aware": cfg.config_aware,
         "gpus": sorted({p.gpu for p in pairs}),
         "families": sorted({p.family for p in pairs}),
         "heldout_families": sorted(f for f, s in of.items() if s != "train"),
@@ -194,18 +261,24 @@ def train_feature_ranker(
     analyzer = {"resources": cfg.resources, "arch": cfg.arch}
     members = []
     if cfg.objective in ("bt", "ensemble"):
-        base = BTModel(names=names, means=means, stds=stds, coef=[0.0] * len(names), l2=cfg.l2)
-        diffs, y = pair_arrays(pairs, feats, base)
+        # Standardised over every (implementation, config) row: each implementation counts
+        # once per config, so the implementation features keep their per-implementation scale.
+        cols = bt_columns(names) if cfg.config_aware else names
+        bnames, means, stds = standardise(list(rows.values()), cols)
+        base = BTModel(names=bnames, means=means, stds=stds, coef=[0.0] * len(bnames), l2=cfg.l2)
+        diffs, y = pair_arrays(pairs, rows, base)
         coef = [float(c) for c in fit_bt(diffs, y, l2=cfg.l2)]
-        members.append(BTModel(names=names, means=means, stds=stds, coef=coef, l2=cfg.l2,
+        members.append(BTModel(names=bnames, means=means, stds=stds, coef=coef, l2=cfg.l2,
                                analyzer=analyzer, training=training))  # fmt: skip
     if cfg.objective in ("lambdarank", "ensemble"):
-        groups = [[(feats[(g.task_id, i)], t) for i, t in g.times.items()]
+        groups = [[(rows[(g.task_id, g.config, i)], t) for i, t in g.times.items()]
                   for g in measured_groups(t for t in train if t.id in used)]  # fmt: skip
-        cal = [(feats[(p.task_id, p.a)], feats[(p.task_id, p.b)], p.a_faster) for p in pairs]
-        booster, k, params = fit_lambdarank(groups, cal, names, {"num_threads": cfg.workers})
+        cal = [(rows[(p.task_id, p.config, p.a)], rows[(p.task_id, p.config, p.b)], p.a_faster)
+               for p in pairs]  # fmt: skip
+        lnames = lambdarank_columns(names) if cfg.config_aware else names
+        booster, k, params = fit_lambdarank(groups, cal, lnames, {"num_threads": cfg.workers})
         training["groups"] = len(groups)
-        members.append(LambdaRankModel(names=names, booster=booster, scale=k, params=params,
+        members.append(LambdaRankModel(names=lnames, booster=booster, scale=k, params=params,
                                        analyzer=analyzer, training=training))  # fmt: skip
     log.info("trained the %s ranker on %d pairs of %d tasks", cfg.objective, len(pairs),
              training["tasks"])  # fmt: skip
@@ -219,15 +292,21 @@ def score_many(task: Task, candidates: list[str], model: PairwiseRanker) -> list
     n = len(task.implementations)
     if n == 0:
         return [RankScore(score=0.5, compared=0, model=model.id) for _ in candidates]
-    u = model.strengths(task, [i.code for i in task.implementations] + list(candidates))
-    known, cand = u[:n], u[n:]
-    p = 0.5 * (1.0 + np.tanh(0.5 * (cand[:, None] - known[None, :])))
-    return [RankScore(score=float(np.clip(row.mean(), 0.0, 1.0)), compared=n, model=model.id)
-            for row in p]  # fmt: skip
+    codes = [i.code for i in task.implementations] + list(candidates)
+    if hasattr(model, "config_strengths"):  # (configs, codes); one row when config-free
+        u = np.asarray(model.config_strengths(task, codes), dtype=float)
+    else:
+        u = np.asarray(model.strengths(task, codes), dtype=float).reshape(1, -1)
+    known, cand = u[:, :n], u[:, n:]
+    # P(candidate c beats implementation i on config k), averaged over k and i.
+    p = 0.5 * (1.0 + np.tanh(0.5 * (cand[:, :, None] - known[:, None, :])))
+    return [RankScore(score=float(np.clip(v, 0.0, 1.0)), compared=n, model=model.id)
+            for v in p.mean(axis=(0, 2))]  # fmt: skip
 
 
 def score(task: Task, candidate_code: str, model: PairwiseRanker) -> RankScore:
-    """Mean P(candidate faster than implementation) over the task's known implementations.
+    """Mean P(candidate faster than implementation) over the task's known implementations
+    (and, for a config-aware model, over the task's configs).
 
     A task without implementations gives 0.5 with `compared=0` (no opinion).
     """
