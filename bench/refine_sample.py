@@ -127,7 +127,7 @@ def _f(v, fmt="+.3f") -> str:
 
 def markdown(table: dict) -> str:
     head = (
-        f"# refine on {table['task_set']}: {table['model']}\n\n"
+        f"# refine on {table.get('task_set', 'the sample set')}: {table['model']}\n\n"
         f"{table['turns']} turns x {table['samples']} samples, mode {table['mode']}, "
         f"gpu {table['gpu'] or '-'}, {table['elapsed_s']:.0f} s.\n"
         "Per turn: best reward so far / the turn's best reward / its speedup vs the baseline "

@@ -46,6 +46,8 @@ def test_torch_candidates_are_checked_and_built_without_a_gpu(cpu_config):
              configs=[{"name": "a", "sizes": {"N": 1000}}])  # fmt: skip
     r = evaluate(t, "code", cpu_config)
     assert r.status is Status.REJECTED and "ModelNew" in r.feedback[0]
+    r = evaluate(t, "class ModelNew(:\n", cpu_config)  # a mistake, not a hack
+    assert r.status is Status.COMPILE_ERROR and "syntax error at line 1" in r.feedback[0]
     r = evaluate(t, (corpus / "try_fallback.py").read_text(), cpu_config)
     assert r.status is Status.REJECTED and "try/except" in r.feedback[0]
     r = evaluate(t, (corpus / "honest.py").read_text(), cpu_config)

@@ -54,3 +54,43 @@ def test_row_ptr_inputs_are_valid_csr_and_seeded():
             assert rp[0] == 0 and rp[-1] == 1000 and np.all(np.diff(rp) >= 0)
         a, b = (make_inputs(t, cfg2, 0, 7)[i] for _ in range(2))
         assert np.array_equal(a, b)
+
+
+STRIDED_C = """
+void every_other(int n, const float* x, float* y, int* k) {
+  for (int i = 0; i < n; i += 2) { y[i] = x[i] / 0.0f; k[i] = (int)i; }
+}
+"""
+
+
+def test_reference_leaves_unwritten_out_elements_as_the_candidate_finds_them(cpu_config):
+    """A reference that writes only some out elements (a stride) expects the rest unchanged,
+    as the candidate gets them (poisoned), not 0; equal infinities compare equal."""
+    from cudaperf.tasks.model import InputConfig, Param, Role, Task
+
+    t = Task(
+        id="test/c2cuda/every_other", kind="c2cuda", family="every_other", source=STRIDED_C,
+        entry="every_other",
+        signature=[
+            Param(name="n", ctype="int", role=Role.SCALAR),
+            Param(name="x", ctype="float", role=Role.IN, length="n"),
+            Param(name="y", ctype="float", role=Role.OUT, length="n"),
+            Param(name="k", ctype="int", role=Role.OUT, length="n"),
+        ],
+        configs=[InputConfig(name="n10", sizes={"n": 10})],
+    )  # fmt: skip
+    lib = ctypes.CDLL(build_reference(t, cpu_config).lib)
+    x = make_inputs(t, t.configs[0], 0, 7)
+    want = run_reference(t, lib, x)
+    assert np.isinf(want[2][::2]).all() and np.isnan(want[2][1::2]).all()
+    assert (want[3][1::2] == -1).all()  # the integer poison, untouched
+    got = [a.copy() for a in x]  # a faithful candidate: writes the even elements only
+    got[2][::2], got[3][::2] = want[2][::2], want[3][::2]
+    cmp = compare(t, x, got, want)
+    assert cmp.correct and cmp.max_abs_err == 0
+    zeroed = [a.copy() for a in got]
+    zeroed[3][1::2] = 0  # an element the reference leaves alone must stay as it was
+    assert not compare(t, x, zeroed, want).correct
+    flipped = [a.copy() for a in got]
+    flipped[2][0] = -flipped[2][0]  # -inf where the reference made +inf
+    assert not compare(t, x, flipped, want).correct

@@ -72,3 +72,13 @@ def test_kernel_names_from_embedded_sources():
         "class ModelNew: pass\n"
     )
     assert _kernel_names(code) == {"foo_k", "bar"}
+
+
+def test_infinities_must_match():
+    w = torch.tensor([1.0, float("inf"), float("-inf"), 1.0])
+    assert compare_outputs(w, w.clone(), 1e-5, 1e-5, 1e-2)[0]
+    for bad in (float("nan"), float("-inf"), 3.0):
+        g = w.clone()
+        g[1] = bad
+        ok, _, _, msg = compare_outputs(w, g, 1e-5, 1e-5, 1e-2)
+        assert not ok, bad

@@ -170,6 +170,10 @@ class Evaluator:
         ref_names = _reference_names(task.source)
         found = torch_static.check_torch_candidate(cand.code, ref_names)
         ids = [cid for cid, _, _ in found]
+        syntax = [m for cid, m, _ in found if cid == "syntax_error"]
+        if syntax:  # a mistake, not a hack: it ranks with the compile errors
+            fb = [f"{syntax[0]}: fix it and reply with the complete file"]
+            return self.result(task, cand, Status.COMPILE_ERROR, t0, feedback=fb, findings=ids)
         fatal = [m for _, m, is_fatal in found if is_fatal]
         if fatal:
             fb = [f"rejected: the candidate {m}" for m in fatal]

@@ -4,7 +4,8 @@ Inputs are drawn from the config's distributions with a seed mixed from the conf
 seed, the task and config names, the input-set index, and a secret salt the candidate never
 sees. Out arrays are poisoned with NaN (floats) or the all-ones bit pattern (integers).
 The reference is the task's C source compiled by gcc and called through ctypes on numpy
-arrays, with out arrays zero-initialised (it must write every element it is responsible for).
+arrays, with out arrays poisoned as the candidate's are: an element the reference does not
+write must stay as it was (both NaN, or the same bits), any element it writes must match.
 """
 
 from __future__ import annotations
@@ -109,10 +110,10 @@ def _call_args(task: Task, arrays: list[np.ndarray]) -> list:
 
 
 def _reference_buffers(task: Task, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    bufs = []
-    for p, a in zip(task.signature, inputs, strict=True):
-        bufs.append(np.zeros_like(a) if p.role is Role.OUT else a.copy())
-    return bufs
+    """Copies of `inputs`, `out` arrays poisoned as the candidate's are: an element the
+    reference leaves unwritten (a strided or partial write) is expected to stay as the
+    candidate found it, not to become 0."""
+    return [a.copy() for a in inputs]
 
 
 def run_reference(task: Task, lib: ctypes.CDLL, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -155,7 +156,8 @@ class Comparison:
 def compare(
     task: Task, inputs: list[np.ndarray], got: list[np.ndarray], want: list[np.ndarray]
 ) -> Comparison:
-    """Compare every out/inout array (tolerance; NaN never passes) and check `in` arrays."""
+    """Compare every out/inout array (tolerance; equal values, infinities included, pass; NaN
+    passes only where the reference has NaN too) and check `in` arrays."""
     tol = task.tolerance
     worst_abs, worst_rel, first = 0.0, 0.0, ""
     for p, x, g, w in zip(task.signature, inputs, got, want, strict=True):
@@ -186,12 +188,14 @@ def _errors(g: np.ndarray, w: np.ndarray, atol: float, rtol: float):
     precision (float32 stays float32: a few fast passes even for 100M elements)."""
     if not np.issubdtype(g.dtype, np.floating):
         g, w = g.astype(np.float64), w.astype(np.float64)
+    same = g == w  # equal infinities too (inf - inf is NaN)
+    if np.issubdtype(g.dtype, np.floating):
+        same |= np.isnan(g) & np.isnan(w)  # the reference made a NaN: not the candidate's fault
     err = np.abs(g - w)
+    err[same] = 0
     aw = np.abs(w)
-    ok = err <= atol + rtol * aw  # NaN compares False → not ok
-    if not ok.all():
-        both_nan = np.isnan(g) & np.isnan(w)  # the reference made a NaN: not the candidate's fault
-        ok |= both_nan
+    # NaN compares False → not ok; an infinite expected value needs the same infinity
+    ok = same | ((err <= atol + rtol * aw) & np.isfinite(aw))
     finite = bool(np.isfinite(err).all())
     a = float(err.max()) if finite else math.inf
     big = aw > atol

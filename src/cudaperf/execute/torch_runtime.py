@@ -108,12 +108,14 @@ def compare_outputs(want: Any, got: Any, atol: float, rtol: float, normwise_rtol
             return False, None, None, f"output {k} has dtype {g.dtype}, expected {w.dtype}"
         w64, g64 = w.detach().double(), g.detach().double()
         bad_nan = (~torch.isfinite(g64) & torch.isfinite(w64)).sum().item()
+        bad_nan += (torch.isinf(w64) & (g64 != w64)).sum().item()  # needs the same infinity
         if bad_nan:
             return (
                 False,
                 None,
                 None,
-                f"output {k} has {bad_nan} NaN/Inf values where the reference is finite",
+                f"output {k} has {bad_nan} NaN/Inf values where the reference is finite (or "
+                "another infinity)",
             )
         diff = (g64 - w64).abs().nan_to_num(0.0)
         max_abs = max(max_abs, diff.max().item() if diff.numel() else 0.0)
