@@ -42,6 +42,7 @@ from cudaperf.execute.config import EvalConfig
 from cudaperf.refine import TurnRecord, make_backend, read_trajectory, refine_many
 from cudaperf.refine.trajectory import SummaryRecord
 from cudaperf.reward import RewardConfig, RewardScorer
+from cudaperf.reward.scorer import default_ranker
 from cudaperf.tasks.io import load_sample, load_tasks
 from cudaperf.tasks.model import Task, TaskKind
 
@@ -200,6 +201,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--trials", type=int, default=30, help="timed trials per config")
     p.add_argument("--preset", default="unified")
+    p.add_argument("--ranker", default="default", help="the reward's ranker term: default (the "
+                   "packaged feature ranker), none, or a ranker file/folder")  # fmt: skip
     p.add_argument("--cache-dir", type=Path, help="evaluator build/result cache")
     p.add_argument("--model-cache", type=Path, default=os.environ.get("CUDAPERF_MODEL_CACHE"))
     p.add_argument("--compile-only", action="store_true", default=None)
@@ -260,8 +263,13 @@ def main(argv=None) -> None:
     ev |= {k: v for k, v in (("compile_only", args.compile_only), ("cache_dir", args.cache_dir))
            if v is not None}  # fmt: skip
     cfg = EvalConfig(**ev)
+    ranker = (
+        None
+        if args.ranker == "none"
+        else default_ranker(None if args.ranker == "default" else args.ranker)
+    )
     scorer = RewardScorer(tasks, config=RewardConfig.preset(args.preset), eval_config=cfg,
-                          analyze="always")  # fmt: skip
+                          ranker=ranker, analyze="always")  # fmt: skip
     gpu = _gpu()
     mode = "compile-only" if cfg.compile_only or (cfg.compile_only is None and not gpu) else "full"
     say(f"{len(todo)} tasks to refine ({len(done)} done before), {mode}; loading {args.model}")
@@ -270,6 +278,7 @@ def main(argv=None) -> None:
     meta = {"model": args.model, "task_set": str(args.tasks or "the sample set"),
             "turns": args.turns, "samples": args.samples,
             "max_new_tokens": args.max_new_tokens, "preset": args.preset,
+            "ranker": "none" if ranker is None else args.ranker,
             "mode": mode, "gpu": gpu,
             "trials": args.trials, "command": " ".join(sys.argv)}  # fmt: skip
 
