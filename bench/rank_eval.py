@@ -1,11 +1,12 @@
 """The offline ranker on held-out families: accuracy, baselines, calibration, CPU inference time.
 
-    python bench/rank_eval.py [--tasks data/tasks.jsonl] [--ablate-resources]
+    python bench/rank_eval.py [--tasks data/tasks.jsonl] [--ablate-resources] [--ablate-config]
                               [--objectives ensemble,lambdarank,bt]
                               [--neural DIR | --train-neural [--backbone smollm2 --max-steps N]]
 
 Trains the feature rankers (the default: the mean of LightGBM LambdaRank and Bradley–Terry;
-and each of the two alone, for comparison) on the training families' measured data (the
+and each of the two alone, for comparison; with --ablate-config also the code-only ensemble
+that ignores the config, as before the config features) on the training families' measured data (the
 dataset's family splits: splits.json next to --tasks), evaluates on the validation + test
 families (pairs >= --min-ratio apart, and every pair), and optionally the neural ranker (a
 trained folder, or trained here: needs a GPU for a real run). Prints a table, writes
@@ -63,8 +64,13 @@ def inference_seconds(model, task, n: int = 64, repeats: int = 3) -> tuple[float
     return statistics.median(times), statistics.median(cpu)
 
 
+CONFIGS = ("small", "medium", "large", "heldout")  # the dataset's config names
+ROWS += [(f"acc_{c}", f"acc >= min ratio, {c}") for c in CONFIGS]
+
+
 def _row(rep: dict) -> dict:
-    return {**rep, "all_acc": rep["all_pairs"]["pairwise_accuracy"],
+    by = {f"acc_{c}": v["pairwise_accuracy"] for c, v in rep.get("by_config", {}).items()}
+    return {**rep, **by, "all_acc": rep["all_pairs"]["pairwise_accuracy"],
             "all_pairs_n": rep["all_pairs"]["pairs"]}  # fmt: skip
 
 
@@ -146,6 +152,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also train and report the feature ranker with the other setting",
     )
+    ap.add_argument(
+        "--ablate-config",
+        action="store_true",
+        help="also train and report the code-only ensemble (config_aware=False)",
+    )
     ap.add_argument("--neural", type=Path, default=None, help="a trained neural ranker folder")
     ap.add_argument("--train-neural", action="store_true", help="train the neural ranker here")
     ap.add_argument("--backbone", default="smollm2")
@@ -160,13 +171,16 @@ def main(argv: list[str] | None = None) -> int:
     sp = sp if sp is not None and sp.is_file() else None
     splits = read_splits(sp) if sp else None
     results, curves, models = {}, {}, {}
-    settings = [(args.resources, o) for o in args.objectives.split(",")]
-    settings += [(not args.resources, "ensemble")] if args.ablate_resources else []
-    for res, objective in settings:
+    settings = [(args.resources, o, True) for o in args.objectives.split(",")]
+    settings += [(not args.resources, "ensemble", True)] if args.ablate_resources else []
+    settings += [(args.resources, "ensemble", False)] if args.ablate_config else []
+    for res, objective, aware in settings:
         name = ("feature+ptxas" if res else "feature") + ("" if objective == "ensemble"
                                                           else f"-{objective}")  # fmt: skip
+        name += "" if aware else "-codeonly"
         cfg = TrainConfig(l2=args.l2, resources=res, workers=args.workers,
-                          cache_dir=args.cache_dir, objective=objective)  # fmt: skip
+                          cache_dir=args.cache_dir, objective=objective,
+                          config_aware=aware)  # fmt: skip
         t0 = time.perf_counter()
         m = train_feature_ranker(tasks, splits, cfg, source=str(args.tasks or "sample set"))
         train_s = time.perf_counter() - t0

@@ -6,9 +6,11 @@
     rs = score(task, candidate_code, model)                 # RankScore in [0, 1]
 
 Modules: `pairs` (measured pairs, family splits), `features` (analyzer + code statistics,
-cached per code hash), `ensemble` (the default feature model: the mean of `lambdarank`,
-LightGBM LambdaRank calibrated, and `bt`), `bt` (the Bradley–Terry model, feature-ranker
-JSON files, `load_default`),
+cached per code hash), `configs` (per-config input size and launch features: the models are
+config-aware, so the predicted order may change between small and large configs),
+`ensemble` (the default feature model: the mean of `lambdarank`, LightGBM LambdaRank
+calibrated, and `bt`), `bt` (the Bradley–Terry model, feature-ranker JSON files,
+`load_default`),
 `ranker` (train, score, `load_ranker`, the `PairwiseRanker` interface), `neural` (LoRA
 transformer ranker), `metrics` (accuracy, Kendall tau, top-1, baselines, calibration
 plot), `types` (`RankScore`).
