@@ -317,9 +317,9 @@ class LaunchSite:
     dynamic_smem: int | None  # dynamic shared memory bytes (0 when not given)
 
 
-def find_launches(root: Node, consts: dict[str, sp.Expr]) -> list[LaunchSite]:
-    """Every triple-chevron launch in the file, with block size folded where possible."""
-    out = []
+def launch_calls(root: Node, consts: dict[str, sp.Expr]):
+    """Every triple-chevron launch in the file: (call node, its `<<<...>>>` arguments, the
+    enclosing function's `Scope`, that function's body)."""
     for fn in _functions(root):
         body = fn.child_by_field_name("body")
         if body is None:
@@ -335,36 +335,47 @@ def find_launches(root: Node, consts: dict[str, sp.Expr]) -> list[LaunchSite]:
             if cfg is None:
                 continue
             scope = scope or Scope.of(body, _params(fn), consts)
-            args = cfg.named_children
-            name = n.child_by_field_name("function").text.decode().split("<")[0].split("::")[-1]
-            dims = _block_dims(args[1], scope, body) if len(args) > 1 else None
-            smem = scope.value(args[2]) if len(args) > 2 else sp.Integer(0)
-            out.append(
-                LaunchSite(
-                    name,
-                    n.start_point[0] + 1,
-                    int(sp.Mul(*dims)) if dims else None,
-                    dims[0] if dims else None,
-                    int(smem) if smem.is_Integer else None,
-                )
+            yield n, cfg.named_children, scope, body
+
+
+def find_launches(root: Node, consts: dict[str, sp.Expr]) -> list[LaunchSite]:
+    """Every triple-chevron launch in the file, with block size folded where possible."""
+    out = []
+    for n, args, scope, body in launch_calls(root, consts):
+        name = n.child_by_field_name("function").text.decode().split("<")[0].split("::")[-1]
+        dims = _block_dims(args[1], scope, body) if len(args) > 1 else None
+        smem = scope.value(args[2]) if len(args) > 2 else sp.Integer(0)
+        out.append(
+            LaunchSite(
+                name,
+                n.start_point[0] + 1,
+                int(sp.Mul(*dims)) if dims else None,
+                dims[0] if dims else None,
+                int(smem) if smem.is_Integer else None,
             )
+        )
     return sorted(out, key=lambda s: s.line)
 
 
-def _block_dims(arg: Node, scope: Scope, body: Node) -> list[int] | None:
-    """Block extents from a number, an int variable, `dim3 b(x, y)` or `dim3(x, y)`."""
+def dim_values(arg: Node, scope: Scope, body: Node) -> list[sp.Expr]:
+    """The extents of a launch's grid or block argument as expressions: one for a number, an
+    expression or an int variable; one per given extent of `dim3 b(x, y)` or `dim3(x, y)`."""
     dims: list[Node] | None = None
     if arg.type == "call_expression" and arg.child_by_field_name("function").text == b"dim3":
         dims = arg.child_by_field_name("arguments").named_children
     elif arg.type == "identifier":
         dims = _dim3_decl(arg.text.decode(), body)
     if dims is None:
-        v = scope.value(arg)
-        return [int(v)] if v.is_Integer and v > 0 else None
-    vals = [
+        return [scope.value(arg)]
+    return [
         scope.value(d) if d.type != "parameter_declaration" else _text_value(d.text, scope)
         for d in dims
     ]
+
+
+def _block_dims(arg: Node, scope: Scope, body: Node) -> list[int] | None:
+    """Block extents from a number, an int variable, `dim3 b(x, y)` or `dim3(x, y)`."""
+    vals = dim_values(arg, scope, body)
     if vals and all(v.is_Integer and v > 0 for v in vals):
         return [int(v) for v in vals]
     return None

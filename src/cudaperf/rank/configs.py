@@ -101,48 +101,25 @@ class _Unknown(Exception):
     pass
 
 
-def _dims(arg, scope, body) -> list:
-    from cudaperf.analyze.parse import _dim3_decl, _text_value
-
-    dims = None
-    if arg.type == "call_expression" and arg.child_by_field_name("function").text == b"dim3":
-        dims = arg.child_by_field_name("arguments").named_children
-    elif arg.type == "identifier":
-        dims = _dim3_decl(arg.text.decode(), body)
-    if dims is None:
-        return [scope.value(arg)]
-    return [scope.value(d) if d.type != "parameter_declaration" else _text_value(d.text, scope)
-            for d in dims]  # fmt: skip
-
-
 def _parse_launches(code: str) -> list | None:
     """[(grid expression, block expression)] per `<<<>>>` launch (sympy, in the host
     function's parameters); None when there is no launch or the code does not parse."""
     import sympy as sp
 
-    from cudaperf.analyze.index import Scope
-    from cudaperf.analyze.parse import _functions, _params, extract_cuda, parse, read_constants
+    from cudaperf.analyze.parse import (
+        dim_values,
+        extract_cuda,
+        launch_calls,
+        parse,
+        read_constants,
+    )
 
     root = parse(extract_cuda(code).code).root_node
-    consts = read_constants(root)
-    out = []
-    for fn in _functions(root):
-        body = fn.child_by_field_name("body")
-        if body is None:
-            continue
-        scope = None
-        stack = [body]
-        while stack:
-            n = stack.pop()
-            stack.extend(n.children)
-            if n.type != "call_expression":
-                continue
-            cfg = next((c for c in n.children if c.type == "kernel_call_syntax"), None)
-            if cfg is None or len(cfg.named_children) < 2:
-                continue
-            scope = scope or Scope.of(body, _params(fn), consts)
-            grid, block = cfg.named_children[:2]
-            out.append((sp.Mul(*_dims(grid, scope, body)), sp.Mul(*_dims(block, scope, body))))
+    out = [
+        (sp.Mul(*dim_values(args[0], scope, body)), sp.Mul(*dim_values(args[1], scope, body)))
+        for _, args, scope, body in launch_calls(root, read_constants(root))
+        if len(args) >= 2
+    ]
     return out or None
 
 
