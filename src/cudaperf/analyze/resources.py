@@ -19,8 +19,9 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import asdict, dataclass
-from functools import lru_cache
 from pathlib import Path
+
+from cudaperf.toolchain import tool_version
 
 __all__ = [
     "ARCHS",
@@ -184,16 +185,6 @@ def demangle_base(name: str) -> str:
     return last
 
 
-@lru_cache(maxsize=4)
-def _nvcc_version(nvcc: str) -> str:
-    try:
-        return subprocess.run(
-            [nvcc, "--version"], capture_output=True, text=True, timeout=30
-        ).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-
-
 _MEMO: dict[str, dict[str, Resources]] = {}
 
 
@@ -206,7 +197,7 @@ def ptxas_resources(
     """
     if shutil.which(nvcc) is None:
         raise FileNotFoundError(f"{nvcc} not found on PATH")
-    key = hashlib.sha256(f"{arch}\0{_nvcc_version(nvcc)}\0{code}".encode()).hexdigest()
+    key = hashlib.sha256(f"{arch}\0{tool_version(nvcc)}\0{code}".encode()).hexdigest()
     raw = _MEMO.get(key) or _disk_get(cache_dir, key)
     if raw is None:
         raw = _compile(code, arch, nvcc, timeout_s)

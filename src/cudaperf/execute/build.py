@@ -26,6 +26,7 @@ from cudaperf import __version__
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.harness import CANDIDATE_FILE, HARNESS_FILE, harness_source
 from cudaperf.tasks.model import Task
+from cudaperf.toolchain import tool_version
 
 __all__ = [
     "BuildResult",
@@ -79,19 +80,6 @@ def detect_gpus() -> list[GpuInfo]:
     return gpus
 
 
-@functools.lru_cache(maxsize=8)
-def _version_of(exe: str) -> str:
-    try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return "missing"
-    text = out.stdout.strip()
-    m = re.search(r"release ([\d.]+), V([\d.]+)", text)
-    if m:
-        return m.group(2)
-    return text.splitlines()[0] if text else "unknown"
-
-
 @functools.cache
 def evaluator_fingerprint() -> str:
     """Hash of the evaluator's own source files, so a changed evaluator never reuses old results."""
@@ -104,8 +92,8 @@ def evaluator_fingerprint() -> str:
 def toolchain_versions(config: EvalConfig, driver: str = "") -> dict[str, str]:
     """Versions that change a result: nvcc, gcc, driver, cudaperf (and its evaluator code)."""
     v = {
-        "nvcc": _version_of(config.nvcc),
-        "gcc": _version_of(config.gcc),
+        "nvcc": tool_version(config.nvcc),
+        "gcc": tool_version(config.gcc),
         "cudaperf": f"{__version__}+{evaluator_fingerprint()}",
     }
     if driver:
@@ -175,7 +163,7 @@ def build_candidate(task: Task, code: str, arch: str, config: EvalConfig) -> Bui
     src = harness_source(task, code)
     cmd = [config.nvcc, "-O3", "-shared", "-Xcompiler", "-fPIC", f"-arch={arch}"]
     cmd += ["-Xlinker", "-z,defs", *config.extra_nvcc_flags, "-lineinfo"]
-    key = _key("cu", src, " ".join(cmd), _version_of(config.nvcc))
+    key = _key("cu", src, " ".join(cmd), tool_version(config.nvcc))
     out = config.cache_dir / "build" / key
     return _compile(cmd, "src.cu", src, out, "candidate.so", config.compile_timeout_s)
 
@@ -183,7 +171,7 @@ def build_candidate(task: Task, code: str, arch: str, config: EvalConfig) -> Bui
 def build_reference(task: Task, config: EvalConfig) -> BuildResult:
     """Compile the task's C reference with gcc -O2 into a shared library."""
     cmd = [config.gcc, "-O2", "-shared", "-fPIC", "-Wl,-z,defs", "-lm"]
-    key = _key("c", task.source, " ".join(cmd), _version_of(config.gcc))
+    key = _key("c", task.source, " ".join(cmd), tool_version(config.gcc))
     out = config.cache_dir / "build" / key
     return _compile(cmd, "ref.c", task.source, out, "ref.so", config.compile_timeout_s)
 

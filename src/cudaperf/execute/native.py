@@ -60,6 +60,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from cudaperf.toolchain import tool_version
+
 __all__ = ["NativeBuildError", "NativeCallError", "NativeFunction", "NativeLibrary", "load_cuda"]
 
 log = logging.getLogger(__name__)
@@ -279,12 +281,6 @@ class NativeLibrary:
 
 
 @functools.cache
-def _nvcc_version(nvcc: str) -> str:
-    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False)
-    return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "unknown"
-
-
-@functools.cache
 def _default_arch() -> str:
     try:
         import torch
@@ -312,7 +308,7 @@ def load_cuda(
     arch = arch or _default_arch()
     flags = ["-O3", "-shared", "-Xcompiler", "-fPIC", f"-arch={arch}", *extra_flags]
     root = Path(cache_dir) if cache_dir else Path.home() / ".cache" / "cudaperf" / "native"
-    key = hashlib.sha256("\0".join([src, *flags, _nvcc_version(nvcc)]).encode()).hexdigest()[:24]
+    key = hashlib.sha256("\0".join([src, *flags, tool_version(nvcc)]).encode()).hexdigest()[:24]
     build = root / key
     lib = build / "lib.so"
     protos = parse_prototypes(src)

@@ -27,10 +27,11 @@ from cudaperf.datagen.measure.source import (
     unit_log,
 )
 from cudaperf.execute import checks
-from cudaperf.execute.build import _compile, _key, _version_of, build_candidate, first_error
+from cudaperf.execute.build import _compile, _key, build_candidate, first_error
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.types import Status
 from cudaperf.tasks.model import Implementation, Task
+from cudaperf.toolchain import tool_version
 
 __all__ = ["BatchBuild", "Failure", "build_batch", "build_runtime", "nvcc_command", "static_reject"]
 
@@ -68,7 +69,7 @@ def nvcc_command(arch: str, config: EvalConfig) -> list[str]:
 
 def _build(src: str, arch: str, config: EvalConfig, timeout: float, lib: str):
     cmd = nvcc_command(arch, config)
-    key = _key("measure", lib, src, " ".join(cmd), _version_of(config.nvcc))
+    key = _key("measure", lib, src, " ".join(cmd), tool_version(config.nvcc))
     return _compile(cmd, "src.cu", src, config.cache_dir / "build" / key, lib, timeout)
 
 
