@@ -47,3 +47,27 @@ def test_table_rows_rise_with_the_faster_kernels(tmp_path):
     assert "| c2cuda/matmul |" in md and "no improvement" in md and "mean best so far" in md
     bench.plot(table, tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 1000
+
+
+def test_pick_takes_one_task_per_family_of_the_split(tmp_path):
+    import json
+
+    from cudaperf.tasks.io import save_tasks
+
+    bench = _bench()
+    tasks = load_sample()
+    save_tasks(tasks, tmp_path / "tasks.jsonl")
+    fams = sorted({t.family for t in tasks})
+    held = fams[:3]
+    doc = {"families": {f: ("test" if f in held else "train") for f in fams}}
+    (tmp_path / "splits.json").write_text(json.dumps(doc))
+    args = bench.parse_args(["--out-dir", str(tmp_path / "o"), "--tasks",
+                             str(tmp_path / "tasks.jsonl"), "--min-impls", "2"])  # fmt: skip
+    got = bench.pick(args)
+    assert [t.family for t in got] == held
+    args = bench.parse_args(["--out-dir", "o", "--tasks", str(tmp_path / "tasks.jsonl"),
+                             "--split", "train", "--limit", "2", "--min-impls", "3"])  # fmt: skip
+    got = bench.pick(args)
+    assert len(got) <= 2 and all(len(t.implementations) >= 3 for t in got)
+    assert all(doc["families"][t.family] == "train" for t in got)
+    assert bench.pick(bench.parse_args(["--out-dir", "o"])) == load_sample()
