@@ -1,12 +1,12 @@
-"""Refinement over the bundled sample set: per task and turn, the best reward and speedup.
+"""Refinement over the sample set or dataset tasks: per task and turn, best reward and speedup.
 
     python bench/refine_sample.py --model scripted:weakest-first --turns 4 --samples 2 \\
-        --out-dir bench/results/refine_scripted
-    python bench/refine_sample.py --model smollm2 --turns 4 --samples 2 \\
-        --out-dir bench/results/refine_smollm2
-    python bench/refine_sample.py --model scripted:weakest-first --turns 4 --samples 1 \
-        --patience 4 --tasks data/tasks.jsonl.gz --split heldout --min-impls 3 --limit 12 \
-        --out-dir bench/results/refine_scripted_dataset
+        --out-dir bench/results/refine_h200/scripted_sample
+    python bench/refine_sample.py --model smollm2 --turns 4 --samples 2 --patience 4 \\
+        --out-dir bench/results/refine_h200/smollm2
+    python bench/refine_sample.py --model scripted:weakest-first --turns 4 --samples 1 \\
+        --patience 4 --tasks data/tasks.jsonl.gz --split heldout --min-impls 3 --limit 12 \\
+        --out-dir bench/results/refine_h200/scripted_dataset
 
 Runs `cudaperf.refine.refine_many` over every task of `cudaperf.tasks.io.load_sample()` (or
 of `--tasks FILE`: one task per held-out family with enough implementations; or those named
