@@ -105,3 +105,29 @@ def test_fully_written_outputs_are_not_masked(cpu_config):
     lib = ctypes.CDLL(build_reference(t, cpu_config).lib)
     want = run_reference(t, lib, make_inputs(t, t.configs[0], 0, 7))
     assert not any(np.ma.isMaskedArray(w) for w in want)
+
+
+ACCUMULATES_C = """
+void acc(int n, const int* x, int* y) { for (int i = 0; i < n; ++i) y[i] += x[i]; }
+"""
+
+
+def test_an_out_array_the_reference_reads_is_still_compared(cpu_config):
+    """A mis-declared `out` that the reference accumulates into is not mistaken for unwritten:
+    every element stays compared."""
+    from cudaperf.tasks.model import InputConfig, Param, Role, Task
+
+    t = Task(
+        id="test/c2cuda/acc", kind="c2cuda", family="acc", source=ACCUMULATES_C, entry="acc",
+        signature=[
+            Param(name="n", ctype="int", role=Role.SCALAR),
+            Param(name="x", ctype="int", role=Role.IN, length="n"),
+            Param(name="y", ctype="int", role=Role.OUT, length="n"),
+        ],
+        configs=[InputConfig(name="n8", sizes={"n": 8})],
+    )  # fmt: skip
+    lib = ctypes.CDLL(build_reference(t, cpu_config).lib)
+    x = make_inputs(t, t.configs[0], 0, 7)
+    want = run_reference(t, lib, x)
+    assert not np.ma.isMaskedArray(want[2]) or not np.ma.getmaskarray(want[2]).any()
+    assert not compare(t, x, [a.copy() for a in x], want).correct  # doing nothing fails
