@@ -56,6 +56,20 @@ def test_row_ptr_inputs_are_valid_csr_and_seeded():
         assert np.array_equal(a, b)
 
 
+def _c_task(name: str, source: str, arrays: list[tuple[str, str, str]], n: int, cpu_config):
+    """A C→CUDA task `name(int n, arrays...)` with one config, its reference built, and one
+    input set: (task, input arrays, reference outputs)."""
+    from cudaperf.tasks.model import InputConfig, Param, Role, Task
+
+    sig = [Param(name="n", ctype="int", role=Role.SCALAR)]
+    sig += [Param(name=a, ctype=ct, role=Role(r), length="n") for a, ct, r in arrays]
+    t = Task(id=f"test/c2cuda/{name}", kind="c2cuda", family=name, source=source, entry=name,
+             signature=sig, configs=[InputConfig(name=f"n{n}", sizes={"n": n})])  # fmt: skip
+    lib = ctypes.CDLL(build_reference(t, cpu_config).lib)
+    x = make_inputs(t, t.configs[0], 0, 7)
+    return t, x, run_reference(t, lib, x)
+
+
 STRIDED_C = """
 void every_other(int n, const float* x, float* y, int* k) {
   for (int i = 0; i < n; i += 2) { y[i] = x[i] / 0.0f; k[i] = (int)i; }
@@ -67,22 +81,8 @@ def test_out_elements_the_reference_never_writes_are_not_compared(cpu_config):
     """A reference that writes only some out elements (a stride) defines nothing elsewhere: a
     candidate may leave those elements or write them; the written ones must match, equal
     infinities included."""
-    from cudaperf.tasks.model import InputConfig, Param, Role, Task
-
-    t = Task(
-        id="test/c2cuda/every_other", kind="c2cuda", family="every_other", source=STRIDED_C,
-        entry="every_other",
-        signature=[
-            Param(name="n", ctype="int", role=Role.SCALAR),
-            Param(name="x", ctype="float", role=Role.IN, length="n"),
-            Param(name="y", ctype="float", role=Role.OUT, length="n"),
-            Param(name="k", ctype="int", role=Role.OUT, length="n"),
-        ],
-        configs=[InputConfig(name="n10", sizes={"n": 10})],
-    )  # fmt: skip
-    lib = ctypes.CDLL(build_reference(t, cpu_config).lib)
-    x = make_inputs(t, t.configs[0], 0, 7)
-    want = run_reference(t, lib, x)
+    arrays = [("x", "float", "in"), ("y", "float", "out"), ("k", "int", "out")]
+    t, x, want = _c_task("every_other", STRIDED_C, arrays, 10, cpu_config)
     assert np.isinf(want[2][::2]).all() and list(want[3][::2]) == [0, 2, 4, 6, 8]
     assert np.ma.getmaskarray(want[3]).tolist() == [False, True] * 5
     got = [a.copy() for a in x]  # a faithful candidate: writes the even elements only
@@ -115,19 +115,7 @@ void acc(int n, const int* x, int* y) { for (int i = 0; i < n; ++i) y[i] += x[i]
 def test_an_out_array_the_reference_reads_is_still_compared(cpu_config):
     """A mis-declared `out` that the reference accumulates into is not mistaken for unwritten:
     every element stays compared."""
-    from cudaperf.tasks.model import InputConfig, Param, Role, Task
-
-    t = Task(
-        id="test/c2cuda/acc", kind="c2cuda", family="acc", source=ACCUMULATES_C, entry="acc",
-        signature=[
-            Param(name="n", ctype="int", role=Role.SCALAR),
-            Param(name="x", ctype="int", role=Role.IN, length="n"),
-            Param(name="y", ctype="int", role=Role.OUT, length="n"),
-        ],
-        configs=[InputConfig(name="n8", sizes={"n": 8})],
-    )  # fmt: skip
-    lib = ctypes.CDLL(build_reference(t, cpu_config).lib)
-    x = make_inputs(t, t.configs[0], 0, 7)
-    want = run_reference(t, lib, x)
+    t, x, want = _c_task("acc", ACCUMULATES_C, [("x", "int", "in"), ("y", "int", "out")], 8,
+                         cpu_config)  # fmt: skip
     assert not np.ma.isMaskedArray(want[2]) or not np.ma.getmaskarray(want[2]).any()
     assert not compare(t, x, [a.copy() for a in x], want).correct  # doing nothing fails
