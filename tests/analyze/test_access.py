@@ -142,3 +142,86 @@ def test_16x16_block_warp_spans_two_rows():
     # A[row*n+k]: 2 rows -> 2 sectors; B[k*n+col]: 16 floats -> 2; C store: 2 x 64 B -> 4
     assert f["sectors_per_request_est"] == pytest.approx(8 / 3)
     assert f["coalesced_fraction"] == 1.0
+
+
+_RECORDS = """
+__global__ void aos_write(int n, const float* a, const float* b, const float* c, float* rec) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    rec[i * 3 + 0] = a[i];
+    rec[i * 3 + 1] = b[i];
+    rec[i * 3 + 2] = c[i];
+}
+__global__ void aos_partial(int n, const float* a, float* rec) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    rec[i * 4 + 0] = a[i];
+    rec[i * 4 + 1] = a[i];
+}
+__global__ void aos_read(int n, const double* rec, double* out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = rec[2 * i] + rec[2 * i + 1];
+}
+"""
+
+
+def test_record_fields_that_fill_the_stride_count_as_coalesced():
+    # rec[3i], rec[3i+1], rec[3i+2]: each strided, together the sectors of 3 coalesced stores.
+    r = {x.name: x for x in analyze(_RECORDS, config=STATIC)}
+    f = r["aos_write"].features
+    assert f["coalesced_fraction"] == 1.0
+    assert f["uncoalesced_accesses"] == 0
+    assert f["sectors_per_request_est"] == 4
+    assert not [x for x in r["aos_write"].findings if x.rule == "uncoalesced-access"]
+    # two of four fields leave half of every sector unused: still strided
+    assert r["aos_partial"].features["uncoalesced_accesses"] == 2
+    # loads pair up the same way (8-byte elements: 8 sectors per coalesced request)
+    f = r["aos_read"].features
+    assert f["coalesced_fraction"] == 1.0
+    assert f["sectors_per_request_est"] == 8
+
+
+def test_unknown_element_type_keeps_the_element_stride():
+    # `T` unknown to the analyzer (a macro type): offsets are counted in elements, so a
+    # lane-contiguous index must still be stride 1, not 1/4.
+    code = """
+#define T float
+__global__ void row_walk(int len, const T* __restrict__ x, T* out) {
+    int row = blockIdx.x * 2 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    const T* xr = x + (long long)row * len;
+    T s = 0;
+    for (int k = lane; k < len; k += 32) s += xr[k];
+    if (lane == 0) out[row] = s;
+}
+"""
+    acc = {a.text: a for a in _accesses(code)}
+    assert acc["xr[k]"].pattern == "coalesced"
+    assert acc["xr[k]"].stride == "1"
+    assert acc["out[row]"].pattern == "broadcast"
+
+
+def test_macro_typedef_and_using_element_types_resolve_to_their_size():
+    code = """
+#define T double
+typedef float real;
+using half_t = __half;
+__global__ void k(int n, const T* x, const real* y, half_t* z) {
+    __shared__ T s[64];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    s[threadIdx.x] = x[i];
+    __syncthreads();
+    z[i] = y[i] + s[threadIdx.x];
+}
+"""
+    acc = {a.text: a for a in _accesses(code)}
+    assert acc["x[i]"].elem_bytes == 8
+    assert acc["y[i]"].elem_bytes == 4
+    assert acc["z[i]"].elem_bytes == 2
+    assert acc["s[threadIdx.x]"].elem_bytes == 8
+    assert acc["s[threadIdx.x]"].conflict_degree == 1  # 8-byte words: 16 lanes per phase
+    assert all(a.pattern == "coalesced" for a in acc.values())
+    # a name defined as two types stays unknown (4 bytes assumed, stride still 1 element)
+    code2 = "#define T float\n#define T double\n" + code.split("\n", 2)[2]
+    acc2 = {a.text: a for a in _accesses(code2)}
+    assert acc2["x[i]"].elem_bytes is None
+    assert acc2["x[i]"].stride == "1"

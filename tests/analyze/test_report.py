@@ -255,10 +255,10 @@ __global__ void mm(int n, const T* a, const T* b, T* c) {
     (r,) = analyze(code, config=AnalyzeConfig(resources=False))
     f = r.features
     assert f["intensity_exact"] == 1  # the cooperative e-loop counts thread 0's one trip
-    # 32 slabs x 32 multiply-adds (2 FLOP) over 32 x 2 loads + 1 store (a macro element type
-    # counts 4 bytes in the global traffic)
+    # 32 slabs x 32 multiply-adds (2 FLOP) over 32 x 2 loads + 1 store (the macro element
+    # type `T` resolves to double: 8 bytes each in the global traffic)
     assert f["flops_per_thread"] == 32 * 32 * 2
-    assert f["global_bytes_per_thread"] == 32 * 2 * 4 + 4
+    assert f["global_bytes_per_thread"] == 32 * 2 * 8 + 8
 
 
 def test_cached_neighbour_reuse_scores_like_shared_staging():

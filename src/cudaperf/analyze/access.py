@@ -13,11 +13,19 @@ For each access the byte address is built symbolically (base offset of the point
 
 Pointers are followed through kernel parameters, `__shared__` declarations, local pointer
 variables, pointer arithmetic and `reinterpret_cast`/C casts (which set the element type,
-e.g. `float4`). Accesses inside called `__device__` functions are not followed.
+e.g. `float4`). Accesses inside called `__device__` functions are not followed. Element types
+spelled through a file-level alias (`#define T double`, `typedef`, `using`) take the aliased
+type's size; a type still unknown (a template parameter) is taken as 4 bytes, its offsets
+counted in elements (so `x[i]` stays stride 1 whatever the real size).
+
+A strided global access whose siblings (same array, constant offset apart) fill the gaps
+between its lanes, as the fields `rec[3 * i + 0..2]` of a record per thread do, is reported
+coalesced: the group touches no more sectors than as many coalesced requests.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import sympy as sp
@@ -26,7 +34,13 @@ from tree_sitter import Node
 from cudaperf.analyze.index import Scope, tx_stride, type_size, unclamp, warp_values
 from cudaperf.analyze.parse import Kernel
 
-__all__ = ["Access", "find_accesses", "shared_conflict_degree", "warp_sectors"]
+__all__ = [
+    "Access",
+    "find_accesses",
+    "shared_conflict_degree",
+    "type_aliases",
+    "warp_sectors",
+]
 
 _ATOMIC_PREFIX = "atomic"
 
@@ -58,18 +72,53 @@ class _Ptr:
     dims: tuple[int, ...] = ()  # shared arrays: declared extents (all but the first matter)
 
 
-def _elem_type(t: str) -> str:
-    return t.replace("*", "").replace("&", "").strip()
+def _elem_type(t: str, aliases: dict[str, str] | None = None) -> str:
+    t = t.replace("*", "").replace("&", "").strip()
+    if aliases:
+        t = " ".join(aliases.get(w, w) for w in t.split())
+    return t
+
+
+def type_aliases(node: Node) -> dict[str, str]:
+    """File-level names of element types whose size is known: `#define T double`,
+    `typedef float real;`, `using T = float;` (generated kernels often spell their element
+    type this way). A name defined as two different types is left out."""
+    root = node
+    while root.parent is not None:
+        root = root.parent
+    seen: dict[str, set[str]] = {}
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        pairs: list[tuple[Node | None, Node | None]] = []
+        if n.type == "preproc_def":
+            pairs = [(n.child_by_field_name("name"), n.child_by_field_name("value"))]
+        elif n.type in ("type_definition", "alias_declaration"):
+            typ = n.child_by_field_name("type")
+            names = n.children_by_field_name("declarator") or [n.child_by_field_name("name")]
+            pairs = [(d, typ) for d in names]
+        elif n.type != "function_definition":
+            stack.extend(n.children)
+        for name, val in pairs:
+            if name is None or val is None:
+                continue
+            if name.type not in ("identifier", "type_identifier"):
+                continue
+            t = " ".join(val.text.decode().replace("const", " ").split())
+            if type_size(t) is not None:
+                seen.setdefault(name.text.decode(), set()).add(t)
+    return {k: next(iter(v)) for k, v in seen.items() if len(v) == 1}
 
 
 class _Resolver:
     def __init__(self, kernel: Kernel, scope: Scope):
         self.scope = scope
+        self.aliases = type_aliases(kernel.body)
         self.ptrs: dict[str, _Ptr] = {}
         self.local_ptrs: dict[str, tuple[str, Node]] = {}
         for name, typ in kernel.params.items():
             if "*" in typ:
-                self.ptrs[name] = _Ptr("global", name, _elem_type(typ), sp.Integer(0))
+                self.ptrs[name] = _Ptr("global", name, _elem_type(typ, self.aliases), sp.Integer(0))
         self._declarations(kernel.body)
 
     def _declarations(self, body: Node) -> None:
@@ -98,7 +147,7 @@ class _Resolver:
             return
         if shared and d.type == "identifier":
             self.ptrs[d.text.decode()] = _Ptr(
-                "shared", d.text.decode(), typ, sp.Integer(0), tuple(dims)
+                "shared", d.text.decode(), _elem_type(typ, self.aliases), sp.Integer(0), tuple(dims)
             )
         elif d.type == "pointer_declarator" and init is not None:
             name = d.child_by_field_name("declarator")
@@ -115,20 +164,20 @@ class _Resolver:
             if name in self.local_ptrs:
                 typ, init = self.local_ptrs[name]
                 p = self.pointer(init, depth + 1)
-                return _retype(p, typ) if p else None
+                return self._retype(p, typ) if p else None
             return self.ptrs.get(name)
         if t == "parenthesized_expression":
             return self.pointer(n.named_children[-1], depth + 1)
         if t == "cast_expression":
             p = self.pointer(n.child_by_field_name("value"), depth + 1)
-            return _retype(p, n.child_by_field_name("type").text.decode()) if p else None
+            return self._retype(p, n.child_by_field_name("type").text.decode()) if p else None
         if t == "call_expression":
             fn = n.child_by_field_name("function")
             args = n.child_by_field_name("arguments").named_children
             if fn.type == "template_function" and args and fn.text.decode().endswith("*>"):
                 p = self.pointer(args[0], depth + 1)
                 targs = fn.child_by_field_name("arguments").text.decode()[1:-1]
-                return _retype(p, targs) if p else None
+                return self._retype(p, targs) if p else None
             return None
         if t == "binary_expression" and n.child_by_field_name("operator").text in (b"+", b"-"):
             p = self.pointer(n.child_by_field_name("left"), depth + 1)
@@ -164,9 +213,9 @@ class _Resolver:
             lin = lin * (extent if k else 1) + self.scope.value(i)
         return _Ptr(p.space, p.array, p.elem, p.offset + lin * (type_size(p.elem) or 1), p.dims)
 
-
-def _retype(p: _Ptr, typ: str) -> _Ptr:
-    return _Ptr(p.space, p.array, _elem_type(typ.replace("const", "")), p.offset, p.dims)
+    def _retype(self, p: _Ptr, typ: str) -> _Ptr:
+        elem = _elem_type(typ.replace("const", ""), self.aliases)
+        return _Ptr(p.space, p.array, elem, p.offset, p.dims)
 
 
 def find_accesses(kernel: Kernel, scope: Scope, block_x: int | None = None) -> list[Access]:
@@ -195,6 +244,56 @@ def find_accesses(kernel: Kernel, scope: Scope, block_x: int | None = None) -> l
         )
         if p is not None:
             out.append(_classify(n, p, block_x))
+    return _merge_record_fields(out)
+
+
+def _merge_record_fields(accesses: list[Access]) -> list[Access]:
+    """Strided global accesses whose sibling accesses fill the gaps count as coalesced.
+
+    `rec[3 * i]`, `rec[3 * i + 1]`, `rec[3 * i + 2]` (the fields of an array of records, one
+    record per thread) are each strided, but together a warp's three requests touch exactly
+    the sectors of three coalesced ones: the L1/L2 caches merge them, so no DRAM sector is
+    wasted. Siblings are accesses of the same array in the same direction (loads, or
+    stores/read-modify-writes) with the same element size whose byte offsets differ by a
+    constant; the group is coalesced when the union of its lanes' addresses touches no more
+    sectors than as many coalesced requests, and each member then reports its share.
+    """
+    groups: dict[tuple, list[tuple[int, sp.Expr, sp.Expr]]] = {}
+    for k, a in enumerate(accesses):
+        if a.space != "global" or a.pattern != "strided" or a.kind == "atomic":
+            continue
+        if a.offset is None or a.stride in (None, "mixed"):
+            continue
+        b = a.elem_bytes or 4
+        off = unclamp(a.offset) * (1 if a.elem_bytes else b)  # unknown type: in elements
+        d = tx_stride(off)
+        if d is None or not sp.nsimplify(d / b).is_Integer:
+            continue
+        groups.setdefault((a.array, a.kind == "load", a.elem_bytes), []).append(
+            (k, off, sp.nsimplify(d / b))
+        )
+    out = list(accesses)
+    for (_, _, size), members in groups.items():
+        b = size or 4
+        for stride in {st for _, _, st in members}:
+            same = [(k, off) for k, off, st in members if st == stride]
+            base = same[0][1]
+            deltas: set[int] = set()
+            ks = []
+            for k, off in same:
+                d = sp.expand(off - base)
+                if d.is_Integer:
+                    deltas.add(int(d))
+                    ks.append(k)
+            if len(deltas) < 2:
+                continue
+            addrs = [t * int(stride) * b + d for t in range(32) for d in deltas]
+            union = warp_sectors(addrs, b)
+            if union > -(-32 * b // 32) * len(deltas):
+                continue
+            share = -(-union // len(deltas))
+            for k in ks:
+                out[k] = dataclasses.replace(accesses[k], pattern="coalesced", sectors=share)
     return out
 
 
@@ -234,6 +333,8 @@ def _classify(n: Node, p: _Ptr, block_x: int | None = None) -> Access:
     size = type_size(p.elem)
     b = size or 4
     off = unclamp(p.offset) if p.space == "global" else p.offset  # a clamp keeps the stride
+    if size is None:  # the resolver counted an unknown (template, macro) type's offset in
+        off = off * b  # elements, not bytes: assume 4-byte elements, as `b` does
     d = tx_stride(off)
     stride: str | None = None
     addrs: list[int] | None = None
