@@ -375,16 +375,21 @@ def _shared_between_threads(offsets: list[sp.Expr]) -> bool:
     for a, b in itertools.combinations(offsets, 2):
         d = sp.expand(a - b)
         for step in steps:
-            try:
-                q = sp.cancel(d / step)
-            except (TypeError, ValueError, ZeroDivisionError):
-                continue
-            if q.is_Integer and q != 0:
+            if _whole_steps(d, step):
                 return True
             if step.is_Number or not _diagonal(d, step, steps):
                 continue
             return True
     return False
+
+
+def _whole_steps(d: sp.Expr, step: sp.Expr) -> bool:
+    """Whether `d` is a nonzero whole number of `step`s."""
+    try:
+        q = sp.cancel(d / step)
+    except (TypeError, ValueError, ZeroDivisionError):
+        return False
+    return bool(q.is_Integer and q != 0)
 
 
 def _diagonal(d: sp.Expr, step: sp.Expr, steps: list[sp.Expr]) -> bool:
@@ -393,13 +398,7 @@ def _diagonal(d: sp.Expr, step: sp.Expr, steps: list[sp.Expr]) -> bool:
     for k in range(-_NEAR_STEPS, _NEAR_STEPS + 1):
         r = sp.expand(d - k * step)
         for other in steps:
-            if other is step or r == 0:
-                continue
-            try:
-                q = sp.cancel(r / other)
-            except (TypeError, ValueError, ZeroDivisionError):
-                continue
-            if q.is_Integer and q != 0:
+            if other is not step and r != 0 and _whole_steps(r, other):
                 return True
     return False
 
