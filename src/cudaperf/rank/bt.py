@@ -121,11 +121,9 @@ class BTModel(FeatureRanker):
 
     def matrix(self, rows: list[dict[str, float]]) -> np.ndarray:
         """Standardised feature matrix (one row per feature dict; NaN → 0 = the mean)."""
-        from cudaperf.rank.configs import column
+        from cudaperf.rank.configs import matrix
 
-        x = np.array([[column(r, n) for n in self.names] for r in rows], dtype=float)
-        x = x.reshape(len(rows), len(self.names))
-        z = (x - np.asarray(self.means)) / np.asarray(self.stds)
+        z = (matrix(rows, self.names) - np.asarray(self.means)) / np.asarray(self.stds)
         return np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
 
     def utility(self, rows: list[dict[str, float]]) -> np.ndarray:
@@ -153,10 +151,9 @@ def _sigmoid(x):
 
 def standardise(rows: list[dict[str, float]], names: list[str]) -> tuple[list, list, list]:
     """(names kept, means, stds): features constant or unknown on `rows` are dropped."""
-    from cudaperf.rank.configs import column
+    from cudaperf.rank.configs import matrix
 
-    x = np.array([[column(r, n) for n in names] for r in rows], dtype=float)
-    x = x.reshape(len(rows), len(names))
+    x = matrix(rows, names)
     kept, means, stds = [], [], []
     for j, n in enumerate(names):
         col = x[:, j][np.isfinite(x[:, j])]

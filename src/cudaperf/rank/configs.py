@@ -37,6 +37,8 @@ import logging
 import math
 from collections import OrderedDict
 
+import numpy as np
+
 from cudaperf.tasks.model import InputConfig, Role, Task, eval_length
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "config_bytes",
     "config_features",
     "launch_features",
+    "matrix",
     "needs_config",
     "row",
 ]
@@ -219,3 +222,10 @@ def column(r: dict[str, float], name: str) -> float:
             return math.nan
         out *= float(v)
     return out
+
+
+def matrix(rows: list[dict[str, float]], names: list[str]) -> np.ndarray:
+    """The columns `names` (`column`) of feature rows: one matrix row per row, unknown = NaN.
+    Every feature model builds its inputs here, for training and for scoring alike."""
+    x = np.array([[column(r, n) for n in names] for r in rows], dtype=float)
+    return x.reshape(len(rows), len(names))

@@ -99,10 +99,9 @@ class LambdaRankModel(FeatureRanker):
 
     def matrix(self, rows: list[dict[str, float]]) -> np.ndarray:
         """Raw feature matrix, one row per feature dict (unknown = NaN)."""
-        from cudaperf.rank.configs import column
+        from cudaperf.rank.configs import matrix
 
-        x = np.array([[column(r, n) for n in self.names] for r in rows], dtype=float)
-        return x.reshape(len(rows), len(self.names))
+        return matrix(rows, self.names)
 
     def utility(self, rows: list[dict[str, float]]) -> np.ndarray:
         """Calibrated strength per row: higher = predicted faster; differences are BT logits."""
@@ -123,13 +122,6 @@ class LambdaRankModel(FeatureRanker):
         return asdict(self)
 
 
-def _num(v) -> float:
-    try:
-        return float(v) if v is not None else np.nan
-    except (TypeError, ValueError):
-        return np.nan
-
-
 def fit_lambdarank(
     groups: list[list[tuple[dict[str, float], float]]],
     pairs: list[tuple[dict[str, float], dict[str, float], bool]],
@@ -144,14 +136,15 @@ def fit_lambdarank(
     import lightgbm as lgb
 
     from cudaperf.rank.bt import fit_bt
+    from cudaperf.rank.configs import matrix
 
     prm = {**default_params(), **(params or {})}
     rounds = int(prm.pop("num_iterations"))
-    x, y, sizes = [], [], []
+    rows, y, sizes = [], [], []
     for g in groups:
         order = sorted(g, key=lambda r: -r[1])  # slowest first
         for rank, (feats, _) in enumerate(order):
-            x.append([_num(feats.get(n)) for n in names])
+            rows.append(feats)
             y.append(rank)
         sizes.append(len(order))
     if not sizes:
@@ -159,12 +152,12 @@ def fit_lambdarank(
     if "min_data_in_leaf" not in (params or {}):  # small task sets: leaves of 2% of the rows
         prm["min_data_in_leaf"] = max(1, min(prm["min_data_in_leaf"], len(y) // 50))
     prm.setdefault("min_data_in_bin", 1)
-    data = lgb.Dataset(np.array(x, dtype=float), np.array(y, dtype=float), group=sizes,
+    data = lgb.Dataset(matrix(rows, names), np.array(y, dtype=float), group=sizes,
                        feature_name=[_safe(n) for n in names], free_raw_data=True)  # fmt: skip
     booster = lgb.train(prm, data, num_boost_round=rounds)
     text = booster.model_to_string()
-    ua = booster.predict(np.array([[_num(a.get(n)) for n in names] for a, _, _ in pairs]))
-    ub = booster.predict(np.array([[_num(b.get(n)) for n in names] for _, b, _ in pairs]))
+    ua = booster.predict(matrix([a for a, _, _ in pairs], names))
+    ub = booster.predict(matrix([b for _, b, _ in pairs], names))
     lab = np.array([1.0 if f else 0.0 for _, _, f in pairs])
     k = float(fit_bt((ua - ub).reshape(-1, 1), lab, l2=1e-4)[0])
     return text, k, {**prm, "num_iterations": rounds}
