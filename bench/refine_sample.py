@@ -42,7 +42,7 @@ from cudaperf.execute.config import EvalConfig
 from cudaperf.refine import TurnRecord, make_backend, read_trajectory, refine_many
 from cudaperf.refine.trajectory import SummaryRecord
 from cudaperf.reward import RewardConfig, RewardScorer
-from cudaperf.reward.scorer import default_ranker
+from cudaperf.reward.scorer import ranker_from_spec
 from cudaperf.tasks.io import load_sample, load_tasks
 from cudaperf.tasks.model import Task, TaskKind
 
@@ -263,11 +263,7 @@ def main(argv=None) -> None:
     ev |= {k: v for k, v in (("compile_only", args.compile_only), ("cache_dir", args.cache_dir))
            if v is not None}  # fmt: skip
     cfg = EvalConfig(**ev)
-    ranker = (
-        None
-        if args.ranker == "none"
-        else default_ranker(None if args.ranker == "default" else args.ranker)
-    )
+    ranker = ranker_from_spec(args.ranker)
     scorer = RewardScorer(tasks, config=RewardConfig.preset(args.preset), eval_config=cfg,
                           ranker=ranker, analyze="always")  # fmt: skip
     gpu = _gpu()

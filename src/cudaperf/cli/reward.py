@@ -11,7 +11,7 @@ from cudaperf.cli.common import emit_json, fail, load_task_set, select_tasks, st
 from cudaperf.execute.config import EvalConfig
 from cudaperf.refine.feedback import render_feedback
 from cudaperf.reward import PRESETS, RewardConfig, RewardScorer, extract_candidate
-from cudaperf.reward.scorer import default_ranker
+from cudaperf.reward.scorer import ranker_from_spec
 
 __all__ = ["RankerOpt", "reward_command", "scorer_for"]
 
@@ -30,9 +30,9 @@ def scorer_for(task, preset: str, compile_only: bool | None, cache_dir: Path | N
     except (ValueError, RuntimeError) as e:
         fail(str(e))
     rk = None
-    if ranker != "none" and cfg.ranker_weight > 0:
-        rk = default_ranker(None if ranker == "default" else ranker)
-        if rk is None and ranker != "default":
+    if cfg.ranker_weight > 0:
+        rk = ranker_from_spec(ranker)
+        if rk is None and ranker not in ("default", "none"):
             fail(f"--ranker {ranker}: cannot load that ranker (see the warning above); pass a "
                  "file or folder from `cudaperf rank train --out`, default, or none")  # fmt: skip
     return RewardScorer([task], config=cfg, eval_config=ev, ranker=rk, analyze="always")

@@ -43,6 +43,7 @@ __all__ = [
     "default_analyzer",
     "default_evaluator",
     "default_ranker",
+    "ranker_from_spec",
 ]
 
 Evaluator = Callable[[list[tuple[Task, Candidate]]], list[ExecResult]]
@@ -92,6 +93,14 @@ def default_ranker(path: str | None = None) -> Ranker | None:
     except (ModelNotTrainedError, ValueError, ImportError) as e:
         log.warning("reward without the ranker term: %s", e)
         return None
+
+
+def ranker_from_spec(spec: str) -> Ranker | None:
+    """The ranker an option names: "default" (the packaged one), "none", or a ranker file or
+    folder (`default_ranker`); None for "none" or when it cannot be loaded."""
+    if spec == "none":
+        return None
+    return default_ranker(None if spec == "default" else spec)
 
 
 @dataclass(frozen=True)
