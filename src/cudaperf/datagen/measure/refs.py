@@ -101,9 +101,8 @@ def _one_config(task: Task, cfg, lib, salt: int, out: Path, ci: int, cpu_trials:
         if p.role in (Role.IN, Role.INOUT):
             entry["input"] = _save(out, f"c{ci}_in{i}", x)
         if p.role in (Role.OUT, Role.INOUT):
-            entry["want"] = _save(
-                out, f"c{ci}_want{i}", np.ma.getdata(w)
-            )  # generated tasks write every out element
+            # generated tasks write every out element: nothing is masked (`run_reference`)
+            entry["want"] = _save(out, f"c{ci}_want{i}", np.ma.getdata(w))
         arrays.append(entry)
     return {
         "name": cfg.name,

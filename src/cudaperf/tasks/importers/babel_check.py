@@ -5,9 +5,10 @@ Each task's C reference is compiled once with gcc (`-O1 -g -fsanitize=address,un
 translation unit) that reads one config's inputs from a file into heap buffers of exactly the
 task's array lengths, calls the entry function once and prints the call's CPU time (not wall
 time: other work on the machine does not make a config look slow). Inputs are `make_inputs`
-(set 0, a fixed salt), out arrays zeroed as the evaluator's reference run does; a config that
-runs cleanly is run once more with its integer arrays at the ends of their value ranges
-(`extreme_inputs`: a possible draw that a random one rarely is, e.g. the largest index).
+(set 0, a fixed salt), out arrays zeroed (the check looks for memory errors and undefined
+behaviour, not values); a config that runs cleanly is run once more with its integer arrays
+at the ends of their value ranges (`extreme_inputs`: a possible draw that a random one rarely
+is, e.g. the largest index).
 
 `check_tasks` runs every config of every task (tasks spread over processes) and returns, per
 task, the configs that failed and why (`Problem`): an out-of-bounds access (`overrun`),

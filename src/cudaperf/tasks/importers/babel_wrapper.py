@@ -286,8 +286,8 @@ def adapt_wrapper(wrapper: str, cuda_code: str, task: Task) -> Launcher:
     if reason:
         return Launcher(reason=reason, sizes=sizes)
     prologue, kept, copies = _staged(kept, staged, rename, task)
-    body = prologue + [t for st in kept for t in _renamed(st, rename)]
     renamed = [_renamed(st, rename) for st in kept]
+    body = prologue + [t for st in renamed for t in st]
     unguarded = _unguarded(renamed, ctoks)
     counted = [_counts_named(st, copies) for st in renamed]
     return Launcher(

@@ -9,8 +9,8 @@ is whitespace-tokenised). Each row becomes one task:
 - **signature**: parsed from the C function. Pointer parameters get roles from how the C body
   uses them (`ctok.access_modes`): read only → `in`; read and written → `inout`; written
   only → `out`, except that an array whose every write sits under an `if`/`else` becomes
-  `inout` (the evaluator poisons `out` arrays, and conditionally written elements would keep
-  the poison). Non-pointers are scalars.
+  `inout` (then the elements the C code leaves alone must keep their values; as `out` they
+  would be undefined, which the evaluator does not compare). Non-pointers are scalars.
 - **lengths**: see `babel_lengths` (the wrapper's allocation sizes, checked against the
   declared array sizes of the given tests, or fitted to them). Where nothing over the scalars
   fits, an array as long as a count the C code reads from element 0 of a one-element,
@@ -423,7 +423,7 @@ def _with_lengths(
             if p.role is Role.OUT and not re.fullmatch(
                 r"[A-Za-z_]\w*(\s*\*\s*[A-Za-z_]\w*)*", length
             ):
-                update["role"] = Role.INOUT  # maybe longer than what the C code writes: no poison
+                update["role"] = Role.INOUT  # maybe longer than what the C code writes: rest kept
             p = p.model_copy(update=update)
         sig.append(p)
     sig = [p.model_copy(update={"length": "1"}) if p.name in counts else p for p in sig]
