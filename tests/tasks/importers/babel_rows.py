@@ -39,3 +39,13 @@ def import_rows(tmp_path, rows: list[dict], **kw):
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     report = import_babeltower(f, **kw)
     return report, {t.id.split("/")[1].split("_")[0]: t for t in report.tasks}
+
+
+def imported(rows: list[dict], name: str, **kw):
+    """A module-scoped fixture called `name`: `import_rows(rows, **kw)` once per test module
+    (importing runs the sanitized reference check, seconds per row)."""
+
+    def once(tmp_path_factory):
+        return import_rows(tmp_path_factory.mktemp("bt"), rows, **kw)
+
+    return pytest.fixture(once, scope="module", name=name)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from cudaperf.tasks.importers import babel_check
-from tests.tasks.importers.babel_rows import import_rows, needs_gcc, row, wrapper
+from tests.tasks.importers.babel_rows import import_rows, imported, needs_gcc, row, wrapper
 
 
 def _row(i, cpp, cuda, tests, launch, params):
@@ -68,9 +66,7 @@ def _import(tmp_path, **kw):
     return import_rows(tmp_path, ROWS, **kw)
 
 
-@pytest.fixture(scope="module")
-def checked(tmp_path_factory):
-    return _import(tmp_path_factory.mktemp("bt"), jobs=2)
+checked = imported(ROWS, "checked", jobs=2)
 
 
 @needs_gcc

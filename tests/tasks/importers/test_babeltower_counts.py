@@ -4,12 +4,11 @@ array (issue #7), on hand-written rows."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from cudaperf.execute.inputs import make_inputs
 from cudaperf.tasks.importers import babel_check
 from cudaperf.tasks.model import Distribution, InputConfig, Param, Role, Task
-from tests.tasks.importers.babel_rows import import_rows, needs_gcc, row, wrapper
+from tests.tasks.importers.babel_rows import imported, needs_gcc, row, wrapper
 
 
 def _row(i, cpp, cuda, tests, params, body):
@@ -85,14 +84,8 @@ ROWS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def unchecked(tmp_path_factory):
-    return import_rows(tmp_path_factory.mktemp("bt"), ROWS, check_references=False)
-
-
-@pytest.fixture(scope="module")
-def checked(tmp_path_factory):
-    return import_rows(tmp_path_factory.mktemp("bt"), ROWS, jobs=2)
+unchecked = imported(ROWS, "unchecked", check_references=False)
+checked = imported(ROWS, "checked", jobs=2)
 
 
 def test_length_held_in_an_array_becomes_a_dim(unchecked):
