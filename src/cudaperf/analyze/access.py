@@ -36,6 +36,7 @@ from cudaperf.analyze.parse import Kernel
 
 __all__ = [
     "Access",
+    "alias_definitions",
     "find_accesses",
     "shared_conflict_degree",
     "type_aliases",
@@ -79,14 +80,13 @@ def _elem_type(t: str, aliases: dict[str, str] | None = None) -> str:
     return t
 
 
-def type_aliases(node: Node) -> dict[str, str]:
-    """File-level names of element types whose size is known: `#define T double`,
-    `typedef float real;`, `using T = float;` (generated kernels often spell their element
-    type this way). A name defined as two different types is left out."""
+def alias_definitions(node: Node):
+    """(kind, name, type text) of every file-level type alias in the file around `node`:
+    `#define T double` ("define"), `typedef float real;` and `using T = float;` ("typedef").
+    Function bodies are not searched."""
     root = node
     while root.parent is not None:
         root = root.parent
-    seen: dict[str, set[str]] = {}
     stack = [root]
     while stack:
         n = stack.pop()
@@ -99,14 +99,22 @@ def type_aliases(node: Node) -> dict[str, str]:
             pairs = [(d, typ) for d in names]
         elif n.type != "function_definition":
             stack.extend(n.children)
+        kind = "define" if n.type == "preproc_def" else "typedef"
         for name, val in pairs:
-            if name is None or val is None:
-                continue
-            if name.type not in ("identifier", "type_identifier"):
-                continue
-            t = " ".join(val.text.decode().replace("const", " ").split())
-            if type_size(t) is not None:
-                seen.setdefault(name.text.decode(), set()).add(t)
+            if name is not None and val is not None:
+                if name.type in ("identifier", "type_identifier"):
+                    yield kind, name.text.decode(), val.text.decode()
+
+
+def type_aliases(node: Node) -> dict[str, str]:
+    """File-level names of element types whose size is known: `#define T double`,
+    `typedef float real;`, `using T = float;` (generated kernels often spell their element
+    type this way). A name defined as two different types is left out."""
+    seen: dict[str, set[str]] = {}
+    for _, name, text in alias_definitions(node):
+        t = " ".join(text.replace("const", " ").split())
+        if type_size(t) is not None:
+            seen.setdefault(name, set()).add(t)
     return {k: next(iter(v)) for k, v in seen.items() if len(v) == 1}
 
 

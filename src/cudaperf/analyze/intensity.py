@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import sympy as sp
 from tree_sitter import Node
 
-from cudaperf.analyze.access import Access
+from cudaperf.analyze.access import Access, alias_definitions
 from cudaperf.analyze.index import BLOCK_IDX, TX, TY, TZ, Scope, thread_dependent, unclamp
 from cudaperf.analyze.parse import Kernel
 
@@ -218,34 +218,14 @@ class _Types:
 def _float_aliases(node: Node) -> set[str]:
     """File-level names of floating-point types: `#define T float`, `typedef double real;`,
     `using T = float;` (generated kernels often spell their element type this way)."""
-    root = node
-    while root.parent is not None:
-        root = root.parent
     out: set[str] = set()
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        if n.type == "preproc_def":
-            name, val = n.child_by_field_name("name"), n.child_by_field_name("value")
-            if (
-                name is not None
-                and val is not None
-                and _FLOAT_TYPES.fullmatch(
-                    re.sub(r"\b(const|volatile)\b", "", val.text.decode()).strip()
-                )
-            ):
-                out.add(name.text.decode())
-        elif n.type in ("type_definition", "alias_declaration"):
-            typ = n.child_by_field_name("type")
-            names = n.children_by_field_name("declarator") or [n.child_by_field_name("name")]
-            if typ is not None and _FLOAT_TYPES.search(typ.text.decode()):
-                out.update(
-                    d.text.decode()
-                    for d in names
-                    if d is not None and d.type in ("type_identifier", "identifier")
-                )
-        elif n.type not in ("function_definition",):
-            stack.extend(n.children)
+    for kind, name, text in alias_definitions(node):
+        if kind == "define":
+            is_float = _FLOAT_TYPES.fullmatch(re.sub(r"\b(const|volatile)\b", "", text).strip())
+        else:
+            is_float = _FLOAT_TYPES.search(text)
+        if is_float:
+            out.add(name)
     return out
 
 
