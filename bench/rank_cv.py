@@ -25,13 +25,14 @@ from cudaperf.rank.bt import standardise
 from cudaperf.rank.features import FEATURE_NAMES
 from cudaperf.rank.lambdarank import LambdaRankModel, default_params, fit_lambdarank
 from cudaperf.rank.metrics import pairwise_accuracy
-from cudaperf.rank.pairs import build_pairs, measured_groups, read_splits, tasks_in_split
+from cudaperf.rank.pairs import build_pairs, read_splits, tasks_in_split
 from cudaperf.rank.ranker import (
     TrainConfig,
     analyzer_config,
     config_rows,
     impl_features,
     lambdarank_columns,
+    lambdarank_data,
     model_strengths,
     train_feature_ranker,
 )
@@ -49,10 +50,7 @@ L2_GRID = [3e-3, 1e-2, 3e-2]  # the config-aware Bradley–Terry member's L2
 
 
 def fold_accuracy(train, test, feats, rows, names, setting: dict, threads: int) -> dict:
-    groups = [[(rows[(g.task_id, g.config, i)], t) for i, t in g.times.items()]
-              for g in measured_groups(train)]  # fmt: skip
-    cal = [(rows[(p.task_id, p.config, p.a)], rows[(p.task_id, p.config, p.b)], p.a_faster)
-           for p in build_pairs(train, 1.0)]  # fmt: skip
+    groups, cal = lambdarank_data(train, rows, build_pairs(train, 1.0))
     text, k, _ = fit_lambdarank(groups, cal, names, {**setting, "num_threads": threads})
     return holdout_accuracy(LambdaRankModel(names=names, booster=text, scale=k), test, feats)
 

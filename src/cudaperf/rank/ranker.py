@@ -62,6 +62,7 @@ __all__ = [
     "config_rows",
     "impl_features",
     "lambdarank_columns",
+    "lambdarank_data",
     "model_strengths",
     "load_ranker",
     "make_ranker",
@@ -197,6 +198,19 @@ def lambdarank_columns(names: list[str]) -> list[str]:
     return [*names, *CONFIG_NAMES, *LAUNCH_NAMES]
 
 
+def lambdarank_data(
+    tasks: list[Task], rows: dict[RowKey, dict], pairs: list[Pair]
+) -> tuple[list, list]:
+    """`fit_lambdarank`'s inputs: the ranking groups of `tasks` (per task and config, each
+    implementation's row and median time) and the calibration `pairs` as (row a, row b, a
+    faster)."""
+    groups = [[(rows[(g.task_id, g.config, i)], t) for i, t in g.times.items()]
+              for g in measured_groups(tasks)]  # fmt: skip
+    cal = [(rows[(p.task_id, p.config, p.a)], rows[(p.task_id, p.config, p.b)], p.a_faster)
+           for p in pairs]  # fmt: skip
+    return groups, cal
+
+
 def pair_arrays(
     pairs: list[Pair], rows: dict[RowKey, dict], model: BTModel
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -271,10 +285,7 @@ def train_feature_ranker(
         members.append(BTModel(names=bnames, means=means, stds=stds, coef=coef, l2=cfg.l2,
                                analyzer=analyzer, training=training))  # fmt: skip
     if cfg.objective in ("lambdarank", "ensemble"):
-        groups = [[(rows[(g.task_id, g.config, i)], t) for i, t in g.times.items()]
-                  for g in measured_groups(t for t in train if t.id in used)]  # fmt: skip
-        cal = [(rows[(p.task_id, p.config, p.a)], rows[(p.task_id, p.config, p.b)], p.a_faster)
-               for p in pairs]  # fmt: skip
+        groups, cal = lambdarank_data([t for t in train if t.id in used], rows, pairs)
         lnames = lambdarank_columns(names) if cfg.config_aware else names
         booster, k, params = fit_lambdarank(groups, cal, lnames, {"num_threads": cfg.workers})
         training["groups"] = len(groups)
