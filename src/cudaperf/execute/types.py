@@ -112,6 +112,8 @@ class ExecResult(_Frozen):
     runtime_log: str = ""  # the candidate's stdout/stderr and harness errors, truncated
     feedback: list[str] = []  # short messages written for a model to act on
     findings: list[str] = []  # anti-hacking check ids that fired (fatal or not)
+    launched: list[str] | None = None  # kernel names seen launching during the run (profiler or
+    # harness); None when the run did not observe launches (compile-only, or not measured)
     gpu: str = ""  # device name as the driver reports it ("" when compile-only)
     arch: str = ""  # the -arch nvcc compiled for, e.g. "sm_90"
     versions: dict[str, str] = {}  # nvcc, gcc, driver, cudaperf
