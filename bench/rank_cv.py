@@ -25,7 +25,7 @@ from cudaperf.rank.bt import standardise
 from cudaperf.rank.features import FEATURE_NAMES
 from cudaperf.rank.lambdarank import LambdaRankModel, default_params, fit_lambdarank
 from cudaperf.rank.metrics import pairwise_accuracy
-from cudaperf.rank.pairs import build_pairs, read_splits, tasks_in_split
+from cudaperf.rank.pairs import build_pairs
 from cudaperf.rank.ranker import (
     TrainConfig,
     analyzer_config,
@@ -37,6 +37,7 @@ from cudaperf.rank.ranker import (
     train_feature_ranker,
 )
 from cudaperf.tasks.io import load_tasks
+from cudaperf.tasks.splits import read_splits, tasks_in_split
 
 GRID = [
     {"num_leaves": 4, "min_data_in_leaf": 300, "num_iterations": 500},

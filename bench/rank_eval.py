@@ -31,9 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from cudaperf.rank.metrics import calibration_bins, evaluate, pair_probabilities, strength_table
-from cudaperf.rank.pairs import build_pairs, read_splits, tasks_in_split
+from cudaperf.rank.pairs import build_pairs
 from cudaperf.rank.ranker import TrainConfig, provenance, score_many, train_feature_ranker
 from cudaperf.tasks.io import load_sample, load_tasks
+from cudaperf.tasks.splits import read_splits, tasks_in_split
 
 ROWS = [("pairwise_accuracy", "acc >= min ratio"), ("all_acc", "acc, all pairs"),
         ("pairs", "pairs >= min ratio"), ("all_pairs_n", "pairs, all"),

@@ -224,7 +224,7 @@ def pick(args) -> list[Task]:
     first by id), up to `--limit` families; otherwise the sample set."""
     if args.tasks is None:
         return load_sample()
-    from cudaperf.rank.pairs import read_splits, tasks_in_split
+    from cudaperf.tasks.splits import read_splits, tasks_in_split
 
     sp = args.tasks.parent / "splits.json"
     tasks = tasks_in_split(

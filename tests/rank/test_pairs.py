@@ -1,10 +1,7 @@
-import json
-
 import pytest
 
-from cudaperf.datagen.build import split_of
-from cudaperf.rank.pairs import build_pairs, family_splits, hash_split, read_splits, tasks_in_split
-from tests.rank.helpers import H200, SPLITS, kernel, task, unroll_tasks
+from cudaperf.rank.pairs import build_pairs
+from tests.rank.helpers import H200, kernel, task
 
 A100 = "NVIDIA A100"
 
@@ -38,34 +35,3 @@ def test_ratio_filter_and_ties():
     assert {(p.a, p.b) for p in strong} == {("a", "c")}
     with pytest.raises(ValueError, match=">= 1"):
         build_pairs([t], min_ratio=0.5)
-
-
-def test_hash_split_matches_the_generator_and_data_splits():
-    for fam in ("stencil1d", "torch_softmax", "torch_layernorm", "saxpy", "whatever"):
-        assert hash_split(fam) == split_of(fam)
-    doc = read_splits("data/splits.json")
-    assert all(hash_split(f) == s for f, s in doc.items())
-
-
-def test_read_splits_errors(tmp_path):
-    p = tmp_path / "s.json"
-    p.write_text(json.dumps({"families": {"a": "holdout"}}))
-    with pytest.raises(ValueError, match="train"):
-        read_splits(p)
-    with pytest.raises(ValueError, match="cannot read"):
-        read_splits(tmp_path / "missing.json")
-
-
-def test_tasks_in_split():
-    tasks = unroll_tasks()
-    assert {t.family for t in tasks_in_split(tasks, "train", SPLITS)} == {
-        "fam0",
-        "fam1",
-        "fam2",
-        "fam3",
-    }
-    assert {t.family for t in tasks_in_split(tasks, "heldout", SPLITS)} == {"fam4", "fam5"}
-    assert {t.family for t in tasks_in_split(tasks, "test", SPLITS)} == {"fam5"}
-    assert family_splits(tasks, None)["fam0"] == hash_split("fam0")
-    with pytest.raises(ValueError, match="heldout"):
-        tasks_in_split(tasks, "dev", SPLITS)

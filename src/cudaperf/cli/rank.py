@@ -41,7 +41,7 @@ def _splits_path(tasks_path: Path | None, splits: Path | None) -> Path | None:
 
 
 def _splits(tasks_path: Path | None, splits: Path | None) -> dict[str, str] | None:
-    from cudaperf.rank.pairs import read_splits
+    from cudaperf.tasks.splits import read_splits
 
     path = _splits_path(tasks_path, splits)
     if path is None:

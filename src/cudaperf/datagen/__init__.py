@@ -1,7 +1,8 @@
 """Deterministic generator of C→CUDA and PyTorch→CUDA tasks with several implementations each.
 
 `build_tasks(BuildConfig(per_family=N, seed=S))` runs every registered family (see
-`cudaperf.datagen.families`); `split_of(family)` gives a family's train/validation/test split.
+`cudaperf.datagen.families`); a family's train/validation/test split is
+`cudaperf.tasks.splits.split_of(family)`.
 """
 
 from cudaperf.datagen import families as _families  # noqa: F401 - registers the families
@@ -12,7 +13,6 @@ from cudaperf.datagen.build import (
     build_tasks,
     generate_one,
     near_duplicate_rate,
-    split_of,
     splits_document,
 )
 
@@ -25,6 +25,5 @@ __all__ = [
     "family",
     "generate_one",
     "near_duplicate_rate",
-    "split_of",
     "splits_document",
 ]

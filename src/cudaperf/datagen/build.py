@@ -12,7 +12,6 @@ attempt number); each family's split depends only on its name.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 import random
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 
 from cudaperf.datagen.base import FAMILIES, Family
 from cudaperf.tasks.model import Task, TaskKind
+from cudaperf.tasks.splits import SPLIT_SALT, SPLITS, split_of
 from cudaperf.tasks.stats import normalize_code
 
 __all__ = [
@@ -31,14 +31,11 @@ __all__ = [
     "generate_one",
     "near_duplicate_rate",
     "plan",
-    "split_of",
     "splits_document",
 ]
 
 log = logging.getLogger(__name__)
 
-SPLIT_SALT = "cudaperf-split-v1"  # changing it reshuffles every family: never change it
-SPLITS = (("train", 0.8), ("validation", 0.9), ("test", 1.0))  # cumulative hash thresholds
 MAX_ATTEMPTS = 20  # redraws of one task whose implementation code collides with another's
 
 
@@ -74,16 +71,6 @@ class BuildReport:
     tasks: list[Task] = field(default_factory=list)
     redraws: int = 0  # tasks drawn again because their code collided with an earlier task's
     dropped: list[str] = field(default_factory=list)  # "family/index: reason" for tasks given up
-
-
-def split_of(family_name: str) -> str:
-    """train / validation / test for a family, from a salted SHA-256 of its name (stable)."""
-    h = hashlib.sha256(f"{SPLIT_SALT}:{family_name}".encode()).digest()
-    u = int.from_bytes(h[:8], "big") / 2**64
-    for name, upper in SPLITS:
-        if u < upper:
-            return name
-    return SPLITS[-1][0]
 
 
 def _rng(seed: int, fam: str, index: int, attempt: int) -> random.Random:

@@ -27,14 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from cudaperf.analyze import AnalyzeConfig
-from cudaperf.rank.pairs import (
-    Group,
-    Pair,
-    build_pairs,
-    family_splits,
-    measured_groups,
-    tasks_in_split,
-)
+from cudaperf.rank.pairs import Group, Pair, build_pairs, measured_groups
 from cudaperf.rank.ranker import (
     FEATURE_MODELS,
     MEASURE_HINT,
@@ -44,6 +37,7 @@ from cudaperf.rank.ranker import (
     model_strengths,
 )
 from cudaperf.tasks.model import Task
+from cudaperf.tasks.splits import family_splits, tasks_in_split
 
 __all__ = [
     "calibration_bins",

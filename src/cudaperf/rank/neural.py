@@ -33,8 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from cudaperf.rank.pairs import build_pairs, tasks_in_split
+from cudaperf.rank.pairs import build_pairs
 from cudaperf.tasks.model import Task
+from cudaperf.tasks.splits import tasks_in_split
 
 __all__ = ["META_FILE", "NeuralConfig", "NeuralRanker", "load_backbone", "train_neural_ranker"]
 

@@ -48,9 +48,10 @@ from cudaperf.rank.configs import CONFIG_NAMES, LAUNCH_NAMES, row
 from cudaperf.rank.ensemble import EnsembleModel
 from cudaperf.rank.features import FEATURE_NAMES, features_many
 from cudaperf.rank.lambdarank import LambdaRankModel, fit_lambdarank
-from cudaperf.rank.pairs import Pair, build_pairs, family_splits, measured_groups, tasks_in_split
+from cudaperf.rank.pairs import Pair, build_pairs, measured_groups
 from cudaperf.rank.types import RankScore
 from cudaperf.tasks.model import Task
+from cudaperf.tasks.splits import family_splits, tasks_in_split
 
 __all__ = [
     "NoPairsError",
