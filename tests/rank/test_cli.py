@@ -21,9 +21,9 @@ def _data(tmp_path, tasks):
 
 
 def test_no_default_weights_error(monkeypatch, tmp_path):
-    import cudaperf.rank.bt as bt
+    import cudaperf.rank.formats as formats
 
-    monkeypatch.setattr(bt, "default_weights_path", lambda: tmp_path / "none.json")
+    monkeypatch.setattr(formats, "default_weights_path", lambda: tmp_path / "none.json")
     r = run("rank", "eval", "--json")
     assert r.exit_code == 2 and "not been trained on measured data" in r.output
 
@@ -60,10 +60,10 @@ def test_train_eval_score(tmp_path):
 
 
 def test_ship_writes_packaged_weights_with_provenance(tmp_path, monkeypatch):
-    import cudaperf.rank.bt as bt
+    import cudaperf.rank.formats as formats
 
     target = tmp_path / "pkg" / "feature_ranker.json"
-    monkeypatch.setattr(bt, "default_weights_path", lambda: target)
+    monkeypatch.setattr(formats, "default_weights_path", lambda: target)
     p = _data(tmp_path, unroll_tasks())
     r = run("rank", "train", "--tasks", p, "--out", tmp_path / "m", "--no-resources", "--ship",
             "--json", "--cache-dir", tmp_path / "cache", "--workers", 1)  # fmt: skip
@@ -74,6 +74,6 @@ def test_ship_writes_packaged_weights_with_provenance(tmp_path, monkeypatch):
     assert doc["dataset"] == str(p) and len(doc["dataset_sha256"]) == 64
     assert doc["splits"] == str(tmp_path / "splits.json") and doc["date"]
     assert doc["heldout_metrics"]["pairs"] == 12 and "rank train" in doc["command"]
-    monkeypatch.setattr(bt, "default_weights_path", lambda: target)
+    monkeypatch.setattr(formats, "default_weights_path", lambda: target)
     r = run("rank", "eval", "--tasks", p, "--json", "--cache-dir", tmp_path / "cache")
     assert r.exit_code == 0 and json.loads(r.stdout)["pairwise_accuracy"] == 1.0

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from cudaperf.rank.bt import BTModel, load_model
+from cudaperf.rank.bt import BTModel
 from cudaperf.rank.configs import (
     CONFIG_NAMES,
     LAUNCH_NAMES,
@@ -17,6 +17,7 @@ from cudaperf.rank.configs import (
     needs_config,
     row,
 )
+from cudaperf.rank.formats import load_model
 from cudaperf.rank.metrics import evaluate, pair_probabilities, pairwise_accuracy, strength_table
 from cudaperf.rank.pairs import build_pairs
 from cudaperf.rank.ranker import TrainConfig, score, score_many, train_feature_ranker

@@ -3,8 +3,9 @@ import json
 import numpy as np
 import pytest
 
-from cudaperf.rank.bt import BTModel, load_model
+from cudaperf.rank.bt import BTModel
 from cudaperf.rank.ensemble import EnsembleModel
+from cudaperf.rank.formats import load_model
 from cudaperf.rank.lambdarank import FORMAT, LambdaRankModel, fit_lambdarank
 from cudaperf.rank.ranker import TrainConfig, load_ranker, score, train_feature_ranker
 from tests.rank.helpers import SPLITS, kernel, unroll_tasks

@@ -53,7 +53,7 @@ def _splits(tasks_path: Path | None, splits: Path | None) -> dict[str, str] | No
 
 
 def _ranker(path: Path | None):
-    from cudaperf.rank.bt import ModelNotTrainedError
+    from cudaperf.rank.formats import ModelNotTrainedError
     from cudaperf.rank.ranker import load_ranker
 
     try:
@@ -151,7 +151,7 @@ def train(
     """Train a ranker on measured pairs of the training families; evaluate on held-out ones."""
     import dataclasses
 
-    from cudaperf.rank.bt import default_weights_path
+    from cudaperf.rank.formats import default_weights_path
     from cudaperf.rank.metrics import evaluate
     from cudaperf.rank.ranker import NoPairsError, provenance
 

@@ -19,84 +19,15 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from importlib import resources
-from pathlib import Path
 
 import numpy as np
 
-__all__ = [
-    "DEFAULT_WEIGHTS",
-    "BTModel",
-    "default_weights_path",
-    "ModelNotTrainedError",
-    "fit_bt",
-    "load_default",
-    "load_model",
-    "model_from_json",
-]
+from cudaperf.rank.base import FeatureRanker, sigmoid
+
+__all__ = ["FORMAT", "FORMAT_V1", "BTModel", "fit_bt", "standardise"]
 
 FORMAT = "cudaperf-feature-ranker-v2"
 FORMAT_V1 = "cudaperf-feature-ranker-v1"  # config-free models written before v2; still read
-DEFAULT_WEIGHTS = "weights/feature_ranker.json"  # inside the cudaperf.rank package
-
-
-class ModelNotTrainedError(FileNotFoundError):
-    """No trained ranker weights are available."""
-
-
-class FeatureRanker:
-    """What every feature ranker shares (`BTModel`, `LambdaRankModel`, `EnsembleModel`): a
-    subclass provides `utility(rows)` (strengths whose differences are BT logits), the
-    `analyzer` settings and `to_json()`."""
-
-    analyzer: dict
-    _json_indent: int | None = None  # of the saved file
-
-    def analyze_config(self):
-        """The `AnalyzeConfig` the model's features were computed with."""
-        from cudaperf.analyze import AnalyzeConfig
-
-        return AnalyzeConfig(**self.analyzer) if self.analyzer else AnalyzeConfig()
-
-    @property
-    def config_aware(self) -> bool:
-        """Whether some column depends on the config (then strengths differ per config)."""
-        from cudaperf.rank.configs import needs_config
-
-        return any(needs_config(n) for n in self.names)
-
-    def config_strengths(self, task, codes: list[str]) -> np.ndarray:
-        """Strengths per (config of `task`, code): shape (configs, codes); one row, config-free,
-        for a model without config columns."""
-        from cudaperf.rank.configs import row
-        from cudaperf.rank.features import code_features
-
-        cfg = self.analyze_config()
-        feats = [code_features(c, cfg) for c in codes]
-        if not self.config_aware or not codes:
-            return self.utility(feats).reshape(1, len(codes))
-        rows = [
-            row(f, task, c, code)
-            for c in task.configs
-            for f, code in zip(feats, codes, strict=True)
-        ]
-        return self.utility(rows).reshape(len(task.configs), len(codes))
-
-    def strengths(self, task, codes: list[str]) -> np.ndarray:
-        """The common ranker interface: strength per code of `task` (higher = faster); a
-        config-aware model's mean strength over the task's configs."""
-        return self.config_strengths(task, codes).mean(axis=0)
-
-    def prob(self, a: dict[str, float], b: dict[str, float]) -> float:
-        """P(a is faster than b)."""
-        u = self.utility([a, b])
-        return float(_sigmoid(u[0] - u[1]))
-
-    def save(self, path: str | Path) -> Path:
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(self.to_json(), indent=self._json_indent) + "\n")
-        return p
 
 
 @dataclass(frozen=True)
@@ -145,10 +76,6 @@ class BTModel(FeatureRanker):
         return asdict(self)
 
 
-def _sigmoid(x):
-    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(x, dtype=float)))
-
-
 def standardise(rows: list[dict[str, float]], names: list[str]) -> tuple[list, list, list]:
     """(names kept, means, stds): features constant or unknown on `rows` are dropped."""
     from cudaperf.rank.configs import matrix
@@ -190,7 +117,7 @@ def fit_bt(
     beta = np.zeros(d.shape[1])
     eye = np.eye(d.shape[1])
     for _ in range(max_iter):
-        p = _sigmoid(d @ beta)
+        p = sigmoid(d @ beta)
         grad = d.T @ (w * (p - t)) + l2 * beta
         hess = (d * (w * p * (1 - p))[:, None]).T @ d + l2 * eye
         step = np.linalg.solve(hess, grad)
@@ -198,71 +125,3 @@ def fit_bt(
         if float(np.max(np.abs(step))) < tol:
             break
     return beta
-
-
-def load_model(path: str | Path):
-    """Read a feature ranker JSON written by the `save` of `BTModel`, `LambdaRankModel` or
-    `EnsembleModel` (raises ValueError on a bad file)."""
-    p = Path(path)
-    try:
-        doc = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise ModelNotTrainedError(
-            f"{p}: no such ranker model; train one with `cudaperf rank train --out DIR`"
-        ) from None
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{p}: cannot read the ranker model ({e})") from None
-    try:
-        return model_from_json(doc)
-    except ValueError as e:
-        raise ValueError(f"{p}: {e}") from None
-
-
-def model_from_json(doc) -> object:
-    """A feature ranker from its JSON document, by its `format` tag (ValueError otherwise)."""
-    from cudaperf.rank import ensemble, lambdarank
-
-    fmt = doc.get("format") if isinstance(doc, dict) else None
-    try:
-        if fmt in (ensemble.FORMAT, lambdarank.FORMAT, ensemble.FORMAT_V1, lambdarank.FORMAT_V1):
-            lambdarank.require_lightgbm()
-        if fmt in (ensemble.FORMAT, ensemble.FORMAT_V1):
-            return ensemble.from_json(doc)
-        if fmt in (lambdarank.FORMAT, lambdarank.FORMAT_V1):
-            return lambdarank.LambdaRankModel(**{**doc, "format": fmt})
-        if fmt in (FORMAT, FORMAT_V1):
-            m = BTModel(**doc)
-            if not len(m.names) == len(m.means) == len(m.stds) == len(m.coef):
-                raise ValueError("names, means, stds and coef must have the same length")
-            return m
-    except TypeError as e:
-        raise ValueError(f"malformed ranker model ({e})") from None
-    known = ", ".join(repr(f) for f in (ensemble.FORMAT, lambdarank.FORMAT, FORMAT))
-    if isinstance(fmt, str) and fmt.startswith("cudaperf-feature-ranker"):
-        raise ValueError(
-            f"ranker format {fmt!r} is not one this cudaperf reads (it reads {known} and their "
-            "v1 forms); upgrade cudaperf or retrain with `cudaperf rank train`"
-        )
-    raise ValueError(f"not a cudaperf feature ranker (expected format {known})")
-
-
-def default_weights_path() -> Path:
-    """Where the packaged weights live (`cudaperf/rank/weights/feature_ranker.json`)."""
-    return Path(str(resources.files("cudaperf.rank") / DEFAULT_WEIGHTS))
-
-
-def load_default():
-    """The packaged weights (written by `cudaperf rank train --ship`).
-
-    Raises ModelNotTrainedError, saying how to train one, while none ship.
-    """
-    path = default_weights_path()
-    if not path.is_file():
-        raise ModelNotTrainedError(
-            "the feature ranker has not been trained on measured data yet, so no default "
-            "weights ship; measure a task set (`cudaperf eval TASKS --implementations --out "
-            "r.jsonl`, then `cudaperf tasks attach r.jsonl TASKS --out measured.jsonl`), train "
-            "with `cudaperf rank train --tasks measured.jsonl --out DIR` and pass "
-            "--model DIR (or add --ship to write src/cudaperf/rank/" + DEFAULT_WEIGHTS + ")"
-        )
-    return load_model(path)

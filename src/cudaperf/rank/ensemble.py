@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cudaperf.rank.bt import FeatureRanker
+from cudaperf.rank.base import FeatureRanker
 
 __all__ = ["FORMAT", "FORMAT_V1", "EnsembleModel", "from_json"]
 
@@ -59,14 +59,14 @@ class EnsembleModel(FeatureRanker):
                 "analyzer": self.analyzer, "training": self.training}  # fmt: skip
 
 
-def from_json(doc: dict) -> EnsembleModel:
-    """An `EnsembleModel` from `to_json`'s document (ValueError when malformed)."""
-    from cudaperf.rank.bt import model_from_json
+def from_json(doc: dict, member_from_json) -> EnsembleModel:
+    """An `EnsembleModel` from `to_json`'s document, each member read by `member_from_json`
+    (`cudaperf.rank.formats.model_from_json`); ValueError when malformed."""
 
     members = doc.get("members")
     if not isinstance(members, list) or not members:
         raise ValueError("an ensemble needs a non-empty 'members' list")
-    return EnsembleModel(members=tuple(model_from_json(m) for m in members),
+    return EnsembleModel(members=tuple(member_from_json(m) for m in members),
                          analyzer=doc.get("analyzer") or {},
                          training=doc.get("training") or {},
                          format=doc.get("format") or FORMAT)  # fmt: skip

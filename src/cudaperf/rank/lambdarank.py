@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from cudaperf.rank.bt import FeatureRanker
+from cudaperf.rank.base import FeatureRanker
+from cudaperf.rank.bt import fit_bt
 
 __all__ = [
     "FORMAT",
@@ -135,7 +136,6 @@ def fit_lambdarank(
     """
     import lightgbm as lgb
 
-    from cudaperf.rank.bt import fit_bt
     from cudaperf.rank.configs import matrix
 
     prm = {**default_params(), **(params or {})}

@@ -43,10 +43,11 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from cudaperf.analyze import AnalyzeConfig
-from cudaperf.rank.bt import BTModel, fit_bt, load_default, load_model, standardise
+from cudaperf.rank.bt import BTModel, fit_bt, standardise
 from cudaperf.rank.configs import CONFIG_NAMES, LAUNCH_NAMES, row
 from cudaperf.rank.ensemble import EnsembleModel
 from cudaperf.rank.features import FEATURE_NAMES, features_many
+from cudaperf.rank.formats import load_default, load_model
 from cudaperf.rank.lambdarank import LambdaRankModel, fit_lambdarank
 from cudaperf.rank.pairs import Pair, build_pairs, measured_groups
 from cudaperf.rank.types import RankScore

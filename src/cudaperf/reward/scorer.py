@@ -85,7 +85,7 @@ def default_ranker(path: str | None = None) -> Ranker | None:
     """The ranker for the unified reward: the packaged feature ranker (or the one at `path`:
     a feature JSON or a `rank train --out` folder), as a `Ranker`; None, with a warning that
     says why, when none is available (no shipped weights, lightgbm missing)."""
-    from cudaperf.rank.bt import ModelNotTrainedError
+    from cudaperf.rank.formats import ModelNotTrainedError
     from cudaperf.rank.ranker import load_ranker, make_ranker
 
     try:
