@@ -1,11 +1,14 @@
 """The sandboxed worker on the CPU, driven through fake harness libraries (gcc-built)."""
 
+import shutil
 import tempfile
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from catalog import saxpy_task
+from test_confine import needs_ns
 
 from cudaperf.execute.build import build_reference
 from cudaperf.execute.evaluator import Env, Evaluator, Prepared
@@ -13,9 +16,10 @@ from cudaperf.execute.sandbox import WorkerHandle
 from cudaperf.execute.types import Candidate, Status
 
 
-@pytest.fixture()
-def rig(cpu_config, fake_libs):
-    cfg = replace(cpu_config, compile_only=None, max_output_mb=2, trials=10, run_timeout_s=3)
+@pytest.fixture(params=[True])
+def rig(request, cpu_config, fake_libs):
+    cfg = replace(cpu_config, compile_only=None, max_output_mb=2, trials=10, run_timeout_s=3,
+                  isolate_files=request.param)  # fmt: skip
     ev = Evaluator(cfg, Env("full", (0,), "FAKE", "sm_90", {}, 1))
     task = saxpy_task()
     ref = build_reference(task, cfg).lib
@@ -51,3 +55,51 @@ def test_faults_are_recorded_and_the_worker_recovers(rig):
     assert cuda.status is Status.RUNTIME_ERROR and "IllegalAddress" in cuda.feedback[0]
     assert run("ok").status is Status.OK
     assert h.limits["fsize_mb"] == 2 and h.limits["nofile"] == 256
+
+
+@pytest.fixture()
+def escape_targets(monkeypatch):
+    """A host path outside any scratch, and another candidate's file in the host's /tmp."""
+    outside = Path(tempfile.mkdtemp(prefix="sandbox-host-", dir="/var/tmp"))
+    other = Path(tempfile.mkdtemp(prefix="cudaperf-cand-"))
+    (other / "output.log").write_text("another candidate's answer")
+    monkeypatch.setenv("CUDAPERF_TEST_WRITE", str(outside / "pwned"))
+    monkeypatch.setenv("CUDAPERF_TEST_PEEK", str(other / "output.log"))
+    yield outside
+    shutil.rmtree(outside, ignore_errors=True)
+    shutil.rmtree(other, ignore_errors=True)
+
+
+@needs_ns
+def test_a_confined_candidate_cannot_write_or_peek_and_still_runs(rig, escape_targets):
+    run, h = rig
+    res = run("escape")
+    assert res.status is Status.OK  # its honest part still works, output.log came back
+    assert "escape: write blocked" in res.runtime_log and "peek blocked" in res.runtime_log
+    assert list(escape_targets.iterdir()) == []
+    assert {"mount_ns", "readonly_root", "private_tmpfs", "seccomp"} <= set(
+        h.protections["active"]
+    )
+    assert h.limits["network_isolated"] is True
+
+
+@pytest.mark.parametrize("rig", [False], indirect=True)
+def test_unconfined_worker_control_escapes(rig, escape_targets):
+    """Without isolate_files the same candidate writes the host: the test above can fail."""
+    run, _ = rig
+    res = run("escape")
+    assert "escape: wrote" in res.runtime_log and "escape: peeked" in res.runtime_log
+    assert (escape_targets / "pwned").exists()
+
+
+def test_worker_and_prebuild_agree_on_the_arch_list():
+    from cudaperf.execute.sandbox import worker_env
+    from cudaperf.execute.torch_build import torch_arch_list
+
+    assert torch_arch_list("sm_90", {}) == "9.0" and torch_arch_list("sm_90a", {}) == "9.0a"
+    assert torch_arch_list("sm_100", {}) == "10.0"
+    env = {"TORCH_CUDA_ARCH_LIST": "9.0a"}
+    assert torch_arch_list("sm_90", env) == "9.0a"  # the GPU machine's own value wins
+    assert worker_env(dict(env), 0, "sm_90")["TORCH_CUDA_ARCH_LIST"] == "9.0a"
+    assert worker_env({}, 1, "sm_90a") == {"CUDA_VISIBLE_DEVICES": "1", "TORCH_CUDA_ARCH_LIST":
+                                           torch_arch_list("sm_90a", {})}  # fmt: skip
