@@ -18,7 +18,6 @@ import pytest
 
 from cudaperf.execute import confine
 
-
 _SCRIPTS = Path(tempfile.mkdtemp(prefix="confine-scripts-", dir="/var/tmp"))
 
 

@@ -77,9 +77,7 @@ def test_a_confined_candidate_cannot_write_or_peek_and_still_runs(rig, escape_ta
     assert res.status is Status.OK  # its honest part still works, output.log came back
     assert "escape: write blocked" in res.runtime_log and "peek blocked" in res.runtime_log
     assert list(escape_targets.iterdir()) == []
-    assert {"mount_ns", "readonly_root", "private_tmpfs", "seccomp"} <= set(
-        h.protections["active"]
-    )
+    assert {"mount_ns", "readonly_root", "private_tmpfs", "seccomp"} <= set(h.protections["active"])
     assert h.limits["network_isolated"] is True
 
 
