@@ -14,36 +14,104 @@ The CUDA sources embedded in the candidate also go through the C→CUDA host-cod
 from __future__ import annotations
 
 import ast
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from cudaperf.execute.checks import FATAL as C_FATAL
 from cudaperf.execute.checks import run_checks as run_c_checks
 from cudaperf.tasks.candidate import cuda_sources_in_python
 
-__all__ = ["FATAL", "TORCH_CHECKS", "CandidateAst", "check_torch_candidate"]
+__all__ = [
+    "COMPUTE_OPS",
+    "FATAL",
+    "TORCH_CHECKS",
+    "CandidateAst",
+    "check_torch_candidate",
+    "derive_compute_ops",
+    "write_compute_ops",
+]
 
 # Torch functions / tensor methods that compute: calling them in the candidate does the
-# task's work in PyTorch instead of in a custom kernel. Allocation, views, reshapes,
-# dtype/device queries and copies into preallocated outputs are allowed.
-COMPUTE_OPS = frozenset(
-    """matmul mm bmm addmm addmv addbmm baddbmm einsum tensordot outer dot mv kron linear
-    bilinear conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d unfold fold
-    softmax log_softmax softmin layer_norm batch_norm group_norm instance_norm rms_norm
-    normalize relu relu_ relu6 leaky_relu gelu silu mish elu selu celu sigmoid hardsigmoid
-    hardswish hardtanh softplus softsign tanh tanhshrink logsigmoid glu exp exp2 expm1 log
-    log2 log10 log1p sqrt rsqrt sin cos tan erf erfc reciprocal abs neg pow square sum mean
-    prod max min amax amin argmax argmin var std norm logsumexp cumsum cumprod cummax cummin
-    sort argsort topk kthvalue median mode gather scatter scatter_add scatter_reduce
-    index_select index_add take masked_select where clamp clip lerp addcmul addcdiv mul add
-    sub div true_divide floor_divide remainder fmod maximum minimum dropout max_pool1d
-    max_pool2d max_pool3d avg_pool1d avg_pool2d avg_pool3d adaptive_avg_pool1d
-    adaptive_avg_pool2d adaptive_avg_pool3d adaptive_max_pool2d interpolate
-    scaled_dot_product_attention cross_entropy nll_loss mse_loss l1_loss smooth_l1_loss
-    huber_loss kl_div binary_cross_entropy cosine_similarity pairwise_distance cdist
-    triplet_margin_loss hinge_embedding_loss margin_ranking_loss diag triu tril trace
-    histc bincount cross frobenius_norm nan_to_num""".split()
+# task's work in PyTorch instead of in a custom kernel. Derived from torch's own namespaces
+# (`derive_compute_ops`) and committed with the torch version in `torch_ops.json`, so that
+# the list neither depends on the evaluator's torch at run time nor on someone's typing.
+# Regenerate after a torch upgrade:
+#   python -c "from cudaperf.execute.torch_static import write_compute_ops; write_compute_ops()"
+_OPS_FILE = Path(__file__).with_name("torch_ops.json")
+
+# What is not compute, among torch's public ops: allocation, views and reshapes, metadata,
+# conversions and copies into preallocated outputs, autograd and storage plumbing, RNG state.
+_NOT_COMPUTE = frozenset(
+    """empty empty_strided empty_permuted zeros ones full tensor as_tensor asarray from_numpy
+    from_file frombuffer arange range linspace logspace eye scalar_tensor empty_like zeros_like
+    ones_like full_like rand_like randn_like randint_like rand randn randint randperm normal
+    bernoulli multinomial poisson manual_seed seed initial_seed get_rng_state set_rng_state
+    view view_as reshape reshape_as permute transpose t swapaxes swapdims movedim moveaxis
+    squeeze unsqueeze flatten unflatten expand expand_as broadcast_to narrow select slice
+    split split_with_sizes tensor_split chunk unbind as_strided contiguous detach alias
+    view_as_real view_as_complex real imag resolve_conj resolve_neg conj numel size dim stride
+    shape ndim ndimension nelement element_size itemsize nbytes data_ptr const_data_ptr
+    storage_offset get_device device dtype layout item tolist numpy to cuda cpu float double
+    half bfloat16 int long short char byte bool cfloat cdouble chalf type type_as copy_ clone
+    fill_ zero_ fill requires_grad_ retain_grad backward register_hook record_stream
+    pin_memory share_memory_ set_ resize_ resize_as_ untyped_storage storage new new_empty
+    new_empty_strided new_full new_ones new_tensor new_zeros result_type can_cast
+    promote_types numel set_default_dtype get_default_dtype set_grad_enabled no_grad
+    is_grad_enabled inference_mode is_inference_mode_enabled set_printoptions compile
+    data grad grad_fn name names output_nr H T mT mH apply_ map_ map2_ ccol_indices
+    col_indices crow_indices row_indices indices values coalesce dense_dim sparse_dim
+    sparse_mask to_dense xpu ipu mtia sum_to_size dsplit hsplit vsplit atleast_1d atleast_2d
+    atleast_3d broadcast_tensors broadcast_shapes unsafe_split unsafe_chunk
+    unsafe_split_with_sizes squeeze_copy unsqueeze_copy view_copy permute_copy t_copy
+    transpose_copy expand_copy as_strided_copy detach_copy alias_copy select_copy slice_copy
+    split_copy unbind_copy narrow_copy diagonal_copy view_as_real_copy view_as_complex_copy
+    indices_copy values_copy ccol_indices_copy col_indices_copy crow_indices_copy
+    row_indices_copy unfold_copy unflatten_dense_tensors flatten_dense_tensors
+    cat concat concatenate stack hstack vstack dstack column_stack row_stack pad
+    constant_pad_nd repeat repeat_interleave flip fliplr flipud roll rot90 ravel meshgrid
+    diagonal copy set resize resize_as resize_as_sparse apply map map2 random requires_grad
+    retains_grad grad_dtype qscheme assert_int_or_pair boolean_dispatch handle_torch_function
+    as_subclass""".split()
 )
+_NOT_COMPUTE_PREFIXES = ("is_", "new_", "to_", "sparse_", "q_", "fbgemm_", "quantize",
+                         "mkldnn", "miopen", "cudnn_is", "has_torch_function")  # fmt: skip
+
+
+def derive_compute_ops() -> list[str]:
+    """The compute-op names of the installed torch: public callables of `torch` (its native
+    functions), `torch.nn.functional` and `torch.Tensor`, in-place twins folded (`relu_` ->
+    `relu`), minus `_NOT_COMPUTE` and the metadata/format prefixes. Needs torch."""
+    import inspect
+
+    import torch
+    import torch.nn.functional as F
+
+    names = set(dir(torch._C._VariableFunctions)) | set(dir(torch._C.TensorBase))
+    names |= {n for n in dir(F) if inspect.isroutine(getattr(F, n))}
+    names |= {"__matmul__", "clamp_min", "clamp_max"}  # operators are caught separately
+    out = {n.rstrip("_") for n in names if not n.startswith("_")}
+    keep = (n for n in out if n not in _NOT_COMPUTE)
+    out = {n for n in keep if n and not n.startswith(_NOT_COMPUTE_PREFIXES)}
+    return sorted(out)
+
+
+def write_compute_ops(path: Path = _OPS_FILE) -> Path:
+    """Write `derive_compute_ops()` with the torch version to `path` (the committed list)."""
+    import torch
+
+    doc = {"torch": torch.__version__, "compute_ops": derive_compute_ops()}
+    path.write_text(json.dumps(doc, indent=0) + "\n")
+    return path
+
+
+def _load_compute_ops() -> tuple[frozenset[str], str]:
+    doc = json.loads(_OPS_FILE.read_text())
+    return frozenset(doc["compute_ops"]), doc["torch"]
+
+
+COMPUTE_OPS, COMPUTE_OPS_TORCH = _load_compute_ops()
 
 # torch.nn modules whose call does the compute (self.conv(x) in forward).
 NN_MODULES = frozenset(
@@ -178,15 +246,88 @@ def _loader_names(c: CandidateAst) -> tuple[str, ...]:
     return tuple(names)
 
 
+_TORCH_MODULES = ("torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft")
+# Calls whose result is a host-side number, not a tensor (so arithmetic on it is fine).
+_SCALAR_CALLS = frozenset(
+    "numel size dim stride item len int float max min abs round range divmod element_size "
+    "data_ptr storage_offset get_device nelement ndimension cdiv ceil floor sqrt".split()
+)
+
+
+def _torch_aliases(c: CandidateAst) -> dict[str, str]:
+    """Bare names bound to torch compute ops: `from torch.nn.functional import relu as r`,
+    `from torch import clamp_min`, `act = torch.relu`, `act = F.gelu` -> {alias: op}."""
+    out = {}
+    for node in ast.walk(c.tree):
+        if isinstance(node, ast.ImportFrom) and node.module in _TORCH_MODULES:
+            for a in node.names:
+                if a.name.rstrip("_") in COMPUTE_OPS:
+                    out[a.asname or a.name] = a.name
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute):
+            name = _dotted(node.value)
+            if name.split(".")[0] in ("torch", "F") and node.value.attr.rstrip("_") in COMPUTE_OPS:
+                out |= {t.id: name for t in node.targets if isinstance(t, ast.Name)}
+    return out
+
+
+def _tensor_names(fn: ast.FunctionDef) -> set[str]:
+    """Names that hold tensors in a ModelNew method: its parameters (but self) and locals
+    assigned from a call that does not return a host number."""
+    names = {a.arg for a in fn.args.args[1:]} | {a.arg for a in fn.args.kwonlyargs}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if _last(node.value) not in _SCALAR_CALLS:
+                names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return names
+
+
+def _tensor_operators(c: CandidateAst) -> list[str]:
+    """`x * y`, `-x`, `x > 0`, `x += y` on tensors inside ModelNew's methods: PyTorch does
+    that compute (an elementwise kernel of its own)."""
+    if c.model_new is None:
+        return []
+    hits = []
+    for fn in (n for n in c.model_new.body if isinstance(n, ast.FunctionDef)):
+        tensors = _tensor_names(fn)
+
+        def is_t(e: ast.AST, tensors: set[str] = tensors) -> bool:
+            return isinstance(e, ast.Name) and e.id in tensors
+
+        for n in ast.walk(fn):
+            ops = []
+            if isinstance(n, ast.BinOp):
+                ops = [n.left, n.right]
+            elif isinstance(n, ast.UnaryOp) and not isinstance(n.op, ast.Not):
+                ops = [n.operand]
+            elif isinstance(n, ast.AugAssign):
+                ops = [n.target, n.value]
+            elif isinstance(n, ast.Compare) and not any(
+                isinstance(o, ast.Is | ast.IsNot | ast.In | ast.NotIn) for o in n.ops
+            ):
+                ops = [n.left, *n.comparators]
+            if any(is_t(o) for o in ops):
+                hits.append(f"a tensor operator (line {n.lineno})")
+    return hits
+
+
 def torch_compute_ops(c: CandidateAst) -> str | None:
-    # The task's compute must happen in the candidate's own kernels, not in PyTorch ops.
+    # The task's compute must happen in the candidate's own kernels, not in PyTorch ops:
+    # torch functions and tensor methods (COMPUTE_OPS, derived from torch itself), the same
+    # under an alias or a bare imported name, and tensor operators in ModelNew's methods.
     libs = _loader_names(c)
+    aliases = _torch_aliases(c)
     hits = []
     for call in _calls(c.tree):
         name = _dotted(call.func)
         last = _last(call).rstrip("_")
-        if last not in COMPUTE_OPS or not isinstance(call.func, ast.Attribute):
+        if isinstance(call.func, ast.Name):
+            if call.func.id in aliases:  # a bare name imported from / bound to torch
+                hits.append(f"{aliases[call.func.id]} as {call.func.id} (line {call.lineno})")
             continue  # builtins such as max(a, b) are plain Python
+        if _dotted(call.func) in ("getattr", "builtins.getattr"):
+            continue
+        if last not in COMPUTE_OPS:
+            continue
         if (libs and name.startswith(libs)) or name.startswith(("math.", "self.lib.")):
             continue  # the candidate's own kernels, or host-side scalar math
         hits.append(f"{name or last} (line {call.lineno})")
@@ -195,7 +336,19 @@ def torch_compute_ops(c: CandidateAst) -> str | None:
         for n in ast.walk(c.tree)
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)
     ]
+    hits += _getattr_ops(c) + _tensor_operators(c)
     return f"computes with PyTorch ops: {', '.join(hits[:4])}" if hits else None
+
+
+def _getattr_ops(c: CandidateAst) -> list[str]:
+    """`getattr(torch, "relu")` with a literal name: the same op by another spelling."""
+    out = []
+    for call in _calls(c.tree):
+        if _dotted(call.func) == "getattr" and len(call.args) >= 2:
+            arg = call.args[1]
+            if isinstance(arg, ast.Constant) and str(arg.value).rstrip("_") in COMPUTE_OPS:
+                out.append(f"getattr(..., {arg.value!r}) (line {call.lineno})")
+    return out
 
 
 def nn_module_calls(c: CandidateAst) -> str | None:
@@ -311,15 +464,46 @@ def side_streams(c: CandidateAst) -> str | None:
     return None
 
 
+def _pointer_keys(c: CandidateAst) -> set[str]:
+    """Names whose value is built from data_ptr()/id() (followed through assignments)."""
+
+    def ptr(e: ast.AST, names: set[str]) -> bool:
+        return any(_dotted(x.func).split(".")[-1] in ("data_ptr", "id") for x in _calls(e)) or any(
+            isinstance(x, ast.Name) and x.id in names for x in ast.walk(e)
+        )
+
+    names: set[str] = set()
+    assigns = [n for n in ast.walk(c.tree) if isinstance(n, ast.Assign)]
+    for _ in range(4):  # key = x.data_ptr(); k2 = (key, n); ... a few hops
+        grown = {
+            t.id for a in assigns if ptr(a.value, names) for t in a.targets
+            if isinstance(t, ast.Name)
+        }  # fmt: skip
+        if grown <= names:
+            break
+        names |= grown
+    return names
+
+
 def pointer_cache(c: CandidateAst) -> str | None:
     # Caching outputs keyed on data_ptr()/id() returns stale results for new inputs with
-    # recycled memory; the runtime repeated-call check decides.
+    # recycled memory; the runtime repeated-call check decides. The key may be built first
+    # in a variable (`key = x.data_ptr(); cache[key]`, `cache.get(key)`, `key in cache`).
+    keys = _pointer_keys(c)
+
+    def keyed(e: ast.AST) -> bool:
+        direct = any(_dotted(x.func).split(".")[-1] in ("data_ptr", "id") for x in _calls(e))
+        return direct or any(isinstance(x, ast.Name) and x.id in keys for x in ast.walk(e))
+
     for node in ast.walk(c.tree):
-        if isinstance(node, ast.Subscript):
-            key = node.slice
-            for call in _calls(key):
-                if _dotted(call.func).split(".")[-1] in ("data_ptr", "id"):
-                    return f"indexes a cache by {_dotted(call.func)}() (line {node.lineno})"
+        if isinstance(node, ast.Subscript) and keyed(node.slice):
+            return f"indexes a cache by a data_ptr()/id() key (line {node.lineno})"
+        if isinstance(node, ast.Call) and _last(node) in ("get", "setdefault", "pop"):
+            if node.args and keyed(node.args[0]):
+                return f"looks up a cache by a data_ptr()/id() key (line {node.lineno})"
+        if isinstance(node, ast.Compare) and any(isinstance(o, ast.In) for o in node.ops):
+            if keyed(node.left):
+                return f"tests a cache for a data_ptr()/id() key (line {node.lineno})"
     return None
 
 
