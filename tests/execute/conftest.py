@@ -57,7 +57,11 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
     const char* r = getenv("CUDAPERF_TEST_PEEK"); FILE* g = r ? fopen(r, "r") : NULL;
     printf(g ? "escape: peeked\n" : "escape: peek blocked\n"); if (g) fclose(g);
 #endif
+#ifdef FAKE_ABS
+    for (int i = 0; i < nn; ++i) y[i] = FAKE_A * a * (x[i] < 0 ? -x[i] : x[i]) + y[i];
+#else
     for (int i = 0; i < nn; ++i) y[i] = FAKE_A * a * x[i] + y[i];
+#endif
 #ifdef FAKE_MUTATE
     x[0] += 1.0f;
 #endif
@@ -74,7 +78,7 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
 @pytest.fixture(scope="session")
 def fake_libs(tmp_path_factory) -> dict[str, str]:
     """Fake harness libraries built with gcc: ok, wrong, hang, segv, flood, cuda_error, mutate,
-    escape."""
+    escape, abs."""
     d = tmp_path_factory.mktemp("fake")
     (d / "fake.c").write_text(FAKE_HARNESS)
     variants = {
@@ -86,6 +90,7 @@ def fake_libs(tmp_path_factory) -> dict[str, str]:
         "cuda_error": ["-DFAKE_A=1", "-DFAKE_CUDA_ERROR"],
         "mutate": ["-DFAKE_A=1", "-DFAKE_MUTATE"],
         "escape": ["-DFAKE_A=1", "-DFAKE_ESCAPE"],  # writes/reads paths from the environment
+        "abs": ["-DFAKE_A=1", "-DFAKE_ABS"],  # |x|: right exactly on non-negative inputs
     }
     out = {}
     for name, flags in variants.items():

@@ -57,6 +57,16 @@ def test_faults_are_recorded_and_the_worker_recovers(rig):
     assert h.limits["fsize_mb"] == 2 and h.limits["nofile"] == 256
 
 
+def test_a_function_right_only_on_the_config_s_inputs_is_wrong(rig):
+    """|x| instead of x is right on saxpy's positive inputs; the second, signed input set
+    (inputs.separating_distribution) exposes it on every config."""
+    run, _ = rig
+    res = run("abs")
+    assert res.status is Status.WRONG_OUTPUT
+    assert "signed, wider-range inputs" in res.configs[0].message
+    assert run("ok").status is Status.OK
+
+
 @pytest.fixture()
 def escape_targets(monkeypatch):
     """A host path outside any scratch, and another candidate's file in the host's /tmp."""
