@@ -237,3 +237,20 @@ def test_seccomp_program_is_well_formed():
     if code is None:
         pytest.skip("no syscall table for this architecture")
     assert len(code) % 8 == 0 and len(code) // 8 < 256  # BPF jumps are 8-bit offsets
+
+
+TORCH_CHILD = """
+import json, tempfile, torch
+x = torch.randn(64, 64)
+d = tempfile.mkdtemp()
+torch.save(x, d + "/x.pt")
+y = torch.load(d + "/x.pt")
+print(json.dumps({"sum": float((y @ y).abs().sum() > 0), "threads": torch.get_num_threads()}))
+"""
+
+
+@needs_ns
+def test_torch_imports_and_computes_under_confinement():
+    pytest.importorskip("torch")
+    got, prot = _run(confine.Policy(), TORCH_CHILD)
+    assert got["sum"] == 1.0 and {"seccomp", "no_capabilities"} <= set(prot["active"])

@@ -75,7 +75,9 @@ class WorkerHandle:
             return None
         cache = self.config.cache_dir.expanduser()
         native = Path.home() / ".cache" / "cudaperf"
-        private = ["/tmp", "/dev/shm", str(cache), *([str(native)] if native.is_dir() else [])]
+        for d in (cache / "build", native / "native"):  # present before the worker starts,
+            d.mkdir(parents=True, exist_ok=True)  # so builds made later are visible inside
+        private = ["/tmp", "/dev/shm", str(cache), str(native)]
         readable = [str(cache / "build"), str(native / "native")]
         return confine.Policy(
             private=tuple(dict.fromkeys(private)),
@@ -272,6 +274,8 @@ class WorkerHandle:
             self._close()
             return {"status": "runtime_error", "message": msg, "configs": [], "crashed": True}
         reply = json.loads(line)
+        if self.protections:  # which kernel protections the candidate ran under
+            reply["sandbox"] = confine.Protections(**self.protections).summary()
         if reply.get("restart"):
             self.kill()
         return reply
