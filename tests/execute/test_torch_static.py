@@ -93,7 +93,7 @@ def test_syntax_error_is_one_fatal_finding():
 
 def test_compute_op_list_is_torch_s_own():
     torch = pytest.importorskip("torch")
-    from cudaperf.execute.torch_static import COMPUTE_OPS, COMPUTE_OPS_TORCH, derive_compute_ops
+    from cudaperf.execute.torch_ops import COMPUTE_OPS, COMPUTE_OPS_TORCH, derive_compute_ops
 
     assert {"relu", "clamp_min", "matmul", "softmax", "gelu", "addcmul"} <= COMPUTE_OPS
     assert not {"empty_like", "view", "contiguous", "numel", "copy", "data_ptr"} & COMPUTE_OPS
