@@ -198,3 +198,20 @@ def test_reference_that_is_not_finite_on_the_second_set_is_not_used(cpu_config):
     assert not reference_finite(t, run_reference(t, lib, sep))  # sqrt of negatives: NaN
     own = make_inputs(t, t.configs[0], 0, 7)
     assert reference_finite(t, run_reference(t, lib, own))
+
+
+def test_feedback_on_a_held_out_config_gives_no_size_away(cpu_config):
+    t = saxpy_task()
+    lib = ctypes.CDLL(build_reference(t, cpu_config).lib)
+    x = make_inputs(t, t.configs[-1], 0, 7)
+    want = run_reference(t, lib, x)
+    bad = [a.copy() for a in want]
+    bad[3][-1] += 1.0
+    shown = compare(t, x, bad, want).message
+    assert str(x[3].size) in shown and f"index {x[3].size - 1}" in shown
+    hidden = compare(t, x, bad, want, held_out=True)
+    assert not hidden.correct and not any(ch.isdigit() for ch in hidden.message.split("(")[0])
+    assert str(x[3].size) not in hidden.message and "index" not in hidden.message
+    mutated = [a.copy() for a in want]
+    mutated[2][-1] += 1
+    assert "index" not in compare(t, x, mutated, want, held_out=True).message

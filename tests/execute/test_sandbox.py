@@ -39,7 +39,11 @@ def test_correct_wrong_and_mutating(rig):
     ok = run("ok")
     assert ok.status is Status.OK and len(ok.configs) == 3 and ok.configs[0].timing.trials == 10
     assert "hello from the candidate" in ok.runtime_log
-    assert run("wrong").status is Status.WRONG_OUTPUT
+    wrong = run("wrong")
+    assert wrong.status is Status.WRONG_OUTPUT
+    held = wrong.configs[-1]
+    assert held.held_out and not held.correct and held.message
+    assert "4096" not in held.message and "index" not in held.message  # its size stays secret
     assert run("mutate").status is Status.REJECTED
 
 

@@ -110,17 +110,19 @@ def _buffers(task: Task, inputs: list[np.ndarray], download_inputs: bool) -> lis
     return out
 
 
-def _check(fn, task, inputs, want, download_inputs: bool = True) -> tuple[NativeRun, object]:
+def _check(
+    fn, task, inputs, want, download_inputs: bool = True, held_out: bool = False
+) -> tuple[NativeRun, object]:
     bufs = _buffers(task, inputs, download_inputs)
     run = call_native(fn, task, bufs, download_inputs=download_inputs)
-    return run, (compare(task, inputs, bufs, want) if run.rc == 0 else None)
+    return run, (compare(task, inputs, bufs, want, held_out) if run.rc == 0 else None)
 
 
 def _one_config(fn, task: Task, cfg: InputConfig, req: dict, libs: _Libs, ref_lib, timed: bool):
     """Returns (status, ConfigResult, needs_restart)."""
     base = {"config": cfg.name, "held_out": cfg.held_out}
     inputs, want = _input_set(task, cfg, 0, req["salt"], libs, ref_lib)
-    run, cmp = _check(fn, task, inputs, want)
+    run, cmp = _check(fn, task, inputs, want, held_out=cfg.held_out)
     if run.rc != 0:
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=False, message=run.error), True
     errs = {"max_abs_err": cmp.max_abs_err, "max_rel_err": cmp.max_rel_err}
@@ -153,7 +155,7 @@ def _one_config(fn, task: Task, cfg: InputConfig, req: dict, libs: _Libs, ref_li
         return Status.REJECTED, ConfigResult(**res, message=hack), False
     if req["check_after"]:
         inputs1, want1 = _input_set(task, cfg, 1, req["salt"], libs, ref_lib)
-        run, cmp = _check(fn, task, inputs1, want1, download_inputs=False)
+        run, cmp = _check(fn, task, inputs1, want1, False, cfg.held_out)
         if run.rc != 0:
             return Status.RUNTIME_ERROR, ConfigResult(**res, message=run.error), True
         if not cmp.correct:
@@ -169,7 +171,7 @@ def _separating_check(fn, task, cfg, req, libs, ref_lib, base):
     inputs, want = _input_set(task, cfg, 2, req["salt"], libs, ref_lib, sep=True)
     if not reference_finite(task, want):
         return None
-    run, cmp = _check(fn, task, inputs, want)
+    run, cmp = _check(fn, task, inputs, want, held_out=cfg.held_out)
     if run.rc != 0:
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=False, message=run.error), True
     if cmp.correct:
