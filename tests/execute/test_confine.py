@@ -254,3 +254,10 @@ def test_torch_imports_and_computes_under_confinement():
     pytest.importorskip("torch")
     got, prot = _run(confine.Policy(), TORCH_CHILD)
     assert got["sum"] == 1.0 and {"seccomp", "no_capabilities"} <= set(prot["active"])
+
+
+@needs_ns
+def test_a_private_folder_that_holds_the_interpreter_is_left_readable():
+    got, prot = _run(confine.Policy(private=("/tmp", sys.prefix)), HONEST)
+    assert got == {"sqrt": 3.0}  # the child still ran, from its read-only interpreter
+    assert "interpreter" in prot["missing"][f"private:{sys.prefix}"]

@@ -158,7 +158,11 @@ def _unshare(p: Policy, prot: Protections) -> bool:
 def _mount_private(p: Policy, prot: Protections) -> list[str]:
     """An empty tmpfs on each private path (nested ones are created inside the outer tmpfs)."""
     done: list[str] = []
+    needed = [sys.prefix, sys.base_prefix, os.path.realpath(sys.executable), __file__]
     for path in sorted(set(p.private), key=len):
+        if any(n == path or n.startswith(path.rstrip("/") + "/") for n in needed):
+            prot.missing[f"private:{path}"] = "holds the interpreter or cudaperf; left read-only"
+            continue
         if not os.path.isdir(path):
             if not any(path.startswith(d + "/") for d in done):
                 continue  # never create a mount point on the host's own filesystem

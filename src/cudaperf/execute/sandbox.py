@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -77,7 +78,8 @@ class WorkerHandle:
         native = Path.home() / ".cache" / "cudaperf"
         for d in (cache / "build", native / "native"):  # present before the worker starts,
             d.mkdir(parents=True, exist_ok=True)  # so builds made later are visible inside
-        private = ["/tmp", "/dev/shm", str(cache), str(native)]
+        # tempfile's folder too: the evaluator makes each job's workdir there (TMPDIR may move it)
+        private = ["/tmp", "/dev/shm", tempfile.gettempdir(), str(cache), str(native)]
         readable = [str(cache / "build"), str(native / "native")]
         return confine.Policy(
             private=tuple(dict.fromkeys(private)),

@@ -144,9 +144,8 @@ def torch_arch_list(arch: str, environ: Mapping[str, str]) -> str:
 def build_policy(tmp: str, ext_dir: Path, cache_dir: Path) -> confine.Policy:
     """The load_inline build's confinement: its own temp dir and extension folder writable,
     the evaluator's cache dir (other candidates, results) and the host's /tmp hidden."""
-    return confine.Policy(
-        private=("/tmp", "/dev/shm", str(cache_dir)), writable=(tmp, str(ext_dir)), chdir=tmp
-    )
+    private = tuple(dict.fromkeys(("/tmp", "/dev/shm", tempfile.gettempdir(), str(cache_dir))))
+    return confine.Policy(private=private, writable=(tmp, str(ext_dir)), chdir=tmp)
 
 
 def _build_inline(
