@@ -1,5 +1,6 @@
 """The sandboxed worker on the CPU, driven through fake harness libraries (gcc-built)."""
 
+import os
 import shutil
 import tempfile
 import time
@@ -115,3 +116,35 @@ def test_worker_and_prebuild_agree_on_the_arch_list():
     assert worker_env(dict(env), 0, "sm_90")["TORCH_CUDA_ARCH_LIST"] == "9.0a"
     assert worker_env({}, 1, "sm_90a") == {"CUDA_VISIBLE_DEVICES": "1", "TORCH_CUDA_ARCH_LIST":
                                            torch_arch_list("sm_90a", {})}  # fmt: skip
+
+
+@needs_ns
+def test_job_files_are_staged_into_the_worker_s_private_view_and_back(cpu_config):
+    cfg = replace(cpu_config, compile_only=None)
+    ext = cfg.cache_dir / "torch_ext" / "stage-test"
+    ext.mkdir(parents=True, exist_ok=True)
+    (ext / "build.ninja").write_text("prebuilt")
+    base = cfg.cache_dir / "torch_baselines-stage-test.jsonl"
+    base.write_text('{"key": 1}\n')
+    workdir = tempfile.mkdtemp(prefix="cudaperf-cand-")
+    other = Path(tempfile.mkdtemp(prefix="cudaperf-cand-"))  # another candidate's folder
+    h = WorkerHandle(None, cfg)
+    try:
+        h.request({"op": "hello"}, 120)  # starts the confined worker
+        assert "private_tmpfs" in h.protections["active"]
+        req = {"op": "hello", "workdir": workdir, "ext_dir": str(ext), "baseline_cache": str(base)}
+        h._stage(req)
+        assert Path(h._view(str(ext)), "build.ninja").read_text() == "prebuilt"
+        seen = os.listdir(h._view("/tmp"))  # (plus the skeleton of a cache dir under /tmp)
+        assert Path(workdir).name in seen and other.name not in seen
+        with open(h._view(str(base)), "a") as f:  # what a worker appends comes back
+            f.write('{"key": 2}\n')
+        Path(h._view(workdir), "output.log").write_text("printed")
+        h._unstage(req)
+        assert base.read_text().splitlines() == ['{"key": 1}', '{"key": 2}']
+        assert Path(workdir, "output.log").read_text() == "printed"
+        assert not os.path.exists(h._view(str(ext)))
+    finally:
+        h.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(other, ignore_errors=True)
