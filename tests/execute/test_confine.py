@@ -4,6 +4,7 @@ honest one works; the confinement cannot be undone from inside; it degrades with
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -18,7 +19,8 @@ import pytest
 
 from cudaperf.execute import confine
 
-_SCRIPTS = Path(tempfile.mkdtemp(prefix="confine-scripts-", dir="/var/tmp"))
+_SCRIPTS = Path(tempfile.mkdtemp(prefix="confine-scripts-", dir="/var/tmp"))  # outside /tmp:
+atexit.register(shutil.rmtree, _SCRIPTS, True)  # a confined child's /tmp is private
 
 
 def _script(code: str) -> str:
