@@ -51,7 +51,17 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
   snprintf(err, errlen, "running the candidate: cudaErrorIllegalAddress (fake)"); return 700;
 #endif
   if (trials == 0) {
+#ifdef FAKE_ESCAPE
+    const char* w = getenv("CUDAPERF_TEST_WRITE"); FILE* f = w ? fopen(w, "w") : NULL;
+    printf(f ? "escape: wrote\n" : "escape: write blocked\n"); if (f) fclose(f);
+    const char* r = getenv("CUDAPERF_TEST_PEEK"); FILE* g = r ? fopen(r, "r") : NULL;
+    printf(g ? "escape: peeked\n" : "escape: peek blocked\n"); if (g) fclose(g);
+#endif
+#ifdef FAKE_ABS
+    for (int i = 0; i < nn; ++i) y[i] = FAKE_A * a * (x[i] < 0 ? -x[i] : x[i]) + y[i];
+#else
     for (int i = 0; i < nn; ++i) y[i] = FAKE_A * a * x[i] + y[i];
+#endif
 #ifdef FAKE_MUTATE
     x[0] += 1.0f;
 #endif
@@ -67,7 +77,8 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
 
 @pytest.fixture(scope="session")
 def fake_libs(tmp_path_factory) -> dict[str, str]:
-    """Fake harness libraries built with gcc: ok, wrong, hang, segv, flood, cuda_error, mutate."""
+    """Fake harness libraries built with gcc: ok, wrong, hang, segv, flood, cuda_error, mutate,
+    escape, abs."""
     d = tmp_path_factory.mktemp("fake")
     (d / "fake.c").write_text(FAKE_HARNESS)
     variants = {
@@ -78,6 +89,8 @@ def fake_libs(tmp_path_factory) -> dict[str, str]:
         "flood": ["-DFAKE_A=1", "-DFAKE_FLOOD"],
         "cuda_error": ["-DFAKE_A=1", "-DFAKE_CUDA_ERROR"],
         "mutate": ["-DFAKE_A=1", "-DFAKE_MUTATE"],
+        "escape": ["-DFAKE_A=1", "-DFAKE_ESCAPE"],  # writes/reads paths from the environment
+        "abs": ["-DFAKE_A=1", "-DFAKE_ABS"],  # |x|: right exactly on non-negative inputs
     }
     out = {}
     for name, flags in variants.items():

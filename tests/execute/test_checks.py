@@ -15,7 +15,22 @@ CHEATS = {
     "environment": 'const char* s = getenv("SEED");',
     "host_fallback": "cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost);",
     "side_stream": "cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);",
+    "include_outside": '#include "/root/.cache/cudaperf/results/a.json"\n',
 }
+
+
+@pytest.mark.parametrize(
+    "src, bad",
+    [
+        ('#include "../../results/x.json"\n', True),
+        ("#include </etc/hostname>\n", True),
+        ('asm(".incbin \\"/etc/hostname\\"");', True),
+        ("#include <cuda_runtime.h>\n#include <cstdio>\n", False),
+        ('#include "cuda_fp16.h"\n', False),
+    ],
+)
+def test_includes_outside_the_candidate_are_rejected(src, bad):
+    assert ("include_outside" in [n for n, _ in run_checks(src)]) is bad
 
 
 @pytest.mark.parametrize("name", sorted(CHECKS))

@@ -5,7 +5,15 @@ import numpy as np
 from catalog import rowsum_task, saxpy_task
 
 from cudaperf.execute.build import build_reference
-from cudaperf.execute.inputs import compare, make_inputs, run_reference, time_reference
+from cudaperf.execute.inputs import (
+    compare,
+    make_inputs,
+    reference_finite,
+    run_reference,
+    separating_distribution,
+    separating_range,
+    time_reference,
+)
 
 
 def test_inputs_depend_on_secret_salt_and_poison_outputs():
@@ -119,3 +127,91 @@ def test_an_out_array_the_reference_reads_is_still_compared(cpu_config):
                          cpu_config)  # fmt: skip
     assert not np.ma.isMaskedArray(want[2]) or not np.ma.getmaskarray(want[2]).any()
     assert not compare(t, x, [a.copy() for a in x], want).correct  # doing nothing fails
+
+
+RELU_C = """
+#include <math.h>
+void relu(int n, const float* x, float* y) {
+  for (int i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+void sqrt_all(int n, const float* x, float* y) {
+  for (int i = 0; i < n; ++i) y[i] = sqrtf(x[i]);
+}
+"""
+
+
+def _unary_task(entry: str, dist: dict | None = None):
+    from cudaperf.tasks.model import Distribution, InputConfig, Param, Role, Task
+
+    d = Distribution(**(dist or {"kind": "uniform", "low": 0.0, "high": 1.0}))  # torch.rand
+    return Task(
+        id=f"test/c2cuda/{entry}", kind="c2cuda", family=entry, source=RELU_C, entry=entry,
+        signature=[
+            Param(name="n", ctype="int", role=Role.SCALAR),
+            Param(name="x", ctype="float", role=Role.IN, length="n"),
+            Param(name="y", ctype="float", role=Role.OUT, length="n"),
+        ],
+        configs=[InputConfig(name="n4096", sizes={"n": 4096}, distribution=d)],
+    )  # fmt: skip
+
+
+def test_a_copy_kernel_fails_a_relu_task_whose_own_inputs_are_non_negative(cpu_config):
+    t = _unary_task("relu")
+    lib = ctypes.CDLL(build_reference(t, cpu_config).lib)
+    cfg = t.configs[0]
+
+    def copy_kernel(inputs):
+        out = [a.copy() for a in inputs]
+        out[2] = inputs[1].copy()
+        return out
+
+    own = make_inputs(t, cfg, 0, 7)
+    assert own[1].min() >= 0  # the hole: on these a copy is a ReLU
+    assert compare(t, own, copy_kernel(own), run_reference(t, lib, own)).correct
+    sep = make_inputs(t, cfg, 2, 7, separating=True)
+    assert sep[1].shape == own[1].shape and sep[1].dtype == own[1].dtype
+    assert sep[1].min() < 0 < sep[1].max() and np.abs(sep[1]).max() > 1.0  # signed, wider
+    want = run_reference(t, lib, sep)
+    assert reference_finite(t, want)
+    assert not compare(t, sep, copy_kernel(sep), want).correct
+    assert compare(t, sep, [a.copy() for a in want], want).correct  # a real ReLU passes
+
+
+def test_second_distribution_keeps_integer_and_index_arrays_valid():
+    from cudaperf.tasks.model import Distribution
+
+    assert separating_distribution(Distribution(kind="randint", low=0, high=64), "int32") is None
+    assert separating_distribution(Distribution(kind="row_ptr", nnz=10), "int64") is None
+    assert separating_distribution(Distribution(kind="constant", value=1.0), "float32") is None
+    d = separating_distribution(Distribution(kind="normal", mean=1.0, std=0.5), "float32")
+    assert d.kind == "uniform" and d.low == -5.0 and d.high == 5.0
+    assert separating_range(0.5, 1.5) == (-3.0, 3.0)
+    t = rowsum_task()
+    own, sep = make_inputs(t, t.configs[0], 0, 1), make_inputs(t, t.configs[0], 0, 1, True)
+    assert own[0] == sep[0] and own[1] == sep[1]  # scalars (sizes) unchanged
+
+
+def test_reference_that_is_not_finite_on_the_second_set_is_not_used(cpu_config):
+    t = _unary_task("sqrt_all")
+    lib = ctypes.CDLL(build_reference(t, cpu_config).lib)
+    sep = make_inputs(t, t.configs[0], 2, 7, separating=True)
+    assert not reference_finite(t, run_reference(t, lib, sep))  # sqrt of negatives: NaN
+    own = make_inputs(t, t.configs[0], 0, 7)
+    assert reference_finite(t, run_reference(t, lib, own))
+
+
+def test_feedback_on_a_held_out_config_gives_no_size_away(cpu_config):
+    t = saxpy_task()
+    lib = ctypes.CDLL(build_reference(t, cpu_config).lib)
+    x = make_inputs(t, t.configs[-1], 0, 7)
+    want = run_reference(t, lib, x)
+    bad = [a.copy() for a in want]
+    bad[3][-1] += 1.0
+    shown = compare(t, x, bad, want).message
+    assert str(x[3].size) in shown and f"index {x[3].size - 1}" in shown
+    hidden = compare(t, x, bad, want, held_out=True)
+    assert not hidden.correct and not any(ch.isdigit() for ch in hidden.message.split("(")[0])
+    assert str(x[3].size) not in hidden.message and "index" not in hidden.message
+    mutated = [a.copy() for a in want]
+    mutated[2][-1] += 1
+    assert "index" not in compare(t, x, mutated, want, held_out=True).message

@@ -1,11 +1,15 @@
 """The sandboxed worker on the CPU, driven through fake harness libraries (gcc-built)."""
 
+import os
+import shutil
 import tempfile
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from catalog import saxpy_task
+from test_confine import needs_ns
 
 from cudaperf.execute.build import build_reference
 from cudaperf.execute.evaluator import Env, Evaluator, Prepared
@@ -13,9 +17,10 @@ from cudaperf.execute.sandbox import WorkerHandle
 from cudaperf.execute.types import Candidate, Status
 
 
-@pytest.fixture()
-def rig(cpu_config, fake_libs):
-    cfg = replace(cpu_config, compile_only=None, max_output_mb=2, trials=10, run_timeout_s=3)
+@pytest.fixture(params=[True])
+def rig(request, cpu_config, fake_libs):
+    cfg = replace(cpu_config, compile_only=None, max_output_mb=2, trials=10, run_timeout_s=3,
+                  isolate_files=request.param)  # fmt: skip
     ev = Evaluator(cfg, Env("full", (0,), "FAKE", "sm_90", {}, 1))
     task = saxpy_task()
     ref = build_reference(task, cfg).lib
@@ -35,7 +40,11 @@ def test_correct_wrong_and_mutating(rig):
     ok = run("ok")
     assert ok.status is Status.OK and len(ok.configs) == 3 and ok.configs[0].timing.trials == 10
     assert "hello from the candidate" in ok.runtime_log
-    assert run("wrong").status is Status.WRONG_OUTPUT
+    wrong = run("wrong")
+    assert wrong.status is Status.WRONG_OUTPUT
+    held = wrong.configs[-1]
+    assert held.held_out and not held.correct and held.message
+    assert "4096" not in held.message and "index" not in held.message  # its size stays secret
     assert run("mutate").status is Status.REJECTED
 
 
@@ -51,3 +60,91 @@ def test_faults_are_recorded_and_the_worker_recovers(rig):
     assert cuda.status is Status.RUNTIME_ERROR and "IllegalAddress" in cuda.feedback[0]
     assert run("ok").status is Status.OK
     assert h.limits["fsize_mb"] == 2 and h.limits["nofile"] == 256
+
+
+def test_a_function_right_only_on_the_config_s_inputs_is_wrong(rig):
+    """|x| instead of x is right on saxpy's positive inputs; the second, signed input set
+    (inputs.separating_distribution) exposes it on every config."""
+    run, _ = rig
+    res = run("abs")
+    assert res.status is Status.WRONG_OUTPUT
+    assert "signed, wider-range inputs" in res.configs[0].message
+    assert run("ok").status is Status.OK
+
+
+@pytest.fixture()
+def escape_targets(monkeypatch):
+    """A host path outside any scratch, and another candidate's file in the host's /tmp."""
+    outside = Path(tempfile.mkdtemp(prefix="sandbox-host-", dir="/var/tmp"))
+    other = Path(tempfile.mkdtemp(prefix="cudaperf-cand-"))
+    (other / "output.log").write_text("another candidate's answer")
+    monkeypatch.setenv("CUDAPERF_TEST_WRITE", str(outside / "pwned"))
+    monkeypatch.setenv("CUDAPERF_TEST_PEEK", str(other / "output.log"))
+    yield outside
+    shutil.rmtree(outside, ignore_errors=True)
+    shutil.rmtree(other, ignore_errors=True)
+
+
+@needs_ns
+def test_a_confined_candidate_cannot_write_or_peek_and_still_runs(rig, escape_targets):
+    run, h = rig
+    res = run("escape")
+    assert res.status is Status.OK  # its honest part still works, output.log came back
+    assert "escape: write blocked" in res.runtime_log and "peek blocked" in res.runtime_log
+    assert list(escape_targets.iterdir()) == []
+    assert {"mount_ns", "readonly_root", "private_tmpfs", "seccomp"} <= set(h.protections["active"])
+    assert h.limits["network_isolated"] is True
+
+
+@pytest.mark.parametrize("rig", [False], indirect=True)
+def test_unconfined_worker_control_escapes(rig, escape_targets):
+    """Without isolate_files the same candidate writes the host: the test above can fail."""
+    run, _ = rig
+    res = run("escape")
+    assert "escape: wrote" in res.runtime_log and "escape: peeked" in res.runtime_log
+    assert (escape_targets / "pwned").exists()
+
+
+def test_worker_and_prebuild_agree_on_the_arch_list():
+    from cudaperf.execute.sandbox import worker_env
+    from cudaperf.execute.torch_build import torch_arch_list
+
+    assert torch_arch_list("sm_90", {}) == "9.0" and torch_arch_list("sm_90a", {}) == "9.0a"
+    assert torch_arch_list("sm_100", {}) == "10.0"
+    env = {"TORCH_CUDA_ARCH_LIST": "9.0a"}
+    assert torch_arch_list("sm_90", env) == "9.0a"  # the GPU machine's own value wins
+    assert worker_env(dict(env), 0, "sm_90")["TORCH_CUDA_ARCH_LIST"] == "9.0a"
+    assert worker_env({}, 1, "sm_90a") == {"CUDA_VISIBLE_DEVICES": "1", "TORCH_CUDA_ARCH_LIST":
+                                           torch_arch_list("sm_90a", {})}  # fmt: skip
+
+
+@needs_ns
+def test_job_files_are_staged_into_the_worker_s_private_view_and_back(cpu_config):
+    cfg = replace(cpu_config, compile_only=None)
+    ext = cfg.cache_dir / "torch_ext" / "stage-test"
+    ext.mkdir(parents=True, exist_ok=True)
+    (ext / "build.ninja").write_text("prebuilt")
+    base = cfg.cache_dir / "torch_baselines-stage-test.jsonl"
+    base.write_text('{"key": 1}\n')
+    workdir = tempfile.mkdtemp(prefix="cudaperf-cand-")
+    other = Path(tempfile.mkdtemp(prefix="cudaperf-cand-"))  # another candidate's folder
+    h = WorkerHandle(None, cfg)
+    try:
+        h.request({"op": "hello"}, 120)  # starts the confined worker
+        assert "private_tmpfs" in h.protections["active"]
+        req = {"op": "hello", "workdir": workdir, "ext_dir": str(ext), "baseline_cache": str(base)}
+        h._stage(req)
+        assert Path(h._view(str(ext)), "build.ninja").read_text() == "prebuilt"
+        seen = os.listdir(h._view("/tmp"))  # (plus the skeleton of a cache dir under /tmp)
+        assert Path(workdir).name in seen and other.name not in seen
+        with open(h._view(str(base)), "a") as f:  # what a worker appends comes back
+            f.write('{"key": 2}\n')
+        Path(h._view(workdir), "output.log").write_text("printed")
+        h._unstage(req)
+        assert base.read_text().splitlines() == ['{"key": 1}', '{"key": 2}']
+        assert Path(workdir, "output.log").read_text() == "printed"
+        assert not os.path.exists(h._view(str(ext)))
+    finally:
+        h.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(other, ignore_errors=True)

@@ -1,7 +1,9 @@
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+from test_confine import WHY
 
 from cudaperf.execute.torch_build import (
     candidate_form,
@@ -69,3 +71,51 @@ def test_docstring_mentioning_extern_c_is_not_built(tmp_path):
     src = '"""Native form: extern "C" launchers."""\n' + HONEST
     b = prebuild_torch_candidate(src, "sm_90", tmp_path, 60, native_cache=tmp_path / "n")
     assert b.ok, b.log
+
+
+ESCAPING_BUILD = """
+import ctypes, io, os, pathlib
+host, secret = {host!r}, {secret!r}
+def attempt(name, fn):
+    try:
+        fn()
+        print(name, "ok")
+    except OSError as e:
+        print(name, "blocked", type(e).__name__)
+attempt("pathlib", lambda: pathlib.Path(host, "a").write_text("pwned"))
+attempt("io_open", lambda: io.open(os.path.join(host, "b"), "w").write("pwned"))
+attempt("os_open", lambda: os.open(os.path.join(host, "c"), os.O_WRONLY | os.O_CREAT))
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.open(os.path.join(host, "d").encode(), os.O_WRONLY | os.O_CREAT, 0o644)
+print("ctypes", "ok" if fd >= 0 else "blocked")
+attempt("read_results", lambda: open(secret).read())
+attempt("poison_results", lambda: open(secret, "w").write("forged"))
+ext = os.environ["TORCH_EXTENSIONS_DIR"]
+attempt("own_ext_dir", lambda: pathlib.Path(ext, "built.txt").write_text("mine"))
+load_inline = None
+raise SystemExit(0)
+load_inline(name="x")
+"""
+
+
+@pytest.mark.skipif(bool(WHY), reason=f"unshare(CLONE_NEWNS) not permitted: {WHY}")
+def test_inline_build_step_cannot_write_or_read_outside_its_scratch():
+    host = Path(tempfile.mkdtemp(prefix="build-host-", dir="/var/tmp"))
+    cache = Path(tempfile.mkdtemp(prefix="build-cache-", dir="/var/tmp"))
+    try:
+        (cache / "results").mkdir()
+        secret = cache / "results" / "other.json"
+        secret.write_text('{"status": "ok"}')
+        code = ESCAPING_BUILD.format(host=str(host), secret=str(secret))
+        b = prebuild_torch_candidate(code, "sm_90", cache, timeout_s=60)
+        assert b.ok, b.log
+        for name in ("pathlib", "io_open", "os_open", "ctypes", "read_results", "poison_results"):
+            assert f"{name} blocked" in b.log, b.log
+        assert "own_ext_dir ok" in b.log
+        assert list(host.iterdir()) == [] and secret.read_text() == '{"status": "ok"}'
+        assert (Path(b.ext_dir) / "built.txt").read_text() == "mine"
+        plain = prebuild_torch_candidate(code, "sm_90", cache, timeout_s=60, isolate=False)
+        assert "pathlib ok" in plain.log and (host / "a").exists()  # the control escapes
+    finally:
+        shutil.rmtree(host, ignore_errors=True)
+        shutil.rmtree(cache, ignore_errors=True)

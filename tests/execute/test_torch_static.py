@@ -89,3 +89,62 @@ def test_warnings_are_not_fatal():
 
 def test_syntax_error_is_one_fatal_finding():
     assert check_torch_candidate("class ModelNew(:\n")[0][0] == "syntax_error"
+
+
+def test_compute_op_list_is_torch_s_own():
+    torch = pytest.importorskip("torch")
+    from cudaperf.execute.torch_ops import COMPUTE_OPS, COMPUTE_OPS_TORCH, derive_compute_ops
+
+    assert {"relu", "clamp_min", "matmul", "softmax", "gelu", "addcmul"} <= COMPUTE_OPS
+    assert not {"empty_like", "view", "contiguous", "numel", "copy", "data_ptr"} & COMPUTE_OPS
+    if torch.__version__ != COMPUTE_OPS_TORCH:
+        pytest.skip(f"torch_ops.json is from torch {COMPUTE_OPS_TORCH}, not {torch.__version__}")
+    assert COMPUTE_OPS == frozenset(derive_compute_ops())  # regenerate: see torch_static
+
+
+FORWARD = "        self.lib.affine_relu(x, y, x.numel())\n        return y"
+
+
+@pytest.mark.parametrize(
+    "imports, body",
+    [
+        ("from torch.nn.functional import relu as r\n", "return r(y)"),
+        ("from torch import clamp_min\n", "return clamp_min(y, 0.0)"),
+        ("act = torch.relu\n", "return act(y)"),
+        ("", "return y.clamp_min(0.0)"),
+        ("", 'return getattr(torch, "relu")(y)'),
+        ("", "return y * 2.0 + 1.0"),
+        ("", "return -x"),
+        ("", "z = torch.empty_like(y)\n        z += y\n        return z"),
+        ("", "return y.where(x > 0, y)"),
+    ],
+)
+def test_bare_aliased_and_operator_compute_is_rejected(imports, body):
+    src = imports + HONEST
+    assert FORWARD in src
+    src = src.replace(FORWARD, "        self.lib.affine_relu(x, y, x.numel())\n        " + body)
+    assert "torch_compute_ops" in fatal_ids(src), body
+
+
+def test_host_side_scalar_arithmetic_is_allowed():
+    src = HONEST.replace(
+        FORWARD,
+        "        n = x.numel()\n        blocks = (n + 255) // 256\n        if x.dim() == 2 and "
+        "blocks > 0 and y is not None:\n            pass\n"
+        "        self.lib.affine_relu(x, y, n)\n        return y",
+    )
+    assert fatal_ids(src) == []
+
+
+@pytest.mark.parametrize(
+    "lookup",
+    [
+        "key = x.data_ptr()\n        if key in self.cache:\n            return self.cache[key]",
+        "key = (x.data_ptr(), x.shape)\n        hit = self.cache.get(key)",
+        "k0 = id(x)\n        k1 = (k0, 1)\n        out = self.cache[k1]",
+    ],
+)
+def test_pointer_cache_key_followed_through_variables(lookup):
+    src = HONEST.replace(FORWARD, "        " + lookup + "\n" + FORWARD)
+    found = {cid for cid, _, _ in check_torch_candidate(src, REF_NAMES)}
+    assert "pointer_cache" in found

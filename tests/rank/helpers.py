@@ -22,9 +22,11 @@ KERNEL = """__global__ void k(int n, float a, const float* x, float* y) {{
 
 
 def kernel(unroll: int = 0, stride: int = 1, pad: int = 0) -> str:
-    """A scale kernel with `unroll` unrolled loops, a global stride and `pad` comment lines."""
+    """A scale kernel with `unroll` unrolled loops, a global stride and `pad` unused constant
+    lines (code, so they count in the length statistics; comments no longer do)."""
     loops = "#pragma unroll\n    for (int j = 0; j < 4; ++j) y[i] += x[i];\n" * unroll
-    return KERNEL.format(loops=loops, stride=stride, pad="// padding\n" * pad)
+    pads = "".join(f"static const int pad_{j} = {j};\n" for j in range(pad))
+    return KERNEL.format(loops=loops, stride=stride, pad=pads)
 
 
 def task(task_id: str, family: str, impls: dict[str, tuple[str, dict]]) -> Task:

@@ -131,7 +131,7 @@ def test_score_averages_the_probability_over_the_configs():
         p = 1 / (1 + np.exp(-(u[:, n + k][:, None] - u[:, :n])))
         assert rs.score == pytest.approx(float(p.mean())) and 0 <= rs.score <= 1
         assert rs.compared == n and rs.model == m.id
-    assert score(t, cands[0], m) == got[0]
+    assert score(t, cands[0], m).score == pytest.approx(got[0].score, rel=1e-12)
     np.testing.assert_allclose(m.strengths(t, cands), u[:, n:].mean(axis=0))
 
 

@@ -19,7 +19,7 @@ def test_presets_are_valid_and_named():
     [
         (dict(rejected=0.5), "rejected=0.5 must be <"),
         (dict(wrong_output=0.6), "the slowest correct"),
-        (dict(speed_floor=-1.0, speed_weight=1.0), "the slowest correct"),
+        (dict(speed_floor=-1.0, speed_weight=1.3), "the slowest correct"),
         (dict(compiled=-0.6), "compile_error=-0.5 must be < compiled"),
         (dict(speed_cap=1.0), "speed_cap"),
         (dict(speed_floor=0.5), "speed_floor"),

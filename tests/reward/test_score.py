@@ -30,8 +30,8 @@ def test_ordering_of_the_issue():
     wrong_perfect_structure = total(Status.WRONG_OUTPUT, **PERFECT)
     correct_slow = total(Status.OK, speedup_vs_naive=0.01, reports=[report(0.0)])
     correct_fast = total(Status.OK, speedup_vs_naive=8.0, **PERFECT)
-    assert hacked < no_code <= compile_err < crash == hang < wrong_perfect_structure
-    assert wrong_perfect_structure < correct_slow < correct_fast
+    assert hacked < no_code <= compile_err < wrong_perfect_structure <= crash == hang
+    assert crash < correct_slow < correct_fast
     lo, hi = CFG.bounds()
     assert lo == hacked and correct_fast <= hi
 

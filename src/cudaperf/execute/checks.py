@@ -135,6 +135,22 @@ def side_stream(src: str) -> str | None:
     return None
 
 
+_INCLUDE = re.compile(r'#\s*(?:include|embed|include_next)\s*["<]\s*([^">]*)[">]')
+
+
+def include_outside(src: str) -> str | None:
+    # nvcc runs in the evaluator, outside the sandbox: `#include "/any/file"` quotes lines of
+    # any readable file (the evaluator's results, task files) into the compile log the model
+    # reads, and `.incbin` embeds a file into the library to print at run time.
+    for m in _INCLUDE.finditer(src):
+        path = m.group(1).strip()
+        if path.startswith(("/", "~")) or ".." in path.split("/"):
+            return f"includes a file outside the candidate ({path})"
+    if re.search(r"\.incbin\b", src):
+        return "embeds a file with .incbin"
+    return None
+
+
 CHECKS: dict[str, Callable[[str], str | None]] = {
     "process_calls": process_calls,
     "file_io": file_io,
@@ -147,6 +163,7 @@ CHECKS: dict[str, Callable[[str], str | None]] = {
     "environment": environment,
     "host_fallback": host_fallback,
     "side_stream": side_stream,
+    "include_outside": include_outside,
 }
 
 # Checks whose finding rejects the candidate without compiling it.
@@ -160,6 +177,7 @@ FATAL: list[str] = [
     "harness_tampering",
     "proc_files",
     "environment",
+    "include_outside",
 ]
 
 

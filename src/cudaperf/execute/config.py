@@ -44,6 +44,9 @@ class EvalConfig:
     max_open_files: int = _f(256, "open-file limit of the worker")
     max_cpu_s_per_job: int = _f(300, "CPU-seconds limit of the worker per candidate")
     isolate_network: bool = _f(True, "run workers in a new network namespace where allowed")
+    isolate_files: bool = _f(
+        True, "confine candidate code (builds, workers) to a read-only view with private /tmp"
+    )
     worker_max_jobs: int = _f(200, "recycle a GPU worker after this many candidates")
     max_bandwidth_gbs: float = _f(
         10000.0, "a time implying more GB/s of input reads than this is rejected (roofline)"

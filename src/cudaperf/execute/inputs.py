@@ -6,6 +6,16 @@ sees. Out arrays are poisoned with NaN (floats) or the all-ones bit pattern (int
 The reference is the task's C source compiled by gcc and called through ctypes on numpy
 arrays, with out arrays poisoned as the candidate's are; out elements the reference never
 writes (strided or partial writes) are undefined and not compared.
+
+Inputs that separate functions: a config's own distribution can make a wrong function right
+(a copy is a ReLU on non-negative inputs). So correctness is also checked on a second input
+set with the same shapes and dtypes, `make_inputs(..., separating=True)`. The rule
+(`separating_distribution`): every floating-point input array is drawn signed and wider,
+uniform over [-2R, 2R] with R the largest magnitude the config's distribution reaches
+(`separating_range`); integer arrays (indices, CSR row pointers, counts) and constant arrays
+keep the config's distribution, so they stay valid; scalars (sizes) are unchanged. The set is
+used only where the reference's outputs on it are all finite (`reference_finite`): a log or a
+square root of negative numbers is not the candidate's problem.
 """
 
 from __future__ import annotations
@@ -24,8 +34,11 @@ __all__ = [
     "Comparison",
     "compare",
     "make_inputs",
+    "reference_finite",
     "run_reference",
     "scalar_ctype",
+    "separating_distribution",
+    "separating_range",
     "time_reference",
 ]
 
@@ -78,8 +91,41 @@ def poison(arr: np.ndarray) -> None:
     arr.view(np.uint8).fill(0xFF)
 
 
-def make_inputs(task: Task, cfg: InputConfig, set_index: int, salt: int) -> list[np.ndarray]:
-    """One array per signature entry (0-d arrays for scalars), outputs poisoned."""
+def separating_range(low: float, high: float) -> tuple[float, float]:
+    """The signed, wider range for values a task's own inputs draw from [low, high]:
+    [-2R, 2R] with R = max(|low|, |high|, 1e-3). Reusable for any dtype's observed range (the
+    PyTorch path applies it to the range of a task's own `get_inputs()` tensors)."""
+    r = max(abs(low), abs(high), 1e-3)
+    return -2.0 * r, 2.0 * r
+
+
+def separating_distribution(d: Distribution, dtype: str) -> Distribution | None:
+    """The second distribution for one array (see the module docstring); None: keep `d`."""
+    if not np.issubdtype(np.dtype(dtype), np.floating) or d.kind in ("constant", "row_ptr"):
+        return None
+    if d.kind == "normal":
+        low, high = d.mean - 3 * d.std, d.mean + 3 * d.std
+    else:
+        low, high = d.low, d.high
+    lo, hi = separating_range(low, high)
+    return Distribution(kind="uniform", low=lo, high=hi)
+
+
+def reference_finite(task: Task, want: list[np.ndarray]) -> bool:
+    """True when every floating out/inout value of the reference's outputs is finite."""
+    for p, w in zip(task.signature, want, strict=True):
+        if p.role in (Role.OUT, Role.INOUT) and np.issubdtype(w.dtype, np.floating):
+            data = w.compressed() if np.ma.isMaskedArray(w) else w
+            if not np.isfinite(data).all():
+                return False
+    return True
+
+
+def make_inputs(
+    task: Task, cfg: InputConfig, set_index: int, salt: int, separating: bool = False
+) -> list[np.ndarray]:
+    """One array per signature entry (0-d arrays for scalars), outputs poisoned. With
+    `separating`, floating input arrays come from `separating_distribution` instead."""
     rng = _rng(task, cfg, set_index, salt)
     out: list[np.ndarray] = []
     for p in task.signature:
@@ -94,7 +140,9 @@ def make_inputs(task: Task, cfg: InputConfig, set_index: int, salt: int) -> list
             arr = np.empty(n, dtype=dtype)
             poison(arr)
         else:
-            arr = _draw(rng, cfg.param_distributions.get(p.name, cfg.distribution), n, dtype)
+            d = cfg.param_distributions.get(p.name, cfg.distribution)
+            sep = separating_distribution(d, p.dtype) if separating else None
+            arr = _draw(rng, sep or d, n, dtype)
         out.append(arr)
     return out
 
@@ -181,10 +229,15 @@ class Comparison:
 
 
 def compare(
-    task: Task, inputs: list[np.ndarray], got: list[np.ndarray], want: list[np.ndarray]
+    task: Task,
+    inputs: list[np.ndarray],
+    got: list[np.ndarray],
+    want: list[np.ndarray],
+    held_out: bool = False,
 ) -> Comparison:
     """Compare every out/inout array (tolerance; equal values, infinities included, pass; NaN
-    passes only where the reference has NaN too) and check `in` arrays."""
+    passes only where the reference has NaN too) and check `in` arrays. With `held_out` the
+    message carries no element count, index or value (they would give the config's size away)."""
     tol = task.tolerance
     worst_abs, worst_rel, first = 0.0, 0.0, ""
     for p, x, g, w in zip(task.signature, inputs, got, want, strict=True):
@@ -194,13 +247,19 @@ def compare(
             and not np.array_equal(x.view(np.uint8), g.view(np.uint8))
         ):
             idx = int(np.flatnonzero(x != g)[0]) if np.any(x != g) else 0
-            msg = f"input array {p.name} was modified (first at index {idx}); inputs are read-only"
+            at = "" if held_out else f" (first at index {idx})"
+            msg = f"input array {p.name} was modified{at}; inputs are read-only"
             return Comparison(False, math.inf, math.inf, msg, inputs_modified=True)
         if p.role not in (Role.OUT, Role.INOUT) or g.size == 0:
             continue
         a, r, bad = _errors(g, w, tol.atol, tol.rtol)
         worst_abs, worst_rel = max(worst_abs, a), max(worst_rel, r)
-        if bad is not None and not first:
+        if bad is not None and not first and held_out:
+            first = (
+                f"some elements of {p.name} are wrong (max abs err {a:.3g}, allowed "
+                f"{tol.atol:g} + {tol.rtol:g}*|expected|)"
+            )
+        elif bad is not None and not first:
             i = int(np.flatnonzero(bad)[0])
             first = (
                 f"{int(bad.sum())} of {g.size} elements of {p.name} are wrong; first at index "

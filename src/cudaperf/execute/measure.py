@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cudaperf.execute.harness import IN_NO_DOWNLOAD, ROLE_CODES, RUN_SYMBOL
-from cudaperf.execute.inputs import compare, make_inputs, run_reference, time_reference
+from cudaperf.execute.inputs import (
+    compare,
+    make_inputs,
+    reference_finite,
+    run_reference,
+    time_reference,
+)
 from cudaperf.execute.sanity import escape_message, roofline_message
 from cudaperf.execute.types import ConfigResult, Status, Timing
 from cudaperf.tasks.model import InputConfig, Role, Task
@@ -78,10 +84,12 @@ def _task_key(task: Task) -> str:
     return hashlib.sha256(task.model_dump_json().encode()).hexdigest()[:16]
 
 
-def _input_set(task: Task, cfg: InputConfig, index: int, salt: int, libs: _Libs, ref_lib):
-    key = (_task_key(task), cfg.name, index, salt)
+def _input_set(
+    task: Task, cfg: InputConfig, index: int, salt: int, libs: _Libs, ref_lib, sep: bool = False
+):
+    key = (_task_key(task), cfg.name, index, salt, sep)
     if key not in libs.sets:
-        inputs = make_inputs(task, cfg, index, salt)
+        inputs = make_inputs(task, cfg, index, salt, separating=sep)
         libs.sets[key] = (inputs, run_reference(task, ref_lib, inputs))
         while len(libs.sets) > _MAX_SETS:
             libs.sets.popitem(last=False)
@@ -102,23 +110,28 @@ def _buffers(task: Task, inputs: list[np.ndarray], download_inputs: bool) -> lis
     return out
 
 
-def _check(fn, task, inputs, want, download_inputs: bool = True) -> tuple[NativeRun, object]:
+def _check(
+    fn, task, inputs, want, download_inputs: bool = True, held_out: bool = False
+) -> tuple[NativeRun, object]:
     bufs = _buffers(task, inputs, download_inputs)
     run = call_native(fn, task, bufs, download_inputs=download_inputs)
-    return run, (compare(task, inputs, bufs, want) if run.rc == 0 else None)
+    return run, (compare(task, inputs, bufs, want, held_out) if run.rc == 0 else None)
 
 
 def _one_config(fn, task: Task, cfg: InputConfig, req: dict, libs: _Libs, ref_lib, timed: bool):
     """Returns (status, ConfigResult, needs_restart)."""
     base = {"config": cfg.name, "held_out": cfg.held_out}
     inputs, want = _input_set(task, cfg, 0, req["salt"], libs, ref_lib)
-    run, cmp = _check(fn, task, inputs, want)
+    run, cmp = _check(fn, task, inputs, want, held_out=cfg.held_out)
     if run.rc != 0:
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=False, message=run.error), True
     errs = {"max_abs_err": cmp.max_abs_err, "max_rel_err": cmp.max_rel_err}
     if not cmp.correct:
         st = Status.REJECTED if cmp.inputs_modified else Status.WRONG_OUTPUT
         return st, ConfigResult(**base, correct=False, **errs, message=cmp.message), False
+    sep = _separating_check(fn, task, cfg, req, libs, ref_lib, base)
+    if sep is not None:
+        return sep
     if not timed:
         return Status.OK, ConfigResult(**base, correct=True, **errs), False
     ckey = (_task_key(task), cfg.name)
@@ -142,7 +155,7 @@ def _one_config(fn, task: Task, cfg: InputConfig, req: dict, libs: _Libs, ref_li
         return Status.REJECTED, ConfigResult(**res, message=hack), False
     if req["check_after"]:
         inputs1, want1 = _input_set(task, cfg, 1, req["salt"], libs, ref_lib)
-        run, cmp = _check(fn, task, inputs1, want1, download_inputs=False)
+        run, cmp = _check(fn, task, inputs1, want1, False, cfg.held_out)
         if run.rc != 0:
             return Status.RUNTIME_ERROR, ConfigResult(**res, message=run.error), True
         if not cmp.correct:
@@ -150,6 +163,23 @@ def _one_config(fn, task: Task, cfg: InputConfig, req: dict, libs: _Libs, ref_li
             st = Status.REJECTED if cmp.inputs_modified else Status.WRONG_OUTPUT
             return st, ConfigResult(**dict(res, correct=False), message=msg), False
     return Status.OK, ConfigResult(**res), False
+
+
+def _separating_check(fn, task, cfg, req, libs, ref_lib, base):
+    """Correctness on the second input distribution (`inputs.separating_distribution`), where
+    the reference stays finite on it; None when it passes or does not apply."""
+    inputs, want = _input_set(task, cfg, 2, req["salt"], libs, ref_lib, sep=True)
+    if not reference_finite(task, want):
+        return None
+    run, cmp = _check(fn, task, inputs, want, held_out=cfg.held_out)
+    if run.rc != 0:
+        return Status.RUNTIME_ERROR, ConfigResult(**base, correct=False, message=run.error), True
+    if cmp.correct:
+        return None
+    msg = "on signed, wider-range inputs (same shapes): " + cmp.message
+    st = Status.REJECTED if cmp.inputs_modified else Status.WRONG_OUTPUT
+    errs = {"max_abs_err": cmp.max_abs_err, "max_rel_err": cmp.max_rel_err}
+    return st, ConfigResult(**base, correct=False, **errs, message=msg), False
 
 
 def run_job(task: Task, req: dict, libs: _Libs) -> dict:

@@ -36,7 +36,8 @@ class EvalActor:
         cfg = config if gpu else EvalConfig(**{**config.__dict__, "compile_only": True})
         self.ev = Evaluator(cfg)
         # Ray sets CUDA_VISIBLE_DEVICES for the actor; the worker inherits it (index None).
-        self.handle = WorkerHandle(None, cfg) if self.ev.env.mode == "full" else None
+        full = self.ev.env.mode == "full"
+        self.handle = WorkerHandle(None, cfg, arch=self.ev.env.arch) if full else None
         self.lock = threading.Lock()
         self.pool = ThreadPoolExecutor(max(1, (cfg.compile_jobs or 4)))
 

@@ -5,6 +5,14 @@ gets no reply within its timeout kills the worker's whole process group (TIMEOUT
 that dies mid-request (segfault, exit(), file-size or CPU limit) is reported from its exit
 signal (RUNTIME_ERROR); in both cases the next request starts a fresh worker. Replies that
 ask for a restart (after a CUDA error) also retire the worker.
+
+With `EvalConfig.isolate_files` the worker is confined by the kernel (`confine`): its /tmp,
+/dev/shm and the evaluator's cache dir are empty private tmpfs, everything else is read-only,
+it has no network, no capabilities and a seccomp filter. Compiled libraries (`<cache>/build`,
+the native cache) stay readable. Per request the parent stages what the job names (its
+workdir, libraries outside those folders, a load_inline extension folder, the baseline cache)
+into the worker's private view at the same paths, and copies `output.log` (and new baseline
+lines) back afterwards; the worker never sees another candidate's folder.
 """
 
 from __future__ import annotations
@@ -13,13 +21,17 @@ import json
 import logging
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+from cudaperf.execute import confine
 from cudaperf.execute.config import EvalConfig
+from cudaperf.execute.torch_build import torch_arch_list
 
 log = logging.getLogger(__name__)
 
@@ -40,54 +52,144 @@ _SIGNALS = {
 class WorkerHandle:
     """A worker process bound to one GPU (or none, for CPU-side tests)."""
 
-    def __init__(self, gpu: int | None, config: EvalConfig, python: str = sys.executable):
+    def __init__(
+        self, gpu: int | None, config: EvalConfig, python: str = sys.executable,
+        arch: str | None = None,
+    ):  # fmt: skip
         self.gpu = gpu  # CUDA_VISIBLE_DEVICES for the worker (None: inherit)
         self.config = config
         self.python = python
+        self.arch = arch or config.arch  # nvcc arch of the prebuilds (TORCH_CUDA_ARCH_LIST)
         self.proc: subprocess.Popen | None = None
         self.jobs = 0  # requests served by the current process
         self.restarts = 0  # processes started so far minus one
         self.limits: dict = {}  # what the worker could apply (from its ready line)
+        self.protections: dict = {}  # confine.Protections of the current worker, as a dict
         self._buf = b""
+        self._views: dict[str, int] = {}  # private path -> O_PATH fd of the worker's tmpfs
+        self._staged: list[str] = []  # staged paths (private view) to remove after the job
+        self._base_lines = 0  # lines of the baseline cache when it was staged
+
+    def policy(self) -> confine.Policy | None:
+        """The worker's confinement (None when `isolate_files` is off)."""
+        if not self.config.isolate_files:
+            return None
+        cache = self.config.cache_dir.expanduser()
+        native = Path.home() / ".cache" / "cudaperf"
+        for d in (cache / "build", native / "native"):  # present before the worker starts,
+            d.mkdir(parents=True, exist_ok=True)  # so builds made later are visible inside
+        # tempfile's folder too: the evaluator makes each job's workdir there (TMPDIR may move it)
+        private = ["/tmp", "/dev/shm", tempfile.gettempdir(), str(cache), str(native)]
+        readable = [str(cache / "build"), str(native / "native")]
+        return confine.Policy(
+            private=tuple(dict.fromkeys(private)),
+            readable=tuple(r for r in readable if Path(r).is_dir()),
+            network=not self.config.isolate_network,
+        )
 
     def _start(self) -> None:
         r1, w1 = os.pipe()
         r2, w2 = os.pipe()
-        env = dict(os.environ)
-        if self.gpu is not None:
-            env["CUDA_VISIBLE_DEVICES"] = str(self.gpu)
+        env = worker_env(dict(os.environ), self.gpu, self.arch)
+        policy = self.policy()
         limits = {
             "max_output_mb": self.config.max_output_mb,
             "max_open_files": self.config.max_open_files,
-            "isolate_network": self.config.isolate_network,
+            "isolate_network": self.config.isolate_network and policy is None,
         }
+        target = ["-m", "cudaperf.execute.worker", str(r1), str(w2), json.dumps(limits)]
+        rr, rw = os.pipe() if policy else (-1, -1)
+        cmd = confine.command(policy, target, rw) if policy else [self.python, *target]
+        if policy:
+            cmd[0] = self.python
+            env.setdefault("TRITON_CACHE_DIR", "/tmp/.triton")  # home is read-only in there
+            env.setdefault("TORCHINDUCTOR_CACHE_DIR", "/tmp/.inductor")
         logdir = self.config.cache_dir / "workers"
         logdir.mkdir(parents=True, exist_ok=True)
         with open(logdir / f"worker-{os.getpid()}-{self.gpu}.log", "ab") as errf:
             self.proc = subprocess.Popen(
-                [
-                    self.python,
-                    "-m",
-                    "cudaperf.execute.worker",
-                    str(r1),
-                    str(w2),
-                    json.dumps(limits),
-                ],
-                pass_fds=(r1, w2),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=errf,
-                stderr=errf,
-                start_new_session=True,
-            )
-        os.close(r1)
-        os.close(w2)
+                cmd, pass_fds=(r1, w2, *([rw] if policy else [])), env=env,
+                stdin=subprocess.DEVNULL, stdout=errf, stderr=errf, start_new_session=True,
+            )  # fmt: skip
+        for fd in (r1, w2, *([rw] if policy else [])):
+            os.close(fd)
         self._wf = os.fdopen(w1, "w")
         self._rfd, self._buf, self.jobs = r2, b"", 0
+        if policy:
+            self._read_protections(rr)
         ready = self._readline(time.monotonic() + 120)
         if ready is None:
             raise RuntimeError(f"worker failed to start: {self._death()}")
         self.limits = json.loads(ready).get("limits", {})
+        if policy:
+            self.limits["network_isolated"] = "net_ns" in self.protections.get("active", [])
+            self._open_views(policy)
+
+    def _read_protections(self, fd: int) -> None:
+        with os.fdopen(fd) as f:
+            ready, _, _ = select.select([f], [], [], 120)
+            line = f.readline() if ready else ""
+        self.protections = json.loads(line) if line.strip() else {}
+        confine.log_once("GPU worker", self.protections)
+
+    def _open_views(self, policy: confine.Policy) -> None:
+        """Hold the worker's private tmpfs open (they outlive a crash, for output.log)."""
+        assert self.proc is not None
+        if "private_tmpfs" not in self.protections.get("active", []):
+            return
+        for d in policy.private:
+            try:
+                fd = os.open(f"/proc/{self.proc.pid}/root{d}", os.O_PATH | os.O_DIRECTORY)
+            except OSError as e:
+                log.warning("cannot reach the worker's private %s: %s", d, e)
+                continue
+            self._views[d] = fd
+
+    def _view(self, path: str) -> str | None:
+        """Where `path` of the worker's private view is reachable from here (None: not in
+        a private folder, the worker sees the host's copy)."""
+        path = os.path.abspath(path)
+        hits = [d for d in self._views if path == d or path.startswith(d + "/")]
+        readable = self.policy().readable if self.config.isolate_files else ()
+        if not hits or any(path.startswith(r + "/") for r in readable):
+            return None
+        d = max(hits, key=len)
+        return f"/proc/self/fd/{self._views[d]}" + path[len(d) :]
+
+    def _stage(self, req: dict) -> None:
+        """Copy what the job names into the worker's private view, at the same paths."""
+        self._staged = []
+        for key in ("workdir", "lib", "ref_lib", "ext_dir", "baseline_cache"):
+            src = req.get(key)
+            dst = self._view(src) if src else None
+            if dst is None:
+                continue
+            if key == "workdir":
+                os.makedirs(dst, exist_ok=True)
+            elif os.path.isdir(src):
+                shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
+            elif os.path.isfile(src):
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copy2(src, dst)
+            if key == "baseline_cache":
+                self._base_lines = _line_count(src)
+            self._staged.append(src)
+
+    def _unstage(self, req: dict) -> None:
+        """Bring output.log and new baseline lines back; remove the staged copies."""
+        for src in self._staged:
+            dst = self._view(src)
+            if dst is None:
+                continue
+            try:
+                if src == req.get("workdir") and os.path.isfile(dst + "/output.log"):
+                    shutil.copyfile(dst + "/output.log", os.path.join(src, "output.log"))
+                elif src == req.get("baseline_cache") and os.path.isfile(dst):
+                    _append_new_lines(dst, src, self._base_lines)
+                shutil.rmtree(dst) if os.path.isdir(dst) else os.unlink(dst)
+            except OSError as e:
+                log.warning("unstaging %s from the worker failed: %s", src, e)
+        self._staged = []
 
     def _readline(self, deadline: float) -> str | None:
         """One reply line, or None on EOF; raises TimeoutError past the deadline."""
@@ -131,11 +233,14 @@ class WorkerHandle:
         self._close()
 
     def _close(self) -> None:
-        for f in (lambda: self._wf.close(), lambda: os.close(self._rfd)):
+        closers = [lambda: self._wf.close(), lambda: os.close(self._rfd)]
+        closers += [lambda fd=fd: os.close(fd) for fd in self._views.values()]
+        for f in closers:
             try:
                 f()
             except OSError:
                 pass
+        self._views = {}
         self.proc = None
 
     def request(self, req: dict, timeout: float) -> dict:
@@ -150,11 +255,13 @@ class WorkerHandle:
                 self.restarts += 1
             self._start()
         self.jobs += 1
+        self._stage(req)
         try:
             self._wf.write(json.dumps(req) + "\n")
             self._wf.flush()
             line = self._readline(time.monotonic() + timeout)
         except TimeoutError:
+            self._unstage(req)
             self.kill()
             return {
                 "status": "timeout",
@@ -163,17 +270,42 @@ class WorkerHandle:
             }
         except BrokenPipeError:
             line = None
+        self._unstage(req)
         if line is None:
             msg = self._death()
             self._close()
             return {"status": "runtime_error", "message": msg, "configs": [], "crashed": True}
         reply = json.loads(line)
+        if self.protections:  # which kernel protections the candidate ran under
+            reply["sandbox"] = confine.Protections(**self.protections).summary()
         if reply.get("restart"):
             self.kill()
         return reply
 
     def close(self) -> None:
         self.kill()
+
+
+def worker_env(env: dict[str, str], gpu: int | None, arch: str | None) -> dict[str, str]:
+    """The worker's environment: its GPU, and the TORCH_CUDA_ARCH_LIST the prebuild used (so
+    torch finds a load_inline build up to date instead of rebuilding it in the worker)."""
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    if arch is not None or "TORCH_CUDA_ARCH_LIST" in env:
+        env["TORCH_CUDA_ARCH_LIST"] = torch_arch_list(arch or "sm_90", env)
+    return env
+
+
+def _line_count(path: str) -> int:
+    return len(Path(path).read_text().splitlines()) if os.path.isfile(path) else 0
+
+
+def _append_new_lines(worker_copy: str, host: str, staged_lines: int) -> None:
+    """Append to `host` the lines the worker added to its copy (the baseline cache)."""
+    new = Path(worker_copy).read_text().splitlines()[staged_lines:]
+    if new:
+        with open(host, "a") as f:
+            f.write("\n".join(new) + "\n")
 
 
 def read_log(workdir: Path, limit: int) -> str:

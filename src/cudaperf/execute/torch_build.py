@@ -9,19 +9,28 @@ Two candidate forms, two build paths:
   folder, which builds the extension (15–50 s against the torch headers); the worker imports
   the module with the same folder and torch finds the build up to date.
 Both run in parallel over CPU cores (the evaluator's build pool), never on a GPU worker.
+The load_inline subprocess runs the candidate's module-level code, so it is confined
+(`confine`): private /tmp and /dev/shm, the evaluator's cache dir hidden except this
+candidate's extension folder, the rest read-only, no network. Its `TORCH_CUDA_ARCH_LIST` is
+`torch_arch_list`, the same value the GPU worker gets (`sandbox.worker_env`): a different one
+changes the nvcc flags in build.ninja and torch rebuilds the extension inside the worker.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import json
+import logging
 import os
+import re
 import subprocess
-import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from cudaperf.execute import confine
 from cudaperf.execute.native import NativeBuildError, load_cuda, parse_prototypes
 from cudaperf.tasks.candidate import cuda_sources_in_python
 
@@ -31,7 +40,10 @@ __all__ = [
     "extensions_dir",
     "native_sources",
     "prebuild_torch_candidate",
+    "torch_arch_list",
 ]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -119,7 +131,26 @@ def _build_native(code: str, arch: str, native_cache: Path | None) -> TorchBuild
     return TorchBuild(True, "native", "\n".join(logs))
 
 
-def _build_inline(code: str, ext_dir: Path, timeout_s: float, arch: str) -> TorchBuild:
+def torch_arch_list(arch: str, environ: Mapping[str, str]) -> str:
+    """TORCH_CUDA_ARCH_LIST for both the prebuild and the worker: the environment's value when
+    it has one (what torch in the worker would read), else the one for `arch` ("sm_90a" ->
+    "9.0a")."""
+    if environ.get("TORCH_CUDA_ARCH_LIST"):
+        return environ["TORCH_CUDA_ARCH_LIST"]
+    m = re.fullmatch(r"sm_(\d+)(\d)([a-z]?)", arch)
+    return f"{m.group(1)}.{m.group(2)}{m.group(3)}" if m else "9.0"
+
+
+def build_policy(tmp: str, ext_dir: Path, cache_dir: Path) -> confine.Policy:
+    """The load_inline build's confinement: its own temp dir and extension folder writable,
+    the evaluator's cache dir (other candidates, results) and the host's /tmp hidden."""
+    private = tuple(dict.fromkeys(("/tmp", "/dev/shm", tempfile.gettempdir(), str(cache_dir))))
+    return confine.Policy(private=private, writable=(tmp, str(ext_dir)), chdir=tmp)
+
+
+def _build_inline(
+    code: str, ext_dir: Path, timeout_s: float, arch: str, cache_dir: Path, isolate: bool
+) -> TorchBuild:
     ext_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="cudaperf-build-") as tmp:
         path = Path(tmp) / "candidate.py"
@@ -128,27 +159,43 @@ def _build_inline(code: str, ext_dir: Path, timeout_s: float, arch: str) -> Torc
         env.update(
             TORCH_EXTENSIONS_DIR=str(ext_dir),
             CUDA_VISIBLE_DEVICES="",
-            TORCH_CUDA_ARCH_LIST=f"{arch[3:-1]}.{arch[-1]}" if arch[3:].isdigit() else "9.0",
+            TORCH_CUDA_ARCH_LIST=torch_arch_list(arch, os.environ),
             MAX_JOBS="1",
         )
-        cmd = [sys.executable, "-c", "import runpy, sys; runpy.run_path(sys.argv[1])", str(path)]
+        rr, rw = os.pipe()
+        policy = build_policy(tmp, ext_dir, Path(cache_dir).expanduser())
+        cmd = confine.command(policy if isolate else None, [str(path)], rw)
         try:
             res = subprocess.run(
-                cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout_s
-            )
+                cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout_s,
+                pass_fds=(rw,),
+            )  # fmt: skip
         except subprocess.TimeoutExpired:
             return TorchBuild(False, "load_inline", "", timed_out=True, ext_dir=str(ext_dir))
+        finally:
+            os.close(rw)
+            _log_report(rr)
     text = (res.stdout + res.stderr).strip()
     return TorchBuild(res.returncode == 0, "load_inline", text, ext_dir=str(ext_dir))
 
 
+def _log_report(fd: int) -> None:
+    with os.fdopen(fd) as f:
+        line = f.read().strip()
+    if line:
+        confine.log_once("load_inline build", json.loads(line))
+
+
 def prebuild_torch_candidate(
-    code: str, arch: str, cache_dir: Path, timeout_s: float, native_cache: Path | None = None
-) -> TorchBuild:
-    """Build a candidate's kernels so that the GPU worker only loads them."""
+    code: str, arch: str, cache_dir: Path, timeout_s: float, native_cache: Path | None = None,
+    isolate: bool = True,
+) -> TorchBuild:  # fmt: skip
+    """Build a candidate's kernels so that the GPU worker only loads them (a load_inline
+    candidate's module code runs confined unless `isolate` is False)."""
     form = candidate_form(code)
     if form == "native":
         return _build_native(code, arch, native_cache)
     if form == "load_inline":
-        return _build_inline(code, extensions_dir(cache_dir, code), timeout_s, arch)
+        ext = extensions_dir(cache_dir, code)
+        return _build_inline(code, ext, timeout_s, arch, cache_dir, isolate)
     return TorchBuild(False, "unknown", "no kernel loader call (load_cuda or load_inline) found")

@@ -19,32 +19,18 @@ from dataclasses import dataclass, field
 
 from cudaperf.execute.checks import FATAL as C_FATAL
 from cudaperf.execute.checks import run_checks as run_c_checks
+from cudaperf.execute.torch_ops import COMPUTE_OPS
 from cudaperf.tasks.candidate import cuda_sources_in_python
 
-__all__ = ["FATAL", "TORCH_CHECKS", "CandidateAst", "check_torch_candidate"]
+__all__ = [
+    "COMPUTE_OPS",
+    "FATAL",
+    "TORCH_CHECKS",
+    "CandidateAst",
+    "check_torch_candidate",
+]
 
-# Torch functions / tensor methods that compute: calling them in the candidate does the
-# task's work in PyTorch instead of in a custom kernel. Allocation, views, reshapes,
-# dtype/device queries and copies into preallocated outputs are allowed.
-COMPUTE_OPS = frozenset(
-    """matmul mm bmm addmm addmv addbmm baddbmm einsum tensordot outer dot mv kron linear
-    bilinear conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d unfold fold
-    softmax log_softmax softmin layer_norm batch_norm group_norm instance_norm rms_norm
-    normalize relu relu_ relu6 leaky_relu gelu silu mish elu selu celu sigmoid hardsigmoid
-    hardswish hardtanh softplus softsign tanh tanhshrink logsigmoid glu exp exp2 expm1 log
-    log2 log10 log1p sqrt rsqrt sin cos tan erf erfc reciprocal abs neg pow square sum mean
-    prod max min amax amin argmax argmin var std norm logsumexp cumsum cumprod cummax cummin
-    sort argsort topk kthvalue median mode gather scatter scatter_add scatter_reduce
-    index_select index_add take masked_select where clamp clip lerp addcmul addcdiv mul add
-    sub div true_divide floor_divide remainder fmod maximum minimum dropout max_pool1d
-    max_pool2d max_pool3d avg_pool1d avg_pool2d avg_pool3d adaptive_avg_pool1d
-    adaptive_avg_pool2d adaptive_avg_pool3d adaptive_max_pool2d interpolate
-    scaled_dot_product_attention cross_entropy nll_loss mse_loss l1_loss smooth_l1_loss
-    huber_loss kl_div binary_cross_entropy cosine_similarity pairwise_distance cdist
-    triplet_margin_loss hinge_embedding_loss margin_ranking_loss diag triu tril trace
-    histc bincount cross frobenius_norm nan_to_num""".split()
-)
-
+# Torch functions / tensor methods that compute (derived from torch itself: torch_ops).
 # torch.nn modules whose call does the compute (self.conv(x) in forward).
 NN_MODULES = frozenset(
     """Linear Bilinear Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d
@@ -178,15 +164,88 @@ def _loader_names(c: CandidateAst) -> tuple[str, ...]:
     return tuple(names)
 
 
+_TORCH_MODULES = ("torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft")
+# Calls whose result is a host-side number, not a tensor (so arithmetic on it is fine).
+_SCALAR_CALLS = frozenset(
+    "numel size dim stride item len int float max min abs round range divmod element_size "
+    "data_ptr storage_offset get_device nelement ndimension cdiv ceil floor sqrt".split()
+)
+
+
+def _torch_aliases(c: CandidateAst) -> dict[str, str]:
+    """Bare names bound to torch compute ops: `from torch.nn.functional import relu as r`,
+    `from torch import clamp_min`, `act = torch.relu`, `act = F.gelu` -> {alias: op}."""
+    out = {}
+    for node in ast.walk(c.tree):
+        if isinstance(node, ast.ImportFrom) and node.module in _TORCH_MODULES:
+            for a in node.names:
+                if a.name.rstrip("_") in COMPUTE_OPS:
+                    out[a.asname or a.name] = a.name
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute):
+            name = _dotted(node.value)
+            if name.split(".")[0] in ("torch", "F") and node.value.attr.rstrip("_") in COMPUTE_OPS:
+                out |= {t.id: name for t in node.targets if isinstance(t, ast.Name)}
+    return out
+
+
+def _tensor_names(fn: ast.FunctionDef) -> set[str]:
+    """Names that hold tensors in a ModelNew method: its parameters (but self) and locals
+    assigned from a call that does not return a host number."""
+    names = {a.arg for a in fn.args.args[1:]} | {a.arg for a in fn.args.kwonlyargs}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if _last(node.value) not in _SCALAR_CALLS:
+                names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return names
+
+
+def _tensor_operators(c: CandidateAst) -> list[str]:
+    """`x * y`, `-x`, `x > 0`, `x += y` on tensors inside ModelNew's methods: PyTorch does
+    that compute (an elementwise kernel of its own)."""
+    if c.model_new is None:
+        return []
+    hits = []
+    for fn in (n for n in c.model_new.body if isinstance(n, ast.FunctionDef)):
+        tensors = _tensor_names(fn)
+
+        def is_t(e: ast.AST, tensors: set[str] = tensors) -> bool:
+            return isinstance(e, ast.Name) and e.id in tensors
+
+        for n in ast.walk(fn):
+            ops = []
+            if isinstance(n, ast.BinOp):
+                ops = [n.left, n.right]
+            elif isinstance(n, ast.UnaryOp) and not isinstance(n.op, ast.Not):
+                ops = [n.operand]
+            elif isinstance(n, ast.AugAssign):
+                ops = [n.target, n.value]
+            elif isinstance(n, ast.Compare) and not any(
+                isinstance(o, ast.Is | ast.IsNot | ast.In | ast.NotIn) for o in n.ops
+            ):
+                ops = [n.left, *n.comparators]
+            if any(is_t(o) for o in ops):
+                hits.append(f"a tensor operator (line {n.lineno})")
+    return hits
+
+
 def torch_compute_ops(c: CandidateAst) -> str | None:
-    # The task's compute must happen in the candidate's own kernels, not in PyTorch ops.
+    # The task's compute must happen in the candidate's own kernels, not in PyTorch ops:
+    # torch functions and tensor methods (COMPUTE_OPS, derived from torch itself), the same
+    # under an alias or a bare imported name, and tensor operators in ModelNew's methods.
     libs = _loader_names(c)
+    aliases = _torch_aliases(c)
     hits = []
     for call in _calls(c.tree):
         name = _dotted(call.func)
         last = _last(call).rstrip("_")
-        if last not in COMPUTE_OPS or not isinstance(call.func, ast.Attribute):
+        if isinstance(call.func, ast.Name):
+            if call.func.id in aliases:  # a bare name imported from / bound to torch
+                hits.append(f"{aliases[call.func.id]} as {call.func.id} (line {call.lineno})")
             continue  # builtins such as max(a, b) are plain Python
+        if _dotted(call.func) in ("getattr", "builtins.getattr"):
+            continue
+        if last not in COMPUTE_OPS:
+            continue
         if (libs and name.startswith(libs)) or name.startswith(("math.", "self.lib.")):
             continue  # the candidate's own kernels, or host-side scalar math
         hits.append(f"{name or last} (line {call.lineno})")
@@ -195,7 +254,19 @@ def torch_compute_ops(c: CandidateAst) -> str | None:
         for n in ast.walk(c.tree)
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)
     ]
+    hits += _getattr_ops(c) + _tensor_operators(c)
     return f"computes with PyTorch ops: {', '.join(hits[:4])}" if hits else None
+
+
+def _getattr_ops(c: CandidateAst) -> list[str]:
+    """`getattr(torch, "relu")` with a literal name: the same op by another spelling."""
+    out = []
+    for call in _calls(c.tree):
+        if _dotted(call.func) == "getattr" and len(call.args) >= 2:
+            arg = call.args[1]
+            if isinstance(arg, ast.Constant) and str(arg.value).rstrip("_") in COMPUTE_OPS:
+                out.append(f"getattr(..., {arg.value!r}) (line {call.lineno})")
+    return out
 
 
 def nn_module_calls(c: CandidateAst) -> str | None:
@@ -311,15 +382,46 @@ def side_streams(c: CandidateAst) -> str | None:
     return None
 
 
+def _pointer_keys(c: CandidateAst) -> set[str]:
+    """Names whose value is built from data_ptr()/id() (followed through assignments)."""
+
+    def ptr(e: ast.AST, names: set[str]) -> bool:
+        return any(_dotted(x.func).split(".")[-1] in ("data_ptr", "id") for x in _calls(e)) or any(
+            isinstance(x, ast.Name) and x.id in names for x in ast.walk(e)
+        )
+
+    names: set[str] = set()
+    assigns = [n for n in ast.walk(c.tree) if isinstance(n, ast.Assign)]
+    for _ in range(4):  # key = x.data_ptr(); k2 = (key, n); ... a few hops
+        grown = {
+            t.id for a in assigns if ptr(a.value, names) for t in a.targets
+            if isinstance(t, ast.Name)
+        }  # fmt: skip
+        if grown <= names:
+            break
+        names |= grown
+    return names
+
+
 def pointer_cache(c: CandidateAst) -> str | None:
     # Caching outputs keyed on data_ptr()/id() returns stale results for new inputs with
-    # recycled memory; the runtime repeated-call check decides.
+    # recycled memory; the runtime repeated-call check decides. The key may be built first
+    # in a variable (`key = x.data_ptr(); cache[key]`, `cache.get(key)`, `key in cache`).
+    keys = _pointer_keys(c)
+
+    def keyed(e: ast.AST) -> bool:
+        direct = any(_dotted(x.func).split(".")[-1] in ("data_ptr", "id") for x in _calls(e))
+        return direct or any(isinstance(x, ast.Name) and x.id in keys for x in ast.walk(e))
+
     for node in ast.walk(c.tree):
-        if isinstance(node, ast.Subscript):
-            key = node.slice
-            for call in _calls(key):
-                if _dotted(call.func).split(".")[-1] in ("data_ptr", "id"):
-                    return f"indexes a cache by {_dotted(call.func)}() (line {node.lineno})"
+        if isinstance(node, ast.Subscript) and keyed(node.slice):
+            return f"indexes a cache by a data_ptr()/id() key (line {node.lineno})"
+        if isinstance(node, ast.Call) and _last(node) in ("get", "setdefault", "pop"):
+            if node.args and keyed(node.args[0]):
+                return f"looks up a cache by a data_ptr()/id() key (line {node.lineno})"
+        if isinstance(node, ast.Compare) and any(isinstance(o, ast.In) for o in node.ops):
+            if keyed(node.left):
+                return f"tests a cache for a data_ptr()/id() key (line {node.lineno})"
     return None
 
 

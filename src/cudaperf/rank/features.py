@@ -22,6 +22,7 @@ order. Not guaranteed: that every value is known (ptxas off or failing leaves Na
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import logging
@@ -42,6 +43,7 @@ __all__ = [
     "code_features",
     "code_stats",
     "features_many",
+    "visible_code",
 ]
 
 log = logging.getLogger(__name__)
@@ -108,8 +110,54 @@ def clear_cache() -> None:
     _CACHE.clear()
 
 
+_C_TOKENS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+
+
+def _c_token(m: re.Match) -> str:
+    t = m.group(0)
+    if t.startswith("//"):
+        return ""
+    if t.startswith("/*"):
+        return "\n" * t.count("\n")
+    return t[0] + "x" * (len(t) - 2) + t[-1]  # a literal keeps its length, not its words
+
+
+def _python_comments_removed(code: str) -> str | None:
+    """A Python file without its `#` comments (None when it is not Python)."""
+    import io
+    import tokenize
+
+    try:
+        ast.parse(code)
+        toks = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (SyntaxError, tokenize.TokenError, ValueError):
+        return None
+    lines = code.split("\n")
+    for t in reversed([t for t in toks if t.type == tokenize.COMMENT]):
+        (row, col), (_, end) = t.start, t.end
+        lines[row - 1] = lines[row - 1][:col] + lines[row - 1][end:]
+    return "\n".join(lines)
+
+
+def visible_code(code: str) -> str:
+    """What the code statistics read: comments removed (lines that held only a comment
+    dropped) and, in CUDA/C text, string and character literals masked to the same length.
+    In a Python candidate only `#` comments go (its CUDA lives in string literals). Text
+    without comments or literals comes back unchanged."""
+    stripped = _python_comments_removed(code)  # CUDA text never parses as Python
+    if stripped is None:
+        stripped = _C_TOKENS.sub(_c_token, code)
+    if stripped == code:
+        return code
+    old, new = code.split("\n"), stripped.split("\n")
+    kept = [n if n == o else n.rstrip() for o, n in zip(old, new, strict=True)]
+    return "\n".join(n for o, n in zip(old, kept, strict=True) if n.strip() or not o.strip())
+
+
 def code_stats(code: str) -> dict[str, float]:
-    """Text statistics of a candidate (log length, log1p of pattern counts)."""
+    """Text statistics of a candidate (log length, log1p of pattern counts), read from
+    `visible_code(code)`: comments and string literals never reach them."""
+    code = visible_code(code)
     out = {name: float(fn(code)) for name, fn in _FUNCTIONS.items()}
     for name, rx in _COMPILED.items():
         out[name] = math.log1p(len(rx.findall(code)))

@@ -10,7 +10,7 @@ Formula (every number is a `RewardConfig` field; defaults in brackets):
 
     outcome   = the level of the status:
                 rejected [-1] < format error [-0.75] <= compile error [-0.5]
-                < runtime error = timeout [-0.25] < wrong output [0] < correct [1];
+                < wrong output [-0.25] <= runtime error = timeout [-0.25] < correct [1];
                 compiled (compile-only mode) [-0.25]
     speed     = speed_weight [1] * clip(ln(s) / ln(speed_cap [16]), speed_floor [-0.5], 1)
                 with s the speedup against the baseline (auto: eager PyTorch, else the task's
@@ -23,19 +23,25 @@ Bounds: [rejected, correct + speed_weight + structure_weight + ranker_weight] = 
 
 Why this shape:
 - **Failures are ordered**, so a policy that cannot yet write a correct kernel still gets a
-  gradient towards one: compiling beats not compiling, running beats crashing, a wrong answer
-  that ran beats a crash. Timeouts share the runtime-error level (a hang is a runtime failure).
+  gradient towards one: compiling beats not compiling. Timeouts share the runtime-error level
+  (a hang is a runtime failure). A wrong output is never above a crash: a kernel that writes
+  nothing (or a constant) is a wrong output, and it must not pay more than an honest attempt
+  that crashed (issue 15; closeness-based credit would need an error measure that emptiness
+  cannot score on, which the ExecResult does not carry yet).
 - **A detected hack gets the lowest reward**, below even a reply without code, so cheating is
   never a better bet than honest failure.
 - **Bonuses only for correct candidates**: a wrong kernel can never buy reward with nice
   structure or a favourable ranker opinion. `RewardConfig` validation guarantees the slowest
   correct candidate (correct + speed_weight * speed_floor = 0.5) beats every wrong one.
+  Structure and ranker count only kernels that ran (`ExecResult.launched`; when launches were
+  not observed, kernels that host code launches), never a `<<<1, 1>>>` serial port
+  (`cudaperf.analyze.launches`).
 - **Speed is a clipped log-speedup**: log makes 2x faster worth the same wherever it starts;
   the cap stops one outlier (or a timing glitch) from dominating a GRPO group; the floor keeps
   a slow but correct kernel above every failure.
 - **Compile-only results (`COMPILED`) never earn speed or bonuses**: nothing ran, so neither
   correctness nor speed is known. They get the runtime-error level: above a compile error
-  (it compiled, which is all that is known), below a wrong output (which at least ran).
+  (it compiled, which is all that is known), at the level of a wrong output.
 - **INFRA_ERROR gets no reward** (`valid=False`; `None` in TRL functions): the evaluator
   failed, not the candidate, and training on it would teach noise.
 - **No partial credit for some configs passing**: passing the visible configs while failing

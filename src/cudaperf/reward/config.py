@@ -2,8 +2,9 @@
 
 Each field's `metadata["help"]` is the text the CLI shows. `__post_init__` checks that the
 failure levels keep their order (rejected < format error <= compile error < compiled-only,
-runtime error / timeout < wrong output < the slowest correct candidate) and raises a
-`ValueError` that names the field, the value and how to fix it.
+runtime error / timeout; compile error < wrong output <= runtime error, so a no-op or
+constant kernel never beats an honest crash; every failure < the slowest correct candidate)
+and raises a `ValueError` that names the field, the value and how to fix it.
 """
 
 from __future__ import annotations
@@ -40,7 +41,12 @@ class RewardConfig:
         -0.25, "compile-only mode: it compiled, nothing ran; never earns speed or bonuses"
     )
     runtime_error: float = _f(-0.25, "a CUDA error, a crash, or a timeout")
-    wrong_output: float = _f(0.0, "it ran but some config's output is outside the tolerance")
+    wrong_output: float = _f(
+        -0.25,
+        "it ran but some config's output is outside the tolerance; at most "
+        "runtime_error, so a no-op or constant kernel never beats an honest crash",
+    )
+
     correct: float = _f(1.0, "correct on every config (held-out ones too) and timed")
     speed_weight: float = _f(1.0, "the speed term's maximum, reached at speed_cap")
     speed_cap: float = _f(16.0, "speedup over the baseline at which the speed term saturates")
@@ -77,16 +83,17 @@ class RewardConfig:
             ("format_error", self.format_error, "<=", "compile_error", self.compile_error),
             ("compile_error", self.compile_error, "<", "runtime_error", self.runtime_error),
             ("compile_error", self.compile_error, "<", "compiled", self.compiled),
-            ("compiled", self.compiled, "<=", "wrong_output", self.wrong_output),
-            ("runtime_error", self.runtime_error, "<", "wrong_output", self.wrong_output),
+            ("compile_error", self.compile_error, "<", "wrong_output", self.wrong_output),
+            ("wrong_output", self.wrong_output, "<=", "runtime_error", self.runtime_error),
             ("wrong_output", self.wrong_output, "<", "the slowest correct", slowest_correct),
         ]
         for a, va, op, b, vb in chain:
             if not (va < vb if op == "<" else va <= vb):
                 raise ValueError(
                     f"{a}={va} must be {op} {b}={vb}: failures are ordered rejected < format "
-                    "error <= compile error < runtime error < wrong output < correct (the slowest "
-                    "correct is correct + speed_weight * speed_floor); raise or lower one of them"
+                    "error <= compile error < wrong output <= runtime error < correct (the "
+                    "slowest correct is correct + speed_weight * speed_floor); raise or lower "
+                    "one of them"
                 )
 
     def bounds(self) -> tuple[float, float]:

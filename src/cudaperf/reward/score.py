@@ -91,6 +91,7 @@ def compute_reward(
 ) -> RewardBreakdown:
     """The unified reward of one evaluated candidate (see the package docstring)."""
     cfg = config or RewardConfig()
+    reports = _ran(result, reports)
     struct = sum(r.score for r in reports) / len(reports) if reports else None
     base = dict(
         status=result.status.value, mode=result.mode, config=cfg.name, structure_score=struct,
@@ -132,6 +133,16 @@ def compute_reward(
         **base, outcome=level, speed=speed, structure=structure, ranker=ranker, total=total,
         speedup=speedup, baseline=baseline, notes=notes,
     )  # fmt: skip
+
+
+def _ran(result: ExecResult, reports: Sequence[StructuralReport]) -> list[StructuralReport]:
+    """The reports of kernels seen launching (all of them when launches were not observed)."""
+    if result.launched is None:
+        return list(reports)
+    from cudaperf.analyze.launches import base_name
+
+    ran = {base_name(n) for n in result.launched}
+    return [r for r in reports if r.name in ran]
 
 
 def _why_no_bonus(status: Status) -> str:

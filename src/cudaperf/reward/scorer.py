@@ -203,12 +203,19 @@ class RewardScorer:
             log.exception("evaluator failed on %d candidates", len(jobs))
             results = [_infra(t, c, e) for t, c in jobs]
         for (t, c), res in zip(jobs, results, strict=True):
-            need = self.analyze == "always" or (
-                res.status is Status.OK and self.config.structure_weight > 0
-            )
-            reports = tuple(self.analyzer(c.code)) if need else ()
-            rank = self.rank(t, c.code) if res.status is Status.OK else None
+            ok = res.status is Status.OK
+            need = self.analyze == "always" or (ok and self.config.structure_weight > 0)
+            code = _credited(c.code, res) if ok else c.code  # only kernels that really ran
+            reports = tuple(self.analyzer(code)) if need else ()
+            rank = self.rank(t, code) if ok else None
             self._cache[(t.id, c.hash)] = (res, reports, rank)
+
+
+def _credited(code: str, res: ExecResult) -> str:
+    """The code with kernels that earn no credit (never launched, serial only) blanked."""
+    from cudaperf.analyze.launches import credited_source
+
+    return credited_source(code, res.launched)
 
 
 def _infra(task: Task, cand: Candidate, err: Exception) -> ExecResult:
