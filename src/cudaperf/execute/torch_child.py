@@ -21,8 +21,8 @@ serves one job over a `multiprocessing` connection, one message at a time:
 - ``("profile",)``: one forward under the profiler: kernel names and the candidate's share.
 - ``("timers",)``: whether the timing functions are still the original ones.
 
-Every reply is JSON ``["ok", value]`` or ``["error", message]`` (never a pickle). A candidate can subvert anything
-in this process (its own timers, this loop); what it can never do is see an answer, and every
+Every reply is JSON ``["ok", value]`` or ``["error", message]`` (never a pickle). A candidate
+can subvert anything in this process (its own timers, this loop); what it can never do is see an answer, and every
 number it reports is cross-checked by the trusted side (correctness wholly so, time by the
 trusted wall clock).
 """
