@@ -22,9 +22,11 @@ serves one job over a `multiprocessing` connection, one message at a time:
 - ``("timers",)``: whether the timing functions are still the original ones.
 
 Every reply is JSON ``["ok", value]`` or ``["error", message]`` (never a pickle). A candidate
-can subvert anything in this process (its own timers, this loop); what it can never do is see an answer, and every
-number it reports is cross-checked by the trusted side (correctness wholly so, time by the
-trusted wall clock).
+can subvert anything in this process (its own timers, this loop); what it can never do is see
+an answer, and every number it reports is cross-checked by the trusted side (correctness
+wholly so; time by the trusted side's clock around a burst of calls, which bounds how much
+faster than it really is a candidate can claim to be; the profiler's kernel share and the
+launched kernel names are the one claim taken from here, backed by the static checks).
 """
 
 from __future__ import annotations
