@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import sys
 from typing import Any
 
@@ -164,6 +165,7 @@ def _serve(st: _State, kind: str, arg: Any) -> Any:
 
 def child_main(conn) -> None:
     """Serve requests until the connection closes or ``("exit",)`` arrives."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it; the output limit kills
     st = _State()
     while True:
         try:
