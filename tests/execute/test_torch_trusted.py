@@ -275,3 +275,37 @@ def test_held_out_configs_are_checked_and_their_feedback_has_no_size():
 def test_mutated_inputs_are_rejected():
     reply, _ = run(MUTATES)
     assert reply["status"] == "rejected" and "modified its inputs" in reply["message"]
+
+
+PREDICTS_INPUTS = """import torch
+from cudaperf.execute.torch_trusted import _seed
+from cudaperf.tasks.model import InputConfig
+CFG = InputConfig(name="base", sizes={"N": 1000})
+GUESSES = []
+for t in range(8):
+    torch.manual_seed(_seed(0, CFG, t))  # the public seed formula with a guessed salt
+    GUESSES.append(torch.rand(1000))
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        if any(torch.equal(x, g) for g in GUESSES):
+            print("PREDICTED")
+        return torch.clamp(x, min=0.0)
+"""
+
+
+def test_inputs_cannot_be_predicted_without_the_secret_salt():
+    reply, log = run(PREDICTS_INPUTS)
+    assert reply["status"] == "ok", reply
+    assert "PREDICTED" not in log  # every trial's inputs depend on the salt it never sees
+
+
+def test_profile_share_and_launched_kernels_are_judged():
+    from cudaperf.execute.torch_trusted import _Fail, judge_profile
+
+    names, note = judge_profile({"share": 0.9, "note": "", "launched": ["k1"]}, 0.5)
+    assert names == ["k1"] and note == ""
+    for share, words in ((0.0, "none of the candidate's own kernels"), (0.2, "only 20%")):
+        with pytest.raises(_Fail, match=words) as e:
+            judge_profile({"share": share, "launched": []}, 0.5)
+        assert e.value.status.value == "rejected"
+    assert judge_profile({"share": None, "note": "cpu", "launched": None}, 0.5) == (None, "cpu")

@@ -28,7 +28,7 @@ Per config, with the task module's size constants overridden by the config:
    the events (`sanity.escape_message`, bound scaled by the kernel time and the measured
    overhead of an empty timed call), the roofline, the timers' integrity, and this
    process's own clock around a burst of calls (`sanity.outside_clock_message`).
-3. An output check on fresh inputs after timing. 4. The profiler share of the candidate's
+3. An output check on fresh inputs right after timing. 4. The profiler share of the candidate's
    own kernels (first timed config); the kernels seen launching go to `ExecResult.launched`.
 5. Baselines: eager and `torch.compile` of `Model`, timed here on private inputs, cached.
 A failing config does not stop the others from being checked (untimed); a crash, CUDA error
@@ -54,7 +54,7 @@ from cudaperf.execute.torch_shared import SharedBuffers, mutated, same_bits
 from cudaperf.execute.types import ConfigResult, Status, Timing
 from cudaperf.tasks.model import InputConfig, Task
 
-__all__ = ["run_torch_job", "signed_wide"]
+__all__ = ["judge_profile", "run_torch_job", "signed_wide"]
 
 log = logging.getLogger(__name__)
 
@@ -210,6 +210,7 @@ class _Config:
         tampered = self.child.ask("timers")
         if tampered:
             raise _Fail(Status.REJECTED, str(tampered))
+        self.checked_call(2000, _OWN)  # the output check after timing, on fresh inputs
         timing, wall_t = Timing.of(ev), Timing.of(wall)
         overhead = float(self.child.ask("calibrate"))
         nbytes = self.bufs.input_bytes()
@@ -221,7 +222,6 @@ class _Config:
         if hack:
             raise _Fail(Status.REJECTED, hack)
         launched, note = self.profile() if profile else (None, "")
-        self.checked_call(2000, _OWN)  # the output check after timing
         private = self.inputs(3000, _OWN)
         eager, compiled = _baselines(self.task, self.cfg, self.ref, private, req, self.dev)
         return {"timing": timing, "eager_timing": eager, "compile_timing": compiled,
@@ -240,16 +240,24 @@ class _Config:
         return msg
 
     def profile(self) -> tuple[list[str] | None, str]:
-        got = self.child.ask("profile")
-        share, note, launched = got.get("share"), str(got.get("note", "")), got.get("launched")
-        if share is not None and float(share) == 0.0:
-            raise _Fail(Status.REJECTED, "none of the candidate's own kernels ran in forward")
-        if share is not None and float(share) < self.req["min_kernel_share"]:
-            raise _Fail(Status.REJECTED, (
-                f"the candidate's kernels carry only {float(share):.0%} of the forward's GPU "
-                "time; the rest is PyTorch doing the task's work"))  # fmt: skip
-        names = [str(n) for n in launched] if isinstance(launched, list) else None
-        return names, note
+        return judge_profile(self.child.ask("profile"), self.req["min_kernel_share"])
+
+
+def judge_profile(got: dict, min_share: float) -> tuple[list[str] | None, str]:
+    """(launched kernel names, note) from the candidate process's profile of one forward, or
+    raises _Fail when its own kernels ran not at all or carry less than `min_share` of the
+    GPU time (the rest is PyTorch doing the task's work). A share of None: not observed."""
+    if not isinstance(got, dict):
+        raise ChildError("the candidate's process sent a malformed profile")
+    share, note, launched = got.get("share"), str(got.get("note", "")), got.get("launched")
+    if share is not None and float(share) == 0.0:
+        raise _Fail(Status.REJECTED, "none of the candidate's own kernels ran in forward")
+    if share is not None and float(share) < min_share:
+        raise _Fail(Status.REJECTED, (
+            f"the candidate's kernels carry only {float(share):.0%} of the forward's GPU "
+            "time; the rest is PyTorch doing the task's work"))  # fmt: skip
+    names = [str(n) for n in launched] if isinstance(launched, list) else None
+    return names, note
 
 
 def _pair(v) -> tuple[float, float]:
