@@ -309,3 +309,24 @@ def test_profile_share_and_launched_kernels_are_judged():
             judge_profile({"share": share, "launched": []}, 0.5)
         assert e.value.status.value == "rejected"
     assert judge_profile({"share": None, "note": "cpu", "launched": None}, 0.5) == (None, "cpu")
+
+
+SQRT_REF = RELU_REF.replace("torch.relu(x)", "torch.sqrt(x)")
+
+
+def test_pointer_cache_fails_on_fresh_values_alone():
+    """On a task where the signed distribution is not used (sqrt), only fresh values in the
+    same buffers tell a pointer-keyed cache from a kernel."""
+    reply, _ = run(POINTER_CACHE.replace("torch.relu(x)", "torch.sqrt(x)"), relu_task(SQRT_REF))
+    assert reply["status"] == "wrong_output" and "same input buffers" in reply["message"]
+
+
+def test_a_reference_that_overflows_on_signed_inputs_is_judged_on_its_own_inputs_only():
+    """exp(50 x) overflows for x > 1.78: on the signed distribution the reference is inf
+    where a candidate that agrees on the task's own inputs need not be."""
+    ref = RELU_REF.replace("torch.relu(x)", "torch.exp(x * 50.0)")
+    clamped = HONEST.replace(
+        "torch.clamp(x, min=0.0)", "torch.exp(torch.clamp(x * 50.0, max=88.0))"
+    )
+    reply, _ = run(clamped, relu_task(ref, tol=1e-4))
+    assert reply["status"] == "ok", reply

@@ -30,12 +30,12 @@ class ModelNew(torch.nn.Module):
 """
 
 
-def relu_task(source: str = RELU_REF, held_out: int = 5003) -> Task:
+def relu_task(source: str = RELU_REF, held_out: int = 5003, tol: float = 1e-5) -> Task:
     return Task(
         id="test/torch/relu", kind="torch2cuda", family="relu", entry="Model", source=source,
         configs=[{"name": "base", "sizes": {"N": 1000}},
                  {"name": "heldout", "sizes": {"N": held_out}, "held_out": True}],
-        tolerance={"atol": 1e-5, "rtol": 1e-5},
+        tolerance={"atol": tol, "rtol": tol},
     )  # fmt: skip
 
 
