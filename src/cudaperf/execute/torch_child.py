@@ -20,6 +20,7 @@ serves one job over a `multiprocessing` connection, one message at a time:
 - ``("burst", k)``: k calls, one sync (the trusted side times it with its own clock).
 - ``("profile",)``: one forward under the profiler: kernel names and the candidate's share.
 - ``("timers",)``: whether the timing functions are still the original ones.
+- ``("release",)``: drop this config's model and buffers (before the trusted side frees them).
 
 Every reply is JSON ``["ok", value]`` or ``["error", message]`` (never a pickle). A candidate
 can subvert anything in this process (its own timers, this loop); what it can never do is see
@@ -159,6 +160,12 @@ def _serve(st: _State, kind: str, arg: Any) -> Any:
     if kind == "timers":
         return rt.timers_intact()
     if kind == "ping":
+        return None
+    if kind == "release":  # the trusted side frees this config's buffers next
+        st.model, st.inputs, st.outs, st.last = None, [], [], []
+        import gc
+
+        gc.collect()
         return None
     raise ValueError(f"unknown request {kind!r}")
 

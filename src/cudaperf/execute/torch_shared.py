@@ -5,7 +5,9 @@ from a private `torch.cuda.MemPool`, so the allocation a CUDA IPC handle exposes
 nothing but these buffers (the caching allocator otherwise packs unrelated tensors, such as
 reference outputs, into the same segment, and the whole segment is mapped by the receiver).
 On the CPU they live in shared memory. The trusted side writes fresh inputs into the same
-buffers every trial and poisons the outputs before each checked call.
+buffers every trial and poisons the outputs before each checked call. Buffers of earlier
+configs or jobs may still sit in the pool's segments: inputs and candidate outputs, never an
+answer.
 """
 
 from __future__ import annotations
@@ -122,8 +124,15 @@ class SharedBuffers:
         return sum(x.numel() * x.element_size() for x in self.inputs if isinstance(x, torch.Tensor))
 
 
+_POOL: list = []  # [pool or None], made once per process
+
+
 def _private_pool():
-    """A `MemPool` whose blocks CUDA IPC can share, or None (then the default allocator)."""
+    """The process's one `MemPool` for shared buffers (only they are ever allocated from it,
+    so a mapped segment holds nothing else, now or later), or None when this torch has none
+    or cannot share its blocks over CUDA IPC (then the default allocator)."""
+    if _POOL:
+        return _POOL[0]
     try:
         from torch.multiprocessing.reductions import reduce_tensor
 
@@ -131,7 +140,8 @@ def _private_pool():
         with torch.cuda.use_mem_pool(pool):
             probe = torch.empty(1, device="cuda")
         reduce_tensor(probe)
-        return pool
-    except (AttributeError, RuntimeError) as e:
+    except Exception as e:  # noqa: BLE001 - any failure means: no private pool here
         log.warning("no private CUDA memory pool for shared buffers (%s); default allocator", e)
-        return None
+        pool = None
+    _POOL.append(pool)
+    return pool

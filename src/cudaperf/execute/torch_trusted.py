@@ -59,6 +59,7 @@ __all__ = ["judge_profile", "run_torch_job", "signed_wide"]
 log = logging.getLogger(__name__)
 
 _OWN, _SIGNED = "own", "signed"
+_CUDA_ERROR = ("CUDA error", "cudaError", "illegal memory access", "device-side assert")
 
 
 class _Fail(Exception):
@@ -140,6 +141,18 @@ class _Config:
         self.bufs = SharedBuffers(x0, rt.as_list(_reference(self.ref, x0, self.dev)), self.dev)
         self.signed_ok = True
         child.ask("config", {"init": init, "seed": pseed, **self.bufs.payload()})
+
+    def release(self) -> None:
+        """The child lets go of this config's buffers first (CUDA IPC: the producer must
+        outlive the consumer's use), then they are freed here."""
+        try:
+            if self.child.alive():
+                self.child.ask("release")
+        except ChildError:
+            pass
+        del self.bufs
+        if self.dev == "cuda":
+            torch.cuda.ipc_collect()
 
     def inputs(self, trial: int, dist: str) -> list:
         xs = _draw(self.ref_mod, _seed(self.salt, self.cfg, trial), self.dev)
@@ -315,15 +328,18 @@ def _baselines(task: Task, cfg, ref, inputs, req: dict, device: str):
 def _one_config(child, task, cfg, req, timed: bool, profile: bool):
     """(ConfigResult, launched kernel names or None) or raises _Fail / ChildError."""
     c = _Config(child, task, cfg, req)
-    mabs, mrel = c.check()
-    res = {"config": cfg.name, "held_out": cfg.held_out, "correct": True,
-           "max_abs_err": mabs, "max_rel_err": mrel}  # fmt: skip
-    launched = None
-    if timed:
-        t = c.timed(profile)
-        launched = t.pop("launched")
-        res.update(t)
-    return ConfigResult(**res), launched
+    try:
+        mabs, mrel = c.check()
+        res = {"config": cfg.name, "held_out": cfg.held_out, "correct": True,
+               "max_abs_err": mabs, "max_rel_err": mrel}  # fmt: skip
+        launched = None
+        if timed:
+            t = c.timed(profile)
+            launched = t.pop("launched")
+            res.update(t)
+        return ConfigResult(**res), launched
+    finally:
+        c.release()
 
 
 def _job_message(req: dict) -> dict:
@@ -342,12 +358,13 @@ def run_torch_job(task: Task, req: dict, spare: bool = False) -> dict:
     max_bandwidth_gbs, min_kernel_share, correctness_trials, torch_compile, baseline_cache
     (path or None), ext_dir, device ("cuda", or "cpu" for tests). `spare`: start the next
     job's candidate process now. Returns the worker reply: status, per-config results (messages
-    of held-out configs without sizes), message, launched, restart (always False: the
-    candidate never ran in this process). Errors of this process itself propagate.
+    of held-out configs without sizes), message, launched, restart (True after the candidate's
+    process died or hit a CUDA error: buffers it had mapped may never be released, so the
+    worker is replaced; the candidate itself never ran here). Errors of this process propagate.
     """
     rt.pin_precision()
     child = take_child(spare)
-    status, results, launched = Status.OK, [], None
+    status, results, launched, restart = Status.OK, [], None, False
     try:
         for i, cfg in enumerate(task.configs):
             stop = False
@@ -360,6 +377,9 @@ def run_torch_job(task: Task, req: dict, spare: bool = False) -> dict:
                 st, msg = f.status, f.message
             except ChildError as e:
                 st, msg, stop = Status.RUNTIME_ERROR, e.message, True
+                # A child that died (or broke its CUDA context) while mapping this process's
+                # buffers may never release them: a fresh worker keeps memory from leaking.
+                restart = e.died or any(k in e.message for k in _CUDA_ERROR)
             if st is not Status.OK:
                 cr = ConfigResult(config=cfg.name, held_out=cfg.held_out, correct=False,
                                   message=msg)  # fmt: skip
@@ -374,4 +394,4 @@ def run_torch_job(task: Task, req: dict, spare: bool = False) -> dict:
         child.close()
     msg = next((r["message"] for r in results if r["message"] and not r["correct"]), "")
     return {"status": status.value, "configs": results, "message": msg,
-            "launched": launched, "restart": False}  # fmt: skip
+            "launched": launched, "restart": restart}  # fmt: skip
