@@ -7,6 +7,18 @@ wall-clock cross-check (work that escapes the timing events is rejected) and a r
 (a time implying more input bytes per second than `max_bandwidth_gbs` is rejected). Every
 config is checked, held-out ones included; after a wrong output the remaining configs are
 still checked but not timed. A CUDA error stops the job and asks for a worker restart.
+A held-out config's message has its numbers redacted (`results.redact_sizes`). The escape
+bound uses the harness's own measured timing overhead (an empty timed call).
+
+How the reference is protected on this track: the candidate's host code is linked with the
+harness and runs in this worker process, which holds the salt and (cached) inputs and
+reference outputs. What stands between them: the static checks refuse file, process, dynamic
+loading, environment and /proc or /dev access before anything is compiled (`checks.FATAL`),
+the candidate sees only device copies of the inputs through the harness ABI (it gets no host
+pointer, no reference output and no seed), and every input set is drawn with the secret salt
+in this process only. A candidate that walks its own process's host memory without any of
+those calls is not stopped here; the PyTorch→CUDA track closes that by process separation
+(`torch_trusted`).
 """
 
 from __future__ import annotations
