@@ -330,3 +330,24 @@ def test_a_reference_that_overflows_on_signed_inputs_is_judged_on_its_own_inputs
     )
     reply, _ = run(clamped, relu_task(ref, tol=1e-4))
     assert reply["status"] == "ok", reply
+
+
+def test_eager_baseline_is_timed_and_cached(tmp_path):
+    cache = tmp_path / "baselines.jsonl"
+    reply, _ = run(HONEST, baseline_cache=str(cache))
+    assert reply["status"] == "ok" and all(c["eager_timing"] for c in reply["configs"])
+    assert len(cache.read_text().splitlines()) == 2  # one per config
+    again, _ = run(HONEST, baseline_cache=str(cache))
+    assert again["configs"][0]["eager_timing"] == reply["configs"][0]["eager_timing"]
+
+
+def test_a_machine_that_cannot_share_buffers_is_an_infra_error_not_the_candidates():
+    from cudaperf.execute.torch_proc import ChildError
+    from cudaperf.execute.torch_trusted import _probe_sharing
+
+    class Broken:
+        def ask(self, kind, arg=None):
+            raise ChildError("RuntimeError: cudaIpcOpenMemHandle failed")
+
+    with pytest.raises(RuntimeError, match="sharing buffers"):
+        _probe_sharing(Broken(), "cpu")

@@ -4,6 +4,7 @@ Started by `torch_trusted` with the `spawn` start method (a fresh interpreter: n
 worker's memory, so no secret salt, task module, reference outputs or request in it). It
 serves one job over a `multiprocessing` connection, one message at a time:
 
+- ``("probe", [tensor])``: the sum of a shared tensor (sent before the candidate is loaded).
 - ``("job", {code, ext_dir, workdir, cpu_limit_s, device})``: redirect stdout/stderr to the
   job's `output.log`, load the candidate module.
 - ``("config", {init, seed, inputs, outs})``: build `ModelNew(*init)` under `seed` and keep
@@ -161,6 +162,8 @@ def _serve(st: _State, kind: str, arg: Any) -> Any:
         return rt.timers_intact()
     if kind == "ping":
         return None
+    if kind == "probe":  # before any candidate code: does sharing buffers work at all?
+        return float(arg[0].double().sum().item())
     if kind == "release":  # the trusted side frees this config's buffers next
         st.model, st.inputs, st.outs, st.last = None, [], [], []
         import gc

@@ -39,16 +39,15 @@ job, so a sticky CUDA error never reaches the next candidate.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import time
-from pathlib import Path
 
 import torch
 
 from cudaperf.execute import torch_runtime as rt
 from cudaperf.execute.results import redact_sizes
 from cudaperf.execute.sanity import escape_message, outside_clock_message, roofline_message
+from cudaperf.execute.torch_baselines import baselines
 from cudaperf.execute.torch_proc import CandidateProcess, ChildError, take_child
 from cudaperf.execute.torch_shared import SharedBuffers, mutated, same_bits
 from cudaperf.execute.types import ConfigResult, Status, Timing
@@ -236,7 +235,7 @@ class _Config:
             raise _Fail(Status.REJECTED, hack)
         launched, note = self.profile() if profile else (None, "")
         private = self.inputs(3000, _OWN)
-        eager, compiled = _baselines(self.task, self.cfg, self.ref, private, req, self.dev)
+        eager, compiled = baselines(self.task, self.cfg, self.ref, private, req, self.dev)
         return {"timing": timing, "eager_timing": eager, "compile_timing": compiled,
                 "message": note, "launched": launched}  # fmt: skip
 
@@ -285,46 +284,6 @@ def _clocked(child: CandidateProcess, kind: str, arg=None) -> float:
     return (time.perf_counter() - t0) * 1e6
 
 
-def _baseline_cache(req: dict) -> tuple[Path | None, dict]:
-    path = Path(req["baseline_cache"]) if req.get("baseline_cache") else None
-    data = {}
-    if path and path.is_file():
-        for line in path.read_text().splitlines():
-            rec = json.loads(line)
-            data[rec["key"]] = rec["timing"]
-    return path, data
-
-
-def _baselines(task: Task, cfg, ref, inputs, req: dict, device: str):
-    """Eager and torch.compile timings of the reference, cached on disk."""
-    path, cache = _baseline_cache(req)
-    gpu = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
-    key_base = f"{task.id}:{hashlib.sha256(task.source.encode()).hexdigest()[:12]}:{cfg.name}:"
-    key_base += f"{gpu}:{torch.__version__}"
-    out = []
-    for kind in ("eager", "compile"):
-        key = key_base + ":" + kind
-        if key not in cache:
-            if kind == "compile" and not req.get("torch_compile", True):
-                out.append(None)
-                continue
-            try:
-                fn = ref if kind == "eager" else torch.compile(ref)
-                ev, _ = rt.time_forward(
-                    fn, inputs, req["warmup"], req["trials"], req["budget_ms"], device
-                )
-            except Exception as e:  # noqa: BLE001 - a failing baseline must not fail the candidate
-                log.warning("%s baseline of %s/%s failed: %s", kind, task.id, cfg.name, e)
-                out.append(None)
-                continue
-            cache[key] = Timing.of(ev).model_dump()
-            if path:
-                with path.open("a") as fh:
-                    fh.write(json.dumps({"key": key, "timing": cache[key]}) + "\n")
-        out.append(Timing.model_validate(cache[key]))
-    return out[0], out[1]
-
-
 def _one_config(child, task, cfg, req, timed: bool, profile: bool):
     """(ConfigResult, launched kernel names or None) or raises _Fail / ChildError."""
     c = _Config(child, task, cfg, req)
@@ -351,6 +310,20 @@ def _job_message(req: dict) -> dict:
     }  # fmt: skip
 
 
+def _probe_sharing(child: CandidateProcess, device: str) -> None:
+    """Share a small buffer with the fresh child before any candidate code runs there: if
+    that fails, this machine cannot share buffers and no candidate is to blame (raises)."""
+    src = torch.arange(4, dtype=torch.float32, device=device)
+    bufs = SharedBuffers([src], [], device)
+    bufs.write_inputs([src])
+    try:
+        got = child.ask("probe", bufs.inputs)
+    except ChildError as e:
+        raise RuntimeError(f"sharing buffers with the candidate's process failed: {e}") from e
+    if got != 6.0:
+        raise RuntimeError(f"sharing buffers with the candidate's process failed (sum {got})")
+
+
 def run_torch_job(task: Task, req: dict, spare: bool = False) -> dict:
     """Check and time one PyTorch→CUDA candidate on every config of `task`.
 
@@ -366,6 +339,7 @@ def run_torch_job(task: Task, req: dict, spare: bool = False) -> dict:
     child = take_child(spare)
     status, results, launched, restart = Status.OK, [], None, False
     try:
+        _probe_sharing(child, req.get("device", "cuda"))
         for i, cfg in enumerate(task.configs):
             stop = False
             try:
