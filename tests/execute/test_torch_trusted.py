@@ -213,6 +213,7 @@ class ModelNew(torch.nn.Module):
 LYING_TIMES = """import time, torch
 from cudaperf.execute import torch_runtime
 torch_runtime.time_once = lambda fn, args, flush, device: (fn(*args), (1.0, 1.0))[1]
+torch_runtime.timers_intact = lambda: ""  # and silences the in-process integrity check
 class ModelNew(torch.nn.Module):
     def forward(self, x):
         time.sleep(0.004)
@@ -256,6 +257,13 @@ def test_timed_trials_get_fresh_inputs_so_memoising_does_not_pay():
 def test_replaced_timers_are_rejected():
     reply, _ = run(PATCHED_TIMER)
     assert reply["status"] == "rejected" and "time.perf_counter" in reply["message"]
+    forged = PATCHED_TIMER.replace(
+        "time.perf_counter = lambda: _real()",
+        "from cudaperf.execute import torch_runtime\n"
+        "torch_runtime.profile_share = lambda *a: (1.0, '', ['k'])",
+    )
+    reply, _ = run(forged)  # forging the profiler's answer in its own process
+    assert reply["status"] == "rejected" and "torch_runtime.profile_share" in reply["message"]
 
 
 def test_times_the_trusted_clock_contradicts_are_rejected():
