@@ -106,8 +106,9 @@ def truncate(text: str, limit: int) -> str:
 
 
 def timing_feedback(configs: list[ConfigResult]) -> list[str]:
-    """Where the time went: per config time, speedups, and the dominant config."""
-    timed = [c for c in configs if c.timing is not None]
+    """Where the time went: per config time, speedups, and the dominant config. Held-out
+    configs are left out (a time gives a size away as well as an element count does)."""
+    timed = [c for c in configs if c.timing is not None and not c.held_out]
     if not timed:
         return []
     parts = []
