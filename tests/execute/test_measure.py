@@ -59,3 +59,30 @@ def test_held_out_feedback_carries_no_size(c_run):
     assert "1000" in shown.message  # a shown config keeps its numbers
     assert held.held_out and "elements of y are wrong" in held.message
     assert "4096" not in held.message and not any(ch.isdigit() for ch in held.message)
+
+
+def test_reference_outputs_equal_to_the_poison_pattern_are_still_compared(cpu_config):
+    """`inputs.run_reference`'s second run on zero-filled outputs tells an element the
+    reference wrote as all-ones bits (here -1) from one it never wrote; without it a
+    candidate leaving those elements alone would pass."""
+    import ctypes
+
+    import numpy as np
+
+    from cudaperf.execute.inputs import compare, make_inputs, run_reference
+    from cudaperf.tasks.model import InputConfig, Param, Role, Task, Tolerance
+
+    src = "void fill(int n, int* y) { for (int i = 0; i < n; ++i) y[i] = (i % 2) ? -1 : i; }"
+    task = Task(
+        id="test/c2cuda/fill", kind="c2cuda", family="fill", source=src, entry="fill",
+        signature=[Param(name="n", ctype="int", role=Role.SCALAR),
+                   Param(name="y", ctype="int", role=Role.OUT, length="n")],
+        configs=[InputConfig(name="n64", sizes={"n": 64})], tolerance=Tolerance(atol=0, rtol=0),
+    )  # fmt: skip
+    lib = ctypes.CDLL(build_reference(task, cpu_config).lib)
+    inputs = make_inputs(task, task.configs[0], 0, 1)
+    want = run_reference(task, lib, inputs)
+    assert not np.ma.isMaskedArray(want[1]) or not want[1].mask.any()
+    lazy = [inputs[0], np.where(np.arange(64) % 2, 0, np.arange(64)).astype(np.int32)]
+    assert not compare(task, inputs, lazy, want).correct  # the -1 elements are checked
+    assert compare(task, inputs, [inputs[0], want[1].copy()], want).correct
