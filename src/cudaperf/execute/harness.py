@@ -17,7 +17,8 @@ warm-up calls, then per trial an L2 flush (memset of 2x the L2 size), a device-w
 start event, the call, an end event, a device-wide sync; it records event time and host wall
 time (the cross-check for work that escapes the events). Before the trials it times 11
 empty calls the same way (the events and the sync, no candidate call) and writes the median
-(wall - event) to `wall_ms[trials]` (so `wall_ms` holds trials + 1 doubles): the timing
+(wall - event) to `wall_ms[trials]` (so in timing mode `wall_ms` holds trials + 1 doubles;
+a checked call, trials == 0, writes none): the timing
 overhead the escape check allows for. It returns 0 or a CUDA error code with a message in
 `err`. Timing therefore happens in native code; ctypes overhead is not timed.
 """
