@@ -243,13 +243,12 @@ class _Config:
         """This process's clock around k back-to-back calls against the reported time."""
         ping = min(_clocked(self.child, "ping") for _ in range(3))
         k = int(min(200, max(3, 2000.0 / max(timing.median_us, 1.0))))
-        msg = ""
-        for _ in range(2):  # a busy host can stretch one burst; both must disagree
-            per_call = max(_clocked(self.child, "burst", k) - ping, 0.0) / k
-            msg = outside_clock_message(per_call, timing)
-            if not msg:
+        best = float("inf")
+        for _ in range(3):  # a busy host can stretch a burst: judged on the fastest of three
+            best = min(best, max(_clocked(self.child, "burst", k) - ping, 0.0) / k)
+            if not outside_clock_message(best, timing):
                 return ""
-        return msg
+        return outside_clock_message(best, timing)
 
     def profile(self) -> tuple[list[str] | None, str]:
         return judge_profile(self.child.ask("profile"), self.req["min_kernel_share"])
