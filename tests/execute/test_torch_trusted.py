@@ -359,3 +359,17 @@ def test_a_machine_that_cannot_share_buffers_is_an_infra_error_not_the_candidate
 
     with pytest.raises(RuntimeError, match="sharing buffers"):
         _probe_sharing(Broken(), "cpu")
+
+
+def test_forged_impossible_times_and_overheads_are_refused():
+    from cudaperf.execute.torch_proc import ChildError
+    from cudaperf.execute.torch_trusted import _Fail, _overhead, _pair
+
+    assert _pair([3.0, 4.0]) == (3.0, 4.0)
+    for bad in ([float("nan"), 1.0], [-1.0, 2.0], [1.0, float("inf")]):
+        with pytest.raises(_Fail, match="impossible time"):
+            _pair(bad)
+    with pytest.raises(ChildError):
+        _pair("fast")
+    assert _overhead(1e9) == 100.0 and _overhead(float("nan")) == 0.0 and _overhead(-5) == 0.0
+    assert _overhead(7.5) == 7.5

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import time
 
 import torch
@@ -224,7 +225,7 @@ class _Config:
             raise _Fail(Status.REJECTED, str(tampered))
         self.checked_call(2000, _OWN)  # the output check after timing, on fresh inputs
         timing, wall_t = Timing.of(ev), Timing.of(wall)
-        overhead = float(self.child.ask("calibrate"))
+        overhead = _overhead(self.child.ask("calibrate"))
         nbytes = self.bufs.input_bytes()
         hack = (
             escape_message(timing, wall_t, overhead)
@@ -272,9 +273,20 @@ def judge_profile(got: dict, min_share: float) -> tuple[list[str] | None, str]:
 
 
 def _pair(v) -> tuple[float, float]:
+    """(event µs, wall µs) of one timed call as reported; a time that is not a finite,
+    non-negative number is rejected (it would poison every speedup computed from it)."""
     if not (isinstance(v, list) and len(v) == 2 and all(isinstance(x, int | float) for x in v)):
         raise ChildError("the candidate's process sent a malformed timing reply")
+    if not all(math.isfinite(x) and x >= 0 for x in v):
+        raise _Fail(Status.REJECTED, f"the candidate's process reported an impossible time {v}")
     return float(v[0]), float(v[1])
+
+
+def _overhead(v) -> float:
+    """The reported empty-call timing overhead, kept within [0, 100] µs: a forged huge one
+    would switch the escape check off."""
+    x = float(v) if isinstance(v, int | float) else 0.0
+    return min(max(x, 0.0), 100.0) if math.isfinite(x) else 0.0
 
 
 def _clocked(child: CandidateProcess, kind: str, arg=None) -> float:
