@@ -50,6 +50,10 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
 #elif defined(FAKE_CUDA_ERROR)
   snprintf(err, errlen, "running the candidate: cudaErrorIllegalAddress (fake)"); return 700;
 #endif
+#ifdef FAKE_STALE
+  static float* kept = 0; static int kept_n = 0;  /* the first checked call's output */
+  if (trials == 0 && kept && kept_n == nn) { memcpy(y, kept, nn * sizeof(float)); return 0; }
+#endif
   if (trials == 0) {
 #ifdef FAKE_ESCAPE
     const char* w = getenv("CUDAPERF_TEST_WRITE"); FILE* f = w ? fopen(w, "w") : NULL;
@@ -62,13 +66,21 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
 #else
     for (int i = 0; i < nn; ++i) y[i] = FAKE_A * a * x[i] + y[i];
 #endif
+#ifdef FAKE_STALE
+    free(kept); kept = (float*)malloc(nn * sizeof(float)); kept_n = nn;
+    memcpy(kept, y, nn * sizeof(float));
+#endif
 #ifdef FAKE_MUTATE
     x[0] += 1.0f;
 #endif
     printf("hello from the candidate\n");
     return 0;
   }
+#if defined(FAKE_EVENT_MS)  /* chosen timings: escaping work, impossible speed */
+  for (int t = 0; t < trials; ++t) { event_ms[t] = FAKE_EVENT_MS; wall_ms[t] = FAKE_WALL_MS; }
+#else
   for (int t = 0; t < trials; ++t) { event_ms[t] = 0.01f * (1 + t % 3); wall_ms[t] = 0.02; }
+#endif
   *done = trials;
   return 0;
 }
@@ -78,7 +90,7 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
 @pytest.fixture(scope="session")
 def fake_libs(tmp_path_factory) -> dict[str, str]:
     """Fake harness libraries built with gcc: ok, wrong, hang, segv, flood, cuda_error, mutate,
-    escape, abs."""
+    escape, abs, stale, short_escape, too_fast."""
     d = tmp_path_factory.mktemp("fake")
     (d / "fake.c").write_text(FAKE_HARNESS)
     variants = {
@@ -91,6 +103,10 @@ def fake_libs(tmp_path_factory) -> dict[str, str]:
         "mutate": ["-DFAKE_A=1", "-DFAKE_MUTATE"],
         "escape": ["-DFAKE_A=1", "-DFAKE_ESCAPE"],  # writes/reads paths from the environment
         "abs": ["-DFAKE_A=1", "-DFAKE_ABS"],  # |x|: right exactly on non-negative inputs
+        "stale": ["-DFAKE_A=1", "-DFAKE_STALE"],  # right once, then the first output again
+        # 10 us of events, 45 us of wall: hidden work a fixed 50 us allowance let through
+        "short_escape": ["-DFAKE_A=1", "-DFAKE_EVENT_MS=0.010f", "-DFAKE_WALL_MS=0.045"],
+        "too_fast": ["-DFAKE_A=1", "-DFAKE_EVENT_MS=0.0001f", "-DFAKE_WALL_MS=0.0001"],
     }
     out = {}
     for name, flags in variants.items():

@@ -94,3 +94,39 @@ def test_secret_seed_changes_inputs(gpu_config):
     a = evaluate(saxpy_task(), Candidate(code=SAXPY_NAIVE), gpu_config)
     assert a.ok and "salt" not in a.model_dump_json()
     assert os.environ.get("CUDAPERF_SALT") is None
+
+
+# 45 us of work on a non-blocking side stream behind a ~4 us kernel: the device-wide sync
+# waits for it, the events do not see it. A fixed 50 us allowance could let it through; the
+# bound scaled by the kernel time and the measured timing overhead does not.
+SHORT_SIDE_WORK = r"""
+#include <cuda_runtime.h>
+__global__ void k(int n, float a, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+__global__ void hidden_work(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+}
+extern "C" void saxpy(int n, float a, const float* x, float* y) {
+  static cudaStream_t side = 0;
+  if (!side) cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+  k<<<(n + 255) / 256, 256>>>(n, a, x, y);
+  hidden_work<<<1, 1, 0, side>>>(45000ULL);
+}
+"""
+
+
+def test_short_kernel_hiding_side_work_is_rejected(gpu_config):
+    res = evaluate(saxpy_task(), Candidate(code=SHORT_SIDE_WORK, id="short_side"), gpu_config)
+    assert res.status is Status.REJECTED, (res.feedback, res.runtime_log[-500:])
+    assert "escapes the timing events" in res.feedback[0]
+
+
+def test_honest_short_kernels_pass_the_scaled_escape_bound(gpu_config):
+    task = saxpy_task(sizes=(1000, 4096, 100_003))
+    res = evaluate(task, Candidate(code=SAXPY_NAIVE, id="naive_short"), gpu_config)
+    assert res.status is Status.OK, res.feedback
+    assert res.launched is None  # the C harness does not observe kernel names

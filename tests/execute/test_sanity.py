@@ -1,4 +1,4 @@
-from cudaperf.execute.sanity import escape_message, roofline_message
+from cudaperf.execute.sanity import escape_message, outside_clock_message, roofline_message
 from cudaperf.execute.types import Timing
 
 
@@ -25,3 +25,23 @@ def test_roofline():
     assert roofline_message(1000, t(0.001), 1.0) == ""  # too few bytes to judge
     assert roofline_message(1 << 30, t(1000), 5000) == ""  # ~1074 GB/s: plausible
     assert "impossible" in roofline_message(1 << 30, t(10), 5000)
+
+
+def test_escape_bound_scales_with_short_kernels():
+    """A 10 us kernel hiding 35 us of side work: a fixed 50 us allowance let it through; the
+    bound is 1.5 x the event time + twice the measured empty-call overhead + 5 us."""
+    assert "escapes" in escape_message(t(10), t(45), overhead_us=2.0)
+    assert escape_message(t(10), t(14), overhead_us=2.0) == ""  # honest: events + overhead
+    assert escape_message(t(10), t(45), overhead_us=15.0) == ""  # a slow sync is allowed for
+    assert escape_message(t(2000), t(2900), overhead_us=2.0) == ""  # long kernels: 1.5x
+
+
+def test_escape_default_keeps_the_fixed_allowance_for_callers_that_measure_no_overhead():
+    assert escape_message(t(10), t(60)) == ""
+    assert "escapes" in escape_message(t(10), t(70))
+
+
+def test_outside_clock_rejects_times_the_trusted_side_contradicts():
+    assert outside_clock_message(30.0, t(20)) == ""  # a burst costs about the event time
+    assert outside_clock_message(75.0, t(20)) == ""  # 3x + 20 us of slack for a busy host
+    assert "trusted clock" in outside_clock_message(4000.0, t(1))

@@ -234,6 +234,7 @@ class Evaluator:
             "baseline_cache": str(c.cache_dir.expanduser() / "torch_baselines.jsonl"),
             "max_bandwidth_gbs": c.max_bandwidth_gbs,
             "cpu_limit_s": c.max_cpu_s_per_job,
+            "device": "cuda",
         }
 
     def request(self, p: Prepared) -> dict:
@@ -280,6 +281,9 @@ class Evaluator:
                     [c.naive_timing.median_us / c.timing.median_us for c in configs]
                 )
         rlog = truncate((runtime + "\n" + out).strip(), self.config.max_log_chars)
+        launched = reply.get("launched")
+        if isinstance(launched, list):  # seen by the profiler (PyTorch→CUDA); else not observed
+            kw["launched"] = [str(n) for n in launched]
         return self.result(
             p.task, p.cand, status, p.t0, configs=configs, compile_log=p.compile_log,
             runtime_log=rlog, feedback=fb + p.notes, findings=p.findings, form=p.form, **kw,

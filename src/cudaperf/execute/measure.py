@@ -7,6 +7,18 @@ wall-clock cross-check (work that escapes the timing events is rejected) and a r
 (a time implying more input bytes per second than `max_bandwidth_gbs` is rejected). Every
 config is checked, held-out ones included; after a wrong output the remaining configs are
 still checked but not timed. A CUDA error stops the job and asks for a worker restart.
+A held-out config's message has its numbers redacted (`results.redact_sizes`). The escape
+bound uses the harness's own measured timing overhead (an empty timed call).
+
+How the reference is protected on this track: the candidate's host code is linked with the
+harness and runs in this worker process, which holds the salt and (cached) inputs and
+reference outputs. What stands between them: the static checks refuse file, process, dynamic
+loading, environment and /proc or /dev access before anything is compiled (`checks.FATAL`),
+the candidate sees only device copies of the inputs through the harness ABI (it gets no host
+pointer, no reference output and no seed), and every input set is drawn with the secret salt
+in this process only. A candidate that walks its own process's host memory without any of
+those calls is not stopped here; the PyTorch→CUDA track closes that by process separation
+(`torch_trusted`).
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ from cudaperf.execute.inputs import (
     run_reference,
     time_reference,
 )
+from cudaperf.execute.results import redact_sizes
 from cudaperf.execute.sanity import escape_message, roofline_message
 from cudaperf.execute.types import ConfigResult, Status, Timing
 from cudaperf.tasks.model import InputConfig, Role, Task
@@ -41,11 +54,15 @@ _MAX_SETS = 24  # cached (inputs, reference outputs) per worker
 class NativeRun:
     """Result of one `__cudaperf_run` call."""
 
-    def __init__(self, rc: int, error: str, event_us: list[float], wall_us: list[float]):
+    def __init__(
+        self, rc: int, error: str, event_us: list[float], wall_us: list[float],
+        overhead_us: float = 0.0,
+    ):  # fmt: skip
         self.rc = rc  # 0 on success, else a CUDA error code (or -1)
         self.error = error  # harness message when rc != 0
         self.event_us = event_us  # per-trial event times (timing mode)
         self.wall_us = wall_us  # per-trial host wall times (timing mode)
+        self.overhead_us = overhead_us  # median (wall - event) of an empty timed call
 
 
 def call_native(
@@ -66,7 +83,7 @@ def call_native(
         codes = [IN_NO_DOWNLOAD if c == ROLE_CODES[Role.IN] else c for c in codes]
     roles = (ctypes.c_int * n)(*codes)
     ev = (ctypes.c_float * max(trials, 1))()
-    wall = (ctypes.c_double * max(trials, 1))()
+    wall = (ctypes.c_double * (max(trials, 1) + 1))()  # [trials]: the timing overhead
     done, err = ctypes.c_int(0), ctypes.create_string_buffer(1024)
     fn.restype = ctypes.c_int
     rc = fn(host, nbytes, roles, n, warmup, trials, ctypes.c_double(budget_ms), ev, wall,
@@ -77,6 +94,7 @@ def call_native(
         err.value.decode(errors="replace"),
         [x * 1e3 for x in ev[:k]],
         [x * 1e3 for x in wall[:k]],
+        max(wall[max(trials, 0)] * 1e3, 0.0) if trials > 0 else 0.0,
     )
 
 
@@ -148,7 +166,7 @@ def _one_config(fn, task: Task, cfg: InputConfig, req: dict, libs: _Libs, ref_li
     res = dict(base, correct=True, **errs, timing=timing, cpu_timing=cpu)
     read = sum(a.nbytes for p, a in zip(task.signature, inputs, strict=True)
                if p.role in _READ and not p.partial_read)  # fmt: skip
-    hack = escape_message(timing, Timing.of(tr.wall_us)) or roofline_message(
+    hack = escape_message(timing, Timing.of(tr.wall_us), tr.overhead_us) or roofline_message(
         read, timing, req["max_bandwidth_gbs"]
     )
     if hack:
@@ -189,6 +207,8 @@ def run_job(task: Task, req: dict, libs: _Libs) -> dict:
     status, results, restart = Status.OK, [], False
     for cfg in task.configs:
         st, cr, restart = _one_config(fn, task, cfg, req, libs, ref_lib, status is Status.OK)
+        if cfg.held_out:  # feedback must not give a held-out config's size away
+            cr = cr.model_copy(update={"message": redact_sizes(cr.message)})
         results.append(cr.model_dump(mode="json"))
         if status is Status.OK:
             status = st

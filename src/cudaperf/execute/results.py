@@ -11,12 +11,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 from pathlib import Path
 
 from cudaperf.execute.types import ConfigResult, ExecResult, Status
 
-__all__ = ["ResultCache", "JsonlWriter", "done_keys", "result_key", "timing_feedback", "truncate"]
+__all__ = [
+    "ResultCache", "JsonlWriter", "done_keys", "redact_sizes", "result_key", "timing_feedback",
+    "truncate",
+]  # fmt: skip
 
 
 def task_hash(task_json: str) -> str:
@@ -102,8 +106,9 @@ def truncate(text: str, limit: int) -> str:
 
 
 def timing_feedback(configs: list[ConfigResult]) -> list[str]:
-    """Where the time went: per config time, speedups, and the dominant config."""
-    timed = [c for c in configs if c.timing is not None]
+    """Where the time went: per config time, speedups, and the dominant config. Held-out
+    configs are left out (a time gives a size away as well as an element count does)."""
+    timed = [c for c in configs if c.timing is not None and not c.held_out]
     if not timed:
         return []
     parts = []
@@ -129,3 +134,13 @@ def timing_feedback(configs: list[ConfigResult]) -> list[str]:
             f"timing is noisy (IQR > 20% of median) on: {', '.join(c.config for c in spread)}"
         )
     return msgs
+
+
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d_]*(?:\.\d*)?(?:[eE][-+]?\d+)?(?![\w])")
+
+
+def redact_sizes(message: str) -> str:
+    """A held-out config's message without its numbers: element counts, indices, shapes and
+    values all give its size away ("1 of 5000011 elements"). Names such as float32 are kept.
+    Guaranteed: no run of digits outside a word is left."""
+    return _NUMBER.sub("#", message)

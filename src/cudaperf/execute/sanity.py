@@ -7,22 +7,41 @@ from __future__ import annotations
 
 from cudaperf.execute.types import Timing
 
-__all__ = ["escape_message", "roofline_message"]
+__all__ = ["escape_message", "outside_clock_message", "roofline_message"]
 
 _MIN_ROOFLINE_BYTES = 1 << 20  # below this, launch overhead dominates and the check says nothing
 
 
-def escape_message(t: Timing, wall: Timing) -> str:
-    # Work on a side stream or a thread finishes after the end event; the device-wide sync
-    # after each trial still waits for it, so the wall-clock time gives it away. That happens
-    # in every trial, so the *fastest* wall time is compared: a timing thread that the OS
-    # preempts (busy CPUs, e.g. compiles beside the run) inflates some trials' wall time, and
-    # on the H200 that rejected honest 2 ms kernels when the median was compared.
-    if wall.min_us > 1.5 * t.median_us + 50.0:
+def escape_message(t: Timing, wall: Timing, overhead_us: float = 22.5) -> str:
+    """Work on a side stream or a thread finishes after the end event; the device-wide sync
+    after each trial still waits for it, so the wall-clock time gives it away.
+
+    Allowed: wall <= 1.5 x event median + 2 x `overhead_us` + 5 us, where `overhead_us` is
+    the measured (wall - event) of timing an empty call in the same loop (event records and
+    the sync, a few microseconds): the allowance scales with the kernel's own time, so a
+    10 us kernel cannot hide 40 us of work (a fixed 50 us allowance let it). The fastest
+    wall time is compared: a timing thread that the OS preempts inflates some trials only.
+    The default overhead (22.5 us: a fixed 50 us allowance) is for callers that measure none,
+    the dataset measurement of the project's own implementations; the evaluator measures it."""
+    limit = 1.5 * t.median_us + 2.0 * max(overhead_us, 0.0) + 5.0
+    if wall.min_us > limit:
         return (
             f"work escapes the timing events: event time {t.median_us:.1f} us but even the "
-            f"fastest call takes {wall.min_us:.1f} us of wall time; launch on the default stream "
-            "and use no threads"
+            f"fastest call takes {wall.min_us:.1f} us of wall time (allowed {limit:.1f} us); "
+            "launch on the default stream and use no threads"
+        )
+    return ""
+
+
+def outside_clock_message(per_call_us: float, t: Timing) -> str:
+    """The trusted side's own clock around a burst of back-to-back calls against the time the
+    candidate's process reported. A burst runs with warm caches and overlapped launches, so
+    an honest call takes at most about its event time; a call measured at more than
+    3 x the reported median + 20 us means the candidate's timers do not measure its work."""
+    if per_call_us > 3.0 * t.median_us + 20.0:
+        return (
+            f"the trusted clock measured {per_call_us:.1f} us per call but the candidate's "
+            f"process reported {t.median_us:.1f} us; its timers do not measure its work"
         )
     return ""
 

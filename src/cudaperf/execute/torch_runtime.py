@@ -1,68 +1,61 @@
-"""PyTorch→CUDA candidates inside the GPU worker: check, time, cross-check, baselines.
+"""PyTorch→CUDA building blocks used on both sides of the process split (see `torch_trusted`).
 
-Per config, with the task module's size constants overridden by the config:
-1. `Model` and `ModelNew` are built from `get_init_inputs()` under the same torch seed.
-2. Correctness trials (fresh inputs from a seed the candidate cannot see, written into the
-   *same* input buffers every trial, so an output cache keyed on pointers returns stale data):
-   the first trial runs the candidate before the reference exists (no freed reference output
-   to reuse); later ones keep the reference output alive while the candidate runs. Inputs are
-   cloned and compared afterwards (mutation is rejected). Outputs must match elementwise
-   (atol + rtol·|want|), be finite where the reference is, and have a normwise relative error
-   <= `normwise_rtol` (so zeros never pass on tiny outputs).
-3. Timing: CUDA events around the forward with device-wide synchronisation, L2 flushed before
-   each trial, a wall-clock cross-check (work escaping the events is rejected), a roofline check
-   (input bytes per second above the card's ceiling is rejected), and an integrity check that
-   the timers were not replaced.
-4. Profiler cross-check (first timed config): the candidate's own kernels must be launched
-   and carry most of the GPU time of a forward.
-5. Baselines: PyTorch eager and `torch.compile` (default mode) of `Model` on the same inputs,
-   timed the same way, cached on disk per (task, config, GPU, versions).
-Precision is pinned: TF32 is off for matmul and cuDNN on both sides.
+Comparison of outputs (`compare_outputs`), module loading, device-wide sync, one timed call
+(`time_once`: L2 flush, events and wall clock next to the launch), the empty-call timing
+overhead, the profiler share of the candidate's own kernels, and the timer-integrity check.
+Nothing here holds a secret: this module is imported by the candidate's process too, where
+the real timers are captured at import, before any candidate code runs.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
 import sys
 import time
 import types
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from cudaperf.execute.sanity import escape_message, roofline_message
-from cudaperf.execute.types import ConfigResult, Status, Timing
+from cudaperf.execute.types import Status
 from cudaperf.tasks.candidate import cuda_sources_in_python
-from cudaperf.tasks.model import InputConfig, Task
+from cudaperf.tasks.model import InputConfig
 from cudaperf.tasks.pymodule import exec_with_sizes
 
-__all__ = ["compare_outputs", "load_module", "run_torch_job", "time_forward"]
+__all__ = [
+    "as_list", "compare_outputs", "kernel_names", "load_module", "profile_share", "sync",
+    "time_forward", "time_once", "timers_intact",
+]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
 
+# This module's own measuring functions (the candidate's process calls them by module
+# attribute, so replacing one would change what is reported).
+_RUNNER = ("sync", "flush_buffer", "warm", "time_once", "overhead_us", "burst", "profile_share")
+
+
 def _timers() -> dict:
-    """The timing and synchronisation functions a candidate could replace."""
+    """The timing, synchronisation and measuring functions a candidate could replace."""
+    mod = sys.modules[__name__]
     return {
         "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
         "torch.cuda.Event.record": torch.cuda.Event.record,
         "torch.cuda.synchronize": torch.cuda.synchronize,
         "time.perf_counter": time.perf_counter,
+        **{f"torch_runtime.{n}": getattr(mod, n, None) for n in _RUNNER},
     }
 
 
 # The real timers, captured before any candidate code is imported into this process.
-_ORIGINAL_TIMERS = _timers()
 _KERNEL_NAME = re.compile(r"__global__\s+[\w\s:<>,*]*?\b(\w+)\s*\(")
 _LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
-_CUDA_ERROR = ("CUDA error", "cudaError", "illegal memory access", "device-side assert", "CUBLAS")
 
 
-def _pin_precision() -> None:
+def pin_precision() -> None:
+    """TF32 off for matmul and cuDNN (both sides compute in full fp32)."""
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
 
@@ -74,12 +67,18 @@ def load_module(source: str, name: str, sizes: dict[str, Any] | None = None) -> 
     return mod
 
 
-def _timers_intact() -> str:
+def candidate_module_name(code: str) -> str:
+    """The module name a candidate is imported under (its content hash)."""
+    return f"cudaperf_cand_{hashlib.sha256(code.encode()).hexdigest()[:12]}"
+
+
+def timers_intact() -> str:
+    """A rejection message naming the timing functions replaced since import, or ""."""
     bad = [k for k, v in _timers().items() if v is not _ORIGINAL_TIMERS[k]]
     return f"the candidate replaced {', '.join(bad)}" if bad else ""
 
 
-def _as_list(out: Any) -> list[torch.Tensor]:
+def as_list(out: Any) -> list[torch.Tensor]:
     if isinstance(out, torch.Tensor):
         return [out]
     if isinstance(out, (list, tuple)):
@@ -90,7 +89,7 @@ def _as_list(out: Any) -> list[torch.Tensor]:
 def compare_outputs(want: Any, got: Any, atol: float, rtol: float, normwise_rtol: float):
     """(correct, max_abs_err, max_rel_err, message) for a candidate's output."""
     try:
-        ws, gs = _as_list(want), _as_list(got)
+        ws, gs = as_list(want), as_list(got)
     except TypeError as e:
         return False, None, None, str(e)
     if len(ws) != len(gs):
@@ -149,49 +148,105 @@ def compare_outputs(want: Any, got: Any, atol: float, rtol: float, normwise_rtol
     return True, max_abs, max_rel, ""
 
 
-def _flush_buffer() -> torch.Tensor:
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size or (64 << 20)
-    return torch.empty(2 * l2 // 4, dtype=torch.float32, device="cuda")
-
-
-def time_forward(fn, args, warmup: int, trials: int, budget_ms: float):
-    """Per-trial event and wall times (µs) of `fn(*args)`, L2 flushed before each trial."""
-    flush = _flush_buffer()
-    with torch.no_grad():
-        for _ in range(warmup):
-            fn(*args)
+def sync(device: str) -> None:
+    """Wait for all work on `device` (device-wide on CUDA; nothing to wait for on the CPU)."""
+    if device == "cuda":
         torch.cuda.synchronize()
-        ev, wall, spent = [], [], 0.0
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        for _ in range(trials):
-            flush.zero_()
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            start.record()
+
+
+def flush_buffer(device: str) -> torch.Tensor:
+    """A buffer twice the L2 size; zeroing it evicts the inputs from L2 (on the CPU, where
+    nothing is timed for real, a small stand-in)."""
+    if device != "cuda":
+        return torch.empty(1 << 16, dtype=torch.float32)
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size or (64 << 20)
+    return torch.empty(2 * l2 // 4, dtype=torch.float32, device=device)
+
+
+def warm(fn, args, n: int, device: str) -> None:
+    """`n` untimed calls, then a sync."""
+    with torch.no_grad():
+        for _ in range(n):
             fn(*args)
-            end.record()
-            torch.cuda.synchronize()  # device-wide: side-stream work is waited for here
-            wall.append((time.perf_counter() - t0) * 1e6)
-            ev.append(start.elapsed_time(end) * 1e3)
-            spent += wall[-1] / 1e3
-            if spent > budget_ms and len(ev) >= 5:
-                break
+    sync(device)
+
+
+def time_once(fn, args, flush: torch.Tensor, device: str) -> tuple[float, float]:
+    """(event µs, wall µs) of one call, L2 flushed before it; on the CPU both are wall time.
+
+    Device-wide synchronisation after the call waits for side-stream work too, so the wall
+    time includes work that escapes the events (see `sanity.escape_message`)."""
+    flush.zero_()
+    sync(device)
+    with torch.no_grad():
+        if device != "cuda":
+            t0 = time.perf_counter()
+            fn(*args)
+            w = (time.perf_counter() - t0) * 1e6
+            return w, w
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0 = time.perf_counter()
+        start.record()
+        fn(*args)
+        end.record()
+        torch.cuda.synchronize()
+        wall = (time.perf_counter() - t0) * 1e6
+    return start.elapsed_time(end) * 1e3, wall
+
+
+def overhead_us(flush: torch.Tensor, device: str, n: int = 11) -> float:
+    """Median (wall - event) µs of timing an empty call: what `time_once` adds by itself."""
+    xs = sorted(w - e for e, w in (time_once(_noop, (), flush, device) for _ in range(n)))
+    return xs[len(xs) // 2]
+
+
+def _noop(*_args) -> None:
+    return None
+
+
+def burst(fn, args, k: int, device: str) -> None:
+    """`k` back-to-back calls and one sync (timed from outside by the trusted side)."""
+    warm(fn, args, k, device)
+
+
+def time_forward(fn, args, warmup: int, trials: int, budget_ms: float, device: str = "cuda"):
+    """Per-trial event and wall times (µs) of `fn(*args)` on fixed inputs, L2 flushed before
+    each trial (the baselines; candidates are timed trial by trial on fresh inputs)."""
+    flush = flush_buffer(device)
+    warm(fn, args, warmup, device)
+    ev, wall, spent = [], [], 0.0
+    for _ in range(trials):
+        e, w = time_once(fn, args, flush, device)
+        ev.append(e)
+        wall.append(w)
+        spent += w / 1e3
+        if spent > budget_ms and len(ev) >= 5:
+            break
     return ev, wall
 
 
-def _kernel_names(code: str) -> set[str]:
+def kernel_names(code: str) -> set[str]:
+    """The `__global__` function names in the CUDA sources embedded in a candidate."""
     srcs = [_LAUNCH_BOUNDS.sub("", s) for s in cuda_sources_in_python(code)]
     return {m.group(1) for s in srcs for m in _KERNEL_NAME.finditer(s)}
 
 
-def profile_share(fn, args, names: set[str]) -> tuple[float | None, str]:
-    """Share of the forward's GPU kernel time spent in kernels named in `names`."""
+_kernel_names = kernel_names  # the name the tests and older callers use
+
+
+def profile_share(fn, args, names: set[str], device: str = "cuda"):
+    """(share, note, launched): the share of one forward's GPU kernel time spent in kernels
+    named in `names`, and which of `names` the profiler saw launching (sorted). On the CPU,
+    or when the profiler records no kernels: (None, note, None) — nothing was observed."""
+    if device != "cuda":
+        return None, "no GPU profiler on the CPU (check skipped)", None
     from torch.profiler import ProfilerActivity, profile
 
     with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn(*args)
         torch.cuda.synchronize()
     mine = total = 0.0
+    seen: set[str] = set()
     for evt in prof.events():
         if str(evt.device_type).endswith("CUDA") and not evt.name.startswith(("Memcpy", "Memset")):
             dur = (
@@ -199,11 +254,22 @@ def profile_share(fn, args, names: set[str]) -> tuple[float | None, str]:
             )
             total += dur
             base = evt.name.split("(")[0]
-            if any(re.search(rf"\b{re.escape(n)}\b", base) for n in names):
+            hit = [n for n in names if re.search(rf"\b{re.escape(n)}\b", base)]
+            if hit:
                 mine += dur
+                seen.update(hit)
     if total == 0:
-        return None, "the profiler recorded no GPU kernels (check skipped)"
-    return mine / total, ""
+        return None, "the profiler recorded no GPU kernels (check skipped)", None
+    return mine / total, "", sorted(seen)
+
+
+# In-process checks of *trusted* code (the dataset measurement in datagen.measure, whose
+# implementations are the project's own): no process split, same trials as before it.
+# Candidates are never checked with these; see torch_trusted.
+_CUDA_ERROR = ("CUDA error", "cudaError", "illegal memory access", "device-side assert", "CUBLAS")
+_pin_precision = pin_precision
+_timers_intact = timers_intact
+_as_list = as_list
 
 
 def _seed(salt: int, cfg: InputConfig, trial: int) -> int:
@@ -247,7 +313,7 @@ class _Fail(Exception):
         self.status, self.message, self.restart = status, message, restart
 
 
-def _check_trials(task: Task, cfg, ref_mod, ref, new, salt: int, req: dict):
+def _check_trials(task, cfg, ref_mod, ref, new, salt: int, req: dict):
     """Run the correctness trials; returns (inputs, max_abs, max_rel) or raises _Fail."""
     tol = task.tolerance
     inputs, worst = None, (0.0, 0.0)
@@ -275,97 +341,6 @@ def _check_trials(task: Task, cfg, ref_mod, ref, new, salt: int, req: dict):
     return inputs, worst
 
 
-def _baseline_cache(req: dict) -> tuple[Path | None, dict]:
-    path = Path(req["baseline_cache"]) if req.get("baseline_cache") else None
-    data = {}
-    if path and path.is_file():
-        for line in path.read_text().splitlines():
-            rec = json.loads(line)
-            data[rec["key"]] = rec["timing"]
-    return path, data
-
-
-def _baselines(task: Task, cfg, ref, inputs, req: dict) -> tuple[Timing | None, Timing | None]:
-    """Eager and torch.compile timings of the reference, cached on disk."""
-    path, cache = _baseline_cache(req)
-    key_base = f"{task.id}:{hashlib.sha256(task.source.encode()).hexdigest()[:12]}:{cfg.name}:"
-    key_base += f"{torch.cuda.get_device_name(0)}:{torch.__version__}"
-    out = []
-    for kind in ("eager", "compile"):
-        key = key_base + ":" + kind
-        if key not in cache:
-            if kind == "compile" and not req.get("torch_compile", True):
-                out.append(None)
-                continue
-            try:
-                fn = ref if kind == "eager" else torch.compile(ref)
-                ev, _ = time_forward(fn, inputs, req["warmup"], req["trials"], req["budget_ms"])
-            except Exception as e:  # noqa: BLE001 - a failing baseline must not fail the candidate
-                log.warning("%s baseline of %s/%s failed: %s", kind, task.id, cfg.name, e)
-                out.append(None)
-                continue
-            cache[key] = Timing.of(ev).model_dump()
-            if path:
-                with path.open("a") as fh:
-                    fh.write(json.dumps({"key": key, "timing": cache[key]}) + "\n")
-        out.append(Timing.model_validate(cache[key]))
-    return out[0], out[1]
-
-
-def _timed(task: Task, cfg, ref, new, inputs, req: dict, profile: bool) -> dict:
-    ev, wall = time_forward(new, inputs, req["warmup"], req["trials"], req["budget_ms"])
-    tampered = _timers_intact()
-    if tampered:
-        raise _Fail(Status.REJECTED, tampered)
-    timing, wall_t = Timing.of(ev), Timing.of(wall)
-    nbytes = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
-    hack = escape_message(timing, wall_t) or roofline_message(
-        nbytes, timing, req["max_bandwidth_gbs"]
-    )
-    if hack:
-        raise _Fail(Status.REJECTED, hack)
-    note = ""
-    if profile:
-        share, note = profile_share(new, inputs, req["kernel_names"])
-        if share is not None and share == 0.0:
-            raise _Fail(Status.REJECTED, "none of the candidate's own kernels ran in forward")
-        if share is not None and share < req["min_kernel_share"]:
-            raise _Fail(
-                Status.REJECTED,
-                (
-                    f"the candidate's kernels carry only {share:.0%} of the forward's GPU time; "
-                    "the rest is PyTorch doing the task's work"
-                ),
-            )
-    eager, compiled = _baselines(task, cfg, ref, inputs, req)
-    return {"timing": timing, "eager_timing": eager, "compile_timing": compiled, "note": note}
-
-
-def _one_config(task, cfg, cand_code, salt, req, timed: bool, profile: bool) -> ConfigResult:
-    base = {"config": cfg.name, "held_out": cfg.held_out}
-    ref_mod = load_module(task.source, f"cudaperf_ref_{cfg.name}", cfg.sizes)
-    init = ref_mod.get_init_inputs()
-    seed = _seed(salt, cfg, -1)
-    cand_mod = load_module(
-        cand_code, f"cudaperf_cand_{hashlib.sha256(cand_code.encode()).hexdigest()[:12]}"
-    )
-    # Both models are built on the GPU from the same seed, so their parameters are equal.
-    with torch.device("cuda"):
-        torch.manual_seed(seed)
-        ref = ref_mod.Model(*init).cuda().eval()
-        torch.manual_seed(seed)
-        new = cand_mod.ModelNew(*init).cuda().eval()
-    inputs, (mabs, mrel) = _check_trials(task, cfg, ref_mod, ref, new, salt, req)
-    res = dict(base, correct=True, max_abs_err=mabs, max_rel_err=mrel)
-    if timed:
-        t = _timed(task, cfg, ref, new, inputs, req, profile)
-        res.update(
-            timing=t["timing"], eager_timing=t["eager_timing"], compile_timing=t["compile_timing"]
-        )
-        res["message"] = t["note"]
-    return ConfigResult(**res)
-
-
 def _classify(e: Exception) -> tuple[Status, bool]:
     text = f"{type(e).__name__}: {e}"
     if any(k in text for k in _CUDA_ERROR) or isinstance(e, torch.cuda.OutOfMemoryError):
@@ -373,35 +348,6 @@ def _classify(e: Exception) -> tuple[Status, bool]:
     return Status.RUNTIME_ERROR, False
 
 
-def run_torch_job(task: Task, req: dict) -> dict:
-    """Check and time one PyTorch→CUDA candidate on every config of `task`.
-
-    `req` keys: code, salt, warmup, trials, budget_ms, normwise_rtol, max_bandwidth_gbs,
-    min_kernel_share, correctness_trials, torch_compile, baseline_cache (path or None).
-    Returns the worker reply: status, per-config results, message, restart.
-    """
-    _pin_precision()
-    code = req["code"]
-    req = dict(req, kernel_names=_kernel_names(code))
-    status, results, restart = Status.OK, [], False
-    for i, cfg in enumerate(task.configs):
-        try:
-            cr = _one_config(task, cfg, code, req["salt"], req, status is Status.OK, i == 0)
-        except _Fail as f:
-            cr = ConfigResult(
-                config=cfg.name, held_out=cfg.held_out, correct=False, message=f.message
-            )
-            st, restart = f.status, f.restart
-        except Exception as e:  # noqa: BLE001 - the candidate's code raised: a runtime error
-            st, restart = _classify(e)
-            msg = f"{type(e).__name__}: {str(e)[:500]}"
-            cr = ConfigResult(config=cfg.name, held_out=cfg.held_out, correct=False, message=msg)
-        else:
-            st = Status.OK
-        results.append(cr.model_dump(mode="json"))
-        if status is Status.OK and st is not Status.OK:
-            status = st
-        if restart:
-            break
-    msg = next((r["message"] for r in results if r["message"] and not r["correct"]), "")
-    return {"status": status.value, "configs": results, "message": msg, "restart": restart}
+# The real timers, captured at import, before any candidate code runs in this process (here,
+# at the end, so that this module's own functions are among them).
+_ORIGINAL_TIMERS = _timers()

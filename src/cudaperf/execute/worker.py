@@ -5,8 +5,10 @@ JSON request per line from RFD and writes one JSON reply per line to WFD. Its ow
 stderr are redirected, per job, to `output.log` in the job's temp dir (its cwd), so nothing a
 candidate prints can corrupt the protocol. Limits: file size (SIGXFSZ kills a candidate that
 writes too much), open files, processes (fork bombs), CPU seconds per job, and a private
-network namespace where the OS allows (as root). After any CUDA error the reply carries
-`restart: true` and the worker exits, so a broken context never meets the next candidate.
+network namespace where the OS allows (as root). After any CUDA error of a C→CUDA candidate
+(its host code runs in this process) the reply carries `restart: true` and the worker exits,
+so a broken context never meets the next candidate; a PyTorch→CUDA candidate runs in a child
+process of its own (see `torch_trusted`), which is discarded after every job.
 A candidate that crashes or hangs the process is handled by the parent (exit code, timeout).
 """
 
@@ -102,7 +104,8 @@ class _Libs:
 
 
 def handle(req: dict, libs: _Libs) -> dict:
-    """Serve one request; never raises (errors become an infra_error reply)."""
+    """Serve one request; never raises. An error of the worker itself becomes an infra_error
+    reply with `restart: true`: whatever broke (a CUDA context, a library) is not reused."""
     try:
         if req["op"] == "hello":
             return {"ok": True, "pid": os.getpid()}
@@ -113,29 +116,29 @@ def handle(req: dict, libs: _Libs) -> dict:
             return _torch_job(task, req)
         return measure.run_job(task, req, libs)
     except Exception as e:  # noqa: BLE001 - the reply must always come back
-        return {"status": "infra_error", "message": f"{type(e).__name__}: {e}", "configs": []}
+        msg = f"{type(e).__name__}: {e}"
+        return {"status": "infra_error", "message": msg, "configs": [], "restart": True}
     finally:
         libc = ctypes.CDLL(None)
         libc.fflush(None)
 
 
 def _torch_job(task: Task, req: dict) -> dict:
-    """A PyTorch→CUDA candidate (torch is imported only by workers that serve one)."""
-    if req.get("ext_dir"):  # where the build pool left a load_inline candidate's extension
-        os.environ["TORCH_EXTENSIONS_DIR"] = req["ext_dir"]
-    from cudaperf.execute.torch_runtime import run_torch_job
+    """A PyTorch→CUDA candidate. This process is the trusted side (`torch_trusted`): the
+    candidate runs in a spawned process of its own, discarded after the job, so a sticky
+    CUDA error, a crash or leftover global state of the candidate never reaches this process
+    or the next candidate. A spare candidate process is started for the next job."""
+    from cudaperf.execute.torch_trusted import run_torch_job
 
-    reply = run_torch_job(task, req)
+    reply = run_torch_job(task, req, spare=True)
     import gc
 
     import torch
 
-    gc.collect()  # the last candidate's tensors (inputs of several GB on KernelBench level 1)
-    torch.cuda.empty_cache()  # go back to the driver, so the next candidate has the whole card
-    # Candidate modules can leave global state behind (patches, threads): a worker that
-    # served a failing candidate is not trusted with the next one.
-    if reply["status"] != "ok":
-        reply["restart"] = True
+    gc.collect()  # this job's inputs and reference outputs (several GB on KernelBench level 1)
+    if torch.cuda.is_available():
+        torch.cuda.ipc_collect()  # buffers the candidate's process had mapped
+        torch.cuda.empty_cache()  # back to the driver, so the next candidate has the card
     return reply
 
 

@@ -1,0 +1,227 @@
+# ruff: noqa: E501 - the table below quotes source lines whole
+"""Item 8 of issue 15: remove each evaluator check in turn, run the CPU test written for it,
+and report whether that test fails (it must). The source file is restored after each run,
+also on Ctrl-C or an error. Run from the repository root:
+
+    python bench/check_removals.py            # every check
+    python bench/check_removals.py alias salt  # only those whose name contains a word
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+# (check, file, text that implements it, text without it, tests that must then fail)
+M = [
+    (
+        "C re-check after timing",
+        "src/cudaperf/execute/measure.py",
+        '    if req["check_after"]:',
+        "    if False:",
+        "tests/execute/test_measure.py::test_stale_outputs_fail_the_re_check_after_timing",
+    ),
+    (
+        "C escape/roofline rejection",
+        "src/cudaperf/execute/measure.py",
+        "    if hack:\n        return Status.REJECTED",
+        "    if False:\n        return Status.REJECTED",
+        "tests/execute/test_measure.py::test_work_escaping_a_short_kernels_events_is_rejected tests/execute/test_measure.py::test_impossible_bandwidth_is_rejected",
+    ),
+    (
+        "escape bound scaled (old fixed 50us)",
+        "src/cudaperf/execute/sanity.py",
+        "limit = 1.5 * t.median_us + 2.0 * max(overhead_us, 0.0) + 5.0",
+        "limit = 1.5 * t.median_us + 50.0",
+        "tests/execute/test_measure.py::test_work_escaping_a_short_kernels_events_is_rejected tests/execute/test_sanity.py::test_escape_bound_scales_with_short_kernels",
+    ),
+    (
+        "profile share check",
+        "src/cudaperf/execute/torch_trusted.py",
+        "    if share is not None and float(share) < min_share:",
+        "    if False:",
+        "tests/execute/test_torch_trusted.py::test_profile_share_and_launched_kernels_are_judged",
+    ),
+    (
+        "profile zero-share check",
+        "src/cudaperf/execute/torch_trusted.py",
+        "    if share is not None and float(share) == 0.0:",
+        "    if False:",
+        "tests/execute/test_torch_trusted.py::test_profile_share_and_launched_kernels_are_judged",
+    ),
+    (
+        "timer integrity (child)",
+        "src/cudaperf/execute/torch_trusted.py",
+        "        if tampered:\n",
+        "        if False:\n",
+        "tests/execute/test_torch_trusted.py::test_replaced_timers_are_rejected",
+    ),
+    (
+        "outside clock",
+        "src/cudaperf/execute/torch_trusted.py",
+        "            or self.outside_clock(timing)\n",
+        "",
+        "tests/execute/test_torch_trusted.py::test_times_the_trusted_clock_contradicts_are_rejected",
+    ),
+    (
+        "held-out configs checked (torch)",
+        "src/cudaperf/execute/torch_trusted.py",
+        "        for i, cfg in enumerate(task.configs):",
+        "        for i, cfg in enumerate([c for c in task.configs if not c.held_out]):",
+        "tests/execute/test_torch_trusted.py::test_held_out_configs_are_checked_and_their_feedback_has_no_size",
+    ),
+    (
+        "held-out redaction (torch)",
+        "src/cudaperf/execute/torch_trusted.py",
+        '                cr = cr.model_copy(update={"message": redact_sizes(cr.message)})',
+        "                pass",
+        "tests/execute/test_torch_trusted.py::test_held_out_configs_are_checked_and_their_feedback_has_no_size",
+    ),
+    (
+        "held-out redaction (C)",
+        "src/cudaperf/execute/measure.py",
+        '            cr = cr.model_copy(update={"message": redact_sizes(cr.message)})',
+        "            pass",
+        "tests/execute/test_measure.py::test_held_out_feedback_carries_no_size",
+    ),
+    (
+        "secret salt in seeds",
+        "src/cudaperf/execute/torch_trusted.py",
+        'h = hashlib.sha256(f"{salt}:{cfg.name}',
+        'h = hashlib.sha256(f"{0}:{cfg.name}',
+        "tests/execute/test_torch_trusted.py::test_inputs_cannot_be_predicted_without_the_secret_salt",
+    ),
+    (
+        "fresh values per correctness trial",
+        "src/cudaperf/execute/torch_trusted.py",
+        "        xs = _draw(self.ref_mod, _seed(self.salt, self.cfg, trial), self.dev)",
+        "        xs = _draw(self.ref_mod, _seed(self.salt, self.cfg, 0 if trial < 1000 else trial), self.dev)",
+        "tests/execute/test_torch_trusted.py::test_pointer_cache_fails_on_fresh_values_alone",
+    ),
+    (
+        "fresh inputs per timed trial",
+        "src/cudaperf/execute/torch_trusted.py",
+        "            self.bufs.write_inputs(self.inputs(1000 + t, _OWN))  # fresh inputs every trial\n",
+        "",
+        "tests/execute/test_torch_trusted.py::test_timed_trials_get_fresh_inputs_so_memoising_does_not_pay",
+    ),
+    (
+        "check after timing (torch)",
+        "src/cudaperf/execute/torch_trusted.py",
+        "        self.checked_call(2000, _OWN)  # the output check after timing, on fresh inputs\n",
+        "",
+        "tests/execute/test_torch_trusted.py::test_stale_outputs_after_timing_fail_the_check_after_timing",
+    ),
+    (
+        "signed distribution",
+        "src/cudaperf/execute/torch_trusted.py",
+        "            dist = _SIGNED if t % 2 and self.signed_ok else _OWN",
+        "            dist = _OWN",
+        "tests/execute/test_torch_trusted.py::test_copy_kernel_fails_relu_on_non_negative_inputs",
+    ),
+    (
+        "signed only where finite",
+        "src/cudaperf/execute/torch_trusted.py",
+        "        if dist == _SIGNED and not _finite(want):",
+        "        if False:",
+        "tests/execute/test_torch_trusted.py::test_a_reference_that_overflows_on_signed_inputs_is_judged_on_its_own_inputs_only",
+    ),
+    (
+        "alias check",
+        "src/cudaperf/execute/torch_trusted.py",
+        "        if alias_check and not self.ref_alias:",
+        "        if False:",
+        "tests/execute/test_torch_trusted.py::test_output_aliasing_an_input_is_rejected_unless_the_reference_aliases_too",
+    ),
+    (
+        "alias check honours an aliasing reference",
+        "src/cudaperf/execute/torch_trusted.py",
+        "        if alias_check and not self.ref_alias:",
+        "        if alias_check:",
+        "tests/execute/test_torch_trusted.py::test_output_aliasing_an_input_is_rejected_unless_the_reference_aliases_too",
+    ),
+    (
+        "mutation check (torch)",
+        "src/cudaperf/execute/torch_trusted.py",
+        "        if mutated(xs, self.bufs.inputs):",
+        "        if False:",
+        "tests/execute/test_torch_trusted.py::test_mutated_inputs_are_rejected tests/execute/test_torch_trusted.py::test_in_place_kernel_returning_its_input_fails_relu",
+    ),
+    (
+        "output poisoning",
+        "src/cudaperf/execute/torch_shared.py",
+        "                _poison(o)",
+        "                pass",
+        "tests/execute/test_torch_shared.py",
+    ),
+    (
+        "child discarded after each job",
+        "src/cudaperf/execute/torch_trusted.py",
+        "    finally:\n        child.close()",
+        "    finally:\n        globals()['_KEEP'] = child\n        import cudaperf.execute.torch_proc as tp; tp._spare = child",
+        "tests/execute/test_worker.py::test_torch_faults_end_with_their_status_and_the_next_candidate_runs_fresh",
+    ),
+    (
+        "worker replaced after a child death/CUDA error",
+        "src/cudaperf/execute/torch_trusted.py",
+        "                restart = e.died or any(k in e.message for k in _CUDA_ERROR)",
+        "                restart = False",
+        "tests/execute/test_worker.py::test_torch_faults_end_with_their_status_and_the_next_candidate_runs_fresh",
+    ),
+    (
+        "second reference run (inputs.py)",
+        "src/cudaperf/execute/inputs.py",
+        "        unwritten = (_elements(bufs[i]) == 0xFF).all(1) & (_elements(again[i]) == 0).all(1)",
+        "        unwritten = (_elements(bufs[i]) == 0xFF).all(1)",
+        "tests/execute/test_measure.py::test_reference_outputs_equal_to_the_poison_pattern_are_still_compared",
+    ),
+    (
+        "held-out timing feedback",
+        "src/cudaperf/execute/results.py",
+        "timed = [c for c in configs if c.timing is not None and not c.held_out]",
+        "timed = [c for c in configs if c.timing is not None]",
+        "tests/execute/test_results.py",
+    ),
+    (
+        "worker error asks for restart",
+        "src/cudaperf/execute/worker.py",
+        '"configs": [], "restart": True}',
+        '"configs": []}',
+        "tests/execute/test_worker.py::test_an_error_of_the_worker_itself_asks_for_a_restart",
+    ),
+]
+
+
+def main() -> None:
+    sel = sys.argv[1:]
+    for name, f, old, new, tests in M:
+        if sel and not any(s in name for s in sel):
+            continue
+        run_one(name, ROOT / f, old, new, tests.split(), verbose=len(sel) == 1)
+
+
+def run_one(name: str, p: Path, old: str, new: str, tests: list[str], verbose: bool) -> None:
+    src = p.read_text()
+    if src.count(old) != 1:
+        print(f"SKIPPED: {name}: the check's text is not found once in {p.name} (edited?)")
+        return
+    p.write_text(src.replace(old, new))
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}/src:{ROOT}/tests/execute")
+    try:
+        cmd = [PY, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests]
+        r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    finally:
+        p.write_text(src)
+    last = (r.stdout.strip().splitlines() or ["?"])[-1]
+    verdict = "FAILS without it (good)" if r.returncode else "STILL GREEN without it (BAD)"
+    print(f"{verdict}: {name}: {last}", flush=True)
+    if verbose:
+        print(r.stdout[-3000:])
+
+
+if __name__ == "__main__":
+    main()
