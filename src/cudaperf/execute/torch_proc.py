@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 from typing import Any
 
@@ -55,7 +56,15 @@ class CandidateProcess:
         ctx = tmp.get_context("spawn")
         self.conn, theirs = ctx.Pipe(duplex=True)
         self.proc = ctx.Process(target=child_main, args=(theirs,), daemon=True)
-        self.proc.start()
+        # A spawned child starts in the parent's working directory, which is the current job's
+        # folder: a spare outlives that job, and its folder is removed when the job ends (the
+        # worker's private copy at once), so start it from a folder that stays.
+        cwd = os.getcwd()
+        os.chdir("/")
+        try:
+            self.proc.start()
+        finally:
+            os.chdir(cwd)
         theirs.close()  # so the child's death reads as EOF here
 
     def ask(self, kind: str, arg: Any = None) -> Any:
