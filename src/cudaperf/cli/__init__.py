@@ -8,6 +8,7 @@ import typer
 
 from cudaperf import __version__
 from cudaperf.cli.analyze import analyze_command
+from cudaperf.cli.bench import bench_app
 from cudaperf.cli.data import data_app
 from cudaperf.cli.eval import eval_command
 from cudaperf.cli.rank import rank_app
@@ -26,6 +27,7 @@ app = typer.Typer(
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(data_app, name="data")
 app.add_typer(rank_app, name="rank")
+app.add_typer(bench_app, name="bench")
 app.command("analyze")(analyze_command)
 app.command("eval")(eval_command)
 app.command("report")(report_command)
