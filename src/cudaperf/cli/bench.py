@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
 
 import typer
@@ -88,6 +87,18 @@ def _backend(model, tasks, adapter, server_model, api_key, temperature, max_toke
         fail(f"--model {model}: {e}")
 
 
+def _command(st, out: Path, suite_path: Path | None, dataset: Path | None) -> str:
+    """The `cudaperf bench run` command line that selects the same tasks and settings."""
+    args = ["--model", st.model, "--suite", st.suite, "--samples", str(st.samples),
+            "--turns", str(st.turns), "--seed", str(st.seed), "--preset", st.preset]  # fmt: skip
+    for flag, v in (("--limit", st.limit), ("--tasks-per-family", st.tasks_per_family),
+                    ("--adapter", st.adapter), ("--suite-path", suite_path),
+                    ("--dataset", dataset)):  # fmt: skip
+        if v is not None:
+            args += [flag, str(v)]
+    return "cudaperf bench run " + shlex.join([*args, "--out", str(out)])
+
+
 def _print_summary(s: dict, html: Path) -> None:
     from cudaperf.report.summary import fmt_value
 
@@ -153,7 +164,7 @@ def run(
                        gguf_file)  # fmt: skip
     info = {"suite_label": s.label, "source": s.source, "import_skipped": s.skipped,
             "left_out": left_out, "gpu": env.gpu_name, "versions": env.versions,
-            "command": "cudaperf " + shlex.join(sys.argv[1:])}  # fmt: skip
+            "command": _command(settings, out, suite_path, dataset)}  # fmt: skip
     cols = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn())  # fmt: skip
     try:
