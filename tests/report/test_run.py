@@ -43,10 +43,10 @@ def bench(out, model="scripted:best", calls=None, interrupt_at=None, samples=2, 
 
 
 def test_every_sample_of_every_turn_is_recorded(tmp_path):
-    assert bench(tmp_path / "r") == len(TASKS)
+    assert bench(tmp_path / "r", turns=3) == len(TASKS)  # the same reply every turn
     recs = read_trajectory(tmp_path / "r/trajectories.jsonl")
     turns = Counter(r.task_id for r in recs if isinstance(r, TurnRecord))
-    assert turns == {t.id: 2 for t in TASKS}  # patience = turns: no task stopped early
+    assert turns == {t.id: 3 for t in TASKS}  # patience = turns: no task stopped early
     assert all(len(r.samples) == 2 for r in recs if isinstance(r, TurnRecord))
     assert {r.task_id for r in recs if isinstance(r, SummaryRecord)} == set(META)
 

@@ -141,7 +141,8 @@ def run_figures(s: dict) -> dict[str, bytes]:
         "fast_p over p (solid: best of all samples and turns; dashed: turn-1 samples)":
             _curve_axes([s.get("fast_p_curves", {})], ["best of all"], s["baselines"], "best"),
         "Per-turn improvement": per_turn([_turn_values(s)], ["run"], _turn_prefixes(s)),
-        "Per-family correct share": family_bars(s),
+        "Per-family " + ("compile rate" if s["mode"] == "compile-only" else "correct share"):
+            family_bars(s),
     }  # fmt: skip
     return {k: v for k, v in figs.items() if v is not None}
 

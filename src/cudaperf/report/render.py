@@ -91,7 +91,8 @@ def _run_sections(s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
         if not groups:
             continue
         names = [e["metric"] for e in groups[0]["metrics"]]
-        title = f"By {key}" + (f" (speedups vs {s['baselines'][prim]})" if prim else "")
+        vs = prim and s["mode"] != "compile-only"
+        title = f"By {key}" + (f" (speedups vs {s['baselines'][prim]})" if vs else "")
         out.append((title, [key, "tasks", *names], [
             [g["group"], str(g["tasks"])] + [f"{fmt_value(e['value'], e['kind'])} {_ci(e)}"
                                              for e in g["metrics"]] for g in groups]))  # fmt: skip

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Baselines of `cudaperf bench` on the GPU machine: scripted:naive (lower reference),
+# scripted:best (each task's fastest known implementation: upper reference) and the untrained
+# SmolLM2-135M-Instruct on one fixed subset of the test families, then one comparison.
+#
+#   bash bench/bench_suite.sh quick [ROOT]   # 6 test-family tasks (1 per family), 2 samples,
+#                                            # 1 turn: a few minutes warm
+#   bash bench/bench_suite.sh full  [ROOT]   # 60 test-family tasks (10 per family), 4 samples
+#
+# ROOT defaults to $OUT (the device call's return folder) or bench/results/bench. Each run goes
+# to ROOT/MODE/heldout/{naive,best,smollm2}, the comparison to ROOT/MODE/heldout/compare; a
+# rerun of the same command resumes every run (finished tasks are skipped), so a call cut off
+# by its time limit loses at most the tasks in flight. Optional public suites, read from
+# checkouts carried to the machine: KB=PATH (KernelBench root: levels 1-2) and BT=FILE
+# (BabelTower test JSONL) add ROOT/MODE/kernelbench and ROOT/MODE/babeltower (naive/best
+# only where the suite has implementations: BabelTower has, KernelBench has none).
+# On the device: `source scripts/device_env.sh;` first; SmolLM2 needs its GGUF carried
+# (bash scripts/device_model.sh prints the calls); without it that run is skipped, saying so.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+MODE=${1:-quick}
+ROOT=${2:-${OUT:-bench/results/bench}}
+case "$MODE" in
+  quick) SUB=(--limit 6 --tasks-per-family 1); S=2 ;;
+  full) SUB=(--limit 60 --tasks-per-family 10); S=4 ;;
+  *) echo "usage: bash bench/bench_suite.sh quick|full [ROOT]" >&2; exit 2 ;;
+esac
+CP=(python3 -m cudaperf)
+COMMON=(--samples "$S" --turns 1 --seed 0 --ranker none --bootstrap 1000)
+
+one() {  # one() SUITE_DIR MODEL NAME SUITE_ARGS...
+  local dir=$1 model=$2 name=$3; shift 3
+  local extra=()
+  [ "$model" = smollm2 ] && extra=(--max-tokens 1024)
+  echo "== $model on $* -> $ROOT/$MODE/$dir/$name"
+  "${CP[@]}" bench run --model "$model" "$@" "${SUB[@]}" "${COMMON[@]}" "${extra[@]}" \
+    --out "$ROOT/$MODE/$dir/$name" || echo "bench_suite: $model on $dir did not finish (see above)"
+}
+
+for m in naive best; do one heldout "scripted:$m" "$m" --suite heldout; done
+one heldout smollm2 smollm2 --suite heldout
+runs=()
+for r in naive best smollm2; do [ -f "$ROOT/$MODE/heldout/$r/run.json" ] && runs+=("$ROOT/$MODE/heldout/$r"); done
+[ "${#runs[@]}" -ge 2 ] && "${CP[@]}" bench compare "${runs[@]}" --out "$ROOT/$MODE/heldout/compare"
+
+if [ -n "${KB:-}" ]; then one kernelbench smollm2 smollm2 --suite kernelbench:1,2 --suite-path "$KB"; fi
+if [ -n "${BT:-}" ]; then
+  for m in naive best; do one babeltower "scripted:$m" "$m" --suite babeltower --suite-path "$BT"; done
+  one babeltower smollm2 smollm2 --suite babeltower --suite-path "$BT"
+fi
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$ROOT/$MODE/gpu.txt" 2>/dev/null || true
+echo "bench_suite: done; reports under $ROOT/$MODE (report.html / report.md per run)"
