@@ -72,6 +72,10 @@ def test_a_rerun_with_other_settings_is_refused(tmp_path):
     bench(tmp_path / "r", samples=1, turns=1)
     with pytest.raises(ValueError, match="other settings.*samples=1 there, 2 now"):
         bench(tmp_path / "r", samples=2, turns=1)
+    st = BenchSettings(model="scripted:best", suite="sample", samples=1, turns=1)
+    few = {k: META[k] for k in list(META)[:3]}
+    with pytest.raises(ValueError, match="other tasks"):
+        run_bench(st, TASKS[:3], few, tmp_path / "r", make_bench_backend(st.model, TASKS), None)
 
 
 def test_summary_of_scripted_best_matches_the_stored_measurements(tmp_path):
@@ -127,3 +131,15 @@ def test_an_adapter_fails_with_a_clear_message_until_hf_backend_loads_them():
         make_bench_backend("some/model", TASKS, adapter="runs/sft/adapter")
     with pytest.raises(ValueError, match="--adapter loads on top of a Hugging Face model"):
         BenchSettings(model="scripted:best", suite="sample", adapter="x")
+
+
+def test_a_run_of_only_format_errors_takes_the_mode_the_run_recorded(tmp_path):
+    from cudaperf.refine.backends import ScriptedBackend
+
+    st = BenchSettings(model="scripted:talker", suite="sample", samples=1, turns=1)
+    info = {"mode": "compile-only"}
+    run_bench(st, TASKS[:2], {k: META[k] for k in list(META)[:2]}, tmp_path / "r",
+              ScriptedBackend(["no code here"]), scorer([]), info=info)  # fmt: skip
+    s = summarize(read_run(tmp_path / "r"), n_boot=20)
+    assert s["mode"] == "compile-only" and s["statuses"] == {"format_error": 2}
+    assert [e["metric"] for e in s["metrics"]] == ["compile rate (turn 1)"]

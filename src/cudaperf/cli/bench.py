@@ -71,7 +71,8 @@ def _scorer(tasks, preset, compile_only, cache_dir, ranker):
     return sc, env
 
 
-def _backend(model, tasks, adapter, server_model, api_key, temperature, max_tokens, gguf_file):
+def _backend(model, tasks, adapter, server_model, api_key, temperature, max_tokens, gguf_file,
+             seed):  # fmt: skip
     from cudaperf.report.run import make_bench_backend
 
     if model.startswith(("http://", "https://")):
@@ -80,7 +81,8 @@ def _backend(model, tasks, adapter, server_model, api_key, temperature, max_toke
     elif model.startswith("scripted:"):
         opts = {}
     else:
-        opts = dict(gguf_file=gguf_file, temperature=temperature, max_new_tokens=max_tokens)
+        opts = dict(gguf_file=gguf_file, temperature=temperature, max_new_tokens=max_tokens,
+                    seed=seed)  # fmt: skip
     try:
         return make_bench_backend(model, tasks, adapter=adapter, **opts)
     except (ImportError, ValueError, OSError) as e:
@@ -161,9 +163,9 @@ def run(
     meta = {t.id: task_meta(t, s.label) for t in tasks}
     scorer, env = _scorer(tasks, preset, compile_only, cache_dir, ranker)
     backend = _backend(model, tasks, adapter, server_model, api_key, temperature, max_tokens,
-                       gguf_file)  # fmt: skip
+                       gguf_file, seed)  # fmt: skip
     info = {"suite_label": s.label, "source": s.source, "import_skipped": s.skipped,
-            "left_out": left_out, "gpu": env.gpu_name, "versions": env.versions,
+            "left_out": left_out, "gpu": env.gpu_name, "mode": env.mode, "versions": env.versions,
             "command": _command(settings, out, suite_path, dataset)}  # fmt: skip
     cols = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn())  # fmt: skip

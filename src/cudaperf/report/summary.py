@@ -49,7 +49,8 @@ def load_views(run: RunFiles, samples: int | None = None, turns: int | None = No
     views = task_views(rows, meta)
     baselines = [b for b in BASELINE_FIELDS if any(b in m.baselines for m in meta.values())]
     modes = {r.mode for r in rows if r.mode}
-    mode = modes.pop() if len(modes) == 1 else ("mixed" if modes else "none")
+    # no evaluated sample (only format errors): the evaluator's mode as the run recorded it
+    mode = modes.pop() if len(modes) == 1 else ("mixed" if modes else run.info.get("mode", "none"))
     return rows, views, baselines, mode
 
 
