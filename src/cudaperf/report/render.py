@@ -172,7 +172,9 @@ def _failures_html(s: dict) -> tuple[str, list[str]]:
         head = f"{f['task']} - turn {f['turn']}, sample {f['sample']}: {f['status']}"
         if f["findings"]:
             head += f" ({', '.join(f['findings'])})"
-        h.append(f"<h3>{_esc(head)}</h3><pre>{_esc(f['feedback'] or '(no feedback)')}</pre>")
+        h.append(f"<h3>{_esc(head)}</h3><pre>{_esc(f['feedback'] or '(no feedback)')}</pre>"
+                 f"<details><summary>the reply</summary><pre>{_esc(f.get('reply', ''))}</pre>"
+                 "</details>")  # fmt: skip
         md.append(f"### {head}\n\n```\n{f['feedback'] or '(no feedback)'}\n```\n")
     return "".join(h), md
 

@@ -73,6 +73,7 @@ class BenchRow(_Frozen):
     speedups: dict[str, float] = {}  # baseline name -> speedup (only measured ones)
     findings: list[str] = []  # anti-hacking check ids that fired
     feedback: str = ""  # the feedback rendered for this sample (truncated)
+    reply_head: str = ""  # the start of the model's reply (truncated)
     reward: float | None = None  # reward total (None: no valid reward)
 
 
@@ -136,6 +137,7 @@ def rows_from_trajectory(
                     speedups=speedups,
                     findings=list(res.findings) if res is not None else [],
                     feedback=s.feedback[:max_feedback],
+                    reply_head=s.reply[:max_feedback],
                     reward=rw.total if rw is not None and rw.valid else None,
                 )  # fmt: skip
             )

@@ -104,7 +104,8 @@ def _failures(rows: list[BenchRow], limit: int = 12) -> list[dict]:
             worst[r.task_id] = r
     order = sorted(worst.values(), key=lambda r: (rank.get(r.status, 99), r.task_id))
     return [{"task": r.task_id, "turn": r.turn, "sample": r.sample, "status": r.status,
-             "findings": r.findings, "feedback": r.feedback} for r in order[:limit]]  # fmt: skip
+             "findings": r.findings, "feedback": r.feedback, "reply": r.reply_head}
+            for r in order[:limit]]  # fmt: skip
 
 
 def _curves(views: list[TaskView], baselines: list[str], turns: int) -> dict:
