@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -68,3 +69,15 @@ def test_bad_input_gives_one_line_errors(tmp_path):
     assert res.exit_code == 2 and "no run.json" in res.output
     res = runner.invoke(app, ["bench", "compare", str(tmp_path / "x"), "--out", str(tmp_path)])
     assert res.exit_code == 2 and "at least two run folders" in res.output
+
+
+@needs_nvcc
+def test_several_suites_in_one_run_and_scripted_models_leave_out_bare_tasks(tmp_path):
+    kb = Path(__file__).resolve().parents[1] / "fixtures/kernelbench/KernelBench"
+    res = bench_run(tmp_path, "scripted:naive", "r", "--suite", "kernelbench:1",
+                    "--suite-path", str(kb))  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "leaving out 2 task(s) without implementations" in res.output
+    run = json.loads((tmp_path / "r/run.json").read_text())
+    assert run["settings"]["suite"] == "sample + kernelbench:1" and len(run["tasks"]) == 4
+    assert "--suite sample --suite kernelbench:1 --suite-path" in run["command"]

@@ -143,3 +143,13 @@ def test_a_run_of_only_format_errors_takes_the_mode_the_run_recorded(tmp_path):
     s = summarize(read_run(tmp_path / "r"), n_boot=20)
     assert s["mode"] == "compile-only" and s["statuses"] == {"format_error": 2}
     assert [e["metric"] for e in s["metrics"]] == ["compile rate (turn 1)"]
+
+
+def test_per_suite_and_per_family_tables_when_a_run_spans_suites(tmp_path):
+    two = {k: m.model_copy(update={"suite": "A" if i % 2 else "B"})
+           for i, (k, m) in enumerate(META.items())}  # fmt: skip
+    st = BenchSettings(model="scripted:best", suite="A + B", samples=1, turns=1)
+    run_bench(st, TASKS, two, tmp_path / "r", make_bench_backend(st.model, TASKS), scorer([]))
+    s = summarize(read_run(tmp_path / "r"), n_boot=50)
+    assert [(g["group"], g["tasks"]) for g in s["groups"]["suite"]] == [("A", 6), ("B", 6)]
+    assert len(s["groups"]["family"]) == 12 and s["groups"]["level"] == []

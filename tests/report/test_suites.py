@@ -71,3 +71,15 @@ def test_bad_specs_say_how_to_fix_them(tmp_path):
         load_suite("kernelbench:4", tmp_path)
     with pytest.raises(FileNotFoundError, match="--dataset"):
         load_suite("heldout", dataset=tmp_path / "missing.jsonl.gz")
+
+
+def test_several_suites_take_their_paths_in_order(tmp_path):
+    from cudaperf.report.suites import load_suites
+
+    kb = ROOT / "tests/fixtures/kernelbench/KernelBench"
+    both = load_suites(["sample", "kernelbench:1"], [kb])
+    assert [s.label for s in both] == ["sample", "kernelbench:1"] and all(s.tasks for s in both)
+    with pytest.raises(ValueError, match="1 suite\\(s\\) read a checkout.*0 --suite-path"):
+        load_suites(["sample", "kernelbench:1"], [])
+    with pytest.raises(ValueError, match="share task ids"):
+        load_suites(["sample", "sample"], [])

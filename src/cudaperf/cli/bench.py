@@ -31,26 +31,30 @@ _MODEL_HELP = (
 )
 
 
-def _tasks(suite, suite_path, dataset, limit, per_family, seed, model):
+def _tasks(suites, suite_paths, dataset, limit, per_family, seed, model):
+    """(suites, tasks, meta, note on left-out tasks); the subset options apply per suite."""
+    from cudaperf.report.rows import task_meta
     from cudaperf.report.scripted import REFERENCE_SPECS, replayable
-    from cudaperf.report.suites import load_suite, select
+    from cudaperf.report.suites import load_suites, select
 
     try:
-        s = load_suite(suite, suite_path, dataset)
-        tasks = select(s.tasks, limit, per_family, seed)
+        loaded = load_suites(suites, suite_paths or [], dataset)
+        picked = [(s, select(s.tasks, limit, per_family, seed)) for s in loaded]
     except (ValueError, FileNotFoundError, ImportError) as e:
         fail(str(e))
     left_out = ""
     if model in REFERENCE_SPECS or model == "scripted:weakest-first":
-        keep = replayable(tasks)
-        if len(keep) < len(tasks):
-            left_out = f"{len(tasks) - len(keep)} task(s) without implementations to replay"
-            console.print(f"{model}: leaving out {left_out}")
-        tasks = keep
+        n = sum(len(ts) for _, ts in picked)
+        picked = [(s, replayable(ts)) for s, ts in picked]
+        if sum(len(ts) for _, ts in picked) < n:
+            left_out = f"{n - sum(len(ts) for _, ts in picked)} task(s) without implementations"
+            console.print(f"{model}: leaving out {left_out} to replay")
+    tasks = [t for _, ts in picked for t in ts]
     if not tasks:
-        fail(f"--suite {suite}: no task to run (after --limit/--tasks-per-family and, for "
-             "scripted models, dropping tasks without implementations)")  # fmt: skip
-    return s, tasks, left_out
+        fail(f"--suite {' '.join(suites)}: no task to run (after --limit/--tasks-per-family and, "
+             "for scripted models, dropping tasks without implementations)")  # fmt: skip
+    meta = {t.id: task_meta(t, s.label) for s, ts in picked for t in ts}
+    return loaded, tasks, meta, left_out
 
 
 def _scorer(tasks, preset, compile_only, cache_dir, ranker):
@@ -89,13 +93,17 @@ def _backend(model, tasks, adapter, server_model, api_key, temperature, max_toke
         fail(f"--model {model}: {e}")
 
 
-def _command(st, out: Path, suite_path: Path | None, dataset: Path | None) -> str:
+def _command(st, out: Path, suite_paths: list[Path], dataset: Path | None) -> str:
     """The `cudaperf bench run` command line that selects the same tasks and settings."""
-    args = ["--model", st.model, "--suite", st.suite, "--samples", str(st.samples),
+    args = ["--model", st.model]
+    for spec in st.suite.split(" + "):
+        args += ["--suite", spec]
+    for p in suite_paths:
+        args += ["--suite-path", str(p)]
+    args += ["--samples", str(st.samples),
             "--turns", str(st.turns), "--seed", str(st.seed), "--preset", st.preset]  # fmt: skip
     for flag, v in (("--limit", st.limit), ("--tasks-per-family", st.tasks_per_family),
-                    ("--adapter", st.adapter), ("--suite-path", suite_path),
-                    ("--dataset", dataset)):  # fmt: skip
+                    ("--adapter", st.adapter), ("--dataset", dataset)):  # fmt: skip
         if v is not None:
             args += [flag, str(v)]
     return "cudaperf bench run " + shlex.join([*args, "--out", str(out)])
@@ -123,12 +131,14 @@ def _print_summary(s: dict, html: Path) -> None:
 @bench_app.command("run")
 def run(
     model: str = typer.Option(..., "--model", help=_MODEL_HELP),
-    suite: str = typer.Option(..., "--suite", help=_SUITE_HELP),
+    suite: list[str] = typer.Option(..., "--suite", help=_SUITE_HELP + " Repeat for several."),
     out: Path = typer.Option(..., "--out", help="Run folder (created; a rerun resumes it)."),
     samples: int = typer.Option(4, "--samples", help="Replies per task and turn (pass@k's n)."),
     turns: int = typer.Option(1, "--turns", help="Refinement turns per task (all are run)."),
     adapter: str = typer.Option(None, "--adapter", help="A trained adapter on top of --model."),
-    suite_path: Path = typer.Option(None, "--suite-path", help="Your checkout of the suite."),
+    suite_path: list[Path] = typer.Option(
+        None, "--suite-path", help="Your checkout of each imported suite, in --suite order."
+    ),
     dataset: Path = typer.Option(None, "--dataset", help="heldout/train-unseen: the dataset."),
     limit: int = typer.Option(None, "--limit", help="At most this many tasks (fixed subset)."),
     per_family: int = typer.Option(None, "--tasks-per-family", help="At most N per family."),
@@ -149,24 +159,25 @@ def run(
 ) -> None:
     """Run a model over a suite; every sample of every turn evaluated on every config."""
     from cudaperf.report.render import write_run_report
-    from cudaperf.report.rows import task_meta
     from cudaperf.report.run import BenchSettings, read_run, run_bench
     from cudaperf.report.summary import summarize
 
     try:
-        settings = BenchSettings(model=model, suite=suite, samples=samples, turns=turns,
+        settings = BenchSettings(model=model, suite=" + ".join(suite), samples=samples, turns=turns,
                                  seed=seed, limit=limit, tasks_per_family=per_family,
                                  adapter=adapter, preset=preset)  # fmt: skip
     except ValueError as e:
         fail(str(e))
-    s, tasks, left_out = _tasks(suite, suite_path, dataset, limit, per_family, seed, model)
-    meta = {t.id: task_meta(t, s.label) for t in tasks}
+    suites, tasks, meta, left_out = _tasks(suite, suite_path, dataset, limit, per_family, seed,
+                                           model)  # fmt: skip
     scorer, env = _scorer(tasks, preset, compile_only, cache_dir, ranker)
     backend = _backend(model, tasks, adapter, server_model, api_key, temperature, max_tokens,
                        gguf_file, seed)  # fmt: skip
-    info = {"suite_label": s.label, "source": s.source, "import_skipped": s.skipped,
+    info = {"suite_label": " + ".join(s.label for s in suites),
+            "source": "; ".join(s.source for s in suites),
+            "import_skipped": {s.label: s.skipped for s in suites if s.skipped},
             "left_out": left_out, "gpu": env.gpu_name, "mode": env.mode, "versions": env.versions,
-            "command": _command(settings, out, suite_path, dataset)}  # fmt: skip
+            "command": _command(settings, out, suite_path or [], dataset)}  # fmt: skip
     cols = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn())  # fmt: skip
     try:

@@ -37,6 +37,8 @@ __all__ = [
     "Suite",
     "is_train_unseen",
     "load_suite",
+    "load_suites",
+    "needs_path",
     "select",
     "unseen_bucket",
 ]
@@ -124,6 +126,28 @@ def load_suite(spec: str, suite_path: Path | None = None, dataset: Path | None =
             f"{', '.join(NAMED)} (kernelbench:1 for one level)"
         )
     return Suite(p.name, load_tasks(p), str(p), {})
+
+
+def needs_path(spec: str) -> bool:
+    """True for the imported suites, which read the user's checkout (`--suite-path`)."""
+    return spec.split(":", 1)[0] in IMPORTED
+
+
+def load_suites(specs: list[str], paths: list[Path], dataset: Path | None = None) -> list[Suite]:
+    """Several suites at once; `paths` go, in order, to the specs that need one
+    (`needs_path`). Raises ValueError when the counts do not match or a task id repeats."""
+    wanted = [s for s in specs if needs_path(s)]
+    if len(paths) != len(wanted):
+        raise ValueError(
+            f"{len(wanted)} suite(s) read a checkout ({', '.join(wanted) or 'none'}) but "
+            f"{len(paths)} --suite-path given; give one --suite-path per such --suite, in order"
+        )
+    given = iter(paths)
+    suites = [load_suite(s, next(given) if needs_path(s) else None, dataset) for s in specs]
+    ids = [t.id for s in suites for t in s.tasks]
+    if len(set(ids)) < len(ids):
+        raise ValueError("the suites share task ids (a suite given twice?); give each once")
+    return suites
 
 
 def _order(seed: int, key: str) -> str:
