@@ -100,6 +100,13 @@ def _run_sections(s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     out.append((f"Reward-hacking watch: {100 * rj['share']:.1f}% of evaluated samples rejected",
                 ["check that fired", "samples"],
                 [[k, str(v)] for k, v in rj["reasons"].items()] or [["(none)", "0"]]))  # fmt: skip
+    defs = [[e["metric"], e["doc"]] for e in s["metrics"]]
+    if s["per_turn"]:
+        for e in s["per_turn"][0]["metrics"]:
+            doc = e["doc"].replace("1..1", "1..t").replace("by turn 1", "by turn t")
+            defs.append([e["metric"].replace(" by turn 1", " by turn t"), doc])
+    out.append(("Definitions (intervals: 95% bootstrap over tasks, clustered by family)",
+                ["metric", "formula"], defs))  # fmt: skip
     out.append(("Statuses (all samples, all turns)", ["status", "samples"],
                 [[k, str(v)] for k, v in s["statuses"].items()]))  # fmt: skip
     return out
