@@ -35,6 +35,7 @@ __all__ = [
     "Metric",
     "TaskView",
     "bootstrap",
+    "fast_p",
     "paired_bootstrap",
     "pass_at_k",
     "rejected_reasons",
@@ -282,16 +283,26 @@ def standard_metrics(samples: int, turns: int, baselines: Sequence[str]) -> list
     return ms
 
 
+def fast_p(p: float, b: str, best_by: int | None = None, label: str = "") -> Metric:
+    """fast_p against baseline b: with `best_by=None`, the mean over tasks with b of the
+    share of turn-1 samples that are correct and > p times faster than b (KernelBench's
+    fast_p, per sample); with `best_by=t`, the share of tasks with b whose best correct
+    sample of turns 1..t is > p times faster. `label`: the name's suffix for the best-of form."""
+    if best_by is None:
+        return Metric(f"fast_{p:g} vs {b} (turn 1)", _fast_sample(p, b), _mean,
+                      f"mean over tasks with baseline {b} of the share of turn-1 samples "
+                      f"correct and > {p:g}x faster than {b}", baseline=b)  # fmt: skip
+    return Metric(f"fast_{p:g} vs {b} ({label or f'by turn {best_by}'})",
+                  _fast_best(p, b, best_by), _mean,
+                  f"share of tasks with baseline {b} whose best correct sample of turns "
+                  f"1..{best_by} is > {p:g}x faster than {b}", baseline=b)  # fmt: skip
+
+
 def _speed_metrics(b: str, samples: int, turns: int) -> list[Metric]:
     best = f"best of {samples}x{turns}"
     out = []
     for p in FAST_P:
-        out.append(Metric(f"fast_{p:g} vs {b} (turn 1)", _fast_sample(p, b), _mean,
-                          f"mean over tasks with baseline {b} of the share of turn-1 samples "
-                          f"correct and > {p:g}x faster than {b}"))  # fmt: skip
-        out.append(Metric(f"fast_{p:g} vs {b} ({best})", _fast_best(p, b, turns), _mean,
-                          f"share of tasks with baseline {b} whose best correct sample of "
-                          f"turns 1..{turns} is > {p:g}x faster than {b}"))  # fmt: skip
+        out += [fast_p(p, b), fast_p(p, b, turns, best)]
     out += [
         Metric(f"geomean speedup vs {b}, correct turn-1 samples", _log_correct(b), _geo,
                f"exp(mean log s^{b}) over correct turn-1 samples", "speedup"),

@@ -20,6 +20,7 @@ from cudaperf.report.metrics import (
     Metric,
     TaskView,
     bootstrap,
+    fast_p,
     paired_bootstrap,
     rejected_reasons,
     standard_metrics,
@@ -109,19 +110,12 @@ def _failures(rows: list[BenchRow], limit: int = 12) -> list[dict]:
 
 
 def _curves(views: list[TaskView], baselines: list[str], turns: int) -> dict:
-    """fast_p over P_GRID per baseline: turn-1 (per sample) and best of all turns (per task)."""
+    """`metrics.fast_p` over P_GRID per baseline: per turn-1 sample, and best of all turns."""
     out = {}
     for b in baselines:
-        vs = [v for v in views if b in v.meta.baselines and v.turns]
-        if not vs:
-            continue
-        best = [v.best_speedup(b, turns) for v in vs]
-        t1 = [[r.speedups.get(b) if r.correct else None for r in v.turns.get(1, [])] for v in vs]
-        out[b] = {
-            "best": [sum(s is not None and s > p for s in best) / len(vs) for p in P_GRID],
-            "turn1": [float(np.mean([sum(s is not None and s > p for s in x) / max(1, len(x))
-                                     for x in t1])) for p in P_GRID],
-        }  # fmt: skip
+        if any(b in v.meta.baselines and v.turns for v in views):
+            out[b] = {"best": [value(fast_p(p, b, turns), views) for p in P_GRID],
+                      "turn1": [value(fast_p(p, b), views) for p in P_GRID]}  # fmt: skip
     return out
 
 
