@@ -7,6 +7,8 @@
 #                                            # 1 turn: a few minutes warm
 #   bash bench/bench_suite.sh full  [ROOT]   # 60 test-family tasks (10 per family), 4 samples
 #
+# Evaluator settings are lighter than the defaults to spare device time (quick: 20 trials,
+# 0.5 s per config; full: 30 trials, 1 s); every run.json records them.
 # ROOT defaults to $OUT (the device call's return folder) or bench/results/bench. Each run goes
 # to ROOT/MODE/heldout/{naive,best,smollm2}, the comparison to ROOT/MODE/heldout/compare; a
 # rerun of the same command resumes every run (finished tasks are skipped), so a call cut off
@@ -21,12 +23,12 @@ cd "$(dirname "$0")/.."
 MODE=${1:-quick}
 ROOT=${2:-${OUT:-bench/results/bench}}
 case "$MODE" in
-  quick) SUB=(--limit 6 --tasks-per-family 1); S=2 ;;
-  full) SUB=(--limit 60 --tasks-per-family 10); S=4 ;;
+  quick) SUB=(--limit 6 --tasks-per-family 1); S=2; EV=(--trials 20 --time-budget 0.5 --cpu-time-budget 0.5) ;;
+  full) SUB=(--limit 60 --tasks-per-family 10); S=4; EV=(--trials 30 --time-budget 1.0 --cpu-time-budget 1.0) ;;
   *) echo "usage: bash bench/bench_suite.sh quick|full [ROOT]" >&2; exit 2 ;;
 esac
 CP=(python3 -m cudaperf)
-COMMON=(--samples "$S" --turns 1 --seed 0 --ranker none --bootstrap 1000)
+COMMON=(--samples "$S" --turns 1 --seed 0 --ranker none --bootstrap 1000 "${EV[@]}")
 
 one() {  # one() SUITE_DIR MODEL NAME SUITE_ARGS...
   local dir=$1 model=$2 name=$3; shift 3

@@ -75,9 +75,10 @@ def test_bad_input_gives_one_line_errors(tmp_path):
 def test_several_suites_in_one_run_and_scripted_models_leave_out_bare_tasks(tmp_path):
     kb = Path(__file__).resolve().parents[1] / "fixtures/kernelbench/KernelBench"
     res = bench_run(tmp_path, "scripted:naive", "r", "--suite", "kernelbench:1",
-                    "--suite-path", str(kb))  # fmt: skip
+                    "--suite-path", str(kb), "--trials", "7")  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "leaving out 2 task(s) without implementations" in res.output
     run = json.loads((tmp_path / "r/run.json").read_text())
     assert run["settings"]["suite"] == "sample + kernelbench:1" and len(run["tasks"]) == 4
     assert "--suite sample --suite kernelbench:1 --suite-path" in run["command"]
+    assert run["evaluator"]["trials"] == "7" and run["mode"] == "compile-only"

@@ -57,7 +57,7 @@ def _tasks(suites, suite_paths, dataset, limit, per_family, seed, model):
     return loaded, tasks, meta, left_out
 
 
-def _scorer(tasks, preset, compile_only, cache_dir, ranker):
+def _scorer(tasks, preset, ranker, **eval_opts):
     from cudaperf.execute.config import EvalConfig
     from cudaperf.execute.evaluator import detect_env
     from cudaperf.reward import RewardConfig, RewardScorer
@@ -65,8 +65,7 @@ def _scorer(tasks, preset, compile_only, cache_dir, ranker):
 
     try:
         cfg = RewardConfig.preset(preset)
-        given = {"compile_only": compile_only, "cache_dir": cache_dir}
-        ev = EvalConfig(**{k: v for k, v in given.items() if v is not None})
+        ev = EvalConfig(**{k: v for k, v in eval_opts.items() if v is not None})
         env = detect_env(ev)
     except (ValueError, RuntimeError) as e:
         fail(str(e))
@@ -93,12 +92,12 @@ def _backend(model, tasks, adapter, server_model, api_key, temperature, max_toke
         fail(f"--model {model}: {e}")
 
 
-def _command(st, out: Path, suite_paths: list[Path], dataset: Path | None) -> str:
+def _command(st, out: Path, suite_paths: list[Path] | None, dataset: Path | None) -> str:
     """The `cudaperf bench run` command line that selects the same tasks and settings."""
     args = ["--model", st.model]
     for spec in st.suite.split(" + "):
         args += ["--suite", spec]
-    for p in suite_paths:
+    for p in suite_paths or []:
         args += ["--suite-path", str(p)]
     args += ["--samples", str(st.samples),
             "--turns", str(st.turns), "--seed", str(st.seed), "--preset", st.preset]  # fmt: skip
@@ -107,6 +106,19 @@ def _command(st, out: Path, suite_paths: list[Path], dataset: Path | None) -> st
         if v is not None:
             args += [flag, str(v)]
     return "cudaperf bench run " + shlex.join([*args, "--out", str(out)])
+
+
+def _info(suites, left_out: str, env, eval_opts: dict, command: str) -> dict:
+    """What run.json records beside the settings: where the tasks came from, the GPU, the
+    evaluator's mode, options and toolchain versions, and the command."""
+    return {
+        "suite_label": " + ".join(s.label for s in suites),
+        "source": "; ".join(s.source for s in suites),
+        "import_skipped": {s.label: s.skipped for s in suites if s.skipped},
+        "left_out": left_out, "gpu": env.gpu_name, "mode": env.mode,
+        "evaluator": {k: str(v) for k, v in eval_opts.items() if v is not None},
+        "versions": env.versions, "command": command,
+    }  # fmt: skip
 
 
 def _print_summary(s: dict, html: Path) -> None:
@@ -150,6 +162,11 @@ def run(
     ranker: str = RankerOpt,
     compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
     cache_dir: Path = typer.Option(None, "--cache-dir", help="Build and result cache directory."),
+    trials: int = typer.Option(None, "--trials", help="Evaluator: timed trials per config."),
+    time_budget: float = typer.Option(None, "--time-budget", help="Evaluator: s per config."),
+    cpu_time_budget: float = typer.Option(
+        None, "--cpu-time-budget", help="Evaluator: s of C-reference timing per config."
+    ),
     server_model: str = typer.Option("default", "--server-model", help="Model name on the server."),
     api_key: str = typer.Option("EMPTY", "--api-key", envvar="OPENAI_API_KEY", help="Server key."),
     gguf_file: str = typer.Option(None, "--gguf-file", help="HF: GGUF file inside --model."),
@@ -170,14 +187,12 @@ def run(
         fail(str(e))
     suites, tasks, meta, left_out = _tasks(suite, suite_path, dataset, limit, per_family, seed,
                                            model)  # fmt: skip
-    scorer, env = _scorer(tasks, preset, compile_only, cache_dir, ranker)
+    eval_opts = dict(compile_only=compile_only, cache_dir=cache_dir, trials=trials,
+                     time_budget_s=time_budget, cpu_time_budget_s=cpu_time_budget)  # fmt: skip
+    scorer, env = _scorer(tasks, preset, ranker, **eval_opts)
     backend = _backend(model, tasks, adapter, server_model, api_key, temperature, max_tokens,
                        gguf_file, seed)  # fmt: skip
-    info = {"suite_label": " + ".join(s.label for s in suites),
-            "source": "; ".join(s.source for s in suites),
-            "import_skipped": {s.label: s.skipped for s in suites if s.skipped},
-            "left_out": left_out, "gpu": env.gpu_name, "mode": env.mode, "versions": env.versions,
-            "command": _command(settings, out, suite_path or [], dataset)}  # fmt: skip
+    info = _info(suites, left_out, env, eval_opts, _command(settings, out, suite_path, dataset))
     cols = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn())  # fmt: skip
     try:
