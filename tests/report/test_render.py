@@ -88,3 +88,15 @@ def test_the_html_renders_in_headless_chromium(reports, tmp_path):
         dom = _chromium(tmp_path, html, "--dump-dom").stdout
         assert re.search(r"<td>compile rate \(turn 1\)</td>", dom)
         assert len(re.findall(r"<tr>", dom)) > 10 and "<img" in dom
+
+
+def test_without_matplotlib_the_tables_are_still_written(tmp_path, monkeypatch):
+    import cudaperf.report.figures as figures
+    import cudaperf.report.render as render
+
+    run = _run(tmp_path, "naive", make_bench_backend("scripted:naive", TASKS))
+    monkeypatch.setattr(figures, "have_matplotlib", lambda: False)
+    monkeypatch.setattr(render, "have_matplotlib", lambda: False)
+    html = write_run_report(summarize(run, n_boot=20), tmp_path / "out").read_text()
+    assert "Plots left out: matplotlib is not installed" in html and "<img" not in html
+    assert "<td>compile rate (turn 1)</td>" in html

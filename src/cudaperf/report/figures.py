@@ -9,7 +9,7 @@ import math
 
 from cudaperf.report.summary import P_GRID
 
-__all__ = ["compare_figures", "run_figures"]
+__all__ = ["compare_figures", "have_matplotlib", "run_figures"]
 
 _COLORS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860"]
 
@@ -134,8 +134,17 @@ def _turn_prefixes(d: dict) -> list[str]:
     return ["correct by"] + ([f"geomean vs {prim} by"] if prim else [])
 
 
+def have_matplotlib() -> bool:
+    """Whether plots can be drawn (the reports leave them out, saying so, when not)."""
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
 def run_figures(s: dict) -> dict[str, bytes]:
-    """The plots of one run's summary, by caption."""
+    """The plots of one run's summary, by caption ({} without matplotlib)."""
+    if not have_matplotlib():
+        return {}
     figs = {
         "Speedup distribution (correct turn-1 samples)": speedup_hist(s),
         "fast_p over p (solid: best of all samples and turns; dashed: turn-1 samples)":
@@ -148,7 +157,9 @@ def run_figures(s: dict) -> dict[str, bytes]:
 
 
 def compare_figures(c: dict) -> dict[str, bytes]:
-    """The plots of a comparison, by caption."""
+    """The plots of a comparison, by caption ({} without matplotlib)."""
+    if not have_matplotlib():
+        return {}
     figs = {
         "fast_p over p (best of all samples and turns)":
             _curve_axes(c.get("fast_p_curves", []), c["names"], c["baselines"], "best")

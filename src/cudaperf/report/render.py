@@ -14,7 +14,7 @@ import json
 import re
 from pathlib import Path
 
-from cudaperf.report.figures import compare_figures, run_figures
+from cudaperf.report.figures import compare_figures, have_matplotlib, run_figures
 from cudaperf.report.summary import fmt_value
 
 __all__ = ["paired_text", "write_compare_report", "write_run_report"]
@@ -147,6 +147,8 @@ def _page(title, facts, note, sections, figs, extra_html="") -> str:
                 f'src="data:image/png;base64,{_b64(png)}">'
                 for cap, png in figs.items()
             ]
+    if not have_matplotlib():
+        parts.append("<p>Plots left out: matplotlib is not installed here.</p>")
     parts.append(extra_html)
     return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{_esc(title)}</title>'
             f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>")  # fmt: skip
