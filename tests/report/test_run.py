@@ -153,3 +153,17 @@ def test_per_suite_and_per_family_tables_when_a_run_spans_suites(tmp_path):
     s = summarize(read_run(tmp_path / "r"), n_boot=50)
     assert [(g["group"], g["tasks"]) for g in s["groups"]["suite"]] == [("A", 6), ("B", 6)]
     assert len(s["groups"]["family"]) == 12 and s["groups"]["level"] == []
+
+
+def test_a_last_line_cut_short_is_dropped_and_its_task_rerun(tmp_path):
+    out = tmp_path / "r"
+    bench(out, samples=1, turns=1)
+    traj = out / "trajectories.jsonl"
+    text = traj.read_text()
+    traj.write_text(text[: len(text) - 40])  # killed while writing the last summary
+    assert bench(out, samples=1, turns=1) == 1
+    recs = read_trajectory(traj)
+    assert sum(isinstance(r, SummaryRecord) for r in recs) == len(TASKS)
+    traj.write_text("not json\n" + traj.read_text())
+    with pytest.raises(ValueError, match="not a trajectory written by cudaperf bench"):
+        read_run(out)

@@ -123,12 +123,27 @@ def _prepare(out: Path, settings: BenchSettings, meta: dict[str, TaskMeta], info
     tmp.replace(rj)
 
 
+def read_records(path: Path) -> list[TurnRecord | SummaryRecord]:
+    """The trajectory's records; a last line cut short (the process was killed while writing
+    it) is dropped with a warning, any other bad line raises ValueError naming it."""
+    if not path.is_file():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        log.warning("%s: dropping a last line cut short (%d chars)", path, len(lines[-1]))
+        path.write_text("".join(lines[:-1]), encoding="utf-8")
+    try:
+        return read_trajectory(path)
+    except (ValueError, KeyError) as e:
+        raise ValueError(f"{path}: not a trajectory written by cudaperf bench ({e})") from None
+
+
 def finished_tasks(path: Path) -> set[str]:
     """Task ids with a summary record; rewrites the trajectory without the turn records of
     tasks that have none (they are run again from turn 1)."""
-    if not path.is_file():
+    records = read_records(path)
+    if not records:
         return set()
-    records = read_trajectory(path)
     done = {r.task_id for r in records if isinstance(r, SummaryRecord)}
     keep = [r for r in records if r.task_id in done]
     if len(keep) < len(records):
@@ -182,6 +197,4 @@ def read_run(path: str | Path) -> RunFiles:
     doc = json.loads(rj.read_text(encoding="utf-8"))
     meta = {k: TaskMeta.model_validate(v) for k, v in doc.pop("tasks").items()}
     settings = doc.pop("settings")
-    traj = p / TRAJECTORY
-    records = read_trajectory(traj) if traj.is_file() else []
-    return RunFiles(p, settings, meta, doc, records)
+    return RunFiles(p, settings, meta, doc, read_records(p / TRAJECTORY))
