@@ -167,3 +167,28 @@ def test_a_last_line_cut_short_is_dropped_and_its_task_rerun(tmp_path):
     traj.write_text("not json\n" + traj.read_text())
     with pytest.raises(ValueError, match="not a trajectory written by cudaperf bench"):
         read_run(out)
+
+
+def test_a_backend_without_batches_gets_concurrent_requests():
+    import threading
+    import time
+
+    from cudaperf.report.run import ConcurrentBatch
+
+    class Slow:
+        name = "slow"
+        threads: set = set()
+
+        def generate(self, messages, n):
+            self.threads.add(threading.get_ident())
+            time.sleep(0.3)
+            return [messages[-1]["content"]] * n
+
+    be = ConcurrentBatch(Slow())
+    t0 = time.perf_counter()
+    out = be.generate_batch([[{"role": "user", "content": str(i)}] for i in range(4)], 2)
+    assert out == [[str(i)] * 2 for i in range(4)]  # in order
+    assert time.perf_counter() - t0 < 0.9 and len(Slow.threads) == 4
+    pytest.importorskip("openai")
+    url = make_bench_backend("http://127.0.0.1:9/v1", [], model="m")  # no request is made
+    assert isinstance(url, ConcurrentBatch) and url.name == "m"

@@ -30,7 +30,14 @@ from cudaperf.tasks.model import Task
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BenchSettings", "RunFiles", "make_bench_backend", "read_run", "run_bench"]
+__all__ = [
+    "BenchSettings",
+    "ConcurrentBatch",
+    "RunFiles",
+    "make_bench_backend",
+    "read_run",
+    "run_bench",
+]
 
 TRAJECTORY = "trajectories.jsonl"
 RUN_JSON = "run.json"
@@ -70,9 +77,31 @@ class RunFiles:
     records: list[TurnRecord | SummaryRecord]
 
 
+class ConcurrentBatch:
+    """Gives a backend without `generate_batch` (the OpenAI-compatible one) a batched form:
+    the conversations of one turn are sent as concurrent requests (up to `workers`), so a
+    server such as vLLM batches them, instead of one after another."""
+
+    def __init__(self, inner, workers: int = 16) -> None:
+        self.inner, self.name, self.workers = inner, inner.name, workers
+
+    def generate(self, messages, n: int) -> list[str]:
+        return self.inner.generate(messages, n)
+
+    def generate_batch(self, conversations, n: int) -> list[list[str]]:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(conversations))))
+        try:
+            return list(pool.map(lambda m: self.inner.generate(m, n), conversations))
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)  # Ctrl-C: do not wait for the rest
+
+
 def make_bench_backend(spec: str, tasks: Sequence[Task], adapter: str | None = None, **options):
     """The backend `spec` names: scripted:best / scripted:naive (`report.scripted`), else
-    whatever `refine.make_backend` builds (with `adapter=` passed through when given)."""
+    whatever `refine.make_backend` builds (with `adapter=` passed through when given); one
+    without `generate_batch` is wrapped in `ConcurrentBatch`."""
     if spec in REFERENCE_SPECS:
         return ReferenceBackend(tasks, spec.split(":", 1)[1])
     from cudaperf.refine.backends import make_backend
@@ -82,7 +111,8 @@ def make_bench_backend(spec: str, tasks: Sequence[Task], adapter: str | None = N
     if adapter:
         options["adapter"] = adapter
     try:
-        return make_backend(spec, **options)
+        backend = make_backend(spec, **options)
+        return backend if hasattr(backend, "generate_batch") else ConcurrentBatch(backend)
     except TypeError as e:
         if adapter and "adapter" in str(e):
             raise ValueError(
