@@ -15,7 +15,11 @@
 # by its time limit loses at most the tasks in flight. Optional public suites, read from
 # checkouts carried to the machine: KB=PATH (KernelBench root: levels 1-2) and BT=FILE
 # (BabelTower test JSONL) add ROOT/MODE/kernelbench and ROOT/MODE/babeltower (naive/best
-# only where the suite has implementations: BabelTower has, KernelBench has none).
+# only where the suite has implementations: BabelTower has, KernelBench has none);
+# HOLDOUT=RUN/holdout.json (a training run's manifest) adds ROOT/MODE/train-unseen; ADAPTER=DIR
+# adds a run "trained" (SmolLM2 + that adapter) beside every "smollm2" run.
+# Note: KernelBench and BabelTower tasks are new to the evaluator, so their first run pays
+# for references and baselines on every config: expect the first run of a suite to be slower.
 # On the device: `source scripts/device_env.sh;` first; SmolLM2 needs its GGUF carried
 # (bash scripts/device_model.sh prints the calls); without it that run is skipped, saying so.
 set -uo pipefail
@@ -39,16 +43,26 @@ one() {  # one() SUITE_DIR MODEL NAME SUITE_ARGS...
     --out "$ROOT/$MODE/$dir/$name" || echo "bench_suite: $model on $dir did not finish (see above)"
 }
 
+lm() {  # lm SUITE_DIR SUITE_ARGS...: the untrained SmolLM2, and SmolLM2 + $ADAPTER if given
+  local dir=$1; shift
+  one "$dir" smollm2 smollm2 "$@"
+  if [ -n "${ADAPTER:-}" ]; then one "$dir" smollm2 trained "$@" --adapter "$ADAPTER"; fi
+}
+
 for m in naive best; do one heldout "scripted:$m" "$m" --suite heldout; done
-one heldout smollm2 smollm2 --suite heldout
+lm heldout --suite heldout
 runs=()
-for r in naive best smollm2; do [ -f "$ROOT/$MODE/heldout/$r/run.json" ] && runs+=("$ROOT/$MODE/heldout/$r"); done
+for r in naive best smollm2 trained; do [ -f "$ROOT/$MODE/heldout/$r/run.json" ] && runs+=("$ROOT/$MODE/heldout/$r"); done
 [ "${#runs[@]}" -ge 2 ] && "${CP[@]}" bench compare "${runs[@]}" --out "$ROOT/$MODE/heldout/compare"
 
-if [ -n "${KB:-}" ]; then one kernelbench smollm2 smollm2 --suite kernelbench:1,2 --suite-path "$KB"; fi
+if [ -n "${KB:-}" ]; then lm kernelbench --suite kernelbench:1,2 --suite-path "$KB"; fi
+if [ -n "${HOLDOUT:-}" ]; then
+  for m in naive best; do one train-unseen "scripted:$m" "$m" --suite train-unseen --suite-path "$HOLDOUT"; done
+  lm train-unseen --suite train-unseen --suite-path "$HOLDOUT"
+fi
 if [ -n "${BT:-}" ]; then
   for m in naive best; do one babeltower "scripted:$m" "$m" --suite babeltower --suite-path "$BT"; done
-  one babeltower smollm2 smollm2 --suite babeltower --suite-path "$BT"
+  lm babeltower --suite babeltower --suite-path "$BT"
 fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$ROOT/$MODE/gpu.txt" 2>/dev/null || true
 echo "bench_suite: done; reports under $ROOT/$MODE (report.html / report.md per run)"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cudaperf.report.suites import is_train_unseen, load_suite, select
+from cudaperf.report.suites import load_suite, select
 from cudaperf.tasks.io import load_sample
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,12 +27,23 @@ def test_heldout_is_exactly_the_test_families(heldout):
     assert sorted(t.id for t in heldout.tasks) == sorted(SPLIT_DOC["tasks"]["test"])
 
 
-def test_train_unseen_holds_only_training_families_and_is_a_fixed_few():
-    s = load_suite("train-unseen")
-    assert s.tasks and {SPLITS[t.family] for t in s.tasks} == {"train"}
-    assert all(is_train_unseen(t.id) for t in s.tasks)
-    assert 0.03 < len(s.tasks) / len(SPLIT_DOC["tasks"]["train"]) < 0.07  # UNSEEN_SHARE 5%
-    assert [t.id for t in load_suite("train-unseen").tasks] == [t.id for t in s.tasks]
+def test_train_unseen_is_the_manifest_of_a_training_run(tmp_path, heldout):
+    train_ids = SPLIT_DOC["tasks"]["train"][:5]
+    manifest = tmp_path / "holdout.json"
+    manifest.write_text(json.dumps({"unseen_tasks": train_ids, "fit_tasks": 3000}))
+    s = load_suite("train-unseen", manifest)
+    assert [t.id for t in s.tasks] == train_ids and {SPLITS[t.family] for t in s.tasks} == {"train"}
+    with pytest.raises(ValueError, match="--suite-path RUN/holdout.json"):
+        load_suite("train-unseen")
+    manifest.write_text(json.dumps({"unseen_tasks": [*train_ids, heldout.tasks[0].id]}))
+    with pytest.raises(ValueError, match="non-training families"):
+        load_suite("train-unseen", manifest)
+    manifest.write_text(json.dumps({"unseen_tasks": ["gen/c2cuda/nope/00001"]}))
+    with pytest.raises(ValueError, match="not in .*--dataset"):
+        load_suite("train-unseen", manifest)
+    manifest.write_text("{}")
+    with pytest.raises(ValueError, match="not a holdout manifest"):
+        load_suite("train-unseen", manifest)
 
 
 def test_select_is_fixed_by_seed_and_independent_of_input_order(heldout):

@@ -27,12 +27,12 @@ app = typer.Typer(
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(data_app, name="data")
 app.add_typer(rank_app, name="rank")
-app.add_typer(bench_app, name="bench")
 app.command("analyze")(analyze_command)
 app.command("eval")(eval_command)
 app.command("report")(report_command)
 app.command("reward")(reward_command)
 app.command("refine")(refine_command)
+app.add_typer(bench_app, name="bench")
 
 
 def _version(value: bool) -> None:

@@ -21,7 +21,8 @@ bench_app = typer.Typer(
 
 _SUITE_HELP = (
     "A task file or folder, or a suite name: sample (bundled), heldout (test families of "
-    "data/tasks.jsonl.gz), train-unseen (held-out tasks of training families), kernelbench, "
+    "data/tasks.jsonl.gz), train-unseen (a training run's unseen tasks: --suite-path "
+    "RUN/holdout.json), kernelbench, "
     "kernelbench:1 (levels 1-3), babeltower, polybench-acc, pareval (with --suite-path)."
 )
 _MODEL_HELP = (

@@ -7,11 +7,12 @@ A suite is one of:
 - `heldout`: the tasks of our dataset (`data/tasks.jsonl.gz`, or `dataset=`) whose family is
   in the **test** split of the `splits.json` beside it. Validation families are not in it:
   they are for choosing settings, and a benchmark number must not have been chosen on;
-- `train-unseen`: tasks of **training** families that training must never see: those whose
-  `unseen_bucket(task id)` is below `UNSEEN_SHARE` (a salted SHA-256 of the id, so the set
-  is fixed, independent of order and of the other tasks). It measures generalisation to new
-  instances of known families; it is only honest if the training data leaves exactly these
-  tasks out (`is_train_unseen`);
+- `train-unseen`: unseen tasks of **training** families: exactly the `unseen_tasks` of the
+  holdout manifest a training run wrote (`cudaperf train ... --out RUN` writes
+  `RUN/holdout.json`; give it as the suite's path). Training held those tasks out of every
+  row and decision, so the suite measures generalisation to new instances of trained
+  families for that model; compare other models (untrained, scripted) on the same manifest.
+  Every id must be a dataset task of a training-split family;
 - an imported public suite, read from the user's own checkout at `suite_path` through
   `cudaperf.tasks.importers`: `kernelbench` (all of levels 1-3) or `kernelbench:1`,
   `kernelbench:1,2`; `babeltower` (the test-set JSONL); `polybench-acc`; `pareval`.
@@ -23,6 +24,7 @@ round-robin (so a `--limit` covers as many families as it can), at most `per_fam
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,20 +35,16 @@ from cudaperf.tasks.model import Task
 
 __all__ = [
     "NAMED",
-    "UNSEEN_SHARE",
     "Suite",
-    "is_train_unseen",
     "load_suite",
     "load_suites",
     "needs_path",
     "select",
-    "unseen_bucket",
 ]
 
-UNSEEN_SHARE = 0.05  # share of each training family's tasks held out as `train-unseen`
-_UNSEEN_SALT = "cudaperf-train-unseen-v1"
 IMPORTED = ("kernelbench", "babeltower", "polybench-acc", "pareval")
 NAMED = ("sample", "heldout", "train-unseen", *IMPORTED)
+_WITH_PATH = (*IMPORTED, "train-unseen")  # suites that read a path the user gives
 
 
 @dataclass(frozen=True)
@@ -57,17 +55,6 @@ class Suite:
     tasks: list[Task]  # in the suite's order, before `select`
     source: str  # where they were read from
     skipped: dict[str, int]  # importer skip reasons -> count (empty for files)
-
-
-def unseen_bucket(task_id: str) -> float:
-    """A number in [0, 1) fixed by the task id (salted SHA-256)."""
-    h = hashlib.sha256(f"{_UNSEEN_SALT}:{task_id}".encode()).hexdigest()
-    return int(h[:12], 16) / 16**12
-
-
-def is_train_unseen(task_id: str) -> bool:
-    """True for the training-family tasks that make up `train-unseen` (training must skip)."""
-    return unseen_bucket(task_id) < UNSEEN_SHARE
 
 
 def _dataset(dataset: Path | None) -> tuple[list[Task], dict[str, str], Path]:
@@ -82,6 +69,35 @@ def _dataset(dataset: Path | None) -> tuple[list[Task], dict[str, str], Path]:
     if not split_file.is_file():
         raise FileNotFoundError(f"{split_file}: no splits file beside the dataset {path}")
     return load_tasks(path), read_splits(split_file), path
+
+
+def _train_unseen(manifest: Path | None, dataset: Path | None) -> Suite:
+    if manifest is None:
+        raise ValueError(
+            "--suite train-unseen reads a training run's holdout manifest: add --suite-path "
+            "RUN/holdout.json (written by `cudaperf train`)"
+        )
+    try:
+        ids = json.loads(Path(manifest).read_text(encoding="utf-8"))["unseen_tasks"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(
+            f"{manifest}: not a holdout manifest with unseen_tasks ({e}); give the "
+            "holdout.json of a `cudaperf train` run"
+        ) from None
+    tasks, splits, path = _dataset(dataset)
+    by_id = {t.id: t for t in tasks}
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise ValueError(
+            f"{manifest}: {len(missing)} unseen task(s) are not in {path} (e.g. {missing[0]}); "
+            "give the dataset the run trained on (--dataset)"
+        )
+    chosen = [by_id[i] for i in ids]
+    bad = sorted({t.family for t in chosen if splits.get(t.family) != "train"})
+    if bad:
+        raise ValueError(f"{manifest}: tasks of non-training families ({', '.join(bad)}); a "
+                         "train-unseen suite holds training-family tasks only")  # fmt: skip
+    return Suite("train-unseen", chosen, f"{manifest} over {path}", {})
 
 
 def _imported(name: str, levels: str, path: Path | None) -> Suite:
@@ -112,13 +128,11 @@ def load_suite(spec: str, suite_path: Path | None = None, dataset: Path | None =
         return _imported(spec, "", suite_path)
     if spec == "sample":
         return Suite("sample", load_sample(), str(sample_path()), {})
-    if spec in ("heldout", "train-unseen"):
+    if spec == "heldout":
         tasks, splits, path = _dataset(dataset)
-        if spec == "heldout":
-            chosen = [t for t in tasks if splits.get(t.family) == "test"]
-        else:
-            chosen = [t for t in tasks if splits.get(t.family) == "train" and is_train_unseen(t.id)]
-        return Suite(spec, chosen, str(path), {})
+        return Suite(spec, [t for t in tasks if splits.get(t.family) == "test"], str(path), {})
+    if spec == "train-unseen":
+        return _train_unseen(suite_path, dataset)
     p = Path(spec)
     if not p.exists():
         raise ValueError(
@@ -129,8 +143,9 @@ def load_suite(spec: str, suite_path: Path | None = None, dataset: Path | None =
 
 
 def needs_path(spec: str) -> bool:
-    """True for the imported suites, which read the user's checkout (`--suite-path`)."""
-    return spec.split(":", 1)[0] in IMPORTED
+    """True for the suites that read a path (`--suite-path`): the imported ones (the user's
+    checkout) and train-unseen (a training run's holdout manifest)."""
+    return spec.split(":", 1)[0] in _WITH_PATH
 
 
 def load_suites(specs: list[str], paths: list[Path], dataset: Path | None = None) -> list[Suite]:
