@@ -8,6 +8,7 @@ import typer
 
 from cudaperf import __version__
 from cudaperf.cli.analyze import analyze_command
+from cudaperf.cli.bench import bench_app
 from cudaperf.cli.data import data_app
 from cudaperf.cli.eval import eval_command
 from cudaperf.cli.rank import rank_app
@@ -31,6 +32,7 @@ app.command("eval")(eval_command)
 app.command("report")(report_command)
 app.command("reward")(reward_command)
 app.command("refine")(refine_command)
+app.add_typer(bench_app, name="bench")
 
 
 def _version(value: bool) -> None:

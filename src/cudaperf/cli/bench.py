@@ -1,0 +1,260 @@
+"""`cudaperf bench run | compare | report`: benchmark a model over a suite, compare runs."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cudaperf.cli.common import console, fail, stdout
+from cudaperf.cli.reward import RankerOpt
+
+__all__ = ["bench_app"]
+
+bench_app = typer.Typer(
+    help="Benchmark a model over a suite (metrics with 95% CIs, HTML + Markdown report).",
+    no_args_is_help=True,
+)
+
+_SUITE_HELP = (
+    "A task file or folder, or a suite name: sample (bundled), heldout (test families of "
+    "data/tasks.jsonl.gz), train-unseen (a training run's unseen tasks: --suite-path "
+    "RUN/holdout.json), kernelbench, "
+    "kernelbench:1 (levels 1-3), babeltower, polybench-acc, pareval (with --suite-path)."
+)
+_MODEL_HELP = (
+    "smollm2, a Hugging Face name or checkpoint folder, an http(s):// OpenAI-compatible URL, "
+    "scripted:best (each task's fastest known implementation), scripted:naive (its naive one) "
+    "or scripted:weakest-first."
+)
+
+
+def _tasks(suites, suite_paths, dataset, limit, per_family, seed, model):
+    """(suites, tasks, meta, note on left-out tasks); the subset options apply per suite."""
+    from cudaperf.report.rows import task_meta
+    from cudaperf.report.scripted import REFERENCE_SPECS, replayable
+    from cudaperf.report.suites import load_suites, select
+
+    try:
+        loaded = load_suites(suites, suite_paths or [], dataset)
+        picked = [(s, select(s.tasks, limit, per_family, seed)) for s in loaded]
+    except (ValueError, FileNotFoundError, ImportError) as e:
+        fail(str(e))
+    left_out = ""
+    if model in REFERENCE_SPECS or model == "scripted:weakest-first":
+        n = sum(len(ts) for _, ts in picked)
+        picked = [(s, replayable(ts)) for s, ts in picked]
+        if sum(len(ts) for _, ts in picked) < n:
+            left_out = f"{n - sum(len(ts) for _, ts in picked)} task(s) without implementations"
+            console.print(f"{model}: leaving out {left_out} to replay")
+    tasks = [t for _, ts in picked for t in ts]
+    if not tasks:
+        fail(f"--suite {' '.join(suites)}: no task to run (after --limit/--tasks-per-family and, "
+             "for scripted models, dropping tasks without implementations)")  # fmt: skip
+    meta = {t.id: task_meta(t, s.label) for s, ts in picked for t in ts}
+    return loaded, tasks, meta, left_out
+
+
+def _scorer(tasks, preset, ranker, **eval_opts):
+    from cudaperf.execute.config import EvalConfig
+    from cudaperf.execute.evaluator import detect_env
+    from cudaperf.reward import RewardConfig, RewardScorer
+    from cudaperf.reward.scorer import ranker_from_spec
+
+    try:
+        cfg = RewardConfig.preset(preset)
+        ev = EvalConfig(**{k: v for k, v in eval_opts.items() if v is not None})
+        env = detect_env(ev)
+    except (ValueError, RuntimeError) as e:
+        fail(str(e))
+    rk = ranker_from_spec(ranker) if cfg.ranker_weight > 0 else None
+    sc = RewardScorer(tasks, config=cfg, eval_config=ev, ranker=rk, analyze="always")
+    return sc, env
+
+
+def _backend(model, tasks, adapter, server_model, api_key, temperature, max_tokens, gguf_file,
+             seed):  # fmt: skip
+    from cudaperf.report.run import make_bench_backend
+
+    if model.startswith(("http://", "https://")):
+        opts = dict(model=server_model, api_key=api_key, temperature=temperature,
+                    max_tokens=max_tokens)  # fmt: skip
+    elif model.startswith("scripted:"):
+        opts = {}
+    else:
+        opts = dict(gguf_file=gguf_file, temperature=temperature, max_new_tokens=max_tokens,
+                    seed=seed)  # fmt: skip
+    try:
+        return make_bench_backend(model, tasks, adapter=adapter, **opts)
+    except (ImportError, ValueError, OSError) as e:
+        fail(f"--model {model}: {e}")
+
+
+def _command(st, out: Path, suite_paths: list[Path] | None, dataset: Path | None) -> str:
+    """The `cudaperf bench run` command line that selects the same tasks and settings."""
+    args = ["--model", st.model]
+    for spec in st.suite.split(" + "):
+        args += ["--suite", spec]
+    for p in suite_paths or []:
+        args += ["--suite-path", str(p)]
+    args += ["--samples", str(st.samples),
+            "--turns", str(st.turns), "--seed", str(st.seed), "--preset", st.preset]  # fmt: skip
+    for flag, v in (("--limit", st.limit), ("--tasks-per-family", st.tasks_per_family),
+                    ("--adapter", st.adapter), ("--dataset", dataset)):  # fmt: skip
+        if v is not None:
+            args += [flag, str(v)]
+    return "cudaperf bench run " + shlex.join([*args, "--out", str(out)])
+
+
+def _info(suites, left_out: str, env, eval_opts: dict, command: str) -> dict:
+    """What run.json records beside the settings: where the tasks came from, the GPU, the
+    evaluator's mode, options and toolchain versions, and the command."""
+    return {
+        "suite_label": " + ".join(s.label for s in suites),
+        "source": "; ".join(s.source for s in suites),
+        "import_skipped": {s.label: s.skipped for s in suites if s.skipped},
+        "left_out": left_out, "gpu": env.gpu_name, "mode": env.mode,
+        "evaluator": {k: str(v) for k, v in eval_opts.items() if v is not None},
+        "versions": env.versions, "command": command,
+    }  # fmt: skip
+
+
+def _print_summary(s: dict, html: Path) -> None:
+    from cudaperf.report.summary import fmt_value
+
+    t = Table(title=s["title"], title_justify="left")
+    for col in ("metric", "value", "95% CI", "tasks"):
+        t.add_column(col)
+    for e in s["metrics"]:
+        ci = e["ci"]
+        cis = f"[{fmt_value(ci[0], e['kind'])}, {fmt_value(ci[1], e['kind'])}]" if ci else "n/a"
+        t.add_row(e["metric"], fmt_value(e["value"], e["kind"]), cis, str(e["tasks"]))
+    stdout.print(t)
+    if s["mode"] == "compile-only":
+        stdout.print(
+            "[bold yellow]compile-only[/]: no GPU here, so candidates were compiled "
+            "but not run, checked or timed; no correctness or speedup is reported"
+        )
+    stdout.print(f"report: {html}")
+
+
+@bench_app.command("run")
+def run(
+    model: str = typer.Option(..., "--model", help=_MODEL_HELP),
+    suite: list[str] = typer.Option(..., "--suite", help=_SUITE_HELP + " Repeat for several."),
+    out: Path = typer.Option(..., "--out", help="Run folder (created; a rerun resumes it)."),
+    samples: int = typer.Option(4, "--samples", help="Replies per task and turn (pass@k's n)."),
+    turns: int = typer.Option(1, "--turns", help="Refinement turns per task (all are run)."),
+    adapter: str = typer.Option(None, "--adapter", help="A trained adapter on top of --model."),
+    suite_path: list[Path] = typer.Option(
+        None, "--suite-path", help="Your checkout of each imported suite, in --suite order."
+    ),
+    dataset: Path = typer.Option(None, "--dataset", help="heldout/train-unseen: the dataset."),
+    limit: int = typer.Option(None, "--limit", help="At most this many tasks (fixed subset)."),
+    per_family: int = typer.Option(None, "--tasks-per-family", help="At most N per family."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the subset (same seed, same tasks)."),
+    batch_tasks: int = typer.Option(16, "--batch-tasks", help="Tasks generated/scored at once."),
+    preset: str = typer.Option(
+        "unified", "--preset", help="Reward preset (picks each turn's continuation)."
+    ),  # fmt: skip
+    ranker: str = RankerOpt,
+    compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
+    cache_dir: Path = typer.Option(None, "--cache-dir", help="Build and result cache directory."),
+    trials: int = typer.Option(None, "--trials", help="Evaluator: timed trials per config."),
+    time_budget: float = typer.Option(None, "--time-budget", help="Evaluator: s per config."),
+    cpu_time_budget: float = typer.Option(
+        None, "--cpu-time-budget", help="Evaluator: s of C-reference timing per config."
+    ),
+    server_model: str = typer.Option("default", "--server-model", help="Model name on the server."),
+    api_key: str = typer.Option("EMPTY", "--api-key", envvar="OPENAI_API_KEY", help="Server key."),
+    gguf_file: str = typer.Option(None, "--gguf-file", help="HF: GGUF file inside --model."),
+    temperature: float = typer.Option(0.8, "--temperature", help="Sampling temperature."),
+    max_tokens: int = typer.Option(2048, "--max-tokens", help="Tokens per reply."),
+    n_boot: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CIs."),
+) -> None:
+    """Run a model over a suite; every sample of every turn evaluated on every config."""
+    from cudaperf.report.render import write_run_report
+    from cudaperf.report.run import BenchSettings, read_run, run_bench
+    from cudaperf.report.summary import summarize
+
+    try:
+        settings = BenchSettings(model=model, suite=" + ".join(suite), samples=samples, turns=turns,
+                                 seed=seed, limit=limit, tasks_per_family=per_family,
+                                 adapter=adapter, preset=preset)  # fmt: skip
+    except ValueError as e:
+        fail(str(e))
+    suites, tasks, meta, left_out = _tasks(suite, suite_path, dataset, limit, per_family, seed,
+                                           model)  # fmt: skip
+    eval_opts = dict(compile_only=compile_only, cache_dir=cache_dir, trials=trials,
+                     time_budget_s=time_budget, cpu_time_budget_s=cpu_time_budget)  # fmt: skip
+    scorer, env = _scorer(tasks, preset, ranker, **eval_opts)
+    backend = _backend(model, tasks, adapter, server_model, api_key, temperature, max_tokens,
+                       gguf_file, seed)  # fmt: skip
+    info = _info(suites, left_out, env, eval_opts, _command(settings, out, suite_path, dataset))
+    cols = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn())  # fmt: skip
+    try:
+        with Progress(*cols, console=console, transient=True) as bar:
+            tid = bar.add_task(f"{len(tasks)} task(s) x {turns} turn(s)", total=len(tasks))
+            n = run_bench(settings, tasks, meta, out, backend, scorer, batch_tasks, info,
+                          on_done=lambda res: bar.advance(tid))  # fmt: skip
+    except ValueError as e:
+        fail(str(e))
+    except KeyboardInterrupt:
+        console.print(f"interrupted: finished tasks are kept in {out}; rerun the same command "
+                      "to resume")  # fmt: skip
+        raise typer.Exit(130) from None
+    if n == 0:
+        console.print(f"every task was already finished in {out}; rebuilding the report")
+    summary = summarize(read_run(out), n_boot=n_boot, seed=seed)
+    _print_summary(summary, write_run_report(summary, out))
+
+
+@bench_app.command("report")
+def report(
+    run_dir: Path = typer.Argument(..., help="A run folder of `cudaperf bench run`."),
+    n_boot: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CIs."),
+) -> None:
+    """Rebuild a run's report (report.html, report.md, summary.json) from its files."""
+    from cudaperf.report.render import write_run_report
+    from cudaperf.report.run import read_run
+    from cudaperf.report.summary import summarize
+
+    try:
+        r = read_run(run_dir)
+    except ValueError as e:
+        fail(str(e))
+    s = summarize(r, n_boot=n_boot)
+    _print_summary(s, write_run_report(s, run_dir))
+
+
+@bench_app.command("compare")
+def compare(
+    runs: list[Path] = typer.Argument(..., help="Two or more run folders; the first is the base."),
+    out: Path = typer.Option(..., "--out", help="Folder for the comparison report."),
+    n_boot: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CIs."),
+) -> None:
+    """The same metrics side by side, with paired differences and their 95% intervals."""
+    from cudaperf.report.render import paired_text, write_compare_report
+    from cudaperf.report.run import read_run
+    from cudaperf.report.summary import compare as compare_runs
+    from cudaperf.report.summary import fmt_value
+
+    if len(runs) < 2:
+        fail("give at least two run folders to compare")
+    try:
+        c = compare_runs([read_run(r) for r in runs], n_boot=n_boot)
+    except ValueError as e:
+        fail(str(e))
+    html = write_compare_report(c, out)
+    t = Table(title=c["title"], title_justify="left")
+    for col in ["metric", *c["names"], *[f"{n} vs {c['names'][0]}" for n in c["names"][1:]]]:
+        t.add_column(col)
+    for m in c["metrics"]:
+        diffs = [paired_text(d, m["kind"]) for d in m["diffs"]]
+        t.add_row(m["metric"], *[fmt_value(v, m["kind"]) for v in m["values"]], *diffs)
+    stdout.print(t)
+    stdout.print(f"paired on {c['tasks']} task(s); report: {html}")

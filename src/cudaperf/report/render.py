@@ -1,0 +1,238 @@
+"""Benchmark reports as files: one self-contained HTML page (plots embedded as base64 PNG, CSS
+inline, no external asset) and a Markdown twin (plots as PNG files in `figures/` beside it).
+
+`write_run_report(summary, folder)` and `write_compare_report(comparison, folder)` write
+`report.html`, `report.md`, `summary.json` and `figures/*.png` into `folder` and return the
+HTML path.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+from pathlib import Path
+
+from cudaperf.report.figures import compare_figures, have_matplotlib, run_figures
+from cudaperf.report.summary import fmt_value
+
+__all__ = ["paired_text", "write_compare_report", "write_run_report"]
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1150px;color:#222}
+table{border-collapse:collapse;margin:8px 0 18px}td,th{border:1px solid #ccc;padding:3px 8px;
+font-size:13px;text-align:left}th{background:#f0f0f0}td.n{text-align:right;font-variant:
+tabular-nums}.banner{background:#fff3cd;border:1px solid #e0c060;padding:10px;margin:10px 0}
+pre{background:#f7f7f7;padding:6px;font-size:12px;white-space:pre-wrap;max-height:260px;
+overflow:auto}img{max-width:100%;border:1px solid #eee;margin:6px 0}.doc{color:#666;
+font-size:12px}"""
+
+
+def _esc(x) -> str:
+    return html.escape(str(x))
+
+
+def _ci(e: dict) -> str:
+    ci = e.get("ci")
+    return f"[{fmt_value(ci[0], e['kind'])}, {fmt_value(ci[1], e['kind'])}]" if ci else "n/a"
+
+
+def _table(head: list[str], rows: list[list[str]], cls_num: set[int] = frozenset()) -> str:
+    th = "".join(f"<th>{_esc(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>" + "".join(
+            f'<td class="n">{_esc(c)}</td>' if i in cls_num else f"<td>{_esc(c)}</td>"
+            for i, c in enumerate(r)
+        ) + "</tr>"
+        for r in rows
+    )  # fmt: skip
+    return f"<table><tr>{th}</tr>{body}</table>"
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> str:
+    def cell(c) -> str:
+        return str(c).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(map(cell, head)) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(map(cell, r)) + " |" for r in rows])
+
+
+def _mode_note(mode: str) -> str:
+    if mode == "compile-only":
+        return ("Compile-only run: there was no GPU, so candidates were compiled but never run, "
+                "checked or timed. Only compile rates are reported; correctness and speedups "
+                "were not measured.")  # fmt: skip
+    if mode == "mixed":
+        return "Mixed run: some samples were evaluated compile-only (no GPU); read with care."
+    return ""
+
+
+def _run_sections(s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(heading, header, rows) of every table of a run report, in order."""
+
+    def metric_rows(es: list[dict]) -> list[list[str]]:
+        return [[e["metric"], fmt_value(e["value"], e["kind"]), _ci(e), str(e["tasks"])]
+                for e in es]  # fmt: skip
+
+    cols = ["metric", "value", "95% CI", "tasks"]
+    out = [("Summary: compilation and correctness", cols,
+            metric_rows([e for e in s["metrics"] if not e.get("baseline")]))]  # fmt: skip
+    for b, label in s["baselines"].items():
+        es = [e for e in s["metrics"] if e.get("baseline") == b]
+        if es:
+            out.append((f"Speed vs {label} (baseline '{b}')", cols, metric_rows(es)))
+    if s["per_turn"]:
+        names = [e["metric"].rsplit(" by turn", 1)[0] for e in s["per_turn"][0]["metrics"]]
+        out.append(("Per-turn best-so-far", ["turn", *names], [
+            [str(t["turn"])] + [f"{fmt_value(e['value'], e['kind'])} {_ci(e)}"
+                                for e in t["metrics"]] for t in s["per_turn"]]))  # fmt: skip
+    prim = s.get("primary_baseline")
+    for key, groups in s["groups"].items():
+        if not groups:
+            continue
+        names = [e["metric"] for e in groups[0]["metrics"]]
+        vs = prim and s["mode"] != "compile-only"
+        title = f"By {key}" + (f" (speedups vs {s['baselines'][prim]})" if vs else "")
+        out.append((title, [key, "tasks", *names], [
+            [g["group"], str(g["tasks"])] + [f"{fmt_value(e['value'], e['kind'])} {_ci(e)}"
+                                             for e in g["metrics"]] for g in groups]))  # fmt: skip
+    rj = s["rejected"]
+    out.append((f"Reward-hacking watch: {100 * rj['share']:.1f}% of evaluated samples rejected",
+                ["check that fired", "samples"],
+                [[k, str(v)] for k, v in rj["reasons"].items()] or [["(none)", "0"]]))  # fmt: skip
+    defs = [[e["metric"], e["doc"]] for e in s["metrics"]]
+    if s["per_turn"]:
+        for e in s["per_turn"][0]["metrics"]:
+            doc = e["doc"].replace("1..1", "1..t").replace("by turn 1", "by turn t")
+            defs.append([e["metric"].replace(" by turn 1", " by turn t"), doc])
+    out.append(("Definitions (intervals: 95% bootstrap over tasks, clustered by family)",
+                ["metric", "formula"], defs))  # fmt: skip
+    out.append(("Statuses (all samples, all turns)", ["status", "samples"],
+                [[k, str(v)] for k, v in s["statuses"].items()]))  # fmt: skip
+    return out
+
+
+def _header(s: dict) -> tuple[str, list[str]]:
+    st = s["settings"]
+    facts = [
+        f"model: {st['model']}" + (f" + adapter {st['adapter']}" if st.get("adapter") else ""),
+        f"suite: {s['info'].get('suite_label', st['suite'])} ({s['info'].get('source', '')})",
+        f"tasks: {s['tasks']['finished']} finished of {s['tasks']['selected']} selected, "
+        f"{s['tasks']['families']} families; {st['samples']} samples x {st['turns']} turn(s); "
+        f"{s['samples_evaluated']} samples evaluated",
+        f"subset: seed {st['seed']}, limit {st['limit']}, per family {st['tasks_per_family']}",
+        f"evaluator: {s['mode']}; GPU {s['info'].get('gpu') or 'none'}; started "
+        f"{s['info'].get('started', '?')}",
+    ]
+    if s["info"].get("left_out"):
+        facts.append(f"left out: {s['info']['left_out']}")
+    return s["title"], facts
+
+
+def _b64(png: bytes) -> str:
+    return base64.b64encode(png).decode()
+
+
+def _page(title, facts, note, sections, figs, extra_html="") -> str:
+    parts = [f"<h1>{_esc(title)}</h1><ul>" + "".join(f"<li>{_esc(f)}</li>" for f in facts)
+             + "</ul>"]  # fmt: skip
+    if note:
+        parts.append(f'<div class="banner">{_esc(note)}</div>')
+    for i, (head, cols, rows) in enumerate(sections):
+        nums = set(range(1, len(cols)))
+        parts.append(f"<h2>{_esc(head)}</h2>" + _table(cols, rows, nums))
+        if i == 0:  # the plots right after the headline table
+            parts += [
+                f'<h2>{_esc(cap)}</h2><img alt="{_esc(cap)}" '
+                f'src="data:image/png;base64,{_b64(png)}">'
+                for cap, png in figs.items()
+            ]
+    if not have_matplotlib():
+        parts.append("<p>Plots left out: matplotlib is not installed here.</p>")
+    parts.append(extra_html)
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{_esc(title)}</title>'
+            f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>")  # fmt: skip
+
+
+def _slug(caption: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", caption.lower()).strip("_")[:60]
+
+
+def _write(folder: Path, page: str, md: list[str], figs: dict[str, bytes], data: dict) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "figures").mkdir(exist_ok=True)
+    for cap, png in figs.items():
+        name = f"figures/{_slug(cap)}.png"
+        (folder / name).write_bytes(png)
+        md.append(f"### {cap}\n\n![{cap}]({name})\n")
+    (folder / "report.md").write_text("\n".join(md), encoding="utf-8")
+    (folder / "summary.json").write_text(json.dumps(data, indent=1, default=str), "utf-8")
+    out = folder / "report.html"
+    out.write_text(page, encoding="utf-8")
+    return out
+
+
+def _failures_html(s: dict) -> tuple[str, list[str]]:
+    if not s["failures"]:
+        return "", []
+    h = ["<h2>Worst failures (one per task) with their feedback</h2>"]
+    md = ["## Worst failures (one per task) with their feedback\n"]
+    for f in s["failures"]:
+        head = f"{f['task']} - turn {f['turn']}, sample {f['sample']}: {f['status']}"
+        if f["findings"]:
+            head += f" ({', '.join(f['findings'])})"
+        h.append(f"<h3>{_esc(head)}</h3><pre>{_esc(f['feedback'] or '(no feedback)')}</pre>"
+                 f"<details><summary>the reply</summary><pre>{_esc(f.get('reply', ''))}</pre>"
+                 "</details>")  # fmt: skip
+        md.append(f"### {head}\n\n```\n{f['feedback'] or '(no feedback)'}\n```\n")
+    return "".join(h), md
+
+
+def write_run_report(s: dict, folder: str | Path) -> Path:
+    """report.html / report.md / summary.json / figures of one run's `summarize` dict."""
+    title, facts = _header(s)
+    note = _mode_note(s["mode"])
+    sections = _run_sections(s)
+    figs = run_figures(s)
+    fail_html, fail_md = _failures_html(s)
+    md = [f"# {title}\n", *[f"- {f}" for f in facts], ""]
+    if note:
+        md.append(f"> **{note}**\n")
+    md += [f"## {h}\n\n{_md_table(c, r)}\n" for h, c, r in sections] + fail_md
+    return _write(Path(folder), _page(title, facts, note, sections, figs, fail_html), md, figs, s)
+
+
+def write_compare_report(c: dict, folder: str | Path) -> Path:
+    """The same files for a `compare` dict: metrics side by side, paired differences."""
+    names = c["names"]
+    base = "; ".join(f"{k} = {v}" for k, v in c["baselines"].items()) or "none"
+    head = ["metric", *names, *[f"{n} vs {names[0]} (paired) [95% CI]" for n in names[1:]]]
+    rows = [[m["metric"], *[fmt_value(v, m["kind"]) for v in m["values"]],
+             *[paired_text(d, m["kind"]) for d in m["diffs"]]] for m in c["metrics"]]  # fmt: skip
+    runs = ", ".join(f"{n} = {p} ({m})" for n, p, m in zip(names, c["runs"], c["models"],
+                                                          strict=True))  # fmt: skip
+    facts = [f"runs: {runs}",
+             f"paired on {c['tasks']} tasks ({c['families']} families) that every run finished, "
+             f"samples 0..{c['samples'] - 1}, turns 1..{c['turns']}",
+             f"speedup baselines: {base}", f"evaluator: {c['mode']}"]  # fmt: skip
+    note = _mode_note(c["mode"] if c["mode"] != "full" else "")
+    sections = [
+        ("Side by side: paired differences (rates, in points) and ratios (speedups)", head, rows)
+    ]
+    figs = compare_figures(c)
+    md = [f"# {c['title']}\n", *[f"- {f}" for f in facts], ""]
+    if note:
+        md.append(f"> **{note}**\n")
+    md += [f"## {h}\n\n{_md_table(cols, r)}\n" for h, cols, r in sections]
+    return _write(Path(folder), _page(c["title"], facts, note, sections, figs), md, figs, c)
+
+
+def paired_text(d: dict, kind: str) -> str:
+    """A paired difference: rate metrics in percentage points, speedups as a ratio."""
+    v, ci = d["diff"], d["ci"]
+    if v is None:
+        return "n/a"
+    if kind == "rate":
+        return f"{100 * v:+.1f} pts " + (f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci
+                                         else "n/a")  # fmt: skip
+    return f"x{v:.2f} " + (f"[x{ci[0]:.2f}, x{ci[1]:.2f}]" if ci else "n/a")

@@ -1,0 +1,230 @@
+"""`run_bench`: a model over a suite, every sample of every turn evaluated, resumable.
+
+A run folder holds:
+
+- `run.json`: the settings (model, suite, samples, turns, seed, subset), the metadata of
+  every selected task (`rows.TaskMeta`), and when it started;
+- `trajectories.jsonl`: refine's trajectory (`refine.trajectory`), one turn record per task
+  and turn as soon as that turn is scored, then the task's summary record.
+
+Tasks go through `refine_many` in chunks of `batch_tasks` (one generation batch and one
+evaluator batch per turn and chunk), with `patience = turns` so that no task stops before its
+last turn. The unit of resume is the task: a rerun skips every task with a summary record,
+drops the turn records of tasks that never finished (a crash or Ctrl-C mid-task) and runs
+those again from turn 1, since a later turn's prompt depends on the earlier turns' replies.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from cudaperf.refine.trajectory import SummaryRecord, TurnRecord, read_trajectory
+from cudaperf.report.rows import TaskMeta
+from cudaperf.report.scripted import REFERENCE_SPECS, ReferenceBackend
+from cudaperf.tasks.model import Task
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "BenchSettings",
+    "ConcurrentBatch",
+    "RunFiles",
+    "make_bench_backend",
+    "read_run",
+    "run_bench",
+]
+
+TRAJECTORY = "trajectories.jsonl"
+RUN_JSON = "run.json"
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """What defines a run; a rerun into the same folder must give the same values."""
+
+    model: str  # backend spec: HF name/path, http(s) URL, scripted:best|naive|weakest-first
+    suite: str  # suite spec (`report.suites.load_suite`)
+    samples: int = 4  # replies per task and turn
+    turns: int = 1  # turns per task (every one is run: patience = turns)
+    seed: int = 0  # subset selection seed
+    limit: int | None = None  # at most this many tasks
+    tasks_per_family: int | None = None  # at most this many tasks per family
+    adapter: str | None = None  # a trained adapter on top of `model` (HF models only)
+    preset: str = "unified"  # reward preset (which sample a turn continues from)
+
+    def __post_init__(self) -> None:
+        if self.samples < 1 or self.turns < 1:
+            raise ValueError(f"samples={self.samples}, turns={self.turns}: use at least 1 of each")
+        if self.adapter and self.model.startswith(("scripted:", "http://", "https://")):
+            raise ValueError(
+                "--adapter loads on top of a Hugging Face model; drop it for scripted or URL models"
+            )
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """A run folder as read back: settings, task metadata and trajectory records."""
+
+    path: Path
+    settings: dict  # BenchSettings fields (as JSON)
+    meta: dict[str, TaskMeta]  # task id -> metadata, in run order
+    info: dict  # the rest of run.json (suite source, skipped counts, started, notes)
+    records: list[TurnRecord | SummaryRecord]
+
+
+class ConcurrentBatch:
+    """Gives a backend without `generate_batch` (the OpenAI-compatible one) a batched form:
+    the conversations of one turn are sent as concurrent requests (up to `workers`), so a
+    server such as vLLM batches them, instead of one after another."""
+
+    def __init__(self, inner, workers: int = 16) -> None:
+        self.inner, self.name, self.workers = inner, inner.name, workers
+
+    def generate(self, messages, n: int) -> list[str]:
+        return self.inner.generate(messages, n)
+
+    def generate_batch(self, conversations, n: int) -> list[list[str]]:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(conversations))))
+        try:
+            return list(pool.map(lambda m: self.inner.generate(m, n), conversations))
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)  # Ctrl-C: do not wait for the rest
+
+
+def make_bench_backend(spec: str, tasks: Sequence[Task], adapter: str | None = None, **options):
+    """The backend `spec` names: scripted:best / scripted:naive (`report.scripted`), else
+    whatever `refine.make_backend` builds (with `adapter=` passed through when given); one
+    without `generate_batch` is wrapped in `ConcurrentBatch`."""
+    if spec in REFERENCE_SPECS:
+        return ReferenceBackend(tasks, spec.split(":", 1)[1])
+    from cudaperf.refine.backends import make_backend
+
+    if spec.startswith("scripted:"):
+        return make_backend(spec, tasks=tasks)
+    if adapter:
+        options["adapter"] = adapter
+    try:
+        backend = make_backend(spec, **options)
+        return backend if hasattr(backend, "generate_batch") else ConcurrentBatch(backend)
+    except TypeError as e:
+        if adapter and "adapter" in str(e):
+            raise ValueError(
+                f"--adapter {adapter}: this cudaperf's Hugging Face backend cannot load adapters "
+                "yet (it arrives with `cudaperf train`); benchmark the base model, or merge the "
+                "adapter into a checkpoint and pass that folder as --model"
+            ) from None
+        raise
+
+
+def _settings_problem(old: dict, new: BenchSettings) -> str:
+    diff = [k for k, v in asdict(new).items() if old.get(k) != v]
+    if not diff:
+        return ""
+    shown = ", ".join(f"{k}={old.get(k)!r} there, {getattr(new, k)!r} now" for k in diff)
+    return f"it holds a run with other settings ({shown}); rerun with those or use a new --out"
+
+
+def _prepare(out: Path, settings: BenchSettings, meta: dict[str, TaskMeta], info: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    rj = out / RUN_JSON
+    if rj.is_file():
+        old = json.loads(rj.read_text(encoding="utf-8"))
+        problem = _settings_problem(old.get("settings", {}), settings)
+        if not problem and list(old.get("tasks", {})) != list(meta):
+            problem = "it holds a run of other tasks (the suite changed?); use a new --out"
+        if problem:
+            raise ValueError(f"{out}: {problem}")
+        return
+    doc = {
+        "settings": asdict(settings),
+        "tasks": {k: m.model_dump(mode="json") for k, m in meta.items()},
+        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        **info,
+    }
+    tmp = rj.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    tmp.replace(rj)
+
+
+def read_records(path: Path) -> list[TurnRecord | SummaryRecord]:
+    """The trajectory's records; a last line cut short (the process was killed while writing
+    it) is dropped with a warning, any other bad line raises ValueError naming it."""
+    if not path.is_file():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        log.warning("%s: dropping a last line cut short (%d chars)", path, len(lines[-1]))
+        path.write_text("".join(lines[:-1]), encoding="utf-8")
+    try:
+        return read_trajectory(path)
+    except (ValueError, KeyError) as e:
+        raise ValueError(f"{path}: not a trajectory written by cudaperf bench ({e})") from None
+
+
+def finished_tasks(path: Path) -> set[str]:
+    """Task ids with a summary record; rewrites the trajectory without the turn records of
+    tasks that have none (they are run again from turn 1)."""
+    records = read_records(path)
+    if not records:
+        return set()
+    done = {r.task_id for r in records if isinstance(r, SummaryRecord)}
+    keep = [r for r in records if r.task_id in done]
+    if len(keep) < len(records):
+        log.info("dropping %d turn record(s) of unfinished tasks", len(records) - len(keep))
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("".join(r.model_dump_json() + "\n" for r in keep), encoding="utf-8")
+        tmp.replace(path)
+    return done
+
+
+def run_bench(
+    settings: BenchSettings,
+    tasks: Sequence[Task],
+    meta: dict[str, TaskMeta],
+    out: Path,
+    backend,
+    scorer,
+    batch_tasks: int = 16,
+    info: dict | None = None,
+    on_turn: Callable[[TurnRecord], None] | None = None,
+    on_done: Callable | None = None,
+) -> int:
+    """Run every not-yet-finished task of `tasks` into the folder `out`; returns how many
+    tasks were run now (0: everything was already done). Raises ValueError when `out`
+    holds a run of other settings or tasks."""
+    from cudaperf.refine.loop import refine_many
+
+    if batch_tasks < 1:
+        raise ValueError(f"batch_tasks={batch_tasks}; use >= 1")
+    _prepare(Path(out), settings, meta, info or {})
+    traj = Path(out) / TRAJECTORY
+    done = finished_tasks(traj)
+    todo = [t for t in tasks if t.id not in done]
+    if done:
+        log.info("resuming: %d of %d task(s) already finished", len(tasks) - len(todo), len(tasks))
+    for i in range(0, len(todo), batch_tasks):
+        refine_many(
+            todo[i : i + batch_tasks], backend, scorer, turns=settings.turns,
+            samples=settings.samples, patience=settings.turns, out=traj, on_turn=on_turn,
+            on_done=on_done,
+        )  # fmt: skip
+    return len(todo)
+
+
+def read_run(path: str | Path) -> RunFiles:
+    """A run folder written by `run_bench`; ValueError naming the problem if it is not one."""
+    p = Path(path)
+    rj = p / RUN_JSON
+    if not rj.is_file():
+        raise ValueError(f"{p}: no {RUN_JSON}; give a folder written by `cudaperf bench run --out`")
+    doc = json.loads(rj.read_text(encoding="utf-8"))
+    meta = {k: TaskMeta.model_validate(v) for k, v in doc.pop("tasks").items()}
+    settings = doc.pop("settings")
+    return RunFiles(p, settings, meta, doc, read_records(p / TRAJECTORY))

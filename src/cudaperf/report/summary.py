@@ -1,0 +1,208 @@
+"""The numbers of a benchmark report: one run (`summarize`) or several side by side (`compare`).
+
+Both return plain dicts (JSON-serialisable; `summary.json` beside the report) that
+`report.render` turns into HTML and Markdown. Only tasks that finished (have a summary
+record) count; an interrupted run's report says how many finished. A compile-only run (no GPU:
+nothing was run, checked or timed) reports compile rates only and says so; correctness and
+speed metrics are left out rather than shown as zeros.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from cudaperf.refine.trajectory import SummaryRecord
+from cudaperf.report.metrics import (
+    Metric,
+    TaskView,
+    bootstrap,
+    fast_p,
+    paired_bootstrap,
+    rejected_reasons,
+    standard_metrics,
+    task_views,
+    turn_metrics,
+    value,
+)
+from cudaperf.report.rows import BASELINE_FIELDS, BASELINE_LABELS, BenchRow, rows_from_trajectory
+from cudaperf.report.run import RunFiles
+
+__all__ = ["FAILURE_ORDER", "P_GRID", "compare", "load_views", "summarize"]
+
+P_GRID = [round(float(p), 3) for p in np.geomspace(0.25, 128.0, 46)]  # fast_p curve abscissae
+FAILURE_ORDER = ["rejected", "wrong_output", "runtime_error", "timeout", "compile_error",
+                 "format_error", "infra_error", "screened"]  # fmt: skip
+
+
+def load_views(run: RunFiles, samples: int | None = None, turns: int | None = None):
+    """(rows, task views, baselines present, mode) of the finished tasks of `run`, keeping
+    only samples < `samples` and turns <= `turns` when given (for paired comparisons)."""
+    finished = {r.task_id for r in run.records if isinstance(r, SummaryRecord)}
+    meta = {k: m for k, m in run.meta.items() if k in finished}
+    rows = [
+        r for r in rows_from_trajectory(run.records, meta)
+        if (samples is None or r.sample < samples) and (turns is None or r.turn <= turns)
+    ]  # fmt: skip
+    views = task_views(rows, meta)
+    baselines = [b for b in BASELINE_FIELDS if any(b in m.baselines for m in meta.values())]
+    modes = {r.mode for r in rows if r.mode}
+    # no evaluated sample (only format errors): the evaluator's mode as the run recorded it
+    mode = modes.pop() if len(modes) == 1 else ("mixed" if modes else run.info.get("mode", "none"))
+    return rows, views, baselines, mode
+
+
+def _measured(ms: list[Metric], mode: str) -> list[Metric]:
+    """Compile-only runs measured compilation only: keep the compile-rate metrics."""
+    return [m for m in ms if "compile rate" in m.name] if mode == "compile-only" else ms
+
+
+def _entry(m: Metric, views: Sequence[TaskView], n_boot: int, seed: int, by="family") -> dict:
+    ci = bootstrap(m, views, n_boot=n_boot, seed=seed, by=by)
+    n = sum(bool(m.per_task(v)) for v in views)
+    return {"metric": m.name, "value": value(m, views), "ci": list(ci) if ci else None,
+            "tasks": n, "kind": m.kind, "doc": m.doc, "baseline": m.baseline}  # fmt: skip
+
+
+def _primary(baselines: list[str]) -> str | None:
+    return next((b for b in ("naive", "eager", "cpu", "compile") if b in baselines), None)
+
+
+def _group_metrics(samples: int, turns: int, prim: str | None, mode: str) -> list[Metric]:
+    """The columns of the per-suite / level / family tables (against the primary baseline)."""
+    want = ["compile rate", "correct rate", "correct, best"]
+    if prim:
+        want += [f"fast_1 vs {prim} (best", f"geomean speedup vs {prim}, all"]
+    ms = standard_metrics(samples, turns, [prim] if prim else [])
+    return _measured([m for m in ms if m.name.startswith(tuple(want))], mode)
+
+
+def _groups(views: list[TaskView], key: str, ms: list[Metric], n_boot: int, seed: int) -> list:
+    vals = sorted({getattr(v.meta, key) for v in views})
+    if key != "family" and len(vals) < 2:
+        return []
+    out = []
+    for g in vals:
+        sub = [v for v in views if getattr(v.meta, key) == g]
+        by = "task" if key == "family" else "family"  # within one family: tasks resampled
+        out.append({"group": g, "tasks": len(sub),
+                    "metrics": [_entry(m, sub, n_boot, seed, by) for m in ms]})  # fmt: skip
+    return out
+
+
+def _failures(rows: list[BenchRow], limit: int = 12) -> list[dict]:
+    """The worst failure of each task (by FAILURE_ORDER), worst tasks first."""
+    rank = {s: i for i, s in enumerate(FAILURE_ORDER)}
+    worst: dict[str, BenchRow] = {}
+    for r in rows:
+        if r.correct or r.status == "compiled":
+            continue
+        cur = worst.get(r.task_id)
+        if cur is None or rank.get(r.status, 99) < rank.get(cur.status, 99):
+            worst[r.task_id] = r
+    order = sorted(worst.values(), key=lambda r: (rank.get(r.status, 99), r.task_id))
+    return [{"task": r.task_id, "turn": r.turn, "sample": r.sample, "status": r.status,
+             "findings": r.findings, "feedback": r.feedback, "reply": r.reply_head}
+            for r in order[:limit]]  # fmt: skip
+
+
+def _curves(views: list[TaskView], baselines: list[str], turns: int) -> dict:
+    """`metrics.fast_p` over P_GRID per baseline: per turn-1 sample, and best of all turns."""
+    out = {}
+    for b in baselines:
+        if any(b in v.meta.baselines and v.turns for v in views):
+            out[b] = {"best": [value(fast_p(p, b, turns), views) for p in P_GRID],
+                      "turn1": [value(fast_p(p, b), views) for p in P_GRID]}  # fmt: skip
+    return out
+
+
+def summarize(run: RunFiles, n_boot: int = 1000, seed: int = 0) -> dict:
+    """Everything a run's report shows (see the module doc)."""
+    st = run.settings
+    rows, views, baselines, mode = load_views(run)
+    samples, turns = int(st["samples"]), int(st["turns"])
+    ms = _measured(standard_metrics(samples, turns, baselines), mode)
+    prim = _primary(baselines)
+    group_ms = _group_metrics(samples, turns, prim, mode)
+    share, reasons = rejected_reasons(rows)
+    per_turn = []
+    if mode != "compile-only":
+        for t in range(1, turns + 1):
+            per_turn.append({"turn": t, "metrics": [
+                _entry(m, views, n_boot, seed) for m in turn_metrics(t, baselines)]})  # fmt: skip
+    return {
+        "title": f"{st['model']} on {run.info.get('suite_label', st['suite'])}",
+        "settings": st, "info": run.info, "mode": mode,
+        "tasks": {"selected": len(run.meta), "finished": len(views),
+                  "families": len({v.meta.family for v in views})},
+        "samples_evaluated": len(rows),
+        "baselines": {b: BASELINE_LABELS[b] for b in baselines}, "primary_baseline": prim,
+        "statuses": dict(Counter(r.status for r in rows).most_common()),
+        "metrics": [_entry(m, views, n_boot, seed) for m in ms],
+        "per_turn": per_turn,
+        "groups": {k: _groups(views, k, group_ms, n_boot, seed) for k in ("suite", "level",
+                                                                            "family")},
+        "rejected": {"share": share, "reasons": dict(reasons.most_common())},
+        "failures": _failures(rows),
+        "speedups": {b: sorted(r.speedups[b] for r in rows if r.turn == 1 and b in r.speedups)
+                     for b in baselines} if mode != "compile-only" else {},
+        "fast_p_curves": _curves(views, baselines, turns) if mode != "compile-only" else {},
+    }  # fmt: skip
+
+
+def compare(runs: Sequence[RunFiles], n_boot: int = 1000, seed: int = 0) -> dict:
+    """The first run against each later one: every metric of both on the tasks both finished,
+    the samples both have (index < the smaller `samples`) and the turns both ran, with the
+    paired difference (later - first) and its paired bootstrap interval."""
+    if len(runs) < 2:
+        raise ValueError("compare needs at least two runs")
+    samples = min(int(r.settings["samples"]) for r in runs)
+    turns = min(int(r.settings["turns"]) for r in runs)
+    loaded = [load_views(r, samples, turns) for r in runs]
+    ids = set.intersection(*({v.meta.id for v in lv[1] if v.turns} for lv in loaded))
+    if not ids:
+        raise ValueError("the runs share no finished task; compare runs of the same suite")
+    modes = {lv[3] for lv in loaded}
+    mode = modes.pop() if len(modes) == 1 else "mixed"
+    baselines = [b for b in BASELINE_FIELDS if all(b in lv[2] for lv in loaded)]
+    ms = standard_metrics(samples, turns, baselines)
+    if mode != "full":
+        ms = [m for m in ms if "compile rate" in m.name]
+    views = [[v for v in lv[1] if v.meta.id in ids] for lv in loaded]
+    names = [r.path.name or str(r.path) for r in runs]
+    if len(set(names)) < len(names):
+        names = [f"{n} ({i + 1})" for i, n in enumerate(names)]
+    models = [r.settings["model"] + (f" + {r.settings['adapter']}" if r.settings.get("adapter")
+                                      else "") for r in runs]  # fmt: skip
+    table = []
+    for m in ms:
+        row = {"metric": m.name, "kind": m.kind, "doc": m.doc,
+               "values": [value(m, v) for v in views], "diffs": []}  # fmt: skip
+        for v in views[1:]:
+            d, ci = paired_bootstrap(m, views[0], v, n_boot=n_boot, seed=seed)
+            row["diffs"].append({"diff": d, "ci": list(ci) if ci else None})
+        table.append(row)
+    per_turn = []
+    if mode == "full":
+        by_turn = [turn_metrics(t, baselines) for t in range(1, turns + 1)]
+        per_turn = [[{"turn": t, "values": {m.name: value(m, v) for m in ms}}
+                     for t, ms in enumerate(by_turn, 1)] for v in views]  # fmt: skip
+    return {
+        "title": " vs ".join(names), "runs": [str(r.path) for r in runs], "names": names,
+        "models": models, "primary_baseline": _primary(baselines),
+        "mode": mode, "tasks": len(ids), "families": len({v.meta.family for v in views[0]}),
+        "samples": samples, "turns": turns,
+        "baselines": {b: BASELINE_LABELS[b] for b in baselines}, "metrics": table,
+        "per_turn": per_turn,
+        "fast_p_curves": [_curves(v, baselines, turns) for v in views] if mode == "full" else [],
+    }  # fmt: skip
+
+
+def fmt_value(v: float | None, kind: str) -> str:
+    """A metric value as the tables print it: rates in %, speedups in x."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    return f"{100 * v:.1f}%" if kind == "rate" else f"{v:.2f}x"

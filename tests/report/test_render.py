@@ -1,0 +1,102 @@
+"""The HTML report renders in a real headless browser (Chromium), and its Markdown twin."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from cudaperf.report.render import write_compare_report, write_run_report
+from cudaperf.report.rows import task_meta
+from cudaperf.report.run import BenchSettings, make_bench_backend, read_run, run_bench
+from cudaperf.report.summary import compare, summarize
+from cudaperf.reward import RewardScorer
+from cudaperf.tasks.io import load_sample
+
+from .helpers import stored_evaluator
+
+TASKS = load_sample()[:6]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+
+
+class HalfBroken:
+    """Each task's best implementation, and a reply that does not compile."""
+
+    def __init__(self, tasks):
+        self.best = make_bench_backend("scripted:best", tasks)
+        self.name = "half-broken"
+
+    def generate_batch(self, convs, n):
+        return [[self.best.generate(m, 1)[0], "```cuda\nbroken(\n```"][:n] for m in convs]
+
+
+def _run(tmp_path, name, backend):
+    st = BenchSettings(model=backend.name, suite="sample", samples=2, turns=2)
+    meta = {t.id: task_meta(t, "sample") for t in TASKS}
+    sc = RewardScorer(TASKS, evaluator=stored_evaluator([]), analyzer=lambda c: [],
+                      analyze="always")  # fmt: skip
+    run_bench(st, TASKS, meta, tmp_path / name, backend, sc)
+    return read_run(tmp_path / name)
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("reports")
+    a = _run(tmp, "naive", make_bench_backend("scripted:naive", TASKS))
+    b = _run(tmp, "mixed", HalfBroken(TASKS))
+    run_html = write_run_report(summarize(b, n_boot=100), b.path)
+    cmp_html = write_compare_report(compare([a, b], n_boot=100), tmp / "cmp")
+    return run_html, cmp_html
+
+
+def _chromium(tmp_path, html, *args) -> subprocess.CompletedProcess:
+    cmd = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", *args, html.as_uri()]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
+
+
+def test_reports_are_self_contained(reports):
+    for html in reports:
+        text = html.read_text()
+        assert not re.search(r"""(src|href)=["']?(https?:|//|file:)""", text)
+        assert text.count("data:image/png;base64,") >= 2
+        md = (html.parent / "report.md").read_text()
+        assert md.count("](figures/") >= 2 and "| metric |" in md
+
+
+def test_run_report_names_baselines_and_shows_failures_with_feedback(reports):
+    text = reports[0].read_text()
+    assert "Speed vs the task&#x27;s naive CUDA kernel (baseline &#x27;naive&#x27;)" in text
+    assert "Worst failures" in text and "compile_error" in text
+    assert "Reward-hacking watch" in text
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed: apt-get install chromium")
+def test_the_html_renders_in_headless_chromium(reports, tmp_path):
+    from matplotlib.image import imread
+
+    for i, html in enumerate(reports):
+        png = tmp_path / f"shot{i}.png"
+        _chromium(tmp_path, html, f"--screenshot={png}", "--window-size=1200,2000")
+        assert png.is_file() and png.stat().st_size > 10_000
+        pixels = imread(png)[..., :3]
+        assert pixels.shape[:2] == (2000, 1200) and float(np.var(pixels)) > 0.005  # not blank
+        dom = _chromium(tmp_path, html, "--dump-dom").stdout
+        assert re.search(r"<td>compile rate \(turn 1\)</td>", dom)
+        assert len(re.findall(r"<tr>", dom)) > 10 and "<img" in dom
+
+
+def test_without_matplotlib_the_tables_are_still_written(tmp_path, monkeypatch):
+    import cudaperf.report.figures as figures
+    import cudaperf.report.render as render
+
+    run = _run(tmp_path, "naive", make_bench_backend("scripted:naive", TASKS))
+    monkeypatch.setattr(figures, "have_matplotlib", lambda: False)
+    monkeypatch.setattr(render, "have_matplotlib", lambda: False)
+    html = write_run_report(summarize(run, n_boot=20), tmp_path / "out").read_text()
+    assert "Plots left out: matplotlib is not installed" in html and "<img" not in html
+    assert "<td>compile rate (turn 1)</td>" in html

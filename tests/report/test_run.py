@@ -1,0 +1,194 @@
+"""run_bench end to end on the sample set with an evaluator that reports stored measurements:
+every sample of every turn recorded, resume after an interruption, summaries and compare."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+from collections import Counter
+
+import pytest
+
+from cudaperf.refine.hf import HFBackend
+from cudaperf.refine.trajectory import SummaryRecord, TurnRecord, read_trajectory
+from cudaperf.report.rows import task_meta
+from cudaperf.report.run import BenchSettings, make_bench_backend, read_run, run_bench
+from cudaperf.report.scripted import pick_reference
+from cudaperf.report.summary import compare, summarize
+from cudaperf.reward import RewardScorer
+from cudaperf.tasks.io import load_sample
+
+from .helpers import stored_evaluator, stored_speedup
+
+TASKS = load_sample()
+META = {t.id: task_meta(t, "sample") for t in TASKS}
+
+
+def scorer(calls, interrupt_at: int | None = None):
+    ev = stored_evaluator(calls)
+
+    def run(jobs):
+        if interrupt_at is not None and len(calls) == interrupt_at:
+            raise KeyboardInterrupt  # what Ctrl-C does in the middle of an evaluator batch
+        return ev(jobs)
+
+    return RewardScorer(TASKS, evaluator=run, analyzer=lambda c: [], analyze="always")
+
+
+def bench(out, model="scripted:best", calls=None, interrupt_at=None, samples=2, turns=2):
+    st = BenchSettings(model=model, suite="sample", samples=samples, turns=turns)
+    sc = scorer([] if calls is None else calls, interrupt_at)
+    return run_bench(st, TASKS, META, out, make_bench_backend(model, TASKS), sc, batch_tasks=4)
+
+
+def test_every_sample_of_every_turn_is_recorded(tmp_path):
+    assert bench(tmp_path / "r", turns=3) == len(TASKS)  # the same reply every turn
+    recs = read_trajectory(tmp_path / "r/trajectories.jsonl")
+    turns = Counter(r.task_id for r in recs if isinstance(r, TurnRecord))
+    assert turns == {t.id: 3 for t in TASKS}  # patience = turns: no task stopped early
+    assert all(len(r.samples) == 2 for r in recs if isinstance(r, TurnRecord))
+    assert {r.task_id for r in recs if isinstance(r, SummaryRecord)} == set(META)
+
+
+def test_an_interrupted_run_resumes_without_redoing_finished_tasks(tmp_path):
+    out = tmp_path / "r"
+    wf = "scripted:weakest-first"  # a new implementation each turn: one evaluator call a turn
+    with pytest.raises(KeyboardInterrupt):
+        bench(out, wf, interrupt_at=3)  # chunk 1 done (2 calls), chunk 2 only its turn 1
+    first = read_trajectory(out / "trajectories.jsonl")
+    done = {r.task_id for r in first if isinstance(r, SummaryRecord)}
+    assert len(done) == 4 and any(r.task_id not in done for r in first)  # a partial task
+    calls: list = []
+    assert bench(out, wf, calls=calls) == len(TASKS) - 4
+    assert not done & {tid for batch in calls for tid in batch}
+    recs = read_trajectory(out / "trajectories.jsonl")
+    turns = Counter((r.task_id, r.turn) for r in recs if isinstance(r, TurnRecord))
+    assert set(turns.values()) == {1} and len(turns) == 2 * len(TASKS)  # partial turns dropped
+    assert bench(out, wf) == 0  # everything finished: nothing runs
+
+
+def test_a_rerun_with_other_settings_is_refused(tmp_path):
+    bench(tmp_path / "r", samples=1, turns=1)
+    with pytest.raises(ValueError, match="other settings.*samples=1 there, 2 now"):
+        bench(tmp_path / "r", samples=2, turns=1)
+    st = BenchSettings(model="scripted:best", suite="sample", samples=1, turns=1)
+    few = {k: META[k] for k in list(META)[:3]}
+    with pytest.raises(ValueError, match="other tasks"):
+        run_bench(st, TASKS[:3], few, tmp_path / "r", make_bench_backend(st.model, TASKS), None)
+
+
+def test_summary_of_scripted_best_matches_the_stored_measurements(tmp_path):
+    bench(tmp_path / "best")
+    s = summarize(read_run(tmp_path / "best"), n_boot=200)
+    m = {e["metric"]: e for e in s["metrics"]}
+    want = math.exp(
+        sum(math.log(stored_speedup(t, pick_reference(t, "best").code)) for t in TASKS) / 12
+    )
+    got = m["geomean speedup vs naive, correct turn-1 samples"]
+    assert got["value"] == pytest.approx(want) and got["ci"][0] <= want <= got["ci"][1]
+    assert m["correct rate (turn 1)"]["value"] == 1.0 and s["mode"] == "full"
+    assert s["tasks"] == {"selected": 12, "finished": 12, "families": 12}
+    assert [t["turn"] for t in s["per_turn"]] == [1, 2]
+    json.dumps(s)  # summary.json is plain JSON
+
+
+def test_compare_pairs_the_same_tasks_and_samples(tmp_path):
+    bench(tmp_path / "naive", model="scripted:naive", samples=3, turns=1)
+    bench(tmp_path / "best", model="scripted:best", samples=2, turns=2)
+    c = compare([read_run(tmp_path / "naive"), read_run(tmp_path / "best")], n_boot=200)
+    assert (c["samples"], c["turns"], c["tasks"]) == (2, 1, 12)
+    m = {e["metric"]: e for e in c["metrics"]}
+    fast = m["fast_1 vs naive (turn 1)"]
+    assert fast["values"] == [0.0, 1.0]  # naive vs itself is 1.0x, never > 1
+    assert fast["diffs"][0]["diff"] == 1.0 and fast["diffs"][0]["ci"] == [1.0, 1.0]
+    same = m["correct rate (turn 1)"]["diffs"][0]
+    assert same == {"diff": 0.0, "ci": [0.0, 0.0]}
+
+
+def test_compile_only_runs_report_compile_rates_only(tmp_path):
+    from cudaperf.execute.types import ExecResult, Status
+
+    def ev(jobs):
+        return [ExecResult(status=Status.COMPILED, mode="compile-only", task_id=t.id,
+                           candidate_hash=c.hash) for t, c in jobs]  # fmt: skip
+
+    st = BenchSettings(model="scripted:naive", suite="sample", samples=1, turns=1)
+    sc = RewardScorer(TASKS, evaluator=ev, analyzer=lambda c: [], analyze="always")
+    run_bench(st, TASKS, META, tmp_path / "r", make_bench_backend(st.model, TASKS), sc)
+    s = summarize(read_run(tmp_path / "r"), n_boot=50)
+    assert s["mode"] == "compile-only"
+    assert [e["metric"] for e in s["metrics"]] == ["compile rate (turn 1)"]
+    assert s["speedups"] == {} and s["per_turn"] == []
+
+
+@pytest.mark.skipif(
+    "adapter" in inspect.signature(HFBackend.__init__).parameters,
+    reason="HFBackend loads adapters now; the train tests cover it",
+)
+def test_an_adapter_fails_with_a_clear_message_until_hf_backend_loads_them():
+    with pytest.raises(ValueError, match="cannot load adapters yet"):
+        make_bench_backend("some/model", TASKS, adapter="runs/sft/adapter")
+    with pytest.raises(ValueError, match="--adapter loads on top of a Hugging Face model"):
+        BenchSettings(model="scripted:best", suite="sample", adapter="x")
+
+
+def test_a_run_of_only_format_errors_takes_the_mode_the_run_recorded(tmp_path):
+    from cudaperf.refine.backends import ScriptedBackend
+
+    st = BenchSettings(model="scripted:talker", suite="sample", samples=1, turns=1)
+    info = {"mode": "compile-only"}
+    run_bench(st, TASKS[:2], {k: META[k] for k in list(META)[:2]}, tmp_path / "r",
+              ScriptedBackend(["no code here"]), scorer([]), info=info)  # fmt: skip
+    s = summarize(read_run(tmp_path / "r"), n_boot=20)
+    assert s["mode"] == "compile-only" and s["statuses"] == {"format_error": 2}
+    assert [e["metric"] for e in s["metrics"]] == ["compile rate (turn 1)"]
+
+
+def test_per_suite_and_per_family_tables_when_a_run_spans_suites(tmp_path):
+    two = {k: m.model_copy(update={"suite": "A" if i % 2 else "B"})
+           for i, (k, m) in enumerate(META.items())}  # fmt: skip
+    st = BenchSettings(model="scripted:best", suite="A + B", samples=1, turns=1)
+    run_bench(st, TASKS, two, tmp_path / "r", make_bench_backend(st.model, TASKS), scorer([]))
+    s = summarize(read_run(tmp_path / "r"), n_boot=50)
+    assert [(g["group"], g["tasks"]) for g in s["groups"]["suite"]] == [("A", 6), ("B", 6)]
+    assert len(s["groups"]["family"]) == 12 and s["groups"]["level"] == []
+
+
+def test_a_last_line_cut_short_is_dropped_and_its_task_rerun(tmp_path):
+    out = tmp_path / "r"
+    bench(out, samples=1, turns=1)
+    traj = out / "trajectories.jsonl"
+    text = traj.read_text()
+    traj.write_text(text[: len(text) - 40])  # killed while writing the last summary
+    assert bench(out, samples=1, turns=1) == 1
+    recs = read_trajectory(traj)
+    assert sum(isinstance(r, SummaryRecord) for r in recs) == len(TASKS)
+    traj.write_text("not json\n" + traj.read_text())
+    with pytest.raises(ValueError, match="not a trajectory written by cudaperf bench"):
+        read_run(out)
+
+
+def test_a_backend_without_batches_gets_concurrent_requests():
+    import threading
+    import time
+
+    from cudaperf.report.run import ConcurrentBatch
+
+    class Slow:
+        name = "slow"
+        threads: set = set()
+
+        def generate(self, messages, n):
+            self.threads.add(threading.get_ident())
+            time.sleep(0.3)
+            return [messages[-1]["content"]] * n
+
+    be = ConcurrentBatch(Slow())
+    t0 = time.perf_counter()
+    out = be.generate_batch([[{"role": "user", "content": str(i)}] for i in range(4)], 2)
+    assert out == [[str(i)] * 2 for i in range(4)]  # in order
+    assert time.perf_counter() - t0 < 0.9 and len(Slow.threads) == 4
+    pytest.importorskip("openai")
+    url = make_bench_backend("http://127.0.0.1:9/v1", [], model="m")  # no request is made
+    assert isinstance(url, ConcurrentBatch) and url.name == "m"
