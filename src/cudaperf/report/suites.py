@@ -29,9 +29,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudaperf.rank.pairs import read_splits
 from cudaperf.tasks.io import dataset_path, load_sample, load_tasks, sample_path
 from cudaperf.tasks.model import Task
+from cudaperf.tasks.splits import read_splits
 
 __all__ = [
     "NAMED",
