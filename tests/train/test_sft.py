@@ -16,8 +16,16 @@ def tiny(tmp_path_factory):
 
 
 def _opts(tmp_path, tiny, **kw):
-    base = dict(out=tmp_path / "run", model=str(tiny), tasks=write_task_file(tmp_path),
-                epochs=1, batch_size=2, lora_r=4, val_families=1, holdout_share=0.0)
+    base = dict(
+        out=tmp_path / "run",
+        model=str(tiny),
+        tasks=write_task_file(tmp_path),
+        epochs=1,
+        batch_size=2,
+        lora_r=4,
+        val_families=1,
+        holdout_share=0.0,
+    )
     return SftOptions(**(base | kw))
 
 
@@ -55,3 +63,18 @@ def test_length_cap_from_data_and_bad_options(tmp_path, tiny):
         _opts(tmp_path, tiny, lora_r=-1)
     with pytest.raises(ValueError, match="model"):
         run_sft(_opts(tmp_path, tiny, model=str(tmp_path / "missing")))
+
+
+def test_loss_is_on_the_reply_only_and_it_ends_with_eos(tmp_path, tiny):
+    from cudaperf.train import sft
+    from cudaperf.train.data import load_training_tasks, sft_rows
+    from cudaperf.train.models import load_policy
+
+    pol = load_policy(str(tiny))
+    rows = sft_rows(load_training_tasks(write_task_file(tmp_path)))
+    ds, _ = sft._dataset(rows, sft._lengths(rows, pol.tokenizer), 100000)
+    opts = _opts(tmp_path, tiny, lora_r=0)
+    ex = sft._trainer(opts, pol, ds, None, 100000, []).train_dataset[0]
+    taught = [t for t in ex["labels"] if t != -100]
+    assert ex["labels"][-1] == pol.tokenizer.eos_token_id
+    assert pol.tokenizer.decode(taught).startswith("Plan:")  # the prompt is not taught

@@ -61,7 +61,7 @@ class EvalSession:
 
     @property
     def mode(self) -> str:
-        """"full" or "compile-only"."""
+        """ "full" or "compile-only"."""
         return self.backend.evaluator.env.mode
 
     def __call__(self, jobs: list[tuple[Task, Candidate]]) -> list[ExecResult]:

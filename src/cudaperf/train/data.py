@@ -130,9 +130,7 @@ def _tag(task: Task) -> str:
 def target_reply(task: Task, impl: Implementation) -> str:
     """A model reply carrying `impl`: a one-sentence plan and the file in one fenced block."""
     tags = [s.replace("_", " ") for s in impl.strategies if s != "naive"]
-    plan = (
-        "Plan: " + ", ".join(tags) + "." if tags else "Plan: one thread per output element."
-    )
+    plan = "Plan: " + ", ".join(tags) + "." if tags else "Plan: one thread per output element."
     return f"{plan}\n```{_tag(task)}\n{impl.code.rstrip()}\n```"
 
 
@@ -141,9 +139,7 @@ def _chosen(task: Task, targets: Targets) -> list[Implementation]:
     return order[-1:] if targets == "fastest" else order
 
 
-def sft_rows(
-    fit: Iterable[Task], targets: Targets = "fastest", system: str = SYSTEM
-) -> list[dict]:
+def sft_rows(fit: Iterable[Task], targets: Targets = "fastest", system: str = SYSTEM) -> list[dict]:
     """Prompt-completion rows (TRL's conversational format) for every task of `fit`:
     `prompt` = refine's first messages, `completion` = one assistant message; plus `task_id`
     and `family`. `targets`: the fastest implementation only, or every implementation."""

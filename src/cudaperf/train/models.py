@@ -28,7 +28,7 @@ class Policy:
 
 
 def pick_dtype(dtype: str, device: str) -> str:
-    """"auto" → bfloat16 on cuda, float32 on cpu; otherwise checked and returned."""
+    """ "auto" → bfloat16 on cuda, float32 on cpu; otherwise checked and returned."""
     if dtype == "auto":
         return "bfloat16" if device.startswith("cuda") else "float32"
     if dtype not in ("float32", "bfloat16", "float16"):
@@ -71,7 +71,9 @@ def load_policy(
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     if tok.chat_template is None:
-        raise ValueError(f"--model {model}: its tokenizer has no chat template; use an instruct model")
+        raise ValueError(
+            f"--model {model}: its tokenizer has no chat template; use an instruct model"
+        )
     if adapter is not None:
         net = attach_adapter(net, adapter)
     return Policy(model=net, tokenizer=tok, path=path, name=model)
