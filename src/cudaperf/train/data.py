@@ -39,6 +39,7 @@ __all__ = [
     "split_training",
     "sft_rows",
     "target_reply",
+    "write_manifest",
 ]
 
 Targets = Literal["fastest", "all"]
