@@ -108,7 +108,6 @@ def grpo_command(
     compile_only: bool = typer.Option(False, "--compile-only", help="Rewards from compiling."),
     time_budget: float | None = BudgetOpt, pieces_mib: float | None = PiecesOpt,
     resume: bool = ResumeOpt,
-    use_vllm: bool = typer.Option(False, "--use-vllm", help="TRL's vLLM mode (needs vllm)."),
 ) -> None:  # fmt: skip
     """Multi-turn GRPO (TRL) with the unified reward and one persistent evaluator."""
     from cudaperf.train.grpo import GrpoOptions, run_grpo
@@ -126,7 +125,7 @@ def grpo_command(
         temperature=temperature, lr=lr, beta=beta, lora_r=lora_r, save_steps=save_steps,
         val_families=val_families, holdout_share=holdout_share, seed=seed, eval_gpus=gpus,
         compile_only=compile_only, time_budget_s=time_budget, pieces_mib=pieces_mib,
-        resume=resume, use_vllm=use_vllm,
+        resume=resume,
     )  # fmt: skip
     console.print(f"{rep['steps']} steps in {rep['seconds']} s; saved {rep['final']}")
     emit_json(rep)

@@ -69,7 +69,6 @@ class GrpoOptions:
     time_budget_s: float | None = None
     pieces_mib: float | None = None
     resume: bool = False
-    use_vllm: bool = False
     extra: dict = field(default_factory=dict)  # more GRPOConfig fields (expert use)
 
     def __post_init__(self) -> None:
@@ -154,7 +153,7 @@ def _config(opts: GrpoOptions):
         num_generations=opts.num_generations, max_completion_length=opts.max_new_tokens,
         temperature=opts.temperature, max_steps=opts.max_steps, save_steps=opts.save_steps,
         save_strategy="steps", logging_steps=1, report_to="none", seed=opts.seed,
-        bf16=cuda, use_cpu=not cuda, use_vllm=opts.use_vllm, scale_rewards="group",
+        bf16=cuda, use_cpu=not cuda, scale_rewards="group",
         gradient_checkpointing=False, **opts.extra,
     )  # fmt: skip
 
