@@ -48,11 +48,11 @@ sft)
     --lr 4e-4 --batch-size 16 --time-budget ${SFT_BUDGET:-150} --pieces-mib 15 > "$OUT/sft_report.json" 2> >(tail -40 > "$OUT/sft_stderr.txt")
   cp "$W/sft/holdout.json" "$W/sft/steps.jsonl" "$OUT/" 2>/dev/null
   log "sft done: $(python3 -c "import json; r=json.load(open('$OUT/sft_report.json')); print(r['rows_trained'], r['max_length'], r['dropped_share'], r['eval_loss_per_epoch'], r['seconds'])")"
-  for who in base sft; do
+  for who in sft base; do  # the trained model first; batches of 96 written as they finish
     ad=""; [ $who = sft ] && ad="--adapter $W/sft/final"
     log "generate $who"
-    timeout 200 python3 bench/train_eval.py generate --model smollm2 $ad --holdout "$W/sft/holdout.json" \
-      --label $who --batch 480 --out "$W/replies_$who.jsonl" 2>&1 | grep -v "it/s" | tail -8 | tee -a "$OUT/stage.log"
+    timeout 240 python3 bench/train_eval.py generate --model smollm2 $ad --holdout "$W/sft/holdout.json" \
+      --label $who --batch 96 --out "$W/replies_$who.jsonl" 2>&1 | grep -v "it/s" | tail -8 | tee -a "$OUT/stage.log"
   done
   gzip -c "$W/replies_sft.jsonl" > "$OUT/replies_sft.jsonl.gz"; gzip -c "$W/replies_base.jsonl" > "$OUT/replies_base.jsonl.gz"
   evaluate $(( ${END:-560} - SECONDS ))
