@@ -77,6 +77,8 @@ def sft_command(
         val_families=val_families, holdout_share=holdout_share, limit=limit, seed=seed,
         time_budget_s=time_budget, pieces_mib=pieces_mib, resume=resume,
     )  # fmt: skip
+    if "final" not in rep:  # a non-main process under accelerate launch
+        return
     console.print(
         f"{rep['rows_trained']} rows trained (cap {rep['max_length']} tokens, "
         f"{rep['dropped_share']:.1%} dropped as longer), {rep['steps']} steps, "
@@ -127,6 +129,8 @@ def grpo_command(
         compile_only=compile_only, time_budget_s=time_budget, pieces_mib=pieces_mib,
         resume=resume,
     )  # fmt: skip
+    if "final" not in rep:  # a non-main process under accelerate launch
+        return
     console.print(f"{rep['steps']} steps in {rep['seconds']} s; saved {rep['final']}")
     emit_json(rep)
 

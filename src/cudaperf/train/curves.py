@@ -26,19 +26,47 @@ def read_steps(run: str | Path) -> list[dict]:
     if not path.is_file():
         raise ValueError(f"{run}: no steps.jsonl; give a `cudaperf train` run folder")
     by_step: dict[int, dict] = {}
+    rollouts: dict[int, list[dict]] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
         rec = json.loads(line)
         kind = rec.get("kind")
         if kind == "rollout":  # the rollout of step s is logged while global_step is s - 1
-            row = by_step.setdefault(rec["step"] + 1, {"step": rec["step"] + 1})
-            row.update({k: v for k, v in rec.items() if k not in ("kind", "step", "run")})
+            rollouts.setdefault(rec["step"] + 1, []).append(rec)
         elif kind == "step":
             by_step.setdefault(rec["step"], {"step": rec["step"]})["step_s"] = rec["step_s"]
         elif kind == "trainer" and "loss" in rec:
             by_step.setdefault(rec["step"], {"step": rec["step"]})["loss"] = rec["loss"]
+    for step, recs in rollouts.items():
+        by_step.setdefault(step, {"step": step}).update(merge_rollouts(recs))
     return [by_step[s] for s in sorted(by_step) if "rows" in by_step[s]]
+
+
+def merge_rollouts(recs: list[dict]) -> dict:
+    """One step's rollout records of several processes as one: counts and tokens summed,
+    seconds the slowest process's, means and shares weighted by rows (groups for the share
+    of groups with >= 2 correct)."""
+    rows = sum(r["rows"] for r in recs) or 1
+    groups = sum(r.get("groups", 0) for r in recs) or 1
+    out: dict = {"rows": rows, "groups": groups, "processes": len(recs)}
+    for k in ("prompt_tokens", "completion_tokens"):
+        out[k] = sum(r.get(k, 0) for r in recs)
+    for k in ("generate_s", "eval_s"):
+        out[k] = max(r.get(k, 0.0) for r in recs)
+    keys = {k for r in recs for k in r if k.endswith("_mean")}
+    for k in keys:
+        have = [(r[k], r["rows"]) for r in recs if r.get(k) is not None]
+        w = sum(n for _, n in have)
+        out[k] = sum(v * n for v, n in have) / w if w else None
+    shares: dict[str, float] = {}
+    for r in recs:
+        for s, v in r.get("status_share", {}).items():
+            shares[s] = shares.get(s, 0.0) + v * r["rows"] / rows
+    out["status_share"] = shares
+    out["groups_2_correct"] = sum(r.get("groups_2_correct", 0.0) * r.get("groups", 0)
+                                  for r in recs) / groups  # fmt: skip
+    return out
 
 
 def summary(runs: list[str | Path]) -> dict:

@@ -110,9 +110,11 @@ def _pool(opts: GrpoOptions):
     return hold, fit[: opts.pool] if opts.pool else fit
 
 
-def make_scorer(opts: GrpoOptions, tasks, evaluator=None):
-    """The reward scorer: persistent evaluator session (unless `evaluator` is given), the
-    analyzer for every candidate (feedback shows findings), the ranker, the preset."""
+def make_scorer(opts: GrpoOptions, tasks, evaluator=None, own_gpu: int | None = None):
+    """The reward scorer: persistent evaluator session (unless `evaluator` is given) timing on
+    `eval_gpus`, else on `own_gpu` (the process's GPU when several processes train), else on
+    every visible GPU; the analyzer for every candidate (feedback shows findings), the ranker,
+    the preset."""
     from cudaperf.execute.session import EvalSession, training_config
     from cudaperf.reward import RewardConfig, RewardScorer
     from cudaperf.reward.scorer import ranker_from_spec
@@ -121,8 +123,8 @@ def make_scorer(opts: GrpoOptions, tasks, evaluator=None):
         import torch
 
         gpus = opts.eval_gpus
-        if gpus is None and torch.cuda.is_available() and torch.distributed.is_initialized():
-            gpus = (torch.cuda.current_device(),)  # each process times on its own GPU
+        if gpus is None and own_gpu is not None and torch.cuda.is_available():
+            gpus = (own_gpu,)
         cfg = training_config(compile_only=True if opts.compile_only else None, gpus=gpus)
         evaluator = EvalSession(cfg)
     return RewardScorer(
@@ -171,13 +173,9 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     t0 = time.perf_counter()
     hold, pool = _pool(opts)
     opts.out.mkdir(parents=True, exist_ok=True)
-    write_manifest(hold, opts.out / "holdout.json")
     policy = load_policy(opts.model, adapter=opts.adapter)
-    scorer = make_scorer(opts, pool, evaluator)
-    prep_s = prepare_pool(scorer, pool) if opts.prepare else 0.0
     steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.time_budget_s)
-    steplog.add({"kind": "prepare", "tasks": len(pool), "seconds": round(prep_s, 2)})
-    rollout = MultiTurnRollout(pool, scorer, RolloutOptions(opts.turns, opts.gamma),
+    rollout = MultiTurnRollout(pool, None, RolloutOptions(opts.turns, opts.gamma),
                                generate=generate, on_batch=steplog.add)  # fmt: skip
     new_lora = opts.lora_r and opts.adapter is None
     trainer = GRPOTrainer(
@@ -186,6 +184,12 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
         peft_config=lora_config(opts.lora_r) if new_lora else None, rollout_func=rollout,
         callbacks=[steplog, budget],
     )  # fmt: skip
+    acc = trainer.accelerator  # the trainer set up the processes: one evaluator per process
+    steplog.process = acc.process_index
+    own_gpu = acc.local_process_index if acc.num_processes > 1 else None
+    scorer = rollout.attach(make_scorer(opts, pool, evaluator, own_gpu))
+    prep_s = prepare_pool(scorer, pool) if opts.prepare else 0.0
+    steplog.add({"kind": "prepare", "tasks": len(pool), "seconds": round(prep_s, 2)})
     resume = last_checkpoint(opts.out) if opts.resume else None
     interrupted = False
     try:
@@ -197,6 +201,9 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
         close = getattr(scorer.evaluator, "close", None)
         if close:
             close()
+    if not acc.is_main_process:  # one process writes the model, holdout and report
+        return {"steps": trainer.state.global_step, "process": acc.process_index}
+    write_manifest(hold, opts.out / "holdout.json")
     final = save_final(trainer.model, policy.tokenizer, opts.out, opts.pieces_mib)
     report = {
         "model": opts.model, "adapter": str(opts.adapter) if opts.adapter else None,

@@ -85,19 +85,28 @@ class MultiTurnRollout:
     def __init__(
         self,
         tasks: Sequence[Task],
-        scorer: RewardScorer,
+        scorer: RewardScorer | None,
         options: RolloutOptions = RolloutOptions(),
         generate: Generate | None = None,
         on_batch: Callable[[dict], None] | None = None,
     ) -> None:
+        """`scorer` may be attached later (`attach`), once the trainer has set up processes."""
+        self.tasks = list(tasks)
         self.by_prompt = {task_prompt(t): t for t in tasks}
-        self.scorer = scorer
-        for t in tasks:
-            scorer.tasks.setdefault(t.id, t)
+        self.scorer: RewardScorer | None = None
+        if scorer is not None:
+            self.attach(scorer)
         self.options = options
         self.generate = generate
         self.on_batch = on_batch
         self.__name__ = "cudaperf_multi_turn_rollout"
+
+    def attach(self, scorer: RewardScorer) -> RewardScorer:
+        """Use `scorer` for the rewards (it learns the pool's tasks); returns it."""
+        for t in self.tasks:
+            scorer.tasks.setdefault(t.id, t)
+        self.scorer = scorer
+        return scorer
 
     def task_of(self, prompt) -> Task:
         task = self.by_prompt.get(_prompt_text(prompt))
@@ -130,6 +139,8 @@ class MultiTurnRollout:
 
     def run(self, prompts: list, g: int, gen: Generate, step: int = 0) -> dict:
         """The rollout for `prompts` in groups of `g`; the dict TRL expects (module doc)."""
+        if self.scorer is None:
+            raise RuntimeError("MultiTurnRollout has no scorer: call attach(scorer) first")
         n = self.options.turns
         if g % n:
             raise ValueError(f"num_generations={g} is not a multiple of --turns {n}")

@@ -26,28 +26,33 @@ __all__ = ["StepLog", "TimeBudget", "last_checkpoint", "save_final"]
 
 
 class StepLog(TrainerCallback):
-    """Appends trainer logs and rollout records to `<out>/steps.jsonl`."""
+    """Appends trainer logs and rollout records to `<out>/steps.jsonl`. Under several
+    processes (accelerate launch) each process adds its own rollout records, tagged with
+    `process`; trainer and step records come from the main process only."""
 
-    def __init__(self, out: str | Path, run: str = "") -> None:
+    def __init__(self, out: str | Path, run: str = "", process: int = 0) -> None:
         self.path = Path(out) / "steps.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.run = run
+        self.process = process
         self._step_t = time.perf_counter()
 
     def add(self, record: dict) -> None:
         """Append one record (a dict of JSON-able values)."""
+        tag = {"process": self.process} if self.process else {}
         with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"run": self.run, **record}) + "\n")
+            fh.write(json.dumps({"run": self.run, **tag, **record}) + "\n")
 
     def on_step_begin(self, args, state, control, **kw):
         self._step_t = time.perf_counter()
 
     def on_step_end(self, args, state, control, **kw):
-        self.add({"kind": "step", "step": state.global_step,
-                  "step_s": round(time.perf_counter() - self._step_t, 3)})  # fmt: skip
+        if state.is_world_process_zero:
+            self.add({"kind": "step", "step": state.global_step,
+                      "step_s": round(time.perf_counter() - self._step_t, 3)})  # fmt: skip
 
     def on_log(self, args, state, control, logs=None, **kw):
-        if logs:
+        if logs and state.is_world_process_zero:
             clean = {k: v for k, v in logs.items() if isinstance(v, int | float | str)}
             self.add({"kind": "trainer", "step": state.global_step, "epoch": state.epoch, **clean})
 

@@ -156,6 +156,8 @@ def run_sft(opts: SftOptions) -> dict:
     except KeyboardInterrupt:
         interrupted = True
         log.warning("interrupted: saving what was trained to %s/final", opts.out)
+    if not trainer.accelerator.is_main_process:  # one process writes the model and report
+        return {"steps": trainer.state.global_step}
     final = save_final(trainer.model, policy.tokenizer, opts.out, opts.pieces_mib)
     evals = [h for h in trainer.state.log_history if "eval_loss" in h]
     report = {
