@@ -82,6 +82,7 @@ def test_train_report_plots_steps(tmp_path):
     assert res.exit_code == 0, res.output
     rep = json.loads(res.stdout)[str(run)]
     assert rep["steps"] == 3 and rep["return_last"] == pytest.approx(0.2)
+    assert rep["update_s_mean"] == pytest.approx(2.0 - 0.5 - 0.25)
     assert (tmp_path / "c.png").stat().st_size > 1000
     res = runner.invoke(app, ["train", "report", str(tmp_path)])
     assert res.exit_code == 2 and "steps.jsonl" in res.output

@@ -1,8 +1,8 @@
 """Training curves from run folders' `steps.jsonl`: per-step tables and plots.
 
 `read_steps(run)` gives one row per GRPO step (rollout statistics: reward components, the
-turn scores, status shares, share of groups with >= 2 correct, generate / evaluate / step
-seconds, tokens; and the trainer's loss). `plot_runs(runs, path)` draws, for one run, the
+turn scores, status shares, share of groups with >= 2 correct, generate / evaluate / update /
+step seconds, tokens; and the trainer's loss). `plot_runs(runs, path)` draws, for one run, the
 reward components and the status shares stacked per step; for several runs, the mean
 return over runs as a line with a 95% band (mean ± 1.96 standard errors) and each run thin.
 """
@@ -39,7 +39,10 @@ def read_steps(run: str | Path) -> list[dict]:
         elif kind == "trainer" and "loss" in rec:
             by_step.setdefault(rec["step"], {"step": rec["step"]})["loss"] = rec["loss"]
     for step, recs in rollouts.items():
-        by_step.setdefault(step, {"step": step}).update(merge_rollouts(recs))
+        row = by_step.setdefault(step, {"step": step})
+        row.update(merge_rollouts(recs))
+        if "step_s" in row:  # what is left of the step after generating and evaluating
+            row["update_s"] = round(row["step_s"] - row["generate_s"] - row["eval_s"], 3)
     return [by_step[s] for s in sorted(by_step) if "rows" in by_step[s]]
 
 
@@ -84,6 +87,7 @@ def summary(runs: list[str | Path]) -> dict:
             "step_s_mean": _mean([x.get("step_s") for x in rows]),
             "generate_s_mean": _mean([x.get("generate_s") for x in rows]),
             "eval_s_mean": _mean([x.get("eval_s") for x in rows]),
+            "update_s_mean": _mean([x.get("update_s") for x in rows]),
         }  # fmt: skip
     return out
 
