@@ -71,6 +71,9 @@ def test_train_report_plots_steps(tmp_path):
                 "score_mean": 0.1,
                 "outcome_mean": 0.0,
                 "groups_2_correct": 0.5,
+                "generate_s": 0.5,
+                "eval_s": 0.25,
+                "groups": 1,
                 "status_share": {"ok": 0.5, "compile_error": 0.5},
             }
         )
