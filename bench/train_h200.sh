@@ -24,8 +24,8 @@ versions() {
 evaluate() {  # evaluate the held-out replies for $1 more seconds (resumes where it stopped)
   [ "$1" -gt 30 ] || return 0
   log "evaluate for $1 s"
-  timeout $(( $1 + 20 )) python3 bench/train_eval.py evaluate --replies "$W/replies_sft.jsonl" \
-    "$W/replies_base.jsonl" --out "$W/evals.jsonl" --chunk 32 --deadline-s $(( $1 - 15 )) 2>&1 \
+  timeout $(( $1 + 20 )) python3 bench/train_eval.py evaluate --replies "$W"/replies_*.jsonl \
+    --out "$W/evals.jsonl" --chunk 32 --deadline-s $(( $1 - 15 )) 2>&1 \
     | tail -14 | tee -a "$OUT/stage.log"
   python3 bench/train_eval.py summarise --evals "$W/evals.jsonl" --out "$OUT/sft_summary.json" > /dev/null
   cp "$W/evals.jsonl" "$OUT/sft_evals.jsonl"
@@ -57,7 +57,7 @@ sft)
     timeout 240 python3 bench/train_eval.py generate --model smollm2 $ad --holdout "$W/sft/holdout.json" \
       --label $who --batch 96 --out "$W/replies_$who.jsonl" 2>&1 | grep -v "it/s" | tail -8 | tee -a "$OUT/stage.log"
   done
-  gzip -c "$W/replies_sft.jsonl" > "$OUT/replies_sft.jsonl.gz"; gzip -c "$W/replies_base.jsonl" > "$OUT/replies_base.jsonl.gz"
+  for f in "$W"/replies_*.jsonl; do gzip -c "$f" > "$OUT/$(basename "$f").gz"; done
   evaluate $(( ${END:-560} - SECONDS ))
   ;;
 grpo)
