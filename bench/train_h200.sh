@@ -5,7 +5,8 @@
 #   B (carry .models/smollm2.gguf.xz.part01):        bash bench/train_h200.sh sft
 #   C (no carry):                                    bash bench/train_h200.sh grpo
 # Environment: END (seconds into stage sft at which evaluation stops, default 560), GEN (which
-# models stage sft generates for, default "sft base"), SFT_BUDGET, EVAL_S (evaluation seconds
+# models stage sft generates for, default "sft": the untrained model's replies, and the
+# evaluations of 352 of them, come from bench/results/train_sft_h200/ and are resumed), SFT_BUDGET, EVAL_S (evaluation seconds
 # before GRPO in stage grpo), GRPO_BUDGET.
 # Logs and small results are copied to $OUT as they appear. Every step has a timeout.
 set -uo pipefail
@@ -51,7 +52,10 @@ sft)
     --lr 4e-4 --batch-size 16 --time-budget ${SFT_BUDGET:-150} --pieces-mib 15 > "$OUT/sft_report.json" 2> >(tail -40 > "$OUT/sft_stderr.txt")
   cp "$W/sft/holdout.json" "$W/sft/steps.jsonl" "$OUT/" 2>/dev/null
   log "sft done: $(python3 -c "import json; r=json.load(open('$OUT/sft_report.json')); print(r['rows_trained'], r['max_length'], r['dropped_share'], r['eval_loss_per_epoch'], r['seconds'])")"
-  for who in ${GEN:-sft base}; do  # the trained model first; batches of 96 written as they go
+  R=bench/results/train_sft_h200  # an earlier session's base-model replies and evaluations
+  [ -s "$W/replies_base.jsonl" ] || zcat $R/replies_base.jsonl.gz > "$W/replies_base.jsonl"
+  [ -s "$W/evals.jsonl" ] || cp $R/evals_base.jsonl "$W/evals.jsonl"
+  for who in ${GEN:-sft}; do  # the trained model first; batches of 96 written as they go
     ad=""; [ $who = sft ] && ad="--adapter $W/sft/final"
     log "generate $who"
     timeout 240 python3 bench/train_eval.py generate --model smollm2 $ad --holdout "$W/sft/holdout.json" \
