@@ -71,6 +71,7 @@ def test_multi_turn_step_with_compile_only_rewards_and_lora(tmp_path, tiny):
     assert rep["steps"] == 1 and roll["rows"] == 4
     assert set(roll["status_share"]) <= {"compile_error", "compiled"}
     assert roll["score_by_turn"][1] >= roll["score_by_turn"][0]
+    assert roll["analyse_s"] > 0  # the turn's candidates were analysed before scoring
     final = tmp_path / "run" / "final"
     assert list(final.glob("adapter_model.safetensors.part000"))  # saved in pieces
     from cudaperf.train.models import load_policy

@@ -6,9 +6,10 @@ the same holdout settings never train on the held-out tasks). Each step takes
 `groups_per_step` tasks × `num_generations` rows; the rollout (`train.rollout`) turns a
 task's rows into `num_generations / turns` chains of `turns` turns through
 `refine.episode`, scored by one persistent evaluator (`execute.session.EvalSession`, the
-`TRAINING` preset, on `eval_gpus` or the process's own GPU), the structural analyzer and the
-ranker, with the `unified` or `outcome_only` reward preset. The reward function
-(`train.rewards.TurnReturn`) returns each turn's discounted return.
+`TRAINING` preset, on `eval_gpus` or the process's own GPU), the structural analyzer (a
+turn's candidates at once in a process pool, `train.analysis`) and the ranker, with the
+`unified` or `outcome_only` reward preset. The reward function (`train.rewards.TurnReturn`)
+returns each turn's discounted return.
 
 Before the first step the pool's naive implementations are evaluated once (`prepare`): the
 per-task baselines are then cached, so a step pays for compiling and timing candidates only.
@@ -127,9 +128,11 @@ def make_scorer(opts: GrpoOptions, tasks, evaluator=None, own_gpu: int | None = 
             gpus = (own_gpu,)
         cfg = training_config(compile_only=True if opts.compile_only else None, gpus=gpus)
         evaluator = EvalSession(cfg)
+    from cudaperf.train.analysis import PooledAnalyzer
+
     return RewardScorer(
         tasks, config=RewardConfig.preset(opts.preset), evaluator=evaluator,
-        ranker=ranker_from_spec(opts.ranker), analyze="always",
+        analyzer=PooledAnalyzer(), ranker=ranker_from_spec(opts.ranker), analyze="always",
     )  # fmt: skip
 
 
@@ -198,9 +201,10 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
         interrupted = True
         log.warning("interrupted: saving what was trained to %s/final", opts.out)
     finally:
-        close = getattr(scorer.evaluator, "close", None)
-        if close:
-            close()
+        for part in (scorer.evaluator, scorer.analyzer):
+            close = getattr(part, "close", None)
+            if close:
+                close()
     if not acc.is_main_process:  # one process writes the model, holdout and report
         return {"steps": trainer.state.global_step, "process": acc.process_index}
     write_manifest(hold, opts.out / "holdout.json")

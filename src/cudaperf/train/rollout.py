@@ -8,7 +8,8 @@ other key is copied into each row's inputs, so it reaches the reward functions. 
 normalised over consecutive blocks of `num_generations` rows.
 
 Here a block of G = `num_generations` rows of one task becomes m = G / n chains of n turns
-(`turns`). Turn k of every chain of the batch is generated in one batch, then scored in one
+(`turns`). Turn k of every chain of the batch is generated in one batch, analysed at once when the
+scorer's analyzer can prefetch (`train.analysis.PooledAnalyzer`), then scored in one
 evaluator batch (`episode.step`): generation and timing never overlap. Each turn is a row:
 its prompt is the conversation of that turn (the task, the earlier replies and the
 evaluator's feedback, visible configurations only), its completion the reply, and its reward
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 
 from cudaperf.refine import episode
 from cudaperf.refine.prompts import task_prompt
+from cudaperf.reward.extract import extract_candidate
 from cudaperf.reward.scorer import RewardScorer
 from cudaperf.tasks.model import Task
 
@@ -148,18 +150,24 @@ class MultiTurnRollout:
         chains = [episode.start(t) for t in tasks for _ in range(g // n)]
         rules = episode.Rules(turns=n, patience=n, keep_exchanges=self.options.keep_exchanges)
         per_chain: list[tuple[str, list[tuple]]] = [(c.task.id, []) for c in chains]
-        gen_s = eval_s = 0.0
+        gen_s = eval_s = analyse_s = 0.0
+        prefetch = getattr(self.scorer.analyzer, "prefetch", None)
         for _ in range(n):
             t = time.perf_counter()
             outs = gen([c.messages for c in chains])
             gen_s += time.perf_counter() - t
             t = time.perf_counter()
+            if prefetch is not None:  # the turn's static analysis at once, in a process pool
+                prefetch([extract_candidate(o[2], c.task.kind).code
+                          for c, o in zip(chains, outs, strict=True)])  # fmt: skip
+                analyse_s += time.perf_counter() - t
+                t = time.perf_counter()
             recs = episode.step(chains, [[o[2]] for o in outs], self.scorer, rules, "policy")
             eval_s += time.perf_counter() - t
             for (_, rows), o, rec in zip(per_chain, outs, recs, strict=True):
                 rows.append((o, rec.samples[0]))
         out = self._rows(per_chain)
-        self._report(out, tasks, g, gen_s, eval_s, step)
+        self._report(out, tasks, g, (gen_s, analyse_s, eval_s), step)
         return out
 
     def _rows(self, per_chain: list[tuple[str, list[tuple]]]) -> dict:
@@ -185,15 +193,16 @@ class MultiTurnRollout:
         out["logprobs"] = None
         return out
 
-    def _report(self, out: dict, tasks: list[Task], g: int, gen_s: float, eval_s: float,
-                step: int) -> None:  # fmt: skip
+    def _report(self, out: dict, tasks: list[Task], g: int, secs: tuple, step: int) -> None:
+        gen_s, analyse_s, eval_s = secs
         status = Counter(out["cudaperf_status"])
         n = len(out["cudaperf_status"])
         ok = [s == "ok" for s in out["cudaperf_status"]]
         two = [sum(ok[i : i + g]) >= 2 for i in range(0, n, g)]
         rec = {
             "kind": "rollout", "step": step, "rows": n, "groups": len(tasks),
-            "generate_s": round(gen_s, 3), "eval_s": round(eval_s, 3),
+            "generate_s": round(gen_s, 3), "analyse_s": round(analyse_s, 3),
+            "eval_s": round(eval_s, 3),
             "prompt_tokens": sum(map(len, out["prompt_ids"])),
             "completion_tokens": sum(map(len, out["completion_ids"])),
             "status_share": {k: round(v / n, 4) for k, v in sorted(status.items())},
