@@ -15,5 +15,5 @@ if ! python -c "import torch" 2>/dev/null; then
     python -m pip install -q "torch==2.13.0"   # CPU-only machine: the local CPU wheel
   fi
 fi
-python -m pip install -q -e ".[dev,ray,refine]"
+python -m pip install -q -e ".[dev,ray,refine,train]"   # train: TRL for tests/train
 python -c "import cudaperf, torch; print('cudaperf', cudaperf.__version__, '| torch', torch.__version__)"

@@ -90,3 +90,24 @@ def test_smollm2_is_converted_once_then_loaded_from_the_cache(tmp_path, monkeypa
     monkeypatch.setattr(hf, "_convert", no_conversion)
     again = hf.HFBackend(cache_dir=tmp_path, max_new_tokens=4, device="cpu")
     assert again.path == be.path
+
+
+def test_hf_backend_loads_a_lora_adapter_saved_in_pieces(tmp_path):
+    peft = pytest.importorskip("peft")
+    from cudaperf.refine.hf import HFBackend
+    from cudaperf.train.pieces import split_large_files
+    from tests.train.helpers import make_tiny_model
+
+    base = make_tiny_model(tmp_path / "base")
+    net = transformers.AutoModelForCausalLM.from_pretrained(base)
+    cfg = peft.LoraConfig(r=2, target_modules="all-linear", init_lora_weights=False)
+    peft.get_peft_model(net, cfg).save_pretrained(tmp_path / "ad")
+    assert split_large_files(tmp_path / "ad", 0.01)  # pieces of 10 KiB
+    be = HFBackend(str(base), adapter=tmp_path / "ad", max_new_tokens=4, seed=0, device="cpu")
+    assert be.name.endswith("+ad") and len(be.generate(MSGS, 2)) == 2
+    plain = HFBackend(str(base), max_new_tokens=4, seed=0, device="cpu")
+    w = dict(plain.model.named_parameters())
+    changed = [n for n, p in be.model.named_parameters() if not (p == w[n]).all()]
+    assert changed  # the adapter was merged into the weights
+    with pytest.raises(FileNotFoundError, match="adapter_config"):
+        HFBackend(str(base), adapter=tmp_path, device="cpu")

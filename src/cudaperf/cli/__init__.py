@@ -16,6 +16,7 @@ from cudaperf.cli.refine import refine_command
 from cudaperf.cli.report import report_command
 from cudaperf.cli.reward import reward_command
 from cudaperf.cli.tasks import tasks_app
+from cudaperf.cli.train import train_app
 
 app = typer.Typer(
     name="cudaperf",
@@ -27,6 +28,7 @@ app = typer.Typer(
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(data_app, name="data")
 app.add_typer(rank_app, name="rank")
+app.add_typer(train_app, name="train")
 app.command("analyze")(analyze_command)
 app.command("eval")(eval_command)
 app.command("report")(report_command)

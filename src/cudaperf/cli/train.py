@@ -1,0 +1,152 @@
+"""`cudaperf train sft|grpo|report`: SFT warm start, multi-turn GRPO, training curves."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+import typer
+
+from cudaperf.cli.common import console, emit_json, fail
+
+__all__ = ["train_app"]
+
+train_app = typer.Typer(help="Train a policy: SFT warm start, multi-turn GRPO, curves.",
+                        no_args_is_help=True)  # fmt: skip
+
+OutOpt = typer.Option(..., "--out", help="Run folder (checkpoints, steps.jsonl, final/).")
+ModelOpt = typer.Option(
+    "smollm2", "--model", help="smollm2 (bundled SmolLM2-135M-Instruct), a HF name or a path."
+)
+TasksOpt = typer.Option(
+    Path("data/tasks.jsonl.gz"), "--tasks", help="Task file (train split used)."
+)
+SplitsOpt = typer.Option(None, "--splits", help="splits.json (default: beside --tasks).")
+KindsOpt = typer.Option(None, "--kind", help="Only this task kind (c2cuda, torch2cuda); repeat.")
+LoraOpt = typer.Option(16, "--lora-r", help="LoRA rank on all linear layers; 0: full fine-tune.")
+BudgetOpt = typer.Option(
+    None, "--time-budget", help="Seconds; save and stop cleanly before this much time passes."
+)
+PiecesOpt = typer.Option(
+    None, "--pieces-mib", help="Save final files larger than this (MiB) in pieces, e.g. 15."
+)
+ResumeOpt = typer.Option(False, "--resume", help="Continue from the newest checkpoint in --out.")
+ValFamOpt = typer.Option(3, "--val-families", help="Training families held out whole.")
+HoldOpt = typer.Option(0.05, "--holdout-share", help="Share of other families' tasks held out.")
+SeedOpt = typer.Option(0, "--seed")
+
+
+def _run(fn, opts_cls, **kw):
+    try:
+        opts = opts_cls(**kw)
+    except ValueError as e:
+        fail(str(e))
+    try:
+        with contextlib.redirect_stdout(sys.stderr):  # trainer progress prints; stdout = JSON
+            return fn(opts)
+    except ValueError as e:
+        fail(str(e))
+    except ImportError as e:
+        fail(f"{e}; install the training extra: pip install 'cudaperf[train]'")
+
+
+@train_app.command("sft")
+def sft_command(
+    out: Path = OutOpt, model: str = ModelOpt, tasks: Path = TasksOpt,
+    splits: Path | None = SplitsOpt, kind: list[str] | None = KindsOpt,
+    targets: str = typer.Option("fastest", "--targets", help="fastest or all implementations."),
+    lora_r: int = LoraOpt, epochs: float = typer.Option(2.0, "--epochs"),
+    lr: float = typer.Option(2e-4, "--lr"), batch_size: int = typer.Option(8, "--batch-size"),
+    grad_accum: int = typer.Option(1, "--grad-accum"),
+    max_length: int | None = typer.Option(
+        None, "--max-length", help="Token cap (default: the 98th percentile of the rows)."),
+    val_families: int = ValFamOpt, holdout_share: float = HoldOpt,
+    limit: int | None = typer.Option(None, "--limit", help="At most this many rows (smoke)."),
+    time_budget: float | None = BudgetOpt, pieces_mib: float | None = PiecesOpt,
+    resume: bool = ResumeOpt, seed: int = SeedOpt,
+) -> None:  # fmt: skip
+    """Supervised warm start on training-split tasks (refine's prompt → fastest kernel)."""
+    from cudaperf.train.sft import SftOptions, run_sft
+
+    console.print(f"SFT of {model} on {tasks} (training-split families only) → {out}")
+    rep = _run(
+        run_sft, SftOptions, out=out, model=model, tasks=tasks, splits=splits,
+        kinds=tuple(kind or ()), targets=targets, lora_r=lora_r, epochs=epochs, lr=lr,
+        batch_size=batch_size, grad_accum=grad_accum, max_length=max_length,
+        val_families=val_families, holdout_share=holdout_share, limit=limit, seed=seed,
+        time_budget_s=time_budget, pieces_mib=pieces_mib, resume=resume,
+    )  # fmt: skip
+    if "final" not in rep:  # a non-main process under accelerate launch
+        return
+    console.print(
+        f"{rep['rows_trained']} rows trained (cap {rep['max_length']} tokens, "
+        f"{rep['dropped_share']:.1%} dropped as longer), {rep['steps']} steps, "
+        f"best {rep['best_checkpoint']}; saved {rep['final']}"
+    )
+    emit_json(rep)
+
+
+@train_app.command("grpo")
+def grpo_command(
+    out: Path = OutOpt, model: str = ModelOpt,
+    adapter: Path | None = typer.Option(None, "--adapter", help="LoRA adapter to continue."),
+    tasks: Path = TasksOpt, splits: Path | None = SplitsOpt, kind: list[str] | None = KindsOpt,
+    pool: int | None = typer.Option(64, "--pool", help="Training tasks in the pool (0: all)."),
+    preset: str = typer.Option("unified", "--preset", help="Reward: unified or outcome_only."),
+    ranker: str = typer.Option("default", "--ranker", help="default, none or a ranker file."),
+    turns: int = typer.Option(2, "--turns", help="Turns per chain."),
+    gamma: float = typer.Option(0.4, "--gamma", help="Discount of later turns' scores."),
+    num_generations: int = typer.Option(8, "--num-generations", help="Rows per task group."),
+    groups_per_step: int = typer.Option(2, "--groups-per-step", help="Tasks per step."),
+    max_steps: int = typer.Option(30, "--max-steps"),
+    max_new_tokens: int = typer.Option(1024, "--max-new-tokens"),
+    temperature: float = typer.Option(1.0, "--temperature"),
+    lr: float = typer.Option(1e-5, "--lr"), beta: float = typer.Option(0.0, "--beta"),
+    lora_r: int = typer.Option(0, "--lora-r", help="New LoRA adapter rank (0: none)."),
+    save_steps: int = typer.Option(10, "--save-steps"),
+    val_families: int = ValFamOpt, holdout_share: float = HoldOpt, seed: int = SeedOpt,
+    eval_gpus: str | None = typer.Option(None, "--eval-gpus", help="GPUs for timing, e.g. 1."),
+    compile_only: bool = typer.Option(False, "--compile-only", help="Rewards from compiling."),
+    time_budget: float | None = BudgetOpt, pieces_mib: float | None = PiecesOpt,
+    resume: bool = ResumeOpt,
+) -> None:  # fmt: skip
+    """Multi-turn GRPO (TRL) with the unified reward and one persistent evaluator."""
+    from cudaperf.train.grpo import GrpoOptions, run_grpo
+
+    try:
+        gpus = tuple(int(g) for g in eval_gpus.split(",")) if eval_gpus else None
+    except ValueError:
+        fail(f"--eval-gpus {eval_gpus!r}: give GPU indices such as 1 or 1,2")
+    console.print(f"GRPO of {model} on up to {pool or 'all'} training tasks → {out}")
+    rep = _run(
+        run_grpo, GrpoOptions, out=out, model=model, adapter=adapter, tasks=tasks,
+        splits=splits, kinds=tuple(kind or ("c2cuda",)), pool=pool or None, preset=preset,
+        ranker=ranker, turns=turns, gamma=gamma, num_generations=num_generations,
+        groups_per_step=groups_per_step, max_steps=max_steps, max_new_tokens=max_new_tokens,
+        temperature=temperature, lr=lr, beta=beta, lora_r=lora_r, save_steps=save_steps,
+        val_families=val_families, holdout_share=holdout_share, seed=seed, eval_gpus=gpus,
+        compile_only=compile_only, time_budget_s=time_budget, pieces_mib=pieces_mib,
+        resume=resume,
+    )  # fmt: skip
+    if "final" not in rep:  # a non-main process under accelerate launch
+        return
+    console.print(f"{rep['steps']} steps in {rep['seconds']} s; saved {rep['final']}")
+    emit_json(rep)
+
+
+@train_app.command("report")
+def report_command(
+    runs: list[Path] = typer.Argument(..., help="Run folders (or their steps.jsonl)."),
+    plot: Path | None = typer.Option(None, "--plot", help="Write the curves to this PNG."),
+) -> None:
+    """Per-run summary of GRPO steps; with --plot, reward and status curves."""
+    from cudaperf.train.curves import plot_runs, summary
+
+    try:
+        rep = summary(list(runs))
+        if plot is not None:
+            console.print(f"plot: {plot_runs(list(runs), plot)}")
+    except ValueError as e:
+        fail(str(e))
+    emit_json(rep)

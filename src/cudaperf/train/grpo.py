@@ -1,0 +1,220 @@
+"""`run_grpo`: multi-turn GRPO with TRL's `GRPOTrainer` and the unified reward.
+
+The prompts are the training pool's first prompts (training-split families, minus the
+families and tasks `train.data.split_training` holds out, so an SFT run and a GRPO run with
+the same holdout settings never train on the held-out tasks). Each step takes
+`groups_per_step` tasks × `num_generations` rows; the rollout (`train.rollout`) turns a
+task's rows into `num_generations / turns` chains of `turns` turns through
+`refine.episode`, scored by one persistent evaluator (`execute.session.EvalSession`, the
+`TRAINING` preset, on `eval_gpus` or the process's own GPU), the structural analyzer (a
+turn's candidates at once in a process pool, `train.analysis`) and the ranker, with the
+`unified` or `outcome_only` reward preset. The reward function (`train.rewards.TurnReturn`)
+returns each turn's discounted return.
+
+Before the first step the pool's naive implementations are evaluated once (`prepare`): the
+per-task baselines are then cached, so a step pays for compiling and timing candidates only.
+
+Run folder: `holdout.json`, `steps.jsonl` (rollout statistics and trainer logs per step),
+`checkpoint-N/` (every `save_steps`; `resume=True` continues from the newest), `final/`
+and `report.json`. Runs unchanged under `accelerate launch` (each process keeps whole groups:
+`per_device_train_batch_size` = groups_per_step × num_generations).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from cudaperf.train.data import load_training_tasks, split_training, write_manifest
+from cudaperf.train.rollout import RolloutOptions
+
+log = logging.getLogger(__name__)
+
+__all__ = ["GrpoOptions", "prompt_dataset", "run_grpo"]
+
+
+@dataclass(frozen=True)
+class GrpoOptions:
+    """Everything `run_grpo` needs; validated on creation."""
+
+    out: Path
+    model: str = "smollm2"  # base model (or a full fine-tune's folder)
+    adapter: Path | None = None  # a LoRA adapter to continue (e.g. the SFT run's final/)
+    tasks: Path = Path("data/tasks.jsonl.gz")
+    splits: Path | None = None
+    kinds: tuple[str, ...] = ("c2cuda",)
+    pool: int | None = 64  # tasks in the training pool (seeded choice); None = all
+    preset: str = "unified"  # reward preset: unified or outcome_only
+    ranker: str = "default"  # default, none, or a ranker file
+    turns: int = 2
+    gamma: float = 0.4
+    num_generations: int = 8
+    groups_per_step: int = 2
+    max_steps: int = 30
+    max_new_tokens: int = 1024
+    temperature: float = 1.0
+    lr: float = 1e-5
+    beta: float = 0.0  # KL to the reference model (0: none, no reference copy kept)
+    lora_r: int = 0  # LoRA rank for a new adapter (0: train all weights or the given adapter)
+    save_steps: int = 10
+    val_families: int = 3  # the same holdout as the SFT run's
+    holdout_share: float = 0.05
+    seed: int = 0
+    eval_gpus: tuple[int, ...] | None = None
+    compile_only: bool = False  # evaluate by compiling only (CPU machines, smoke runs)
+    prepare: bool = True  # evaluate the pool's naive implementations before step 1
+    time_budget_s: float | None = None
+    pieces_mib: float | None = None
+    resume: bool = False
+    extra: dict = field(default_factory=dict)  # more GRPOConfig fields (expert use)
+
+    def __post_init__(self) -> None:
+        from cudaperf.reward.config import PRESETS
+
+        object.__setattr__(self, "out", Path(self.out))
+        object.__setattr__(self, "tasks", Path(self.tasks))
+        if self.preset not in PRESETS:
+            raise ValueError(f"--preset {self.preset!r}: unknown; use one of {sorted(PRESETS)}")
+        RolloutOptions(self.turns, self.gamma)  # validates turns and gamma
+        if self.num_generations < 2 or self.num_generations % self.turns:
+            raise ValueError(
+                f"--num-generations {self.num_generations}: use >= 2 and a multiple of "
+                f"--turns {self.turns} (each group is chains x turns of one task)"
+            )
+        for name in ("groups_per_step", "max_steps", "max_new_tokens", "save_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} {getattr(self, name)}: use >= 1")
+        if self.pool is not None and self.pool < 1:
+            raise ValueError(f"--pool {self.pool}: use >= 1 (or leave it out for all tasks)")
+
+
+def prompt_dataset(tasks):
+    """TRL rows: `prompt` = refine's first messages, `task_id`."""
+    from datasets import Dataset
+
+    from cudaperf.refine.prompts import first_messages
+
+    return Dataset.from_list([{"prompt": first_messages(t), "task_id": t.id} for t in tasks])
+
+
+def _pool(opts: GrpoOptions):
+    hold = split_training(
+        load_training_tasks(opts.tasks, opts.splits, opts.kinds),
+        opts.val_families, opts.holdout_share, opts.seed,
+    )  # fmt: skip
+    fit = sorted(hold.fit, key=lambda t: t.id)
+    random.Random(opts.seed).shuffle(fit)
+    return hold, fit[: opts.pool] if opts.pool else fit
+
+
+def make_scorer(opts: GrpoOptions, tasks, evaluator=None, own_gpu: int | None = None):
+    """The reward scorer: persistent evaluator session (unless `evaluator` is given) timing on
+    `eval_gpus`, else on `own_gpu` (the process's GPU when several processes train), else on
+    every visible GPU; the analyzer for every candidate (feedback shows findings), the ranker,
+    the preset."""
+    from cudaperf.execute.session import EvalSession, training_config
+    from cudaperf.reward import RewardConfig, RewardScorer
+    from cudaperf.reward.scorer import ranker_from_spec
+
+    if evaluator is None:
+        import torch
+
+        gpus = opts.eval_gpus
+        if gpus is None and own_gpu is not None and torch.cuda.is_available():
+            gpus = (own_gpu,)
+        cfg = training_config(compile_only=True if opts.compile_only else None, gpus=gpus)
+        evaluator = EvalSession(cfg)
+    from cudaperf.train.analysis import PooledAnalyzer
+
+    return RewardScorer(
+        tasks, config=RewardConfig.preset(opts.preset), evaluator=evaluator,
+        analyzer=PooledAnalyzer(), ranker=ranker_from_spec(opts.ranker), analyze="always",
+    )  # fmt: skip
+
+
+def prepare_pool(scorer, tasks) -> float:
+    """Evaluate each task's naive implementation once (caches its baselines); seconds."""
+    from cudaperf.execute.api import naive_implementation
+
+    t = time.perf_counter()
+    jobs = [(task, c) for task in tasks if (c := naive_implementation(task)) is not None]
+    if jobs:
+        scorer.evaluator(jobs)
+    return time.perf_counter() - t
+
+
+def _config(opts: GrpoOptions):
+    import torch
+    from trl import GRPOConfig
+
+    cuda = torch.cuda.is_available()
+    return GRPOConfig(
+        output_dir=str(opts.out), learning_rate=opts.lr, beta=opts.beta,
+        per_device_train_batch_size=opts.groups_per_step * opts.num_generations,
+        num_generations=opts.num_generations, max_completion_length=opts.max_new_tokens,
+        temperature=opts.temperature, max_steps=opts.max_steps, save_steps=opts.save_steps,
+        save_strategy="steps", logging_steps=1, report_to="none", seed=opts.seed,
+        bf16=cuda, use_cpu=not cuda, scale_rewards="group",
+        gradient_checkpointing=False, **opts.extra,
+    )  # fmt: skip
+
+
+def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
+    """Train; returns (and writes to `<out>/report.json`) what was done. `evaluator` and
+    `generate` replace the evaluator session and the policy's generation (tests)."""
+    from trl import GRPOTrainer
+
+    from cudaperf.train.models import load_policy, lora_config
+    from cudaperf.train.rewards import TurnReturn
+    from cudaperf.train.rollout import MultiTurnRollout
+    from cudaperf.train.runlog import StepLog, TimeBudget, last_checkpoint, save_final
+
+    t0 = time.perf_counter()
+    hold, pool = _pool(opts)
+    opts.out.mkdir(parents=True, exist_ok=True)
+    policy = load_policy(opts.model, adapter=opts.adapter)
+    steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.time_budget_s)
+    rollout = MultiTurnRollout(pool, None, RolloutOptions(opts.turns, opts.gamma),
+                               generate=generate, on_batch=steplog.add)  # fmt: skip
+    new_lora = opts.lora_r and opts.adapter is None
+    trainer = GRPOTrainer(
+        model=policy.model, reward_funcs=[TurnReturn()], args=_config(opts),
+        train_dataset=prompt_dataset(pool), processing_class=policy.tokenizer,
+        peft_config=lora_config(opts.lora_r) if new_lora else None, rollout_func=rollout,
+        callbacks=[steplog, budget],
+    )  # fmt: skip
+    acc = trainer.accelerator  # the trainer set up the processes: one evaluator per process
+    steplog.process = acc.process_index
+    own_gpu = acc.local_process_index if acc.num_processes > 1 else None
+    scorer = rollout.attach(make_scorer(opts, pool, evaluator, own_gpu))
+    prep_s = prepare_pool(scorer, pool) if opts.prepare else 0.0
+    steplog.add({"kind": "prepare", "tasks": len(pool), "seconds": round(prep_s, 2)})
+    resume = last_checkpoint(opts.out) if opts.resume else None
+    interrupted = False
+    try:
+        trainer.train(resume_from_checkpoint=resume)
+    except KeyboardInterrupt:
+        interrupted = True
+        log.warning("interrupted: saving what was trained to %s/final", opts.out)
+    finally:
+        for part in (scorer.evaluator, scorer.analyzer):
+            close = getattr(part, "close", None)
+            if close:
+                close()
+    if not acc.is_main_process:  # one process writes the model, holdout and report
+        return {"steps": trainer.state.global_step, "process": acc.process_index}
+    write_manifest(hold, opts.out / "holdout.json")
+    final = save_final(trainer.model, policy.tokenizer, opts.out, opts.pieces_mib)
+    report = {
+        "model": opts.model, "adapter": str(opts.adapter) if opts.adapter else None,
+        "pool_tasks": len(pool), "prepare_s": round(prep_s, 2), "steps": trainer.state.global_step,
+        "stopped_by_time_budget": budget.stopped, "interrupted": interrupted,
+        "resumed_from": resume, "final": str(final), "seconds": round(time.perf_counter() - t0, 1),
+        "options": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(opts).items()},
+    }  # fmt: skip
+    (opts.out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    return report

@@ -1,0 +1,256 @@
+"""The multi-turn GRPO rollout: TRL's `rollout_func` over `refine.episode` chains.
+
+TRL 1.16's contract (`GRPOTrainer._generate`): the function gets the per-process prompts —
+each dataset row already repeated `num_generations` times, the copies of one prompt next to
+each other — and the trainer; it returns a dict with one entry per incoming row for
+`prompt_ids`, `completion_ids` and `logprobs` (None: the trainer recomputes them), and any
+other key is copied into each row's inputs, so it reaches the reward functions. Rewards are
+normalised over consecutive blocks of `num_generations` rows.
+
+Here a block of G = `num_generations` rows of one task becomes m = G / n chains of n turns
+(`turns`). Turn k of every chain of the batch is generated in one batch, analysed at once when the
+scorer's analyzer can prefetch (`train.analysis.PooledAnalyzer`), then scored in one
+evaluator batch (`episode.step`): generation and timing never overlap. Each turn is a row:
+its prompt is the conversation of that turn (the task, the earlier replies and the
+evaluator's feedback, visible configurations only), its completion the reply, and its reward
+the discounted return R_k = s_k + γ s_{k+1} + γ² s_{k+2} + ... over the chain's later turns
+(Kevin-32B's recipe; γ = 0.4 by default). Since every row of a block is of the same task, the
+group normalisation compares samples of one task only.
+
+Keys added per row: `cudaperf_return` (the reward), `cudaperf_score` (that turn's own total),
+`cudaperf_<component>`, `cudaperf_status`, `cudaperf_turn`, `task_id`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from cudaperf.refine import episode
+from cudaperf.refine.prompts import task_prompt
+from cudaperf.reward.extract import extract_candidate
+from cudaperf.reward.scorer import RewardScorer
+from cudaperf.tasks.model import Task
+
+log = logging.getLogger(__name__)
+
+__all__ = ["COMPONENTS", "MultiTurnRollout", "RolloutOptions", "discounted_returns"]
+
+COMPONENTS = ("outcome", "speed", "structure", "ranker")
+# (conversations) -> per conversation (prompt_ids, completion_ids, text)
+Generate = Callable[[list[list[dict]]], list[tuple[list[int], list[int], str]]]
+
+
+@dataclass(frozen=True)
+class RolloutOptions:
+    """How episodes are run."""
+
+    turns: int = 2  # turns per chain (n); num_generations must be a multiple of it
+    gamma: float = 0.4  # discount of later turns' scores
+    keep_exchanges: int = 1  # earlier (reply, feedback) exchanges kept in a turn's prompt
+
+    def __post_init__(self) -> None:
+        if self.turns < 1 or self.keep_exchanges < 1:
+            raise ValueError(f"--turns {self.turns}, keep_exchanges {self.keep_exchanges}: >= 1")
+        if not 0 <= self.gamma <= 1:
+            raise ValueError(f"--gamma {self.gamma}: use a discount in [0, 1] (e.g. 0.4)")
+
+
+def discounted_returns(scores: Sequence[float | None], gamma: float) -> list[float | None]:
+    """R_k = sum_{j >= k} gamma^(j-k) s_j; a turn without a score (evaluator failure) has no
+    return and adds nothing to earlier turns'."""
+    out: list[float | None] = [None] * len(scores)
+    acc = 0.0
+    for k in range(len(scores) - 1, -1, -1):
+        s = scores[k]
+        acc = (s if s is not None else 0.0) + gamma * acc
+        out[k] = acc if s is not None else None
+    return out
+
+
+def _prompt_text(prompt) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    users = [m.get("content", "") for m in prompt if m.get("role") == "user"]
+    return users[0] if users else ""
+
+
+class MultiTurnRollout:
+    """A `rollout_func` for `GRPOTrainer` (see the module doc). `generate` overrides the
+    policy generation (tests); by default the trainer's model generates (`policy_generate`).
+    `on_batch(record)` receives each call's statistics (the run log)."""
+
+    def __init__(
+        self,
+        tasks: Sequence[Task],
+        scorer: RewardScorer | None,
+        options: RolloutOptions = RolloutOptions(),
+        generate: Generate | None = None,
+        on_batch: Callable[[dict], None] | None = None,
+    ) -> None:
+        """`scorer` may be attached later (`attach`), once the trainer has set up processes."""
+        self.tasks = list(tasks)
+        self.by_prompt = {task_prompt(t): t for t in tasks}
+        self.scorer: RewardScorer | None = None
+        if scorer is not None:
+            self.attach(scorer)
+        self.options = options
+        self.generate = generate
+        self.on_batch = on_batch
+        self.__name__ = "cudaperf_multi_turn_rollout"
+
+    def attach(self, scorer: RewardScorer) -> RewardScorer:
+        """Use `scorer` for the rewards (it learns the pool's tasks); returns it."""
+        for t in self.tasks:
+            scorer.tasks.setdefault(t.id, t)
+        self.scorer = scorer
+        return scorer
+
+    def task_of(self, prompt) -> Task:
+        task = self.by_prompt.get(_prompt_text(prompt))
+        if task is None:
+            raise ValueError(
+                "the rollout got a prompt that is not a task prompt of the training pool; build "
+                "the dataset with cudaperf.train.grpo.prompt_dataset from the same tasks"
+            )
+        return task
+
+    def groups(self, prompts: list, g: int) -> list[Task]:
+        """The task of each block of `g` consecutive rows (all rows of a block must agree)."""
+        if len(prompts) % g:
+            raise ValueError(f"{len(prompts)} rows are not whole groups of num_generations={g}")
+        out = []
+        for i in range(0, len(prompts), g):
+            tasks = {self.task_of(p).id: self.task_of(p) for p in prompts[i : i + g]}
+            if len(tasks) != 1:
+                raise ValueError(
+                    f"rows {i}..{i + g - 1} hold {len(tasks)} tasks: a group of num_generations "
+                    "rows must be one task (keep per_device_train_batch_size a multiple of it)"
+                )
+            out.extend(tasks.values())
+        return out
+
+    def __call__(self, prompts: list, trainer) -> dict:
+        g = trainer.num_generations if trainer.model.training else trainer.num_generations_eval
+        gen = self.generate or (lambda convs: policy_generate(trainer, convs))
+        return self.run(prompts, g, gen, getattr(getattr(trainer, "state", None), "global_step", 0))
+
+    def run(self, prompts: list, g: int, gen: Generate, step: int = 0) -> dict:
+        """The rollout for `prompts` in groups of `g`; the dict TRL expects (module doc)."""
+        if self.scorer is None:
+            raise RuntimeError("MultiTurnRollout has no scorer: call attach(scorer) first")
+        n = self.options.turns
+        if g % n:
+            raise ValueError(f"num_generations={g} is not a multiple of --turns {n}")
+        tasks = self.groups(prompts, g)
+        chains = [episode.start(t) for t in tasks for _ in range(g // n)]
+        rules = episode.Rules(turns=n, patience=n, keep_exchanges=self.options.keep_exchanges)
+        per_chain: list[tuple[str, list[tuple]]] = [(c.task.id, []) for c in chains]
+        gen_s = eval_s = analyse_s = 0.0
+        prefetch = getattr(self.scorer.analyzer, "prefetch", None)
+        for _ in range(n):
+            t = time.perf_counter()
+            outs = gen([c.messages for c in chains])
+            gen_s += time.perf_counter() - t
+            t = time.perf_counter()
+            if prefetch is not None:  # the turn's static analysis at once, in a process pool
+                prefetch([extract_candidate(o[2], c.task.kind).code
+                          for c, o in zip(chains, outs, strict=True)])  # fmt: skip
+                analyse_s += time.perf_counter() - t
+                t = time.perf_counter()
+            recs = episode.step(chains, [[o[2]] for o in outs], self.scorer, rules, "policy")
+            eval_s += time.perf_counter() - t
+            for (_, rows), o, rec in zip(per_chain, outs, recs, strict=True):
+                rows.append((o, rec.samples[0]))
+        out = self._rows(per_chain)
+        self._report(out, tasks, g, (gen_s, analyse_s, eval_s), step)
+        return out
+
+    def _rows(self, per_chain: list[tuple[str, list[tuple]]]) -> dict:
+        keys = ["prompt_ids", "completion_ids", "cudaperf_return", "cudaperf_score",
+                "cudaperf_status", "cudaperf_turn", "task_id",
+                *(f"cudaperf_{c}" for c in COMPONENTS)]  # fmt: skip
+        out: dict[str, list] = {k: [] for k in keys}
+        for task_id, turns in per_chain:
+            scores = [s.reward.total if s.reward and s.reward.valid else None for _, s in turns]
+            returns = discounted_returns(scores, self.options.gamma)
+            for k, ((pids, cids, _), s) in enumerate(turns):
+                ret = returns[k]
+                bd = s.reward
+                out["prompt_ids"].append(pids)
+                out["completion_ids"].append(cids)
+                out["cudaperf_return"].append(ret)
+                out["cudaperf_score"].append(scores[k])
+                out["cudaperf_status"].append(bd.status if bd else "screened")
+                out["cudaperf_turn"].append(k + 1)
+                out["task_id"].append(task_id)
+                for c in COMPONENTS:
+                    out[f"cudaperf_{c}"].append(getattr(bd, c) if bd and bd.valid else None)
+        out["logprobs"] = None
+        return out
+
+    def _report(self, out: dict, tasks: list[Task], g: int, secs: tuple, step: int) -> None:
+        gen_s, analyse_s, eval_s = secs
+        status = Counter(out["cudaperf_status"])
+        n = len(out["cudaperf_status"])
+        ok = [s == "ok" for s in out["cudaperf_status"]]
+        two = [sum(ok[i : i + g]) >= 2 for i in range(0, n, g)]
+        rec = {
+            "kind": "rollout", "step": step, "rows": n, "groups": len(tasks),
+            "generate_s": round(gen_s, 3), "analyse_s": round(analyse_s, 3),
+            "eval_s": round(eval_s, 3),
+            "prompt_tokens": sum(map(len, out["prompt_ids"])),
+            "completion_tokens": sum(map(len, out["completion_ids"])),
+            "status_share": {k: round(v / n, 4) for k, v in sorted(status.items())},
+            "groups_2_correct": round(sum(two) / max(1, len(two)), 4),
+            "return_mean": _mean(out["cudaperf_return"]),
+            "score_mean": _mean(out["cudaperf_score"]),
+            **{f"{c}_mean": _mean(out[f"cudaperf_{c}"]) for c in COMPONENTS},
+            "score_by_turn": [_mean(out["cudaperf_score"][k :: self.options.turns])
+                              for k in range(self.options.turns)],
+        }  # fmt: skip
+        log.info("rollout step %d: %s", step, rec)
+        if self.on_batch:
+            self.on_batch(rec)
+
+
+def _mean(xs) -> float | None:
+    v = [x for x in xs if x is not None and math.isfinite(x)]
+    return round(sum(v) / len(v), 4) if v else None
+
+
+def policy_generate(trainer, convs: list[list[dict]], batch: int = 64) -> list[tuple]:
+    """One sampled reply per conversation from the trainer's model, with its generation
+    config (temperature, max_completion_length); (prompt_ids, completion_ids up to and with
+    the first EOS, text) per conversation."""
+    import torch
+    from trl.models.utils import unwrap_model_for_generation
+
+    tok = trainer.processing_class
+    eos = set(trainer.eos_token_ids) if hasattr(trainer, "eos_token_ids") else {tok.eos_token_id}
+    ids = [tok.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in convs]
+    ids = [tok(t, add_special_tokens=False)["input_ids"] for t in ids]
+    out = []
+    device = trainer.accelerator.device
+    with (
+        unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model,
+        torch.no_grad(),
+    ):
+        for i in range(0, len(ids), batch):
+            chunk = ids[i : i + batch]
+            width = max(map(len, chunk))
+            pad = tok.pad_token_id
+            x = torch.tensor([[pad] * (width - len(p)) + p for p in chunk], device=device)
+            mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk],
+                                device=device)  # fmt: skip
+            seqs = model.generate(input_ids=x, attention_mask=mask,
+                                  generation_config=trainer.generation_config)  # fmt: skip
+            for p, row in zip(chunk, seqs[:, width:].tolist(), strict=True):
+                cut = next((k + 1 for k, t in enumerate(row) if t in eos), len(row))
+                comp = row[:cut]
+                out.append((p, comp, tok.decode(comp, skip_special_tokens=True)))
+    return out

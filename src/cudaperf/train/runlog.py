@@ -1,0 +1,103 @@
+"""Run management shared by SFT and GRPO: the per-step JSONL log, the time budget, saving.
+
+- `StepLog`: a `TrainerCallback` that appends every record the trainer logs (loss, learning
+  rate, TRL's reward metrics) and every record the rollout adds (`StepLog.add`) to
+  `<out>/steps.jsonl`, one JSON object per line, flushed as written (a crash keeps them).
+- `TimeBudget`: saves a checkpoint and stops training cleanly once `budget_s` minus the
+  longest step seen so far has passed (so the save lands before an outside limit).
+- `save_final`: the trained model (or adapter) and tokenizer under `<out>/final`, large files
+  optionally in pieces (`train.pieces`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+from cudaperf.train.pieces import split_large_files
+
+log = logging.getLogger(__name__)
+
+__all__ = ["StepLog", "TimeBudget", "last_checkpoint", "save_final"]
+
+
+class StepLog(TrainerCallback):
+    """Appends trainer logs and rollout records to `<out>/steps.jsonl`. Under several
+    processes (accelerate launch) each process adds its own rollout records, tagged with
+    `process`; trainer and step records come from the main process only."""
+
+    def __init__(self, out: str | Path, run: str = "", process: int = 0) -> None:
+        self.path = Path(out) / "steps.jsonl"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.run = run
+        self.process = process
+        self._step_t = time.perf_counter()
+
+    def add(self, record: dict) -> None:
+        """Append one record (a dict of JSON-able values)."""
+        tag = {"process": self.process} if self.process else {}
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"run": self.run, **tag, **record}) + "\n")
+
+    def on_step_begin(self, args, state, control, **kw):
+        self._step_t = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kw):
+        if state.is_world_process_zero:
+            self.add({"kind": "step", "step": state.global_step,
+                      "step_s": round(time.perf_counter() - self._step_t, 3)})  # fmt: skip
+
+    def on_log(self, args, state, control, logs=None, **kw):
+        if logs and state.is_world_process_zero:
+            clean = {k: v for k, v in logs.items() if isinstance(v, int | float | str)}
+            self.add({"kind": "trainer", "step": state.global_step, "epoch": state.epoch, **clean})
+
+
+class TimeBudget(TrainerCallback):
+    """Stop (saving first) when the next step would likely overrun `budget_s` seconds."""
+
+    def __init__(self, budget_s: float | None) -> None:
+        if budget_s is not None and not budget_s > 0:
+            raise ValueError(f"--time-budget {budget_s}: give seconds > 0 (or leave it out)")
+        self.budget_s = budget_s
+        self.t0 = time.perf_counter()
+        self._last = self.t0
+        self.longest = 0.0
+        self.stopped = False
+
+    def on_train_begin(self, args, state, control, **kw):
+        self.t0 = self._last = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kw):
+        now = time.perf_counter()
+        self.longest = max(self.longest, now - self._last)
+        self._last = now
+        if self.budget_s is not None and now - self.t0 + 1.5 * self.longest > self.budget_s:
+            log.info("time budget %.0f s reached after step %d: saving and stopping",
+                     self.budget_s, state.global_step)  # fmt: skip
+            control.should_save = True
+            control.should_training_stop = True
+            self.stopped = True
+        return control
+
+
+def last_checkpoint(out: str | Path) -> str | None:
+    """The newest `checkpoint-N` folder under `out` (None when there is none)."""
+    found = sorted(Path(out).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    return str(found[-1]) if found else None
+
+
+def save_final(model, tokenizer, out: str | Path, pieces_mib: float | None = None) -> Path:
+    """Save `model` (a PEFT model saves its adapter only) and `tokenizer` to `<out>/final`;
+    with `pieces_mib`, files over that size are split into pieces. Returns the folder."""
+    final = Path(out) / "final"
+    final.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(final)
+    tokenizer.save_pretrained(final)
+    if pieces_mib:
+        split_large_files(final, pieces_mib)
+    return final

@@ -1,0 +1,179 @@
+"""`run_sft`: supervised warm start on the training split through TRL's `SFTTrainer`.
+
+Rows come from `train.data` (training-split tasks only; prompt = refine's first prompt,
+completion = the fastest implementation as a reply). Loss is on the completion only (TRL's
+prompt-completion format), and each completion ends with the chat template's end-of-turn
+token, the tokenizer's EOS, so the model learns to stop. The length cap is chosen from the
+data (`max_length="auto"`: the `length_quantile` of the tokenized rows, rounded up to 64);
+rows longer than the cap are dropped rather than truncated (a cut target would lose its
+closing fence and EOS), and the dropped share is reported. With `val_families > 0`, whole
+training families are held out and evaluated every epoch; the checkpoint with the lowest
+held-out loss is the one kept (`load_best_model_at_end`). Test families are never read.
+
+Outputs under `out`: `holdout.json` (which families/tasks were held out), `steps.jsonl`
+(trainer logs), `checkpoint-N/` (per epoch; `resume=True` continues from the newest),
+`final/` (model or LoRA adapter + tokenizer) and `report.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from cudaperf.train.data import load_training_tasks, sft_rows, split_training, write_manifest
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SftOptions", "choose_max_length", "run_sft"]
+
+
+@dataclass(frozen=True)
+class SftOptions:
+    """Everything `run_sft` needs; validated on creation."""
+
+    out: Path  # run folder
+    model: str = "smollm2"  # smollm2, a hub name, a checkpoint folder or a .gguf file
+    tasks: Path = Path("data/tasks.jsonl.gz")  # task file (only training-split tasks used)
+    splits: Path | None = None  # splits.json (default: beside the task file)
+    kinds: tuple[str, ...] = ()  # only these task kinds (c2cuda, torch2cuda); () = both
+    targets: str = "fastest"  # fastest implementation per task, or all of them
+    lora_r: int = 16  # LoRA rank on all linear layers; 0 = full fine-tuning
+    epochs: float = 3.0
+    lr: float = 2e-4
+    batch_size: int = 8
+    grad_accum: int = 1
+    max_length: int | None = None  # None: chosen from the data (see length_quantile)
+    length_quantile: float = 0.98
+    val_families: int = 3  # training families held out whole (epoch choice)
+    holdout_share: float = 0.05  # share of the other families' tasks held out (unseen tasks)
+    limit: int | None = None  # at most this many rows (smoke runs)
+    seed: int = 0
+    dtype: str = "auto"
+    time_budget_s: float | None = None
+    pieces_mib: float | None = None  # save final files in pieces of at most this many MiB
+    resume: bool = False
+    extra: dict = field(default_factory=dict)  # more SFTConfig fields (expert use)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "out", Path(self.out))
+        object.__setattr__(self, "tasks", Path(self.tasks))
+        for name in ("epochs", "lr"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"--{name} {getattr(self, name)}: use a value > 0")
+        if self.batch_size < 1 or self.grad_accum < 1:
+            raise ValueError("--batch-size and --grad-accum must be >= 1")
+        if self.lora_r < 0:
+            raise ValueError(f"--lora-r {self.lora_r}: use >= 1, or 0 for full fine-tuning")
+        if not 0.5 <= self.length_quantile <= 1:
+            raise ValueError(f"length_quantile={self.length_quantile}: use a value in [0.5, 1]")
+        if self.max_length is not None and self.max_length < 16:
+            raise ValueError(f"--max-length {self.max_length}: use >= 16 tokens (or auto)")
+
+
+def _lengths(rows: list[dict], tokenizer) -> list[int]:
+    texts = [tokenizer.apply_chat_template(r["prompt"] + r["completion"], tokenize=False)
+             for r in rows]  # fmt: skip
+    enc = tokenizer(texts, add_special_tokens=False)["input_ids"]
+    return [len(e) for e in enc]
+
+
+def choose_max_length(lengths: list[int], quantile: float) -> int:
+    """The `quantile` of `lengths`, rounded up to a multiple of 64."""
+    if not lengths:
+        raise ValueError("no rows to choose a length cap from")
+    s = sorted(lengths)
+    q = s[min(len(s) - 1, math.ceil(quantile * len(s)) - 1)]
+    return int(math.ceil(q / 64) * 64)
+
+
+def _dataset(rows: list[dict], lengths: list[int], cap: int):
+    from datasets import Dataset
+
+    kept = [r for r, n in zip(rows, lengths, strict=True) if n <= cap]
+    if rows and not kept:
+        raise ValueError(
+            f"every one of the {len(rows)} rows is longer than --max-length {cap} tokens "
+            f"(shortest {min(lengths)}); raise --max-length or leave it out (chosen from data)"
+        )
+    return Dataset.from_list(kept), len(rows) - len(kept)
+
+
+def _trainer(opts: SftOptions, policy, train_ds, eval_ds, cap: int, callbacks):
+    import torch
+    from trl import SFTConfig, SFTTrainer
+
+    from cudaperf.train.models import lora_config
+
+    cuda = torch.cuda.is_available()
+    has_val = eval_ds is not None and len(eval_ds) > 0
+    args = SFTConfig(
+        output_dir=str(opts.out), num_train_epochs=opts.epochs, learning_rate=opts.lr,
+        per_device_train_batch_size=opts.batch_size, per_device_eval_batch_size=opts.batch_size,
+        gradient_accumulation_steps=opts.grad_accum, max_length=cap, completion_only_loss=True,
+        eval_strategy="epoch" if has_val else "no", save_strategy="epoch",
+        load_best_model_at_end=has_val, metric_for_best_model="eval_loss", greater_is_better=False,
+        save_total_limit=2 if has_val else 1, logging_steps=10, report_to="none", seed=opts.seed,
+        bf16=cuda and opts.dtype in ("auto", "bfloat16"), use_cpu=not cuda,
+        lr_scheduler_type="cosine", warmup_steps=0.03, **opts.extra,
+    )  # fmt: skip
+    return SFTTrainer(
+        model=policy.model, args=args, train_dataset=train_ds,
+        eval_dataset=eval_ds if has_val else None, processing_class=policy.tokenizer,
+        peft_config=lora_config(opts.lora_r) if opts.lora_r else None, callbacks=callbacks,
+    )  # fmt: skip
+
+
+def run_sft(opts: SftOptions) -> dict:
+    """Train; returns (and writes to `<out>/report.json`) what was done and measured."""
+    from cudaperf.train.models import load_policy
+    from cudaperf.train.runlog import StepLog, TimeBudget, last_checkpoint, save_final
+
+    t0 = time.perf_counter()
+    hold = split_training(
+        load_training_tasks(opts.tasks, opts.splits, opts.kinds),
+        opts.val_families, opts.holdout_share, opts.seed,
+    )  # fmt: skip
+    opts.out.mkdir(parents=True, exist_ok=True)
+    write_manifest(hold, opts.out / "holdout.json")
+    rows = sft_rows(hold.fit, opts.targets)[: opts.limit]
+    val_rows = sft_rows(hold.val_families, "fastest")[: opts.limit]
+    policy = load_policy(opts.model, opts.dtype)
+    lengths = _lengths(rows, policy.tokenizer)
+    cap = opts.max_length or choose_max_length(lengths, opts.length_quantile)
+    train_ds, dropped = _dataset(rows, lengths, cap)
+    eval_ds, _ = _dataset(val_rows, _lengths(val_rows, policy.tokenizer), cap) if val_rows else (
+        None, 0)  # fmt: skip
+    budget = TimeBudget(opts.time_budget_s)
+    trainer = _trainer(opts, policy, train_ds, eval_ds, cap, [StepLog(opts.out, "sft"), budget])
+    resume = last_checkpoint(opts.out) if opts.resume else None
+    interrupted = False
+    try:
+        trainer.train(resume_from_checkpoint=resume)
+    except KeyboardInterrupt:
+        interrupted = True
+        log.warning("interrupted: saving what was trained to %s/final", opts.out)
+    if not trainer.accelerator.is_main_process:  # one process writes the model and report
+        return {"steps": trainer.state.global_step}
+    final = save_final(trainer.model, policy.tokenizer, opts.out, opts.pieces_mib)
+    evals = [h for h in trainer.state.log_history if "eval_loss" in h]
+    report = {
+        "model": opts.model, "loaded": policy.path, "lora_r": opts.lora_r,
+        "rows": len(rows), "rows_trained": len(train_ds), "max_length": cap,
+        "dropped_over_cap": dropped, "dropped_share": round(dropped / max(1, len(rows)), 4),
+        "length_p50": sorted(lengths)[len(lengths) // 2] if lengths else None,
+        "val_rows": len(eval_ds) if eval_ds is not None else 0,
+        "val_families": hold.manifest()["val_families"], "unseen_tasks": len(hold.unseen),
+        "eval_loss_per_epoch": [{"epoch": h.get("epoch"), "eval_loss": h["eval_loss"]}
+                                for h in evals],
+        "best_checkpoint": trainer.state.best_model_checkpoint,
+        "steps": trainer.state.global_step, "stopped_by_time_budget": budget.stopped,
+        "interrupted": interrupted, "resumed_from": resume, "final": str(final),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "options": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(opts).items()},
+    }  # fmt: skip
+    (opts.out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    return report

@@ -1,0 +1,66 @@
+"""Shared test helpers: a tiny random causal LM with a chat template, and a small task file
+with its splits (sample tasks; saxpy, transpose and reduce_sum families are training
+families, histogram is a test family)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cudaperf.refine.prompts import first_messages
+from cudaperf.tasks.io import load_sample, save_jsonl
+
+TRAIN = ("saxpy", "transpose", "reduce_sum", "stencil2d", "matmul")
+TEST = ("histogram",)
+TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}</s>{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def sample_c_tasks():
+    return [t for t in load_sample() if t.kind.value == "c2cuda"]
+
+
+def write_task_file(folder: Path, families=TRAIN + TEST, splits=None) -> Path:
+    """tasks.jsonl + splits.json (TRAIN families train, TEST families test) in `folder`."""
+    tasks = [t for t in sample_c_tasks() if t.family in families]
+    path = folder / "tasks.jsonl"
+    save_jsonl(tasks, path)
+    fams = splits or {f: ("test" if f in TEST else "train") for f in families}
+    (folder / "splits.json").write_text(json.dumps({"families": fams}), encoding="utf-8")
+    return path
+
+
+def make_tiny_model(folder: Path, vocab: int = 600) -> Path:
+    """A 2-layer hidden-32 Llama and a BPE tokenizer trained on the sample tasks' prompts and
+    code, with a chat template whose turns end in the EOS token `</s>`."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    texts = []
+    for t in sample_c_tasks():
+        texts += [m["content"] for m in first_messages(t)] + [i.code for i in t.implementations]
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab, special_tokens=["<unk>", "<s>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )  # fmt: skip
+    bpe.train_from_iterator(texts, trainer)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
+        pad_token="</s>", chat_template=TEMPLATE,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    cfg = LlamaConfig(
+        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=8192,
+        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )  # fmt: skip
+    LlamaForCausalLM(cfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import pytest
+
+from cudaperf.reward.extract import extract_candidate
+from cudaperf.train.data import load_training_tasks, sft_rows, split_training, target_reply
+from tests.train.helpers import TEST, write_task_file
+
+
+def test_only_training_split_tasks_are_loaded(tmp_path):
+    tasks = load_training_tasks(write_task_file(tmp_path))
+    assert tasks and all(t.family not in TEST for t in tasks)
+
+
+def test_a_task_file_without_training_tasks_is_a_clear_error(tmp_path):
+    path = write_task_file(tmp_path, families=TEST)
+    with pytest.raises(ValueError, match="training-split"):
+        load_training_tasks(path)
+    with pytest.raises(ValueError, match="no such task file"):
+        load_training_tasks(tmp_path / "nope.jsonl")
+    with pytest.raises(ValueError, match="unknown task kind"):
+        load_training_tasks(write_task_file(tmp_path), kinds=("cuda",))
+
+
+def test_rows_carry_refines_prompt_and_an_extractable_fastest_target(tmp_path):
+    tasks = load_training_tasks(write_task_file(tmp_path))
+    rows = sft_rows(tasks)
+    assert len(rows) == len(tasks)
+    for r, t in zip(rows, tasks, strict=True):
+        assert r["prompt"][0]["role"] == "system" and r["prompt"][1]["role"] == "user"
+        assert r["completion"][0]["role"] == "assistant"
+        code = extract_candidate(r["completion"][0]["content"], t.kind).code
+        assert code.rstrip() in {i.code.rstrip() for i in t.implementations}
+    assert len(sft_rows(tasks, "all")) == sum(len(t.implementations) for t in tasks)
+    reply = target_reply(tasks[0], tasks[0].implementations[0])
+    assert reply.startswith("Plan:") and reply.rstrip().endswith("```")
+
+
+def test_holdout_keeps_families_and_tasks_apart(tmp_path):
+    tasks = load_training_tasks(write_task_file(tmp_path))
+    h = split_training(tasks, val_families=1, holdout_share=0.5, seed=1)
+    fit_fams = {t.family for t in h.fit}
+    assert len({t.family for t in h.val_families}) == 1
+    assert not fit_fams & {t.family for t in h.val_families}
+    assert not {t.id for t in h.fit} & {t.id for t in h.unseen}
+    assert not {t.family for t in h.unseen} & {t.family for t in h.val_families}
+    assert len(h.fit) + len(h.val_families) + len(h.unseen) == len(tasks)
+    assert split_training(tasks, 1, 0.5, 1).manifest() == h.manifest()  # deterministic
+    with pytest.raises(ValueError, match="all"):
+        split_training(tasks, val_families=len(tasks))

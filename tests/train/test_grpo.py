@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from cudaperf.train.grpo import GrpoOptions, run_grpo
+from tests.train.fakes import FakeEvaluator, ScriptedPolicy, reply
+from tests.train.helpers import make_tiny_model, write_task_file
+
+pytest.importorskip("trl")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return make_tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+def _opts(tmp_path, tiny, **kw):
+    base = dict(
+        out=tmp_path / "run",
+        model=str(tiny),
+        tasks=write_task_file(tmp_path),
+        pool=2,
+        turns=1,
+        num_generations=2,
+        groups_per_step=1,
+        max_steps=1,
+        max_new_tokens=12,
+        val_families=0,
+        holdout_share=0.0,
+        ranker="none",
+        save_steps=1,
+        prepare=False,
+    )
+    return GrpoOptions(**(base | kw))
+
+
+def _log(tmp_path):
+    return [json.loads(x) for x in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
+
+
+def test_single_turn_step_with_the_policy_generating_and_a_fake_evaluator(tmp_path, tiny):
+    rep = run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator())
+    assert rep["steps"] == 1
+    roll = [r for r in _log(tmp_path) if r["kind"] == "rollout"]
+    assert roll and roll[0]["rows"] == 2 and roll[0]["completion_tokens"] > 0
+    assert roll[0]["status_share"] == {"format_error": 1.0}  # a random model writes no block
+    assert any(r["kind"] == "trainer" and "loss" in r for r in _log(tmp_path))
+    assert (tmp_path / "run" / "final" / "model.safetensors").is_file()
+
+
+def _scripted(tiny):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tiny))
+    good = reply('__global__ void k(int n) {}\nextern "C" void f() {}')
+    return ScriptedPolicy(first=[reply("nope"), good], later=[good], tokenizer=tok)
+
+
+def test_multi_turn_step_with_compile_only_rewards_and_lora(tmp_path, tiny):
+    if shutil.which("nvcc") is None:
+        pytest.skip("compile-only rewards need nvcc")
+    from cudaperf.execute.session import EvalSession, training_config
+
+    session = EvalSession(training_config(compile_only=True, cache_dir=tmp_path / "cache"))
+    opts = _opts(tmp_path, tiny, turns=2, num_generations=4, lora_r=4, pieces_mib=0.01)
+    rep = run_grpo(opts, evaluator=session, generate=_scripted(tiny))
+    roll = [r for r in _log(tmp_path) if r["kind"] == "rollout"][0]
+    assert rep["steps"] == 1 and roll["rows"] == 4
+    assert set(roll["status_share"]) <= {"compile_error", "compiled"}
+    assert roll["score_by_turn"][1] >= roll["score_by_turn"][0]
+    assert roll["analyse_s"] > 0  # the turn's candidates were analysed before scoring
+    final = tmp_path / "run" / "final"
+    assert list(final.glob("adapter_model.safetensors.part000"))  # saved in pieces
+    from cudaperf.train.models import load_policy
+
+    assert load_policy(str(tiny), adapter=final).model is not None  # pieces join back
+
+
+def test_resume_continues_from_the_last_checkpoint(tmp_path, tiny):
+    run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator(), generate=_scripted(tiny))
+    rep = run_grpo(_opts(tmp_path, tiny, max_steps=2, resume=True), evaluator=FakeEvaluator(),
+                   generate=_scripted(tiny))  # fmt: skip
+    assert rep["resumed_from"].endswith("checkpoint-1") and rep["steps"] == 2
+
+
+def test_bad_options_are_clear(tmp_path, tiny):
+    with pytest.raises(ValueError, match="preset"):
+        _opts(tmp_path, tiny, preset="fastest")
+    with pytest.raises(ValueError, match="multiple of --turns"):
+        _opts(tmp_path, tiny, turns=2, num_generations=3)
+    with pytest.raises(ValueError, match="model"):
+        run_grpo(_opts(tmp_path, tiny, model=str(tmp_path / "none")), evaluator=FakeEvaluator())
+    (tmp_path / "test_only").mkdir()
+    only_test = write_task_file(tmp_path / "test_only", families=("histogram",))
+    with pytest.raises(ValueError, match="training-split"):
+        run_grpo(_opts(tmp_path, tiny, tasks=only_test))

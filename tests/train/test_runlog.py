@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+import pytest
+
+from cudaperf.train.sft import SftOptions, run_sft
+from tests.train.helpers import make_tiny_model, write_task_file
+
+pytest.importorskip("trl")
+
+
+def test_time_budget_saves_and_stops_after_the_first_step(tmp_path):
+    tiny = make_tiny_model(tmp_path / "tiny")
+    opts = SftOptions(out=tmp_path / "run", model=str(tiny), tasks=write_task_file(tmp_path),
+                      epochs=3, batch_size=1, lora_r=0, val_families=0, holdout_share=0.0,
+                      time_budget_s=0.001)  # fmt: skip
+    rep = run_sft(opts)
+    assert rep["stopped_by_time_budget"] and rep["steps"] == 1
+    assert (tmp_path / "run" / "checkpoint-1").is_dir()  # saved before stopping
+    with pytest.raises(ValueError, match="time-budget"):
+        run_sft(SftOptions(out=tmp_path / "r2", model=str(tiny), time_budget_s=-1,
+                           tasks=opts.tasks))  # fmt: skip

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cudaperf.train.sft import SftOptions, choose_max_length, run_sft
+from tests.train.helpers import make_tiny_model, write_task_file
+
+pytest.importorskip("trl")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return make_tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+def _opts(tmp_path, tiny, **kw):
+    base = dict(
+        out=tmp_path / "run",
+        model=str(tiny),
+        tasks=write_task_file(tmp_path),
+        epochs=1,
+        batch_size=2,
+        lora_r=4,
+        val_families=1,
+        holdout_share=0.0,
+    )
+    return SftOptions(**(base | kw))
+
+
+def test_one_sft_epoch_with_lora_writes_adapter_log_and_report(tmp_path, tiny):
+    rep = run_sft(_opts(tmp_path, tiny))
+    out = tmp_path / "run"
+    assert (out / "final" / "adapter_config.json").is_file()
+    assert rep["rows_trained"] >= 1 and rep["val_rows"] >= 1 and rep["eval_loss_per_epoch"]
+    assert rep["max_length"] % 64 == 0
+    hold = json.loads((out / "holdout.json").read_text())
+    assert len(hold["val_families"]) == 1 and "histogram" not in hold["fit_families"]
+    logs = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
+    assert any(r["kind"] == "step" for r in logs)
+
+
+def test_rows_over_the_cap_are_dropped_and_counted(tmp_path, tiny):
+    rep = run_sft(_opts(tmp_path, tiny, length_quantile=0.5, lora_r=0, val_families=0))
+    assert 0 < rep["dropped_over_cap"] < rep["rows"]
+    assert rep["dropped_share"] == round(rep["dropped_over_cap"] / rep["rows"], 4)
+    with pytest.raises(ValueError, match="max-length"):
+        run_sft(_opts(tmp_path, tiny, max_length=64, lora_r=0, val_families=0))
+
+
+def test_full_fine_tune_resumes_from_its_checkpoint(tmp_path, tiny):
+    run_sft(_opts(tmp_path, tiny, lora_r=0, val_families=0))
+    rep = run_sft(_opts(tmp_path, tiny, lora_r=0, val_families=0, epochs=2, resume=True))
+    assert rep["resumed_from"] and rep["resumed_from"].endswith(f"checkpoint-{rep['steps'] // 2}")
+    assert (tmp_path / "run" / "final" / "model.safetensors").is_file()
+
+
+def test_length_cap_from_data_and_bad_options(tmp_path, tiny):
+    assert choose_max_length([10, 100, 700], 1.0) == 704
+    assert choose_max_length(list(range(1, 101)), 0.5) == 64
+    with pytest.raises(ValueError, match="lora-r"):
+        _opts(tmp_path, tiny, lora_r=-1)
+    with pytest.raises(ValueError, match="model"):
+        run_sft(_opts(tmp_path, tiny, model=str(tmp_path / "missing")))
+
+
+def test_loss_is_on_the_reply_only_and_it_ends_with_eos(tmp_path, tiny):
+    from cudaperf.train import sft
+    from cudaperf.train.data import load_training_tasks, sft_rows
+    from cudaperf.train.models import load_policy
+
+    pol = load_policy(str(tiny))
+    rows = sft_rows(load_training_tasks(write_task_file(tmp_path)))
+    ds, _ = sft._dataset(rows, sft._lengths(rows, pol.tokenizer), 100000)
+    opts = _opts(tmp_path, tiny, lora_r=0)
+    ex = sft._trainer(opts, pol, ds, None, 100000, []).train_dataset[0]
+    taught = [t for t in ex["labels"] if t != -100]
+    assert ex["labels"][-1] == pol.tokenizer.eos_token_id
+    assert pol.tokenizer.decode(taught).startswith("Plan:")  # the prompt is not taught
