@@ -51,7 +51,7 @@ def _round_robin(tasks: list[Task], n: int) -> list[Task]:
 
 
 def eval_sets(tasks_path: Path, holdout: Path, per_set: int) -> dict[str, list[Task]]:
-    from cudaperf.rank.pairs import read_splits
+    from cudaperf.tasks.splits import read_splits
 
     tasks = [t for t in load_tasks(tasks_path) if t.kind.value == "c2cuda"]
     unseen_ids = set(json.loads(holdout.read_text())["unseen_tasks"])

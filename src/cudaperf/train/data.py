@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from cudaperf.rank.pairs import read_splits
 from cudaperf.refine.backends import weakest_first
 from cudaperf.refine.prompts import SYSTEM, first_messages
 from cudaperf.reward.extract import extract_candidate
 from cudaperf.tasks.io import load_tasks
 from cudaperf.tasks.model import Implementation, Task, TaskKind
+from cudaperf.tasks.splits import read_splits
 
 __all__ = [
     "Holdout",
