@@ -48,3 +48,30 @@ def test_holdout_keeps_families_and_tasks_apart(tmp_path):
     assert split_training(tasks, 1, 0.5, 1).manifest() == h.manifest()  # deterministic
     with pytest.raises(ValueError, match="all"):
         split_training(tasks, val_families=len(tasks))
+
+
+def test_pairs_add_a_second_turn_row_without_held_out_configs(tmp_path):
+    from cudaperf.refine.backends import weakest_first
+
+    tasks = load_training_tasks(write_task_file(tmp_path))
+    rows = sft_rows(tasks, "pairs")
+    pairs = [r for r in rows if len(r["prompt"]) == 4]
+    assert len(pairs) == len(tasks) and len(rows) == 2 * len(tasks)
+    for r in pairs:
+        task = next(t for t in tasks if t.id == r["task_id"])
+        order = weakest_first(task)
+        assert extract_candidate(r["prompt"][2]["content"], task.kind).code.rstrip() == (
+            order[0].code.rstrip()
+        )
+        fb = r["prompt"][3]["content"]
+        assert fb.startswith("## Result: ok") and "Time per visible config" in fb
+        code = extract_candidate(r["completion"][0]["content"], task.kind).code
+        assert code.rstrip() == order[-1].code.rstrip()
+        text = " ".join(m["content"] for m in r["prompt"])
+        for cfg in (c for c in task.configs if c.held_out):
+            assert f"`{cfg.name}`" not in text
+            held = {m.median_us for i in task.implementations for m in i.measurements
+                    if m.config == cfg.name}  # fmt: skip
+            assert not any(f"{t:.1f} us" in text for t in held)
+    with pytest.raises(ValueError, match="targets"):
+        sft_rows(tasks, "best")

@@ -55,7 +55,7 @@ def _run(fn, opts_cls, **kw):
 def sft_command(
     out: Path = OutOpt, model: str = ModelOpt, tasks: Path = TasksOpt,
     splits: Path | None = SplitsOpt, kind: list[str] | None = KindsOpt,
-    targets: str = typer.Option("fastest", "--targets", help="fastest or all implementations."),
+    targets: str = typer.Option("fastest", "--targets", help="fastest, all or pairs."),
     lora_r: int = LoraOpt, epochs: float = typer.Option(2.0, "--epochs"),
     lr: float = typer.Option(2e-4, "--lr"), batch_size: int = typer.Option(8, "--batch-size"),
     grad_accum: int = typer.Option(1, "--grad-accum"),

@@ -12,8 +12,13 @@ decisions. Inside them, `split_training` holds out
 An SFT row is refine's own first prompt (`refine.prompts.first_messages`) and, as the
 completion, a reply in the form refine's extractor reads (`reward.extract`): one sentence
 naming the implementation's strategies, then the whole candidate in one fenced block.
-Guaranteed: `sft_rows` only takes tasks of `fit` (the caller's training tasks), and every
-target extracts back to exactly the implementation's code (checked per row).
+With `targets="pairs"` each task also gives a second-turn row: refine's turn-2 prompt
+(`next_messages`) after the slowest implementation as the reply and the feedback the
+evaluator would give it, rebuilt from its stored measurements on the visible configs only
+(`stored_feedback`), with the fastest implementation as the completion.
+Guaranteed: `sft_rows` only takes tasks of `fit` (the caller's training tasks), every
+target extracts back to exactly the implementation's code (checked per row), and no
+held-out configuration (name, sizes or time) reaches a prompt.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from pathlib import Path
 from typing import Literal
 
 from cudaperf.refine.backends import weakest_first
-from cudaperf.refine.prompts import SYSTEM, first_messages
+from cudaperf.refine.prompts import SYSTEM, first_messages, next_messages
 from cudaperf.reward.extract import extract_candidate
 from cudaperf.tasks.io import load_tasks
 from cudaperf.tasks.model import Implementation, Task, TaskKind
@@ -42,7 +47,8 @@ __all__ = [
     "write_manifest",
 ]
 
-Targets = Literal["fastest", "all"]
+Targets = Literal["fastest", "all", "pairs"]
+TARGETS = ("fastest", "all", "pairs")
 
 
 def load_training_tasks(
@@ -137,15 +143,72 @@ def target_reply(task: Task, impl: Implementation) -> str:
 
 def _chosen(task: Task, targets: Targets) -> list[Implementation]:
     order = weakest_first(task)  # slowest first, by the stored measurements
-    return order[-1:] if targets == "fastest" else order
+    return order if targets == "all" else order[-1:]
+
+
+def stored_feedback(task: Task, impl: Implementation, gpu: str | None = None) -> str | None:
+    """The feedback refine would show for `impl` (correct, timed), rebuilt from its stored
+    measurements on the task's visible configs and the naive implementation's; held-out
+    configs count as correct (every dataset implementation was verified on every config) but
+    carry no time, so no held-out size or time reaches the text. There are no structural
+    findings (the analyzer is not run). None when `impl` has no measurement on a visible
+    config."""
+    from cudaperf.execute.api import naive_implementation
+    from cudaperf.execute.results import timing_feedback
+    from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, Timing, geomean
+    from cudaperf.refine.feedback import render_feedback
+    from cudaperf.reward.extract import Extraction
+    from cudaperf.reward.score import compute_reward
+    from cudaperf.reward.scorer import Scored
+
+    visible = [c.name for c in task.visible_configs]
+    gpus = {m.gpu for m in impl.measurements}
+    name = gpu or (sorted(gpus)[0] if gpus else None)
+    mine = {m.config: m for m in impl.measurements if m.gpu == name and m.config in visible}
+    if not mine:
+        return None
+    naive = naive_implementation(task)
+    base = {m.config: m for i in task.implementations if naive and i.code == naive.code
+            for m in i.measurements if m.gpu == name}  # fmt: skip
+    configs = [
+        ConfigResult(config=c, held_out=False, correct=True, timing=Timing.of([m.median_us]),
+                     naive_timing=Timing.of([base[c].median_us]) if c in base else None)
+        for c, m in mine.items()
+    ] + [ConfigResult(config=c.name, held_out=True, correct=True)
+         for c in task.configs if c.held_out]  # fmt: skip
+    timed = [c for c in configs if c.timing is not None]
+    speed = geomean([c.naive_timing.median_us / c.timing.median_us for c in timed]) if all(
+        c.naive_timing for c in timed) else None  # fmt: skip
+    res = ExecResult(
+        status=Status.OK, mode="full", task_id=task.id, configs=configs,
+        candidate_hash=Candidate(code=impl.code).hash, speedup_vs_naive=speed,
+        feedback=timing_feedback(configs), gpu=name or "",
+    )  # fmt: skip
+    scored = Scored(task.id, Extraction(code=impl.code), res, (), None, compute_reward(res))
+    return render_feedback(scored, task)
+
+
+def _pair_row(task: Task, system: str) -> dict | None:
+    order = weakest_first(task)
+    if len(order) < 2:
+        return None
+    weak, strong = order[0], order[-1]
+    fb = stored_feedback(task, weak)
+    if fb is None:
+        return None
+    prompt = next_messages(first_messages(task, system), target_reply(task, weak), fb)
+    return {"prompt": prompt, "completion": [{"role": "assistant",
+            "content": target_reply(task, strong)}], "task_id": task.id,
+            "family": task.family}  # fmt: skip
 
 
 def sft_rows(fit: Iterable[Task], targets: Targets = "fastest", system: str = SYSTEM) -> list[dict]:
     """Prompt-completion rows (TRL's conversational format) for every task of `fit`:
     `prompt` = refine's first messages, `completion` = one assistant message; plus `task_id`
-    and `family`. `targets`: the fastest implementation only, or every implementation."""
-    if targets not in ("fastest", "all"):
-        raise ValueError(f"targets={targets!r}; use fastest or all")
+    and `family`. `targets`: the fastest implementation only, every implementation, or
+    `pairs` (the fastest, and a second-turn row from the slowest with its feedback)."""
+    if targets not in TARGETS:
+        raise ValueError(f"--targets {targets!r}; use one of {', '.join(TARGETS)}")
     rows = []
     for task in fit:
         for impl in _chosen(task, targets):
@@ -158,6 +221,9 @@ def sft_rows(fit: Iterable[Task], targets: Targets = "fastest", system: str = SY
                 "completion": [{"role": "assistant", "content": reply}],
                 "task_id": task.id, "family": task.family,
             })  # fmt: skip
+        pair = _pair_row(task, system) if targets == "pairs" else None
+        if pair is not None:
+            rows.append(pair)
     return rows
 
 
