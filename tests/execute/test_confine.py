@@ -263,3 +263,36 @@ def test_a_private_folder_that_holds_the_interpreter_is_left_readable():
     got, prot = _run(confine.Policy(private=("/tmp", sys.prefix)), HONEST)
     assert got == {"sqrt": 3.0}  # the child still ran, from its read-only interpreter
     assert "interpreter" in prot["missing"][f"private:{sys.prefix}"]
+
+
+@needs_ns
+def test_packages_on_pythonpath_under_a_private_folder_stay_importable(tmp_path):
+    """Wheels installed under /tmp (the GPU machine's /tmp/site) must survive the private
+    /tmp, read-only: without the bind-back every confined worker failed to start there."""
+    site_dir = Path(tempfile.mkdtemp(prefix="confine-site-", dir="/tmp"))
+    try:
+        (site_dir / "cudaperf_probe_pkg.py").write_text("VALUE = 7\n")
+        code = """
+import json, pathlib, cudaperf_probe_pkg
+try:
+    pathlib.Path(cudaperf_probe_pkg.__file__).write_text("pwned")
+    wrote = True
+except OSError:
+    wrote = False
+print(json.dumps({"value": cudaperf_probe_pkg.VALUE, "wrote": wrote}))
+"""
+        env = {
+            **os.environ,
+            "PYTHONPATH": f"{site_dir}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        }
+        rr, rw = os.pipe()
+        cmd = confine.command(confine.Policy(private=("/tmp",)), [_script(code)], rw)
+        r = subprocess.run(cmd, capture_output=True, text=True, pass_fds=(rw,), env=env,
+                           timeout=60)  # fmt: skip
+        os.close(rw)
+        os.close(rr)
+        assert r.returncode == 0, r.stderr[-500:]
+        assert json.loads(r.stdout.strip().splitlines()[-1]) == {"value": 7, "wrote": False}
+        assert (site_dir / "cudaperf_probe_pkg.py").read_text() == "VALUE = 7\n"
+    finally:
+        shutil.rmtree(site_dir, ignore_errors=True)

@@ -309,6 +309,22 @@ def log_once(where: str, prot: Protections | dict) -> None:
     log.log(level, "candidate sandbox of the %s: %s", where, p.summary())
 
 
+def _import_dirs(private: tuple[str, ...]) -> list[str]:
+    """Folders this interpreter imports from (PYTHONPATH, site-packages) that a private tmpfs
+    would hide, e.g. wheels installed into /tmp/site: bound back read-only, so the confined
+    process still finds its packages. The start folder (sys.path[0]) is not among them."""
+    import site
+
+    paths = [*os.environ.get("PYTHONPATH", "").split(os.pathsep), *site.getsitepackages()]
+    out = []
+    for p in paths:
+        a = os.path.abspath(p) if p else ""
+        if a and os.path.isdir(a) and any(a == d or a.startswith(d.rstrip("/") + "/")
+                                          for d in private):  # fmt: skip
+            out.append(a)
+    return list(dict.fromkeys(out))
+
+
 def apply(policy: Policy, quiet: bool = False) -> Protections:
     """Confine this process (see the module docstring); never raises. Call it before any
     thread starts. Returns what is active; unless `quiet`, the summary is logged once."""
@@ -316,7 +332,7 @@ def apply(policy: Policy, quiet: bool = False) -> Protections:
     if _unshare(policy, prot):
         _mount(None, "/", None, _MS_REC | _MS_PRIVATE, None)
         fds = {}  # opened in the new namespace (a bind source must be one of its mounts)
-        for path in [*policy.writable, *policy.readable]:
+        for path in [*policy.writable, *policy.readable, *_import_dirs(policy.private)]:
             try:
                 fds[os.path.abspath(path)] = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError as e:
