@@ -1,27 +1,43 @@
-"""Helpers shared by the CLI commands: output, errors, loading the task set."""
+"""Helpers shared by the CLI commands: the one error path, output, paths, the task set.
+
+Every user mistake ends in `fail` (or a `UserError` raised anywhere under a command), which the
+app's root group (`cudaperf.cli.app_group.CliGroup`) turns into one `error: ...` line on
+stderr and a non-zero exit; a traceback appears only with `cudaperf --debug`.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-import typer
 from rich.console import Console
 
-from cudaperf.tasks.io import TaskFileError, load_sample, load_tasks
+from cudaperf.tasks.io import TaskFileError, dataset_path, load_sample, load_tasks
 from cudaperf.tasks.model import Task
 
 # Human output and progress go to stderr so that `--json` leaves stdout to one JSON document.
 console = Console(stderr=True)
 stdout = Console()
 
+SAMPLE_DEFAULT = "the bundled sample set (a demo)"
+DATASET_DEFAULT = "the measured dataset data/tasks.jsonl.gz (or $CUDAPERF_DATASET)"
+
+
+class UserError(Exception):
+    """A mistake the user can fix; the message names the file/field/option and the fix."""
+
+    def __init__(self, message: str, code: int = 2):
+        super().__init__(message)
+        self.code = code
+
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print a one-line error (what is wrong and how to fix it) and exit without a traceback."""
-    console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
+    """Stop the command with a one-line error (what is wrong and how to fix it)."""
+    raise UserError(message, code)
 
 
 def emit_json(obj: Any) -> None:
@@ -30,26 +46,130 @@ def emit_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
-def load_task_set(path: Path | None, sample: bool) -> list[Task]:
-    """The tasks at PATH; with no PATH (or --sample) the bundled sample set.
+def load_task_set(path: Path | None, sample: bool = False, default: str = "sample") -> list[Task]:
+    """The tasks at PATH; with no PATH the command's default task set.
 
-    Until the full dataset ships (data/), the bundled default data is the sample set.
+    `default`: "sample" (demo commands: the bundled sample set) or "dataset" (commands that
+    need measurements: the measured dataset, an error naming the fix when this install has
+    none). `sample` (--sample) forces the sample set.
     """
+    if path is not None and sample:
+        fail("give either a PATH or --sample, not both")
     try:
         if path is not None:
-            if sample:
-                fail("give either a PATH or --sample, not both")
             return load_tasks(path)
-        return load_sample()
+        if sample or default == "sample":
+            return load_sample()
+        found = dataset_path()
+        if found is None:
+            fail(
+                "no measured dataset here (data/tasks.jsonl.gz of a source checkout, or "
+                "$CUDAPERF_DATASET); pass the task file explicitly, or --sample for the demo set"
+            )
+        return load_tasks(found)
     except TaskFileError as e:
         fail(str(e))
 
 
 def select_tasks(tasks: list[Task], ids: list[str] | None) -> list[Task]:
-    """Tasks whose id equals, or ends with, one of `ids` (all when none are given)."""
+    """Tasks whose id equals, or ends with, one of `ids` (all when none are given); each id
+    must name exactly one task (an exact id wins over suffix matches)."""
     if not ids:
         return tasks
-    chosen = [t for t in tasks if any(t.id == i or t.id.endswith("/" + i) for i in ids)]
-    if not chosen:
-        fail(f"no task matches {ids}; run `cudaperf tasks list` to see the ids")
-    return chosen
+    return [select_task(tasks, i) for i in dict.fromkeys(ids)]
+
+
+def select_task(tasks: list[Task], task_id: str, option: str = "task id") -> Task:
+    """The one task `task_id` names: its full id, or a unique ending such as `saxpy`."""
+    exact = [t for t in tasks if t.id == task_id]
+    if exact:
+        return exact[0]
+    found = [t for t in tasks if t.id.endswith("/" + task_id)]
+    if not found:
+        fail(f"no task matches {option} {task_id!r}; run `cudaperf tasks list` to see the ids")
+    if len(found) > 1:
+        shown = ", ".join(t.id for t in found[:3])
+        fail(
+            f"{option} {task_id!r} is ambiguous: it matches {len(found)} tasks ({shown}, ...); "
+            "give the full id"
+        )
+    return found[0]
+
+
+def check_out_file(path: Path | None, option: str, suffixes: tuple[str, ...] = ()) -> None:
+    """Fail before any work when `path` cannot be written as a file: an existing folder, a
+    path under a file, a place this user cannot write, or a name without one of `suffixes`."""
+    if path is None:
+        return
+    if suffixes and not str(path).endswith(suffixes):
+        fail(f"{option} {path}: use a file name ending in {' or '.join(suffixes)}")
+    if path.is_dir():
+        fail(f"{option} {path} is a folder; give a file name inside it")
+    _check_parent(path, option)
+    if path.exists() and not os.access(path, os.W_OK):
+        fail(f"{option} {path}: the file is not writable; choose another path")
+
+
+def check_out_dir(path: Path | None, option: str) -> None:
+    """Fail before any work when `path` cannot be used as a (possibly new) folder."""
+    if path is None:
+        return
+    path = path.expanduser()
+    if path.exists() and not path.is_dir():
+        fail(f"{option} {path} is a file; give a folder path")
+    if path.is_dir():
+        if not os.access(path, os.W_OK | os.X_OK):
+            fail(f"{option} {path}: the folder is not writable; choose another path")
+        return
+    _check_parent(path, option)
+
+
+def _check_parent(path: Path, option: str) -> None:
+    """The nearest existing ancestor of `path` must be a writable folder."""
+    anc = path.expanduser().absolute().parent
+    while not anc.exists():
+        anc = anc.parent
+    if not anc.is_dir():
+        fail(f"{option} {path}: {anc} is a file, so nothing can be written under it")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        fail(f"{option} {path}: {anc} is not writable by you; choose another path")
+
+
+def read_text(path: Path, what: str) -> str:
+    """A UTF-8 text file, or a one-line error naming it and the fix."""
+    if not path.is_file():
+        fail(f"{what} {path} does not exist or is not a file; give the path of a text file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        fail(f"{what} {path} is not UTF-8 text (byte {e.start}); save it as UTF-8")
+    except OSError as e:
+        fail(f"{what} {path} cannot be read ({e.strerror}); check its permissions")
+
+
+def check_toolchain(compile_only: bool | None, nvcc: str = "nvcc") -> None:
+    """Fail before any work when the evaluator cannot run here: `--full` without a GPU, or no
+    nvcc (every candidate would fail to build, and the toolchain, not the code, is at fault)."""
+    from cudaperf.execute.build import detect_gpus
+
+    if compile_only is False and not detect_gpus():
+        fail(
+            "--full needs an NVIDIA GPU and nvidia-smi lists none; drop --full (or pass "
+            "--compile-only) to only compile here, or run on a GPU machine",
+            code=1,
+        )
+    if shutil.which(nvcc) is None:
+        fail(
+            f"{nvcc} is not on PATH: candidates cannot be compiled; install the CUDA toolkit "
+            "or add its bin/ folder (e.g. /usr/local/cuda/bin) to PATH",
+            code=1,
+        )
+
+
+def positive(value: float | int | None, option: str, allow_zero: bool = False) -> None:
+    """Fail unless `value` is > 0 (or >= 0 with allow_zero); None passes (the default)."""
+    if value is None:
+        return
+    if value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        fail(f"{option} {value}: must be {bound}")
