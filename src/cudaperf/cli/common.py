@@ -166,10 +166,45 @@ def check_toolchain(compile_only: bool | None, nvcc: str = "nvcc") -> None:
         )
 
 
-def positive(value: float | int | None, option: str, allow_zero: bool = False) -> None:
-    """Fail unless `value` is > 0 (or >= 0 with allow_zero); None passes (the default)."""
-    if value is None:
+def check_model_spec(spec: str, option: str) -> None:
+    """Fail when a model that names a local path (a .gguf file, or a name that starts with /,
+    ./, ../ or ~) does not exist, instead of letting the hub reject it as a model id."""
+    if spec.startswith(("http://", "https://", "scripted:")) or spec == "smollm2":
         return
-    if value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        fail(f"{option} {value}: must be {bound}")
+    p = Path(spec).expanduser()
+    looks_local = spec.startswith(("/", "./", "../", "~")) or spec.endswith(".gguf")
+    if looks_local and not p.exists():
+        fail(
+            f"{option} {spec}: no such file or folder; give an existing checkpoint folder or "
+            ".gguf file, a Hugging Face model name (org/name), or smollm2"
+        )
+
+
+_RESULT_KEYS = ("task_id", "candidate_hash", "status", "mode")
+
+
+def read_eval_results(path: Path, what: str = "RESULTS") -> list[dict]:
+    """The rows of a results JSONL written by `cudaperf eval --out`; fails on a file that is
+    not one (a task file, a trajectory, garbage) or holds no results."""
+    from cudaperf.execute.types import Status
+
+    text = read_text(path, what)
+    statuses = {s.value for s in Status}
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            fail(f"{what} {path}:{n}: not valid JSON ({e.msg}); give the JSONL that "
+                 "`cudaperf eval --out` wrote")  # fmt: skip
+        missing = [k for k in _RESULT_KEYS if not isinstance(row, dict) or k not in row]
+        if missing or row["status"] not in statuses:
+            why = f"no {', '.join(missing)}" if missing else f"status {row['status']!r}"
+            fail(f"{what} {path}:{n} is not an evaluation result ({why}); give the JSONL that "
+                 "`cudaperf eval --out` wrote")  # fmt: skip
+        rows.append(row)
+    if not rows:
+        fail(f"{what} {path} holds no results; run `cudaperf eval ... --out {path}` first")
+    return rows

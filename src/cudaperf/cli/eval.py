@@ -128,14 +128,14 @@ def eval_command(
     out: Path = typer.Option(None, "--out", help="Append results to this JSONL as they finish."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout."),
     compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
-    trials: int = typer.Option(None, "--trials", help=_HELP["trials"]),
+    trials: int = typer.Option(None, "--trials", min=1, help=_HELP["trials"]),
     time_budget_s: float = typer.Option(None, "--time-budget", help=_HELP["time_budget_s"]),
     cpu_time_budget_s: float = typer.Option(
         None, "--cpu-time-budget", help=_HELP["cpu_time_budget_s"]
     ),
     run_timeout_s: float = typer.Option(None, "--run-timeout", help=_HELP["run_timeout_s"]),
     arch: str = typer.Option(None, "--arch", help=_HELP["arch"]),
-    compile_jobs: int = typer.Option(None, "--jobs", "-j", help=_HELP["compile_jobs"]),
+    compile_jobs: int = typer.Option(None, "--jobs", "-j", min=1, help=_HELP["compile_jobs"]),
     cache_dir: Path = typer.Option(None, "--cache-dir", help=_HELP["cache_dir"]),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse earlier results."),
     backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),

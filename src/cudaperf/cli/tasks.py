@@ -8,7 +8,19 @@ import typer
 from rich.syntax import Syntax
 from rich.table import Table
 
-from cudaperf.cli.common import console, emit_json, fail, load_task_set, select_tasks, stdout
+from cudaperf.cli.common import (
+    DATASET_DEFAULT,
+    SAMPLE_DEFAULT,
+    check_out_dir,
+    check_out_file,
+    console,
+    emit_json,
+    fail,
+    load_task_set,
+    read_eval_results,
+    select_task,
+    stdout,
+)
 from cudaperf.tasks.io import (
     TaskFileError,
     dataset_path,
@@ -23,7 +35,13 @@ tasks_app = typer.Typer(help="Inspect, validate and convert task sets.", no_args
 
 PathArg = typer.Argument(
     None,
-    help="A .jsonl/.parquet file or task folder; default: the bundled data.",
+    help=f"A .jsonl/.parquet file or task folder (default: {SAMPLE_DEFAULT}).",
+    show_default=False,
+)
+StatsPathArg = typer.Argument(
+    None,
+    help=f"A .jsonl/.parquet file or task folder (default: {DATASET_DEFAULT}, else the "
+    "sample set).",
     show_default=False,
 )
 SampleOpt = typer.Option(False, "--sample", help="Use the bundled sample set.")
@@ -63,10 +81,7 @@ def show_task(
     json: bool = JsonOpt,
 ) -> None:
     """Everything about one task: source, signature, configs, implementations."""
-    matches = select_tasks(load_task_set(path, sample), [task_id])
-    if len(matches) > 1:
-        fail(f"{task_id!r} matches {len(matches)} tasks ({matches[0].id}, ...); give the full id")
-    t = matches[0]
+    t = select_task(load_task_set(path, sample), task_id)
     if json:
         emit_json(t.model_dump(mode="json"))
         return
@@ -90,7 +105,7 @@ def show_task(
 
 
 @tasks_app.command("stats")
-def stats(path: Path | None = PathArg, sample: bool = SampleOpt, json: bool = JsonOpt) -> None:
+def stats(path: Path | None = StatsPathArg, sample: bool = SampleOpt, json: bool = JsonOpt) -> None:
     """Counts and coverage of a task set (kinds, families, configs, implementations).
 
     With no PATH: the measured dataset (data/tasks.jsonl.gz, or $CUDAPERF_DATASET) when this
@@ -137,16 +152,18 @@ def export(
     json: bool = JsonOpt,
 ) -> None:
     """Convert a task set to JSONL, Parquet or a Hugging Face dataset folder."""
+    if hf:
+        check_out_dir(out, "--out")
+    else:
+        check_out_file(out, "--out", (".jsonl", ".jsonl.gz", ".parquet"))
     tasks = load_task_set(path, sample)
     if hf:
         try:
             to_hf_dataset(tasks).save_to_disk(str(out))
         except ImportError as e:
             fail(str(e))
-    elif out.suffix in (".jsonl", ".parquet"):
-        save_tasks(tasks, out)
     else:
-        fail(f"--out {out}: use a .jsonl or .parquet file name, or add --hf for a dataset folder")
+        save_tasks(tasks, out)
     if json:
         emit_json({"written": len(tasks), "out": str(out)})
     else:
@@ -177,8 +194,7 @@ def import_suite(
 
     if suite not in IMPORTERS:
         fail(f"unknown suite {suite!r}; available: {', '.join(sorted(IMPORTERS))}")
-    if not out.name.endswith((".jsonl", ".jsonl.gz", ".parquet")):
-        fail(f"--out {out}: use a .jsonl, .jsonl.gz or .parquet file name")
+    check_out_file(out, "--out", (".jsonl", ".jsonl.gz", ".parquet"))
     if kernelbench is not None and suite != "cudal1":
         fail("--kernelbench is only for the cudal1 suite")
     try:
@@ -249,12 +265,16 @@ def attach(
         help="Drop implementations without an `ok` result on every config, then tasks left "
         "with < --min-implementations implementations or < 2 distinct strategies.",
     ),
-    min_implementations: int = typer.Option(3, "--min-implementations"),
+    min_implementations: int = typer.Option(3, "--min-implementations", min=1),
+    force: bool = typer.Option(
+        False, "--force", help="With no PATH and no --out: update the installed sample set."
+    ),
     json: bool = JsonOpt,
 ) -> None:
     """Store the GPU timings of `ok` results as the implementations' measurements.
 
-    A task folder (such as the sample set) is updated in place; a .jsonl/.parquet needs --out.
+    A task folder PATH is updated in place; a .jsonl/.parquet PATH needs --out. With no PATH the
+    sample set is read, and written only to --out (or in place with --force).
     With --verified-only, a splits.json beside --out (as `data build` writes it) keeps its
     family splits and loses the ids of the dropped tasks.
     """
@@ -265,17 +285,22 @@ def attach(
         attach_measurements,
         keep_verified,
         measurements_from_results,
-        read_results,
     )
 
-    target = path if path is not None else sample_path()
-    tasks = load_task_set(path, False)
-    try:
-        found = measurements_from_results(
-            read_results(results), date or dt.date.today().isoformat()
+    if path is None and out is None and not force:
+        fail(
+            "give the task set to update (PATH) or --out FILE; with neither, attach would "
+            "rewrite the installed sample set (add --force if that is what you want)"
         )
-    except (OSError, ValueError, KeyError) as e:
-        fail(f"{results}: cannot read evaluation results ({e})")
+    check_out_file(out, "--out", (".jsonl", ".jsonl.gz", ".parquet"))
+    target = path if path is not None else sample_path()
+    rows = read_eval_results(results)
+    tasks = load_task_set(path)
+    try:
+        found = measurements_from_results(rows, date or dt.date.today().isoformat())
+    except (ValueError, KeyError, TypeError) as e:
+        fail(f"RESULTS {results}: a result lacks its timings ({e}); give the JSONL that "
+             "`cudaperf eval --implementations --out` wrote on a GPU")  # fmt: skip
     updated, n = attach_measurements(tasks, found)
     before = task_stats(updated)
     dropped: dict[str, int] = {}
@@ -307,8 +332,15 @@ def attach(
             report["splits"] = str(out.with_name("splits.json"))
     if json:
         emit_json(report)
-    else:
-        console.print(report)
+        return
+    where = out if out is not None else target
+    console.print(f"measured {n} implementation(s); wrote {where}", highlight=False)
+    table = Table("statistic", "value")
+    for key, value in report.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}: {v}" for k, v in value.items()) or "-"
+        table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
+    stdout.print(table)
 
 
 def _prune_splits(path: Path, kept: list) -> bool:
