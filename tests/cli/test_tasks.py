@@ -50,7 +50,7 @@ def test_export_round_trip(tmp_path):
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["written"] >= 1
     r = run("tasks", "export", "--sample", "--out", str(tmp_path / "s.csv"))
-    assert r.exit_code == 2 and "use a .jsonl or .parquet" in r.output
+    assert r.exit_code == 2 and "use a .jsonl, .jsonl.gz or .parquet file name" in r.output
 
 
 def test_import_kernelbench_fixture(tmp_path):

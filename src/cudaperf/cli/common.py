@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -102,7 +103,8 @@ def check_out_file(path: Path | None, option: str, suffixes: tuple[str, ...] = (
     if path is None:
         return
     if suffixes and not str(path).endswith(suffixes):
-        fail(f"{option} {path}: use a file name ending in {' or '.join(suffixes)}")
+        names = " or ".join(filter(None, (", ".join(suffixes[:-1]), suffixes[-1])))
+        fail(f"{option} {path}: use a {names} file name")
     if path.is_dir():
         fail(f"{option} {path} is a folder; give a file name inside it")
     _check_parent(path, option)
@@ -118,8 +120,7 @@ def check_out_dir(path: Path | None, option: str) -> None:
     if path.exists() and not path.is_dir():
         fail(f"{option} {path} is a file; give a folder path")
     if path.is_dir():
-        if not os.access(path, os.W_OK | os.X_OK):
-            fail(f"{option} {path}: the folder is not writable; choose another path")
+        _check_parent(path / "x", option)
         return
     _check_parent(path, option)
 
@@ -131,8 +132,10 @@ def _check_parent(path: Path, option: str) -> None:
         anc = anc.parent
     if not anc.is_dir():
         fail(f"{option} {path}: {anc} is a file, so nothing can be written under it")
-    if not os.access(anc, os.W_OK | os.X_OK):
-        fail(f"{option} {path}: {anc} is not writable by you; choose another path")
+    try:  # a real attempt: os.access says yes to root even where nothing can be created
+        tempfile.TemporaryFile(dir=anc, prefix=".cudaperf-write-check-").close()
+    except OSError:
+        fail(f"{option} {path}: nothing can be written in {anc}; choose another path")
 
 
 def read_text(path: Path, what: str) -> str:
@@ -180,12 +183,12 @@ def check_model_spec(spec: str, option: str) -> None:
         )
 
 
-_RESULT_KEYS = ("task_id", "candidate_hash", "status", "mode")
+_RESULT_KEYS = ("task_id", "status", "mode")
 
 
-def read_eval_results(path: Path, what: str = "RESULTS") -> list[dict]:
+def read_eval_results(path: Path, what: str = "RESULTS", allow_empty: bool = False) -> list[dict]:
     """The rows of a results JSONL written by `cudaperf eval --out`; fails on a file that is
-    not one (a task file, a trajectory, garbage) or holds no results."""
+    not one (a task file, a trajectory, garbage) or, unless `allow_empty`, holds no results."""
     from cudaperf.execute.types import Status
 
     text = read_text(path, what)
@@ -205,6 +208,6 @@ def read_eval_results(path: Path, what: str = "RESULTS") -> list[dict]:
             fail(f"{what} {path}:{n} is not an evaluation result ({why}); give the JSONL that "
                  "`cudaperf eval --out` wrote")  # fmt: skip
         rows.append(row)
-    if not rows:
+    if not rows and not allow_empty:
         fail(f"{what} {path} holds no results; run `cudaperf eval ... --out {path}` first")
     return rows

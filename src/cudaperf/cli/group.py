@@ -4,15 +4,19 @@ Every command (and every sub-app registered on the root app, now or later) runs 
 `CliGroup.invoke`, so one handler applies to all of them:
 - `UserError` (from `common.fail`) and `TaskFileError` (a task file that cannot be read): one
   `error: ...` line on stderr, exit code 2 (or the error's own code);
-- `KeyboardInterrupt` (Ctrl-C): one line saying that finished work was kept, exit code 130.
+- `KeyboardInterrupt` (Ctrl-C): one line saying that finished work was kept, exit code 130;
+- click's usage errors (a bad option value, a missing argument): one line, exit code 2.
 With `cudaperf --debug` both are re-raised, so the traceback shows. Anything else is a bug in
 cudaperf and keeps its traceback.
 """
 
 from __future__ import annotations
 
-import click
+import sys
+
+import typer
 from rich.text import Text
+from typer import _click, rich_utils  # typer vendors click: the classes it raises
 from typer.core import TyperGroup, TyperOption
 
 from cudaperf.cli.common import UserError, console
@@ -29,14 +33,14 @@ def set_debug(on: bool) -> None:
     _STATE["debug"] = on
 
 
-def _hide_bool_metavars(cmd: click.Command) -> None:
+def _hide_bool_metavars(cmd: _click.Command) -> None:
     """Boolean flags take no value, so their help shows no `<bool>` placeholder."""
     for p in cmd.params:
         if isinstance(p, TyperOption) and p.is_bool_flag and p.metavar is None:
             p.metavar = ""
     make_help = cmd.get_help_option
 
-    def help_option(ctx: click.Context, _make=make_help):
+    def help_option(ctx: _click.Context, _make=make_help):
         opt = _make(ctx)
         if opt is not None and opt.metavar is None:
             opt.metavar = ""
@@ -54,7 +58,26 @@ class CliGroup(TyperGroup):
         super().__init__(**attrs)
         _hide_bool_metavars(self)
 
-    def invoke(self, ctx: click.Context):
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """Click's usage errors (a bad option value, a missing argument) as one line too."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _click.exceptions.NoArgsIsHelpError as e:  # the help was printed
+            sys.exit(e.exit_code)
+        except _click.exceptions.UsageError as e:
+            hint = f" (see `{e.ctx.command_path} --help`)" if e.ctx is not None else ""
+            console.print(Text.assemble(("error: ", "bold red"), e.format_message() + hint))
+            sys.exit(e.exit_code)
+        except _click.exceptions.ClickException as e:
+            rich_utils.rich_format_error(e)
+            sys.exit(e.exit_code)
+        except (_click.exceptions.Abort, typer.Abort):
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+    def invoke(self, ctx: _click.Context):
         try:
             return super().invoke(ctx)
         except (UserError, TaskFileError) as e:

@@ -294,7 +294,7 @@ def attach(
         )
     check_out_file(out, "--out", (".jsonl", ".jsonl.gz", ".parquet"))
     target = path if path is not None else sample_path()
-    rows = read_eval_results(results)
+    rows = read_eval_results(results, allow_empty=True)  # none: every task unmeasured
     tasks = load_task_set(path)
     try:
         found = measurements_from_results(rows, date or dt.date.today().isoformat())

@@ -1,0 +1,84 @@
+"""Drive the real `cudaperf` command line in a subprocess, as a user's shell would."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH")
+
+
+def env(**extra: str) -> dict[str, str]:
+    """The environment of a CLI run: this checkout's package first, wide non-terminal output."""
+    e = dict(os.environ, PYTHONPATH=str(SRC), PYTHONUNBUFFERED="1")
+    e.pop("COLUMNS", None)
+    e.update(extra)
+    return e
+
+
+def cli(*args, timeout: float = 120, cwd: Path | None = None, **extra_env: str):
+    """Run `python -m cudaperf ARGS`; the CompletedProcess (text stdout/stderr)."""
+    cmd = [sys.executable, "-m", "cudaperf", *map(str, args)]
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, env=env(**extra_env), cwd=cwd
+    )
+
+
+def start(*args, cwd: Path | None = None, **extra_env: str) -> subprocess.Popen:
+    """Start `python -m cudaperf ARGS` without waiting (for the Ctrl-C tests)."""
+    cmd = [sys.executable, "-m", "cudaperf", *map(str, args)]
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(**extra_env),
+        cwd=cwd,
+    )  # fmt: skip
+
+
+def interrupt(p: subprocess.Popen, limit_s: float) -> tuple[float, str, str]:
+    """Send SIGINT (Ctrl-C) once; seconds until the process exited, its stdout and stderr.
+    Fails the test when it is still running after `limit_s`."""
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        pytest.fail(f"still running {limit_s} s after Ctrl-C")
+    return time.monotonic() - t0, out, err
+
+
+def wait_for(cond, limit_s: float, what: str) -> None:
+    """Poll `cond()` until it is true; fail the test after `limit_s`."""
+    t0 = time.monotonic()
+    while not cond():
+        if time.monotonic() - t0 > limit_s:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def user_error(r, *needles: str, code: int | None = None) -> str:
+    """Assert `r` is a user error: non-zero exit, no traceback, one `error:` line on stderr
+    naming every needle; returns that line."""
+    assert r.returncode != 0, (r.stdout, r.stderr)
+    if code is not None:
+        assert r.returncode == code, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr + r.stdout, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith(("error:", "Error:"))]
+    assert len(errors) == 1, r.stderr
+    for n in needles:
+        assert n in r.stderr, (n, r.stderr)
+    return errors[0]
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
