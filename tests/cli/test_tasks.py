@@ -140,3 +140,40 @@ def test_attach_verified_only_prunes_the_splits_beside_out(tmp_path):
     assert json.loads(r.stdout)["splits"] == str(splits)
     after = json.loads(splits.read_text())
     assert after == {"families": doc["families"], "tasks": {"test": [], "train": []}}
+
+
+def test_attach_without_a_path_does_not_touch_the_installed_sample_set(tmp_path):
+    import hashlib
+
+    from cudaperf.tasks.io import sample_path
+    from tests.cli.helpers import cli, user_error
+
+    def digest() -> str:
+        h = hashlib.sha256()
+        for f in sorted(sample_path().rglob("*")):
+            if f.is_file():
+                h.update(f.name.encode() + f.read_bytes())
+        return h.hexdigest()
+
+    results = tmp_path / "r.jsonl"
+    row = {"task_id": "sample/c2cuda/saxpy", "candidate_hash": "h", "candidate_id": "naive",
+           "status": "compiled", "mode": "compile-only"}  # fmt: skip
+    results.write_text(json.dumps(row) + "\n")
+    before = digest()
+    r = cli("tasks", "attach", results)
+    user_error(r, "rewrite the installed sample set", "--force", "--out", code=2)
+    assert digest() == before
+    out = tmp_path / "measured.jsonl"
+    r = cli("tasks", "attach", results, "--out", out)  # the sample set, written elsewhere
+    assert r.returncode == 0, r.stderr
+    assert digest() == before and out.is_file()
+    assert "{'" not in r.stdout + r.stderr and "implementations_measured" in r.stdout
+
+
+def test_attach_refuses_a_file_that_is_not_eval_results(tmp_path):
+    from tests.cli.helpers import cli, user_error
+
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text(json.dumps(C_TASK) + "\n")
+    r = cli("tasks", "attach", tasks, tasks, "--out", tmp_path / "o.jsonl")
+    user_error(r, "is not an evaluation result", code=2)
