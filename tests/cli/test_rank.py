@@ -65,3 +65,20 @@ def test_score_refuses_empty_and_garbage_candidates(tmp_path):
 def test_eval_checks_the_plot_before_the_work(tmp_path):
     r = cli("rank", "eval", "--tasks", _data(tmp_path), "--plot", tmp_path / "cal.svg")
     user_error(r, "--plot", ".png")
+
+
+def test_calibration_plot_pair_count_matches_the_text(tmp_path):
+    """The plot's title counts every measured pair (any ratio); the text names that count
+    beside `pairs` (those at --min-ratio), so the two never seem to disagree."""
+    p = _data(tmp_path)
+    m = tmp_path / "m"
+    assert cli("rank", "train", "--tasks", p, "--out", m, "--no-resources", "--workers", "1",
+               "--no-eval").returncode == 0  # fmt: skip
+    png = tmp_path / "cal.png"
+    r = cli("rank", "eval", "--tasks", p, "--model", m, "--plot", png, "--workers", "1",
+            "--min-ratio", "2")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    text = dict(ln.split(": ", 1) for ln in r.stdout.splitlines() if ": " in ln)
+    assert png.is_file() and int(text["calibration_pairs"]) > int(text["pairs"])
+    assert text["all_pairs.pairs"] == text["calibration_pairs"]
+    assert "{'" not in r.stdout  # nested blocks as lines, not dict dumps

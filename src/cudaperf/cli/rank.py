@@ -344,5 +344,16 @@ def eval_cmd(
     if as_json:
         emit_json(report)
         return
+    _print_flat(report)
+
+
+def _print_flat(report: dict, prefix: str = "") -> None:
+    """`key: value` lines; nested blocks as `block.key: value` (no dict dumps)."""
     for k, v in report.items():
-        stdout.print(f"{k}: {v:.3f}" if isinstance(v, float) else f"{k}: {v}", highlight=False)
+        if isinstance(v, dict):
+            _print_flat(v, f"{prefix}{k}.")
+        elif isinstance(v, list):
+            stdout.print(f"{prefix}{k}: {', '.join(map(str, v)) or '-'}", highlight=False)
+        else:
+            shown = f"{v:.3f}" if isinstance(v, float) else str(v)
+            stdout.print(f"{prefix}{k}: {shown}", highlight=False)
