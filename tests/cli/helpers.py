@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -82,3 +83,15 @@ def user_error(r, *needles: str, code: int | None = None) -> str:
 
 def lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
+
+
+def slow_nvcc_path(tmp_path: Path) -> str:
+    """A PATH whose nvcc takes 2 s more per compile (the real one behind it), so that a batch
+    is still running when the test presses Ctrl-C."""
+    real = shutil.which("nvcc")
+    fake = tmp_path / "slowbin" / "nvcc"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\ncase "$*" in *--version*) ;; *) sleep 2 ;; esac\n'
+                    f'exec "{real}" "$@"\n')  # fmt: skip
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    return f"{fake.parent}{os.pathsep}{os.environ['PATH']}"

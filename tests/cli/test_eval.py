@@ -6,12 +6,20 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
 
 import pytest
 
 from cudaperf.tasks.io import load_sample
-from tests.cli.helpers import cli, interrupt, lines, needs_nvcc, start, user_error, wait_for
+from tests.cli.helpers import (
+    cli,
+    interrupt,
+    lines,
+    needs_nvcc,
+    slow_nvcc_path,
+    start,
+    user_error,
+    wait_for,
+)
 
 
 def _saxpy_naive() -> str:
@@ -105,17 +113,6 @@ def test_no_cache_rerun_with_the_same_out_does_not_duplicate_rows(tmp_path):
     assert len(lines(out)) == 1
 
 
-def _slow_nvcc(tmp_path):
-    """An nvcc that takes 2 s per compile (the real one behind it), so a batch is long."""
-    real = shutil.which("nvcc")
-    fake = tmp_path / "slowbin" / "nvcc"
-    fake.parent.mkdir()
-    fake.write_text(f'#!/bin/sh\ncase "$*" in *--version*) ;; *) sleep 2 ;; esac\n'
-                    f'exec "{real}" "$@"\n')  # fmt: skip
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    return fake.parent
-
-
 @needs_nvcc
 def test_ctrl_c_stops_eval_keeps_finished_rows_and_a_rerun_resumes(tmp_path):
     code = _saxpy_naive()
@@ -124,7 +121,7 @@ def test_ctrl_c_stops_eval_keeps_finished_rows_and_a_rerun_resumes(tmp_path):
     out, cache = tmp_path / "o.jsonl", tmp_path / "cache"
     args = ["eval", "--candidates", c, "--compile-only", "--jobs", "1", "--out", out,
             "--cache-dir", cache]  # fmt: skip
-    path = f"{_slow_nvcc(tmp_path)}{os.pathsep}{os.environ['PATH']}"
+    path = slow_nvcc_path(tmp_path)
     p = start(*args, PATH=path)
     wait_for(lambda: out.is_file() and len(lines(out)) >= 1, 90, "the first result")
     seconds, _, err = interrupt(p, limit_s=10)

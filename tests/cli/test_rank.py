@@ -82,3 +82,22 @@ def test_calibration_plot_pair_count_matches_the_text(tmp_path):
     assert png.is_file() and int(text["calibration_pairs"]) > int(text["pairs"])
     assert text["all_pairs.pairs"] == text["calibration_pairs"]
     assert "{'" not in r.stdout  # nested blocks as lines, not dict dumps
+
+
+def test_ctrl_c_stops_train_on_the_dataset_within_seconds(tmp_path):
+    import time
+
+    import pytest
+
+    from cudaperf.tasks.io import dataset_path
+    from tests.cli.helpers import interrupt, start
+
+    if dataset_path() is None:
+        pytest.skip("needs the measured dataset (data/tasks.jsonl.gz)")
+    m = tmp_path / "m"
+    p = start("rank", "train", "--out", m, "--workers", "2", "--cache-dir", tmp_path / "c")
+    time.sleep(6)  # loading 4k tasks, then computing features in worker processes
+    assert p.poll() is None, p.communicate()
+    seconds, _, err = interrupt(p, limit_s=15)
+    assert p.returncode == 130 and seconds < 5, (seconds, err)
+    assert "Traceback" not in err and not (m / "feature_ranker.json").exists()

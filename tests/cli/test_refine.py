@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import socket
 
-from tests.cli.helpers import cli, user_error
+from tests.cli.helpers import (
+    cli,
+    interrupt,
+    lines,
+    needs_nvcc,
+    slow_nvcc_path,
+    start,
+    user_error,
+    wait_for,
+)
 
 
 def _closed_port() -> int:
@@ -36,3 +45,18 @@ def test_default_best_out_is_checked_before_the_work(tmp_path):
     (tmp_path / "saxpy_best.cu").mkdir()  # where the best kernel would go by default
     r = cli("refine", "saxpy", "--model", "scripted:implementations", cwd=tmp_path)
     user_error(r, "--best-out", "is a folder")
+
+
+@needs_nvcc
+def test_ctrl_c_stops_refine_and_keeps_the_finished_turns(tmp_path):
+    out = tmp_path / "traj.jsonl"
+    p = start("refine", "c2cuda/matmul", "--model", "scripted:weakest-first", "--turns", "4",
+              "--samples", "2", "--compile-only", "--cache-dir", tmp_path / "cache",
+              "--out", out, "--best-out", tmp_path / "best.cu",
+              PATH=slow_nvcc_path(tmp_path))  # fmt: skip
+    wait_for(lambda: out.is_file() and len(lines(out)) >= 1, 120, "the first turn")
+    seconds, stdout, err = interrupt(p, limit_s=10)
+    assert p.returncode == 130 and seconds < 5, (seconds, err)
+    assert "Traceback" not in err and "turn 1:" in stdout
+    kept = lines(out)
+    assert kept and kept[0]["type"] == "turn" and kept[0]["turn"] == 1
