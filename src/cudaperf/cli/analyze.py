@@ -157,10 +157,7 @@ def _load_task(spec: str, task_id: str | None):
 
     path = Path(spec)
     if path.exists():
-        try:
-            tasks = load_tasks(path)
-        except (OSError, ValueError) as e:
-            fail(f"cannot read tasks from {path}: {e}")
+        tasks = load_tasks(path)  # a TaskFileError names the file and the fix
         if task_id is None and len(tasks) == 1:
             return tasks[0]
         if task_id is None:

@@ -210,7 +210,7 @@ def measure(
             code=1,
         )
     try:
-        gpu_ids = None if gpus.strip() == "all" else tuple(int(g) for g in gpus.split(","))
+        gpu_ids = None if gpus.strip() == "all" else _gpu_list(gpus)
         config = MeasureConfig(
             out=out, batch_tasks=batch_tasks, jobs=jobs, gpus=gpu_ids, trials=trials,
             warmup=warmup, budget_ms=budget_ms, compile_only=compile_only, arch=arch,
@@ -290,3 +290,10 @@ def _select_for_measure(tasks: list, kinds: str, shard: str, limit: int | None) 
             raise ValueError(f"--shard {shard!r}: need 0 <= i < n")
         tasks = tasks[i::n]
     return tasks[:limit] if limit is not None else tasks
+
+
+def _gpu_list(gpus: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(g) for g in gpus.split(","))
+    except ValueError:
+        fail(f"--gpus {gpus!r}: give GPU indices such as 0,1 (as nvidia-smi numbers them), or all")

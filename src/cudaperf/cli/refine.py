@@ -31,6 +31,9 @@ def _target(target: str, tasks_path, function, sizes, lengths) -> Task:
     p = Path(target)
     if p.suffix in (".c", ".py") and not p.is_file():
         fail(f"TARGET {target}: no such file; give an existing .c or .py file, or a task id")
+    if p.is_file() and p.suffix not in (".c", ".py"):
+        fail(f"TARGET {target}: refine starts from a task id, a C function (.c) or a PyTorch "
+             "module (.py); to score a kernel, use `cudaperf reward TASK FILE`")  # fmt: skip
     try:
         if p.suffix == ".c" and p.is_file():
             if not function or not sizes:

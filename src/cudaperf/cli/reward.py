@@ -43,11 +43,19 @@ def scorer_for(task, preset: str, compile_only: bool | None, cache_dir: Path | N
     check_toolchain(ev.compile_only, ev.nvcc)
     rk = None
     if cfg.ranker_weight > 0:
-        rk = ranker_from_spec(ranker)
-        if rk is None and ranker not in ("default", "none"):
-            fail(f"--ranker {ranker}: cannot load that ranker (see the warning above); pass a "
-                 "file or folder from `cudaperf rank train --out`, default, or none")  # fmt: skip
+        rk = ranker_from_spec(ranker) if ranker in ("default", "none") else _load_ranker(ranker)
     return RewardScorer([task], config=cfg, eval_config=ev, ranker=rk, analyze="always")
+
+
+def _load_ranker(spec: str):
+    """The ranker file or folder --ranker names, or a one-line error saying why not."""
+    from cudaperf.rank.bt import ModelNotTrainedError
+    from cudaperf.rank.ranker import load_ranker, make_ranker
+
+    try:
+        return make_ranker(load_ranker(Path(spec)))
+    except (ModelNotTrainedError, ValueError, ImportError, OSError) as e:
+        fail(f"--ranker {spec}: {e} (or pass --ranker default or none)")
 
 
 RankerOpt = typer.Option(

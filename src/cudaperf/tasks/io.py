@@ -96,8 +96,8 @@ def _read_jsonl(path: Path) -> list[Task]:
         raise TaskFileError(f"{path}: the gzip data is cut short or corrupt; rewrite it") from None
     except UnicodeDecodeError as e:
         raise TaskFileError(
-            f"{path}: not UTF-8 text ({e.reason} at byte {e.start} of a chunk); save the file "
-            "as UTF-8"
+            f"{path}: not UTF-8 text (byte {e.object[e.start : e.start + 1]!r}: {e.reason}); "
+            "save the file as UTF-8"
         ) from None
     except OSError as e:
         msg = f"{path}: cannot be read ({e.strerror}); check its permissions"
