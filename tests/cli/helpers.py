@@ -9,6 +9,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,12 +27,27 @@ def env(**extra: str) -> dict[str, str]:
     return e
 
 
-def cli(*args, timeout: float = 120, cwd: Path | None = None, **extra_env: str):
-    """Run `python -m cudaperf ARGS`; the CompletedProcess (text stdout/stderr)."""
+# Where commands run unless a test says otherwise: a broken check must not leave files (a
+# default traj.jsonl, a best kernel) in the checkout.
+_SCRATCH = Path(tempfile.mkdtemp(prefix="cudaperf-cli-test-"))
+
+
+def cli(*args, timeout: float = 120, cwd: Path | None = None, src: Path = SRC, **extra_env: str):
+    """Run `python -m cudaperf ARGS` (the package under `src`); the CompletedProcess."""
     cmd = [sys.executable, "-m", "cudaperf", *map(str, args)]
+    e = env(**extra_env) | {"PYTHONPATH": str(src)}
     return subprocess.run(
-        cmd, capture_output=True, text=True, timeout=timeout, env=env(**extra_env), cwd=cwd
+        cmd, capture_output=True, text=True, timeout=timeout, env=e, cwd=cwd or _SCRATCH
     )
+
+
+def package_copy(tmp_path: Path) -> Path:
+    """A throwaway copy of the package (its `src` folder), for tests whose failure would
+    write into the package itself (the shipped ranker, the sample set)."""
+    dst = tmp_path / "src"
+    shutil.copytree(SRC / "cudaperf", dst / "cudaperf",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    return dst
 
 
 def start(*args, cwd: Path | None = None, **extra_env: str) -> subprocess.Popen:
@@ -39,7 +55,7 @@ def start(*args, cwd: Path | None = None, **extra_env: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "cudaperf", *map(str, args)]
     return subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(**extra_env),
-        cwd=cwd,
+        cwd=cwd or _SCRATCH,
     )  # fmt: skip
 
 

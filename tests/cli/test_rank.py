@@ -8,7 +8,7 @@ import json
 
 from cudaperf.rank.bt import default_weights_path
 from cudaperf.tasks.io import save_jsonl
-from tests.cli.helpers import cli, user_error
+from tests.cli.helpers import SRC, cli, package_copy, user_error
 from tests.rank.helpers import SPLITS, kernel, unroll_tasks
 
 
@@ -24,10 +24,12 @@ def _sha(p) -> str:
 
 
 def test_ship_does_not_replace_the_packaged_ranker_without_force(tmp_path):
-    shipped = default_weights_path()
+    src = package_copy(tmp_path)  # were the check broken, only the copy would be replaced
+    shipped = src / default_weights_path().relative_to(SRC)
     assert shipped.is_file()
     before = _sha(shipped)
-    r = cli("rank", "train", "--tasks", _data(tmp_path), "--out", tmp_path / "m", "--ship")
+    r = cli("rank", "train", "--tasks", _data(tmp_path), "--out", tmp_path / "m", "--ship",
+            "--workers", "1", "--cache-dir", tmp_path / "c", src=src)  # fmt: skip
     user_error(r, "--ship would replace the packaged ranker", "--force", code=2)
     assert _sha(shipped) == before and not (tmp_path / "m").exists()
 

@@ -146,11 +146,14 @@ def test_attach_without_a_path_does_not_touch_the_installed_sample_set(tmp_path)
     import hashlib
 
     from cudaperf.tasks.io import sample_path
-    from tests.cli.helpers import cli, user_error
+    from tests.cli.helpers import SRC, cli, package_copy, user_error
+
+    src = package_copy(tmp_path)  # were the check broken, only the copy would be rewritten
+    sample = src / sample_path().relative_to(SRC)
 
     def digest() -> str:
         h = hashlib.sha256()
-        for f in sorted(sample_path().rglob("*")):
+        for f in sorted(sample.rglob("*")):
             if f.is_file():
                 h.update(f.name.encode() + f.read_bytes())
         return h.hexdigest()
@@ -160,11 +163,11 @@ def test_attach_without_a_path_does_not_touch_the_installed_sample_set(tmp_path)
            "status": "compiled", "mode": "compile-only"}  # fmt: skip
     results.write_text(json.dumps(row) + "\n")
     before = digest()
-    r = cli("tasks", "attach", results)
+    r = cli("tasks", "attach", results, src=src)
     user_error(r, "rewrite the installed sample set", "--force", "--out", code=2)
     assert digest() == before
     out = tmp_path / "measured.jsonl"
-    r = cli("tasks", "attach", results, "--out", out)  # the sample set, written elsewhere
+    r = cli("tasks", "attach", results, "--out", out, src=src)  # the sample set, elsewhere
     assert r.returncode == 0, r.stderr
     assert digest() == before and out.is_file()
     assert "{'" not in r.stdout + r.stderr and "implementations_measured" in r.stdout
