@@ -80,23 +80,30 @@ def test_no_nvcc_on_path_blames_the_toolchain_not_the_candidate(tmp_path):
     assert not out.exists()
 
 
-def test_missing_nvcc_inside_the_evaluator_is_an_infra_error_without_traceback(tmp_path):
-    """Library path (no CLI pre-check): a ToolchainError is INFRA_ERROR, logged in one line."""
+@pytest.mark.parametrize("kind", ["c2cuda/saxpy", "torch2cuda/softmax"])
+def test_missing_nvcc_inside_the_evaluator_is_an_infra_error_without_traceback(
+    tmp_path, monkeypatch, kind
+):
+    """Library path (no CLI pre-check): a ToolchainError is INFRA_ERROR, logged in one line,
+    for C→CUDA (nvcc from the config) and PyTorch→CUDA (nvcc from PATH) candidates alike."""
     import logging
 
     from cudaperf.execute import Candidate, EvalConfig, Status, evaluate_batch
 
-    (task,) = [t for t in load_sample() if t.id.endswith("/saxpy")]
+    (task,) = [t for t in load_sample() if t.id.endswith(kind)]
+    code = task.implementations[0].code
+    if kind.startswith("torch"):
+        monkeypatch.setenv("PATH", str(tmp_path))  # its kernels are built by the nvcc on PATH
     cfg = EvalConfig(compile_only=True, nvcc=str(tmp_path / "no-nvcc"), cache_dir=tmp_path / "c")
     records: list[logging.LogRecord] = []
     handler = logging.Handler()
     handler.emit = records.append  # type: ignore[method-assign]
     logging.getLogger("cudaperf.execute.pool").addHandler(handler)
     try:
-        (res,) = list(evaluate_batch([(task, Candidate(code=_saxpy_naive()))], cfg))
+        (res,) = list(evaluate_batch([(task, Candidate(code=code))], cfg))
     finally:
         logging.getLogger("cudaperf.execute.pool").removeHandler(handler)
-    assert res.status is Status.INFRA_ERROR and "not found" in res.feedback[0]
+    assert res.status is Status.INFRA_ERROR and "nvcc not found" in res.feedback[0]
     assert records and all(r.exc_info is None for r in records)
 
 
