@@ -73,8 +73,8 @@ def _backend(
         )  # fmt: skip
     try:
         return make_backend(model, task=task, **opts)
-    except (ImportError, ValueError, OSError) as e:
-        fail(f"--model {model}: {e}")
+    except (ImportError, ValueError, OSError) as e:  # the first line says what went wrong
+        fail(f"--model {model}: {(str(e).splitlines() or [type(e).__name__])[0]}")
 
 
 def _connection_errors() -> tuple[type[BaseException], ...]:
