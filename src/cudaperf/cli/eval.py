@@ -163,7 +163,8 @@ def eval_command(
         jobs = _read_candidates(candidates, tasks)
     else:
         jobs = [(t, Candidate(code=i.code, id=i.id)) for t in tasks for i in t.implementations]
-    check_toolchain(cfg.compile_only, cfg.nvcc)
+    if backend == "local":  # Ray workers bring their own GPUs and nvcc
+        check_toolchain(cfg.compile_only, cfg.nvcc)
     if no_cache and out is not None and out.is_file() and out.stat().st_size:
         console.print(f"--no-cache: results already in {out} are kept, not recomputed; give a "
                       "new --out to evaluate them again", highlight=False)  # fmt: skip
