@@ -37,4 +37,4 @@ def test_short_task_id_resolves(tmp_path):
     r = cli("analyze", cand, "--task", "saxpy")
     assert r.returncode == 0, r.stderr
     assert "--task is only used with --profile" in r.stderr
-    user_error(cli("analyze", cand, "--task", "nope"), "no task matches --task 'nope'")
+    user_error(cli("analyze", cand, "--task", "nope"), "no task 'nope' (--task)")

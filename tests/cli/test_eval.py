@@ -41,7 +41,7 @@ def _cands(path, rows):
         ("[1, 2]\n", ["c.jsonl:1", "not a JSON object"]),
         ('{"task_id": "saxpy", "code": "x"\n', ["c.jsonl:1", "not valid JSON"]),
         ("\n\n", ["holds no candidates"]),
-        ('{"task_id": "no_such_task", "code": "x"}\n', ["no task matches", "no_such_task"]),
+        ('{"task_id": "no_such_task", "code": "x"}\n', ["no task 'no_such_task'"]),
     ],
     ids=["code-int", "task-id-list", "no-code", "not-object", "bad-json", "empty", "unknown"],
 )

@@ -27,7 +27,7 @@ def test_list_and_show(tmp_path):
     r = run("tasks", "show", "scale", str(p), "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["entry"] == "scale"
     r = run("tasks", "show", "nope", str(p))
-    assert r.exit_code == 2 and "no task matches" in r.output
+    assert r.exit_code == 2 and "no task 'nope'" in r.output
 
 
 def test_validate_reports_file_line_field(tmp_path):

@@ -1,7 +1,7 @@
 """Helpers shared by the CLI commands: the one error path, output, paths, the task set.
 
 Every user mistake ends in `fail` (or a `UserError` raised anywhere under a command), which the
-app's root group (`cudaperf.cli.app_group.CliGroup`) turns into one `error: ...` line on
+app's root group (`cudaperf.cli.group.CliGroup`) turns into one `error: ...` line on
 stderr and a non-zero exit; a traceback appears only with `cudaperf --debug`.
 """
 
@@ -61,15 +61,21 @@ def load_task_set(path: Path | None, sample: bool = False, default: str = "sampl
             return load_tasks(path)
         if sample or default == "sample":
             return load_sample()
-        found = dataset_path()
-        if found is None:
-            fail(
-                "no measured dataset here (data/tasks.jsonl.gz of a source checkout, or "
-                "$CUDAPERF_DATASET); pass the task file explicitly, or --sample for the demo set"
-            )
-        return load_tasks(found)
+        return load_tasks(measured_dataset())
     except TaskFileError as e:
         fail(str(e))
+
+
+def measured_dataset() -> Path:
+    """The measured dataset (default of the commands that need measurements), or a one-line
+    error saying how to name a task file instead."""
+    found = dataset_path()
+    if found is None:
+        fail(
+            "no measured dataset here (data/tasks.jsonl.gz of a source checkout, or "
+            "$CUDAPERF_DATASET); pass the task file explicitly (PATH or --tasks)"
+        )
+    return found
 
 
 def select_tasks(tasks: list[Task], ids: list[str] | None) -> list[Task]:
@@ -87,7 +93,8 @@ def select_task(tasks: list[Task], task_id: str, option: str = "task id") -> Tas
         return exact[0]
     found = [t for t in tasks if t.id.endswith("/" + task_id)]
     if not found:
-        fail(f"no task matches {option} {task_id!r}; run `cudaperf tasks list` to see the ids")
+        fail(f"no task {task_id!r} ({option}): no id equals it or ends with /{task_id}; run "
+             "`cudaperf tasks list` to see the ids")  # fmt: skip
     if len(found) > 1:
         shown = ", ".join(t.id for t in found[:3])
         fail(

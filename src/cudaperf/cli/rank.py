@@ -18,6 +18,7 @@ from cudaperf.cli.common import (
     emit_json,
     fail,
     load_task_set,
+    measured_dataset,
     read_text,
     select_task,
     stdout,
@@ -56,19 +57,6 @@ CacheOpt = typer.Option(
     Path.home() / ".cache" / "cudaperf" / "rank-features", "--cache-dir",
     help="On-disk feature cache (keyed by code hash, analyzer settings and feature code).",
 )  # fmt: skip
-
-
-def _measured(tasks_path: Path | None) -> Path:
-    """--tasks, else the measured dataset (rank train/eval need measurements)."""
-    from cudaperf.tasks.io import dataset_path
-
-    found = tasks_path or dataset_path()
-    if found is None:
-        fail(
-            "no measured dataset here (data/tasks.jsonl.gz of a source checkout, or "
-            "$CUDAPERF_DATASET); pass --tasks FILE with measured implementations"
-        )
-    return found
 
 
 def _splits_path(tasks_path: Path | None, splits: Path | None) -> Path | None:
@@ -190,25 +178,12 @@ def train(
     """Train a ranker on measured pairs of the training families; evaluate on held-out ones."""
     import dataclasses
 
+    from cudaperf.rank import bt
     from cudaperf.rank.metrics import evaluate
     from cudaperf.rank.ranker import NoPairsError, provenance
 
-    if kind not in ("feature", "neural"):
-        fail(f"--model must be feature or neural, got {kind!r}")
-    if ship and kind != "feature":
-        fail("--ship packages the feature ranker only; the neural one stays in --out")
-    from cudaperf.rank import bt
-
-    if ship and bt.default_weights_path().is_file() and not force:
-        fail(
-            f"--ship would replace the packaged ranker {bt.default_weights_path()}; add --force to "
-            "replace it (compare held-out metrics with `cudaperf rank eval` first)"
-        )
-    check_out_dir(out, "--out")
-    check_out_dir(cache_dir, "--cache-dir")
-    if kind == "neural":
-        check_model_spec(backbone, "--backbone")
-    tasks_path = _measured(tasks_path)
+    _check_train_options(kind, ship, force, out, cache_dir, backbone)
+    tasks_path = tasks_path or measured_dataset()
     tasks = load_task_set(tasks_path)
     split_map = _splits(tasks_path, splits)
     src = str(tasks_path)
@@ -258,6 +233,25 @@ def train(
         emit_json(report)
     else:
         _print_train(report)
+
+
+def _check_train_options(kind, ship, force, out, cache_dir, backbone) -> None:
+    """Everything `rank train` can refuse before loading a task (nothing is trained first)."""
+    from cudaperf.rank import bt
+
+    if kind not in ("feature", "neural"):
+        fail(f"--model must be feature or neural, got {kind!r}")
+    if ship and kind != "feature":
+        fail("--ship packages the feature ranker only; the neural one stays in --out")
+    if ship and bt.default_weights_path().is_file() and not force:
+        fail(
+            f"--ship would replace the packaged ranker {bt.default_weights_path()}; add --force to "
+            "replace it (compare held-out metrics with `cudaperf rank eval` first)"
+        )
+    check_out_dir(out, "--out")
+    check_out_dir(cache_dir, "--cache-dir")
+    if kind == "neural":
+        check_model_spec(backbone, "--backbone")
 
 
 def _print_train(report: dict) -> None:
@@ -334,7 +328,7 @@ def eval_cmd(
     check_out_file(plot, "--plot", (".png",))
     check_out_dir(cache_dir, "--cache-dir")
     model = _ranker(model_path)
-    tasks_path = _measured(tasks_path)
+    tasks_path = tasks_path or measured_dataset()
     tasks = load_task_set(tasks_path)
     try:
         report = evaluate(tasks, model, _splits(tasks_path, splits), split, min_ratio, plot,

@@ -294,6 +294,8 @@ def attach(
         )
     check_out_file(out, "--out", (".jsonl", ".jsonl.gz", ".parquet"))
     target = path if path is not None else sample_path()
+    if out is None and not Path(target).is_dir():
+        fail(f"{target} is a file; give --out to write the measured tasks somewhere")
     rows = read_eval_results(results, allow_empty=True)  # none: every task unmeasured
     tasks = load_task_set(path)
     try:
@@ -311,10 +313,8 @@ def attach(
             save_tasks(updated, out)
         except TaskFileError as e:
             fail(str(e))
-    elif Path(target).is_dir():
-        write_dir_measurements(target, updated)
     else:
-        fail(f"{target} is a file; give --out to write the measured tasks somewhere")
+        write_dir_measurements(target, updated)
     report = {
         "implementations_measured": n,
         "measured_fraction": task_stats(updated)["measured_fraction"],
@@ -332,9 +332,13 @@ def attach(
             report["splits"] = str(out.with_name("splits.json"))
     if json:
         emit_json(report)
-        return
-    where = out if out is not None else target
-    console.print(f"measured {n} implementation(s); wrote {where}", highlight=False)
+    else:
+        console.print(f"measured {n} implementation(s); wrote {out or target}", highlight=False)
+        _print_report(report)
+
+
+def _print_report(report: dict) -> None:
+    """A `statistic | value` table; nested counts as `key: n, ...` in one cell."""
     table = Table("statistic", "value")
     for key, value in report.items():
         if isinstance(value, dict):
