@@ -20,7 +20,10 @@ def test_files_that_are_not_eval_results_are_refused(tmp_path):
     user_error(cli("report", tasks), "tasks.jsonl:1 is not an evaluation result", code=2)
     traj = tmp_path / "traj.jsonl"
     traj.write_text(json.dumps({"type": "turn", "task_id": "t", "turn": 1}) + "\n")
-    user_error(cli("report", traj), "is not an evaluation result", code=2)
+    user_error(cli("report", traj), "is not an evaluation result (no 'status')", code=2)
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text(json.dumps({"status": "great", "task_id": "t"}) + "\n")
+    user_error(cli("report", odd), "status 'great'", code=2)
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     user_error(cli("report", empty), "holds no results", code=2)

@@ -190,12 +190,10 @@ def check_model_spec(spec: str, option: str) -> None:
         )
 
 
-_RESULT_KEYS = ("task_id", "status", "mode")
-
-
 def read_eval_results(path: Path, what: str = "RESULTS", allow_empty: bool = False) -> list[dict]:
-    """The rows of a results JSONL written by `cudaperf eval --out`; fails on a file that is
-    not one (a task file, a trajectory, garbage) or, unless `allow_empty`, holds no results."""
+    """The rows of a results JSONL written by `cudaperf eval --out`: each a JSON object with
+    a `status` of the evaluator's. Fails on a file that is not one (a task file, a trajectory,
+    garbage) or, unless `allow_empty`, holds no results."""
     from cudaperf.execute.types import Status
 
     text = read_text(path, what)
@@ -209,9 +207,9 @@ def read_eval_results(path: Path, what: str = "RESULTS", allow_empty: bool = Fal
         except json.JSONDecodeError as e:
             fail(f"{what} {path}:{n}: not valid JSON ({e.msg}); give the JSONL that "
                  "`cudaperf eval --out` wrote")  # fmt: skip
-        missing = [k for k in _RESULT_KEYS if not isinstance(row, dict) or k not in row]
-        if missing or row["status"] not in statuses:
-            why = f"no {', '.join(missing)}" if missing else f"status {row['status']!r}"
+        status = row.get("status") if isinstance(row, dict) else None
+        if status not in statuses:
+            why = "no 'status'" if status is None else f"status {status!r}"
             fail(f"{what} {path}:{n} is not an evaluation result ({why}); give the JSONL that "
                  "`cudaperf eval --out` wrote")  # fmt: skip
         rows.append(row)
