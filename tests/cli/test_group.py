@@ -64,3 +64,5 @@ def test_tables_are_not_wrapped_at_80_columns_when_piped():
     row = next(ln for ln in r.stdout.splitlines() if "sample/torch2cuda/conv2d" in ln)
     assert "smem_tiled_oc_blocked" in row and len(row) > 80  # one row, one line
     assert max(len(ln) for ln in r.stdout.splitlines()) > 80
+    r = cli("tasks", "show", "saxpy")  # and nothing is padded to that width either
+    assert r.returncode == 0 and max(len(ln) for ln in r.stdout.splitlines()) < 200

@@ -87,9 +87,10 @@ def show_task(
         return
     stdout.print(f"[bold]{t.id}[/]  kind={t.kind.value} family={t.family} entry={t.entry}")
     if t.description:
-        stdout.print(t.description, markup=False, highlight=False)
+        stdout.print(t.description, markup=False, highlight=False, width=min(stdout.width, 100))
     lang = "c" if t.kind.value == "c2cuda" else "python"
-    stdout.print(Syntax(t.source, lang, line_numbers=True))
+    width = max(map(len, t.source.splitlines() or [""])) + 1  # not padded to the console
+    stdout.print(Syntax(t.source, lang, line_numbers=True, code_width=width))
     if t.signature:
         stdout.print(f"candidate prototype: {t.c_prototype()}")
     table = Table("config", "held out", "sizes", "seed")
