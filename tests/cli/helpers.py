@@ -111,3 +111,9 @@ def slow_nvcc_path(tmp_path: Path) -> str:
                     f'exec "{real}" "$@"\n')  # fmt: skip
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     return f"{fake.parent}{os.pathsep}{os.environ['PATH']}"
+
+
+def finished_lines(path: Path) -> int:
+    """How many complete lines a file that another process is appending to holds so far
+    (a line still being written has no newline yet)."""
+    return Path(path).read_text().count("\n") if Path(path).is_file() else 0

@@ -12,6 +12,7 @@ import pytest
 from cudaperf.tasks.io import load_sample
 from tests.cli.helpers import (
     cli,
+    finished_lines,
     interrupt,
     lines,
     needs_nvcc,
@@ -130,7 +131,7 @@ def test_ctrl_c_stops_eval_keeps_finished_rows_and_a_rerun_resumes(tmp_path):
             "--cache-dir", cache]  # fmt: skip
     path = slow_nvcc_path(tmp_path)
     p = start(*args, PATH=path)
-    wait_for(lambda: out.is_file() and len(lines(out)) >= 1, 90, "the first result")
+    wait_for(lambda: finished_lines(out) >= 1, 90, "the first result")
     seconds, _, err = interrupt(p, limit_s=10)
     assert p.returncode == 130, err
     assert seconds < 5, f"took {seconds:.1f} s to stop"

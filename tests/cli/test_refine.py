@@ -7,6 +7,7 @@ import socket
 
 from tests.cli.helpers import (
     cli,
+    finished_lines,
     interrupt,
     lines,
     needs_nvcc,
@@ -54,7 +55,7 @@ def test_ctrl_c_stops_refine_and_keeps_the_finished_turns(tmp_path):
               "--samples", "2", "--compile-only", "--cache-dir", tmp_path / "cache",
               "--out", out, "--best-out", tmp_path / "best.cu",
               PATH=slow_nvcc_path(tmp_path))  # fmt: skip
-    wait_for(lambda: out.is_file() and len(lines(out)) >= 1, 120, "the first turn")
+    wait_for(lambda: finished_lines(out) >= 1, 120, "the first turn")
     seconds, stdout, err = interrupt(p, limit_s=10)
     assert p.returncode == 130 and seconds < 5, (seconds, err)
     assert "Traceback" not in err and "turn 1:" in stdout
