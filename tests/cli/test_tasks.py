@@ -27,7 +27,7 @@ def test_list_and_show(tmp_path):
     r = run("tasks", "show", "scale", str(p), "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["entry"] == "scale"
     r = run("tasks", "show", "nope", str(p))
-    assert r.exit_code == 2 and "no task matches" in r.output
+    assert r.exit_code == 2 and "no task 'nope'" in r.output
 
 
 def test_validate_reports_file_line_field(tmp_path):
@@ -50,7 +50,7 @@ def test_export_round_trip(tmp_path):
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["written"] >= 1
     r = run("tasks", "export", "--sample", "--out", str(tmp_path / "s.csv"))
-    assert r.exit_code == 2 and "use a .jsonl or .parquet" in r.output
+    assert r.exit_code == 2 and "use a .jsonl, .jsonl.gz or .parquet file name" in r.output
 
 
 def test_import_kernelbench_fixture(tmp_path):
@@ -140,3 +140,43 @@ def test_attach_verified_only_prunes_the_splits_beside_out(tmp_path):
     assert json.loads(r.stdout)["splits"] == str(splits)
     after = json.loads(splits.read_text())
     assert after == {"families": doc["families"], "tasks": {"test": [], "train": []}}
+
+
+def test_attach_without_a_path_does_not_touch_the_installed_sample_set(tmp_path):
+    import hashlib
+
+    from cudaperf.tasks.io import sample_path
+    from tests.cli.helpers import SRC, cli, package_copy, user_error
+
+    src = package_copy(tmp_path)  # were the check broken, only the copy would be rewritten
+    sample = src / sample_path().relative_to(SRC)
+
+    def digest() -> str:
+        h = hashlib.sha256()
+        for f in sorted(sample.rglob("*")):
+            if f.is_file():
+                h.update(f.name.encode() + f.read_bytes())
+        return h.hexdigest()
+
+    results = tmp_path / "r.jsonl"
+    row = {"task_id": "sample/c2cuda/saxpy", "candidate_hash": "h", "candidate_id": "naive",
+           "status": "compiled", "mode": "compile-only"}  # fmt: skip
+    results.write_text(json.dumps(row) + "\n")
+    before = digest()
+    r = cli("tasks", "attach", results, src=src)
+    user_error(r, "rewrite the installed sample set", "--force", "--out", code=2)
+    assert digest() == before
+    out = tmp_path / "measured.jsonl"
+    r = cli("tasks", "attach", results, "--out", out, src=src)  # the sample set, elsewhere
+    assert r.returncode == 0, r.stderr
+    assert digest() == before and out.is_file()
+    assert "{'" not in r.stdout + r.stderr and "implementations_measured" in r.stdout
+
+
+def test_attach_refuses_a_file_that_is_not_eval_results(tmp_path):
+    from tests.cli.helpers import cli, user_error
+
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text(json.dumps(C_TASK) + "\n")
+    r = cli("tasks", "attach", tasks, tasks, "--out", tmp_path / "o.jsonl")
+    user_error(r, "is not an evaluation result", code=2)

@@ -36,7 +36,20 @@ import re
 import subprocess
 from pathlib import Path
 
-__all__ = ["PRELUDE", "EmulatorBuildError", "build", "needs_fibers", "rewrite_launches"]
+__all__ = [
+    "PRELUDE",
+    "EmulatorBuildError",
+    "build",
+    "needs_fibers",
+    "rewrite_launches",
+    "SKIP_REASON",
+]
+
+# Why the emulator tests skip by default, and what runs them (shown by `pytest -rs`).
+SKIP_REASON = (
+    "slow CPU emulation of every generated kernel (minutes): set CUDAPERF_EMULATE=1 to run it "
+    "(CUDAPERF_EMULATE_TASKS / _FAMILIES / _TIMEOUT narrow or widen it)"
+)
 
 PRELUDE = r"""
 #include <algorithm>

@@ -44,3 +44,22 @@ def test_build_writes_gzipped_jsonl_with_per_kind_totals(tmp_path):
     again = tmp_path / "again" / "t.jsonl.gz"
     assert CliRunner().invoke(app, [*args[:-3], "--out", str(again), "--json"]).exit_code == 0
     assert again.read_bytes() == out.read_bytes()
+
+
+def test_emulator_tests_skip_saying_what_to_set_and_why():
+    """`pytest -rs` is where people read it: the variable, its value, and that it is slow."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CUDAPERF_EMULATE")}
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+         "tests/datagen/families/test_torch_emulated.py"],
+        capture_output=True, text=True, cwd=root, env=env, timeout=120,
+    )  # fmt: skip
+    skips = [ln for ln in r.stdout.splitlines() if ln.startswith("SKIPPED")]
+    assert skips, r.stdout
+    assert all("set CUDAPERF_EMULATE=1 to run it" in ln and "slow" in ln for ln in skips)

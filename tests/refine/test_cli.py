@@ -60,7 +60,7 @@ def test_refine_scripted_weakest_first_compile_only(tmp_path):
 
 def test_refine_bad_target_and_missing_c_options(tmp_path):
     res = runner.invoke(app, ["refine", "no/such/task", "--model", "scripted:implementations"])
-    assert res.exit_code == 2 and "no task matches" in res.output
+    assert res.exit_code == 2 and "no task 'no/such/task' (TARGET)" in res.output
     c = tmp_path / "f.c"
     c.write_text("void f(int n, float* y) { }\n")
     res = runner.invoke(app, ["refine", str(c), "--model", "scripted:implementations"])

@@ -11,7 +11,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cudaperf.cli.common import console, emit_json, fail, stdout
+from cudaperf.cli.common import (
+    SAMPLE_DEFAULT,
+    console,
+    emit_json,
+    fail,
+    read_text,
+    select_task,
+    stdout,
+)
 
 if TYPE_CHECKING:  # the analyzer (sympy, tree-sitter) loads only when this command runs
     from cudaperf.analyze import StructuralReport
@@ -54,8 +62,9 @@ def analyze_command(
     task: str | None = typer.Option(
         None,
         "--task",
-        help="The candidate's task for --profile: a task id of the bundled sample set, or a "
-        "task file/folder (with --task-id when it holds several tasks).",
+        help=f"The candidate's task for --profile: a task id (full, or a unique ending such as "
+        f"saxpy) of {SAMPLE_DEFAULT}, or a task file/folder (with --task-id when it holds "
+        "several tasks).",
     ),
     task_id: str | None = typer.Option(
         None, "--task-id", help="Which task of a --task file holds the candidate's task."
@@ -75,26 +84,71 @@ def analyze_command(
         cfg = AnalyzeConfig(arch=arch, block_size=block_size)
     except ValidationError as e:
         fail(e.errors()[0]["msg"].removeprefix("Value error, "))
-    try:
-        source = file.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        fail(f"cannot read {file}: {e}; pass a UTF-8 text file")
+    source = read_text(file, "FILE")
     the_task = _load_task(task, task_id) if task else None
     if the_task is not None and not profile:
         console.print("[dim]--task is only used with --profile[/]")
+    if profile:
+        _check_profiler()
+    syntax = _syntax_error(source, file)
     try:
         reports = analyze(
             source, config=cfg, profile=profile, task=the_task, input_config=input_config
         )
     except NoKernelsError:
+        if syntax:
+            fail(f"{syntax}; fix it so the kernels can be read")
         fail(f"no __global__ kernel found in {file}; pass CUDA source (or a Python candidate "
              "whose CUDA string defines one)")  # fmt: skip
     except ProfileError as e:
         fail(f"profiling failed: {e}")
+    if syntax:
+        console.print(f"[yellow]warning:[/] {escape(syntax)}; features near it may be wrong")
     if as_json:
         emit_json({"kernels": [_kernel_json(r) for r in reports]})
         return
     _print_human(reports, profile)
+
+
+def _check_profiler() -> None:
+    """--profile runs the candidate under Nsight Compute: it needs a GPU and ncu."""
+    import shutil
+
+    from cudaperf.execute.build import detect_gpus
+
+    if not detect_gpus():
+        fail("--profile runs the kernels under Nsight Compute and needs an NVIDIA GPU "
+             "(nvidia-smi lists none); drop --profile for the static report", code=1)  # fmt: skip
+    if shutil.which("ncu") is None:
+        fail("--profile needs Nsight Compute's ncu on PATH; install it with the CUDA "
+             "toolkit or drop --profile", code=1)  # fmt: skip
+
+
+def _syntax_error(source: str, file: Path) -> str | None:
+    """Where the candidate stops being valid code: Python for a .py file, else CUDA."""
+    import ast
+
+    from cudaperf.analyze.parse import extract_cuda, parse
+
+    if file.suffix == ".py":
+        try:
+            ast.parse(source)
+        except SyntaxError as e:
+            return f"{file}:{e.lineno}: Python syntax error ({e.msg})"
+    text = extract_cuda(source)
+    root = parse(text.code).root_node
+    if not root.has_error:
+        return None
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            line = node.start_point[0] + 1
+            where = f"{file}:{line}" if not text.from_python else f"{file} (CUDA line {line})"
+            what = f"lacks {node.type!r}" if node.is_missing else "cannot be parsed"
+            return f"{where}: CUDA syntax error (the code there {what})"
+        stack.extend(reversed([c for c in node.children if c.has_error or c.is_missing]))
+    return f"{file}: CUDA syntax error"
 
 
 def _load_task(spec: str, task_id: str | None):
@@ -103,21 +157,14 @@ def _load_task(spec: str, task_id: str | None):
 
     path = Path(spec)
     if path.exists():
-        try:
-            tasks = load_tasks(path)
-        except (OSError, ValueError) as e:
-            fail(f"cannot read tasks from {path}: {e}")
+        tasks = load_tasks(path)  # a TaskFileError names the file and the fix
         if task_id is None and len(tasks) == 1:
             return tasks[0]
         if task_id is None:
             fail(f"{path} holds {len(tasks)} tasks; pick one with --task-id")
     else:
         tasks, task_id = load_sample(), task_id or spec
-    found = [t for t in tasks if t.id == task_id]
-    if not found:
-        ids = ", ".join(t.id for t in tasks[:8]) + (", ..." if len(tasks) > 8 else "")
-        fail(f"no task {task_id!r} (not a file, and not among: {ids})")
-    return found[0]
+    return select_task(tasks, task_id, option="--task")
 
 
 def _kernel_json(r: StructuralReport) -> dict:

@@ -1,27 +1,44 @@
-"""Helpers shared by the CLI commands: output, errors, loading the task set."""
+"""Helpers shared by the CLI commands: the one error path, output, paths, the task set.
+
+Every user mistake ends in `fail` (or a `UserError` raised anywhere under a command), which the
+app's root group (`cudaperf.cli.group.CliGroup`) turns into one `error: ...` line on
+stderr and a non-zero exit; a traceback appears only with `cudaperf --debug`.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, NoReturn
 
-import typer
 from rich.console import Console
 
-from cudaperf.tasks.io import TaskFileError, load_sample, load_tasks
+from cudaperf.tasks.io import TaskFileError, dataset_path, load_sample, load_tasks
 from cudaperf.tasks.model import Task
 
 # Human output and progress go to stderr so that `--json` leaves stdout to one JSON document.
 console = Console(stderr=True)
 stdout = Console()
 
+SAMPLE_DEFAULT = "the bundled sample set (a demo)"
+DATASET_DEFAULT = "the measured dataset data/tasks.jsonl.gz (or $CUDAPERF_DATASET)"
+
+
+class UserError(Exception):
+    """A mistake the user can fix; the message names the file/field/option and the fix."""
+
+    def __init__(self, message: str, code: int = 2):
+        super().__init__(message)
+        self.code = code
+
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print a one-line error (what is wrong and how to fix it) and exit without a traceback."""
-    console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
+    """Stop the command with a one-line error (what is wrong and how to fix it)."""
+    raise UserError(message, code)
 
 
 def emit_json(obj: Any) -> None:
@@ -30,26 +47,172 @@ def emit_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
-def load_task_set(path: Path | None, sample: bool) -> list[Task]:
-    """The tasks at PATH; with no PATH (or --sample) the bundled sample set.
+def load_task_set(path: Path | None, sample: bool = False, default: str = "sample") -> list[Task]:
+    """The tasks at PATH; with no PATH the command's default task set.
 
-    Until the full dataset ships (data/), the bundled default data is the sample set.
+    `default`: "sample" (demo commands: the bundled sample set) or "dataset" (commands that
+    need measurements: the measured dataset, an error naming the fix when this install has
+    none). `sample` (--sample) forces the sample set.
     """
+    if path is not None and sample:
+        fail("give either a PATH or --sample, not both")
     try:
         if path is not None:
-            if sample:
-                fail("give either a PATH or --sample, not both")
             return load_tasks(path)
-        return load_sample()
+        if sample or default == "sample":
+            return load_sample()
+        return load_tasks(measured_dataset())
     except TaskFileError as e:
         fail(str(e))
 
 
+def measured_dataset() -> Path:
+    """The measured dataset (default of the commands that need measurements), or a one-line
+    error saying how to name a task file instead."""
+    found = dataset_path()
+    if found is None:
+        fail(
+            "no measured dataset here (data/tasks.jsonl.gz of a source checkout, or "
+            "$CUDAPERF_DATASET); pass the task file explicitly (PATH or --tasks)"
+        )
+    return found
+
+
 def select_tasks(tasks: list[Task], ids: list[str] | None) -> list[Task]:
-    """Tasks whose id equals, or ends with, one of `ids` (all when none are given)."""
+    """Tasks whose id equals, or ends with, one of `ids` (all when none are given); each id
+    must name exactly one task (an exact id wins over suffix matches)."""
     if not ids:
         return tasks
-    chosen = [t for t in tasks if any(t.id == i or t.id.endswith("/" + i) for i in ids)]
-    if not chosen:
-        fail(f"no task matches {ids}; run `cudaperf tasks list` to see the ids")
-    return chosen
+    return [select_task(tasks, i) for i in dict.fromkeys(ids)]
+
+
+def select_task(tasks: list[Task], task_id: str, option: str = "task id") -> Task:
+    """The one task `task_id` names: its full id, or a unique ending such as `saxpy`."""
+    exact = [t for t in tasks if t.id == task_id]
+    if exact:
+        return exact[0]
+    found = [t for t in tasks if t.id.endswith("/" + task_id)]
+    if not found:
+        fail(f"no task {task_id!r} ({option}): no id equals it or ends with /{task_id}; run "
+             "`cudaperf tasks list` to see the ids")  # fmt: skip
+    if len(found) > 1:
+        shown = ", ".join(t.id for t in found[:3])
+        fail(
+            f"{option} {task_id!r} is ambiguous: it matches {len(found)} tasks ({shown}, ...); "
+            "give the full id"
+        )
+    return found[0]
+
+
+def check_out_file(path: Path | None, option: str, suffixes: tuple[str, ...] = ()) -> None:
+    """Fail before any work when `path` cannot be written as a file: an existing folder, a
+    path under a file, a place this user cannot write, or a name without one of `suffixes`."""
+    if path is None:
+        return
+    if suffixes and not str(path).endswith(suffixes):
+        names = " or ".join(filter(None, (", ".join(suffixes[:-1]), suffixes[-1])))
+        fail(f"{option} {path}: use a {names} file name")
+    if path.is_dir():
+        fail(f"{option} {path} is a folder; give a file name inside it")
+    _check_parent(path, option)
+    if path.exists() and not os.access(path, os.W_OK):
+        fail(f"{option} {path}: the file is not writable; choose another path")
+
+
+def check_out_dir(path: Path | None, option: str) -> None:
+    """Fail before any work when `path` cannot be used as a (possibly new) folder."""
+    if path is None:
+        return
+    path = path.expanduser()
+    if path.exists() and not path.is_dir():
+        fail(f"{option} {path} is a file; give a folder path")
+    if path.is_dir():
+        _check_parent(path / "x", option)
+        return
+    _check_parent(path, option)
+
+
+def _check_parent(path: Path, option: str) -> None:
+    """The nearest existing ancestor of `path` must be a writable folder."""
+    anc = path.expanduser().absolute().parent
+    while not anc.exists():
+        anc = anc.parent
+    if not anc.is_dir():
+        fail(f"{option} {path}: {anc} is a file, so nothing can be written under it")
+    try:  # a real attempt: os.access says yes to root even where nothing can be created
+        tempfile.TemporaryFile(dir=anc, prefix=".cudaperf-write-check-").close()
+    except OSError:
+        fail(f"{option} {path}: nothing can be written in {anc}; choose another path")
+
+
+def read_text(path: Path, what: str) -> str:
+    """A UTF-8 text file, or a one-line error naming it and the fix."""
+    if not path.is_file():
+        fail(f"{what} {path} does not exist or is not a file; give the path of a text file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        fail(f"{what} {path} is not UTF-8 text (byte {e.start}); save it as UTF-8")
+    except OSError as e:
+        fail(f"{what} {path} cannot be read ({e.strerror}); check its permissions")
+
+
+def check_toolchain(compile_only: bool | None, nvcc: str = "nvcc") -> None:
+    """Fail before any work when the evaluator cannot run here: `--full` without a GPU, or no
+    nvcc (every candidate would fail to build, and the toolchain, not the code, is at fault)."""
+    from cudaperf.execute.build import detect_gpus
+
+    if compile_only is False and not detect_gpus():
+        fail(
+            "--full needs an NVIDIA GPU and nvidia-smi lists none; drop --full (or pass "
+            "--compile-only) to only compile here, or run on a GPU machine",
+            code=1,
+        )
+    if shutil.which(nvcc) is None:
+        fail(
+            f"{nvcc} is not on PATH: candidates cannot be compiled; install the CUDA toolkit "
+            "or add its bin/ folder (e.g. /usr/local/cuda/bin) to PATH",
+            code=1,
+        )
+
+
+def check_model_spec(spec: str, option: str) -> None:
+    """Fail when a model that names a local path (a .gguf file, or a name that starts with /,
+    ./, ../ or ~) does not exist, instead of letting the hub reject it as a model id."""
+    if spec.startswith(("http://", "https://", "scripted:")) or spec == "smollm2":
+        return
+    p = Path(spec).expanduser()
+    looks_local = spec.startswith(("/", "./", "../", "~")) or spec.endswith(".gguf")
+    if looks_local and not p.exists():
+        fail(
+            f"{option} {spec}: no such file or folder; give an existing checkpoint folder or "
+            ".gguf file, a Hugging Face model name (org/name), or smollm2"
+        )
+
+
+def read_eval_results(path: Path, what: str = "RESULTS", allow_empty: bool = False) -> list[dict]:
+    """The rows of a results JSONL written by `cudaperf eval --out`: each a JSON object with
+    a `status` of the evaluator's. Fails on a file that is not one (a task file, a trajectory,
+    garbage) or, unless `allow_empty`, holds no results."""
+    from cudaperf.execute.types import Status
+
+    text = read_text(path, what)
+    statuses = {s.value for s in Status}
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            fail(f"{what} {path}:{n}: not valid JSON ({e.msg}); give the JSONL that "
+                 "`cudaperf eval --out` wrote")  # fmt: skip
+        status = row.get("status") if isinstance(row, dict) else None
+        if status not in statuses:
+            why = "no 'status'" if status is None else f"status {status!r}"
+            fail(f"{what} {path}:{n} is not an evaluation result ({why}); give the JSONL that "
+                 "`cudaperf eval --out` wrote")  # fmt: skip
+        rows.append(row)
+    if not rows and not allow_empty:
+        fail(f"{what} {path} holds no results; run `cudaperf eval ... --out {path}` first")
+    return rows

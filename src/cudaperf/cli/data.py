@@ -9,7 +9,15 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from cudaperf.cli.common import console, emit_json, fail, stdout
+from cudaperf.cli.common import (
+    DATASET_DEFAULT,
+    check_out_dir,
+    check_out_file,
+    console,
+    emit_json,
+    fail,
+    stdout,
+)
 
 data_app = typer.Typer(help="Generate and check the generated task set.", no_args_is_help=True)
 JsonOpt = typer.Option(False, "--json", help="Print one JSON document to stdout, nothing else.")
@@ -28,7 +36,11 @@ def build(
     ),
     seed: int = typer.Option(0, "--seed", help="Build seed (same seed: identical output)."),
     out: Path = typer.Option(
-        Path("data/tasks.jsonl.gz"), "--out", help="Output file: .jsonl, .jsonl.gz or .parquet."
+        None,
+        "--out",
+        help="Output file: .jsonl, .jsonl.gz or .parquet (required: nothing is written to a "
+        "default place, so the measured data/tasks.jsonl.gz is replaced only when named).",
+        show_default=False,
     ),
     splits: Path = typer.Option(
         None, "--splits", help="Splits file (default: splits.json beside --out)."
@@ -43,8 +55,13 @@ def build(
     from cudaperf.tasks.io import save_tasks
     from cudaperf.tasks.stats import task_stats
 
-    if not (out.name.endswith((".jsonl", ".jsonl.gz", ".parquet"))):
-        fail(f"--out {out}: use a .jsonl, .jsonl.gz or .parquet file name")
+    if out is None:
+        fail(
+            "give --out FILE (.jsonl, .jsonl.gz or .parquet); data/tasks.jsonl.gz holds the "
+            "measured dataset, so it is replaced only when you name it (its measurements are lost)"
+        )
+    check_out_file(out, "--out", (".jsonl", ".jsonl.gz", ".parquet"))
+    check_out_file(splits or out.with_name("splits.json"), "--splits", (".json",))
     try:
         names = tuple(f.strip() for f in families.split(",") if f.strip())
         config = BuildConfig(per_family, seed, names, max_share, c_tasks, torch_tasks)
@@ -87,19 +104,18 @@ def build(
 
 @data_app.command("verify")
 def verify(
-    path: Path = typer.Argument(Path("data/tasks.jsonl"), help="Generated task file."),
+    path: Path = typer.Argument(
+        None, help=f"Generated task file (default: {DATASET_DEFAULT}).", show_default=False
+    ),
     jobs: int = typer.Option(2, "--jobs", min=1, help="Parallel nvcc processes."),
     no_nvcc: bool = typer.Option(False, "--no-nvcc", help="Skip compiling the CUDA code."),
     json: bool = JsonOpt,
 ) -> None:
     """C references: gcc + run on the smallest config; CUDA: nvcc -cubin (no GPU needed)."""
+    from cudaperf.cli.common import load_task_set
     from cudaperf.datagen.verify import check_reference, cuda_units, nvcc_compile
-    from cudaperf.tasks.io import TaskFileError, load_tasks
 
-    try:
-        tasks = load_tasks(path)
-    except TaskFileError as e:
-        fail(str(e))
+    tasks = load_task_set(path, default="dataset")
     c_tasks = [t for t in tasks if t.kind.value == "c2cuda"]
     with console.status("checking C references ..."):
         refs = [check_reference(t) for t in c_tasks]
@@ -135,22 +151,22 @@ def verify(
 @data_app.command("measure")
 def measure(
     path: Path = typer.Argument(
-        Path("data/tasks.jsonl.gz"), help="Task set (.jsonl, .jsonl.gz, .parquet)."
+        None, help=f"Task set (default: {DATASET_DEFAULT}).", show_default=False
     ),
     out: Path = typer.Option(
         Path("measure_results.jsonl"), "--out", help="Results JSONL (appended; resumable)."
     ),
-    batch_tasks: int = typer.Option(32, "--batch-tasks", help="Tasks per nvcc invocation."),
+    batch_tasks: int = typer.Option(32, "--batch-tasks", min=1, help="Tasks per nvcc invocation."),
     jobs: int = typer.Option(
-        None, "--jobs", help="CPU workers (nvcc, references); default: usable CPUs."
+        None, "--jobs", min=1, help="CPU workers (nvcc, references); default: usable CPUs."
     ),
     gpus: str = typer.Option("all", "--gpus", help="GPU indices such as 0,1, or all."),
-    trials: int = typer.Option(20, "--trials", help="Timed trials per config."),
+    trials: int = typer.Option(20, "--trials", min=1, help="Timed trials per config."),
     warmup: int = typer.Option(3, "--warmup", help="Untimed calls before the trials."),
     budget_ms: float = typer.Option(50.0, "--budget-ms", help="Timed-trial budget per config."),
     shard: str = typer.Option("", "--shard", help="i/n: only tasks with index % n == i."),
     kinds: str = typer.Option("c2cuda,torch2cuda", "--kinds", help="Task kinds to measure."),
-    limit: int = typer.Option(None, "--limit", help="Only the first N selected tasks."),
+    limit: int = typer.Option(None, "--limit", min=1, help="Only the first N selected tasks."),
     compile_only: bool = typer.Option(
         False, "--compile-only", help="No GPU: only build the batch libraries (dry run)."
     ),
@@ -173,6 +189,7 @@ def measure(
     import sys
     import time
 
+    from cudaperf.cli.common import load_task_set
     from cudaperf.datagen.measure import (
         MeasureConfig,
         MeasureError,
@@ -180,8 +197,11 @@ def measure(
         measure_tasks,
     )
     from cudaperf.execute.build import detect_gpus
-    from cudaperf.tasks.io import TaskFileError, load_tasks
 
+    check_out_file(out, "--out", (".jsonl",))
+    check_out_file(summary, "--summary", (".json",))
+    check_out_dir(cache_dir, "--cache-dir")
+    check_out_dir(scratch, "--scratch")
     if not compile_only and not detect_gpus():
         fail(
             "`data measure` needs an NVIDIA GPU (nvidia-smi lists none) to verify and time "
@@ -190,7 +210,7 @@ def measure(
             code=1,
         )
     try:
-        gpu_ids = None if gpus.strip() == "all" else tuple(int(g) for g in gpus.split(","))
+        gpu_ids = None if gpus.strip() == "all" else _gpu_list(gpus)
         config = MeasureConfig(
             out=out, batch_tasks=batch_tasks, jobs=jobs, gpus=gpu_ids, trials=trials,
             warmup=warmup, budget_ms=budget_ms, compile_only=compile_only, arch=arch,
@@ -198,9 +218,7 @@ def measure(
             run_timeout_s=run_timeout, max_inflight_gb=max_inflight_gb, cpu_trials=cpu_trials,
         )  # fmt: skip
         config.eval_config()
-        tasks = _select_for_measure(load_tasks(path), kinds, shard, limit)
-    except TaskFileError as e:
-        fail(str(e))
+        tasks = _select_for_measure(load_task_set(path, default="dataset"), kinds, shard, limit)
     except ValueError as e:
         fail(f"{e} (check --gpus, --shard, --kinds and the numeric options)")
     est = estimate_gpu_seconds(tasks, config)
@@ -272,3 +290,10 @@ def _select_for_measure(tasks: list, kinds: str, shard: str, limit: int | None) 
             raise ValueError(f"--shard {shard!r}: need 0 <= i < n")
         tasks = tasks[i::n]
     return tasks[:limit] if limit is not None else tasks
+
+
+def _gpu_list(gpus: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(g) for g in gpus.split(","))
+    except ValueError:
+        fail(f"--gpus {gpus!r}: give GPU indices such as 0,1 (as nvidia-smi numbers them), or all")

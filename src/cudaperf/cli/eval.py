@@ -10,7 +10,20 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cudaperf.cli.common import console, emit_json, fail, load_task_set, select_tasks, stdout
+from cudaperf.cli.common import (
+    SAMPLE_DEFAULT,
+    check_out_dir,
+    check_out_file,
+    check_toolchain,
+    console,
+    emit_json,
+    fail,
+    load_task_set,
+    read_text,
+    select_task,
+    select_tasks,
+    stdout,
+)
 from cudaperf.execute import Candidate, EvalConfig, ExecResult, Status, evaluate_batch
 from cudaperf.execute.types import geomean
 from cudaperf.tasks.model import Task
@@ -20,23 +33,31 @@ __all__ = ["eval_command"]
 _HELP = EvalConfig.help()
 
 
-def _read_candidates(path: Path, tasks: dict[str, Task]) -> list[tuple[Task, Candidate]]:
-    """JSONL lines {"task_id": ..., "code": ..., "id": optional label}."""
-    if not path.is_file():
-        fail(f"--candidates {path} does not exist; give a JSONL file of {{task_id, code, id}}")
+def _read_candidates(path: Path, tasks: list[Task]) -> list[tuple[Task, Candidate]]:
+    """JSONL lines {"task_id": ..., "code": ..., "id": optional label}; at least one."""
+    text = read_text(path, "--candidates")
     jobs = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-            tid, code = row["task_id"], row["code"]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            fail(f"{path}:{n} is not a JSON object with 'task_id' and 'code' (and optional 'id')")
-        task = tasks.get(tid) or next((t for t in tasks.values() if t.id.endswith("/" + tid)), None)
-        if task is None:
-            fail(f"{path}:{n} names task {tid!r}, which is not in the task set; check TASKS")
-        jobs.append((task, Candidate(code=code, id=str(row.get("id", f"line{n}")))))
+        except json.JSONDecodeError as e:
+            fail(f"--candidates {path}:{n}: not valid JSON ({e.msg}); write one JSON object "
+                 "per line: {\"task_id\": ..., \"code\": ..., \"id\": optional}")  # fmt: skip
+        if not isinstance(row, dict) or "task_id" not in row or "code" not in row:
+            fail(f"--candidates {path}:{n}: not a JSON object with 'task_id' and 'code' "
+                 "(and optional 'id')")  # fmt: skip
+        for field in ("task_id", "code"):
+            if not isinstance(row[field], str) or not row[field].strip():
+                fail(f"--candidates {path}:{n}: field '{field}' must be a non-empty string, "
+                     f"got {type(row[field]).__name__}")  # fmt: skip
+        if not isinstance(row.get("id", ""), (str, int)):
+            fail(f"--candidates {path}:{n}: field 'id' must be a string label")
+        task = select_task(tasks, row["task_id"], option=f"{path}:{n} task_id")
+        jobs.append((task, Candidate(code=row["code"], id=str(row.get("id", f"line{n}")))))
+    if not jobs:
+        fail(f"--candidates {path} holds no candidates; write one JSON object per line")
     return jobs
 
 
@@ -97,7 +118,7 @@ def _print_table(results: list[ExecResult], summary: dict, skipped: list[dict]) 
 
 def eval_command(
     tasks_path: Path = typer.Argument(
-        None, metavar="[TASKS]", help="Task file or dir (default: sample set)."
+        None, metavar="[TASKS]", help=f"Task file or folder (default: {SAMPLE_DEFAULT})."
     ),
     task_ids: list[str] = typer.Option(None, "--task", "-t", help="Only these task ids."),
     candidates: Path = typer.Option(None, "--candidates", help="JSONL of {task_id, code, id}."),
@@ -107,14 +128,14 @@ def eval_command(
     out: Path = typer.Option(None, "--out", help="Append results to this JSONL as they finish."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout."),
     compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
-    trials: int = typer.Option(None, "--trials", help=_HELP["trials"]),
+    trials: int = typer.Option(None, "--trials", min=1, help=_HELP["trials"]),
     time_budget_s: float = typer.Option(None, "--time-budget", help=_HELP["time_budget_s"]),
     cpu_time_budget_s: float = typer.Option(
         None, "--cpu-time-budget", help=_HELP["cpu_time_budget_s"]
     ),
     run_timeout_s: float = typer.Option(None, "--run-timeout", help=_HELP["run_timeout_s"]),
     arch: str = typer.Option(None, "--arch", help=_HELP["arch"]),
-    compile_jobs: int = typer.Option(None, "--jobs", "-j", help=_HELP["compile_jobs"]),
+    compile_jobs: int = typer.Option(None, "--jobs", "-j", min=1, help=_HELP["compile_jobs"]),
     cache_dir: Path = typer.Option(None, "--cache-dir", help=_HELP["cache_dir"]),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse earlier results."),
     backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),
@@ -135,11 +156,18 @@ def eval_command(
         use_result_cache=False if no_cache else None,
         compile_baseline=False if no_compile_baseline else None,
     )  # fmt: skip
-    tasks = select_tasks(load_task_set(tasks_path, False), task_ids)
+    check_out_file(out, "--out", (".jsonl",))
+    check_out_dir(cfg.cache_dir, "--cache-dir")
+    tasks = select_tasks(load_task_set(tasks_path), task_ids)
     if candidates is not None:
-        jobs = _read_candidates(candidates, {t.id: t for t in tasks})
+        jobs = _read_candidates(candidates, tasks)
     else:
         jobs = [(t, Candidate(code=i.code, id=i.id)) for t in tasks for i in t.implementations]
+    if backend == "local":  # Ray workers bring their own GPUs and nvcc
+        check_toolchain(cfg.compile_only, cfg.nvcc)
+    if no_cache and out is not None and out.is_file() and out.stat().st_size:
+        console.print(f"--no-cache: results already in {out} are kept, not recomputed; give a "
+                      "new --out to evaluate them again", highlight=False)  # fmt: skip
     skipped: list[dict] = []
     results = _run(jobs, cfg, out, backend, address, show=not as_json)
     summary = _summary(results, skipped)
@@ -168,6 +196,12 @@ def _run(jobs, cfg: EvalConfig, out, backend: str, address, show: bool) -> list[
             for r in evaluate_batch(jobs, cfg, out=out, backend=be):
                 results.append(r)
                 bar.advance(tid)
+        except KeyboardInterrupt:
+            bar.stop()
+            kept = f"they are in {out}" if out is not None else "give --out to keep them"
+            msg = f"interrupted: {len(results)} of {len(jobs)} result(s) finished ({kept}); "
+            console.print(msg + "run the same command again to resume", highlight=False)
+            raise typer.Exit(130) from None
         finally:
             if be is not None:
                 be.close()

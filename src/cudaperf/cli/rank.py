@@ -8,14 +8,33 @@ from pathlib import Path
 
 import typer
 
-from cudaperf.cli.common import console, emit_json, fail, load_task_set, select_tasks
+from cudaperf.cli.common import (
+    DATASET_DEFAULT,
+    SAMPLE_DEFAULT,
+    check_model_spec,
+    check_out_dir,
+    check_out_file,
+    console,
+    emit_json,
+    fail,
+    load_task_set,
+    measured_dataset,
+    read_text,
+    select_task,
+    stdout,
+)
 
 __all__ = ["rank_app"]
 
 rank_app = typer.Typer(help="Train, evaluate and apply the pairwise ranker (feature or neural).",
                        no_args_is_help=True)  # fmt: skip
 
-TasksOpt = typer.Option(None, "--tasks", help="Task file or folder (default: the sample set).")
+TasksOpt = typer.Option(
+    None, "--tasks", help=f"Task file or folder with measurements (default: {DATASET_DEFAULT})."
+)
+ScoreTasksOpt = typer.Option(
+    None, "--tasks", help=f"Task file or folder (default: {SAMPLE_DEFAULT})."
+)
 SplitsOpt = typer.Option(
     None, "--splits", help="splits.json (family → split); default: splits.json next to --tasks, "
     "else a stable hash of the family name."
@@ -25,8 +44,15 @@ ModelOpt = typer.Option(
     "(feature or neural). Default: the packaged feature weights."
 )  # fmt: skip
 WorkersOpt = typer.Option(
-    os.cpu_count() or 1, "--workers", help="Processes computing analyzer features."
+    os.cpu_count() or 1, "--workers", min=1, help="Processes computing analyzer features."
 )
+
+
+def min_ratio_option(default: float, what: str):
+    """--min-ratio, validated the same way by every rank command (a time ratio is >= 1)."""
+    return typer.Option(default, "--min-ratio", min=1.0, help=f"{what}: slower/faster >= this.")
+
+
 CacheOpt = typer.Option(
     Path.home() / ".cache" / "cudaperf" / "rank-features", "--cache-dir",
     help="On-disk feature cache (keyed by code hash, analyzer settings and feature code).",
@@ -112,7 +138,10 @@ def train(
         False,
         "--ship",
         help="Feature model: also write it, with its provenance and held-out metrics, into the "
-        "package as the default.",
+        "package as the default (replacing the packaged ranker needs --force).",
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="With --ship: replace the ranker that ships in the package."
     ),
     evaluate_after: bool = typer.Option(
         True,
@@ -120,9 +149,7 @@ def train(
         help="Evaluate on held-out families after training (when they have pairs).",
     ),
     l2: float = typer.Option(1e-2, "--l2", help="bt objective: L2 on standardised coefficients."),
-    min_ratio: float = typer.Option(
-        1.0, "--min-ratio", help="Training pairs: slower/faster >= this."
-    ),
+    min_ratio: float = min_ratio_option(1.0, "Training pairs"),
     resources: bool = typer.Option(
         False,
         "--resources/--no-resources",
@@ -151,17 +178,15 @@ def train(
     """Train a ranker on measured pairs of the training families; evaluate on held-out ones."""
     import dataclasses
 
-    from cudaperf.rank.formats import default_weights_path
+    from cudaperf.rank import formats
     from cudaperf.rank.metrics import evaluate
     from cudaperf.rank.ranker import NoPairsError, provenance
 
-    if kind not in ("feature", "neural"):
-        fail(f"--model must be feature or neural, got {kind!r}")
-    if ship and kind != "feature":
-        fail("--ship packages the feature ranker only; the neural one stays in --out")
-    tasks = load_task_set(tasks_path, False)
+    _check_train_options(kind, ship, force, out, cache_dir, backbone)
+    tasks_path = tasks_path or measured_dataset()
+    tasks = load_task_set(tasks_path)
     split_map = _splits(tasks_path, splits)
-    src = str(tasks_path or "sample set")
+    src = str(tasks_path)
     params = ctx.params
     cmd = "cudaperf rank train " + " ".join(
         f"--{k.replace('_', '-')}={shlex.quote(str(v))}" for k, v in params.items() if v is not None
@@ -182,6 +207,11 @@ def train(
             path = out
     except (NoPairsError, ValueError, ImportError) as e:
         fail(str(e))
+    except OSError as e:  # transformers: a backbone name that is neither a folder nor on the hub
+        if kind != "neural":
+            raise
+        fail(f"--backbone {backbone}: cannot load it ({str(e).splitlines()[0]}); give a "
+             "checkpoint folder, a .gguf file, a Hugging Face model name, or smollm2")  # fmt: skip
     metrics = None
     if evaluate_after:
         try:
@@ -198,11 +228,56 @@ def train(
     if ship:
         shipped = dataclasses.replace(model, training={**model.training, **prov,
                                                        "heldout_metrics": metrics})  # fmt: skip
-        report["shipped"] = str(shipped.save(default_weights_path()))
+        report["shipped"] = str(shipped.save(formats.default_weights_path()))
     if as_json:
         emit_json(report)
     else:
-        console.print(report)
+        _print_train(report)
+
+
+def _check_train_options(kind, ship, force, out, cache_dir, backbone) -> None:
+    """Everything `rank train` can refuse before loading a task (nothing is trained first)."""
+    from cudaperf.rank import formats
+
+    if kind not in ("feature", "neural"):
+        fail(f"--model must be feature or neural, got {kind!r}")
+    if ship and kind != "feature":
+        fail("--ship packages the feature ranker only; the neural one stays in --out")
+    if ship and formats.default_weights_path().is_file() and not force:
+        fail(
+            f"--ship would replace the packaged ranker {formats.default_weights_path()}; add --force to "
+            "replace it (compare held-out metrics with `cudaperf rank eval` first)"
+        )
+    check_out_dir(out, "--out")
+    check_out_dir(cache_dir, "--cache-dir")
+    if kind == "neural":
+        check_model_spec(backbone, "--backbone")
+
+
+def _print_train(report: dict) -> None:
+    """The training report as aligned `key: value` lines and a table of the top weights."""
+    from rich.table import Table
+
+    for k, v in report.items():
+        if k in ("top_weights", "heldout") or isinstance(v, (dict, list)):
+            continue
+        stdout.print(f"{k}: {v:.4g}" if isinstance(v, float) else f"{k}: {v}", highlight=False)
+    held = report.get("heldout")
+    if held:
+        keys = ("pairs", "pairwise_accuracy", "kendall_tau", "top1_accuracy")
+        shown = ", ".join(
+            f"{k} {held[k]:.3f}" if isinstance(held[k], float) else f"{k} {held[k]}"
+            for k in keys
+            if k in held
+        )
+        stdout.print(f"held-out families: {shown}", highlight=False)
+    else:
+        stdout.print("held-out families: not evaluated (no measured pairs, or --no-eval)")
+    if report.get("top_weights"):
+        t = Table("feature", "coefficient", title="top weights")
+        for r in report["top_weights"]:
+            t.add_row(str(r["feature"]), f"{r['coef']:+.4f}")
+        stdout.print(t)
 
 
 @rank_app.command("score")
@@ -210,28 +285,26 @@ def score_cmd(
     task_id: str = typer.Argument(..., help="The task id (or its last path component)."),
     candidate: Path = typer.Argument(..., help="The candidate source file (.cu or .py)."),
     model_path: Path | None = ModelOpt,
-    tasks_path: Path | None = TasksOpt,
+    tasks_path: Path | None = ScoreTasksOpt,
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout."),
 ) -> None:
     """P(candidate faster), averaged over the task's known implementations."""
     from cudaperf.rank.ranker import score
 
+    code = read_text(candidate, "CANDIDATE")
+    if "__global__" not in code:
+        fail(f"CANDIDATE {candidate} defines no __global__ kernel, so there is nothing to "
+             "rank; pass a .cu file or a PyTorch→CUDA candidate with its CUDA source")  # fmt: skip
     model = _ranker(model_path)
-    if not candidate.is_file():
-        fail(f"{candidate} does not exist or is not a file; pass the candidate's source file")
-    try:
-        code = candidate.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        fail(f"cannot read {candidate}: {e}; pass a UTF-8 text file")
-    chosen = select_tasks(load_task_set(tasks_path, False), [task_id])
-    if len(chosen) > 1:
-        fail(f"{task_id!r} matches {len(chosen)} tasks; give the full task id")
-    rs = score(chosen[0], code, model)
+    task = select_task(load_task_set(tasks_path), task_id)
+    if not task.implementations:
+        fail(f"task {task.id} has no implementations to compare the candidate with")
+    rs = score(task, code, model)
     if as_json:
-        emit_json({"task_id": chosen[0].id, **rs.model_dump()})
+        emit_json({"task_id": task.id, **rs.model_dump()})
     else:
-        console.print(f"{chosen[0].id}: score {rs.score:.3f} over {rs.compared} "
-                      f"implementations ({rs.model})")  # fmt: skip
+        stdout.print(f"{task.id}: score {rs.score:.3f} over {rs.compared} "
+                     f"implementations ({rs.model})")  # fmt: skip
 
 
 @rank_app.command("eval")
@@ -242,9 +315,7 @@ def eval_cmd(
     split: str = typer.Option(
         "heldout", "--split", help="heldout (validation+test), validation, test or train."
     ),
-    min_ratio: float = typer.Option(
-        1.2, "--min-ratio", help="Evaluated pairs: slower/faster >= this."
-    ),
+    min_ratio: float = min_ratio_option(1.2, "Evaluated pairs"),
     plot: Path | None = typer.Option(None, "--plot", help="Write a calibration PNG here."),
     workers: int = WorkersOpt,
     cache_dir: Path | None = CacheOpt,
@@ -254,8 +325,11 @@ def eval_cmd(
     from cudaperf.rank.metrics import evaluate
     from cudaperf.rank.ranker import NoPairsError
 
+    check_out_file(plot, "--plot", (".png",))
+    check_out_dir(cache_dir, "--cache-dir")
     model = _ranker(model_path)
-    tasks = load_task_set(tasks_path, False)
+    tasks_path = tasks_path or measured_dataset()
+    tasks = load_task_set(tasks_path)
     try:
         report = evaluate(tasks, model, _splits(tasks_path, splits), split, min_ratio, plot,
                           workers=workers, cache_dir=cache_dir)  # fmt: skip
@@ -264,5 +338,16 @@ def eval_cmd(
     if as_json:
         emit_json(report)
         return
+    _print_flat(report)
+
+
+def _print_flat(report: dict, prefix: str = "") -> None:
+    """`key: value` lines; nested blocks as `block.key: value` (no dict dumps)."""
     for k, v in report.items():
-        console.print(f"{k}: {v:.3f}" if isinstance(v, float) else f"{k}: {v}", highlight=False)
+        if isinstance(v, dict):
+            _print_flat(v, f"{prefix}{k}.")
+        elif isinstance(v, list):
+            stdout.print(f"{prefix}{k}: {', '.join(map(str, v)) or '-'}", highlight=False)
+        else:
+            shown = f"{v:.3f}" if isinstance(v, float) else str(v)
+            stdout.print(f"{prefix}{k}: {shown}", highlight=False)

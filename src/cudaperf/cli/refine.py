@@ -7,7 +7,17 @@ from pathlib import Path
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from cudaperf.cli.common import console, fail, load_task_set, select_tasks, stdout
+from cudaperf.cli.common import (
+    SAMPLE_DEFAULT,
+    check_model_spec,
+    check_out_dir,
+    check_out_file,
+    console,
+    fail,
+    load_task_set,
+    select_task,
+    stdout,
+)
 from cudaperf.cli.reward import RankerOpt, scorer_for
 from cudaperf.reward import PRESETS
 from cudaperf.tasks.model import Task, TaskKind
@@ -19,6 +29,11 @@ def _target(target: str, tasks_path, function, sizes, lengths) -> Task:
     from cudaperf.refine.target import parse_sizes, task_from_c_file, task_from_torch_file
 
     p = Path(target)
+    if p.suffix in (".c", ".py") and not p.is_file():
+        fail(f"TARGET {target}: no such file; give an existing .c or .py file, or a task id")
+    if p.is_file() and p.suffix not in (".c", ".py"):
+        fail(f"TARGET {target}: refine starts from a task id, a C function (.c) or a PyTorch "
+             "module (.py); to score a kernel, use `cudaperf reward TASK FILE`")  # fmt: skip
     try:
         if p.suffix == ".c" and p.is_file():
             if not function or not sizes:
@@ -29,7 +44,7 @@ def _target(target: str, tasks_path, function, sizes, lengths) -> Task:
             return task_from_torch_file(p)
     except (ValueError, OSError) as e:
         fail(str(e))
-    return select_tasks(load_task_set(tasks_path, False), [target])[0]
+    return select_task(load_task_set(tasks_path), target, option="TARGET")
 
 
 def _backend(
@@ -45,6 +60,7 @@ def _backend(
     from cudaperf.refine.backends import make_backend
 
     if model.startswith(("http://", "https://")):
+        _check_server(model)
         opts = dict(
             model=server_model, api_key=api_key, temperature=temperature, max_tokens=max_tokens
         )
@@ -57,8 +73,37 @@ def _backend(
         )  # fmt: skip
     try:
         return make_backend(model, task=task, **opts)
-    except (ImportError, ValueError, OSError) as e:
-        fail(f"--model {model}: {e}")
+    except (ImportError, ValueError, OSError) as e:  # the first line says what went wrong
+        fail(f"--model {model}: {(str(e).splitlines() or [type(e).__name__])[0]}")
+
+
+def _connection_errors() -> tuple[type[BaseException], ...]:
+    """openai's connection error, when the package is installed."""
+    try:
+        import openai
+    except ImportError:
+        return ()
+    return (openai.APIConnectionError,)
+
+
+def _best_path(task: Task, target: str, best_out: Path | None) -> Path:
+    ext = ".cu" if task.kind is TaskKind.C2CUDA else ".py"
+    return best_out or Path(Path(target).stem.replace("/", "_") + "_best" + ext)
+
+
+def _check_server(url: str) -> None:
+    """Fail at once when nothing answers at an OpenAI-compatible server's URL."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(url.rstrip("/") + "/models", timeout=5).close()  # noqa: S310
+    except urllib.error.HTTPError:
+        return  # something answers (maybe asking for a key): the server is up
+    except (urllib.error.URLError, OSError) as e:
+        why = getattr(e, "reason", e)
+        fail(f"--model {url}: no server answers there ({why}); start the OpenAI-compatible "
+             "server (e.g. `vllm serve MODEL`) or fix the URL", code=1)  # fmt: skip
 
 
 def refine_command(
@@ -72,17 +117,23 @@ def refine_command(
         "file, an http(s):// URL of an OpenAI-compatible server, or scripted:weakest-first / "
         "scripted:implementations (replay the task's implementations).",
     ),
-    turns: int = typer.Option(3, "--turns", help="Maximum turns."),
-    samples: int = typer.Option(4, "--samples", help="Replies sampled per turn (best-of-n)."),
+    turns: int = typer.Option(3, "--turns", min=1, help="Maximum turns."),
+    samples: int = typer.Option(
+        4, "--samples", min=1, help="Replies sampled per turn (best-of-n)."
+    ),
     out: Path = typer.Option(Path("traj.jsonl"), "--out", help="Trajectory JSONL (appended)."),
     best_out: Path = typer.Option(
         None, "--best-out", help="Best kernel file (default: from TARGET)."
     ),
-    tasks_path: Path = typer.Option(None, "--tasks", help="Task file or dir (default: sample)."),
+    tasks_path: Path = typer.Option(
+        None, "--tasks", help=f"Task file or folder (default: {SAMPLE_DEFAULT})."
+    ),
     function: str = typer.Option(None, "--function", help="C TARGET: the function to port."),
     sizes: str = typer.Option(None, "--sizes", help="C TARGET: scalar values, n=1048576,a=2."),
     lengths: list[str] = typer.Option(None, "--length", help="C TARGET: array length, x=n."),
-    patience: int = typer.Option(1, "--patience", help="Stop after this many turns without gain."),
+    patience: int = typer.Option(
+        1, "--patience", min=1, help="Stop after this many turns without gain."
+    ),
     preset: str = typer.Option("unified", "--preset", help=f"Reward: one of {sorted(PRESETS)}."),
     server_model: str = typer.Option("default", "--server-model", help="Model name on the server."),
     api_key: str = typer.Option("EMPTY", "--api-key", envvar="OPENAI_API_KEY", help="Server key."),
@@ -93,8 +144,8 @@ def refine_command(
         envvar="CUDAPERF_MODEL_CACHE",
         help="HF: where GGUF models are converted once (default ~/.cache/cudaperf/models).",
     ),
-    temperature: float = typer.Option(0.8, "--temperature", help="Sampling temperature."),
-    max_tokens: int = typer.Option(2048, "--max-tokens", help="Tokens per reply."),
+    temperature: float = typer.Option(0.8, "--temperature", min=0.0, help="Sampling temperature."),
+    max_tokens: int = typer.Option(2048, "--max-tokens", min=1, help="Tokens per reply."),
     compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
     cache_dir: Path = typer.Option(None, "--cache-dir", help="Build and result cache directory."),
     ranker: str = RankerOpt,
@@ -102,7 +153,13 @@ def refine_command(
     """Refine a kernel over several turns: sample, evaluate, analyse, reward, feed back."""
     from cudaperf.refine.loop import refine
 
+    check_out_file(out, "--out", (".jsonl",))
+    check_out_dir(cache_dir, "--cache-dir")
+    check_out_dir(model_cache, "--model-cache")
+    check_model_spec(model, "--model")
     task = _target(target, tasks_path, function, sizes, lengths)
+    best_path = _best_path(task, target, best_out)
+    check_out_file(best_path, "--best-out")
     scorer = scorer_for(task, preset, compile_only, cache_dir, ranker)
     backend = _backend(
         model, task, server_model, api_key, temperature, max_tokens, gguf_file, model_cache
@@ -135,10 +192,13 @@ def refine_command(
             )
         except ValueError as e:
             fail(str(e))
-    _finish(res, task, target, best_out, out)
+        except _connection_errors() as e:  # the server went away mid-run
+            fail(f"--model {model}: the server stopped answering ({e}); the turns finished "
+                 f"so far are in {out}", code=1)  # fmt: skip
+    _finish(res, best_path, out)
 
 
-def _finish(res, task: Task, target: str, best_out: Path | None, out: Path) -> None:
+def _finish(res, path: Path, out: Path) -> None:
     s = res.summary
     if s.mode == "compile-only":
         stdout.print(
@@ -149,8 +209,6 @@ def _finish(res, task: Task, target: str, best_out: Path | None, out: Path) -> N
     if s.best_code is None:
         stdout.print("no reply held a candidate with a valid reward; no kernel written")
         raise typer.Exit(1)
-    ext = ".cu" if task.kind is TaskKind.C2CUDA else ".py"
-    path = best_out or Path(Path(target).stem.replace("/", "_") + "_best" + ext)
     path.write_text(s.best_code, encoding="utf-8")
     stdout.print(
         f"best: turn {s.best_turn}, reward {s.best_total:+.3f} ({s.best_status}) -> {path}"

@@ -7,9 +7,12 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from cudaperf.cli.common import console, emit_json, fail, stdout
+from cudaperf.cli.common import check_out_file, console, emit_json, read_eval_results, stdout
 
 __all__ = ["report_command"]
+
+# Metrics that only a run on a GPU measures; a compile-only result leaves them unmeasured.
+_MEASURED = ("correct_fraction", "geomean_", "fast_")
 
 
 def report_command(
@@ -18,16 +21,19 @@ def report_command(
     title: str = typer.Option("", "--title", help="Plot title."),
     json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout."),
 ) -> None:
-    """Summarise evaluation results: correctness, fast_p and speedup distributions."""
-    from cudaperf.report import load_results, plot_speedups, summarise
+    """Summarise evaluation results: correctness, fast_p and speedup distributions.
 
-    if not results.is_file():
-        fail(f"{results}: no such file; give the JSONL that `cudaperf eval --out` wrote")
-    try:
-        rows = load_results(results)
-    except ValueError as e:
-        fail(str(e))
+    Results of compile-only runs (no GPU) were never run: correctness and speed show as not
+    measured (null in --json), not as 0."""
+    from cudaperf.report import plot_speedups, summarise
+
+    check_out_file(plot, "--plot", (".png",))
+    rows = read_eval_results(results)
     summary = summarise(rows)
+    full = [r for r in rows if r.get("mode") != "compile-only"]
+    summary["measured_results"] = len(full)
+    if not full:
+        summary.update({k: None for k in summary if k.startswith(_MEASURED)})
     if plot is not None:
         summary["plotted"] = plot_speedups(rows, plot, title)
         if not summary["plotted"]:
@@ -37,5 +43,10 @@ def report_command(
         return
     table = Table("metric", "value")
     for k, v in summary.items():
-        table.add_row(k, f"{v:.3f}" if isinstance(v, float) else str(v))
+        shown = "not measured (compile-only)" if v is None and k.startswith(_MEASURED) else v
+        if isinstance(shown, dict):
+            shown = ", ".join(f"{s}: {n}" for s, n in shown.items())
+        table.add_row(k, f"{shown:.3f}" if isinstance(shown, float) else str(shown))
     stdout.print(table)
+    if not full:
+        stdout.print("compile-only results: nothing was run, checked or timed (no GPU)")

@@ -7,7 +7,17 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from cudaperf.cli.common import emit_json, fail, load_task_set, select_tasks, stdout
+from cudaperf.cli.common import (
+    SAMPLE_DEFAULT,
+    check_out_dir,
+    check_toolchain,
+    emit_json,
+    fail,
+    load_task_set,
+    read_text,
+    select_task,
+    stdout,
+)
 from cudaperf.execute.config import EvalConfig
 from cudaperf.refine.feedback import render_feedback
 from cudaperf.reward import PRESETS, RewardConfig, RewardScorer, extract_candidate
@@ -23,19 +33,29 @@ def scorer_for(task, preset: str, compile_only: bool | None, cache_dir: Path | N
     """A scorer for one task with the named preset; exits with a message on bad values.
 
     ranker: "default" (the packaged feature ranker), "none", or a ranker file/folder."""
+    check_out_dir(cache_dir, "--cache-dir")
     try:
         cfg = RewardConfig.preset(preset)
         given = {"compile_only": compile_only, "cache_dir": cache_dir}
         ev = EvalConfig(**{k: v for k, v in given.items() if v is not None})
     except (ValueError, RuntimeError) as e:
         fail(str(e))
+    check_toolchain(ev.compile_only, ev.nvcc)
     rk = None
     if cfg.ranker_weight > 0:
-        rk = ranker_from_spec(ranker)
-        if rk is None and ranker not in ("default", "none"):
-            fail(f"--ranker {ranker}: cannot load that ranker (see the warning above); pass a "
-                 "file or folder from `cudaperf rank train --out`, default, or none")  # fmt: skip
+        rk = ranker_from_spec(ranker) if ranker in ("default", "none") else _load_ranker(ranker)
     return RewardScorer([task], config=cfg, eval_config=ev, ranker=rk, analyze="always")
+
+
+def _load_ranker(spec: str):
+    """The ranker file or folder --ranker names, or a one-line error saying why not."""
+    from cudaperf.rank.formats import ModelNotTrainedError
+    from cudaperf.rank.ranker import load_ranker, make_ranker
+
+    try:
+        return make_ranker(load_ranker(Path(spec)))
+    except (ModelNotTrainedError, ValueError, ImportError, OSError) as e:
+        fail(f"--ranker {spec}: {e} (or pass --ranker default or none)")
 
 
 RankerOpt = typer.Option(
@@ -46,7 +66,9 @@ RankerOpt = typer.Option(
 def reward_command(
     task_id: str = typer.Argument(..., help="Task id (or its last parts, e.g. c2cuda/saxpy)."),
     candidate: Path = typer.Argument(..., help="Candidate file, or a model reply with a fence."),
-    tasks_path: Path = typer.Option(None, "--tasks", help="Task file or dir (default: sample)."),
+    tasks_path: Path = typer.Option(
+        None, "--tasks", help=f"Task file or folder (default: {SAMPLE_DEFAULT})."
+    ),
     preset: str = typer.Option("unified", "--preset", help=f"One of {sorted(PRESETS)}."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout."),
     compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
@@ -54,10 +76,10 @@ def reward_command(
     ranker: str = RankerOpt,
 ) -> None:
     """Evaluate, analyse and score one candidate, and explain each reward component."""
-    (task,) = select_tasks(load_task_set(tasks_path, False), [task_id])[:1]
-    if not candidate.is_file():
-        fail(f"{candidate} does not exist; give the candidate's source file")
-    text = candidate.read_text(encoding="utf-8")
+    task = select_task(load_task_set(tasks_path), task_id)
+    text = read_text(candidate, "CANDIDATE")
+    if not text.strip():
+        fail(f"CANDIDATE {candidate} is empty; give the candidate's source file")
     code = extract_candidate(text, task.kind).code if "```" in text else text
     if code is None:
         fail(f"{candidate}: {extract_candidate(text, task.kind).error}")

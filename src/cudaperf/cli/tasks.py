@@ -8,7 +8,19 @@ import typer
 from rich.syntax import Syntax
 from rich.table import Table
 
-from cudaperf.cli.common import console, emit_json, fail, load_task_set, select_tasks, stdout
+from cudaperf.cli.common import (
+    DATASET_DEFAULT,
+    SAMPLE_DEFAULT,
+    check_out_dir,
+    check_out_file,
+    console,
+    emit_json,
+    fail,
+    load_task_set,
+    read_eval_results,
+    select_task,
+    stdout,
+)
 from cudaperf.tasks.io import (
     TaskFileError,
     dataset_path,
@@ -23,7 +35,13 @@ tasks_app = typer.Typer(help="Inspect, validate and convert task sets.", no_args
 
 PathArg = typer.Argument(
     None,
-    help="A .jsonl/.parquet file or task folder; default: the bundled data.",
+    help=f"A .jsonl/.parquet file or task folder (default: {SAMPLE_DEFAULT}).",
+    show_default=False,
+)
+StatsPathArg = typer.Argument(
+    None,
+    help=f"A .jsonl/.parquet file or task folder (default: {DATASET_DEFAULT}, else the "
+    "sample set).",
     show_default=False,
 )
 SampleOpt = typer.Option(False, "--sample", help="Use the bundled sample set.")
@@ -63,18 +81,16 @@ def show_task(
     json: bool = JsonOpt,
 ) -> None:
     """Everything about one task: source, signature, configs, implementations."""
-    matches = select_tasks(load_task_set(path, sample), [task_id])
-    if len(matches) > 1:
-        fail(f"{task_id!r} matches {len(matches)} tasks ({matches[0].id}, ...); give the full id")
-    t = matches[0]
+    t = select_task(load_task_set(path, sample), task_id)
     if json:
         emit_json(t.model_dump(mode="json"))
         return
     stdout.print(f"[bold]{t.id}[/]  kind={t.kind.value} family={t.family} entry={t.entry}")
     if t.description:
-        stdout.print(t.description, markup=False, highlight=False)
+        stdout.print(t.description, markup=False, highlight=False, width=min(stdout.width, 100))
     lang = "c" if t.kind.value == "c2cuda" else "python"
-    stdout.print(Syntax(t.source, lang, line_numbers=True))
+    width = max(map(len, t.source.splitlines() or [""])) + 1  # not padded to the console
+    stdout.print(Syntax(t.source, lang, line_numbers=True, code_width=width))
     if t.signature:
         stdout.print(f"candidate prototype: {t.c_prototype()}")
     table = Table("config", "held out", "sizes", "seed")
@@ -90,7 +106,7 @@ def show_task(
 
 
 @tasks_app.command("stats")
-def stats(path: Path | None = PathArg, sample: bool = SampleOpt, json: bool = JsonOpt) -> None:
+def stats(path: Path | None = StatsPathArg, sample: bool = SampleOpt, json: bool = JsonOpt) -> None:
     """Counts and coverage of a task set (kinds, families, configs, implementations).
 
     With no PATH: the measured dataset (data/tasks.jsonl.gz, or $CUDAPERF_DATASET) when this
@@ -137,16 +153,18 @@ def export(
     json: bool = JsonOpt,
 ) -> None:
     """Convert a task set to JSONL, Parquet or a Hugging Face dataset folder."""
+    if hf:
+        check_out_dir(out, "--out")
+    else:
+        check_out_file(out, "--out", (".jsonl", ".jsonl.gz", ".parquet"))
     tasks = load_task_set(path, sample)
     if hf:
         try:
             to_hf_dataset(tasks).save_to_disk(str(out))
         except ImportError as e:
             fail(str(e))
-    elif out.suffix in (".jsonl", ".parquet"):
-        save_tasks(tasks, out)
     else:
-        fail(f"--out {out}: use a .jsonl or .parquet file name, or add --hf for a dataset folder")
+        save_tasks(tasks, out)
     if json:
         emit_json({"written": len(tasks), "out": str(out)})
     else:
@@ -177,8 +195,7 @@ def import_suite(
 
     if suite not in IMPORTERS:
         fail(f"unknown suite {suite!r}; available: {', '.join(sorted(IMPORTERS))}")
-    if not out.name.endswith((".jsonl", ".jsonl.gz", ".parquet")):
-        fail(f"--out {out}: use a .jsonl, .jsonl.gz or .parquet file name")
+    check_out_file(out, "--out", (".jsonl", ".jsonl.gz", ".parquet"))
     if kernelbench is not None and suite != "cudal1":
         fail("--kernelbench is only for the cudal1 suite")
     try:
@@ -249,12 +266,16 @@ def attach(
         help="Drop implementations without an `ok` result on every config, then tasks left "
         "with < --min-implementations implementations or < 2 distinct strategies.",
     ),
-    min_implementations: int = typer.Option(3, "--min-implementations"),
+    min_implementations: int = typer.Option(3, "--min-implementations", min=1),
+    force: bool = typer.Option(
+        False, "--force", help="With no PATH and no --out: update the installed sample set."
+    ),
     json: bool = JsonOpt,
 ) -> None:
     """Store the GPU timings of `ok` results as the implementations' measurements.
 
-    A task folder (such as the sample set) is updated in place; a .jsonl/.parquet needs --out.
+    A task folder PATH is updated in place; a .jsonl/.parquet PATH needs --out. With no PATH the
+    sample set is read, and written only to --out (or in place with --force).
     With --verified-only, a splits.json beside --out (as `data build` writes it) keeps its
     family splits and loses the ids of the dropped tasks.
     """
@@ -265,17 +286,24 @@ def attach(
         attach_measurements,
         keep_verified,
         measurements_from_results,
-        read_results,
     )
 
-    target = path if path is not None else sample_path()
-    tasks = load_task_set(path, False)
-    try:
-        found = measurements_from_results(
-            read_results(results), date or dt.date.today().isoformat()
+    if path is None and out is None and not force:
+        fail(
+            "give the task set to update (PATH) or --out FILE; with neither, attach would "
+            "rewrite the installed sample set (add --force if that is what you want)"
         )
-    except (OSError, ValueError, KeyError) as e:
-        fail(f"{results}: cannot read evaluation results ({e})")
+    check_out_file(out, "--out", (".jsonl", ".jsonl.gz", ".parquet"))
+    target = path if path is not None else sample_path()
+    if out is None and not Path(target).is_dir():
+        fail(f"{target} is a file; give --out to write the measured tasks somewhere")
+    rows = read_eval_results(results, allow_empty=True)  # none: every task unmeasured
+    tasks = load_task_set(path)
+    try:
+        found = measurements_from_results(rows, date or dt.date.today().isoformat())
+    except (ValueError, KeyError, TypeError) as e:
+        fail(f"RESULTS {results}: a result lacks its timings ({e}); give the JSONL that "
+             "`cudaperf eval --implementations --out` wrote on a GPU")  # fmt: skip
     updated, n = attach_measurements(tasks, found)
     before = task_stats(updated)
     dropped: dict[str, int] = {}
@@ -286,10 +314,8 @@ def attach(
             save_tasks(updated, out)
         except TaskFileError as e:
             fail(str(e))
-    elif Path(target).is_dir():
-        write_dir_measurements(target, updated)
     else:
-        fail(f"{target} is a file; give --out to write the measured tasks somewhere")
+        write_dir_measurements(target, updated)
     report = {
         "implementations_measured": n,
         "measured_fraction": task_stats(updated)["measured_fraction"],
@@ -308,7 +334,18 @@ def attach(
     if json:
         emit_json(report)
     else:
-        console.print(report)
+        console.print(f"measured {n} implementation(s); wrote {out or target}", highlight=False)
+        _print_report(report)
+
+
+def _print_report(report: dict) -> None:
+    """A `statistic | value` table; nested counts as `key: n, ...` in one cell."""
+    table = Table("statistic", "value")
+    for key, value in report.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}: {v}" for k, v in value.items()) or "-"
+        table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
+    stdout.print(table)
 
 
 def _prune_splits(path: Path, kept: list) -> bool:

@@ -66,7 +66,8 @@ def evaluate_batch(
 ) -> Iterator[ExecResult]:
     """Evaluate (task, candidate) pairs; yields each result as it finishes.
 
-    `out`: JSONL file to append results to (flushed per line; existing results are reused).
+    `out`: JSONL file to append results to (flushed per line; results already in it are
+    reused, with or without the result cache, so a rerun never writes a row twice).
     `backend`: defaults to a `LocalBackend(config)`, closed at the end; a given one is not.
     `on_start(n)`: called with the number of jobs once they are known (for progress bars).
     """
@@ -78,7 +79,9 @@ def evaluate_batch(
         if on_start:
             on_start(len(jobs))
         ev = backend.evaluator
-        prev = done_keys(out) if out is not None and config.use_result_cache else {}
+        # `out` is this run's record: rows already in it are kept, never appended twice
+        # (also without the result cache, which only concerns earlier runs elsewhere).
+        prev = done_keys(out) if out is not None else {}
         todo = []
         for i, (t, c) in enumerate(jobs):
             hit = prev.get(ev.key(t, c))

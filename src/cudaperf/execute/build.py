@@ -30,6 +30,7 @@ from cudaperf.toolchain import tool_version
 
 __all__ = [
     "BuildResult",
+    "ToolchainError",
     "GpuInfo",
     "build_candidate",
     "build_reference",
@@ -37,6 +38,11 @@ __all__ = [
     "first_error",
     "toolchain_versions",
 ]
+
+
+class ToolchainError(RuntimeError):
+    """The compiler is missing or was killed by a signal: the machine's fault, never the
+    candidate's (an INFRA_ERROR, not a COMPILE_ERROR), and nothing is cached for it."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,10 @@ def _compile_locked(
             log, ok = (p.stdout + p.stderr).strip(), p.returncode == 0
         except subprocess.TimeoutExpired:
             log, ok, timed_out = f"compiler killed after {timeout:.0f} s", False, True
+        except FileNotFoundError:
+            raise ToolchainError(f"{cmd[0]} not found; install it or put it on PATH") from None
+        if not timed_out and p.returncode < 0:  # killed from outside (Ctrl-C): no verdict
+            raise ToolchainError(f"{cmd[0]} was killed by signal {-p.returncode}")
         if ok:
             os.replace(Path(tmp) / lib_name, out_dir / lib_name)
         os.replace(Path(tmp) / src_name, out_dir / src_name)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import signal
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
+from cudaperf.execute.build import ToolchainError
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.evaluator import Env, Evaluator, Prepared
 from cudaperf.execute.sandbox import WorkerHandle
@@ -45,31 +47,90 @@ class Backend(Protocol):
 
 def infra_result(ev: Evaluator, job: Job, err: BaseException) -> ExecResult:
     msg = f"evaluator error: {type(err).__name__}: {err}"
-    log.exception("infra error on %s", job[0].id, exc_info=err)
+    if isinstance(err, ToolchainError):  # the machine's fault, said in one line
+        log.error("infra error on %s: %s", job[0].id, err)
+    else:
+        log.exception("infra error on %s", job[0].id, exc_info=err)
     return ev.result(job[0], job[1], Status.INFRA_ERROR, time.monotonic(), feedback=[msg])
 
 
-def prepare_cached(ev: Evaluator, task: Task, cand: Candidate) -> ExecResult | Prepared:
-    """Result-cache lookup, then `Evaluator.prepare`; fresh early results are cached."""
+def prepare_cached(
+    ev: Evaluator, task: Task, cand: Candidate, stop: threading.Event | None = None
+) -> ExecResult | Prepared | None:
+    """Result-cache lookup, then `Evaluator.prepare`; fresh early results are cached.
+
+    None when `stop` was set before or during the work: an interrupted build is no verdict
+    on the code, so nothing is cached for it."""
+    if stop is not None and stop.is_set():
+        return None
     hit = ev.cache.get(ev.key(task, cand))
     if hit is not None:
         return hit.model_copy(update={"cached": True, "candidate_id": cand.id})
     res = ev.prepare(task, cand)
+    if stop is not None and stop.is_set():
+        return None
     if isinstance(res, ExecResult):
         ev.cache.put(res)
     return res
 
 
-def run_prepared(ev: Evaluator, handle: WorkerHandle, p: Prepared) -> ExecResult:
-    """One prepared job through one worker; the fresh result is cached."""
+def run_prepared(
+    ev: Evaluator, handle: WorkerHandle, p: Prepared, stop: threading.Event | None = None
+) -> ExecResult | None:
+    """One prepared job through one worker; the fresh result is cached (None, uncached, when
+    `stop` was set meanwhile: the worker was killed under it)."""
     reply = handle.request(ev.request(p), ev.timeout(p))
+    if stop is not None and stop.is_set():
+        return None
     res = ev.finish(p, reply)
     ev.cache.put(res)
     return res
 
 
+def _kill_children_since(t0_ticks: int) -> int:
+    """SIGKILL this process's children started at or after `t0_ticks` (clock ticks since
+    boot, as /proc reports them), whole process groups for session leaders (nvcc runs in its
+    own session). Linux only; returns how many were signalled."""
+    me, n = os.getpid(), 0
+    for d in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ppid, pgid, start = int(fields[1]), int(fields[2]), int(fields[19])
+        if ppid != me or start < t0_ticks:
+            continue
+        try:
+            if pgid == int(d):
+                os.killpg(pgid, signal.SIGKILL)
+            else:
+                os.kill(int(d), signal.SIGKILL)
+            n += 1
+        except OSError:
+            pass
+    return n
+
+
+def _now_ticks() -> int:
+    """Clock ticks since boot (the unit of /proc/<pid>/stat's start time); 0 off Linux."""
+    try:
+        with open("/proc/uptime") as f:
+            up = float(f.read().split()[0])
+    except OSError:
+        return 0
+    return int(up * os.sysconf("SC_CLK_TCK")) - 1
+
+
 class LocalBackend(Backend):
-    """Compile pool + one worker process per GPU on this machine."""
+    """Compile pool + one worker process per GPU on this machine.
+
+    Interruption (Ctrl-C in the consumer, or the consumer dropping the iterator): queued jobs
+    are cancelled, the nvcc and worker processes this run started are killed, and `run`
+    returns within about a second; results already yielded stand, nothing half-done is
+    cached."""
 
     def __init__(self, config: EvalConfig, env: Env | None = None):
         self.evaluator = Evaluator(config, env)
@@ -81,38 +142,56 @@ class LocalBackend(Backend):
         ev = self.evaluator
         out: queue.Queue = queue.Queue()
         gpu_q: queue.Queue = queue.Queue()
+        stop = threading.Event()
 
         def route(i: int, fut: Future) -> None:
+            if fut.cancelled() or stop.is_set():
+                return
             try:
                 r = fut.result()
             except Exception as e:  # noqa: BLE001 - becomes an INFRA_ERROR result
-                r = infra_result(ev, jobs[i], e)
-            (out if isinstance(r, ExecResult) else gpu_q).put((i, r))
+                r = None if stop.is_set() else infra_result(ev, jobs[i], e)
+            if r is not None:
+                (out if isinstance(r, ExecResult) else gpu_q).put((i, r))
 
         def gpu_loop(h: WorkerHandle) -> None:
-            while (item := gpu_q.get()) is not None:
+            while (item := gpu_q.get()) is not None and not stop.is_set():
                 i, p = item
                 try:
-                    out.put((i, run_prepared(ev, h, p)))
+                    r = run_prepared(ev, h, p, stop)
                 except Exception as e:  # noqa: BLE001
-                    out.put((i, infra_result(ev, jobs[i], e)))
+                    r = None if stop.is_set() else infra_result(ev, jobs[i], e)
+                if r is not None:
+                    out.put((i, r))
 
+        t0 = _now_ticks()
         threads = [threading.Thread(target=gpu_loop, args=(h,), daemon=True) for h in self.handles]
         for t in threads:
             t.start()
-        with ThreadPoolExecutor(self.compile_jobs, thread_name_prefix="nvcc") as pool:
+        pool = ThreadPoolExecutor(self.compile_jobs, thread_name_prefix="nvcc")
+        finished = False
+        try:
             for i, (task, cand) in enumerate(jobs):
-                pool.submit(prepare_cached, ev, task, cand).add_done_callback(
+                pool.submit(prepare_cached, ev, task, cand, stop).add_done_callback(
                     lambda f, i=i: route(i, f)
                 )
-            try:
-                for _ in range(len(jobs)):
-                    yield out.get()
-            finally:
-                for _ in threads:
-                    gpu_q.put(None)
-        for t in threads:
-            t.join()
+            for _ in range(len(jobs)):
+                yield out.get()
+            finished = True
+        finally:
+            if not finished:
+                stop.set()
+                pool.shutdown(wait=False, cancel_futures=True)
+                killed = _kill_children_since(t0)
+                for h in self.handles:
+                    h.kill()
+                log.info("interrupted: cancelled queued jobs, killed %d process(es)", killed)
+            for _ in threads:
+                gpu_q.put(None)
+            if finished:
+                pool.shutdown(wait=True)
+                for t in threads:
+                    t.join()
 
     def close(self) -> None:
         for h in self.handles:

@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudaperf.execute import confine
+from cudaperf.execute.build import ToolchainError
 from cudaperf.execute.native import NativeBuildError, load_cuda, parse_prototypes
 from cudaperf.tasks.candidate import cuda_sources_in_python
 
@@ -119,6 +121,8 @@ def native_sources(code: str) -> list[str]:
 
 
 def _build_native(code: str, arch: str, native_cache: Path | None) -> TorchBuild:
+    if shutil.which("nvcc") is None:  # the machine's fault, not the candidate's
+        raise ToolchainError("nvcc not found; install the CUDA toolkit or put it on PATH")
     logs = []
     for src in native_sources(code):
         try:

@@ -211,6 +211,7 @@ def evaluate(
         label = "feature ranker" if isinstance(model, FEATURE_MODELS) else "neural ranker"
         out["calibration_png"] = str(calibration_plot(probs, labels, calibration_png,
                                                       label=label))  # fmt: skip
+        out["calibration_pairs"] = len(all_pairs)  # the count in the plot's title
     return out
 
 
@@ -256,7 +257,8 @@ def calibration_plot(
     ax.set_ylim(0, 1)
     ax.set_xlabel("predicted P(faster)")
     ax.set_ylabel("observed win rate")
-    ax.set_title(f"ranker calibration ({len(np.atleast_1d(probs))} pairs, both orders)")
+    n = len(np.atleast_1d(probs))
+    ax.set_title(f"ranker calibration ({n} pairs of any speed ratio, both orders)", fontsize=9)
     ax.legend(loc="upper left", fontsize=8)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)

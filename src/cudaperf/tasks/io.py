@@ -22,6 +22,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import zlib
 from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
@@ -84,6 +85,26 @@ def _is_jsonl_gz(path: Path) -> bool:
 
 
 def _read_jsonl(path: Path) -> list[Task]:
+    try:
+        return _read_jsonl_lines(path)
+    except gzip.BadGzipFile:
+        raise TaskFileError(
+            f"{path}: not gzip data although the name ends in .gz; rename it to .jsonl if it "
+            "is plain JSONL, or recompress it with gzip"
+        ) from None
+    except (EOFError, zlib.error):
+        raise TaskFileError(f"{path}: the gzip data is cut short or corrupt; rewrite it") from None
+    except UnicodeDecodeError as e:
+        raise TaskFileError(
+            f"{path}: not UTF-8 text (byte {e.object[e.start : e.start + 1]!r}: {e.reason}); "
+            "save the file as UTF-8"
+        ) from None
+    except OSError as e:
+        msg = f"{path}: cannot be read ({e.strerror}); check its permissions"
+        raise TaskFileError(msg) from None
+
+
+def _read_jsonl_lines(path: Path) -> list[Task]:
     tasks = []
     opener = gzip.open(path, "rt", encoding="utf-8") if _is_jsonl_gz(path) else None
     with opener or path.open(encoding="utf-8") as fh:
@@ -123,6 +144,8 @@ def _read_task_dir(folder: Path) -> Task:
         data = json.loads(meta_path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise TaskFileError(f"{meta_path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    except UnicodeDecodeError:
+        raise TaskFileError(f"{meta_path}: not UTF-8 text; save it as UTF-8") from None
     if not isinstance(data, dict):
         raise TaskFileError(f"{meta_path}: expected a JSON object")
 
@@ -130,7 +153,11 @@ def _read_task_dir(folder: Path) -> Task:
         p = folder / name
         if not p.is_file():
             raise TaskFileError(f"{meta_path}: field '{field}' names {name!r}, which is not a file")
-        return p.read_text(encoding="utf-8")
+        try:
+            return p.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            msg = f"{p} (field '{field}'): not UTF-8 text; save it as UTF-8"
+            raise TaskFileError(msg) from None
 
     if "source_file" in data:
         data["source"] = read(data.pop("source_file"), "source_file")

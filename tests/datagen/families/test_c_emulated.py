@@ -42,7 +42,7 @@ from tests.datagen import emulator
 
 ENABLED = os.environ.get("CUDAPERF_EMULATE") == "1"
 pytestmark = [
-    pytest.mark.skipif(not ENABLED, reason="CUDAPERF_EMULATE=1"),
+    pytest.mark.skipif(not ENABLED, reason=emulator.SKIP_REASON),
     pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed"),
     pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed"),
 ]

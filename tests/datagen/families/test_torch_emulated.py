@@ -27,7 +27,7 @@ from cudaperf.tasks.pymodule import exec_with_sizes  # noqa: E402
 from tests.datagen import emulator  # noqa: E402
 
 pytestmark = [
-    pytest.mark.skipif(os.environ.get("CUDAPERF_EMULATE") != "1", reason="CUDAPERF_EMULATE=1"),
+    pytest.mark.skipif(os.environ.get("CUDAPERF_EMULATE") != "1", reason=emulator.SKIP_REASON),
     pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed"),
 ]
 

@@ -1,0 +1,40 @@
+"""`cudaperf analyze`: syntax errors are named as such; --profile needs a GPU and says so;
+the README's `--task saxpy` form resolves."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.cli.helpers import cli, user_error
+
+
+def test_syntax_error_is_named_not_no_kernel_found(tmp_path):
+    broken = tmp_path / "k.cu"
+    broken.write_text("__global__ void k(float* x {\n  x[0] = 1;\n}\n")
+    r = cli("analyze", broken)  # the kernel is still read: a warning names the line
+    assert "k.cu:1: CUDA syntax error" in r.stderr and "Traceback" not in r.stderr
+    py = tmp_path / "cand.py"
+    py.write_text("import torch\ndef broken(:\n    pass\n")
+    r = cli("analyze", py)
+    user_error(r, "cand.py:2: Python syntax error", code=2)
+    assert "no __global__ kernel" not in r.stderr
+
+
+def test_profile_without_a_gpu_is_one_line(tmp_path):
+    if shutil.which("nvidia-smi"):
+        pytest.skip("this machine may have a GPU")
+    cand = tmp_path / "cand.cu"
+    cand.write_text("__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n")
+    r = cli("analyze", cand, "--task", "saxpy", "--profile")  # as the README writes it
+    user_error(r, "--profile", "needs an NVIDIA GPU", code=1)
+
+
+def test_short_task_id_resolves(tmp_path):
+    cand = tmp_path / "cand.cu"
+    cand.write_text("__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n")
+    r = cli("analyze", cand, "--task", "saxpy")
+    assert r.returncode == 0, r.stderr
+    assert "--task is only used with --profile" in r.stderr
+    user_error(cli("analyze", cand, "--task", "nope"), "no task 'nope' (--task)")

@@ -1,0 +1,55 @@
+"""`cudaperf data ...`: no default that overwrites the measured dataset, a `verify` default
+that exists, and Ctrl-C during `build` that exits at once without a half-written file."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from tests.cli.helpers import cli, interrupt, start, user_error
+from tests.tasks.helpers import C_TASK
+
+
+def test_build_without_out_writes_nothing(tmp_path):
+    (tmp_path / "data").mkdir()
+    r = cli("data", "build", "--per-family", "1", cwd=tmp_path)
+    user_error(r, "give --out FILE", "data/tasks.jsonl.gz holds the measured dataset", code=2)
+    assert list(tmp_path.rglob("*")) == [tmp_path / "data"]
+
+
+def test_build_with_out_writes_tasks_and_splits_there(tmp_path):
+    out = tmp_path / "t.jsonl"
+    r = cli("data", "build", "--per-family", "1", "--families", "gemv",
+            "--max-family-share", "1", "--out", out, "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["out"] == str(out)
+    assert out.is_file() and (tmp_path / "splits.json").is_file()
+
+
+def test_verify_defaults_to_the_dataset_that_exists(tmp_path):
+    data = tmp_path / "tasks.jsonl"
+    data.write_text(json.dumps(C_TASK) + "\n")
+    r = cli("data", "verify", "--no-nvcc", "--json", CUDAPERF_DATASET=str(data))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["references"] == 1
+    r = cli("data", "verify", "--help", COLUMNS="300")
+    assert "data/tasks.jsonl.gz" in r.stdout and "data/tasks.jsonl " not in r.stdout
+
+
+def test_measure_without_a_gpu_says_so_after_checking_its_outputs(tmp_path):
+    d = tmp_path / "dir.jsonl"
+    d.mkdir()
+    user_error(cli("data", "measure", "--out", d), "--out", "is a folder")
+    r = cli("data", "measure", "--out", tmp_path / "m.jsonl")
+    user_error(r, "needs an NVIDIA GPU", "--compile-only", code=1)
+
+
+def test_ctrl_c_stops_build_at_once_and_leaves_no_partial_file(tmp_path):
+    out = tmp_path / "big.jsonl.gz"
+    p = start("data", "build", "--c-tasks", "20000", "--torch-tasks", "5000", "--out", out)
+    time.sleep(4)  # importing and generating
+    assert p.poll() is None, p.communicate()
+    seconds, _, err = interrupt(p, limit_s=10)
+    assert p.returncode == 130 and seconds < 5, (seconds, err)
+    assert "Traceback" not in err and "interrupted" in err
+    assert not out.exists() and not (tmp_path / "splits.json").exists()

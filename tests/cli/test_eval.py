@@ -1,0 +1,147 @@
+"""`cudaperf eval` as a user runs it: bad candidates files, a missing GPU or nvcc, reruns that
+never duplicate rows, and Ctrl-C that stops at once, keeps finished rows and resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from cudaperf.tasks.io import load_sample
+from tests.cli.helpers import (
+    cli,
+    finished_lines,
+    interrupt,
+    lines,
+    needs_nvcc,
+    slow_nvcc_path,
+    start,
+    user_error,
+    wait_for,
+)
+
+
+def _saxpy_naive() -> str:
+    (t,) = [t for t in load_sample() if t.id.endswith("/saxpy")]
+    return next(i.code for i in t.implementations if i.id == "naive")
+
+
+def _cands(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("content", "needles"),
+    [
+        ('{"task_id": "saxpy", "code": 123}\n', ["c.jsonl:1", "field 'code'", "got int"]),
+        ('{"task_id": ["saxpy"], "code": "x"}\n', ["field 'task_id'", "got list"]),
+        ('{"task_id": "saxpy"}\n', ["c.jsonl:1", "'task_id' and 'code'"]),
+        ("[1, 2]\n", ["c.jsonl:1", "not a JSON object"]),
+        ('{"task_id": "saxpy", "code": "x"\n', ["c.jsonl:1", "not valid JSON"]),
+        ("\n\n", ["holds no candidates"]),
+        ('{"task_id": "no_such_task", "code": "x"}\n', ["no task 'no_such_task'"]),
+    ],
+    ids=["code-int", "task-id-list", "no-code", "not-object", "bad-json", "empty", "unknown"],
+)
+def test_bad_candidates_files_name_the_line_and_field(tmp_path, content, needles):
+    p = tmp_path / "c.jsonl"
+    p.write_text(content)
+    user_error(cli("eval", "--candidates", p, "--compile-only"), *needles, code=2)
+
+
+def test_candidates_that_are_not_utf8_or_missing(tmp_path):
+    p = tmp_path / "c.jsonl"
+    p.write_bytes(b'{"task_id": "saxpy", "code": "\xff\xfe"}\n')
+    user_error(cli("eval", "--candidates", p), "not UTF-8", "save it as UTF-8")
+    user_error(cli("eval", "--candidates", tmp_path / "none.jsonl"), "does not exist")
+
+
+def test_full_without_a_gpu_is_an_environment_error(tmp_path):
+    if shutil.which("nvidia-smi"):
+        pytest.skip("this machine may have a GPU")
+    c = _cands(tmp_path / "c.jsonl", [{"task_id": "saxpy", "code": _saxpy_naive()}])
+    r = cli("eval", "--candidates", c, "--full", "--cache-dir", tmp_path / "cache")
+    user_error(r, "--full needs an NVIDIA GPU", "--compile-only", code=1)
+
+
+def test_no_nvcc_on_path_blames_the_toolchain_not_the_candidate(tmp_path):
+    """Neither a `compile_error` for the candidate nor a logged traceback."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for tool in ("gcc", "cc", "g++"):  # keep the C compiler, drop nvcc
+        if shutil.which(tool):
+            os.symlink(shutil.which(tool), bindir / tool)
+    c = _cands(tmp_path / "c.jsonl", [{"task_id": "saxpy", "code": _saxpy_naive()}])
+    out = tmp_path / "o.jsonl"
+    r = cli("eval", "--candidates", c, "--out", out, PATH=str(bindir))
+    user_error(r, "nvcc is not on PATH", "install the CUDA toolkit", code=1)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("kind", ["c2cuda/saxpy", "torch2cuda/softmax"])
+def test_missing_nvcc_inside_the_evaluator_is_an_infra_error_without_traceback(
+    tmp_path, monkeypatch, kind
+):
+    """Library path (no CLI pre-check): a ToolchainError is INFRA_ERROR, logged in one line,
+    for C→CUDA (nvcc from the config) and PyTorch→CUDA (nvcc from PATH) candidates alike."""
+    import logging
+
+    from cudaperf.execute import Candidate, EvalConfig, Status, evaluate_batch
+
+    (task,) = [t for t in load_sample() if t.id.endswith(kind)]
+    code = task.implementations[0].code
+    if kind.startswith("torch"):
+        monkeypatch.setenv("PATH", str(tmp_path))  # its kernels are built by the nvcc on PATH
+    cfg = EvalConfig(compile_only=True, nvcc=str(tmp_path / "no-nvcc"), cache_dir=tmp_path / "c")
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logging.getLogger("cudaperf.execute.pool").addHandler(handler)
+    try:
+        (res,) = list(evaluate_batch([(task, Candidate(code=code))], cfg))
+    finally:
+        logging.getLogger("cudaperf.execute.pool").removeHandler(handler)
+    assert res.status is Status.INFRA_ERROR and "nvcc not found" in res.feedback[0]
+    assert records and all(r.exc_info is None for r in records)
+
+
+@needs_nvcc
+def test_no_cache_rerun_with_the_same_out_does_not_duplicate_rows(tmp_path):
+    c = _cands(tmp_path / "c.jsonl", [{"task_id": "saxpy", "code": _saxpy_naive(), "id": "a"}])
+    out = tmp_path / "o.jsonl"
+    args = ["eval", "--candidates", c, "--compile-only", "--out", out,
+            "--cache-dir", tmp_path / "cache", "--no-cache"]  # fmt: skip
+    assert cli(*args).returncode == 0
+    r = cli(*args)
+    assert r.returncode == 0, r.stderr
+    assert "kept, not recomputed" in r.stderr
+    assert len(lines(out)) == 1
+
+
+@needs_nvcc
+def test_ctrl_c_stops_eval_keeps_finished_rows_and_a_rerun_resumes(tmp_path):
+    code = _saxpy_naive()
+    rows = [{"task_id": "saxpy", "code": f"// v{k}\n{code}", "id": f"v{k}"} for k in range(8)]
+    c = _cands(tmp_path / "c.jsonl", rows)
+    out, cache = tmp_path / "o.jsonl", tmp_path / "cache"
+    args = ["eval", "--candidates", c, "--compile-only", "--jobs", "1", "--out", out,
+            "--cache-dir", cache]  # fmt: skip
+    path = slow_nvcc_path(tmp_path)
+    p = start(*args, PATH=path)
+    wait_for(lambda: finished_lines(out) >= 1, 90, "the first result")
+    seconds, _, err = interrupt(p, limit_s=10)
+    assert p.returncode == 130, err
+    assert seconds < 5, f"took {seconds:.1f} s to stop"
+    assert "Traceback" not in err and "run the same command again to resume" in err
+    kept = lines(out)
+    assert 1 <= len(kept) < 8 and all(r["status"] == "compiled" for r in kept)
+    # nothing half-done was cached: the rerun compiles the rest and every row is a real verdict
+    r = cli(*args, "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["summary"]["statuses"] == {"compiled": 8}
+    assert sum(x["cached"] for x in doc["results"]) == len(kept)
+    assert sorted(x["candidate_id"] for x in lines(out)) == [f"v{k}" for k in range(8)]

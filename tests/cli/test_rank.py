@@ -1,0 +1,105 @@
+"""`cudaperf rank ...`: the packaged ranker is never replaced silently, bad backbones and
+candidates are named, and `train` prints lines and a table, not a dict."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from cudaperf.rank.formats import default_weights_path
+from cudaperf.tasks.io import save_jsonl
+from tests.cli.helpers import SRC, cli, package_copy, user_error
+from tests.rank.helpers import SPLITS, kernel, unroll_tasks
+
+
+def _data(tmp_path):
+    p = tmp_path / "tasks.jsonl"
+    save_jsonl(unroll_tasks(), p)
+    (tmp_path / "splits.json").write_text(json.dumps({"families": SPLITS}))
+    return p
+
+
+def _sha(p) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def test_ship_does_not_replace_the_packaged_ranker_without_force(tmp_path):
+    src = package_copy(tmp_path)  # were the check broken, only the copy would be replaced
+    shipped = src / default_weights_path().relative_to(SRC)
+    assert shipped.is_file()
+    before = _sha(shipped)
+    r = cli("rank", "train", "--tasks", _data(tmp_path), "--out", tmp_path / "m", "--ship",
+            "--workers", "1", "--cache-dir", tmp_path / "c", src=src)  # fmt: skip
+    user_error(r, "--ship would replace the packaged ranker", "--force", code=2)
+    assert _sha(shipped) == before and not (tmp_path / "m").exists()
+
+
+def test_train_prints_lines_and_a_table_not_a_dict(tmp_path):
+    p = _data(tmp_path)
+    r = cli("rank", "train", "--tasks", p, "--out", tmp_path / "m", "--no-resources",
+            "--workers", "1", "--cache-dir", tmp_path / "cache")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "{'" not in r.stdout + r.stderr and "held-out families: pairs" in r.stdout
+    assert "top weights" in r.stdout and "path: " in r.stdout
+
+
+def test_bad_backbone_path_is_named(tmp_path):
+    r = cli("rank", "train", "--tasks", _data(tmp_path), "--model", "neural", "--backbone",
+            tmp_path / "no-model", "--out", tmp_path / "m")  # fmt: skip
+    user_error(r, "--backbone", "no such file or folder", code=2)
+
+
+def test_score_refuses_empty_and_garbage_candidates(tmp_path):
+    p = _data(tmp_path)
+    empty, junk = tmp_path / "empty.cu", tmp_path / "junk.cu"
+    empty.write_text("")
+    junk.write_text("this is not CUDA at all\n")
+    for f in (empty, junk):
+        r = cli("rank", "score", "t/fam5/0", f, "--tasks", p)
+        user_error(r, str(f), "no __global__ kernel", code=2)
+    good = tmp_path / "good.cu"
+    good.write_text(kernel(3))
+    r = cli("rank", "score", "t/fam5/0", good, "--tasks", p, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["compared"] == 3
+
+
+def test_eval_checks_the_plot_before_the_work(tmp_path):
+    r = cli("rank", "eval", "--tasks", _data(tmp_path), "--plot", tmp_path / "cal.svg")
+    user_error(r, "--plot", ".png")
+
+
+def test_calibration_plot_pair_count_matches_the_text(tmp_path):
+    """The plot's title counts every measured pair (any ratio); the text names that count
+    beside `pairs` (those at --min-ratio), so the two never seem to disagree."""
+    p = _data(tmp_path)
+    m = tmp_path / "m"
+    assert cli("rank", "train", "--tasks", p, "--out", m, "--no-resources", "--workers", "1",
+               "--no-eval").returncode == 0  # fmt: skip
+    png = tmp_path / "cal.png"
+    r = cli("rank", "eval", "--tasks", p, "--model", m, "--plot", png, "--workers", "1",
+            "--min-ratio", "2")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    text = dict(ln.split(": ", 1) for ln in r.stdout.splitlines() if ": " in ln)
+    assert png.is_file() and int(text["calibration_pairs"]) > int(text["pairs"])
+    assert text["all_pairs.pairs"] == text["calibration_pairs"]
+    assert "{'" not in r.stdout  # nested blocks as lines, not dict dumps
+
+
+def test_ctrl_c_stops_train_on_the_dataset_within_seconds(tmp_path):
+    import time
+
+    import pytest
+
+    from cudaperf.tasks.io import dataset_path
+    from tests.cli.helpers import interrupt, start
+
+    if dataset_path() is None:
+        pytest.skip("needs the measured dataset (data/tasks.jsonl.gz)")
+    m = tmp_path / "m"
+    p = start("rank", "train", "--out", m, "--workers", "2", "--cache-dir", tmp_path / "c")
+    time.sleep(6)  # loading 4k tasks, then computing features in worker processes
+    assert p.poll() is None, p.communicate()
+    seconds, _, err = interrupt(p, limit_s=15)
+    assert p.returncode == 130 and seconds < 5, (seconds, err)
+    assert "Traceback" not in err and not (m / "feature_ranker.json").exists()

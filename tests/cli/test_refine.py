@@ -1,0 +1,63 @@
+"""`cudaperf refine`: a server that is not running, a model path that does not exist and bad
+sampling options are each one line, before any model is loaded."""
+
+from __future__ import annotations
+
+import socket
+
+from tests.cli.helpers import (
+    cli,
+    finished_lines,
+    interrupt,
+    lines,
+    needs_nvcc,
+    slow_nvcc_path,
+    start,
+    user_error,
+    wait_for,
+)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again when the block ends
+
+
+def test_no_server_at_the_url(tmp_path):
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    r = cli("refine", "saxpy", "--model", url, "--out", tmp_path / "t.jsonl", timeout=60)
+    user_error(r, f"--model {url}", "no server answers", "start the OpenAI-compatible", code=1)
+    assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_model_path_that_does_not_exist(tmp_path):
+    for spec in (str(tmp_path / "ckpt"), "./nope", "model.gguf"):
+        r = cli("refine", "saxpy", "--model", spec, cwd=tmp_path)
+        user_error(r, f"--model {spec}", "no such file or folder", code=2)
+
+
+def test_target_file_that_does_not_exist(tmp_path):
+    r = cli("refine", tmp_path / "kernel.c", "--function", "f", "--sizes", "n=4")
+    user_error(r, "TARGET", "no such file")
+
+
+def test_default_best_out_is_checked_before_the_work(tmp_path):
+    (tmp_path / "saxpy_best.cu").mkdir()  # where the best kernel would go by default
+    r = cli("refine", "saxpy", "--model", "scripted:implementations", cwd=tmp_path)
+    user_error(r, "--best-out", "is a folder")
+
+
+@needs_nvcc
+def test_ctrl_c_stops_refine_and_keeps_the_finished_turns(tmp_path):
+    out = tmp_path / "traj.jsonl"
+    p = start("refine", "c2cuda/matmul", "--model", "scripted:weakest-first", "--turns", "4",
+              "--samples", "2", "--compile-only", "--cache-dir", tmp_path / "cache",
+              "--out", out, "--best-out", tmp_path / "best.cu",
+              PATH=slow_nvcc_path(tmp_path))  # fmt: skip
+    wait_for(lambda: finished_lines(out) >= 1, 120, "the first turn")
+    seconds, stdout, err = interrupt(p, limit_s=10)
+    assert p.returncode == 130 and seconds < 5, (seconds, err)
+    assert "Traceback" not in err and "turn 1:" in stdout
+    kept = lines(out)
+    assert kept and kept[0]["type"] == "turn" and kept[0]["turn"] == 1
