@@ -245,8 +245,8 @@ def _check_train_options(kind, ship, force, out, cache_dir, backbone) -> None:
         fail("--ship packages the feature ranker only; the neural one stays in --out")
     if ship and formats.default_weights_path().is_file() and not force:
         fail(
-            f"--ship would replace the packaged ranker {formats.default_weights_path()}; add --force to "
-            "replace it (compare held-out metrics with `cudaperf rank eval` first)"
+            f"--ship would replace the packaged ranker {formats.default_weights_path()}; add "
+            "--force to replace it (compare held-out metrics with `cudaperf rank eval` first)"
         )
     check_out_dir(out, "--out")
     check_out_dir(cache_dir, "--cache-dir")
