@@ -145,3 +145,22 @@ def test_ctrl_c_stops_eval_keeps_finished_rows_and_a_rerun_resumes(tmp_path):
     assert doc["summary"]["statuses"] == {"compiled": 8}
     assert sum(x["cached"] for x in doc["results"]) == len(kept)
     assert sorted(x["candidate_id"] for x in lines(out)) == [f"v{k}" for k in range(8)]
+
+
+def test_no_isolation_reaches_the_evaluator_config(monkeypatch, tmp_path):
+    """`--no-isolation` is the escape hatch for machines where the sandbox breaks the worker:
+    it must turn `EvalConfig.isolate_files` off, and the default must keep it on."""
+    from typer.testing import CliRunner
+
+    from cudaperf.cli import app
+    from cudaperf.cli import eval as eval_cli
+
+    seen = []
+    monkeypatch.setattr(eval_cli, "_run", lambda jobs, cfg, *a, **k: seen.append(cfg) or [])
+    monkeypatch.setattr(eval_cli, "check_toolchain", lambda *a: None)
+    args = ["eval", "--implementations", "--task", "saxpy", "--compile-only", "--cache-dir",
+            str(tmp_path / "c")]  # fmt: skip
+    for extra in ([], ["--no-isolation"]):
+        r = CliRunner().invoke(app, [*args, *extra])
+        assert r.exit_code == 0, r.output
+    assert [c.isolate_files for c in seen] == [True, False]

@@ -143,6 +143,12 @@ def eval_command(
     no_compile_baseline: bool = typer.Option(
         False, "--no-compile-baseline", help="PyTorch→CUDA: skip the torch.compile baseline."
     ),
+    no_isolation: bool = typer.Option(
+        False,
+        "--no-isolation",
+        help="Run candidate code without the mount-namespace sandbox "
+        "(read-only host, private /tmp); only for machines where it breaks the GPU worker.",
+    ),
 ) -> None:
     """Compile, check on every config (held-out too) and time C→CUDA and PyTorch→CUDA candidates."""
     if (candidates is None) == (not implementations):
@@ -155,6 +161,7 @@ def eval_command(
         compile_jobs=compile_jobs, cache_dir=cache_dir,
         use_result_cache=False if no_cache else None,
         compile_baseline=False if no_compile_baseline else None,
+        isolate_files=False if no_isolation else None,
     )  # fmt: skip
     check_out_file(out, "--out", (".jsonl",))
     check_out_dir(cfg.cache_dir, "--cache-dir")
