@@ -10,7 +10,7 @@ task's array lengths and calls the entry function once:
 - `-O2` (as the evaluator builds it): the call's CPU time; a config over `--slow` seconds is
   reported (the evaluator runs the reference at least once per config and input set).
 
-Inputs are made by `cudaperf.execute.inputs.make_inputs` (set 0, a fixed salt), out arrays
+Inputs are made by `cudaperf.tasks.inputs.make_inputs` (set 0, a fixed salt), out arrays
 zeroed as the evaluator's reference run does; the driver and inputs are those of the BabelTower
 importer's own reference check (`cudaperf.tasks.importers.babel_check`), which drops failing
 configs at import time; this script is the independent re-check of an imported file (it times

@@ -69,7 +69,8 @@ def test_reference_outputs_equal_to_the_poison_pattern_are_still_compared(cpu_co
 
     import numpy as np
 
-    from cudaperf.execute.inputs import compare, make_inputs, run_reference
+    from cudaperf.execute.inputs import compare, run_reference
+    from cudaperf.tasks.inputs import make_inputs
     from cudaperf.tasks.model import InputConfig, Param, Role, Task, Tolerance
 
     src = "void fill(int n, int* y) { for (int i = 0; i < n; ++i) y[i] = (i % 2) ? -1 : i; }"

@@ -64,7 +64,7 @@ def test_faults_are_recorded_and_the_worker_recovers(rig):
 
 def test_a_function_right_only_on_the_config_s_inputs_is_wrong(rig):
     """|x| instead of x is right on saxpy's positive inputs; the second, signed input set
-    (inputs.separating_distribution) exposes it on every config."""
+    (tasks.inputs.separating_distribution) exposes it on every config."""
     run, _ = rig
     res = run("abs")
     assert res.status is Status.WRONG_OUTPUT

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from cudaperf.datagen.measure.rows import task_content_hash
-from cudaperf.execute.inputs import make_inputs
+from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.model import Distribution, InputConfig, Param, Role, Task
 
 

@@ -2,7 +2,7 @@
 
 - C→CUDA: the candidate is built with the evaluator's harness (`execute.harness`) plus a
   small `main()` into one executable. The task's inputs for a config
-  (`execute.inputs.make_inputs`, public seed, no secret salt) go into a binary file that the
+  (`tasks.inputs.make_inputs`, public seed, no secret salt) go into a binary file that the
   driver reads (int32 count, then per parameter int32 role, int64 bytes, raw bytes); it calls
   the harness's one checked call twice, the second between `cudaProfilerStart/Stop`.
 - PyTorch→CUDA: `python -m cudaperf.analyze.drivers SPEC.json` builds the task's `Model`
@@ -123,7 +123,7 @@ def c_driver_source(task: Task, code: str) -> str:
 def write_c_inputs(task: Task, cfg: InputConfig, path: Path) -> int:
     """Write the driver's input file for `cfg`; returns its size in bytes."""
     from cudaperf.execute.harness import ROLE_CODES
-    from cudaperf.execute.inputs import make_inputs
+    from cudaperf.tasks.inputs import make_inputs
 
     arrays = make_inputs(task, cfg, 0, 0)
     with open(path, "wb") as fh:

@@ -30,16 +30,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cudaperf.execute.harness import IN_NO_DOWNLOAD, ROLE_CODES, RUN_SYMBOL
-from cudaperf.execute.inputs import (
-    compare,
-    make_inputs,
-    reference_finite,
-    run_reference,
-    time_reference,
-)
+from cudaperf.execute.inputs import compare, reference_finite, run_reference, time_reference
 from cudaperf.execute.results import redact_sizes
 from cudaperf.execute.sanity import escape_message, roofline_message
 from cudaperf.execute.types import ConfigResult, Status, Timing
+from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.model import InputConfig, Role, Task
 
 if TYPE_CHECKING:
@@ -184,7 +179,7 @@ def _one_config(fn, task: Task, cfg: InputConfig, req: dict, libs: _Libs, ref_li
 
 
 def _separating_check(fn, task, cfg, req, libs, ref_lib, base):
-    """Correctness on the second input distribution (`inputs.separating_distribution`), where
+    """Correctness on the second input distribution (`tasks.inputs.separating_distribution`), where
     the reference stays finite on it; None when it passes or does not apply."""
     inputs, want = _input_set(task, cfg, 2, req["salt"], libs, ref_lib, sep=True)
     if not reference_finite(task, want):

@@ -103,7 +103,7 @@ def _run_inputs(task, tmp_path):
     import ctypes
     import subprocess
 
-    from cudaperf.execute.inputs import make_inputs
+    from cudaperf.tasks.inputs import make_inputs
 
     stem = task.id.replace("/", "_")
     (tmp_path / f"{stem}.c").write_text(task.source)

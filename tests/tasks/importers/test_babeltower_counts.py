@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from cudaperf.execute.inputs import make_inputs
 from cudaperf.tasks.importers import babel_check
+from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.model import Distribution, InputConfig, Param, Role, Task
 from tests.tasks.importers.babel_rows import imported, needs_gcc, row, wrapper
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cudaperf.execute.inputs import make_inputs, run_reference
+from cudaperf.execute.inputs import run_reference
 from cudaperf.tasks.importers import IMPORTERS
 from cudaperf.tasks.importers.pareval import c_eval, import_pareval
+from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.model import Role
 
 ROOT = Path(__file__).parents[2] / "fixtures" / "pareval"

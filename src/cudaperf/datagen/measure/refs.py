@@ -25,7 +25,8 @@ import numpy as np
 
 from cudaperf.execute.build import build_reference
 from cudaperf.execute.config import EvalConfig
-from cudaperf.execute.inputs import make_inputs, run_reference, time_reference
+from cudaperf.execute.inputs import run_reference, time_reference
+from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.model import Role, Task, eval_length
 
 log = logging.getLogger(__name__)

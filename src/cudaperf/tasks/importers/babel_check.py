@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cudaperf.execute.inputs import make_inputs
+from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.model import InputConfig, Role, Task
 
 __all__ = [
