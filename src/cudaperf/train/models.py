@@ -1,6 +1,6 @@
 """Loading the policy to train: any HF name or path, `smollm2`, plus LoRA or full fine-tuning.
 
-`load_policy` resolves `smollm2` and GGUF files through `refine.hf.resolve_model` (a GGUF-loaded
+`load_policy` resolves `smollm2` and GGUF files through `models.resolve_model` (a GGUF-loaded
 model is marked quantised and transformers refuses to train it, so it is rebuilt once as a
 plain checkpoint), loads model and tokenizer and gives the tokenizer a pad token.
 `lora_config(r)` targets every linear layer. Errors name the model and the fix.
@@ -45,7 +45,7 @@ def load_policy(
     import torch
     import transformers
 
-    from cudaperf.refine.hf import join_pieces, resolve_model
+    from cudaperf.models import join_pieces, resolve_model
 
     try:
         path = resolve_model(model, None, cache_dir)
@@ -83,7 +83,7 @@ def attach_adapter(model, adapter: str | Path):
     """`model` with a trainable PEFT adapter loaded from `adapter` (pieces joined first)."""
     from peft import PeftModel
 
-    from cudaperf.refine.hf import join_pieces
+    from cudaperf.models import join_pieces
 
     folder = Path(adapter)
     if not (folder / "adapter_config.json").is_file():

@@ -1,5 +1,5 @@
 """Saving a folder's large files in pieces of at most N MiB (so they fit a size-limited
-transfer), and the reverse (`refine.hf.join_pieces`, which `HFBackend` and `load_policy` call).
+transfer), and the reverse (`models.join_pieces`, which `HFBackend` and `load_policy` call).
 
 A file `NAME` larger than the limit becomes `NAME.part000`, `NAME.part001`, ... (byte-exact
 splits) and `NAME` is removed; `join_pieces` rebuilds it. Guaranteed: joining the pieces
@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from cudaperf.refine.hf import PIECE, join_pieces
+from cudaperf.models import PIECE, join_pieces
 
 __all__ = ["join_pieces", "split_large_files"]
 
