@@ -61,3 +61,31 @@ def test_ctrl_c_stops_refine_and_keeps_the_finished_turns(tmp_path):
     assert "Traceback" not in err and "turn 1:" in stdout
     kept = lines(out)
     assert kept and kept[0]["type"] == "turn" and kept[0]["turn"] == 1
+
+
+def test_adapter_is_checked_and_reaches_the_hf_backend(tmp_path, monkeypatch):
+    """`--adapter` loads a trained LoRA adapter on top of a Hugging Face model: a folder with
+    no adapter or a non-HF model is one line before any work; a real one reaches the backend."""
+    r = cli("refine", "saxpy", "--model", "scripted:implementations", "--adapter", tmp_path)
+    user_error(r, "--adapter works with a Hugging Face --model", code=2)
+    r = cli("refine", "saxpy", "--model", "org/name", "--adapter", tmp_path)
+    user_error(r, f"--adapter {tmp_path}", "no adapter_config.json", code=2)
+
+    from typer.testing import CliRunner
+
+    from cudaperf.cli import app
+    from cudaperf.refine import backends
+
+    (tmp_path / "adapter_config.json").write_text("{}")
+    seen = {}
+
+    def fake(spec, task=None, tasks=(), **options):
+        seen.update(options, spec=spec)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(backends, "make_backend", fake)
+    out = CliRunner().invoke(app, ["refine", "saxpy", "--model", "org/name", "--adapter",
+                                   str(tmp_path), "--out", str(tmp_path / "t.jsonl"),
+                                   "--compile-only", "--ranker", "none"])  # fmt: skip
+    assert out.exit_code == 2 and "stop here" in out.output
+    assert seen["spec"] == "org/name" and seen["adapter"] == tmp_path

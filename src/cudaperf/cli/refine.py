@@ -56,6 +56,7 @@ def _backend(
     max_tokens: int,
     gguf_file: str | None,
     model_cache: Path | None = None,
+    adapter: Path | None = None,
 ):
     from cudaperf.refine.backends import make_backend
 
@@ -69,7 +70,7 @@ def _backend(
     else:
         opts = dict(
             gguf_file=gguf_file, temperature=temperature, max_new_tokens=max_tokens,
-            cache_dir=model_cache,
+            cache_dir=model_cache, adapter=adapter,
         )  # fmt: skip
     try:
         return make_backend(model, task=task, **opts)
@@ -138,6 +139,9 @@ def refine_command(
     server_model: str = typer.Option("default", "--server-model", help="Model name on the server."),
     api_key: str = typer.Option("EMPTY", "--api-key", envvar="OPENAI_API_KEY", help="Server key."),
     gguf_file: str = typer.Option(None, "--gguf-file", help="HF: GGUF file inside --model."),
+    adapter: Path = typer.Option(
+        None, "--adapter", help="HF: a LoRA adapter folder `cudaperf train` saved (its final/)."
+    ),
     model_cache: Path = typer.Option(
         None,
         "--model-cache",
@@ -161,8 +165,21 @@ def refine_command(
     best_path = _best_path(task, target, best_out)
     check_out_file(best_path, "--best-out")
     scorer = scorer_for(task, preset, compile_only, cache_dir, ranker)
+    if adapter is not None and (model.startswith(("http://", "https://", "scripted:"))):
+        fail(f"--adapter works with a Hugging Face --model (name or path), not {model!r}")
+    if adapter is not None and not (adapter / "adapter_config.json").is_file():
+        fail(f"--adapter {adapter}: no adapter_config.json there; give the folder `cudaperf "
+             "train` saved the adapter to (its final/ or a checkpoint-N/ folder)")  # fmt: skip
     backend = _backend(
-        model, task, server_model, api_key, temperature, max_tokens, gguf_file, model_cache
+        model,
+        task,
+        server_model,
+        api_key,
+        temperature,
+        max_tokens,
+        gguf_file,
+        model_cache,
+        adapter,
     )
     cols = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*cols, console=console, transient=True) as bar:
