@@ -262,7 +262,40 @@ def test_torch_imports_and_computes_under_confinement():
 def test_a_private_folder_that_holds_the_interpreter_is_left_readable():
     got, prot = _run(confine.Policy(private=("/tmp", sys.prefix)), HONEST)
     assert got == {"sqrt": 3.0}  # the child still ran, from its read-only interpreter
-    assert "interpreter" in prot["missing"][f"private:{sys.prefix}"]
+    assert "private_tmpfs" in prot["active"] and not prot["missing"]
+
+
+@needs_ns
+def test_an_interpreter_under_tmp_keeps_the_host_s_tmp_hidden(tmp_path):
+    """A checkout (and its venv) under /tmp, as in a CI job: the private /tmp must still hide
+    the host's files, with the interpreter bound back read-only (it used to leave /tmp open)."""
+    venv = Path(tempfile.mkdtemp(prefix="confine-venv-", dir="/tmp"))
+    secret = Path(tempfile.mkdtemp(prefix="confine-secret-", dir="/tmp")) / "s.txt"
+    secret.write_text("the answer")
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages",
+                        str(venv)], check=True, timeout=120)  # fmt: skip
+        code = f"""
+import json, pathlib
+try:
+    seen = pathlib.Path({str(secret)!r}).read_text()
+except OSError as e:
+    seen = type(e).__name__
+print(json.dumps({{"seen": seen}}))
+"""
+        rr, rw = os.pipe()
+        cmd = confine.command(confine.Policy(private=("/tmp",)), [_script(code)], rw)
+        cmd[0] = str(venv / "bin" / "python")
+        r = subprocess.run(cmd, capture_output=True, text=True, pass_fds=(rw,), timeout=60)
+        os.close(rw)
+        with os.fdopen(rr) as f:
+            prot = json.loads(f.read() or "{}")
+        assert r.returncode == 0, r.stderr[-500:]
+        assert json.loads(r.stdout.strip().splitlines()[-1]) == {"seen": "FileNotFoundError"}
+        assert "private_tmpfs" in prot["active"]
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)
+        shutil.rmtree(secret.parent, ignore_errors=True)
 
 
 @needs_ns

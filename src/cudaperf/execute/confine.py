@@ -158,11 +158,7 @@ def _unshare(p: Policy, prot: Protections) -> bool:
 def _mount_private(p: Policy, prot: Protections) -> list[str]:
     """An empty tmpfs on each private path (nested ones are created inside the outer tmpfs)."""
     done: list[str] = []
-    needed = [sys.prefix, sys.base_prefix, os.path.realpath(sys.executable), __file__]
     for path in sorted(set(p.private), key=len):
-        if any(n == path or n.startswith(path.rstrip("/") + "/") for n in needed):
-            prot.missing[f"private:{path}"] = "holds the interpreter or cudaperf; left read-only"
-            continue
         if not os.path.isdir(path):
             if not any(path.startswith(d + "/") for d in done):
                 continue  # never create a mount point on the host's own filesystem
@@ -310,12 +306,16 @@ def log_once(where: str, prot: Protections | dict) -> None:
 
 
 def _import_dirs(private: tuple[str, ...]) -> list[str]:
-    """Folders this interpreter imports from (PYTHONPATH, site-packages) that a private tmpfs
-    would hide, e.g. wheels installed into /tmp/site: bound back read-only, so the confined
-    process still finds its packages. The start folder (sys.path[0]) is not among them."""
+    """What the confined interpreter needs that a private tmpfs would hide, bound back
+    read-only: its own installation (a venv or a checkout under /tmp), cudaperf's package
+    folder, and the folders it imports from (PYTHONPATH, site-packages; e.g. wheels installed
+    into /tmp/site). The start folder (sys.path[0]) is not among them."""
     import site
 
-    paths = [*os.environ.get("PYTHONPATH", "").split(os.pathsep), *site.getsitepackages()]
+    own = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))]
+    package = str(Path(__file__).resolve().parent.parent)  # cudaperf itself
+    env = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    paths = [*own, package, *env, *site.getsitepackages()]
     out = []
     for p in paths:
         a = os.path.abspath(p) if p else ""
