@@ -148,3 +148,29 @@ def test_pointer_cache_key_followed_through_variables(lookup):
     src = HONEST.replace(FORWARD, "        " + lookup + "\n" + FORWARD)
     found = {cid for cid, _, _ in check_torch_candidate(src, REF_NAMES)}
     assert "pointer_cache" in found
+
+
+def test_honest_implementations_of_the_sample_set_pass_the_static_checks():
+    """The derived op list must not reject honest code: constructor arithmetic on sizes
+    (`kernel_size // 2`) and parameter initialisation (`nn.init.uniform_`) are not the
+    task's compute (both once rejected every conv2d and layernorm implementation)."""
+    from cudaperf.execute.evaluator import _reference_names
+    from cudaperf.tasks.io import load_sample
+
+    tasks = [t for t in load_sample() if t.kind.value == "torch2cuda"]
+    impls = [(t, i) for t in tasks for i in t.implementations]
+    assert len(impls) >= 12
+    for t, i in impls:
+        fired = [cid for cid, _, fatal in check_torch_candidate(i.code, _reference_names(t.source))
+                 if fatal]  # fmt: skip
+        assert fired == [], (t.id, i.id, fired)
+
+
+def test_constructor_size_arithmetic_and_initialisation_are_allowed():
+    init = (
+        "    def __init__(self, k=3):\n        super().__init__()\n        self.pad = k // 2\n"
+        "        self.w = nn.Parameter(torch.empty(4))\n"
+        "        nn.init.uniform_(self.w, -1.0, 1.0)\n"
+    )
+    src = HONEST.replace("    def __init__(self):\n        super().__init__()\n", init)
+    assert "k // 2" in src and fatal_ids(src) == []

@@ -27,6 +27,7 @@ _NOT_COMPUTE = frozenset(
     from_file frombuffer arange range linspace logspace eye scalar_tensor empty_like zeros_like
     ones_like full_like rand_like randn_like randint_like rand randn randint randperm normal
     bernoulli multinomial poisson manual_seed seed initial_seed get_rng_state set_rng_state
+    uniform exponential geometric cauchy log_normal
     view view_as reshape reshape_as permute transpose t swapaxes swapdims movedim moveaxis
     squeeze unsqueeze flatten unflatten expand expand_as broadcast_to narrow select slice
     split split_with_sizes tensor_split chunk unbind as_strided contiguous detach alias

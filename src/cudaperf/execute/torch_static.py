@@ -206,6 +206,8 @@ def _tensor_operators(c: CandidateAst) -> list[str]:
         return []
     hits = []
     for fn in (n for n in c.model_new.body if isinstance(n, ast.FunctionDef)):
+        if fn.name == "__init__":  # constructor arguments are sizes (get_init_inputs), and
+            continue  # nothing computed before forward sees its inputs can be the answer
         tensors = _tensor_names(fn)
 
         def is_t(e: ast.AST, tensors: set[str] = tensors) -> bool:
