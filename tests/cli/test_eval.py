@@ -164,3 +164,22 @@ def test_no_isolation_reaches_the_evaluator_config(monkeypatch, tmp_path):
         r = CliRunner().invoke(app, [*args, *extra])
         assert r.exit_code == 0, r.output
     assert [c.isolate_files for c in seen] == [True, False]
+
+
+@needs_nvcc
+def test_ctrl_c_stops_eval_on_the_ray_backend_and_keeps_finished_rows(tmp_path):
+    pytest.importorskip("ray")
+    code = _saxpy_naive()
+    rows = [{"task_id": "saxpy", "code": f"// r{k}\n{code}", "id": f"r{k}"} for k in range(8)]
+    c = _cands(tmp_path / "c.jsonl", rows)
+    out = tmp_path / "o.jsonl"
+    args = ["eval", "--candidates", c, "--compile-only", "--jobs", "1", "--backend", "ray",
+            "--out", out, "--cache-dir", tmp_path / "cache"]  # fmt: skip
+    p = start(*args, PATH=slow_nvcc_path(tmp_path))
+    wait_for(lambda: finished_lines(out) >= 1, 180, "the first result")
+    seconds, _, err = interrupt(p, limit_s=30)
+    assert p.returncode == 130, err
+    assert seconds < 10, f"took {seconds:.1f} s to stop"
+    assert "Traceback" not in err and "run the same command again to resume" in err
+    kept = lines(out)
+    assert 1 <= len(kept) < 8 and all(r["status"] == "compiled" for r in kept)
