@@ -61,6 +61,15 @@ def test_ctrl_c_stops_refine_and_keeps_the_finished_turns(tmp_path):
     assert "Traceback" not in err and "turn 1:" in stdout
     kept = lines(out)
     assert kept and kept[0]["type"] == "turn" and kept[0]["turn"] == 1
+    assert all(r["type"] == "turn" for r in kept) and len(kept) < 4
+    # the rerun continues the stopped episode after its last recorded turn
+    r = cli("refine", "c2cuda/matmul", "--model", "scripted:weakest-first", "--turns", "4",
+            "--samples", "2", "--compile-only", "--cache-dir", tmp_path / "cache", "--out", out,
+            "--best-out", tmp_path / "best.cu", timeout=300)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert f"resuming sample/c2cuda/matmul after turn {len(kept)}" in r.stdout + r.stderr
+    turns = [x["turn"] for x in lines(out) if x["type"] == "turn"]
+    assert turns == list(range(1, len(turns) + 1)) and lines(out)[-1]["type"] == "summary"
 
 
 def test_adapter_is_checked_and_reaches_the_hf_backend(tmp_path, monkeypatch):

@@ -203,3 +203,33 @@ def test_refine_many_runs_tasks_in_lockstep_with_rising_rewards(tmp_path):
 def test_refine_many_rejects_duplicate_tasks():
     with pytest.raises(ValueError, match="unique"):
         refine_many([SAXPY, SAXPY], scripted_from_task(SAXPY), scorer())
+
+
+def test_a_stopped_run_resumes_where_it_stopped(tmp_path):
+    """Ctrl-C after turn 1 keeps that turn; passing the trajectory back continues with turn 2
+    (same conversation, no turn redone) and ends exactly as an uninterrupted run."""
+    whole = refine(SAXPY, scripted_from_task(SAXPY), scorer(), turns=3, samples=1)
+    out = tmp_path / "traj.jsonl"
+
+    def stop_after_first(rec):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        refine(SAXPY, scripted_from_task(SAXPY), scorer(), turns=3, samples=1, out=out,
+               on_turn=stop_after_first)  # fmt: skip
+    assert [type(r) for r in read_trajectory(out)] == [TurnRecord]
+    backend = scripted_from_task(SAXPY)
+    backend.generate(first_messages(SAXPY), 1)  # the replay is past the turn already made
+    seen = []
+    res = refine(SAXPY, backend, scorer(), turns=3, samples=1, out=out, on_turn=seen.append,
+                 resume=read_trajectory(out))  # fmt: skip
+    assert [t.turn for t in seen] == [2, 3]  # turn 1 was not made again
+    assert [t.best_total for t in res.turns] == [t.best_total for t in whole.turns]
+    assert res.summary.best_turn == whole.summary.best_turn == 2
+    records = read_trajectory(out)
+    assert [r.turn for r in records if isinstance(r, TurnRecord)] == [1, 2, 3]
+    assert isinstance(records[-1], SummaryRecord) and records[-1].turns == 3
+    # a finished episode is refined anew, not resumed
+    again = refine(SAXPY, scripted_from_task(SAXPY), scorer(), turns=3, samples=1,
+                   resume=read_trajectory(out))  # fmt: skip
+    assert [t.turn for t in again.turns] == [1, 2, 3]

@@ -78,6 +78,19 @@ def _backend(
         fail(f"--model {model}: {(str(e).splitlines() or [type(e).__name__])[0]}")
 
 
+def _earlier_records(out: Path) -> list:
+    """The trajectory records already in `out` (a stopped run's turns resume from them)."""
+    from cudaperf.refine.trajectory import read_trajectory
+
+    if not out.is_file() or not out.stat().st_size:
+        return []
+    try:
+        return read_trajectory(out)
+    except (ValueError, UnicodeDecodeError) as e:
+        fail(f"--out {out}: not a refine trajectory ({str(e).splitlines()[0][:200]}); give "
+             "another --out or remove the file")  # fmt: skip
+
+
 def _connection_errors() -> tuple[type[BaseException], ...]:
     """openai's connection error, when the package is installed."""
     try:
@@ -181,6 +194,12 @@ def refine_command(
         model_cache,
         adapter,
     )
+    prior = _earlier_records(out)
+    from cudaperf.refine.episode import unfinished_turns
+
+    if done := unfinished_turns(prior, task.id, backend.name):
+        console.print(f"resuming {task.id} after turn {done[-1].turn} (recorded in {out})",
+                      highlight=False)  # fmt: skip
     cols = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*cols, console=console, transient=True) as bar:
         tid = bar.add_task(f"turn 1/{turns}: generating {samples} replies", total=None)
@@ -206,6 +225,7 @@ def refine_command(
                 patience=patience,
                 out=out,
                 on_turn=on_turn,
+                resume=prior,
             )
         except ValueError as e:
             fail(str(e))

@@ -31,7 +31,7 @@ from cudaperf.reward.extract import extract_candidate
 from cudaperf.reward.scorer import RewardScorer, Scored
 from cudaperf.tasks.model import Task
 
-__all__ = ["Chain", "Rules", "done", "start", "step", "summary"]
+__all__ = ["Chain", "Rules", "done", "resume", "start", "step", "summary", "unfinished_turns"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,30 @@ class Chain:
 def start(task: Task, system: str = SYSTEM) -> Chain:
     """A fresh chain: the system message and the task prompt (visible configs only)."""
     return Chain(task=task, messages=first_messages(task, system))
+
+
+def unfinished_turns(
+    records: Sequence[TurnRecord | SummaryRecord], task_id: str, model: str
+) -> list[TurnRecord]:
+    """The turns of `task_id` by `model` after its last summary: an episode a stopped run did
+    not finish ([] when there is none)."""
+    mine = [r for r in records if r.task_id == task_id and r.model == model]
+    last = max((k for k, r in enumerate(mine) if isinstance(r, SummaryRecord)), default=-1)
+    return [r for r in mine[last + 1 :] if isinstance(r, TurnRecord)]
+
+
+def resume(task: Task, earlier: Sequence[TurnRecord], rules: Rules, system: str = SYSTEM) -> Chain:
+    """A chain continued from the turns a stopped run recorded (`unfinished_turns`): the same
+    best, stopping and next-conversation decisions are replayed, so the next turn is the one
+    the run would have made. Turns that do not follow from the ones before (another prompt,
+    other rules, a gap) are not trusted: the chain starts afresh."""
+    chain = start(task, system)
+    for rec in earlier:
+        if done(chain) or rec.turn != len(chain.turns) + 1 or rec.messages != chain.messages:
+            return start(task, system)
+        chain.turns.append(rec)
+        _advance(chain, rec.turn, best_sample(list(rec.samples)), rules)
+    return chain
 
 
 def done(chain: Chain) -> bool:

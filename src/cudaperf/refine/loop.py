@@ -68,12 +68,15 @@ def refine_many(
     on_done: Callable[[RefineResult], None] | None = None,
     system: str = SYSTEM,
     keep_exchanges: int = 2,
+    resume: Sequence[TurnRecord | SummaryRecord] = (),
 ) -> list[RefineResult]:
     """Refine every task for up to `turns` turns in lockstep; results in the order of `tasks`.
 
     Each task is one `refine.episode` chain. `on_turn` is called after each task's turn,
-    `on_done` when a task has stopped (its summary is then written). A crash keeps every turn
-    and summary already written to `out`."""
+    `on_done` when a task has stopped (its summary is then written). A crash or Ctrl-C keeps
+    every turn and summary already written to `out`; passing those records back as `resume`
+    (`read_trajectory(out)`) continues each unfinished episode where it stopped (its earlier
+    turns are not redone or rewritten); finished episodes are refined anew."""
     if turns < 1 or samples < 1 or patience < 1:
         raise ValueError(f"turns={turns}, samples={samples}, patience={patience}: use >= 1 each")
     if len({t.id for t in tasks}) != len(tasks):
@@ -81,9 +84,13 @@ def refine_many(
     rules = episode.Rules(turns=turns, patience=patience, keep_exchanges=keep_exchanges,
                           screen_keep=screen_keep)  # fmt: skip
     writer = TrajectoryWriter(out) if out is not None else None
-    chains = [episode.start(t, system) for t in tasks]
-    results = [RefineResult(t.id) for t in tasks]
+    chains = [episode.resume(t, episode.unfinished_turns(resume, t.id, backend.name), rules,
+                             system) for t in tasks]  # fmt: skip
+    results = [RefineResult(t.id, turns=list(c.turns)) for t, c in zip(tasks, chains, strict=True)]
     try:
+        for c, res in zip(chains, results, strict=True):
+            if episode.done(c):  # every turn was made before the stop; only the summary is due
+                _finish(c, res, backend, scorer, writer, on_done)
         while live := [i for i, c in enumerate(chains) if not episode.done(c)]:
             replies = generate(backend, [chains[i].messages for i in live], samples)
             recs = episode.step([chains[i] for i in live], replies, scorer, rules, backend.name)
@@ -113,6 +120,7 @@ def refine(
     on_turn: Callable[[TurnRecord], None] | None = None,
     system: str = SYSTEM,
     keep_exchanges: int = 2,
+    resume: Sequence[TurnRecord | SummaryRecord] = (),
 ) -> RefineResult:
     """Refine one task for up to `turns` turns of `samples` replies each; see the module doc.
 
@@ -121,7 +129,7 @@ def refine(
     (res,) = refine_many(
         [task], backend, scorer, turns=turns, samples=samples, screen_keep=screen_keep,
         patience=patience, out=out, on_turn=on_turn, system=system,
-        keep_exchanges=keep_exchanges,
+        keep_exchanges=keep_exchanges, resume=resume,
     )  # fmt: skip
     return res
 
