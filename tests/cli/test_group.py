@@ -50,6 +50,34 @@ def test_a_sub_app_registered_later_gets_the_same_handler():
     assert r.exit_code == 2 and r.output.strip() == "error: --thing 3: use 1 or 2"
 
 
+def test_a_ctrl_c_that_a_library_wrapped_is_still_a_ctrl_c():
+    """Ctrl-C inside pydantic's serializer surfaces as PydanticSerializationError: the
+    command must still stop as interrupted (exit 130, one line), not with a traceback."""
+    from pydantic import BaseModel, field_serializer
+
+    class Boom(BaseModel):
+        x: int = 0
+
+        @field_serializer("x")
+        def _ser(self, v):
+            raise KeyboardInterrupt
+
+    root = typer.Typer(cls=CliGroup)
+
+    @root.command("go")
+    def go() -> None:
+        Boom().model_dump_json()
+
+    @root.command("other")
+    def other() -> None:
+        raise RuntimeError("a real bug")
+
+    r = CliRunner().invoke(root, ["go"])
+    assert r.exit_code == 130 and "interrupted" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(root, ["other"])
+    assert r.exit_code == 1 and isinstance(r.exception, RuntimeError)  # bugs are not hidden
+
+
 def test_boolean_flags_show_no_bool_placeholder():
     for cmd in (["eval"], ["tasks", "list"], ["rank", "train"], ["refine"], ["data", "build"]):
         r = cli(*cmd, "--help", COLUMNS="200")

@@ -125,3 +125,26 @@ def test_verl_compute_score_with_task_in_extra_info():
             "speedup": 0.0,
         }
     )
+
+
+def test_ctrl_c_wrapped_by_a_library_stops_the_run_instead_of_becoming_infra_errors():
+    """Ctrl-C inside pydantic's serializer reaches the scorer as a PydanticSerializationError;
+    treating it as an evaluator failure swallowed the Ctrl-C (the run went on, exit 0)."""
+    from pydantic import BaseModel, field_serializer
+
+    from cudaperf.reward.scorer import interrupted
+
+    class Boom(BaseModel):
+        x: int = 0
+
+        @field_serializer("x")
+        def _ser(self, v):
+            raise KeyboardInterrupt
+
+    def evaluator(jobs):
+        Boom().model_dump_json()  # raises PydanticSerializationError(... KeyboardInterrupt)
+
+    sc = RewardScorer([SAXPY], evaluator=evaluator, analyzer=lambda c: [])
+    with pytest.raises(KeyboardInterrupt):
+        sc.score([(SAXPY.id, FAST)])
+    assert not interrupted(RuntimeError("the candidate printed KeyboardInterrupt"))

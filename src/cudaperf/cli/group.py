@@ -73,7 +73,7 @@ class CliGroup(TyperGroup):
         except _click.exceptions.ClickException as e:
             rich_utils.rich_format_error(e)
             sys.exit(e.exit_code)
-        except (_click.exceptions.Abort, typer.Abort):
+        except typer.Abort:  # (typer vendors click; its Abort is this one)
             sys.exit(1)
         sys.exit(rv if isinstance(rv, int) else 0)
 
@@ -85,13 +85,22 @@ class CliGroup(TyperGroup):
                 raise
             console.print(Text.assemble(("error: ", "bold red"), str(e)), soft_wrap=True)
             ctx.exit(getattr(e, "code", 2))
+        except Exception as e:
+            from cudaperf.reward.scorer import interrupted
+
+            if _STATE["debug"] or not interrupted(e):  # not a Ctrl-C a library wrapped
+                raise
+            return self._interrupted(ctx)
         except KeyboardInterrupt:
             if _STATE["debug"]:
                 raise
-            console.print(
-                "interrupted: work finished before Ctrl-C was kept (in --out where the command "
-                "has one); run the same command again to resume",
-                soft_wrap=True,
-                highlight=False,
-            )
-            ctx.exit(INTERRUPTED)
+            return self._interrupted(ctx)
+
+    def _interrupted(self, ctx: _click.Context):
+        console.print(
+            "interrupted: work finished before Ctrl-C was kept (in --out where the command "
+            "has one); run the same command again to resume",
+            soft_wrap=True,
+            highlight=False,
+        )
+        ctx.exit(INTERRUPTED)

@@ -200,6 +200,8 @@ class RewardScorer:
         try:
             results = self.evaluator(jobs)
         except Exception as e:  # noqa: BLE001 - infrastructure failure, not the candidate's
+            if interrupted(e):
+                raise KeyboardInterrupt from e  # Ctrl-C, wrapped by a library: stop the run
             log.exception("evaluator failed on %d candidates", len(jobs))
             results = [_infra(t, c, e) for t, c in jobs]
         for (t, c), res in zip(jobs, results, strict=True):
@@ -209,6 +211,21 @@ class RewardScorer:
             reports = tuple(self.analyzer(code)) if need else ()
             rank = self.rank(t, code) if ok else None
             self._cache[(t.id, c.hash)] = (res, reports, rank)
+
+
+def interrupted(e: BaseException) -> bool:
+    """Whether `e` is a Ctrl-C in disguise: a library (pydantic's serializer calling a
+    validator, for one) turned the KeyboardInterrupt raised inside it into its own error.
+    Such an error must stop the run, not become an infra error of the candidates."""
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        if type(e).__name__ == "PydanticSerializationError" and "KeyboardInterrupt" in str(e):
+            return True  # only our own models are serialised there: no candidate text
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def _credited(code: str, res: ExecResult) -> str:
