@@ -3,14 +3,12 @@ every sample of every turn recorded, resume after an interruption, summaries and
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 from collections import Counter
 
 import pytest
 
-from cudaperf.refine.hf import HFBackend
 from cudaperf.refine.trajectory import SummaryRecord, TurnRecord, read_trajectory
 from cudaperf.report.rows import task_meta
 from cudaperf.report.run import BenchSettings, make_bench_backend, read_run, run_bench
@@ -122,13 +120,7 @@ def test_compile_only_runs_report_compile_rates_only(tmp_path):
     assert s["speedups"] == {} and s["per_turn"] == []
 
 
-@pytest.mark.skipif(
-    "adapter" in inspect.signature(HFBackend.__init__).parameters,
-    reason="HFBackend loads adapters now; the train tests cover it",
-)
-def test_an_adapter_fails_with_a_clear_message_until_hf_backend_loads_them():
-    with pytest.raises(ValueError, match="cannot load adapters yet"):
-        make_bench_backend("some/model", TASKS, adapter="runs/sft/adapter")
+def test_an_adapter_needs_a_hugging_face_model():
     with pytest.raises(ValueError, match="--adapter loads on top of a Hugging Face model"):
         BenchSettings(model="scripted:best", suite="sample", adapter="x")
 

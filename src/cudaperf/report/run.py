@@ -110,17 +110,8 @@ def make_bench_backend(spec: str, tasks: Sequence[Task], adapter: str | None = N
         return make_backend(spec, tasks=tasks)
     if adapter:
         options["adapter"] = adapter
-    try:
-        backend = make_backend(spec, **options)
-        return backend if hasattr(backend, "generate_batch") else ConcurrentBatch(backend)
-    except TypeError as e:
-        if adapter and "adapter" in str(e):
-            raise ValueError(
-                f"--adapter {adapter}: this cudaperf's Hugging Face backend cannot load adapters "
-                "yet (it arrives with `cudaperf train`); benchmark the base model, or merge the "
-                "adapter into a checkpoint and pass that folder as --model"
-            ) from None
-        raise
+    backend = make_backend(spec, **options)
+    return backend if hasattr(backend, "generate_batch") else ConcurrentBatch(backend)
 
 
 def _settings_problem(old: dict, new: BenchSettings) -> str:
