@@ -6,7 +6,16 @@ from __future__ import annotations
 import json
 import time
 
-from tests.cli.helpers import cli, interrupt, start, user_error
+from tests.cli.helpers import (
+    cli,
+    finished_lines,
+    interrupt,
+    needs_nvcc,
+    slow_nvcc_path,
+    start,
+    user_error,
+    wait_for,
+)
 from tests.tasks.helpers import C_TASK
 
 
@@ -53,3 +62,18 @@ def test_ctrl_c_stops_build_at_once_and_leaves_no_partial_file(tmp_path):
     assert p.returncode == 130 and seconds < 5, (seconds, err)
     assert "Traceback" not in err and "interrupted" in err
     assert not out.exists() and not (tmp_path / "splits.json").exists()
+
+
+@needs_nvcc
+def test_ctrl_c_during_measure_writes_a_partial_summary_and_keeps_the_rows(tmp_path):
+    out, summary = tmp_path / "m.jsonl", tmp_path / "summary.json"
+    p = start("data", "measure", "--compile-only", "--kinds", "c2cuda", "--limit", "40",
+              "--batch-tasks", "1", "--jobs", "1", "--out", out, "--summary", summary,
+              "--cache-dir", tmp_path / "cache", PATH=slow_nvcc_path(tmp_path))  # fmt: skip
+    wait_for(lambda: finished_lines(out) >= 1, 180, "the first measured row")
+    seconds, _, err = interrupt(p, limit_s=30)
+    assert p.returncode == 130 and seconds < 10, (seconds, err)
+    assert "Traceback" not in err
+    doc = json.loads(summary.read_text())
+    assert doc["interrupted"] is True and doc["out"] == str(out)
+    assert finished_lines(out) >= 1

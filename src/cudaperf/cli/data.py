@@ -229,8 +229,10 @@ def measure(
         highlight=False,
     )
     last = [0.0]
+    latest: dict = {}
 
     def on_progress(snap: dict) -> None:
+        latest.update(snap)
         now = time.monotonic()
         if now - last[0] < every and snap["impls_done"] < snap["impls_total"]:
             return
@@ -248,6 +250,13 @@ def measure(
         result = measure_tasks(tasks, config, on_progress)
     except MeasureError as e:
         fail(str(e), code=1)
+    except KeyboardInterrupt:
+        if summary:  # what was done before Ctrl-C (the rows themselves are in --out)
+            part = {"interrupted": True, "progress": latest, "command": " ".join(sys.argv),
+                    "estimate": est, "out": str(out)}  # fmt: skip
+            summary.parent.mkdir(parents=True, exist_ok=True)
+            summary.write_text(jsonlib.dumps(part, indent=1, default=str) + "\n")
+        raise
     result["command"] = " ".join(sys.argv)
     result["estimate"] = est
     if summary:
