@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import platform
+import resource
 import struct
 import sys
 from dataclasses import asdict, dataclass, field
@@ -37,7 +38,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Policy", "Protections", "apply", "command", "log_once"]
+__all__ = ["Policy", "Protections", "apply", "command", "limit_cpu", "log_once"]
 
 _NEWNS, _NEWUSER, _NEWNET = 0x00020000, 0x10000000, 0x40000000
 _NS_FLAGS = 0x7E020000  # every CLONE_NEW* flag (ns, cgroup, uts, ipc, user, pid, net)
@@ -323,6 +324,17 @@ def _import_dirs(private: tuple[str, ...]) -> list[str]:
                                           for d in private):  # fmt: skip
             out.append(a)
     return list(dict.fromkeys(out))
+
+
+def limit_cpu(seconds: int) -> None:
+    """Let this process use at most `seconds` more CPU-seconds (RLIMIT_CPU, soft limit: the
+    kernel sends SIGXCPU, then SIGKILL at the hard limit), never above the hard limit."""
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(used.ru_utime + used.ru_stime) + seconds
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
 def apply(policy: Policy, quiet: bool = False) -> Protections:

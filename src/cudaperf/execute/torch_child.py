@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import signal
 import sys
 from typing import Any
+
+from cudaperf.execute import confine
 
 __all__ = ["child_main"]
 
@@ -65,20 +66,11 @@ def _redirect(workdir: str) -> None:
     os.close(fd)
 
 
-def _limit_cpu(seconds: int) -> None:
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    soft = int(used.ru_utime + used.ru_stime) + seconds
-    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
-
-
 def _job(st: _State, msg: dict) -> None:
     from cudaperf.execute import torch_runtime as rt
 
     _redirect(msg["workdir"])
-    _limit_cpu(int(msg["cpu_limit_s"]))
+    confine.limit_cpu(int(msg["cpu_limit_s"]))
     if msg.get("ext_dir"):  # where the build pool left a load_inline candidate's extension
         os.environ["TORCH_EXTENSIONS_DIR"] = msg["ext_dir"]
     st.device = msg.get("device", "cuda")

@@ -25,7 +25,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from cudaperf.execute import measure
+from cudaperf.execute import confine, measure
 from cudaperf.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -72,15 +72,6 @@ def apply_limits(max_output_mb: int, max_open_files: int, isolate_network: bool)
     return applied
 
 
-def _limit_cpu(seconds: int) -> None:
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    soft = int(used.ru_utime + used.ru_stime) + seconds
-    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
-
-
 def _redirect_output(workdir: str) -> None:
     os.chdir(workdir)
     fd = os.open("output.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -110,7 +101,7 @@ def handle(req: dict, libs: _Libs) -> dict:
         if req["op"] == "hello":
             return {"ok": True, "pid": os.getpid()}
         _redirect_output(req["workdir"])
-        _limit_cpu(int(req["cpu_limit_s"]))
+        confine.limit_cpu(int(req["cpu_limit_s"]))
         task = Task.model_validate(req["task"])
         if req["op"] == "torch":
             return _torch_job(task, req)
