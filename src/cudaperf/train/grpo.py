@@ -23,7 +23,6 @@ and `report.json`. Runs unchanged under `accelerate launch` (each process keeps 
 from __future__ import annotations
 
 import json
-import logging
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -31,8 +30,6 @@ from pathlib import Path
 
 from cudaperf.train.data import load_training_tasks, split_training, write_manifest
 from cudaperf.train.rollout import RolloutOptions
-
-log = logging.getLogger(__name__)
 
 __all__ = ["GrpoOptions", "prompt_dataset", "run_grpo"]
 
@@ -171,7 +168,7 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     from cudaperf.train.models import load_policy, lora_config
     from cudaperf.train.rewards import TurnReturn
     from cudaperf.train.rollout import MultiTurnRollout
-    from cudaperf.train.runlog import StepLog, TimeBudget, last_checkpoint, save_final
+    from cudaperf.train.runlog import StepLog, TimeBudget, save_final, train_until_stopped
 
     t0 = time.perf_counter()
     hold, pool = _pool(opts)
@@ -193,13 +190,8 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     scorer = rollout.attach(make_scorer(opts, pool, evaluator, own_gpu))
     prep_s = prepare_pool(scorer, pool) if opts.prepare else 0.0
     steplog.add({"kind": "prepare", "tasks": len(pool), "seconds": round(prep_s, 2)})
-    resume = last_checkpoint(opts.out) if opts.resume else None
-    interrupted = False
     try:
-        trainer.train(resume_from_checkpoint=resume)
-    except KeyboardInterrupt:
-        interrupted = True
-        log.warning("interrupted: saving what was trained to %s/final", opts.out)
+        resume, interrupted = train_until_stopped(trainer, opts.out, opts.resume)
     finally:
         for part in (scorer.evaluator, scorer.analyzer):
             close = getattr(part, "close", None)

@@ -22,7 +22,7 @@ from cudaperf.train.pieces import split_large_files
 
 log = logging.getLogger(__name__)
 
-__all__ = ["StepLog", "TimeBudget", "last_checkpoint", "save_final"]
+__all__ = ["StepLog", "TimeBudget", "last_checkpoint", "save_final", "train_until_stopped"]
 
 
 class StepLog(TrainerCallback):
@@ -89,6 +89,19 @@ def last_checkpoint(out: str | Path) -> str | None:
     """The newest `checkpoint-N` folder under `out` (None when there is none)."""
     found = sorted(Path(out).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
     return str(found[-1]) if found else None
+
+
+def train_until_stopped(trainer, out: str | Path, resume: bool) -> tuple[str | None, bool]:
+    """Run `trainer.train`, from the newest checkpoint in `out` when `resume`; Ctrl-C ends
+    it early so that what was trained can still be saved. Returns (the checkpoint resumed
+    from or None, whether it was interrupted)."""
+    start = last_checkpoint(out) if resume else None
+    try:
+        trainer.train(resume_from_checkpoint=start)
+    except KeyboardInterrupt:
+        log.warning("interrupted: saving what was trained to %s/final", out)
+        return start, True
+    return start, False
 
 
 def save_final(model, tokenizer, out: str | Path, pieces_mib: float | None = None) -> Path:

@@ -18,15 +18,12 @@ Outputs under `out`: `holdout.json` (which families/tasks were held out), `steps
 from __future__ import annotations
 
 import json
-import logging
 import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from cudaperf.train.data import load_training_tasks, sft_rows, split_training, write_manifest
-
-log = logging.getLogger(__name__)
 
 __all__ = ["SftOptions", "choose_max_length", "run_sft"]
 
@@ -130,7 +127,7 @@ def _trainer(opts: SftOptions, policy, train_ds, eval_ds, cap: int, callbacks):
 def run_sft(opts: SftOptions) -> dict:
     """Train; returns (and writes to `<out>/report.json`) what was done and measured."""
     from cudaperf.train.models import load_policy
-    from cudaperf.train.runlog import StepLog, TimeBudget, last_checkpoint, save_final
+    from cudaperf.train.runlog import StepLog, TimeBudget, save_final, train_until_stopped
 
     t0 = time.perf_counter()
     hold = split_training(
@@ -149,13 +146,7 @@ def run_sft(opts: SftOptions) -> dict:
         None, 0)  # fmt: skip
     budget = TimeBudget(opts.time_budget_s)
     trainer = _trainer(opts, policy, train_ds, eval_ds, cap, [StepLog(opts.out, "sft"), budget])
-    resume = last_checkpoint(opts.out) if opts.resume else None
-    interrupted = False
-    try:
-        trainer.train(resume_from_checkpoint=resume)
-    except KeyboardInterrupt:
-        interrupted = True
-        log.warning("interrupted: saving what was trained to %s/final", opts.out)
+    resume, interrupted = train_until_stopped(trainer, opts.out, opts.resume)
     if not trainer.accelerator.is_main_process:  # one process writes the model and report
         return {"steps": trainer.state.global_step}
     final = save_final(trainer.model, policy.tokenizer, opts.out, opts.pieces_mib)
