@@ -6,14 +6,13 @@ import pytest
 from typer.testing import CliRunner
 
 from cudaperf.cli import app
-from tests.train.helpers import make_tiny_model, write_task_file
+from tests.train.helpers import write_task_file
 
 pytest.importorskip("trl")
 runner = CliRunner()
 
 
-def test_train_sft_smoke_run_and_clear_errors(tmp_path):
-    tiny = make_tiny_model(tmp_path / "tiny")
+def test_train_sft_smoke_run_and_clear_errors(tmp_path, tiny):
     tasks = write_task_file(tmp_path)
     args = [
         "train",

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.train.helpers import make_tiny_model, write_task_file
+from tests.train.helpers import write_task_file
 
 pytest.importorskip("trl")
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="compile-only rewards need nvcc")
-def test_grpo_under_torchrun_with_two_processes(tmp_path):
-    tiny = make_tiny_model(tmp_path / "tiny")
+def test_grpo_under_torchrun_with_two_processes(tmp_path, tiny):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m",
            "cudaperf", "train", "grpo", "--model", str(tiny), "--tasks",

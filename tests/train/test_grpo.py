@@ -7,14 +7,9 @@ import pytest
 
 from cudaperf.train.grpo import GrpoOptions, run_grpo
 from tests.train.fakes import FakeEvaluator, ScriptedPolicy, reply
-from tests.train.helpers import make_tiny_model, write_task_file
+from tests.train.helpers import write_task_file
 
 pytest.importorskip("trl")
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return make_tiny_model(tmp_path_factory.mktemp("tiny"))
 
 
 def _opts(tmp_path, tiny, **kw):

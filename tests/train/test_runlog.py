@@ -3,13 +3,12 @@ from __future__ import annotations
 import pytest
 
 from cudaperf.train.sft import SftOptions, run_sft
-from tests.train.helpers import make_tiny_model, write_task_file
+from tests.train.helpers import write_task_file
 
 pytest.importorskip("trl")
 
 
-def test_time_budget_saves_and_stops_after_the_first_step(tmp_path):
-    tiny = make_tiny_model(tmp_path / "tiny")
+def test_time_budget_saves_and_stops_after_the_first_step(tmp_path, tiny):
     opts = SftOptions(out=tmp_path / "run", model=str(tiny), tasks=write_task_file(tmp_path),
                       epochs=3, batch_size=1, lora_r=0, val_families=0, holdout_share=0.0,
                       time_budget_s=0.001)  # fmt: skip

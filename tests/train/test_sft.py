@@ -5,14 +5,9 @@ import json
 import pytest
 
 from cudaperf.train.sft import SftOptions, choose_max_length, run_sft
-from tests.train.helpers import make_tiny_model, write_task_file
+from tests.train.helpers import write_task_file
 
 pytest.importorskip("trl")
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return make_tiny_model(tmp_path_factory.mktemp("tiny"))
 
 
 def _opts(tmp_path, tiny, **kw):
