@@ -190,23 +190,28 @@ def check_model_spec(spec: str, option: str) -> None:
         )
 
 
+def jsonl_rows(path: Path, what: str, hint: str):
+    """(line number, parsed value) for every non-blank line of a JSONL file; a line that is
+    not JSON fails naming the file, the line and `hint` (what to give instead)."""
+    for n, line in enumerate(read_text(path, what).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            fail(f"{what} {path}:{n}: not valid JSON ({e.msg}); {hint}")
+        yield n, row
+
+
 def read_eval_results(path: Path, what: str = "RESULTS", allow_empty: bool = False) -> list[dict]:
     """The rows of a results JSONL written by `cudaperf eval --out`: each a JSON object with
     a `status` of the evaluator's. Fails on a file that is not one (a task file, a trajectory,
     garbage) or, unless `allow_empty`, holds no results."""
     from cudaperf.execute.types import Status
 
-    text = read_text(path, what)
     statuses = {s.value for s in Status}
     rows = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            fail(f"{what} {path}:{n}: not valid JSON ({e.msg}); give the JSONL that "
-                 "`cudaperf eval --out` wrote")  # fmt: skip
+    for n, row in jsonl_rows(path, what, "give the JSONL that `cudaperf eval --out` wrote"):
         status = row.get("status") if isinstance(row, dict) else None
         if status not in statuses:
             why = "no 'status'" if status is None else f"status {status!r}"

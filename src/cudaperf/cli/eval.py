@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -18,8 +17,8 @@ from cudaperf.cli.common import (
     console,
     emit_json,
     fail,
+    jsonl_rows,
     load_task_set,
-    read_text,
     select_task,
     select_tasks,
     stdout,
@@ -35,16 +34,9 @@ _HELP = EvalConfig.help()
 
 def _read_candidates(path: Path, tasks: list[Task]) -> list[tuple[Task, Candidate]]:
     """JSONL lines {"task_id": ..., "code": ..., "id": optional label}; at least one."""
-    text = read_text(path, "--candidates")
+    hint = 'write one JSON object per line: {"task_id": ..., "code": ..., "id": optional}'
     jobs = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            fail(f"--candidates {path}:{n}: not valid JSON ({e.msg}); write one JSON object "
-                 "per line: {\"task_id\": ..., \"code\": ..., \"id\": optional}")  # fmt: skip
+    for n, row in jsonl_rows(path, "--candidates", hint):
         if not isinstance(row, dict) or "task_id" not in row or "code" not in row:
             fail(f"--candidates {path}:{n}: not a JSON object with 'task_id' and 'code' "
                  "(and optional 'id')")  # fmt: skip
