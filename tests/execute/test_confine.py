@@ -139,6 +139,25 @@ def test_an_honest_child_runs_normally():
     assert got == {"sqrt": 3.0} and "seccomp" in prot["active"]
 
 
+MOUNTS = """
+import json
+ro = {}
+for line in open("/proc/self/mountinfo"):
+    parts = line.split()
+    ro[parts[4]] = "ro" in parts[5].split(",")
+print(json.dumps({"/": ro["/"], "/proc": ro["/proc"]}))
+"""
+
+
+@needs_ns
+def test_proc_stays_writable_while_the_rest_is_read_only():
+    """The CUDA driver writes to /proc when it starts (cuInit fails with 304 under a read-only
+    /proc on the H200: bench/diag/confine_cuda.py), so procfs is the one mount left as it was."""
+    got, prot = _run(confine.Policy(), MOUNTS)
+    assert "readonly_root" in prot["active"]
+    assert got == {"/": True, "/proc": False}
+
+
 UNDO = """
 import ctypes, json, os, pathlib, socket, sys
 libc = ctypes.CDLL(None, use_errno=True)

@@ -85,7 +85,11 @@ def test_c_candidate_cannot_write_or_peek_through_raw_syscalls(cache_dir, target
     assert list(outside.iterdir()) == []
     off = evaluate(saxpy_task(), Candidate(code=code + "\n// control\n"),
                    EvalConfig(**{**cfg.__dict__, "isolate_files": False}))  # fmt: skip
-    assert "isolation: wrote" in off.runtime_log  # the control: without isolation it escapes
+    # The control: without isolation the write reaches the host. (Not read from the log: the
+    # host code leaks its two descriptors on every call, so after ~125 calls the open-file
+    # limit blocks the opens and only those late lines survive the log's truncation.)
+    assert off.status is Status.OK, off.feedback
+    assert (outside / "pwned").exists()
 
 
 TORCH_ESCAPE = """

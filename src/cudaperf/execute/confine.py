@@ -9,7 +9,10 @@ process; `command(...)` builds the argv that does this and then runs a Python mo
    what is written there never reaches the host;
 3. `Policy.writable` / `Policy.readable` host paths bound back at their own path;
 4. every other mount remounted read-only (device nodes such as /dev/nvidia* stay usable:
-   a read-only mount forbids changing files, not writing to a device);
+   a read-only mount forbids changing files, not writing to a device), except procfs: the
+   CUDA driver writes to /proc when it starts (`cuInit` fails with 304,
+   CUDA_ERROR_OPERATING_SYSTEM, on an H200 under a read-only /proc: bench/diag/confine_cuda.py),
+   and with every capability dropped a process can write only its own /proc entries anyway;
 5. a new network namespace (no interface but a down loopback) unless `Policy.network`;
 6. no new privileges (`PR_SET_NO_NEW_PRIVS`), not dumpable (other processes of the same user
    cannot read its memory or its `/proc/<pid>/root`), every capability dropped (so root inside
@@ -192,22 +195,24 @@ def _bind_back(fds: dict[str, int], private: list[str], prot: Protections) -> No
         os.close(fd)
 
 
-def _mountinfo() -> list[tuple[str, int]]:
-    """(mount point, flags to keep) of every mount, in mount order."""
+def _mountinfo() -> list[tuple[str, int, str]]:
+    """(mount point, flags to keep, filesystem type) of every mount, in mount order."""
     out = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         parts = line.split()
         mp = parts[4].encode().decode("unicode_escape")
         keep = sum(_MS.get(o, 0) for o in parts[5].split(",") if o != "ro")
-        out.append((mp, keep))
+        fstype = parts[parts.index("-") + 1] if "-" in parts[6:] else ""
+        out.append((mp, keep, fstype))
     return out
 
 
 def _readonly(rw: set[str], prot: Protections) -> None:
-    """Remount every mount read-only except the private tmpfs and the writable binds."""
+    """Remount every mount read-only except the private tmpfs, the writable binds and procfs
+    (the CUDA driver needs a writable /proc to start; see the module docstring)."""
     failed = []
-    for mp, keep in _mountinfo():
-        if mp in rw:
+    for mp, keep, fstype in _mountinfo():
+        if mp in rw or fstype == "proc":
             continue
         err = _mount(None, mp, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | keep, None)
         if err and mp == "/":

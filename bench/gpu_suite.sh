@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole `pytest -m gpu` suite on the GPU machine, in groups that each fit a device call
+# (PyTorch->CUDA candidates build with load_inline: those tests take minutes, not seconds).
+#   source scripts/device_env.sh; bash bench/gpu_suite.sh fast execute   # one call, ~6 min
+#   source scripts/device_env.sh; bash bench/gpu_suite.sh torch          # one call, <10 min
+# Each group's verbose log goes to $OUT/gpu_<group>.log as the tests run (one line per test,
+# so a call cut off by its limit still says what passed); the last lines are printed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+P=(python3 -m pytest -m gpu -v -rfE -p no:cacheprovider --tb=short)
+run() {  # run GROUP WALL_S PER_TEST_S PATHS...
+  local g=$1 wall=$2 per=$3; shift 3
+  echo "== $g: $* (limit ${wall}s, ${per}s per test)"
+  timeout "$wall" "${P[@]}" --timeout "$per" "$@" > "$OUT/gpu_$g.log" 2>&1
+  echo "rc=$?" >> "$OUT/gpu_$g.log"
+  grep -E "FAILED|ERROR|passed|failed|rc=" "$OUT/gpu_$g.log" | tail -12
+}
+[ $# -gt 0 ] || set -- fast execute torch
+for g in "$@"; do
+  case "$g" in
+    fast) run fast 150 90 tests/tasks tests/analyze tests/datagen tests/train ;;
+    execute) run execute 240 150 tests/execute --deselect tests/execute/test_torch_gpu.py ;;
+    torch) run torch 560 300 tests/execute/test_torch_gpu.py ;;
+    *) echo "gpu_suite: unknown group $g (fast, execute, torch)" >&2; exit 2 ;;
+  esac
+done
