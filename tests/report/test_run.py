@@ -102,6 +102,16 @@ def test_compare_pairs_the_same_tasks_and_samples(tmp_path):
     assert fast["diffs"][0]["diff"] == 1.0 and fast["diffs"][0]["ci"] == [1.0, 1.0]
     same = m["correct rate (turn 1)"]["diffs"][0]
     assert same == {"diff": 0.0, "ci": [0.0, 0.0]}
+    fams = c["by_family"]  # one task per sample family
+    assert [f["family"] for f in fams] == sorted(t.family for t in TASKS)
+    for f in fams:
+        e = {x["metric"]: x for x in f["metrics"]}
+        assert e["fast_1 vs naive (best of 2x1)"]["values"] == [0.0, 1.0]
+        geo = e["geomean speedup vs naive, all tasks (best of 2x1; failure = 1x)"]
+        task = next(t for t in TASKS if t.family == f["family"])
+        want = stored_speedup(task, pick_reference(task, "best").code)
+        assert geo["values"] == pytest.approx([1.0, want])
+        assert geo["diffs"][0]["diff"] == pytest.approx(want)
 
 
 def test_compile_only_runs_report_compile_rates_only(tmp_path):

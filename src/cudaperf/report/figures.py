@@ -1,6 +1,7 @@
 """The report's plots as PNG bytes (matplotlib, Agg): speedup distribution, fast_p curves,
-per-turn improvement, per-family bars. Each takes a `summary` or `compare` dict and returns
-None when it has nothing to draw (e.g. a compile-only run has no speedups)."""
+per-turn improvement, per-family bars (one run) or dots with intervals (a comparison). Each
+takes a `summary` or `compare` dict and returns None when it has nothing to draw (e.g. a
+compile-only run has no speedups)."""
 
 from __future__ import annotations
 
@@ -124,6 +125,46 @@ def family_bars(s: dict) -> bytes | None:
     return _png(fig)
 
 
+def family_dots(c: dict) -> bytes | None:
+    """A comparison's per-family table as a dot plot: one panel per metric, one row per
+    family, one dot per run with its 95% interval (rates on 0..1, speedups on a log axis)."""
+    fams = c.get("by_family", [])
+    if not fams or not fams[0]["metrics"]:
+        return None
+    names = [m["metric"] for m in fams[0]["metrics"]]
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(names), figsize=(4.4 * len(names), 0.34 * len(fams) + 1.6),
+                             squeeze=False, sharey=True)  # fmt: skip
+    runs = len(c["names"])
+    for ax, k in zip(axes[0], range(len(names)), strict=True):
+        kind = fams[0]["metrics"][k]["kind"]
+        for r, lab in enumerate(c["names"]):
+            ys, xs, lo, hi = [], [], [], []
+            for y, f in enumerate(fams):
+                e = f["metrics"][k]
+                v, ci = e["values"][r], e["cis"][r]
+                if v is None:
+                    continue
+                ci = ci or [v, v]
+                ys.append(y + (r - (runs - 1) / 2) * 0.8 / max(runs, 2))
+                xs.append(v)
+                lo.append(v - ci[0])
+                hi.append(ci[1] - v)
+            ax.errorbar(xs, ys, xerr=[lo, hi], fmt="o", ms=4, capsize=2,
+                        color=_COLORS[r % 6], label=lab)  # fmt: skip
+        if kind == "rate":
+            ax.set_xlim(-0.02, 1.02)
+        else:
+            ax.set_xscale("log", base=2)
+            ax.axvline(1.0, color="grey", lw=0.8)
+        ax.set_yticks(range(len(fams)))
+        ax.set_yticklabels([f"{f['family']} ({f['tasks']})" for f in fams], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_title(names[k], fontsize=8)
+        ax.legend(fontsize=7)
+    return _png(fig)
+
+
 def _turn_values(s: dict) -> list[dict]:
     return [{"turn": t["turn"], "values": {e["metric"]: e["value"] for e in t["metrics"]}}
             for t in s.get("per_turn", [])]  # fmt: skip
@@ -166,5 +207,7 @@ def compare_figures(c: dict) -> dict[str, bytes]:
             if c.get("fast_p_curves") else None,
         "Per-turn improvement":
             per_turn(c["per_turn"], c["names"], _turn_prefixes(c)) if c.get("per_turn") else None,
+        "Per family, each run with its 95% interval (bootstrap over the family's tasks)":
+            family_dots(c),
     }  # fmt: skip
     return {k: v for k, v in figs.items() if v is not None}

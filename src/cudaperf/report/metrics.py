@@ -165,10 +165,12 @@ def paired_bootstrap(
     n_boot: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    by: str = "family",
 ) -> tuple[float | None, tuple[float, float] | None]:
     """(m(b) - m(a), its interval) on the tasks both runs hold, one replicate drawing the
-    same families for both runs (a paired bootstrap: shared task difficulty cancels). For a
-    speedup metric (`kind == "speedup"`) the paired statistic is the ratio m(b) / m(a)."""
+    same families (`by="task"`: the same tasks) for both runs (a paired bootstrap: shared
+    task difficulty cancels). For a speedup metric (`kind == "speedup"`) the paired statistic
+    is the ratio m(b) / m(a)."""
     ids = [t.meta.id for t in a if t.meta.id in {x.meta.id for x in b}]
     ia, ib = {t.meta.id: t for t in a}, {t.meta.id: t for t in b}
     ta, tb = [ia[i] for i in ids], [ib[i] for i in ids]
@@ -176,7 +178,7 @@ def paired_bootstrap(
     if not ids or va is None or vb is None:
         return None, None
     parts = [[m.per_task(t) for t in ta], [m.per_task(t) for t in tb]]
-    ra, rb = _replicates(parts, _clusters(ta), [m.combine] * 2, n_boot, seed)
+    ra, rb = _replicates(parts, _clusters(ta, by), [m.combine] * 2, n_boot, seed)
     if m.kind == "speedup":
         ratios = [y / x if x > 0 else math.nan for x, y in zip(ra, rb, strict=True)]
         return (vb / va if va > 0 else None), _interval(ratios, level)

@@ -202,6 +202,31 @@ def write_run_report(s: dict, folder: str | Path) -> Path:
     return _write(Path(folder), _page(title, facts, note, sections, figs, fail_html), md, figs, s)
 
 
+def _family_sections(c: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+    """One table per metric of `c["by_family"]`: a row per family, each run's value [95% CI]
+    and each later run's paired difference against the first."""
+    fams = c.get("by_family", [])
+    if not fams:
+        return []
+    names = c["names"]
+    prim = c.get("primary_baseline")
+    vs = f" (baseline: {c['baselines'][prim]})" if prim and c["mode"] == "full" else ""
+    out = []
+    for k, m0 in enumerate(fams[0]["metrics"]):
+        head = ["family", "tasks", *[f"{n} [95% CI]" for n in names],
+                *[f"{n} vs {names[0]} (paired) [95% CI]" for n in names[1:]]]  # fmt: skip
+        rows = []
+        for f in fams:
+            e = f["metrics"][k]
+            cells = [f"{fmt_value(v, e['kind'])} {_ci({'ci': ci, 'kind': e['kind']})}"
+                     for v, ci in zip(e["values"], e["cis"], strict=True)]  # fmt: skip
+            rows.append([f["family"], str(f["tasks"]), *cells,
+                         *[paired_text(d, e["kind"]) for d in e["diffs"]]])  # fmt: skip
+        named = vs if prim and f"vs {prim}" in m0["metric"] else ""
+        out.append((f"By family: {m0['metric']}{named}", head, rows))
+    return out
+
+
 def write_compare_report(c: dict, folder: str | Path) -> Path:
     """The same files for a `compare` dict: metrics side by side, paired differences."""
     names = c["names"]
@@ -217,7 +242,8 @@ def write_compare_report(c: dict, folder: str | Path) -> Path:
              f"speedup baselines: {base}", f"evaluator: {c['mode']}"]  # fmt: skip
     note = _mode_note(c["mode"] if c["mode"] != "full" else "")
     sections = [
-        ("Side by side: paired differences (rates, in points) and ratios (speedups)", head, rows)
+        ("Side by side: paired differences (rates, in points) and ratios (speedups)", head, rows),
+        *_family_sections(c),
     ]
     figs = compare_figures(c)
     md = [f"# {c['title']}\n", *[f"- {f}" for f in facts], ""]

@@ -25,7 +25,6 @@ from pathlib import Path
 
 from cudaperf.refine.trajectory import SummaryRecord, TurnRecord, read_trajectory
 from cudaperf.report.rows import TaskMeta
-from cudaperf.report.scripted import REFERENCE_SPECS, ReferenceBackend
 from cudaperf.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -99,15 +98,13 @@ class ConcurrentBatch:
 
 
 def make_bench_backend(spec: str, tasks: Sequence[Task], adapter: str | None = None, **options):
-    """The backend `spec` names: scripted:best / scripted:naive (`report.scripted`), else
-    whatever `refine.make_backend` builds (with `adapter=` passed through when given); one
-    without `generate_batch` is wrapped in `ConcurrentBatch`."""
-    if spec in REFERENCE_SPECS:
-        return ReferenceBackend(tasks, spec.split(":", 1)[1])
+    """The backend `spec` names, as `refine.make_backend` builds it (a scripted one over
+    `tasks`; `adapter=` passed through when given); one without `generate_batch` is wrapped
+    in `ConcurrentBatch`."""
     from cudaperf.refine.backends import make_backend
 
     if spec.startswith("scripted:"):
-        return make_backend(spec, tasks=tasks)
+        return make_backend(spec, tasks=tasks, **options)
     if adapter:
         options["adapter"] = adapter
     backend = make_backend(spec, **options)

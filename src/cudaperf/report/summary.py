@@ -31,7 +31,8 @@ from cudaperf.report.metrics import (
 from cudaperf.report.rows import BASELINE_FIELDS, BASELINE_LABELS, BenchRow, rows_from_trajectory
 from cudaperf.report.run import RunFiles
 
-__all__ = ["FAILURE_ORDER", "P_GRID", "compare", "load_views", "summarize"]
+__all__ = ["FAILURE_ORDER", "P_GRID", "compare", "family_metrics", "family_table", "load_views",
+           "summarize"]  # fmt: skip
 
 P_GRID = [round(float(p), 3) for p in np.geomspace(0.25, 128.0, 46)]  # fast_p curve abscissae
 FAILURE_ORDER = ["rejected", "wrong_output", "runtime_error", "timeout", "compile_error",
@@ -153,10 +154,47 @@ def summarize(run: RunFiles, n_boot: int = 1000, seed: int = 0) -> dict:
     }  # fmt: skip
 
 
+def family_metrics(samples: int, turns: int, prim: str | None, mode: str) -> list[Metric]:
+    """The columns of a comparison's per-family table: correct rate (turn 1), and against the
+    primary baseline fast_1 (best of all samples and turns) and the geomean speedup over all
+    tasks (failure = 1x); only the compile rate when a run was not evaluated in full."""
+    if mode != "full":
+        return [m for m in standard_metrics(samples, turns, []) if "compile rate" in m.name]
+    want = ["correct rate (turn 1)"]
+    if prim:
+        want += [f"fast_1 vs {prim} (best", f"geomean speedup vs {prim}, all"]
+    ms = standard_metrics(samples, turns, [prim] if prim else [])
+    return [m for m in ms if m.name.startswith(tuple(want))]
+
+
+def family_table(
+    views: Sequence[Sequence[TaskView]], ms: list[Metric], n_boot: int = 1000, seed: int = 0
+) -> list[dict]:
+    """Per family of the first run's tasks (sorted), for each metric of `ms`: each run's value
+    and 95% interval (bootstrap over the family's tasks), and each later run's paired
+    difference against the first (`paired_bootstrap` drawing the same tasks for both; a
+    ratio for speedups). `views`: one list of task views per run, on the same tasks."""
+    out = []
+    for fam in sorted({v.meta.family for v in views[0]}):
+        sub = [[v for v in vs if v.meta.family == fam] for vs in views]
+        rows = []
+        for m in ms:
+            es = [_entry(m, s, n_boot, seed, by="task") for s in sub]
+            diffs = []
+            for s in sub[1:]:
+                d, ci = paired_bootstrap(m, sub[0], s, n_boot=n_boot, seed=seed, by="task")
+                diffs.append({"diff": d, "ci": list(ci) if ci else None})
+            rows.append({"metric": m.name, "kind": m.kind, "values": [e["value"] for e in es],
+                         "cis": [e["ci"] for e in es], "diffs": diffs})  # fmt: skip
+        out.append({"family": fam, "tasks": len(sub[0]), "metrics": rows})
+    return out
+
+
 def compare(runs: Sequence[RunFiles], n_boot: int = 1000, seed: int = 0) -> dict:
     """The first run against each later one: every metric of both on the tasks both finished,
     the samples both have (index < the smaller `samples`) and the turns both ran, with the
-    paired difference (later - first) and its paired bootstrap interval."""
+    paired difference (later - first) and its paired bootstrap interval; `by_family` holds
+    the same per family (`family_table` of `family_metrics`)."""
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
     samples = min(int(r.settings["samples"]) for r in runs)
@@ -197,6 +235,8 @@ def compare(runs: Sequence[RunFiles], n_boot: int = 1000, seed: int = 0) -> dict
         "samples": samples, "turns": turns,
         "baselines": {b: BASELINE_LABELS[b] for b in baselines}, "metrics": table,
         "per_turn": per_turn,
+        "by_family": family_table(views, family_metrics(samples, turns, _primary(baselines), mode),
+                                  n_boot, seed),  # fmt: skip
         "fast_p_curves": [_curves(v, baselines, turns) for v in views] if mode == "full" else [],
     }  # fmt: skip
 
