@@ -27,6 +27,13 @@ from cudaperf.execute.build import (
     toolchain_versions,
 )
 from cudaperf.execute.config import EvalConfig
+from cudaperf.execute.protocol import (
+    JobReply,
+    MalformedMessage,
+    RunRequest,
+    TorchRequest,
+    parse_reply,
+)
 from cudaperf.execute.results import ResultCache, result_key, timing_feedback, truncate
 from cudaperf.execute.sandbox import read_log
 from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, geomean
@@ -215,59 +222,53 @@ class Evaluator:
                         extra = min(extra, self.config.run_timeout_s)
         return self.config.run_timeout_s + extra
 
-    def _torch_request(self, p: Prepared) -> dict:
+    def typed_request(self, p: Prepared) -> RunRequest | TorchRequest:
+        """The worker request for a prepared job (see `protocol`)."""
         c = self.config
-        return {
-            "op": "torch",
-            "task": p.task.model_dump(mode="json"),
-            "code": p.cand.code,
-            "ext_dir": p.ext_dir,
-            "workdir": p.workdir,
-            "salt": self.env.salt,
-            "trials": c.trials,
-            "warmup": c.warmup,
-            "budget_ms": c.time_budget_s * 1e3,
-            "correctness_trials": c.correctness_trials,
-            "normwise_rtol": c.normwise_rtol,
-            "min_kernel_share": c.min_kernel_share,
-            "torch_compile": c.compile_baseline,
-            "baseline_cache": str(c.cache_dir.expanduser() / "torch_baselines.jsonl"),
-            "max_bandwidth_gbs": c.max_bandwidth_gbs,
-            "cpu_limit_s": c.max_cpu_s_per_job,
-            "device": "cuda",
-        }
+        common = {
+            "task": p.task, "workdir": p.workdir, "salt": self.env.salt, "trials": c.trials,
+            "warmup": c.warmup, "budget_ms": c.time_budget_s * 1e3,
+            "max_bandwidth_gbs": c.max_bandwidth_gbs, "cpu_limit_s": c.max_cpu_s_per_job,
+        }  # fmt: skip
+        if p.op == "torch":
+            return TorchRequest(
+                **common, code=p.cand.code, ext_dir=p.ext_dir,
+                correctness_trials=c.correctness_trials, normwise_rtol=c.normwise_rtol,
+                min_kernel_share=c.min_kernel_share, torch_compile=c.compile_baseline,
+                baseline_cache=str(c.cache_dir.expanduser() / "torch_baselines.jsonl"),
+                device="cuda",
+            )  # fmt: skip
+        return RunRequest(
+            **common, lib=p.lib, ref_lib=p.ref_lib, cpu_trials=c.cpu_trials,
+            cpu_budget_s=c.cpu_time_budget_s, check_after=c.check_after_timing,
+        )  # fmt: skip
 
     def request(self, p: Prepared) -> dict:
-        """The worker request for a prepared job."""
-        if p.op == "torch":
-            return self._torch_request(p)
-        c = self.config
-        return {
-            "op": "run",
-            "task": p.task.model_dump(mode="json"),
-            "lib": p.lib,
-            "ref_lib": p.ref_lib,
-            "workdir": p.workdir,
-            "salt": self.env.salt,
-            "trials": c.trials,
-            "warmup": c.warmup,
-            "budget_ms": c.time_budget_s * 1e3,
-            "cpu_trials": c.cpu_trials,
-            "cpu_budget_s": c.cpu_time_budget_s,
-            "check_after": c.check_after_timing,
-            "max_bandwidth_gbs": c.max_bandwidth_gbs,
-            "cpu_limit_s": c.max_cpu_s_per_job,
-        }
+        """The worker request for a prepared job, as it goes on the pipe (JSON-ready)."""
+        return self.typed_request(p).wire()
 
-    def finish(self, p: Prepared, reply: dict, naive: ExecResult | None = None) -> ExecResult:
-        """Build the ExecResult from a worker reply (and the naive baseline, if any)."""
-        status = Status(reply.get("status", "infra_error"))
-        configs = [ConfigResult.model_validate(c) for c in reply.get("configs", [])]
-        naive_by = {c.config: c.timing for c in (naive.configs if naive and naive.ok else [])}
-        configs = [c.model_copy(update={"naive_timing": naive_by.get(c.config)}) for c in configs]
-        runtime = reply.get("message", "")
+    def finish(
+        self, p: Prepared, raw: dict | JobReply, naive: ExecResult | None = None
+    ) -> ExecResult:
+        """Build the ExecResult from a worker reply (and the naive baseline, if any). A reply
+        that does not follow `protocol.JobReply` is an INFRA_ERROR naming the bad field."""
         out = read_log(Path(p.workdir), self.config.max_log_chars)
         shutil.rmtree(p.workdir, ignore_errors=True)
+        try:
+            reply = parse_reply(raw)
+        except MalformedMessage as e:
+            log.error("%s: %s", p.task.id, e)
+            fb = [f"{e}; this is the evaluator's fault, not the candidate's"]
+            rlog = truncate(out, self.config.max_log_chars)
+            return self.result(
+                p.task, p.cand, Status.INFRA_ERROR, p.t0, compile_log=p.compile_log,
+                runtime_log=rlog, feedback=fb, findings=p.findings, form=p.form,
+            )  # fmt: skip
+        status, runtime = reply.status, reply.message
+        naive_by = {c.config: c.timing for c in (naive.configs if naive and naive.ok else [])}
+        configs = [
+            c.model_copy(update={"naive_timing": naive_by.get(c.config)}) for c in reply.configs
+        ]
         fb = _status_feedback(status, configs, runtime)
         kw: dict = {}
         if status is Status.OK:
@@ -281,9 +282,8 @@ class Evaluator:
                     [c.naive_timing.median_us / c.timing.median_us for c in configs]
                 )
         rlog = truncate((runtime + "\n" + out).strip(), self.config.max_log_chars)
-        launched = reply.get("launched")
-        if isinstance(launched, list):  # seen by the profiler (PyTorch→CUDA); else not observed
-            kw["launched"] = [str(n) for n in launched]
+        if reply.launched is not None:  # seen by the profiler (PyTorch→CUDA); else not observed
+            kw["launched"] = reply.launched
         return self.result(
             p.task, p.cand, status, p.t0, configs=configs, compile_log=p.compile_log,
             runtime_log=rlog, feedback=fb + p.notes, findings=p.findings, form=p.form, **kw,
