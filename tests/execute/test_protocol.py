@@ -11,6 +11,7 @@ from catalog import saxpy_task
 from torch_cpu import relu_task
 
 from cudaperf.execute.evaluator import Env, Evaluator, Prepared
+from cudaperf.execute.measure import Libs
 from cudaperf.execute.protocol import (
     HelloRequest,
     JobReply,
@@ -21,7 +22,7 @@ from cudaperf.execute.protocol import (
     parse_request,
 )
 from cudaperf.execute.types import Candidate, ConfigResult, Status, Timing
-from cudaperf.execute.worker import _Libs, handle
+from cudaperf.execute.worker import handle
 
 
 def _evaluator(cpu_config) -> Evaluator:
@@ -65,10 +66,10 @@ def test_a_request_with_a_misspelt_or_missing_field_is_refused():
 
 
 def test_the_worker_answers_a_malformed_request_with_an_infra_error_and_a_restart():
-    reply = handle({"op": "torch", "code": "x"}, _Libs())
+    reply = handle({"op": "torch", "code": "x"}, Libs())
     assert parse_reply(reply).status is Status.INFRA_ERROR and reply["restart"] is True
     assert "malformed worker request" in reply["message"]
-    assert handle({"op": "hello"}, _Libs())["ok"] is True
+    assert handle({"op": "hello"}, Libs())["ok"] is True
 
 
 def test_replies_round_trip_and_malformed_ones_are_named():

@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cudaperf.analyze.profile import ALL_METRICS, ProfileError, find_ncu, profile_command
+from cudaperf.analyze.ncu import ALL_METRICS, ProfileError, find_ncu, profile_command
 from cudaperf.analyze.report import AnalyzeConfig
 
 if TYPE_CHECKING:

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-from typing import TYPE_CHECKING
+import os
+from collections import OrderedDict
 
 import numpy as np
 
@@ -38,13 +39,25 @@ from cudaperf.execute.types import ConfigResult, Status, Timing
 from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.model import InputConfig, Role, Task
 
-if TYPE_CHECKING:
-    from cudaperf.execute.worker import _Libs
-
-__all__ = ["NativeRun", "call_native", "run_job"]
+__all__ = ["Libs", "NativeRun", "call_native", "run_job"]
 
 _READ = (Role.IN, Role.INOUT)  # roles whose bytes a call must read
 _MAX_SETS = 24  # cached (inputs, reference outputs) per worker
+
+
+class Libs:
+    """What a worker keeps between jobs: loaded shared libraries, and cached inputs with their
+    reference outputs (small LRU) and CPU-baseline times."""
+
+    def __init__(self) -> None:
+        self.libs: dict[str, ctypes.CDLL] = {}
+        self.sets: OrderedDict[tuple, tuple[list[np.ndarray], list[np.ndarray]]] = OrderedDict()
+        self.cpu: dict[tuple, list[float]] = {}
+
+    def lib(self, path: str) -> ctypes.CDLL:
+        if path not in self.libs:
+            self.libs[path] = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        return self.libs[path]
 
 
 class NativeRun:
@@ -99,7 +112,7 @@ def _task_key(task: Task) -> str:
 
 
 def _input_set(
-    task: Task, cfg: InputConfig, index: int, salt: int, libs: _Libs, ref_lib, sep: bool = False
+    task: Task, cfg: InputConfig, index: int, salt: int, libs: Libs, ref_lib, sep: bool = False
 ):
     key = (_task_key(task), cfg.name, index, salt, sep)
     if key not in libs.sets:
@@ -133,7 +146,7 @@ def _check(
 
 
 def _one_config(
-    fn, task: Task, cfg: InputConfig, req: RunRequest, libs: _Libs, ref_lib, timed: bool
+    fn, task: Task, cfg: InputConfig, req: RunRequest, libs: Libs, ref_lib, timed: bool
 ):
     """Returns (status, ConfigResult, needs_restart)."""
     base = {"config": cfg.name, "held_out": cfg.held_out}
@@ -196,7 +209,7 @@ def _separating_check(fn, task, cfg, req, libs, ref_lib, base):
     return st, ConfigResult(**base, correct=False, **errs, message=msg), False
 
 
-def run_job(req: RunRequest, libs: _Libs) -> JobReply:
+def run_job(req: RunRequest, libs: Libs) -> JobReply:
     """Check and time one candidate library on every config of `req.task`."""
     task = req.task
     fn = getattr(libs.lib(req.lib), RUN_SYMBOL)

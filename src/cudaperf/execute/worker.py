@@ -23,9 +23,6 @@ import os
 import resource
 import signal
 import sys
-from collections import OrderedDict
-
-import numpy as np
 
 from cudaperf.execute import confine, measure
 from cudaperf.execute.protocol import (
@@ -90,21 +87,7 @@ def _redirect_output(workdir: str) -> None:
     os.close(fd)
 
 
-class _Libs:
-    """Loaded shared libraries and cached inputs/reference outputs (small LRU)."""
-
-    def __init__(self) -> None:
-        self.libs: dict[str, ctypes.CDLL] = {}
-        self.sets: OrderedDict[tuple, tuple[list[np.ndarray], list[np.ndarray]]] = OrderedDict()
-        self.cpu: dict[tuple, list[float]] = {}
-
-    def lib(self, path: str) -> ctypes.CDLL:
-        if path not in self.libs:
-            self.libs[path] = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
-        return self.libs[path]
-
-
-def handle(raw: object, libs: _Libs) -> dict:
+def handle(raw: object, libs: measure.Libs) -> dict:
     """Serve one decoded request line; returns the reply's wire form and never raises. A
     malformed request, or an error of the worker itself, becomes an infra_error reply with
     `restart: true`: whatever broke (a CUDA context, a library) is not reused."""
@@ -148,7 +131,7 @@ def main(argv: list[str]) -> int:
     rfd, wfd = int(argv[0]), int(argv[1])
     limits = json.loads(argv[2])
     applied = apply_limits(**limits)
-    libs = _Libs()
+    libs = measure.Libs()
     with os.fdopen(rfd, "r") as rf, os.fdopen(wfd, "w") as wf:
         wf.write(json.dumps(Ready(limits=applied).wire()) + "\n")
         wf.flush()
