@@ -36,7 +36,7 @@ from cudaperf.execute.protocol import (
 )
 from cudaperf.execute.results import ResultCache, result_key, timing_feedback, truncate
 from cudaperf.execute.sandbox import read_log
-from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, geomean
+from cudaperf.execute.types import SPEEDUPS, Candidate, ConfigResult, ExecResult, Status, geomean
 from cudaperf.tasks.model import Task, TaskKind
 
 log = logging.getLogger(__name__)
@@ -247,11 +247,10 @@ class Evaluator:
         """The worker request for a prepared job, as it goes on the pipe (JSON-ready)."""
         return self.typed_request(p).wire()
 
-    def finish(
-        self, p: Prepared, raw: dict | JobReply, naive: ExecResult | None = None
-    ) -> ExecResult:
-        """Build the ExecResult from a worker reply (and the naive baseline, if any). A reply
-        that does not follow `protocol.JobReply` is an INFRA_ERROR naming the bad field."""
+    def finish(self, p: Prepared, raw: dict | JobReply) -> ExecResult:
+        """Build the ExecResult from a worker reply. A reply that does not follow
+        `protocol.JobReply` is an INFRA_ERROR naming the bad field. The naive baseline's
+        timings and speedup are `api.finalize`'s (it has the naive job's result)."""
         out = read_log(Path(p.workdir), self.config.max_log_chars)
         shutil.rmtree(p.workdir, ignore_errors=True)
         try:
@@ -264,11 +263,7 @@ class Evaluator:
                 p.task, p.cand, Status.INFRA_ERROR, p.t0, compile_log=p.compile_log,
                 runtime_log=rlog, feedback=fb, findings=p.findings, form=p.form,
             )  # fmt: skip
-        status, runtime = reply.status, reply.message
-        naive_by = {c.config: c.timing for c in (naive.configs if naive and naive.ok else [])}
-        configs = [
-            c.model_copy(update={"naive_timing": naive_by.get(c.config)}) for c in reply.configs
-        ]
+        status, runtime, configs = reply.status, reply.message, reply.configs
         fb = _status_feedback(status, configs, runtime)
         kw: dict = {}
         if status is Status.OK:
@@ -277,10 +272,6 @@ class Evaluator:
                 [c.cpu_timing.median_us / c.timing.median_us for c in configs if c.cpu_timing]
             )
             kw |= _torch_speedups(configs) if p.op == "torch" else {}
-            if naive_by and all(c.naive_timing for c in configs):
-                kw["speedup_vs_naive"] = geomean(
-                    [c.naive_timing.median_us / c.timing.median_us for c in configs]
-                )
         rlog = truncate((runtime + "\n" + out).strip(), self.config.max_log_chars)
         if reply.launched is not None:  # seen by the profiler (PyTorch→CUDA); else not observed
             kw["launched"] = reply.launched
@@ -293,10 +284,7 @@ class Evaluator:
 def _torch_speedups(configs: list[ConfigResult]) -> dict:
     """Geomean speedups against eager PyTorch and torch.compile (when every config has one)."""
     out = {}
-    for field_, key in (
-        ("eager_timing", "speedup_vs_eager"),
-        ("compile_timing", "speedup_vs_compile"),
-    ):
+    for key, field_ in (SPEEDUPS["eager"], SPEEDUPS["compile"]):
         base = [getattr(c, field_) for c in configs]
         if configs and all(b is not None and c.timing for b, c in zip(base, configs, strict=True)):
             out[key] = geomean(
