@@ -29,18 +29,18 @@ def _evaluator(cpu_config) -> Evaluator:
     return Evaluator(cpu_config, Env("full", (0,), "FAKE", "sm_90", {}, 7))
 
 
-def _prepared(task, op: str) -> Prepared:
+def _prepared(task) -> Prepared:
     return Prepared(task, Candidate(code="x"), "k", "/lib.so", "/ref.so", "log", ["f"], ["n"],
-                    tempfile.mkdtemp(), time.monotonic(), op=op)  # fmt: skip
+                    tempfile.mkdtemp(), time.monotonic())  # fmt: skip
 
 
 @pytest.mark.parametrize("op", ["run", "torch"])
 def test_requests_round_trip_through_json(cpu_config, op):
     task = saxpy_task() if op == "run" else relu_task()
     ev = _evaluator(cpu_config)
-    typed = ev.typed_request(_prepared(task, op))
+    typed = ev.typed_request(_prepared(task))
     assert isinstance(typed, RunRequest if op == "run" else TorchRequest)
-    back = parse_request(json.loads(json.dumps(ev.request(_prepared(task, op)))))
+    back = parse_request(json.loads(json.dumps(ev.request(_prepared(task)))))
     assert back.op == op and back.task == task and back.salt == 7
     assert back.model_copy(update={"workdir": typed.workdir}) == typed
 
@@ -48,8 +48,8 @@ def test_requests_round_trip_through_json(cpu_config, op):
 def test_the_wire_keys_are_the_ones_the_sandbox_stages(cpu_config):
     """WorkerHandle copies what a request names by these keys into the confined worker."""
     ev = _evaluator(cpu_config)
-    run = ev.request(_prepared(saxpy_task(), "run"))
-    torch = ev.request(_prepared(relu_task(), "torch"))
+    run = ev.request(_prepared(saxpy_task()))
+    torch = ev.request(_prepared(relu_task()))
     assert {"workdir", "lib", "ref_lib"} <= run.keys()
     assert {"workdir", "ext_dir", "baseline_cache"} <= torch.keys()
 
@@ -97,7 +97,7 @@ def test_replies_round_trip_and_malformed_ones_are_named():
 )
 def test_a_malformed_reply_is_an_infra_error_not_the_candidate_s_failure(cpu_config, raw):
     ev = _evaluator(cpu_config)
-    p = _prepared(relu_task(), "torch")
+    p = _prepared(relu_task())
     res = ev.finish(p, raw)
     assert res.status is Status.INFRA_ERROR
     assert res.feedback[0].startswith("malformed worker reply")
@@ -114,5 +114,5 @@ def test_a_well_formed_reply_still_becomes_its_status(cpu_config):
             {"config": "base", "held_out": False, "correct": False, "message": "off by one"}
         ],
     }
-    res = ev.finish(_prepared(relu_task(), "torch"), raw)
+    res = ev.finish(_prepared(relu_task()), raw)
     assert res.status is Status.WRONG_OUTPUT and res.configs[0].message == "off by one"

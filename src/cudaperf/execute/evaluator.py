@@ -89,9 +89,13 @@ class Prepared:
     notes: list[str]  # non-fatal check messages
     workdir: str  # the candidate's own temp dir (worker cwd)
     t0: float  # monotonic start time
-    op: str = "run"  # worker operation: "run" (C→CUDA harness) or "torch" (PyTorch→CUDA)
     ext_dir: str = ""  # TORCH_EXTENSIONS_DIR of a prebuilt load_inline candidate
     form: str = ""  # PyTorch→CUDA candidate form
+
+    @property
+    def is_torch(self) -> bool:
+        """A PyTorch→CUDA job (run by `torch_trusted`), else C→CUDA (the native harness)."""
+        return self.task.kind is TaskKind.TORCH2CUDA
 
 
 class Evaluator:
@@ -205,7 +209,7 @@ class Evaluator:
         workdir = tempfile.mkdtemp(prefix="cudaperf-cand-")
         return Prepared(
             task, cand, self.key(task, cand), "", "", clog, ids, notes, workdir, t0,
-            op="torch", ext_dir=b.ext_dir, form=b.form,
+            ext_dir=b.ext_dir, form=b.form,
         )  # fmt: skip
 
     def timeout(self, p: Prepared) -> float:
@@ -213,7 +217,7 @@ class Evaluator:
         evaluator also times the task's eager and torch.compile baselines (then cached on
         disk), so it gets `baseline_timeout_s` more."""
         extra = 0.0
-        if p.op == "torch":
+        if p.is_torch:
             with self._lock:
                 if p.task.id not in self._baselined:
                     self._baselined.add(p.task.id)
@@ -230,7 +234,7 @@ class Evaluator:
             "warmup": c.warmup, "budget_ms": c.time_budget_s * 1e3,
             "max_bandwidth_gbs": c.max_bandwidth_gbs, "cpu_limit_s": c.max_cpu_s_per_job,
         }  # fmt: skip
-        if p.op == "torch":
+        if p.is_torch:
             return TorchRequest(
                 **common, code=p.cand.code, ext_dir=p.ext_dir,
                 correctness_trials=c.correctness_trials, normwise_rtol=c.normwise_rtol,
@@ -271,7 +275,7 @@ class Evaluator:
             kw["speedup_vs_cpu"] = geomean(
                 [c.cpu_timing.median_us / c.timing.median_us for c in configs if c.cpu_timing]
             )
-            kw |= _torch_speedups(configs) if p.op == "torch" else {}
+            kw |= _torch_speedups(configs) if p.is_torch else {}
         rlog = truncate((runtime + "\n" + out).strip(), self.config.max_log_chars)
         if reply.launched is not None:  # seen by the profiler (PyTorch→CUDA); else not observed
             kw["launched"] = reply.launched
