@@ -29,7 +29,7 @@ from cudaperf.execute.types import Candidate, ExecResult, Status
 from cudaperf.rank.types import RankScore
 from cudaperf.reward.config import RewardConfig
 from cudaperf.reward.extract import Extraction, extract_candidate
-from cudaperf.reward.score import RewardBreakdown, compute_reward, format_error_reward
+from cudaperf.reward.formula import RewardBreakdown, compute_reward, format_error_reward
 from cudaperf.tasks.model import Task
 
 log = logging.getLogger(__name__)
