@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cudaperf.analyze.ncu import ALL_METRICS, ProfileError, find_ncu, profile_command
-from cudaperf.analyze.report import AnalyzeConfig
+from cudaperf.analyze.types import AnalyzeConfig
 
 if TYPE_CHECKING:
     from cudaperf.tasks.model import InputConfig, Task

@@ -3,7 +3,7 @@
 `profile_program` builds a `.cu` that has a `main()` with nvcc (or takes any command), runs it
 under `ncu --clock-control none --csv --page raw --print-units base`, restricted to the named
 kernels, and returns per-kernel metric sums over all profiled launches. `ncu_features` turns
-those into the `ncu_*` features of `report.PROFILE_FEATURES`. Results are cached by the hash
+those into the `ncu_*` features of `types.PROFILE_FEATURES`. Results are cached by the hash
 of (source, arch, metric list) in memory and, with a cache directory, on disk.
 
 A C→CUDA or PyTorch→CUDA candidate (no `main()`) is profiled on its task's inputs by a
@@ -36,7 +36,7 @@ from cudaperf.analyze.ncu import (
     parse_ncu_csv,
     profile_command,
 )
-from cudaperf.analyze.report import AnalyzeConfig, Finding, Severity, StructuralReport
+from cudaperf.analyze.types import AnalyzeConfig, Finding, Severity, StructuralReport
 
 __all__ = [
     "CORE_METRICS",

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cudaperf.analyze.report import StructuralReport
+from cudaperf.analyze.types import StructuralReport
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.types import Candidate, ExecResult, Status
 from cudaperf.rank.types import RankScore
