@@ -116,3 +116,25 @@ def test_a_well_formed_reply_still_becomes_its_status(cpu_config):
     }
     res = ev.finish(_prepared(relu_task()), raw)
     assert res.status is Status.WRONG_OUTPUT and res.configs[0].message == "off by one"
+
+
+def test_the_candidate_process_gets_a_typed_job_message_without_secrets(tmp_path):
+    pytest.importorskip("torch")
+    from torch_cpu import HONEST, request
+
+    from cudaperf.execute.protocol import ChildJob
+    from cudaperf.execute.torch_proc import CandidateProcess, ChildError
+    from cudaperf.execute.torch_trusted import _job_message
+
+    req = TorchRequest(task=relu_task(), **request(HONEST, workdir=str(tmp_path)))
+    msg = _job_message(req)
+    assert (
+        ChildJob.model_validate(msg).code == HONEST and msg.keys() == ChildJob.model_fields.keys()
+    )
+    child = CandidateProcess()
+    try:
+        with pytest.raises(ChildError, match="salt"):  # a key the message must never carry
+            child.ask("job", {**msg, "salt": req.salt})
+        assert child.ask("job", msg) is None  # the candidate loads
+    finally:
+        child.close()

@@ -1,13 +1,14 @@
 """The messages between the evaluator and its GPU worker process, typed.
 
 The evaluator (`Evaluator.request`) builds a `RunRequest` (C→CUDA) or a `TorchRequest`
-(PyTorch→CUDA); `WorkerHandle` sends it as one JSON line (`wire()`), the worker parses it
-back with `parse_request` and answers with a `JobReply` (or a `HelloReply` to a
-`HelloRequest`), which `Evaluator.finish` reads with `parse_reply`. Every model is frozen and
-forbids unknown keys, so a field misspelt on either side fails at once instead of reading as
-absent. Guaranteed: `parse_request` and `parse_reply` raise only `MalformedMessage`, whose text
-is one line naming the first bad field; a reply that does not parse is the evaluator's fault,
-never the candidate's, and the evaluator reports it as `INFRA_ERROR`.
+(PyTorch→CUDA); `WorkerHandle` sends it as one JSON line (`wire()`), the worker parses it back
+with `parse_request` and answers with a `JobReply` (or a `HelloReply` to a `HelloRequest`),
+which `Evaluator.finish` reads with `parse_reply`. `ChildJob` is the one JSON-shaped message
+`torch_trusted` sends its candidate process (the others carry tensors). Every model is frozen
+and forbids unknown keys, so a field misspelt on either side fails at once instead of reading
+as absent. Guaranteed: `parse_request` and `parse_reply` raise only `MalformedMessage`, whose
+text is one line naming the first bad field; a reply that does not parse is the evaluator's
+fault, never the candidate's, and the evaluator reports it as `INFRA_ERROR`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from cudaperf.execute.types import ConfigResult, Status
 from cudaperf.tasks.model import Task
 
 __all__ = [
+    "ChildJob",
     "HelloReply",
     "HelloRequest",
     "JobReply",
@@ -87,6 +89,18 @@ class TorchRequest(_JobRequest):
     torch_compile: bool = True  # also time the torch.compile baseline
     baseline_cache: str | None = None  # JSONL file of cached eager/compile baseline timings
     device: Literal["cuda", "cpu"] = "cuda"  # "cpu" only in tests
+
+
+class ChildJob(_Message):
+    """`torch_trusted` -> the candidate's process (`torch_child`), first message of a job: only
+    what loading the candidate needs. Never the task, the reference, the salt or a seed."""
+
+    code: str  # the candidate module
+    ext_dir: str = ""  # TORCH_EXTENSIONS_DIR of a prebuilt load_inline candidate
+    workdir: str  # the job's folder: cwd and output.log of the candidate's process
+    cpu_limit_s: int  # RLIMIT_CPU seconds
+    device: Literal["cuda", "cpu"] = "cuda"
+    kernel_names: list[str] = []  # the candidate's own __global__ names (for the profiler)
 
 
 Request = Annotated[HelloRequest | RunRequest | TorchRequest, Field(discriminator="op")]

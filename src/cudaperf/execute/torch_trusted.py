@@ -46,7 +46,7 @@ import time
 import torch
 
 from cudaperf.execute import torch_runtime as rt
-from cudaperf.execute.protocol import JobReply, TorchRequest
+from cudaperf.execute.protocol import ChildJob, JobReply, TorchRequest
 from cudaperf.execute.results import redact_sizes
 from cudaperf.execute.sanity import escape_message, outside_clock_message, roofline_message
 from cudaperf.execute.torch_baselines import baselines
@@ -314,12 +314,11 @@ def _one_config(child, task, cfg, req, timed: bool, profile: bool):
 
 
 def _job_message(req: TorchRequest) -> dict:
-    """The candidate process's `job` message: only what it needs to load the candidate."""
-    return {
-        "code": req.code, "ext_dir": req.ext_dir, "workdir": req.workdir,
-        "cpu_limit_s": req.cpu_limit_s, "device": req.device,
-        "kernel_names": sorted(rt.kernel_names(req.code)),
-    }  # fmt: skip
+    """The candidate process's `job` message (`protocol.ChildJob`, as a plain dict)."""
+    return ChildJob(
+        code=req.code, ext_dir=req.ext_dir, workdir=req.workdir, cpu_limit_s=req.cpu_limit_s,
+        device=req.device, kernel_names=sorted(rt.kernel_names(req.code)),
+    ).wire()  # fmt: skip
 
 
 def _probe_sharing(child: CandidateProcess, device: str) -> None:
