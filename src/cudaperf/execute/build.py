@@ -187,7 +187,7 @@ def build_reference(task: Task, config: EvalConfig) -> BuildResult:
 
 
 # One compiler diagnostic line of nvcc or gcc (`file(12): error: ...`, `file:12:3: error: ...`);
-# groups file, l1 or l2 (the line), msg. The one copy: feedback rendering reads logs with it too.
+# groups file, l1 or l2 (the line), msg. Public so every reader of compiler logs uses this one.
 COMPILER_ERROR = re.compile(
     r"^(?P<file>[\w./-]+)(?:\((?P<l1>\d+)\)|:(?P<l2>\d+)(?::\d+)?):\s*(?:fatal )?error:?\s*"
     r"(?P<msg>.*)$",
