@@ -6,7 +6,7 @@
 
 TASKS is any task file or folder with measured implementations (default: the bundled sample
 set, measured on an H200). Per implementation: the analyzer's score (mean over its kernels),
-its score components (`cudaperf.analyze.report.score_components`, mean over kernels) and
+its score components (`cudaperf.analyze.types.score_components`, mean over kernels) and
 its numeric features (mean over kernels); speed = 1 / median time on the task's largest
 visible config (the visible config with the largest mean log time over the task's measured
 implementations), or with `--speed geomean` 1 / geomean over the visible configs. Only
@@ -39,7 +39,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from cudaperf.analyze import FEATURES, AnalyzeConfig, NoKernelsError, analyze
-from cudaperf.analyze.report import score_components
+from cudaperf.analyze.types import score_components
 from cudaperf.tasks.io import load_sample, load_tasks
 
 _CFG: AnalyzeConfig | None = None

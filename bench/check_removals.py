@@ -21,7 +21,7 @@ M = [
     (
         "C re-check after timing",
         "src/cudaperf/execute/measure.py",
-        '    if req["check_after"]:',
+        "    if req.check_after:",
         "    if False:",
         "tests/execute/test_measure.py::test_stale_outputs_fail_the_re_check_after_timing",
     ),
@@ -189,8 +189,8 @@ M = [
     (
         "worker error asks for restart",
         "src/cudaperf/execute/worker.py",
-        '"configs": [], "restart": True}',
-        '"configs": []}',
+        "message=msg, restart=True).wire()",
+        "message=msg).wire()",
         "tests/execute/test_worker.py::test_an_error_of_the_worker_itself_asks_for_a_restart",
     ),
 ]

@@ -10,7 +10,7 @@ from cudaperf.analyze import AnalyzeConfig, StructuralReport, analyze
 from cudaperf.analyze.index import Scope
 from cudaperf.analyze.intensity import trip_count
 from cudaperf.analyze.parse import parse
-from cudaperf.analyze.report import reuse_component
+from cudaperf.analyze.types import reuse_component
 
 KERNELS = Path(__file__).parent / "kernels"
 STATIC = AnalyzeConfig(resources=False)  # tree-sitter only: no nvcc, fast

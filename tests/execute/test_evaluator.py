@@ -1,6 +1,7 @@
 import tempfile
 import time
 
+from catalog import saxpy_task
 from torch_cpu import relu_task
 
 from cudaperf.execute.evaluator import Env, Evaluator, Prepared
@@ -9,8 +10,9 @@ from cudaperf.execute.types import Candidate, Status
 
 def _finish(cpu_config, reply: dict, op: str = "torch"):
     ev = Evaluator(cpu_config, Env("full", (0,), "FAKE", "sm_90", {}, 1))
-    p = Prepared(relu_task(), Candidate(code="x"), "k", "", "", "", [], [], tempfile.mkdtemp(),
-                 time.monotonic(), op=op)  # fmt: skip
+    task = relu_task() if op == "torch" else saxpy_task()  # the job's kind is its task's
+    p = Prepared(task, Candidate(code="x"), "k", "", "", "", [], [], tempfile.mkdtemp(),
+                 time.monotonic())  # fmt: skip
     return ev.finish(p, reply)
 
 
@@ -25,6 +27,6 @@ def test_launched_kernels_reach_the_result_only_when_observed(cpu_config):
 def test_torch_requests_name_the_device(cpu_config):
     ev = Evaluator(cpu_config, Env("full", (0,), "FAKE", "sm_90", {}, 1))
     p = Prepared(relu_task(), Candidate(code="x"), "k", "", "", "", [], [], tempfile.mkdtemp(),
-                 time.monotonic(), op="torch")  # fmt: skip
+                 time.monotonic())  # fmt: skip
     req = ev.request(p)
     assert req["device"] == "cuda" and req["salt"] == 1 and req["op"] == "torch"

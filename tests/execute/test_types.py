@@ -21,3 +21,12 @@ def test_candidate_hash_ignores_label():
 def test_geomean():
     assert geomean([2.0, 8.0]) == 4.0
     assert geomean([]) is None
+
+
+def test_the_speedup_list_names_every_speedup_field_and_its_timing():
+    from cudaperf.execute.types import SPEEDUP_FIELDS, SPEEDUPS
+
+    declared = {f for f in ExecResult.model_fields if f.startswith("speedup_")}
+    assert set(SPEEDUP_FIELDS) == declared and len(SPEEDUP_FIELDS) == len(declared)
+    timings = {f for f in ConfigResult.model_fields if f.endswith("_timing")}
+    assert {t for _, t in SPEEDUPS.values()} == timings

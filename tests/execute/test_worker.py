@@ -12,9 +12,10 @@ from torch_cpu import HONEST, relu_task, request
 
 from cudaperf.execute.build import build_reference
 from cudaperf.execute.evaluator import Env, Evaluator, Prepared
+from cudaperf.execute.measure import Libs
 from cudaperf.execute.sandbox import WorkerHandle
 from cudaperf.execute.types import Candidate, Status
-from cudaperf.execute.worker import _Libs, handle
+from cudaperf.execute.worker import handle
 
 pytest.importorskip("torch")
 
@@ -63,7 +64,7 @@ FRESH_ONLY = HONEST.replace(
 
 
 def test_an_error_of_the_worker_itself_asks_for_a_restart():
-    reply = handle({"op": "run"}, _Libs())  # no workdir: fails before touching this process
+    reply = handle({"op": "run"}, Libs())  # no workdir: fails before touching this process
     assert reply["status"] == "infra_error" and reply["restart"] is True
 
 

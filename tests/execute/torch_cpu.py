@@ -7,6 +7,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from cudaperf.execute.protocol import TorchRequest
 from cudaperf.execute.torch_trusted import run_torch_job
 from cudaperf.tasks.model import Task
 
@@ -50,8 +51,8 @@ def request(code: str, workdir: str | None = None, **kw) -> dict:
 
 
 def run(code: str, task: Task | None = None, **kw) -> tuple[dict, str]:
-    """(worker reply, what the candidate printed)."""
+    """(worker reply as it goes on the pipe, what the candidate printed)."""
     req = request(code, **kw)
-    reply = run_torch_job(task or relu_task(), req)
+    reply = run_torch_job(TorchRequest(task=task or relu_task(), **req)).wire()
     log = Path(req["workdir"]) / "output.log"
     return reply, (log.read_text() if log.exists() else "")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cudaperf.analyze.report import Finding, Severity, StructuralReport
+from cudaperf.analyze.types import Finding, Severity, StructuralReport
 from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, Timing
 from cudaperf.rank.types import RankScore
 

@@ -35,3 +35,15 @@ def test_invalid_values_are_refused(changes, match):
 
 def test_every_field_has_help():
     assert all(RewardConfig.help().values())
+
+
+def test_baselines_read_the_speedup_fields_in_their_order():
+    from cudaperf.reward import BASELINES
+
+    assert BASELINES == {
+        "auto": ("speedup_vs_eager", "speedup_vs_naive", "speedup_vs_cpu"),
+        "cpu": ("speedup_vs_cpu",),
+        "naive": ("speedup_vs_naive",),
+        "eager": ("speedup_vs_eager",),
+        "compile": ("speedup_vs_compile",),
+    }

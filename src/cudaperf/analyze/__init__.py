@@ -7,7 +7,8 @@
 See report.py for the feature names, units and the score formula, rules.py for the rules.
 """
 
-from cudaperf.analyze.report import (
+from cudaperf.analyze.resources import ARCHS, occupancy
+from cudaperf.analyze.types import (
     FEATURES,
     PROFILE_FEATURES,
     RULES,
@@ -18,7 +19,6 @@ from cudaperf.analyze.report import (
     StructuralReport,
     score_features,
 )
-from cudaperf.analyze.resources import ARCHS, occupancy
 
 __all__ = [
     "ARCHS",

@@ -31,14 +31,6 @@ from cudaperf.analyze.parse import (
     read_constants,
     strip_torch_host,
 )
-from cudaperf.analyze.report import (
-    FEATURES,
-    AnalyzeConfig,
-    Finding,
-    Severity,
-    StructuralReport,
-    score_features,
-)
 from cudaperf.analyze.resources import PtxasError, Resources, occupancy, ptxas_resources
 from cudaperf.analyze.rules import KernelFacts, run_rules
 from cudaperf.analyze.structure import (
@@ -46,6 +38,14 @@ from cudaperf.analyze.structure import (
     contended_atomics,
     find_structure,
     register_tile_elems,
+)
+from cudaperf.analyze.types import (
+    FEATURES,
+    AnalyzeConfig,
+    Finding,
+    Severity,
+    StructuralReport,
+    score_features,
 )
 
 __all__ = ["NoKernelsError", "analyze"]

@@ -30,8 +30,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cudaperf.analyze.profile import ALL_METRICS, ProfileError, find_ncu, profile_command
-from cudaperf.analyze.report import AnalyzeConfig
+from cudaperf.analyze.ncu import ALL_METRICS, ProfileError, find_ncu, profile_command
+from cudaperf.analyze.types import AnalyzeConfig
 
 if TYPE_CHECKING:
     from cudaperf.tasks.model import InputConfig, Task

@@ -1,6 +1,6 @@
 """Diagnostic rules: each a small pure function from what the analyzer found to findings.
 
-`RULE_FUNCTIONS` maps each rule id of `report.RULES` to its function; `run_rules` applies them
+`RULE_FUNCTIONS` maps each rule id of `types.RULES` to its function; `run_rules` applies them
 all. A rule takes the `KernelFacts` and the config and returns findings whose message says
 what is wrong and what to change, in words a model can act on.
 """
@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cudaperf.analyze.access import Access
-from cudaperf.analyze.report import AnalyzeConfig, Finding, Severity
 from cudaperf.analyze.resources import Occupancy, Resources
 from cudaperf.analyze.structure import Structure
+from cudaperf.analyze.types import AnalyzeConfig, Finding, Severity
 
 __all__ = ["RULE_FUNCTIONS", "KernelFacts", "run_rules"]
 

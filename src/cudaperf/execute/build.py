@@ -186,7 +186,9 @@ def build_reference(task: Task, config: EvalConfig) -> BuildResult:
     return _compile(cmd, "ref.c", task.source, out, "ref.so", config.compile_timeout_s)
 
 
-_ERR = re.compile(
+# One compiler diagnostic line of nvcc or gcc (`file(12): error: ...`, `file:12:3: error: ...`);
+# groups file, l1 or l2 (the line), msg. Public so every reader of compiler logs uses this one.
+COMPILER_ERROR = re.compile(
     r"^(?P<file>[\w./-]+)(?:\((?P<l1>\d+)\)|:(?P<l2>\d+)(?::\d+)?):\s*(?:fatal )?error:?\s*"
     r"(?P<msg>.*)$",
     re.M,
@@ -195,7 +197,7 @@ _ERR = re.compile(
 
 def first_error(log: str) -> str:
     """The first compiler error as one model-readable line, mentioning its source line."""
-    for m in _ERR.finditer(log):
+    for m in COMPILER_ERROR.finditer(log):
         line = m.group("l1") or m.group("l2")
         msg = m.group("msg").strip()
         if m.group("file").endswith(CANDIDATE_FILE):

@@ -27,9 +27,16 @@ from cudaperf.execute.build import (
     toolchain_versions,
 )
 from cudaperf.execute.config import EvalConfig
+from cudaperf.execute.protocol import (
+    JobReply,
+    MalformedMessage,
+    RunRequest,
+    TorchRequest,
+    parse_reply,
+)
 from cudaperf.execute.results import ResultCache, result_key, timing_feedback, truncate
 from cudaperf.execute.sandbox import read_log
-from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, geomean
+from cudaperf.execute.types import SPEEDUPS, Candidate, ConfigResult, ExecResult, Status, geomean
 from cudaperf.tasks.model import Task, TaskKind
 
 log = logging.getLogger(__name__)
@@ -82,9 +89,13 @@ class Prepared:
     notes: list[str]  # non-fatal check messages
     workdir: str  # the candidate's own temp dir (worker cwd)
     t0: float  # monotonic start time
-    op: str = "run"  # worker operation: "run" (C→CUDA harness) or "torch" (PyTorch→CUDA)
     ext_dir: str = ""  # TORCH_EXTENSIONS_DIR of a prebuilt load_inline candidate
     form: str = ""  # PyTorch→CUDA candidate form
+
+    @property
+    def is_torch(self) -> bool:
+        """A PyTorch→CUDA job (run by `torch_trusted`), else C→CUDA (the native harness)."""
+        return self.task.kind is TaskKind.TORCH2CUDA
 
 
 class Evaluator:
@@ -198,7 +209,7 @@ class Evaluator:
         workdir = tempfile.mkdtemp(prefix="cudaperf-cand-")
         return Prepared(
             task, cand, self.key(task, cand), "", "", clog, ids, notes, workdir, t0,
-            op="torch", ext_dir=b.ext_dir, form=b.form,
+            ext_dir=b.ext_dir, form=b.form,
         )  # fmt: skip
 
     def timeout(self, p: Prepared) -> float:
@@ -206,7 +217,7 @@ class Evaluator:
         evaluator also times the task's eager and torch.compile baselines (then cached on
         disk), so it gets `baseline_timeout_s` more."""
         extra = 0.0
-        if p.op == "torch":
+        if p.is_torch:
             with self._lock:
                 if p.task.id not in self._baselined:
                     self._baselined.add(p.task.id)
@@ -215,59 +226,48 @@ class Evaluator:
                         extra = min(extra, self.config.run_timeout_s)
         return self.config.run_timeout_s + extra
 
-    def _torch_request(self, p: Prepared) -> dict:
+    def typed_request(self, p: Prepared) -> RunRequest | TorchRequest:
+        """The worker request for a prepared job (see `protocol`)."""
         c = self.config
-        return {
-            "op": "torch",
-            "task": p.task.model_dump(mode="json"),
-            "code": p.cand.code,
-            "ext_dir": p.ext_dir,
-            "workdir": p.workdir,
-            "salt": self.env.salt,
-            "trials": c.trials,
-            "warmup": c.warmup,
-            "budget_ms": c.time_budget_s * 1e3,
-            "correctness_trials": c.correctness_trials,
-            "normwise_rtol": c.normwise_rtol,
-            "min_kernel_share": c.min_kernel_share,
-            "torch_compile": c.compile_baseline,
-            "baseline_cache": str(c.cache_dir.expanduser() / "torch_baselines.jsonl"),
-            "max_bandwidth_gbs": c.max_bandwidth_gbs,
-            "cpu_limit_s": c.max_cpu_s_per_job,
-            "device": "cuda",
-        }
+        common = {
+            "task": p.task, "workdir": p.workdir, "salt": self.env.salt, "trials": c.trials,
+            "warmup": c.warmup, "budget_ms": c.time_budget_s * 1e3,
+            "max_bandwidth_gbs": c.max_bandwidth_gbs, "cpu_limit_s": c.max_cpu_s_per_job,
+        }  # fmt: skip
+        if p.is_torch:
+            return TorchRequest(
+                **common, code=p.cand.code, ext_dir=p.ext_dir,
+                correctness_trials=c.correctness_trials, normwise_rtol=c.normwise_rtol,
+                min_kernel_share=c.min_kernel_share, torch_compile=c.compile_baseline,
+                baseline_cache=str(c.cache_dir.expanduser() / "torch_baselines.jsonl"),
+                device="cuda",
+            )  # fmt: skip
+        return RunRequest(
+            **common, lib=p.lib, ref_lib=p.ref_lib, cpu_trials=c.cpu_trials,
+            cpu_budget_s=c.cpu_time_budget_s, check_after=c.check_after_timing,
+        )  # fmt: skip
 
     def request(self, p: Prepared) -> dict:
-        """The worker request for a prepared job."""
-        if p.op == "torch":
-            return self._torch_request(p)
-        c = self.config
-        return {
-            "op": "run",
-            "task": p.task.model_dump(mode="json"),
-            "lib": p.lib,
-            "ref_lib": p.ref_lib,
-            "workdir": p.workdir,
-            "salt": self.env.salt,
-            "trials": c.trials,
-            "warmup": c.warmup,
-            "budget_ms": c.time_budget_s * 1e3,
-            "cpu_trials": c.cpu_trials,
-            "cpu_budget_s": c.cpu_time_budget_s,
-            "check_after": c.check_after_timing,
-            "max_bandwidth_gbs": c.max_bandwidth_gbs,
-            "cpu_limit_s": c.max_cpu_s_per_job,
-        }
+        """The worker request for a prepared job, as it goes on the pipe (JSON-ready)."""
+        return self.typed_request(p).wire()
 
-    def finish(self, p: Prepared, reply: dict, naive: ExecResult | None = None) -> ExecResult:
-        """Build the ExecResult from a worker reply (and the naive baseline, if any)."""
-        status = Status(reply.get("status", "infra_error"))
-        configs = [ConfigResult.model_validate(c) for c in reply.get("configs", [])]
-        naive_by = {c.config: c.timing for c in (naive.configs if naive and naive.ok else [])}
-        configs = [c.model_copy(update={"naive_timing": naive_by.get(c.config)}) for c in configs]
-        runtime = reply.get("message", "")
+    def finish(self, p: Prepared, raw: dict | JobReply) -> ExecResult:
+        """Build the ExecResult from a worker reply. A reply that does not follow
+        `protocol.JobReply` is an INFRA_ERROR naming the bad field. The naive baseline's
+        timings and speedup are `api.finalize`'s (it has the naive job's result)."""
         out = read_log(Path(p.workdir), self.config.max_log_chars)
         shutil.rmtree(p.workdir, ignore_errors=True)
+        try:
+            reply = parse_reply(raw)
+        except MalformedMessage as e:
+            log.error("%s: %s", p.task.id, e)
+            fb = [f"{e}; this is the evaluator's fault, not the candidate's"]
+            rlog = truncate(out, self.config.max_log_chars)
+            return self.result(
+                p.task, p.cand, Status.INFRA_ERROR, p.t0, compile_log=p.compile_log,
+                runtime_log=rlog, feedback=fb, findings=p.findings, form=p.form,
+            )  # fmt: skip
+        status, runtime, configs = reply.status, reply.message, reply.configs
         fb = _status_feedback(status, configs, runtime)
         kw: dict = {}
         if status is Status.OK:
@@ -275,15 +275,10 @@ class Evaluator:
             kw["speedup_vs_cpu"] = geomean(
                 [c.cpu_timing.median_us / c.timing.median_us for c in configs if c.cpu_timing]
             )
-            kw |= _torch_speedups(configs) if p.op == "torch" else {}
-            if naive_by and all(c.naive_timing for c in configs):
-                kw["speedup_vs_naive"] = geomean(
-                    [c.naive_timing.median_us / c.timing.median_us for c in configs]
-                )
+            kw |= _torch_speedups(configs) if p.is_torch else {}
         rlog = truncate((runtime + "\n" + out).strip(), self.config.max_log_chars)
-        launched = reply.get("launched")
-        if isinstance(launched, list):  # seen by the profiler (PyTorch→CUDA); else not observed
-            kw["launched"] = [str(n) for n in launched]
+        if reply.launched is not None:  # seen by the profiler (PyTorch→CUDA); else not observed
+            kw["launched"] = reply.launched
         return self.result(
             p.task, p.cand, status, p.t0, configs=configs, compile_log=p.compile_log,
             runtime_log=rlog, feedback=fb + p.notes, findings=p.findings, form=p.form, **kw,
@@ -293,10 +288,7 @@ class Evaluator:
 def _torch_speedups(configs: list[ConfigResult]) -> dict:
     """Geomean speedups against eager PyTorch and torch.compile (when every config has one)."""
     out = {}
-    for field_, key in (
-        ("eager_timing", "speedup_vs_eager"),
-        ("compile_timing", "speedup_vs_compile"),
-    ):
+    for key, field_ in (SPEEDUPS["eager"], SPEEDUPS["compile"]):
         base = [getattr(c, field_) for c in configs]
         if configs and all(b is not None and c.timing for b, c in zip(base, configs, strict=True)):
             out[key] = geomean(

@@ -25,25 +25,39 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-from typing import TYPE_CHECKING
+import os
+from collections import OrderedDict
 
 import numpy as np
 
 from cudaperf.execute.harness import IN_NO_DOWNLOAD, ROLE_CODES, RUN_SYMBOL
 from cudaperf.execute.inputs import compare, reference_finite, run_reference, time_reference
+from cudaperf.execute.protocol import JobReply, RunRequest
 from cudaperf.execute.results import redact_sizes
 from cudaperf.execute.sanity import escape_message, roofline_message
 from cudaperf.execute.types import ConfigResult, Status, Timing
 from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.model import InputConfig, Role, Task
 
-if TYPE_CHECKING:
-    from cudaperf.execute.worker import _Libs
-
-__all__ = ["NativeRun", "call_native", "run_job"]
+__all__ = ["Libs", "NativeRun", "call_native", "run_job"]
 
 _READ = (Role.IN, Role.INOUT)  # roles whose bytes a call must read
 _MAX_SETS = 24  # cached (inputs, reference outputs) per worker
+
+
+class Libs:
+    """What a worker keeps between jobs: loaded shared libraries, and cached inputs with their
+    reference outputs (small LRU) and CPU-baseline times."""
+
+    def __init__(self) -> None:
+        self.libs: dict[str, ctypes.CDLL] = {}
+        self.sets: OrderedDict[tuple, tuple[list[np.ndarray], list[np.ndarray]]] = OrderedDict()
+        self.cpu: dict[tuple, list[float]] = {}
+
+    def lib(self, path: str) -> ctypes.CDLL:
+        if path not in self.libs:
+            self.libs[path] = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        return self.libs[path]
 
 
 class NativeRun:
@@ -98,7 +112,7 @@ def _task_key(task: Task) -> str:
 
 
 def _input_set(
-    task: Task, cfg: InputConfig, index: int, salt: int, libs: _Libs, ref_lib, sep: bool = False
+    task: Task, cfg: InputConfig, index: int, salt: int, libs: Libs, ref_lib, sep: bool = False
 ):
     key = (_task_key(task), cfg.name, index, salt, sep)
     if key not in libs.sets:
@@ -131,10 +145,12 @@ def _check(
     return run, (compare(task, inputs, bufs, want, held_out) if run.rc == 0 else None)
 
 
-def _one_config(fn, task: Task, cfg: InputConfig, req: dict, libs: _Libs, ref_lib, timed: bool):
+def _one_config(
+    fn, task: Task, cfg: InputConfig, req: RunRequest, libs: Libs, ref_lib, timed: bool
+):
     """Returns (status, ConfigResult, needs_restart)."""
     base = {"config": cfg.name, "held_out": cfg.held_out}
-    inputs, want = _input_set(task, cfg, 0, req["salt"], libs, ref_lib)
+    inputs, want = _input_set(task, cfg, 0, req.salt, libs, ref_lib)
     run, cmp = _check(fn, task, inputs, want, held_out=cfg.held_out)
     if run.rc != 0:
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=False, message=run.error), True
@@ -149,11 +165,9 @@ def _one_config(fn, task: Task, cfg: InputConfig, req: dict, libs: _Libs, ref_li
         return Status.OK, ConfigResult(**base, correct=True, **errs), False
     ckey = (_task_key(task), cfg.name)
     if ckey not in libs.cpu:
-        libs.cpu[ckey] = time_reference(
-            task, ref_lib, inputs, req["cpu_trials"], req["cpu_budget_s"]
-        )
+        libs.cpu[ckey] = time_reference(task, ref_lib, inputs, req.cpu_trials, req.cpu_budget_s)
     cpu = Timing.of(libs.cpu[ckey])
-    tr = call_native(fn, task, inputs, req["warmup"], req["trials"], req["budget_ms"])
+    tr = call_native(fn, task, inputs, req.warmup, req.trials, req.budget_ms)
     if tr.rc != 0 or not tr.event_us:
         msg = tr.error or "no timed trial completed"
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=True, **errs, message=msg), True
@@ -162,12 +176,12 @@ def _one_config(fn, task: Task, cfg: InputConfig, req: dict, libs: _Libs, ref_li
     read = sum(a.nbytes for p, a in zip(task.signature, inputs, strict=True)
                if p.role in _READ and not p.partial_read)  # fmt: skip
     hack = escape_message(timing, Timing.of(tr.wall_us), tr.overhead_us) or roofline_message(
-        read, timing, req["max_bandwidth_gbs"]
+        read, timing, req.max_bandwidth_gbs
     )
     if hack:
         return Status.REJECTED, ConfigResult(**res, message=hack), False
-    if req["check_after"]:
-        inputs1, want1 = _input_set(task, cfg, 1, req["salt"], libs, ref_lib)
+    if req.check_after:
+        inputs1, want1 = _input_set(task, cfg, 1, req.salt, libs, ref_lib)
         run, cmp = _check(fn, task, inputs1, want1, False, cfg.held_out)
         if run.rc != 0:
             return Status.RUNTIME_ERROR, ConfigResult(**res, message=run.error), True
@@ -181,7 +195,7 @@ def _one_config(fn, task: Task, cfg: InputConfig, req: dict, libs: _Libs, ref_li
 def _separating_check(fn, task, cfg, req, libs, ref_lib, base):
     """Correctness on the second input distribution (`tasks.inputs.separating_distribution`), where
     the reference stays finite on it; None when it passes or does not apply."""
-    inputs, want = _input_set(task, cfg, 2, req["salt"], libs, ref_lib, sep=True)
+    inputs, want = _input_set(task, cfg, 2, req.salt, libs, ref_lib, sep=True)
     if not reference_finite(task, want):
         return None
     run, cmp = _check(fn, task, inputs, want, held_out=cfg.held_out)
@@ -195,19 +209,20 @@ def _separating_check(fn, task, cfg, req, libs, ref_lib, base):
     return st, ConfigResult(**base, correct=False, **errs, message=msg), False
 
 
-def run_job(task: Task, req: dict, libs: _Libs) -> dict:
-    """Check and time one candidate library on every config of `task`."""
-    fn = getattr(libs.lib(req["lib"]), RUN_SYMBOL)
-    ref_lib = libs.lib(req["ref_lib"])
+def run_job(req: RunRequest, libs: Libs) -> JobReply:
+    """Check and time one candidate library on every config of `req.task`."""
+    task = req.task
+    fn = getattr(libs.lib(req.lib), RUN_SYMBOL)
+    ref_lib = libs.lib(req.ref_lib)
     status, results, restart = Status.OK, [], False
     for cfg in task.configs:
         st, cr, restart = _one_config(fn, task, cfg, req, libs, ref_lib, status is Status.OK)
         if cfg.held_out:  # feedback must not give a held-out config's size away
             cr = cr.model_copy(update={"message": redact_sizes(cr.message)})
-        results.append(cr.model_dump(mode="json"))
+        results.append(cr)
         if status is Status.OK:
             status = st
         if restart:
             break
-    msg = next((r["message"] for r in results if r["message"]), "")
-    return {"status": status.value, "configs": results, "message": msg, "restart": restart}
+    msg = next((r.message for r in results if r.message), "")
+    return JobReply(status=status, configs=results, message=msg, restart=restart)

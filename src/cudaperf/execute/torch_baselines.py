@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 
 from cudaperf.execute import torch_runtime as rt
+from cudaperf.execute.protocol import TorchRequest
 from cudaperf.execute.types import Timing
 from cudaperf.tasks.model import Task
 
@@ -20,8 +21,8 @@ __all__ = ["baselines"]
 log = logging.getLogger(__name__)
 
 
-def _baseline_cache(req: dict) -> tuple[Path | None, dict]:
-    path = Path(req["baseline_cache"]) if req.get("baseline_cache") else None
+def _baseline_cache(req: TorchRequest) -> tuple[Path | None, dict]:
+    path = Path(req.baseline_cache) if req.baseline_cache else None
     data = {}
     if path and path.is_file():
         for line in path.read_text().splitlines():
@@ -30,7 +31,7 @@ def _baseline_cache(req: dict) -> tuple[Path | None, dict]:
     return path, data
 
 
-def baselines(task: Task, cfg, ref, inputs, req: dict, device: str):
+def baselines(task: Task, cfg, ref, inputs, req: TorchRequest, device: str):
     """Eager and torch.compile timings of the reference, cached on disk."""
     path, cache = _baseline_cache(req)
     gpu = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
@@ -40,14 +41,12 @@ def baselines(task: Task, cfg, ref, inputs, req: dict, device: str):
     for kind in ("eager", "compile"):
         key = key_base + ":" + kind
         if key not in cache:
-            if kind == "compile" and not req.get("torch_compile", True):
+            if kind == "compile" and not req.torch_compile:
                 out.append(None)
                 continue
             try:
                 fn = ref if kind == "eager" else torch.compile(ref)
-                ev, _ = rt.time_forward(
-                    fn, inputs, req["warmup"], req["trials"], req["budget_ms"], device
-                )
+                ev, _ = rt.time_forward(fn, inputs, req.warmup, req.trials, req.budget_ms, device)
             except Exception as e:  # noqa: BLE001 - a failing baseline must not fail the candidate
                 log.warning("%s baseline of %s/%s failed: %s", kind, task.id, cfg.name, e)
                 out.append(None)

@@ -5,8 +5,8 @@ worker's memory, so no secret salt, task module, reference outputs or request in
 serves one job over a `multiprocessing` connection, one message at a time:
 
 - ``("probe", [tensor])``: the sum of a shared tensor (sent before the candidate is loaded).
-- ``("job", {code, ext_dir, workdir, cpu_limit_s, device})``: redirect stdout/stderr to the
-  job's `output.log`, load the candidate module.
+- ``("job", protocol.ChildJob as a dict)``: redirect stdout/stderr to the job's `output.log`,
+  load the candidate module.
 - ``("config", {init, seed, inputs, outs})``: build `ModelNew(*init)` under `seed` and keep
   the trusted side's input and output buffers (CUDA IPC handles on a GPU, shared memory on the
   CPU). The trusted side writes fresh values into the same input buffers before each request.
@@ -66,18 +66,19 @@ def _redirect(workdir: str) -> None:
     os.close(fd)
 
 
-def _job(st: _State, msg: dict) -> None:
+def _job(st: _State, raw: dict) -> None:
     from cudaperf.execute import torch_runtime as rt
+    from cudaperf.execute.protocol import ChildJob
 
-    _redirect(msg["workdir"])
-    confine.limit_cpu(int(msg["cpu_limit_s"]))
-    if msg.get("ext_dir"):  # where the build pool left a load_inline candidate's extension
-        os.environ["TORCH_EXTENSIONS_DIR"] = msg["ext_dir"]
-    st.device = msg.get("device", "cuda")
-    st.names = set(msg.get("kernel_names", ()))
+    msg = ChildJob.model_validate(raw)
+    _redirect(msg.workdir)
+    confine.limit_cpu(msg.cpu_limit_s)
+    if msg.ext_dir:  # where the build pool left a load_inline candidate's extension
+        os.environ["TORCH_EXTENSIONS_DIR"] = msg.ext_dir
+    st.device = msg.device
+    st.names = set(msg.kernel_names)
     rt.pin_precision()
-    code = msg["code"]
-    st.mod = rt.load_module(code, rt.candidate_module_name(code))
+    st.mod = rt.load_module(msg.code, rt.candidate_module_name(msg.code))
 
 
 def _config(st: _State, msg: dict) -> None:

@@ -46,6 +46,7 @@ import time
 import torch
 
 from cudaperf.execute import torch_runtime as rt
+from cudaperf.execute.protocol import ChildJob, JobReply, TorchRequest
 from cudaperf.execute.results import redact_sizes
 from cudaperf.execute.sanity import escape_message, outside_clock_message, roofline_message
 from cudaperf.execute.torch_baselines import baselines
@@ -127,9 +128,9 @@ def _ref_aliases(ref, xs: list) -> bool:
 class _Config:
     """One config's trusted state: the reference, its seeds, the shared buffers."""
 
-    def __init__(self, child: CandidateProcess, task: Task, cfg: InputConfig, req: dict):
+    def __init__(self, child: CandidateProcess, task: Task, cfg: InputConfig, req: TorchRequest):
         self.child, self.task, self.cfg, self.req = child, task, cfg, req
-        self.dev, self.salt = req.get("device", "cuda"), req["salt"]
+        self.dev, self.salt = req.device, req.salt
         self.ref_mod = rt.load_module(task.source, f"cudaperf_ref_{cfg.name}", cfg.sizes)
         init = self.ref_mod.get_init_inputs()
         pseed = _seed(self.salt, cfg, -1)
@@ -185,7 +186,7 @@ class _Config:
                     "return a new tensor"))  # fmt: skip
         tol, scale = self.task.tolerance, (2.0 if dist == _SIGNED else 1.0)
         ok, mabs, mrel, msg = rt.compare_outputs(
-            want, got, tol.atol * scale, tol.rtol, self.req["normwise_rtol"]
+            want, got, tol.atol * scale, tol.rtol, self.req.normwise_rtol
         )
         if not ok:
             where = {_OWN: "", _SIGNED: " (on signed inputs of a wider range than get_inputs())"}
@@ -201,7 +202,7 @@ class _Config:
         return f" (trial {trial}: new values in the same input buffers)"
 
     def check(self) -> tuple[float, float]:
-        n = max(self.req.get("correctness_trials", 3), 2)
+        n = max(self.req.correctness_trials, 2)
         worst = (0.0, 0.0)
         for t in range(n):
             dist = _SIGNED if t % 2 and self.signed_ok else _OWN
@@ -211,14 +212,14 @@ class _Config:
 
     def timed(self, profile: bool) -> dict:
         req, t_begin = self.req, time.perf_counter()
-        self.child.ask("warmup", int(req["warmup"]))
+        self.child.ask("warmup", req.warmup)
         ev, wall = [], []
-        for t in range(int(req["trials"])):
+        for t in range(req.trials):
             self.bufs.write_inputs(self.inputs(1000 + t, _OWN))  # fresh inputs every trial
             e, w = _pair(self.child.ask("trial"))
             ev.append(e)
             wall.append(w)
-            if len(ev) >= 5 and (time.perf_counter() - t_begin) * 1e3 > req["budget_ms"]:
+            if len(ev) >= 5 and (time.perf_counter() - t_begin) * 1e3 > req.budget_ms:
                 break
         tampered = self.child.ask("timers")
         if tampered:
@@ -229,7 +230,7 @@ class _Config:
         nbytes = self.bufs.input_bytes()
         hack = (
             escape_message(timing, wall_t, overhead)
-            or roofline_message(nbytes, timing, req["max_bandwidth_gbs"])
+            or roofline_message(nbytes, timing, req.max_bandwidth_gbs)
             or self.outside_clock(timing)
         )
         if hack:
@@ -252,7 +253,7 @@ class _Config:
         return outside_clock_message(best, timing)
 
     def profile(self) -> tuple[list[str] | None, str]:
-        return judge_profile(self.child.ask("profile"), self.req["min_kernel_share"])
+        return judge_profile(self.child.ask("profile"), self.req.min_kernel_share)
 
 
 def judge_profile(got: dict, min_share: float) -> tuple[list[str] | None, str]:
@@ -312,13 +313,12 @@ def _one_config(child, task, cfg, req, timed: bool, profile: bool):
         c.release()
 
 
-def _job_message(req: dict) -> dict:
-    code = req["code"]
-    return {
-        "code": code, "ext_dir": req.get("ext_dir", ""), "workdir": req["workdir"],
-        "cpu_limit_s": req["cpu_limit_s"], "device": req.get("device", "cuda"),
-        "kernel_names": sorted(rt.kernel_names(code)),
-    }  # fmt: skip
+def _job_message(req: TorchRequest) -> dict:
+    """The candidate process's `job` message (`protocol.ChildJob`, as a plain dict)."""
+    return ChildJob(
+        code=req.code, ext_dir=req.ext_dir, workdir=req.workdir, cpu_limit_s=req.cpu_limit_s,
+        device=req.device, kernel_names=sorted(rt.kernel_names(req.code)),
+    ).wire()  # fmt: skip
 
 
 def _probe_sharing(child: CandidateProcess, device: str) -> None:
@@ -335,22 +335,21 @@ def _probe_sharing(child: CandidateProcess, device: str) -> None:
         raise RuntimeError(f"sharing buffers with the candidate's process failed (sum {got})")
 
 
-def run_torch_job(task: Task, req: dict, spare: bool = False) -> dict:
-    """Check and time one PyTorch→CUDA candidate on every config of `task`.
+def run_torch_job(req: TorchRequest, spare: bool = False) -> JobReply:
+    """Check and time one PyTorch→CUDA candidate on every config of `req.task`.
 
-    `req` keys: code, salt, workdir, cpu_limit_s, warmup, trials, budget_ms, normwise_rtol,
-    max_bandwidth_gbs, min_kernel_share, correctness_trials, torch_compile, baseline_cache
-    (path or None), ext_dir, device ("cuda", or "cpu" for tests). `spare`: start the next
-    job's candidate process now. Returns the worker reply: status, per-config results (messages
-    of held-out configs without sizes), message, launched, restart (True after the candidate's
-    process died or hit a CUDA error: buffers it had mapped may never be released, so the
-    worker is replaced; the candidate itself never ran here). Errors of this process propagate.
+    `spare`: start the next job's candidate process now. Returns the worker reply: status,
+    per-config results (messages of held-out configs without sizes), message, launched,
+    restart (True after the candidate's process died or hit a CUDA error: buffers it had
+    mapped may never be released, so the worker is replaced; the candidate itself never ran
+    here). Errors of this process propagate.
     """
+    task = req.task
     rt.pin_precision()
     child = take_child(spare)
     status, results, launched, restart = Status.OK, [], None, False
     try:
-        _probe_sharing(child, req.get("device", "cuda"))
+        _probe_sharing(child, req.device)
         for i, cfg in enumerate(task.configs):
             stop = False
             try:
@@ -370,13 +369,13 @@ def run_torch_job(task: Task, req: dict, spare: bool = False) -> dict:
                                   message=msg)  # fmt: skip
             if cfg.held_out:
                 cr = cr.model_copy(update={"message": redact_sizes(cr.message)})
-            results.append(cr.model_dump(mode="json"))
+            results.append(cr)
             if status is Status.OK:
                 status = st
             if stop:
                 break
     finally:
         child.close()
-    msg = next((r["message"] for r in results if r["message"] and not r["correct"]), "")
-    return {"status": status.value, "configs": results, "message": msg,
-            "launched": launched, "restart": restart}  # fmt: skip
+    msg = next((r.message for r in results if r.message and not r.correct), "")
+    return JobReply(status=status, configs=results, message=msg, launched=launched,
+                    restart=restart)  # fmt: skip

@@ -16,7 +16,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Candidate", "ConfigResult", "ExecResult", "Status", "Timing", "geomean"]
+__all__ = [
+    "SPEEDUPS",
+    "SPEEDUP_FIELDS",
+    "Candidate",
+    "ConfigResult",
+    "ExecResult",
+    "Status",
+    "Timing",
+    "geomean",
+]
 
 
 class _Frozen(BaseModel):
@@ -132,3 +141,14 @@ def geomean(xs: list[float]) -> float | None:
     if not xs:
         return None
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+# The speedups an ExecResult reports, the one list of them: baseline name -> (the ExecResult
+# field with the geomean speedup, the ConfigResult field with that baseline's timing).
+SPEEDUPS: dict[str, tuple[str, str]] = {
+    "cpu": ("speedup_vs_cpu", "cpu_timing"),  # the serial C reference (gcc -O2) on the CPU
+    "naive": ("speedup_vs_naive", "naive_timing"),  # the task's naive CUDA implementation
+    "eager": ("speedup_vs_eager", "eager_timing"),  # PyTorch→CUDA: the reference, eager
+    "compile": ("speedup_vs_compile", "compile_timing"),  # PyTorch→CUDA: torch.compile(Model)
+}
+SPEEDUP_FIELDS: tuple[str, ...] = tuple(f for f, _ in SPEEDUPS.values())

@@ -1,14 +1,16 @@
 """The GPU worker process: runs candidates' native harness on one GPU, sandboxed by limits.
 
 Started by `pool.WorkerHandle` as `python -m cudaperf.execute.worker RFD WFD`; it reads one
-JSON request per line from RFD and writes one JSON reply per line to WFD. Its own stdout and
-stderr are redirected, per job, to `output.log` in the job's temp dir (its cwd), so nothing a
-candidate prints can corrupt the protocol. Limits: file size (SIGXFSZ kills a candidate that
-writes too much), open files, processes (fork bombs), CPU seconds per job, and a private
-network namespace where the OS allows (as root). After any CUDA error of a C→CUDA candidate
-(its host code runs in this process) the reply carries `restart: true` and the worker exits,
-so a broken context never meets the next candidate; a PyTorch→CUDA candidate runs in a child
-process of its own (see `torch_trusted`), which is discarded after every job.
+JSON request per line from RFD and writes one JSON reply per line to WFD, both typed and
+validated by `protocol` (a request that does not parse is answered with an infra_error). Its
+own stdout and stderr are redirected, per job, to `output.log` in the job's temp dir (its
+cwd), so nothing a candidate prints can corrupt the protocol. Limits: file size (SIGXFSZ
+kills a candidate that writes too much), open files, processes (fork bombs), CPU seconds per
+job, and a private network namespace where the OS allows (as root). After any CUDA error of
+a C→CUDA candidate (its host code runs in this process) the reply carries `restart: true`
+and the worker exits, so a broken context never meets the next candidate; a PyTorch→CUDA
+candidate runs in a child process of its own (see `torch_trusted`), which is discarded after
+every job.
 A candidate that crashes or hangs the process is handled by the parent (exit code, timeout).
 """
 
@@ -21,12 +23,17 @@ import os
 import resource
 import signal
 import sys
-from collections import OrderedDict
-
-import numpy as np
 
 from cudaperf.execute import confine, measure
-from cudaperf.tasks.model import Task
+from cudaperf.execute.protocol import (
+    HelloReply,
+    HelloRequest,
+    JobReply,
+    Ready,
+    TorchRequest,
+    parse_request,
+)
+from cudaperf.execute.types import Status
 
 log = logging.getLogger(__name__)
 
@@ -80,48 +87,35 @@ def _redirect_output(workdir: str) -> None:
     os.close(fd)
 
 
-class _Libs:
-    """Loaded shared libraries and cached inputs/reference outputs (small LRU)."""
-
-    def __init__(self) -> None:
-        self.libs: dict[str, ctypes.CDLL] = {}
-        self.sets: OrderedDict[tuple, tuple[list[np.ndarray], list[np.ndarray]]] = OrderedDict()
-        self.cpu: dict[tuple, list[float]] = {}
-
-    def lib(self, path: str) -> ctypes.CDLL:
-        if path not in self.libs:
-            self.libs[path] = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
-        return self.libs[path]
-
-
-def handle(req: dict, libs: _Libs) -> dict:
-    """Serve one request; never raises. An error of the worker itself becomes an infra_error
-    reply with `restart: true`: whatever broke (a CUDA context, a library) is not reused."""
+def handle(raw: object, libs: measure.Libs) -> dict:
+    """Serve one decoded request line; returns the reply's wire form and never raises. A
+    malformed request, or an error of the worker itself, becomes an infra_error reply with
+    `restart: true`: whatever broke (a CUDA context, a library) is not reused."""
     try:
-        if req["op"] == "hello":
-            return {"ok": True, "pid": os.getpid()}
-        _redirect_output(req["workdir"])
-        confine.limit_cpu(int(req["cpu_limit_s"]))
-        task = Task.model_validate(req["task"])
-        if req["op"] == "torch":
-            return _torch_job(task, req)
-        return measure.run_job(task, req, libs)
+        req = parse_request(raw)
+        if isinstance(req, HelloRequest):
+            return HelloReply(pid=os.getpid()).wire()
+        _redirect_output(req.workdir)
+        confine.limit_cpu(req.cpu_limit_s)
+        if isinstance(req, TorchRequest):
+            return _torch_job(req).wire()
+        return measure.run_job(req, libs).wire()
     except Exception as e:  # noqa: BLE001 - the reply must always come back
         msg = f"{type(e).__name__}: {e}"
-        return {"status": "infra_error", "message": msg, "configs": [], "restart": True}
+        return JobReply(status=Status.INFRA_ERROR, message=msg, restart=True).wire()
     finally:
         libc = ctypes.CDLL(None)
         libc.fflush(None)
 
 
-def _torch_job(task: Task, req: dict) -> dict:
+def _torch_job(req: TorchRequest) -> JobReply:
     """A PyTorch→CUDA candidate. This process is the trusted side (`torch_trusted`): the
     candidate runs in a spawned process of its own, discarded after the job, so a sticky
     CUDA error, a crash or leftover global state of the candidate never reaches this process
     or the next candidate. A spare candidate process is started for the next job."""
     from cudaperf.execute.torch_trusted import run_torch_job
 
-    reply = run_torch_job(task, req, spare=True)
+    reply = run_torch_job(req, spare=True)
     import gc
 
     import torch
@@ -137,9 +131,9 @@ def main(argv: list[str]) -> int:
     rfd, wfd = int(argv[0]), int(argv[1])
     limits = json.loads(argv[2])
     applied = apply_limits(**limits)
-    libs = _Libs()
+    libs = measure.Libs()
     with os.fdopen(rfd, "r") as rf, os.fdopen(wfd, "w") as wf:
-        wf.write(json.dumps({"ready": True, "limits": applied}) + "\n")
+        wf.write(json.dumps(Ready(limits=applied).wire()) + "\n")
         wf.flush()
         for line in rf:
             reply = handle(json.loads(line), libs)

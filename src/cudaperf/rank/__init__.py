@@ -6,8 +6,8 @@
     rs = score(task, candidate_code, model)                 # RankScore in [0, 1]
 
 Modules: `pairs` (measured pairs, family splits), `features` (analyzer + code statistics,
-cached per code hash), `configs` (per-config input size and launch features: the models are
-config-aware, so the predicted order may change between small and large configs),
+cached per code hash), `config_features` (per-config input size and launch features: the
+models are config-aware, so the predicted order may change between small and large configs),
 `ensemble` (the default feature model: the mean of `lambdarank`, LightGBM LambdaRank
 calibrated, and `bt`), `bt` (the Bradley–Terry model, feature-ranker JSON files,
 `load_default`),

@@ -35,14 +35,14 @@ class FeatureRanker:
     @property
     def config_aware(self) -> bool:
         """Whether some column depends on the config (then strengths differ per config)."""
-        from cudaperf.rank.configs import needs_config
+        from cudaperf.rank.config_features import needs_config
 
         return any(needs_config(n) for n in self.names)
 
     def config_strengths(self, task, codes: list[str]) -> np.ndarray:
         """Strengths per (config of `task`, code): shape (configs, codes); one row, config-free,
         for a model without config columns."""
-        from cudaperf.rank.configs import row
+        from cudaperf.rank.config_features import row
         from cudaperf.rank.features import code_features
 
         cfg = self.analyze_config()

@@ -4,7 +4,7 @@ Fitted by Newton's method on the L2-regularised mean logistic loss of feature di
 intercept: swapping a and b flips the probability exactly). numpy only; deterministic — the
 same pairs give bit-identical weights.
 
-Config-aware (format v2): the columns may include the config features of `rank.configs`
+Config-aware (format v2): the columns may include the config features of `rank.config_features`
 (`s.*`, `l.*`) and products `a*b` of a feature and a config feature, so the strength of an
 implementation depends on the config it is timed on; P(a faster than b on config c) =
 sigmoid(u(a, c) - u(b, c)) stays exactly antisymmetric (no intercept, same c on both sides).
@@ -52,7 +52,7 @@ class BTModel(FeatureRanker):
 
     def matrix(self, rows: list[dict[str, float]]) -> np.ndarray:
         """Standardised feature matrix (one row per feature dict; NaN → 0 = the mean)."""
-        from cudaperf.rank.configs import matrix
+        from cudaperf.rank.config_features import matrix
 
         z = (matrix(rows, self.names) - np.asarray(self.means)) / np.asarray(self.stds)
         return np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
@@ -78,7 +78,7 @@ class BTModel(FeatureRanker):
 
 def standardise(rows: list[dict[str, float]], names: list[str]) -> tuple[list, list, list]:
     """(names kept, means, stds): features constant or unknown on `rows` are dropped."""
-    from cudaperf.rank.configs import matrix
+    from cudaperf.rank.config_features import matrix
 
     x = matrix(rows, names)
     kept, means, stds = [], [], []

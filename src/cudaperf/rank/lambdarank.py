@@ -38,7 +38,8 @@ __all__ = [
     "require_lightgbm",
 ]
 
-FORMAT = "cudaperf-feature-ranker-lambdarank-v2"  # v2: may read config columns (rank.configs)
+# v2: may read config columns (rank.config_features)
+FORMAT = "cudaperf-feature-ranker-lambdarank-v2"
 FORMAT_V1 = "cudaperf-feature-ranker-lambdarank-v1"  # config-free, written before v2; still read
 
 
@@ -100,7 +101,7 @@ class LambdaRankModel(FeatureRanker):
 
     def matrix(self, rows: list[dict[str, float]]) -> np.ndarray:
         """Raw feature matrix, one row per feature dict (unknown = NaN)."""
-        from cudaperf.rank.configs import matrix
+        from cudaperf.rank.config_features import matrix
 
         return matrix(rows, self.names)
 
@@ -136,7 +137,7 @@ def fit_lambdarank(
     """
     import lightgbm as lgb
 
-    from cudaperf.rank.configs import matrix
+    from cudaperf.rank.config_features import matrix
 
     prm = {**default_params(), **(params or {})}
     rounds = int(prm.pop("num_iterations"))

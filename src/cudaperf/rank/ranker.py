@@ -12,10 +12,10 @@ differences; `objective="bt"`) and `cudaperf.rank.neural.NeuralRanker` all are
 (`PairwiseRanker`).
 
 Config-aware (the default, `TrainConfig.config_aware`): the feature rows of an implementation
-also hold the config it was timed on (`rank.configs`: log bytes of the inputs, the size relative
-to the task's other configs, threads and blocks the launches start at those sizes). The
-Bradley–Terry member reads the implementation features, their products with the relative size
-(`<feature>*s.rel`) and the launch features (also times both sizes); LambdaRank reads the
+also hold the config it was timed on (`rank.config_features`: log bytes of the inputs, the size
+relative to the task's other configs, threads and blocks the launches start at those sizes).
+The Bradley–Terry member reads the implementation features, their products with the relative
+size (`<feature>*s.rel`) and the launch features (also times both sizes); LambdaRank reads the
 features, the config and the launch columns and learns the interactions itself. So the
 predicted order may differ between a small and a large config, as the measured one does.
 
@@ -44,7 +44,7 @@ import numpy as np
 
 from cudaperf.analyze import AnalyzeConfig
 from cudaperf.rank.bt import BTModel, fit_bt, standardise
-from cudaperf.rank.configs import CONFIG_NAMES, LAUNCH_NAMES, row
+from cudaperf.rank.config_features import CONFIG_NAMES, LAUNCH_NAMES, row
 from cudaperf.rank.ensemble import EnsembleModel
 from cudaperf.rank.features import FEATURE_NAMES, features_many
 from cudaperf.rank.formats import load_default, load_model
@@ -130,7 +130,7 @@ class TrainConfig:
     workers: int = 1  # processes computing features (the analyzer, ptxas)
     cache_dir: str | None = None  # on-disk feature cache (features.FeatureCache); None = off
     objective: str = "ensemble"  # ensemble (mean of both), lambdarank (trees), bt (linear)
-    config_aware: bool = True  # config and launch columns (rank.configs); False = code only
+    config_aware: bool = True  # config and launch columns (rank.config_features); False = code only
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -173,7 +173,7 @@ def config_rows(
     tasks: list[Task], feats: dict[tuple[str, str], dict], config_aware: bool = True
 ) -> dict[RowKey, dict]:
     """(task id, config, implementation id) → feature row, for every config of every task
-    (`configs.row`: the implementation's features plus the config's; without `config_aware`,
+    (`config_features.row`: the implementation's features plus the config's; without `config_aware`,
     the implementation's features alone)."""
     out: dict[RowKey, dict] = {}
     for t in tasks:

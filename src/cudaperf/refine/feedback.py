@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from cudaperf.analyze.report import Finding, Severity
+from cudaperf.analyze.types import Finding, Severity
 from cudaperf.execute.types import ConfigResult, ExecResult, Status
 from cudaperf.rank.types import RankScore
 from cudaperf.reward.scorer import Scored

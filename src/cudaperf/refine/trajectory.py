@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from cudaperf.execute.types import ExecResult
 from cudaperf.rank.types import RankScore
-from cudaperf.reward.score import RewardBreakdown
+from cudaperf.reward.formula import RewardBreakdown
 
 __all__ = ["SampleRecord", "SummaryRecord", "TrajectoryWriter", "TurnRecord", "read_trajectory"]
 

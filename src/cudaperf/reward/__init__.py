@@ -60,7 +60,7 @@ from cudaperf.reward.callables import (
 )
 from cudaperf.reward.config import BASELINES, PRESETS, RewardConfig
 from cudaperf.reward.extract import Extraction, completion_text, extract_candidate
-from cudaperf.reward.score import (
+from cudaperf.reward.formula import (
     FORMAT_ERROR,
     RewardBreakdown,
     compute_reward,

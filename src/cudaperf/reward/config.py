@@ -13,15 +13,14 @@ import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Literal
 
+from cudaperf.execute.types import SPEEDUPS
+
 __all__ = ["BASELINES", "PRESETS", "RewardConfig"]
 
 # Which speedup the speed term uses; "auto" takes the first that was measured, in this order.
 BASELINES: dict[str, tuple[str, ...]] = {
-    "auto": ("speedup_vs_eager", "speedup_vs_naive", "speedup_vs_cpu"),
-    "eager": ("speedup_vs_eager",),
-    "compile": ("speedup_vs_compile",),
-    "naive": ("speedup_vs_naive",),
-    "cpu": ("speedup_vs_cpu",),
+    "auto": tuple(SPEEDUPS[b][0] for b in ("eager", "naive", "cpu")),
+    **{name: (field_,) for name, (field_, _) in SPEEDUPS.items()},
 }
 
 

@@ -23,13 +23,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cudaperf.analyze.report import StructuralReport
+from cudaperf.analyze.types import StructuralReport
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.types import Candidate, ExecResult, Status
 from cudaperf.rank.types import RankScore
 from cudaperf.reward.config import RewardConfig
 from cudaperf.reward.extract import Extraction, extract_candidate
-from cudaperf.reward.score import RewardBreakdown, compute_reward, format_error_reward
+from cudaperf.reward.formula import RewardBreakdown, compute_reward, format_error_reward
 from cudaperf.tasks.model import Task
 
 log = logging.getLogger(__name__)

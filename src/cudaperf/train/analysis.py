@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 
-from cudaperf.analyze.report import StructuralReport
+from cudaperf.analyze.types import StructuralReport
 
 log = logging.getLogger(__name__)
 

@@ -158,7 +158,7 @@ def stored_feedback(task: Task, impl: Implementation, gpu: str | None = None) ->
     from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, Timing, geomean
     from cudaperf.refine.feedback import render_feedback
     from cudaperf.reward.extract import Extraction
-    from cudaperf.reward.score import compute_reward
+    from cudaperf.reward.formula import compute_reward
     from cudaperf.reward.scorer import Scored
 
     visible = [c.name for c in task.visible_configs]

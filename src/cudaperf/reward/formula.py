@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from cudaperf.analyze.report import StructuralReport
+from cudaperf.analyze.types import StructuralReport
 from cudaperf.execute.types import ExecResult, Status
 from cudaperf.rank.types import RankScore
 from cudaperf.reward.config import BASELINES, RewardConfig

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from cudaperf.analyze import FEATURES, RULES, AnalyzeConfig, analyze, score_features
-from cudaperf.analyze.report import score_components
+from cudaperf.analyze.types import score_components
 
 KERNELS = Path(__file__).parent / "kernels"
 

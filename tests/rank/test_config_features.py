@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cudaperf.rank.bt import BTModel
-from cudaperf.rank.configs import (
+from cudaperf.rank.config_features import (
     CONFIG_NAMES,
     LAUNCH_NAMES,
     column,
