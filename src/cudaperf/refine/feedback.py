@@ -7,28 +7,19 @@ configuration". Guaranteed: the text is plain Markdown, deterministic for a give
 
 from __future__ import annotations
 
-import re
-
 from cudaperf.analyze.types import Finding, Severity
-from cudaperf.execute.types import ConfigResult, ExecResult, Status
+from cudaperf.execute.build import COMPILER_ERROR
+from cudaperf.execute.types import SPEEDUPS, ConfigResult, ExecResult, Status
 from cudaperf.rank.types import RankScore
 from cudaperf.reward.scorer import Scored
 from cudaperf.tasks.model import Task, TaskKind
 
 __all__ = ["compile_errors", "render_feedback"]
 
-_ERR = re.compile(
-    r"^(?P<file>[\w./-]+)(?:\((?P<l1>\d+)\)|:(?P<l2>\d+)(?::\d+)?):\s*(?:fatal )?error:?\s*"
-    r"(?P<msg>.*)$",
-    re.M,
-)
 _SEVERITY = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
-_SPEEDUPS = (
-    ("speedup_vs_cpu", "the serial C reference on the CPU"),
-    ("speedup_vs_naive", "the naive CUDA implementation"),
-    ("speedup_vs_eager", "eager PyTorch"),
-    ("speedup_vs_compile", "torch.compile"),
-)
+_LABELS = {"cpu": "the serial C reference on the CPU", "naive": "the naive CUDA implementation",
+           "eager": "eager PyTorch", "compile": "torch.compile"}  # fmt: skip
+_SPEEDUPS = tuple((SPEEDUPS[k][0], label) for k, label in _LABELS.items())
 
 
 def render_feedback(scored: Scored, task: Task, max_findings: int = 5) -> str:
@@ -53,7 +44,7 @@ def render_feedback(scored: Scored, task: Task, max_findings: int = 5) -> str:
 def compile_errors(log: str, code: str, limit: int = 3) -> list[str]:
     """The first `limit` compiler errors as 'line N: `source`: message' (candidate lines)."""
     out = []
-    for m in _ERR.finditer(log):
+    for m in COMPILER_ERROR.finditer(log):
         line = int(m.group("l1") or m.group("l2"))
         msg = m.group("msg").strip()
         if "candidate" in m.group("file") or m.group("file").endswith(".py"):
