@@ -107,11 +107,17 @@ def grpo_command(
     save_steps: int = typer.Option(10, "--save-steps"),
     val_families: int = ValFamOpt, holdout_share: float = HoldOpt, seed: int = SeedOpt,
     eval_gpus: str | None = typer.Option(None, "--eval-gpus", help="GPUs for timing, e.g. 1."),
+    canaries: int = typer.Option(
+        0, "--canaries", help="Pool tasks whose naive kernel is re-timed every step."),
     compile_only: bool = typer.Option(False, "--compile-only", help="Rewards from compiling."),
     time_budget: float | None = BudgetOpt, pieces_mib: float | None = PiecesOpt,
     resume: bool = ResumeOpt,
 ) -> None:  # fmt: skip
-    """Multi-turn GRPO (TRL) with the unified reward and one persistent evaluator."""
+    """Multi-turn GRPO (TRL) with the unified reward and one persistent evaluator.
+
+    GPUs: generation and training on the process's GPU; timing on --eval-gpus (nvidia-smi
+    indices; default: every GPU with one process, each process's own GPU under accelerate
+    launch). Timing on a training GPU runs after that step's generation, never beside it."""
     from cudaperf.train.grpo import GrpoOptions, run_grpo
 
     try:
@@ -126,8 +132,8 @@ def grpo_command(
         groups_per_step=groups_per_step, max_steps=max_steps, max_new_tokens=max_new_tokens,
         temperature=temperature, lr=lr, beta=beta, lora_r=lora_r, save_steps=save_steps,
         val_families=val_families, holdout_share=holdout_share, seed=seed, eval_gpus=gpus,
-        compile_only=compile_only, time_budget_s=time_budget, pieces_mib=pieces_mib,
-        resume=resume,
+        canaries=canaries, compile_only=compile_only, time_budget_s=time_budget,
+        pieces_mib=pieces_mib, resume=resume,
     )  # fmt: skip
     if "final" not in rep:  # a non-main process under accelerate launch
         return
