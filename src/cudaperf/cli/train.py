@@ -146,7 +146,8 @@ def report_command(
     runs: list[Path] = typer.Argument(..., help="Run folders (or their steps.jsonl)."),
     plot: Path | None = typer.Option(None, "--plot", help="Write the curves to this PNG."),
 ) -> None:
-    """Per-run summary of GRPO steps; with --plot, reward and status curves."""
+    """Per-run summary of GRPO steps and the mean step-time breakdown; with --plot, the
+    reward, status and step-time curves."""
     from cudaperf.train.curves import plot_runs, summary
 
     try:
@@ -155,4 +156,21 @@ def report_command(
             console.print(f"plot: {plot_runs(list(runs), plot)}")
     except ValueError as e:
         fail(str(e))
+    _breakdown_table(rep)
     emit_json(rep)
+
+
+def _breakdown_table(rep: dict) -> None:
+    """Mean seconds per step by part, one row per run (to stderr; stdout stays JSON)."""
+    from rich.table import Table
+
+    parts = ("generate", "analyse", "eval", "evaluator", "eval_wait", "canary", "update",
+             "optimizer", "step")  # fmt: skip
+    table = Table(title="mean seconds per GRPO step")
+    for col in ("run", "steps", "procs", *parts, "candidates"):
+        table.add_column(col)
+    for run, r in rep.items():
+        cells = [r.get(f"{p}_s_mean") for p in parts] + [r.get("candidates_per_step")]
+        table.add_row(run, str(r.get("steps", 0)), str(r.get("processes", "")),
+                      *("-" if v is None else f"{v:g}" for v in cells))  # fmt: skip
+    console.print(table)

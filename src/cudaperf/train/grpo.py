@@ -259,17 +259,19 @@ def _distribute(acc, rollout, budget) -> None:
 
 
 def _prepare(opts: GrpoOptions, acc, scorer, pool, steplog) -> float:
-    """The pool's naive implementations, shared out between the processes (`prepare_pool`);
-    the slowest process's seconds, logged once."""
+    """The pool's naive implementations, shared out between the processes (`prepare_pool`):
+    each is evaluated once in all; logged once (candidates, the slowest process's seconds)."""
     from accelerate.utils import gather_object
 
     n, i = acc.num_processes, acc.process_index
     mine = pool[i::n] if opts.prepare else []
     secs = prepare_pool(scorer, mine) if mine else 0.0
-    took = gather_object([secs]) if n > 1 else [secs]
+    done = (secs, scorer.evaluator.take()["candidates"])  # preparing is not a step's evaluation
+    took = gather_object([done]) if n > 1 else [done]
     if n > 1:
         acc.wait_for_everyone()  # every share is in the result cache before step 1
-    scorer.evaluator.take()  # preparing is not a step's evaluation
+    slowest = max(s for s, _ in took)
     steplog.add({"kind": "prepare", "tasks": len(pool) if opts.prepare else 0,
-                 "seconds": round(max(took), 2), "processes": n})  # fmt: skip
-    return max(took)
+                 "candidates": sum(c for _, c in took), "seconds": round(slowest, 2),
+                 "processes": n})  # fmt: skip
+    return slowest
