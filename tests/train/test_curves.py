@@ -44,3 +44,18 @@ def test_a_merged_record_has_the_fields_of_a_one_process_record():
     assert two["tasks_by_process"] == [["a"], ["b"]] and len(two["canary"]) == 1
     assert {k: one[k] for k in ("rows", "candidates", "score_by_turn")} == {
         "rows": 4, "candidates": 4, "score_by_turn": [0.2, 0.4]}  # fmt: skip
+
+
+def test_read_steps_numbers_rows_by_trainer_step_and_a_rerun_replaces_a_record(tmp_path):
+    import json
+
+    from cudaperf.train.curves import read_steps
+
+    roll = {"kind": "rollout", "step": 0, "rows": 4, "processes": 1, "generate_s": 1.0,
+            "analyse_s": 0.5, "eval_s": 1.5, "canary_s": 0.5, "return_mean": 0.1}  # fmt: skip
+    lines = [roll, {**roll, "return_mean": 0.7},  # the step's rollout again, after a resume
+             {"kind": "step", "step": 1, "step_s": 5.0, "optimizer_s": 0.25}]  # fmt: skip
+    (tmp_path / "steps.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (row,) = read_steps(tmp_path)
+    assert row["step"] == 1 and row["return_mean"] == 0.7 and "kind" not in row
+    assert row["update_s"] == pytest.approx(5.0 - 3.5) and row["optimizer_s"] == 0.25

@@ -53,7 +53,8 @@ def read_steps(run: str | Path) -> list[dict]:
             by_step.setdefault(rec["step"], {"step": rec["step"]})["loss"] = rec["loss"]
     for step, recs in rollouts.items():
         row = by_step.setdefault(step, {"step": step})
-        row.update(recs[0] if len(recs) == 1 and "processes" in recs[0] else merge_rollouts(recs))
+        rec = recs[0] if len(recs) == 1 and "processes" in recs[0] else merge_rollouts(recs)
+        row.update({k: v for k, v in rec.items() if k not in ("kind", "step", "run")})
         if "step_s" in row:  # what is left of the step after the rollout
             rollout = sum(row.get(k, 0.0) for k in ("generate_s", "analyse_s", "eval_s",
                                                      "canary_s"))  # fmt: skip
