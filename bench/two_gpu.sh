@@ -41,7 +41,7 @@ run() {
   local name=$1 limit=$2; shift 2
   local t0; t0=$(date +%s)
   log "$name: $*"
-  timeout -s INT -k 30 "$limit" "$@" > >(tee -a "$OUT/$name.log") 2> >(grep --line-buffered -v "it/s\]" | tee -a "$OUT/$name.log" >&2)
+  timeout -s INT -k 30 "$limit" "$@" > >(tee -a "$OUT/$name.log") 2> >(grep --line-buffered -v -E "it/s\]|s/it\]" | tee -a "$OUT/$name.log" >&2)
   local rc=$?
   local dt=$(( $(date +%s) - t0 ))
   python3 - "$stage" "$name" "$rc" "$dt" "$t0" "$@" <<'EOF' | tee -a "$W/commands.jsonl" >> "$OUT/commands.jsonl"
@@ -153,7 +153,7 @@ measure)
     name=measure_gpus${g/,/}; d=$W/$name; mkdir -p "$d" "$OUT/$name"
     if [ -f "$d/summary.json" ] && ! grep -q '"interrupted"' "$d/summary.json"; then log "$name: finished before; kept"; else
       rm -rf "$d"; mkdir -p "$d"  # a throughput needs one uninterrupted run from a fresh cache
-      run "$name" 270 python3 -m cudaperf data measure data/tasks.jsonl.gz --kinds c2cuda \
+      run "$name" 250 python3 -m cudaperf data measure data/tasks.jsonl.gz --kinds c2cuda \
         --limit "${MTASKS:-400}" --gpus "$g" --out "$d/rows.jsonl" --summary "$d/summary.json" \
         --cache-dir "$d/cache" --run-timeout 30 --progress-every 20
     fi
@@ -170,7 +170,7 @@ benchrun)
     ad=(); [ -f "$A/adapter_config.json" ] && ad=(--adapter "$A")
     if [ -f "$d.done" ]; then log "$name: finished before; kept"; else
       rm -rf "$d" "$d.cache"  # a throughput needs one uninterrupted run from a fresh cache
-      run "$name" 270 python3 -m cudaperf bench run --model smollm2 "${ad[@]}" --suite heldout \
+      run "$name" 250 python3 -m cudaperf bench run --model smollm2 "${ad[@]}" --suite heldout \
         --dataset data/tasks.jsonl.gz --limit "${BTASKS:-16}" --samples 4 --turns 1 \
         --max-tokens 512 --out "$d" --cache-dir "$d.cache" "${sel[@]}" && touch "$d.done"
     fi
