@@ -35,7 +35,7 @@ from cudaperf.train.curves import BREAKDOWN, STACKED, read_steps, summary  # noq
 RUNS = ("split", "shared", "ddp2", "ddp1")
 
 
-PATTERNS = ("env.json", "commands*.jsonl", "*/steps.jsonl", "*/report.json",
+PATTERNS = ("env.json", "*/steps.jsonl", "*/report.json",
             "measure_gpus*/summary.json", "bench_gpus*/run.json")  # fmt: skip
 
 
@@ -56,10 +56,11 @@ def _json(files: dict[str, Path], rel: str):
     return json.loads(p.read_text()) if p else None
 
 
-def _commands(files: dict[str, Path]) -> list[dict]:
+def _commands(folders: list[Path]) -> list[dict]:
+    """Every command of every folder's commands*.jsonl, once each, in the order they ran."""
     seen: dict[tuple, dict] = {}
-    for rel, p in files.items():
-        if Path(rel).name.startswith("commands") and rel.endswith(".jsonl"):
+    for f in folders:
+        for p in sorted(f.glob("commands*.jsonl")):
             for line in p.read_text().splitlines():
                 if line.strip():
                     c = json.loads(line)
@@ -149,7 +150,7 @@ def ddp_comparison(runs: dict) -> dict:
     return out
 
 
-def throughput(files) -> dict:
+def throughput(files, cmds: list[dict]) -> dict:
     out: dict = {}
     for g in ("0", "01"):
         s = _json(files, f"measure_gpus{g}/summary.json")
@@ -160,7 +161,6 @@ def throughput(files) -> dict:
     one, two = out.get("measure_gpus0"), out.get("measure_gpus01")
     if one and two and one.get("impls_per_min") and two.get("impls_per_min"):
         out["measure_2gpu_vs_1gpu"] = round(two["impls_per_min"] / one["impls_per_min"], 3)
-    cmds = _commands(files)
     for g in ("all", "0"):
         done = [c for c in cmds if c["name"] == f"bench_gpus{g}" and c["rc"] == 0]
         if done:
@@ -214,11 +214,12 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     files = _files(a.folders)
     runs = {n: r for n in RUNS if (r := _run(files, n))}
-    thr = throughput(files)
+    cmds = _commands(a.folders)
+    thr = throughput(files, cmds)
     env = _json(files, "env.json") or {}
     rec = {
         "issue": 20, "gpus": env.get("gpus"), "versions": env.get("versions"),
-        "date": env.get("date"), "code": env.get("code"), "commands": _commands(files),
+        "date": env.get("date"), "code": env.get("code"), "commands": cmds,
         "breakdown_fields": list(BREAKDOWN),
         "layout": layout_comparison(runs), "ddp": ddp_comparison(runs), "throughput": thr,
     }  # fmt: skip

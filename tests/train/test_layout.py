@@ -125,7 +125,7 @@ def test_the_session_binds_its_worker_to_the_eval_gpu(tmp_path, monkeypatch):
         (handle,) = session.backend.handles
         assert handle.gpu == 1
         reply = handle.request({"op": "hello"}, timeout=60)
-        assert reply.get("ok"), reply
+        assert reply.get("ok") and reply["pid"] == handle.proc.pid, reply  # the worker itself
         env = Path(f"/proc/{handle.proc.pid}/environ").read_bytes().split(b"\0")
         assert b"CUDA_VISIBLE_DEVICES=1" in env
     finally:
