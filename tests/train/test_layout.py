@@ -55,14 +55,18 @@ def test_the_training_device_maps_through_cuda_visible_devices():
 
 
 def _hold(folder: str, gpus: tuple, log: str) -> None:
-    with GpuLock(folder, gpus):
+    def timing(jobs):  # stands for an evaluation batch that times on `gpus`
         t0 = time.time()
         time.sleep(0.4)
         with open(log, "a") as f:
             f.write(f"{t0} {time.time()}\n")
+        return []
+
+    MeteredEvaluator(timing, GpuLock(folder, gpus))([])
 
 
-def test_gpu_lock_keeps_two_processes_timing_apart(tmp_path):
+def test_gpu_lock_keeps_three_processes_timing_apart(tmp_path):
+    """Processes whose evaluators share timing GPUs: their batches never overlap."""
     ctx = multiprocessing.get_context("fork")
     log = str(tmp_path / "held.txt")
     procs = [ctx.Process(target=_hold, args=(str(tmp_path / "locks"), g, log))
