@@ -71,12 +71,15 @@ def test_train_report_plots_steps(tmp_path):
                 "outcome_mean": 0.0,
                 "groups_2_correct": 0.5,
                 "generate_s": 0.5,
+                "analyse_s": 0.125,
                 "eval_s": 0.25,
+                "candidates": 4,
+                "processes": 1,
                 "groups": 1,
                 "status_share": {"ok": 0.5, "compile_error": 0.5},
             }
         )
-        lines.append({"kind": "step", "step": s + 1, "step_s": 2.0})
+        lines.append({"kind": "step", "step": s + 1, "step_s": 2.0, "optimizer_s": 0.5})
         lines.append({"kind": "trainer", "step": s + 1, "loss": 0.1})
     (run / "steps.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     res = runner.invoke(app, ["train", "report", str(run), str(run), "--plot",
@@ -84,7 +87,9 @@ def test_train_report_plots_steps(tmp_path):
     assert res.exit_code == 0, res.output
     rep = json.loads(res.stdout)[str(run)]
     assert rep["steps"] == 3 and rep["return_last"] == pytest.approx(0.2)
-    assert rep["update_s_mean"] == pytest.approx(2.0 - 0.5 - 0.25)
+    assert rep["update_s_mean"] == pytest.approx(2.0 - 0.5 - 0.125 - 0.25)
+    assert rep["optimizer_s_mean"] == 0.5 and rep["candidates_per_step"] == 4
+    assert "generate" in res.stderr or "generate" in res.output  # the breakdown table
     assert (tmp_path / "c.png").stat().st_size > 1000
     res = runner.invoke(app, ["train", "report", str(tmp_path)])
     assert res.exit_code == 2 and "steps.jsonl" in res.output

@@ -26,3 +26,36 @@ def test_rollouts_of_several_processes_merge_by_rows():
     assert m["return_mean"] == pytest.approx(0.25)
     assert m["status_share"] == {"ok": 0.25, "format_error": 0.75}
     assert m["groups_2_correct"] == pytest.approx(0.25)
+
+
+def test_a_merged_record_has_the_fields_of_a_one_process_record():
+    a = {"kind": "rollout", "step": 4, "rows": 4, "groups": 1, "generate_s": 2.0,
+         "analyse_s": 0.5, "eval_s": 1.0, "candidates": 4, "cached": 1, "evaluator_s": 0.9,
+         "eval_wait_s": 0.0, "score_by_turn": [0.2, 0.4], "score_mean": 0.3, "tasks": ["a"],
+         "canary": [{"task": "a", "config": "small", "median_us": 3.0}],
+         "status_share": {"ok": 1.0}, "groups_2_correct": 1.0}  # fmt: skip
+    b = {**a, "rows": 4, "candidates": 2, "cached": 0, "eval_wait_s": 0.7, "tasks": ["b"],
+         "score_by_turn": [0.0, 0.2], "canary": []}  # fmt: skip
+    one, two = merge_rollouts([a]), merge_rollouts([a, b])
+    assert set(one) == set(two)
+    assert one["processes"] == 1 and two["processes"] == 2 and two["step"] == 4
+    assert two["candidates"] == 6 and two["cached"] == 1 and two["eval_wait_s"] == 0.7
+    assert two["score_by_turn"] == [pytest.approx(0.1), pytest.approx(0.3)]
+    assert two["tasks_by_process"] == [["a"], ["b"]] and len(two["canary"]) == 1
+    assert {k: one[k] for k in ("rows", "candidates", "score_by_turn")} == {
+        "rows": 4, "candidates": 4, "score_by_turn": [0.2, 0.4]}  # fmt: skip
+
+
+def test_read_steps_numbers_rows_by_trainer_step_and_a_rerun_replaces_a_record(tmp_path):
+    import json
+
+    from cudaperf.train.curves import read_steps
+
+    roll = {"kind": "rollout", "step": 0, "rows": 4, "processes": 1, "generate_s": 1.0,
+            "analyse_s": 0.5, "eval_s": 1.5, "canary_s": 0.5, "return_mean": 0.1}  # fmt: skip
+    lines = [roll, {**roll, "return_mean": 0.7},  # the step's rollout again, after a resume
+             {"kind": "step", "step": 1, "step_s": 5.0, "optimizer_s": 0.25}]  # fmt: skip
+    (tmp_path / "steps.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (row,) = read_steps(tmp_path)
+    assert row["step"] == 1 and row["return_mean"] == 0.7 and "kind" not in row
+    assert row["update_s"] == pytest.approx(5.0 - 3.5) and row["optimizer_s"] == 0.25

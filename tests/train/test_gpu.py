@@ -33,3 +33,27 @@ def test_one_multi_turn_grpo_step_of_smollm2_with_the_real_evaluator(tmp_path):
     roll = next(r for r in logs if r["kind"] == "rollout")
     assert roll["rows"] == 8 and roll["generate_s"] > 0 and roll["eval_s"] > 0
     assert "compiled" not in roll["status_share"]  # full mode: candidates ran on the GPU
+
+
+def test_grpo_step_with_timing_on_the_eval_gpu_and_canaries(tmp_path):
+    """--eval-gpus 1 on a machine of two GPUs (training on GPU 0), --eval-gpus 0 on one: the
+    layout is logged, candidates and the canary are timed on that GPU, after generation."""
+    pytest.importorskip("trl")
+    from cudaperf.execute.build import detect_gpus
+    from cudaperf.train.grpo import GrpoOptions, run_grpo
+    from tests.train.helpers import write_task_file
+
+    g = 1 if len(detect_gpus()) >= 2 else 0
+    opts = GrpoOptions(out=tmp_path / "run", tasks=write_task_file(tmp_path), pool=2, turns=1,
+                       num_generations=4, groups_per_step=1, max_steps=1, max_new_tokens=128,
+                       val_families=0, holdout_share=0.0, ranker="none", eval_gpus=(g,),
+                       canaries=1)  # fmt: skip
+    rep = run_grpo(opts)
+    assert rep["layout"]["eval_gpus"] == [g] and rep["layout"]["train_gpus"] == [0]
+    assert rep["layout"]["shares_train_gpu"] == (g == 0)
+    logs = [json.loads(x) for x in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
+    roll = next(r for r in logs if r["kind"] == "rollout")
+    assert roll["canary_s"] > 0 and roll["canary"]  # timed on the GPU (full mode)
+    assert all(c["median_us"] > 0 for c in roll["canary"])
+    step = next(r for r in logs if r["kind"] == "step")
+    assert step["optimizer_s"] > 0

@@ -86,8 +86,14 @@ def test_bad_options_are_clear(tmp_path, tiny):
         _opts(tmp_path, tiny, preset="fastest")
     with pytest.raises(ValueError, match="multiple of --turns"):
         _opts(tmp_path, tiny, turns=2, num_generations=3)
+    with pytest.raises(ValueError, match="--canaries"):
+        _opts(tmp_path, tiny, canaries=-1)
+    with pytest.raises(ValueError, match="--eval-gpus"):
+        _opts(tmp_path, tiny, eval_gpus=(-1,))
     with pytest.raises(ValueError, match="model"):
         run_grpo(_opts(tmp_path, tiny, model=str(tmp_path / "none")), evaluator=FakeEvaluator())
+    with pytest.raises(ValueError, match="has no GPU 99"):  # not silently compile-only
+        run_grpo(_opts(tmp_path, tiny, eval_gpus=(99,)), evaluator=FakeEvaluator())
     (tmp_path / "test_only").mkdir()
     only_test = write_task_file(tmp_path / "test_only", families=("histogram",))
     with pytest.raises(ValueError, match="training-split"):

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from cudaperf.reward import RewardScorer
+from cudaperf.train.layout import MeteredEvaluator
 from cudaperf.train.rollout import MultiTurnRollout, RolloutOptions, discounted_returns
 from tests.train.fakes import FakeEvaluator, ScriptedPolicy, reply
 from tests.train.helpers import sample_c_tasks
@@ -78,3 +81,64 @@ def test_contract_errors_are_clear():
         roll.run([[{"role": "user", "content": "hi"}]] * 2, 2, policy)
     with pytest.raises(ValueError, match="gamma"):
         RolloutOptions(gamma=1.5)
+
+
+class _Clock:
+    """Records (what, start, end) of every generation and evaluation batch."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[str, float, float]] = []
+
+    def wrap(self, what: str, fn):
+        def run(*a):
+            t = time.perf_counter()
+            out = fn(*a)
+            time.sleep(0.01)
+            self.spans.append((what, t, time.perf_counter()))
+            return out
+
+        return run
+
+
+def test_timing_is_sequenced_after_generation_and_the_step_breakdown_is_reported():
+    """One GPU (--eval-gpus 0): each turn's candidates are evaluated after its generation has
+    returned, never beside it; the record carries the breakdown from the metered evaluator."""
+    tasks = sample_c_tasks()[:2]
+    clock = _Clock()
+    scorer = RewardScorer(tasks, evaluator=MeteredEvaluator(clock.wrap("eval", FakeEvaluator())),
+                          analyzer=lambda code: [])  # fmt: skip
+    recs = []
+    roll = MultiTurnRollout(tasks, scorer, RolloutOptions(turns=2), on_batch=recs.append,
+                            canaries=tasks[:1])  # fmt: skip
+    gen = clock.wrap("gen", ScriptedPolicy(first=[BAD, WRONG], later=[GOOD]))
+    roll.run(_prompts(tasks, 4), 4, gen, step=3)
+    kinds = [w for w, _, _ in clock.spans]
+    assert kinds == ["gen", "eval", "gen", "eval", "eval"]  # the last one: the canary
+    for (_, _, end), (_, start, _) in zip(clock.spans, clock.spans[1:], strict=False):
+        assert start >= end
+    (rec,) = recs
+    assert rec["processes"] == 1 and rec["tasks_by_process"] == [[t.id for t in tasks]]
+    assert rec["candidates"] == 6 and rec["cached"] == 0  # 4 + 2 (identical codes once)
+    assert rec["evaluator_s"] > 0 and rec["generate_s"] > 0 and rec["canary_s"] > 0
+    assert rec["canary"] == [{"task": tasks[0].id, "config": "small", "median_us": 10.5}]
+    assert scorer.evaluator.take()["candidates"] == 0  # the canary is not counted
+
+
+def test_under_several_processes_only_the_main_one_reports_the_gathered_record():
+    tasks = sample_c_tasks()[:2]
+    seen: list[list[dict]] = []
+    recs: list[dict] = []
+
+    def gather(rec):  # what the other process would have sent: the same record, its tasks
+        both = [rec, {**rec, "tasks": ["other"], "rows": rec["rows"]}]
+        seen.append(both)
+        return both
+
+    for main in (True, False):
+        roll, _ = _rollout(tasks[:1], turns=1)
+        roll.on_batch = recs.append
+        roll.distribute(gather, main)
+        roll.run(_prompts(tasks[:1], 2), 2, ScriptedPolicy(first=[GOOD], later=[GOOD]))
+    assert len(seen) == 2 and len(recs) == 1  # both gathered, one reported
+    assert recs[0]["processes"] == 2 and recs[0]["rows"] == 4
+    assert recs[0]["tasks_by_process"] == [[tasks[0].id], ["other"]]

@@ -18,3 +18,17 @@ def test_time_budget_saves_and_stops_after_the_first_step(tmp_path, tiny):
     with pytest.raises(ValueError, match="time-budget"):
         run_sft(SftOptions(out=tmp_path / "r2", model=str(tiny), time_budget_s=-1,
                            tasks=opts.tasks))  # fmt: skip
+
+
+def test_processes_agree_on_stopping_at_the_same_step():
+    from transformers import TrainerControl, TrainerState
+
+    from cudaperf.train.runlog import TimeBudget
+
+    mine, theirs = TimeBudget(None), TimeBudget(3600.0)  # this process has no reason to stop
+    wishes = []
+    mine.agree = lambda stop: wishes.append(stop) or True  # another process's budget ran out
+    control = mine.on_step_end(None, TrainerState(), TrainerControl())
+    assert wishes == [False] and control.should_training_stop and control.should_save
+    alone = theirs.on_step_end(None, TrainerState(), TrainerControl())
+    assert mine.stopped and not alone.should_training_stop

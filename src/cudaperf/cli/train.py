@@ -107,11 +107,17 @@ def grpo_command(
     save_steps: int = typer.Option(10, "--save-steps"),
     val_families: int = ValFamOpt, holdout_share: float = HoldOpt, seed: int = SeedOpt,
     eval_gpus: str | None = typer.Option(None, "--eval-gpus", help="GPUs for timing, e.g. 1."),
+    canaries: int = typer.Option(
+        0, "--canaries", help="Pool tasks whose naive kernel is re-timed every step."),
     compile_only: bool = typer.Option(False, "--compile-only", help="Rewards from compiling."),
     time_budget: float | None = BudgetOpt, pieces_mib: float | None = PiecesOpt,
     resume: bool = ResumeOpt,
 ) -> None:  # fmt: skip
-    """Multi-turn GRPO (TRL) with the unified reward and one persistent evaluator."""
+    """Multi-turn GRPO (TRL) with the unified reward and one persistent evaluator.
+
+    GPUs: generation and training on the process's GPU; timing on --eval-gpus (nvidia-smi
+    indices; default: every GPU with one process, each process's own GPU under accelerate
+    launch). Timing on a training GPU runs after that step's generation, never beside it."""
     from cudaperf.train.grpo import GrpoOptions, run_grpo
 
     try:
@@ -126,8 +132,8 @@ def grpo_command(
         groups_per_step=groups_per_step, max_steps=max_steps, max_new_tokens=max_new_tokens,
         temperature=temperature, lr=lr, beta=beta, lora_r=lora_r, save_steps=save_steps,
         val_families=val_families, holdout_share=holdout_share, seed=seed, eval_gpus=gpus,
-        compile_only=compile_only, time_budget_s=time_budget, pieces_mib=pieces_mib,
-        resume=resume,
+        canaries=canaries, compile_only=compile_only, time_budget_s=time_budget,
+        pieces_mib=pieces_mib, resume=resume,
     )  # fmt: skip
     if "final" not in rep:  # a non-main process under accelerate launch
         return
@@ -140,7 +146,8 @@ def report_command(
     runs: list[Path] = typer.Argument(..., help="Run folders (or their steps.jsonl)."),
     plot: Path | None = typer.Option(None, "--plot", help="Write the curves to this PNG."),
 ) -> None:
-    """Per-run summary of GRPO steps; with --plot, reward and status curves."""
+    """Per-run summary of GRPO steps and the mean step-time breakdown; with --plot, the
+    reward, status and step-time curves."""
     from cudaperf.train.curves import plot_runs, summary
 
     try:
@@ -149,4 +156,21 @@ def report_command(
             console.print(f"plot: {plot_runs(list(runs), plot)}")
     except ValueError as e:
         fail(str(e))
+    _breakdown_table(rep)
     emit_json(rep)
+
+
+def _breakdown_table(rep: dict) -> None:
+    """Mean seconds per step by part, one row per run (to stderr; stdout stays JSON)."""
+    from rich.table import Table
+
+    parts = ("generate", "analyse", "eval", "evaluator", "eval_wait", "canary", "update",
+             "optimizer", "step")  # fmt: skip
+    table = Table(title="mean seconds per GRPO step")
+    for col in ("run", "steps", "procs", *parts, "candidates"):
+        table.add_column(col)
+    for run, r in rep.items():
+        cells = [r.get(f"{p}_s_mean") for p in parts] + [r.get("candidates_per_step")]
+        table.add_row(run, str(r.get("steps", 0)), str(r.get("processes", "")),
+                      *("-" if v is None else f"{v:g}" for v in cells))  # fmt: skip
+    console.print(table)

@@ -14,7 +14,10 @@ Modules (imported lazily; TRL, transformers and peft are the `[train]` extra):
 - `rollout`: the multi-turn `rollout_func` over `refine.episode` chains (discounted returns,
   groups of one task); `rewards`: the picklable `TurnReturn` reward.
 - `grpo`: `run_grpo` through TRL's `GRPOTrainer` with one persistent evaluator
-  (`execute.session`), the unified or outcome-only reward, checkpoints, resume, time budget.
+  (`execute.session`), the unified or outcome-only reward, checkpoints, resume, time budget;
+  unchanged under `accelerate launch` (whole groups per process, one log row per step).
+- `layout`: which GPUs generate, train and time (`--eval-gpus`), refused overlaps, the lock
+  for processes that share timing GPUs, and the metered evaluator (step-time breakdown).
 - `runlog` (steps.jsonl, time budget, saving), `pieces` (files in pieces of <= N MiB),
-  `curves` (per-step tables and plots).
+  `curves` (per-step tables, the step-time breakdown, plots).
 """

@@ -1,10 +1,15 @@
 """Training curves from run folders' `steps.jsonl`: per-step tables and plots.
 
 `read_steps(run)` gives one row per GRPO step (rollout statistics: reward components, the
-turn scores, status shares, share of groups with >= 2 correct, generate / evaluate / update /
-step seconds, tokens; and the trainer's loss). `plot_runs(runs, path)` draws, for one run, the
-reward components and the status shares stacked per step; for several runs, the mean
-return over runs as a line with a 95% band (mean ± 1.96 standard errors) and each run thin.
+turn scores, status shares, share of groups with >= 2 correct, tokens; the trainer's loss; and
+the step-time breakdown, `BREAKDOWN`: seconds generating, analysing, evaluating (of which in
+the evaluator and waiting for another process's timing), timing the canaries, and updating
+(forward, backward and optimizer: the step's seconds minus the rollout's, of which the
+optimizer step alone), plus the candidates evaluated and cache hits). `plot_runs(runs, path)`
+draws, for one run, the reward components, the status shares stacked per step and the step
+time stacked by part; for several runs, the mean return and the mean share of groups with
+>= 2 correct as lines with a 95% band (mean ± 1.96 standard errors), each run thin, and each
+run's step seconds.
 """
 
 from __future__ import annotations
@@ -15,6 +20,10 @@ from pathlib import Path
 
 __all__ = ["plot_runs", "read_steps", "summary"]
 
+# seconds of a step, by part (stacked in the plot: generate, analyse, eval, canary, update)
+BREAKDOWN = ("generate_s", "analyse_s", "eval_s", "evaluator_s", "eval_wait_s", "canary_s",
+             "update_s", "optimizer_s", "step_s")  # fmt: skip
+STACKED = ("generate_s", "analyse_s", "eval_s", "canary_s", "update_s")
 STATUSES = ("ok", "wrong_output", "runtime_error", "timeout", "compiled", "compile_error",
             "format_error", "rejected", "infra_error")  # fmt: skip
 
@@ -33,43 +42,69 @@ def read_steps(run: str | Path) -> list[dict]:
         rec = json.loads(line)
         kind = rec.get("kind")
         if kind == "rollout":  # the rollout of step s is logged while global_step is s - 1
-            rollouts.setdefault(rec["step"] + 1, []).append(rec)
+            if "processes" in rec:  # one merged record per step; a rerun's replaces it
+                rollouts[rec["step"] + 1] = [rec]
+            else:  # older runs: one record per process
+                rollouts.setdefault(rec["step"] + 1, []).append(rec)
         elif kind == "step":
-            by_step.setdefault(rec["step"], {"step": rec["step"]})["step_s"] = rec["step_s"]
+            row = by_step.setdefault(rec["step"], {"step": rec["step"]})
+            row.update({k: rec[k] for k in ("step_s", "optimizer_s") if k in rec})
         elif kind == "trainer" and "loss" in rec:
             by_step.setdefault(rec["step"], {"step": rec["step"]})["loss"] = rec["loss"]
     for step, recs in rollouts.items():
         row = by_step.setdefault(step, {"step": step})
-        row.update(merge_rollouts(recs))
-        if "step_s" in row:  # what is left of the step after generating and evaluating
-            row["update_s"] = round(row["step_s"] - row["generate_s"] - row["eval_s"], 3)
+        rec = recs[0] if len(recs) == 1 and "processes" in recs[0] else merge_rollouts(recs)
+        row.update({k: v for k, v in rec.items() if k not in ("kind", "step", "run")})
+        if "step_s" in row:  # what is left of the step after the rollout
+            rollout = sum(row.get(k, 0.0) for k in ("generate_s", "analyse_s", "eval_s",
+                                                     "canary_s"))  # fmt: skip
+            row["update_s"] = round(row["step_s"] - rollout, 3)
     return [by_step[s] for s in sorted(by_step) if "rows" in by_step[s]]
 
 
+SUMS = ("rows", "groups", "prompt_tokens", "completion_tokens", "candidates", "cached")
+SLOWEST = ("generate_s", "analyse_s", "eval_s", "evaluator_s", "eval_wait_s", "canary_s")
+
+
 def merge_rollouts(recs: list[dict]) -> dict:
-    """One step's rollout records of several processes as one: counts and tokens summed,
-    seconds the slowest process's, means and shares weighted by rows (groups for the share
-    of groups with >= 2 correct)."""
+    """One step's rollout records of several processes (in process order) as one record with
+    the fields of a one-process record: counts and tokens summed, seconds the slowest
+    process's, means, turn scores and status shares weighted by rows (the share of groups with
+    >= 2 correct by groups), `tasks` per process in `tasks_by_process`, canaries concatenated."""
+    first = recs[0]
     rows = sum(r["rows"] for r in recs) or 1
     groups = sum(r.get("groups", 0) for r in recs) or 1
-    out: dict = {"rows": rows, "groups": groups, "processes": len(recs)}
-    for k in ("prompt_tokens", "completion_tokens"):
-        out[k] = sum(r.get(k, 0) for r in recs)
-    for k in ("generate_s", "eval_s"):
-        out[k] = max(r.get(k, 0.0) for r in recs)
-    keys = {k for r in recs for k in r if k.endswith("_mean")}
-    for k in keys:
-        have = [(r[k], r["rows"]) for r in recs if r.get(k) is not None]
-        w = sum(n for _, n in have)
-        out[k] = sum(v * n for v, n in have) / w if w else None
+    out: dict = {k: first[k] for k in ("kind", "step") if k in first}
+    out["processes"] = len(recs)
+    out |= {k: sum(r.get(k, 0) for r in recs) for k in SUMS if any(k in r for r in recs)}
+    out |= {k: max(r.get(k, 0.0) for r in recs) for k in SLOWEST if any(k in r for r in recs)}
+    for k in sorted({k for r in recs for k in r if k.endswith("_mean")}):
+        out[k] = _weighted([(r.get(k), r["rows"]) for r in recs])
+    if any("score_by_turn" in r for r in recs):
+        turns = max(len(r.get("score_by_turn", [])) for r in recs)
+        out["score_by_turn"] = [
+            _weighted([(r["score_by_turn"][k], r["rows"]) for r in recs
+                       if k < len(r.get("score_by_turn", []))])
+            for k in range(turns)
+        ]  # fmt: skip
     shares: dict[str, float] = {}
     for r in recs:
         for s, v in r.get("status_share", {}).items():
-            shares[s] = shares.get(s, 0.0) + v * r["rows"] / rows
-    out["status_share"] = shares
-    out["groups_2_correct"] = sum(r.get("groups_2_correct", 0.0) * r.get("groups", 0)
-                                  for r in recs) / groups  # fmt: skip
+            shares[s] = round(shares.get(s, 0.0) + v * r["rows"] / rows, 4)
+    out["status_share"] = dict(sorted(shares.items()))
+    out["groups_2_correct"] = round(sum(r.get("groups_2_correct", 0.0) * r.get("groups", 0)
+                                        for r in recs) / groups, 4)  # fmt: skip
+    if any("tasks" in r for r in recs):
+        out["tasks_by_process"] = [r.get("tasks", []) for r in recs]
+    if any("canary" in r for r in recs):
+        out["canary"] = [c for r in recs for c in r.get("canary", [])]
     return out
+
+
+def _weighted(pairs) -> float | None:
+    have = [(v, n) for v, n in pairs if v is not None]
+    w = sum(n for _, n in have)
+    return round(sum(v * n for v, n in have) / w, 4) if w else None
 
 
 def summary(runs: list[str | Path]) -> dict:
@@ -84,10 +119,10 @@ def summary(runs: list[str | Path]) -> dict:
             "steps": len(rows),
             "return_first": rows[0].get("return_mean"), "return_last": rows[-1].get("return_mean"),
             "score_first": rows[0].get("score_mean"), "score_last": rows[-1].get("score_mean"),
-            "step_s_mean": _mean([x.get("step_s") for x in rows]),
-            "generate_s_mean": _mean([x.get("generate_s") for x in rows]),
-            "eval_s_mean": _mean([x.get("eval_s") for x in rows]),
-            "update_s_mean": _mean([x.get("update_s") for x in rows]),
+            **{f"{k}_mean": _mean([x.get(k) for x in rows]) for k in BREAKDOWN},
+            "candidates_per_step": _mean([x.get("candidates") for x in rows]),
+            "cached_per_step": _mean([x.get("cached") for x in rows]),
+            "processes": rows[-1].get("processes", 1),
         }  # fmt: skip
     return out
 
@@ -107,7 +142,7 @@ def plot_runs(runs: list[str | Path], path: str | Path) -> Path:
     tables = [read_steps(r) for r in runs]
     if not any(tables):
         raise ValueError("no GRPO steps in these runs' steps.jsonl")
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    fig, (top, bottom, times) = plt.subplots(3, 1, figsize=(8, 10), sharex=True)
     if len(tables) == 1:
         rows = tables[0]
         steps = [r["step"] for r in rows]
@@ -115,13 +150,19 @@ def plot_runs(runs: list[str | Path], path: str | Path) -> Path:
                     "ranker_mean"):  # fmt: skip
             top.plot(steps, [r.get(key) for r in rows], label=key.removesuffix("_mean"))
         _stack(bottom, steps, rows)
+        _times(times, steps, rows)
     else:
         _band(top, tables, "return_mean")
         _band(bottom, tables, "groups_2_correct")
         bottom.set_ylabel("groups with >= 2 correct")
+        for run, t in zip(runs, tables, strict=True):
+            times.plot([r["step"] for r in t], [r.get("step_s") for r in t], lw=0.8,
+                       label=Path(run).name)  # fmt: skip
+        times.set_ylabel("seconds per step")
+        times.legend(fontsize=7)
     top.set_ylabel("reward")
     top.legend(fontsize=8)
-    bottom.set_xlabel("GRPO step")
+    times.set_xlabel("GRPO step")
     fig.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -136,6 +177,15 @@ def _stack(ax, steps, rows) -> None:
     ax.stackplot(steps, *[v for _, v in keep], labels=[s for s, _ in keep])
     ax.set_ylabel("share of samples")
     ax.legend(fontsize=7, loc="upper left")
+
+
+def _times(ax, steps, rows) -> None:
+    parts = [(k, [max(0.0, r.get(k) or 0.0) for r in rows]) for k in STACKED]
+    keep = [(k, v) for k, v in parts if any(v)]
+    if keep:
+        ax.stackplot(steps, *[v for _, v in keep], labels=[k.removesuffix("_s") for k, _ in keep])
+        ax.legend(fontsize=7, loc="upper left")
+    ax.set_ylabel("seconds per step")
 
 
 def _band(ax, tables, key) -> None:

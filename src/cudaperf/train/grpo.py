@@ -6,7 +6,7 @@ the same holdout settings never train on the held-out tasks). Each step takes
 `groups_per_step` tasks × `num_generations` rows; the rollout (`train.rollout`) turns a
 task's rows into `num_generations / turns` chains of `turns` turns through
 `refine.episode`, scored by one persistent evaluator (`execute.session.EvalSession`, the
-`TRAINING` preset, on `eval_gpus` or the process's own GPU), the structural analyzer (a
+`TRAINING` preset, on the GPUs `train.layout.plan_layout` gives), the structural analyzer (a
 turn's candidates at once in a process pool, `train.analysis`) and the ranker, with the
 `unified` or `outcome_only` reward preset. The reward function (`train.rewards.TurnReturn`)
 returns each turn's discounted return.
@@ -14,15 +14,26 @@ returns each turn's discounted return.
 Before the first step the pool's naive implementations are evaluated once (`prepare`): the
 per-task baselines are then cached, so a step pays for compiling and timing candidates only.
 
-Run folder: `holdout.json`, `steps.jsonl` (rollout statistics and trainer logs per step),
-`checkpoint-N/` (every `save_steps`; `resume=True` continues from the newest), `final/`
-and `report.json`. Runs unchanged under `accelerate launch` (each process keeps whole groups:
-`per_device_train_batch_size` = groups_per_step × num_generations).
+Run folder: `holdout.json`, `steps.jsonl` (the layout, rollout statistics with the step-time
+breakdown, and trainer logs per step), `checkpoint-N/` (every `save_steps`; `resume=True`
+continues from the newest), `final/` and `report.json`.
+
+Under `accelerate launch --num_processes N` (or torchrun) each process gets whole groups: TRL's
+`RepeatSampler` puts the `num_generations` copies of a prompt next to each other and the
+dataloader hands each process `per_device_train_batch_size` = groups_per_step ×
+num_generations consecutive rows, so every group is generated, evaluated and advantaged in one
+process (the rollout refuses a split group), and the processes' prompts of a step differ. Each
+process scores its own groups with its own evaluator (so nothing is evaluated twice), the pool's
+naive implementations are prepared once, shared out between the processes (the others read
+them from the result cache), the rollout records are gathered into one `steps.jsonl` row per
+step written by the main process, and only the main process saves checkpoints' model files,
+`final/` and the report (the trainer saves each process's RNG state with a checkpoint).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -61,7 +72,8 @@ class GrpoOptions:
     val_families: int = 3  # the same holdout as the SFT run's
     holdout_share: float = 0.05
     seed: int = 0
-    eval_gpus: tuple[int, ...] | None = None
+    eval_gpus: tuple[int, ...] | None = None  # timing GPUs (nvidia-smi indices); train.layout
+    canaries: int = 0  # pool tasks whose naive kernel is re-timed every step (layout checks)
     compile_only: bool = False  # evaluate by compiling only (CPU machines, smoke runs)
     prepare: bool = True  # evaluate the pool's naive implementations before step 1
     time_budget_s: float | None = None
@@ -85,6 +97,10 @@ class GrpoOptions:
         for name in ("groups_per_step", "max_steps", "max_new_tokens", "save_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} {getattr(self, name)}: use >= 1")
+        if self.eval_gpus is not None and (not self.eval_gpus or min(self.eval_gpus) < 0):
+            raise ValueError(f"--eval-gpus {self.eval_gpus}: give GPU indices such as 1 or 1,2")
+        if self.canaries < 0:
+            raise ValueError(f"--canaries {self.canaries}: use 0 (none) or more tasks")
         if self.pool is not None and self.pool < 1:
             raise ValueError(f"--pool {self.pool}: use >= 1 (or leave it out for all tasks)")
 
@@ -108,33 +124,50 @@ def _pool(opts: GrpoOptions):
     return hold, fit[: opts.pool] if opts.pool else fit
 
 
-def make_scorer(opts: GrpoOptions, tasks, evaluator=None, own_gpu: int | None = None):
-    """The reward scorer: persistent evaluator session (unless `evaluator` is given) timing on
-    `eval_gpus`, else on `own_gpu` (the process's GPU when several processes train), else on
-    every visible GPU; the analyzer for every candidate (feedback shows findings), the ranker,
-    the preset."""
+def make_scorer(opts: GrpoOptions, tasks, evaluator=None, layout=None):
+    """The reward scorer: a persistent evaluator session (unless `evaluator` is given) timing
+    on `layout.eval_gpus` (a `train.layout.Layout`; None: every GPU it sees), metered for the
+    step-time breakdown and locked per batch when the layout says so; the analyzer for every
+    candidate (feedback shows findings), the ranker, the preset."""
     from cudaperf.execute.session import EvalSession, training_config
     from cudaperf.reward import RewardConfig, RewardScorer
     from cudaperf.reward.scorer import ranker_from_spec
-
-    if evaluator is None:
-        import torch
-
-        gpus = opts.eval_gpus
-        if gpus is None and own_gpu is not None and torch.cuda.is_available():
-            gpus = (own_gpu,)
-        cfg = training_config(compile_only=True if opts.compile_only else None, gpus=gpus)
-        evaluator = EvalSession(cfg)
     from cudaperf.train.analysis import PooledAnalyzer
+    from cudaperf.train.layout import GpuLock, MeteredEvaluator
 
+    gpus = layout.eval_gpus if layout is not None else opts.eval_gpus
+    cfg = training_config(compile_only=True if opts.compile_only else None, gpus=gpus)
+    if evaluator is None:
+        evaluator = EvalSession(cfg)
+    lock = None
+    if layout is not None and layout.lock_eval and layout.eval_gpus:
+        lock = GpuLock(cfg.cache_dir / "locks", layout.eval_gpus)
     return RewardScorer(
-        tasks, config=RewardConfig.preset(opts.preset), evaluator=evaluator,
+        tasks, config=RewardConfig.preset(opts.preset), evaluator=MeteredEvaluator(evaluator, lock),
         analyzer=PooledAnalyzer(), ranker=ranker_from_spec(opts.ranker), analyze="always",
     )  # fmt: skip
 
 
+def layout_of(opts: GrpoOptions, acc):
+    """This process's `train.layout.Layout` under accelerator `acc` (a collective when several
+    processes train: each learns every process's GPU)."""
+    from accelerate.utils import gather_object
+
+    from cudaperf.execute.build import detect_gpus
+    from cudaperf.train.layout import physical_gpu, plan_layout
+
+    own = None
+    if acc.device.type == "cuda":  # the process's CUDA_VISIBLE_DEVICES maps it to nvidia-smi's
+        own = physical_gpu(acc.device.index or 0, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    train = gather_object([own]) if acc.num_processes > 1 else [own]
+    available = None if opts.compile_only else [g.index for g in detect_gpus()]
+    return plan_layout(opts.eval_gpus, train, acc.process_index, available)
+
+
 def prepare_pool(scorer, tasks) -> float:
-    """Evaluate each task's naive implementation once (caches its baselines); seconds."""
+    """Evaluate each task's naive implementation once (caches its baselines); seconds. Under
+    several processes each prepares its share (`tasks[i::n]`) and reads the others' from the
+    evaluator's result cache, which the processes of one machine share."""
     from cudaperf.execute.api import naive_implementation
 
     t = time.perf_counter()
@@ -176,7 +209,8 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     policy = load_policy(opts.model, adapter=opts.adapter)
     steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.time_budget_s)
     rollout = MultiTurnRollout(pool, None, RolloutOptions(opts.turns, opts.gamma),
-                               generate=generate, on_batch=steplog.add)  # fmt: skip
+                               generate=generate, on_batch=steplog.add,
+                               canaries=pool[: opts.canaries])  # fmt: skip
     new_lora = opts.lora_r and opts.adapter is None
     trainer = GRPOTrainer(
         model=policy.model, reward_funcs=[TurnReturn()], args=_config(opts),
@@ -185,11 +219,13 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
         callbacks=[steplog, budget],
     )  # fmt: skip
     acc = trainer.accelerator  # the trainer set up the processes: one evaluator per process
-    steplog.process = acc.process_index
-    own_gpu = acc.local_process_index if acc.num_processes > 1 else None
-    scorer = rollout.attach(make_scorer(opts, pool, evaluator, own_gpu))
-    prep_s = prepare_pool(scorer, pool) if opts.prepare else 0.0
-    steplog.add({"kind": "prepare", "tasks": len(pool), "seconds": round(prep_s, 2)})
+    layout = layout_of(opts, acc)
+    steplog.main = acc.is_main_process
+    if acc.num_processes > 1:
+        _distribute(acc, rollout, budget)
+    steplog.add(layout.record())
+    scorer = rollout.attach(make_scorer(opts, pool, evaluator, layout))
+    prep_s = _prepare(opts, acc, scorer, pool, steplog)
     try:
         resume, interrupted = train_until_stopped(trainer, opts.out, opts.resume)
     finally:
@@ -206,7 +242,36 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
         "pool_tasks": len(pool), "prepare_s": round(prep_s, 2), "steps": trainer.state.global_step,
         "stopped_by_time_budget": budget.stopped, "interrupted": interrupted,
         "resumed_from": resume, "final": str(final), "seconds": round(time.perf_counter() - t0, 1),
+        "layout": layout.record(),
         "options": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(opts).items()},
     }  # fmt: skip
     (opts.out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     return report
+
+
+def _distribute(acc, rollout, budget) -> None:
+    """Several processes: the rollout gathers its records to the main process, and the time
+    budget stops every process at the same step."""
+    from accelerate.utils import gather_object
+
+    rollout.distribute(lambda rec: gather_object([rec]), acc.is_main_process)
+    budget.agree = lambda stop: any(gather_object([bool(stop)]))
+
+
+def _prepare(opts: GrpoOptions, acc, scorer, pool, steplog) -> float:
+    """The pool's naive implementations, shared out between the processes (`prepare_pool`):
+    each is evaluated once in all; logged once (candidates, the slowest process's seconds)."""
+    from accelerate.utils import gather_object
+
+    n, i = acc.num_processes, acc.process_index
+    mine = pool[i::n] if opts.prepare else []
+    secs = prepare_pool(scorer, mine) if mine else 0.0
+    done = (secs, scorer.evaluator.take()["candidates"])  # preparing is not a step's evaluation
+    took = gather_object([done]) if n > 1 else [done]
+    if n > 1:
+        acc.wait_for_everyone()  # every share is in the result cache before step 1
+    slowest = max(s for s, _ in took)
+    steplog.add({"kind": "prepare", "tasks": len(pool) if opts.prepare else 0,
+                 "candidates": sum(c for _, c in took), "seconds": round(slowest, 2),
+                 "processes": n})  # fmt: skip
+    return slowest

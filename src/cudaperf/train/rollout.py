@@ -19,6 +19,17 @@ group normalisation compares samples of one task only.
 
 Keys added per row: `cudaperf_return` (the reward), `cudaperf_score` (that turn's own total),
 `cudaperf_<component>`, `cudaperf_status`, `cudaperf_turn`, `task_id`.
+
+Each call reports one record (`on_batch`): rollout statistics, the step-time breakdown
+(`generate_s`, `analyse_s`, `eval_s`, and from a `train.layout.MeteredEvaluator` the candidates
+evaluated, cache hits, seconds in the evaluator and waiting for another process's timing), the
+task of each group, and the canaries' times. Under several processes (`distribute`) the records
+of all processes are gathered and merged (`train.curves.merge_rollouts`), and only the main
+process reports, so a run's log has one record per step however many processes train.
+
+Canaries: the naive implementation of each `canaries` task, changed by a comment naming the
+step (so the result cache never answers it), is timed after the last turn of every step: the
+same known kernels, timed where the candidates are, tell whether a layout disturbs timing.
 """
 
 from __future__ import annotations
@@ -30,11 +41,14 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from cudaperf.execute.api import naive_implementation
+from cudaperf.execute.types import Candidate
 from cudaperf.refine import episode
 from cudaperf.refine.prompts import task_prompt
 from cudaperf.reward.extract import extract_candidate
 from cudaperf.reward.scorer import RewardScorer
 from cudaperf.tasks.model import Task
+from cudaperf.train.curves import merge_rollouts
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +105,7 @@ class MultiTurnRollout:
         options: RolloutOptions = RolloutOptions(),
         generate: Generate | None = None,
         on_batch: Callable[[dict], None] | None = None,
+        canaries: Sequence[Task] = (),
     ) -> None:
         """`scorer` may be attached later (`attach`), once the trainer has set up processes."""
         self.tasks = list(tasks)
@@ -101,7 +116,15 @@ class MultiTurnRollout:
         self.options = options
         self.generate = generate
         self.on_batch = on_batch
+        self.canaries = [(t, c) for t in canaries if (c := naive_implementation(t)) is not None]
+        self.gather: Callable[[dict], list[dict]] | None = None
+        self.main = True
         self.__name__ = "cudaperf_multi_turn_rollout"
+
+    def distribute(self, gather: Callable[[dict], list[dict]], main: bool) -> None:
+        """Several processes: `gather(record)` returns every process's record (a collective:
+        every process's rollout calls it once per step); only the `main` one reports."""
+        self.gather, self.main = gather, main
 
     def attach(self, scorer: RewardScorer) -> RewardScorer:
         """Use `scorer` for the rewards (it learns the pool's tasks); returns it."""
@@ -167,8 +190,28 @@ class MultiTurnRollout:
             for (_, rows), o, rec in zip(per_chain, outs, recs, strict=True):
                 rows.append((o, rec.samples[0]))
         out = self._rows(per_chain)
-        self._report(out, tasks, g, (gen_s, analyse_s, eval_s), step)
+        take = getattr(self.scorer.evaluator, "take", None)
+        metered = take() if take is not None else {}
+        canary = self._canaries(step)
+        if take is not None:
+            take()  # the canaries are not candidates
+        self._report(out, tasks, g, (gen_s, analyse_s, eval_s), step, metered | canary)
         return out
+
+    def _canaries(self, step: int) -> dict:
+        """Time the canaries (module doc); their per-config medians and the seconds taken."""
+        if not self.canaries:
+            return {}
+        t = time.perf_counter()
+        jobs = [(task, Candidate(code=f"{c.code}\n// canary of step {step}\n", id="canary"))
+                for task, c in self.canaries]  # fmt: skip
+        rows = []
+        for (task, _), res in zip(jobs, self.scorer.evaluator(jobs), strict=True):
+            for cfg in res.configs:
+                if cfg.timing is not None:
+                    rows.append({"task": task.id, "config": cfg.config,
+                                 "median_us": round(cfg.timing.median_us, 3)})  # fmt: skip
+        return {"canary": rows, "canary_s": round(time.perf_counter() - t, 3)}
 
     def _rows(self, per_chain: list[tuple[str, list[tuple]]]) -> dict:
         keys = ["prompt_ids", "completion_ids", "cudaperf_return", "cudaperf_score",
@@ -193,7 +236,8 @@ class MultiTurnRollout:
         out["logprobs"] = None
         return out
 
-    def _report(self, out: dict, tasks: list[Task], g: int, secs: tuple, step: int) -> None:
+    def _report(self, out: dict, tasks: list[Task], g: int, secs: tuple, step: int,
+                extra: dict) -> None:  # fmt: skip
         gen_s, analyse_s, eval_s = secs
         status = Counter(out["cudaperf_status"])
         n = len(out["cudaperf_status"])
@@ -212,10 +256,15 @@ class MultiTurnRollout:
             **{f"{c}_mean": _mean(out[f"cudaperf_{c}"]) for c in COMPONENTS},
             "score_by_turn": [_mean(out["cudaperf_score"][k :: self.options.turns])
                               for k in range(self.options.turns)],
+            "tasks": [t.id for t in tasks], **extra,
         }  # fmt: skip
-        log.info("rollout step %d: %s", step, rec)
+        recs = self.gather(rec) if self.gather is not None else [rec]
+        if not self.main:
+            return
+        merged = merge_rollouts(recs)
+        log.info("rollout step %d: %s", step, merged)
         if self.on_batch:
-            self.on_batch(rec)
+            self.on_batch(merged)
 
 
 def _mean(xs) -> float | None:

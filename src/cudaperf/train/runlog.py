@@ -1,10 +1,12 @@
 """Run management shared by SFT and GRPO: the per-step JSONL log, the time budget, saving.
 
 - `StepLog`: a `TrainerCallback` that appends every record the trainer logs (loss, learning
-  rate, TRL's reward metrics) and every record the rollout adds (`StepLog.add`) to
-  `<out>/steps.jsonl`, one JSON object per line, flushed as written (a crash keeps them).
+  rate, TRL's reward metrics), one `step` record per step (its seconds, and the optimizer
+  step's alone) and every record the rollout adds (`StepLog.add`) to `<out>/steps.jsonl`, one
+  JSON object per line, flushed as written (a crash keeps them). Only the main process writes.
 - `TimeBudget`: saves a checkpoint and stops training cleanly once `budget_s` minus the
-  longest step seen so far has passed (so the save lands before an outside limit).
+  longest step seen so far has passed (so the save lands before an outside limit); under
+  several processes they `agree` (any one's stop stops all at the same step).
 - `save_final`: the trained model (or adapter) and tokenizer under `<out>/final`, large files
   optionally in pieces (`train.pieces`).
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from transformers import TrainerCallback
@@ -26,30 +29,43 @@ __all__ = ["StepLog", "TimeBudget", "last_checkpoint", "save_final", "train_unti
 
 
 class StepLog(TrainerCallback):
-    """Appends trainer logs and rollout records to `<out>/steps.jsonl`. Under several
-    processes (accelerate launch) each process adds its own rollout records, tagged with
-    `process`; trainer and step records come from the main process only."""
+    """Appends trainer logs, step records and rollout records to `<out>/steps.jsonl`; only
+    the main process writes (`main`; under several processes the rollout gathers its records
+    to the main process first). The optimizer step is timed between device synchronisations,
+    so its seconds are the GPU's, not only the launch's."""
 
-    def __init__(self, out: str | Path, run: str = "", process: int = 0) -> None:
+    def __init__(self, out: str | Path, run: str = "", main: bool = True) -> None:
         self.path = Path(out) / "steps.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.run = run
-        self.process = process
-        self._step_t = time.perf_counter()
+        self.main = main
+        self._step_t = self._opt_t = time.perf_counter()
+        self._opt_s = 0.0
 
     def add(self, record: dict) -> None:
-        """Append one record (a dict of JSON-able values)."""
-        tag = {"process": self.process} if self.process else {}
+        """Append one record (a dict of JSON-able values); nothing on other processes."""
+        if not self.main:
+            return
         with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"run": self.run, **tag, **record}) + "\n")
+            fh.write(json.dumps({"run": self.run, **record}) + "\n")
 
     def on_step_begin(self, args, state, control, **kw):
         self._step_t = time.perf_counter()
+        self._opt_s = 0.0
+
+    def on_pre_optimizer_step(self, args, state, control, **kw):
+        _synchronize()
+        self._opt_t = time.perf_counter()
+
+    def on_optimizer_step(self, args, state, control, **kw):
+        _synchronize()
+        self._opt_s += time.perf_counter() - self._opt_t
 
     def on_step_end(self, args, state, control, **kw):
         if state.is_world_process_zero:
             self.add({"kind": "step", "step": state.global_step,
-                      "step_s": round(time.perf_counter() - self._step_t, 3)})  # fmt: skip
+                      "step_s": round(time.perf_counter() - self._step_t, 3),
+                      "optimizer_s": round(self._opt_s, 3)})  # fmt: skip
 
     def on_log(self, args, state, control, logs=None, **kw):
         if logs and state.is_world_process_zero:
@@ -57,13 +73,23 @@ class StepLog(TrainerCallback):
             self.add({"kind": "trainer", "step": state.global_step, "epoch": state.epoch, **clean})
 
 
+def _synchronize() -> None:
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 class TimeBudget(TrainerCallback):
-    """Stop (saving first) when the next step would likely overrun `budget_s` seconds."""
+    """Stop (saving first) when the next step would likely overrun `budget_s` seconds. With
+    several processes set `agree` (each process's wish -> whether any process wishes it; a
+    collective, called by every process after every step), so all stop at the same step."""
 
     def __init__(self, budget_s: float | None) -> None:
         if budget_s is not None and not budget_s > 0:
             raise ValueError(f"--time-budget {budget_s}: give seconds > 0 (or leave it out)")
         self.budget_s = budget_s
+        self.agree: Callable[[bool], bool] | None = None
         self.t0 = time.perf_counter()
         self._last = self.t0
         self.longest = 0.0
@@ -76,8 +102,11 @@ class TimeBudget(TrainerCallback):
         now = time.perf_counter()
         self.longest = max(self.longest, now - self._last)
         self._last = now
-        if self.budget_s is not None and now - self.t0 + 1.5 * self.longest > self.budget_s:
-            log.info("time budget %.0f s reached after step %d: saving and stopping",
+        stop = self.budget_s is not None and now - self.t0 + 1.5 * self.longest > self.budget_s
+        if self.agree is not None:
+            stop = self.agree(stop)
+        if stop:
+            log.info("time budget %s s reached after step %d: saving and stopping",
                      self.budget_s, state.global_step)  # fmt: skip
             control.should_save = True
             control.should_training_stop = True

@@ -1,0 +1,182 @@
+"""Where a GRPO run generates, trains and times: its GPU layout, and the evaluator it scores with.
+
+GPU numbers are nvidia-smi's indices, the ones `--eval-gpus` names and the evaluator binds its
+workers to (each worker starts with CUDA_VISIBLE_DEVICES=<index>, `execute.sandbox.worker_env`).
+A training process's own GPU is its torch device mapped through the CUDA_VISIBLE_DEVICES it
+started with (`physical_gpu`). nvidia-smi numbers GPUs in PCI order and CUDA, by default,
+fastest first: on a machine of different GPUs set CUDA_DEVICE_ORDER=PCI_BUS_ID so both agree.
+
+`plan_layout` decides, and refuses what would let timing run next to other GPU work:
+
+- one process: timing on `--eval-gpus` (default: every GPU the evaluator sees). Where that
+  includes the training GPU, timing is sequenced by the rollout itself: a turn's candidates are
+  timed after its generation has ended (the tokens are on the host), and the optimizer step
+  comes after the rollout (`train.rollout`).
+- several processes without `--eval-gpus`: each process times on its own GPU only, so the same
+  sequencing holds and no other process uses that GPU.
+- several processes with `--eval-gpus` that no process trains on: every process times there;
+  an evaluation batch holds `GpuLock` on those GPUs, so two processes never time at once.
+- several processes with `--eval-gpus` that some process trains on: refused (another
+  process's generation or update would run during the timing).
+- an `--eval-gpus` index the machine does not have: refused (the evaluator would otherwise fall
+  back to compile-only mode without a word).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+__all__ = ["GpuLock", "Layout", "MeteredEvaluator", "physical_gpu", "plan_layout"]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One process's part of a run's GPU layout (all indices are nvidia-smi's)."""
+
+    processes: int  # training processes (accelerate launch / torchrun), 1 without a launcher
+    process: int  # this process's index
+    train_gpus: tuple[int, ...]  # each process's training GPU, by process; () on CPU
+    eval_gpus: tuple[int, ...] | None  # the evaluator's GPUs here (None: all it sees)
+    shares_train_gpu: bool  # timing shares this process's training GPU (sequenced after it)
+    lock_eval: bool  # several processes time on these GPUs: batches take turns (GpuLock)
+
+    def record(self) -> dict:
+        """The layout as a JSON-able dict (steps.jsonl's `layout` row, report.json)."""
+        return {"kind": "layout", **asdict(self)}
+
+
+def physical_gpu(device_index: int, visible: str | None) -> int:
+    """The nvidia-smi index of torch device `cuda:<device_index>` in a process started with
+    CUDA_VISIBLE_DEVICES=`visible` (None or "": every GPU, in order)."""
+    if not visible:
+        return device_index
+    ids = [v.strip() for v in visible.split(",") if v.strip()]
+    if device_index >= len(ids) or not all(v.isdigit() for v in ids):
+        raise ValueError(
+            f"CUDA_VISIBLE_DEVICES={visible!r} does not map cuda:{device_index} to a GPU index; "
+            "give GPU numbers (such as 0,1), not UUIDs, when training with --eval-gpus"
+        )
+    return int(ids[device_index])
+
+
+def plan_layout(
+    eval_gpus: Sequence[int] | None,
+    train_gpus: Sequence[int | None],
+    process: int = 0,
+    available: Sequence[int] | None = None,
+) -> Layout:
+    """This process's layout (the rules are in the module doc). `train_gpus`: every process's
+    training GPU by process index (None for a process that trains on CPUs); `available`: the
+    GPUs the machine has (None: not checked, e.g. compile-only evaluation)."""
+    n = max(1, len(train_gpus))
+    own = train_gpus[process] if train_gpus else None
+    train = tuple(g for g in train_gpus if g is not None)
+    given = tuple(eval_gpus) if eval_gpus is not None else None
+    if given is not None and available is not None:
+        missing = sorted(set(given) - set(available))
+        if missing:
+            have = ",".join(map(str, sorted(available))) or "none"
+            raise ValueError(
+                f"--eval-gpus {','.join(map(str, given))}: this machine has no GPU "
+                f"{','.join(map(str, missing))} (nvidia-smi lists: {have}); use one of those"
+            )
+    if n == 1:
+        shares = own is not None and (given is None or own in given)
+        return Layout(1, 0, train, given, shares, lock_eval=False)
+    if given is None:  # several processes: each times on its own GPU
+        mine = (own,) if own is not None else None
+        return Layout(n, process, train, mine, own is not None, lock_eval=False)
+    clash = sorted(set(given) & set(train))
+    if clash:
+        who = ", ".join(f"GPU {g} (process {list(train_gpus).index(g)})" for g in clash)
+        raise ValueError(
+            f"--eval-gpus {','.join(map(str, given))} overlaps the training GPUs: {who}; with "
+            "several processes leave --eval-gpus out (each process times on its own GPU after "
+            "its own generation) or give GPUs that no process trains on"
+        )
+    return Layout(n, process, train, given, shares_train_gpu=False, lock_eval=True)
+
+
+class GpuLock:
+    """An exclusive lock on GPUs shared by the processes of one machine: one `flock`ed file per
+    GPU under `folder`, taken in index order (so two holders never wait on each other). The
+    kernel drops a lock when its holder dies; `waited_s` is the time the last `acquire` waited."""
+
+    def __init__(self, folder: str | Path, gpus: Sequence[int]) -> None:
+        self.folder = Path(folder).expanduser()
+        self.gpus = tuple(sorted(set(gpus)))
+        self._stack: ExitStack | None = None
+        self.waited_s = 0.0
+
+    def __enter__(self) -> GpuLock:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        t = time.perf_counter()
+        stack = ExitStack()
+        try:
+            for g in self.gpus:
+                fd = os.open(self.folder / f"gpu{g}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+                stack.callback(os.close, fd)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                stack.callback(fcntl.flock, fd, fcntl.LOCK_UN)
+        except BaseException:
+            stack.close()
+            raise
+        self._stack = stack
+        self.waited_s = time.perf_counter() - t
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._stack is not None:
+            self._stack.close()
+            self._stack = None
+
+
+class MeteredEvaluator:
+    """The run's evaluator (an `Evaluator`: jobs -> results in job order) with counters for the
+    step-time breakdown, and the layout's `GpuLock` held around each batch when given.
+
+    Counters since the last `take()`: `candidates` (jobs evaluated), `cached` (of them served
+    from the result cache), `eval_s` (wall seconds in the evaluator, waiting excluded) and
+    `wait_s` (seconds waiting for another process's timing to end)."""
+
+    def __init__(self, inner, lock: GpuLock | None = None) -> None:
+        self.inner = inner
+        self.lock = lock
+        self._zero()
+
+    def _zero(self) -> None:
+        self.candidates, self.cached, self.eval_s, self.wait_s = 0, 0, 0.0, 0.0
+
+    def __call__(self, jobs):
+        if self.lock is None:
+            t = time.perf_counter()
+            results = self.inner(jobs)
+        else:
+            with self.lock:
+                self.wait_s += self.lock.waited_s
+                t = time.perf_counter()
+                results = self.inner(jobs)
+        self.eval_s += time.perf_counter() - t
+        self.candidates += len(jobs)
+        self.cached += sum(bool(getattr(r, "cached", False)) for r in results)
+        return results
+
+    def take(self) -> dict:
+        """The counters (rounded) since the last call, then reset."""
+        out = {
+            "candidates": self.candidates, "cached": self.cached,
+            "evaluator_s": round(self.eval_s, 3), "eval_wait_s": round(self.wait_s, 3),
+        }  # fmt: skip
+        self._zero()
+        return out
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()

@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+import multiprocessing
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from cudaperf.execute.session import EvalSession, training_config
+from cudaperf.execute.types import Candidate
+from cudaperf.train.layout import GpuLock, MeteredEvaluator, physical_gpu, plan_layout
+from tests.train.helpers import sample_c_tasks
+
+
+def test_one_process_times_where_told_and_knows_when_it_shares_the_training_gpu():
+    apart = plan_layout((1,), [0], 0, available=[0, 1])
+    assert apart.eval_gpus == (1,) and not apart.shares_train_gpu and not apart.lock_eval
+    assert 0 not in apart.eval_gpus  # the training GPU is not a timing GPU
+    shared = plan_layout((0,), [0], 0, available=[0])
+    assert shared.eval_gpus == (0,) and shared.shares_train_gpu and not shared.lock_eval
+    default = plan_layout(None, [0], 0, available=[0, 1])
+    assert default.eval_gpus is None and default.shares_train_gpu
+    cpu = plan_layout(None, [None], 0)
+    assert cpu.processes == 1 and cpu.train_gpus == () and not cpu.shares_train_gpu
+    assert plan_layout(None, [None], 0).record()["kind"] == "layout"
+
+
+def test_several_processes_time_on_their_own_gpu_or_on_gpus_nobody_trains_on():
+    own = plan_layout(None, [0, 1], 1, available=[0, 1])
+    assert own.processes == 2 and own.eval_gpus == (1,) and own.shares_train_gpu
+    assert not own.lock_eval
+    apart = plan_layout((2, 3), [0, 1], 0, available=[0, 1, 2, 3])
+    assert apart.eval_gpus == (2, 3) and apart.lock_eval and not apart.shares_train_gpu
+    with pytest.raises(ValueError, match=r"overlaps the training GPUs: GPU 1 \(process 1\)"):
+        plan_layout((1,), [0, 1], 0, available=[0, 1])
+    cpus = plan_layout(None, [None, None], 1)
+    assert cpus.processes == 2 and cpus.process == 1 and cpus.eval_gpus is None
+
+
+def test_an_eval_gpu_the_machine_lacks_is_refused():
+    with pytest.raises(ValueError, match="no GPU 1 .nvidia-smi lists: 0"):
+        plan_layout((1,), [0], 0, available=[0])
+    with pytest.raises(ValueError, match="lists: none"):
+        plan_layout((0,), [None], 0, available=[])
+
+
+def test_the_training_device_maps_through_cuda_visible_devices():
+    assert physical_gpu(0, None) == 0 and physical_gpu(1, "") == 1
+    assert physical_gpu(1, "2,3") == 3 and physical_gpu(0, " 1 ") == 1
+    with pytest.raises(ValueError, match="not UUIDs"):
+        physical_gpu(0, "GPU-5a7d1c2e")
+    with pytest.raises(ValueError, match="cuda:2"):
+        physical_gpu(2, "0,1")
+
+
+def _hold(folder: str, gpus: tuple, log: str) -> None:
+    def timing(jobs):  # stands for an evaluation batch that times on `gpus`
+        t0 = time.time()
+        time.sleep(0.4)
+        with open(log, "a") as f:
+            f.write(f"{t0} {time.time()}\n")
+        return []
+
+    MeteredEvaluator(timing, GpuLock(folder, gpus))([])
+
+
+def test_gpu_lock_keeps_three_processes_timing_apart(tmp_path):
+    """Processes whose evaluators share timing GPUs: their batches never overlap."""
+    ctx = multiprocessing.get_context("fork")
+    log = str(tmp_path / "held.txt")
+    procs = [ctx.Process(target=_hold, args=(str(tmp_path / "locks"), g, log))
+             for g in ((0, 1), (1, 0), (1,))]  # fmt: skip
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+        assert p.exitcode == 0
+    spans = sorted(tuple(map(float, line.split())) for line in Path(log).read_text().splitlines())
+    assert len(spans) == 3
+    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+        assert start >= end  # never two holders at once
+
+
+def test_metered_evaluator_counts_candidates_cache_hits_and_waiting(tmp_path):
+    if shutil.which("nvcc") is None:
+        pytest.skip("the compile-only evaluator needs nvcc")
+    task = sample_c_tasks()[0]
+    job = (task, Candidate(code=task.implementations[0].code))
+    session = EvalSession(training_config(compile_only=True, cache_dir=tmp_path / "cache"))
+    ev = MeteredEvaluator(session, GpuLock(tmp_path / "locks", (0,)))
+    try:
+        ev([job])
+        ev([job, (task, Candidate(code="not cuda"))])
+        got = ev.take()
+        assert got["candidates"] == 3 and got["cached"] == 1  # the repeat came from the cache
+        assert got["evaluator_s"] > 0 and got["eval_wait_s"] >= 0
+        assert ev.take()["candidates"] == 0  # take() resets
+    finally:
+        ev.close()
+    assert session._backend is None  # closing the meter closes the session
+
+
+FAKE_SMI = """#!/bin/sh
+case "$*" in
+  *--query-gpu=index*) printf '0, NVIDIA H200, 9.0, 570.1\\n1, NVIDIA H200, 9.0, 570.1\\n' ;;
+  *) echo "NVIDIA-SMI 570.1" ;;
+esac
+"""
+
+
+def test_the_session_binds_its_worker_to_the_eval_gpu(tmp_path, monkeypatch):
+    """Two GPUs as nvidia-smi reports them (a stand-in script on PATH: no GPU here): a
+    session for --eval-gpus 1 starts one worker, whose CUDA_VISIBLE_DEVICES is 1."""
+    from cudaperf.train.grpo import GrpoOptions, make_scorer
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "nvidia-smi").write_text(FAKE_SMI)
+    (bindir / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{Path(shutil.which('python3') or '/usr/bin').parent}:"
+                       "/usr/bin:/bin")  # fmt: skip
+    layout = plan_layout((1,), [0], 0, available=[0, 1])
+    opts = GrpoOptions(out=tmp_path / "run", eval_gpus=(1,), ranker="none")
+    scorer = make_scorer(opts, sample_c_tasks()[:1], layout=layout)
+    session = scorer.evaluator.inner
+    try:
+        assert session.mode == "full"
+        (handle,) = session.backend.handles
+        assert handle.gpu == 1
+        reply = handle.request({"op": "hello"}, timeout=60)
+        assert reply.get("ok") and reply["pid"] == handle.proc.pid, reply  # the worker itself
+        env = Path(f"/proc/{handle.proc.pid}/environ").read_bytes().split(b"\0")
+        assert b"CUDA_VISIBLE_DEVICES=1" in env
+    finally:
+        scorer.evaluator.close()
