@@ -142,7 +142,7 @@ def target_reply(task: Task, impl: Implementation) -> str:
 
 
 def _chosen(task: Task, targets: Targets) -> list[Implementation]:
-    order = weakest_first(task)  # slowest first, by the stored measurements
+    order = weakest_first(task, held_out=False)  # slowest first, visible configs only
     return order if targets == "all" else order[-1:]
 
 
@@ -189,7 +189,7 @@ def stored_feedback(task: Task, impl: Implementation, gpu: str | None = None) ->
 
 
 def _pair_row(task: Task, system: str) -> dict | None:
-    order = weakest_first(task)
+    order = weakest_first(task, held_out=False)  # visible configs only
     if len(order) < 2:
         return None
     weak, strong = order[0], order[-1]
