@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from cudaperf.datagen.measure.rows import task_content_hash
+from cudaperf.execute.bulk.rows import task_content_hash
 from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.model import Distribution, InputConfig, Param, Role, Task
 

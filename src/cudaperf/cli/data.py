@@ -190,7 +190,7 @@ def measure(
     import time
 
     from cudaperf.cli.common import load_task_set
-    from cudaperf.datagen.measure import (
+    from cudaperf.execute.bulk import (
         MeasureConfig,
         MeasureError,
         estimate_gpu_seconds,

@@ -1,6 +1,6 @@
 """PyTorch→CUDA tasks of `cudaperf data measure`: `measure_torch_tasks` in a watched child.
 
-`torch_phase` runs `cudaperf.datagen.measure.torch_tasks.measure_torch_tasks` (another module; only
+`torch_phase` runs `cudaperf.execute.bulk.torch_tasks.measure_torch_tasks` (another module; only
 its documented arguments are passed, plus those of its optional ones that its signature
 accepts: in-flight marker per GPU, salt, arch, jobs) for one GPU's share of the tasks, in a
 spawned child process, and restarts the child, resuming from the rows written so far, after
@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["TORCH_MODULE", "rows_from", "torch_phase"]
 
-TORCH_MODULE = "cudaperf.datagen.measure.torch_tasks"
+TORCH_MODULE = "cudaperf.execute.bulk.torch_tasks"
 
 
 def _torch_child(module: str, task_jsons: list[str], out: str, kwargs: dict, done: list, q):

@@ -1,4 +1,4 @@
-"""`cudaperf.datagen.measure*`: batch sources, bisection, device compare rule, resume, and the
+"""`cudaperf.execute.bulk*`: batch sources, bisection, device compare rule, resume, and the
 whole pipeline on a CPU (fake device runtime + fake batch library + the real runner process).
 A `gpu` test measures generated tasks end to end on a real GPU."""
 
@@ -13,11 +13,11 @@ import sys
 import numpy as np
 import pytest
 
-from cudaperf.datagen.measure import MeasureConfig, estimate_gpu_seconds, measure_tasks
-from cudaperf.datagen.measure.build import BatchBuild, Failure, build_batch, nvcc_command
-from cudaperf.datagen.measure.rows import Env, done_pairs, make_row, pair_key, read_rows
-from cudaperf.datagen.measure.runtime import RUNTIME_SOURCE, Runtime
-from cudaperf.datagen.measure.source import (
+from cudaperf.execute.bulk import MeasureConfig, estimate_gpu_seconds, measure_tasks
+from cudaperf.execute.bulk.batch import BatchBuild, Failure, build_batch, nvcc_command
+from cudaperf.execute.bulk.rows import Env, done_pairs, make_row, pair_key, read_rows
+from cudaperf.execute.bulk.runtime import RUNTIME_SOURCE, Runtime
+from cudaperf.execute.bulk.source import (
     BatchUnit,
     attribute_failures,
     batch_source,
@@ -249,7 +249,7 @@ def _one_out_task(dtype: str, n: int, atol: float, rtol: float) -> Task:
 
 def test_device_compare_messages_equal_compare(runtimes):
     """device_compare on (fake-device) buffers writes compare()'s exact message and numbers."""
-    from cudaperf.datagen.measure.runner import device_compare
+    from cudaperf.execute.bulk.runner import device_compare
 
     rt = Runtime(runtimes["fake"])
     task = saxpy_task({"a": GOOD})
@@ -536,8 +536,8 @@ def measure_torch_tasks(tasks, out_path, *, trials, device, done, progress, infl
 def test_torch_tasks_go_to_measure_torch_with_restarts(tmp_path, monkeypatch):
     """The torch phase restarts its child after ContextPoisoned and after a hang (watchdog),
     and resumes from the rows written, so every implementation gets exactly one row."""
-    from cudaperf.datagen.measure.rows import Progress
-    from cudaperf.datagen.measure.torch_phase import torch_phase
+    from cudaperf.execute.bulk.rows import Progress
+    from cudaperf.execute.bulk.torch_phase import torch_phase
 
     (tmp_path / "fake_measure_torch.py").write_text(FAKE_TORCH)
     monkeypatch.syspath_prepend(str(tmp_path))

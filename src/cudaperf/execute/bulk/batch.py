@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from cudaperf.datagen.measure.source import (
+from cudaperf.execute.bulk.source import (
     RUNTIME_FILE,
     BatchUnit,
     attribute_failures,
@@ -75,7 +75,7 @@ def _build(src: str, arch: str, config: EvalConfig, timeout: float, lib: str):
 
 def build_runtime(arch: str, config: EvalConfig) -> str:
     """Compile the runner's runtime library (cached); raises RuntimeError with the log."""
-    from cudaperf.datagen.measure.runtime import RUNTIME_SOURCE
+    from cudaperf.execute.bulk.runtime import RUNTIME_SOURCE
 
     b = _build(RUNTIME_SOURCE, arch, config, config.compile_timeout_s, RUNTIME_FILE)
     if not b.ok:

@@ -75,7 +75,7 @@ class GpuDriver:
         if self.gpu is not None:  # nvidia-smi's index: make CUDA number the GPUs the same way
             env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
             env["CUDA_VISIBLE_DEVICES"] = str(self.gpu)
-        cmd = [sys.executable, "-m", "cudaperf.datagen.measure.runner", self.runtime_lib,
+        cmd = [sys.executable, "-m", "cudaperf.execute.bulk.runner", self.runtime_lib,
                str(self.log_path)]  # fmt: skip
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, text=True, env=env

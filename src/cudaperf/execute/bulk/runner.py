@@ -1,6 +1,6 @@
 """The GPU runner of `cudaperf data measure`: one process per GPU, many implementations each.
 
-Started as `python -m cudaperf.datagen.measure.runner RUNTIME_LIB` with CUDA_VISIBLE_DEVICES
+Started as `python -m cudaperf.execute.bulk.runner RUNTIME_LIB` with CUDA_VISIBLE_DEVICES
 naming one GPU. It reads one JSON request per line on stdin (a task, its implementations'
 batch libraries, its prepared configs, the settings) and writes JSON events on its original
 stdout; its fds 1 and 2 are then pointed at a log file, so nothing an implementation prints
@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from cudaperf.datagen.measure.runtime import CudaFault, Runtime
+from cudaperf.execute.bulk.runtime import CudaFault, Runtime
 from cudaperf.execute.inputs import Comparison
 from cudaperf.execute.sanity import escape_message, roofline_message
 from cudaperf.execute.types import ConfigResult, Status, Timing

@@ -48,8 +48,8 @@ and after `ContextPoisoned`, a watchdog kill or a crash, run it again in a *fres
 CUDA context of this one is unusable). Processes on several GPUs should split the CPU cores
 (`jobs`) and, when they append to one file, pass distinct `inflight_path`s.
 
-Like the rest of `cudaperf.datagen.measure` (the one part of datagen that depends on the
-evaluator), it imports `cudaperf.execute`; torch is imported lazily, in the GPU path only, so
+Part of `cudaperf.execute.bulk` (bulk measurement, a mode of the evaluator; it moved here from
+`datagen/measure`); torch is imported lazily, in the GPU path only, so
 the build workers stay light.
 """
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cudaperf.datagen import FAMILIES, generate_one
-from cudaperf.datagen.measure.torch_tasks import Prebuilt, _gpu_row, _Run, measure_torch_tasks
+from cudaperf.execute.bulk.torch_tasks import Prebuilt, _gpu_row, _Run, measure_torch_tasks
 from cudaperf.execute.native import load_cuda
 from cudaperf.execute.torch_build import native_sources
 from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, Timing
@@ -194,7 +194,7 @@ _CHILD = textwrap.dedent(
     import sys
     from pathlib import Path
     from cudaperf.tasks.model import Task
-    from cudaperf.datagen.measure.torch_tasks import ContextPoisoned, measure_torch_tasks
+    from cudaperf.execute.bulk.torch_tasks import ContextPoisoned, measure_torch_tasks
     task = Task.model_validate_json(Path(sys.argv[1]).read_text())
     try:
         measure_torch_tasks([task], Path(sys.argv[2]), trials=5, device=0, done=set())

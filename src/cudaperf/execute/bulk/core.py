@@ -17,7 +17,7 @@ time; this module measures a whole generated dataset on one machine with the sam
 4. **Rows.** One `ExecResult` JSON line per (task, implementation), appended and fsynced, so
    `cudaperf tasks attach` takes the file unchanged; a rerun skips pairs already measured
    (`rows`: keyed by the task's content and the implementation's code).
-5. **PyTorch→CUDA tasks** go to `cudaperf.datagen.measure.torch_tasks.measure_torch_tasks`, per GPU
+5. **PyTorch→CUDA tasks** go to `cudaperf.execute.bulk.torch_tasks.measure_torch_tasks`, per GPU
    after its C→CUDA share, in a child process (skipped, loudly, when that module is absent).
 
 `compile_only=True` (no GPU) only builds the batch libraries and writes `compiled` rows.
@@ -40,16 +40,16 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from cudaperf.datagen.measure.build import (
+from cudaperf.execute.bulk.batch import (
     BatchBuild,
     Failure,
     build_batch,
     build_runtime,
     static_reject,
 )
-from cudaperf.datagen.measure.drive import ByteBudget, GpuDriver, ShardJob, drive_shard
-from cudaperf.datagen.measure.refs import RefPool, pick_scratch, task_bytes
-from cudaperf.datagen.measure.rows import (
+from cudaperf.execute.bulk.drive import ByteBudget, GpuDriver, ShardJob, drive_shard
+from cudaperf.execute.bulk.refs import RefPool, pick_scratch, task_bytes
+from cudaperf.execute.bulk.rows import (
     Env,
     Output,
     Progress,
@@ -57,7 +57,7 @@ from cudaperf.datagen.measure.rows import (
     make_row,
     read_rows,
 )
-from cudaperf.datagen.measure.torch_phase import TORCH_MODULE, rows_from, torch_phase
+from cudaperf.execute.bulk.torch_phase import TORCH_MODULE, rows_from, torch_phase
 from cudaperf.execute.build import GpuInfo, detect_gpus, toolchain_versions
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.types import Status

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cudaperf.datagen.measure.source import DTYPE_CODES
+from cudaperf.execute.bulk.source import DTYPE_CODES
 
 __all__ = ["RUNTIME_SOURCE", "CompareStats", "CudaFault", "Runtime"]
 

@@ -26,7 +26,7 @@ evaluator's harness (`cudaperf.execute.harness`), whose timing loop `cp_time` re
 calls, then per trial an L2 flush (memset of `flush`, 2x the L2), a device-wide sync, a start
 event, the call, an end event, a device-wide sync, and the host wall time as a cross-check;
 at least 5 trials, then until `trials` or `budget_ms`. Unlike the harness, device buffers are
-owned by the caller (`cudaperf.datagen.measure.runner`), so inputs are uploaded once per
+owned by the caller (`cudaperf.execute.bulk.runner`), so inputs are uploaded once per
 task and config, not once per implementation.
 
 The *runtime library* (`RUNTIME_SOURCE`, compiled once per run) gives the runner memory
