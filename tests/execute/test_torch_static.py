@@ -154,14 +154,14 @@ def test_honest_implementations_of_the_sample_set_pass_the_static_checks():
     """The derived op list must not reject honest code: constructor arithmetic on sizes
     (`kernel_size // 2`) and parameter initialisation (`nn.init.uniform_`) are not the
     task's compute (both once rejected every conv2d and layernorm implementation)."""
-    from cudaperf.execute.evaluator import _reference_names
+    from cudaperf.execute.evaluator import reference_names
     from cudaperf.tasks.io import load_sample
 
     tasks = [t for t in load_sample() if t.kind.value == "torch2cuda"]
     impls = [(t, i) for t in tasks for i in t.implementations]
     assert len(impls) >= 12
     for t, i in impls:
-        fired = [cid for cid, _, fatal in check_torch_candidate(i.code, _reference_names(t.source))
+        fired = [cid for cid, _, fatal in check_torch_candidate(i.code, reference_names(t.source))
                  if fatal]  # fmt: skip
         assert fired == [], (t.id, i.id, fired)
 

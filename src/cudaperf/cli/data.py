@@ -190,13 +190,8 @@ def measure(
     import time
 
     from cudaperf.cli.common import load_task_set
-    from cudaperf.execute.bulk import (
-        MeasureConfig,
-        MeasureError,
-        estimate_gpu_seconds,
-        measure_tasks,
-    )
     from cudaperf.execute.build import detect_gpus
+    from cudaperf.execute.bulk import MeasureError, estimate_gpu_seconds, measure_tasks
 
     check_out_file(out, "--out", (".jsonl",))
     check_out_file(summary, "--summary", (".json",))
@@ -211,13 +206,12 @@ def measure(
         )
     try:
         gpu_ids = None if gpus.strip() == "all" else _gpu_list(gpus)
-        config = MeasureConfig(
+        config = measure_config(
             out=out, batch_tasks=batch_tasks, jobs=jobs, gpus=gpu_ids, trials=trials,
             warmup=warmup, budget_ms=budget_ms, compile_only=compile_only, arch=arch,
-            cache_dir=cache_dir, scratch=scratch, seed_salt=seed_salt,
-            run_timeout_s=run_timeout, max_inflight_gb=max_inflight_gb, cpu_trials=cpu_trials,
+            cache_dir=cache_dir, scratch=scratch, seed_salt=seed_salt, run_timeout=run_timeout,
+            max_inflight_gb=max_inflight_gb, cpu_trials=cpu_trials,
         )  # fmt: skip
-        config.eval_config()
         tasks = _select_for_measure(load_task_set(path, default="dataset"), kinds, shard, limit)
     except ValueError as e:
         fail(f"{e} (check --gpus, --shard, --kinds and the numeric options)")
@@ -281,6 +275,26 @@ def measure(
     )
     for note in result.get("notes", []):
         console.print(f"[yellow]note:[/] {note}", highlight=False)
+
+
+def measure_config(*, out: Path, batch_tasks: int, jobs: int | None, gpus, trials: int,
+                   warmup: int, budget_ms: float, compile_only: bool, arch: str | None,
+                   cache_dir: Path, scratch: Path | None, seed_salt: int | None,
+                   run_timeout: float, max_inflight_gb: float, cpu_trials: int):  # fmt: skip
+    """`data measure`'s flags as a `BulkConfig`: the settings the evaluator shares go into its
+    `EvalConfig` (--trials, --warmup, --budget-ms as time_budget_s, --compile-only, --arch,
+    --cache-dir, --seed-salt, --gpus), the rest into the bulk's own fields (--run-timeout is
+    `silence_timeout_s`). Raises ValueError naming a bad value."""
+    from cudaperf.execute.bulk import BulkConfig, bulk_eval_config
+
+    ev = bulk_eval_config(
+        trials=trials, warmup=warmup, time_budget_s=budget_ms / 1e3, compile_only=compile_only,
+        arch=arch, cache_dir=cache_dir, seed_salt=seed_salt, gpus=gpus,
+    )  # fmt: skip
+    return BulkConfig(
+        out=out, eval=ev, batch_tasks=batch_tasks, jobs=jobs, scratch=scratch,
+        silence_timeout_s=run_timeout, max_inflight_gb=max_inflight_gb, cpu_trials=cpu_trials,
+    )  # fmt: skip
 
 
 def _select_for_measure(tasks: list, kinds: str, shard: str, limit: int | None) -> list:

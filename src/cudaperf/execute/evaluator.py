@@ -41,7 +41,15 @@ from cudaperf.tasks.model import Task, TaskKind
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Env", "Evaluator", "Prepared", "detect_env"]
+__all__ = [
+    "Env",
+    "Evaluator",
+    "Prepared",
+    "detect_env",
+    "reference_names",
+    "status_feedback",
+    "torch_speedups",
+]
 
 
 @dataclass(frozen=True)
@@ -178,7 +186,7 @@ class Evaluator:
 
     def _prepare_torch(self, task: Task, cand: Candidate, t0: float) -> ExecResult | Prepared:
         """PyTorch→CUDA: static anti-hacking checks, then the kernels' build (see torch_build)."""
-        ref_names = _reference_names(task.source)
+        ref_names = reference_names(task.source)
         found = torch_static.check_torch_candidate(cand.code, ref_names)
         ids = [cid for cid, _, _ in found]
         syntax = [m for cid, m, _ in found if cid == "syntax_error"]
@@ -268,14 +276,14 @@ class Evaluator:
                 runtime_log=rlog, feedback=fb, findings=p.findings, form=p.form,
             )  # fmt: skip
         status, runtime, configs = reply.status, reply.message, reply.configs
-        fb = _status_feedback(status, configs, runtime)
+        fb = status_feedback(status, configs, runtime)
         kw: dict = {}
         if status is Status.OK:
             fb += timing_feedback(configs)
             kw["speedup_vs_cpu"] = geomean(
                 [c.cpu_timing.median_us / c.timing.median_us for c in configs if c.cpu_timing]
             )
-            kw |= _torch_speedups(configs) if p.is_torch else {}
+            kw |= torch_speedups(configs) if p.is_torch else {}
         rlog = truncate((runtime + "\n" + out).strip(), self.config.max_log_chars)
         if reply.launched is not None:  # seen by the profiler (PyTorch→CUDA); else not observed
             kw["launched"] = reply.launched
@@ -285,7 +293,7 @@ class Evaluator:
         )  # fmt: skip
 
 
-def _torch_speedups(configs: list[ConfigResult]) -> dict:
+def torch_speedups(configs: list[ConfigResult]) -> dict:
     """Geomean speedups against eager PyTorch and torch.compile (when every config has one)."""
     out = {}
     for key, field_ in (SPEEDUPS["eager"], SPEEDUPS["compile"]):
@@ -297,7 +305,7 @@ def _torch_speedups(configs: list[ConfigResult]) -> dict:
     return out
 
 
-def _reference_names(source: str) -> set[str]:
+def reference_names(source: str) -> set[str]:
     """Classes and functions the task module defines (the candidate must not use them)."""
     try:
         tree = ast.parse(source)
@@ -314,7 +322,7 @@ def _torch_has_cuda() -> bool:
     return torch.version.cuda is not None
 
 
-def _status_feedback(status: Status, configs: list[ConfigResult], runtime: str) -> list[str]:
+def status_feedback(status: Status, configs: list[ConfigResult], runtime: str) -> list[str]:
     """The first thing a model should fix, naming the config and by how much."""
     if status is Status.OK:
         return [f"correct on all {len(configs)} configs (held-out included)"]

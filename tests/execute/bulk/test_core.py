@@ -13,7 +13,8 @@ import sys
 import numpy as np
 import pytest
 
-from cudaperf.execute.bulk import MeasureConfig, estimate_gpu_seconds, measure_tasks
+from cudaperf.execute.build import GpuInfo
+from cudaperf.execute.bulk import BulkConfig, bulk_eval_config, estimate_gpu_seconds, measure_tasks
 from cudaperf.execute.bulk.batch import BatchBuild, Failure, build_batch, nvcc_command
 from cudaperf.execute.bulk.rows import Env, done_pairs, make_row, pair_key, read_rows
 from cudaperf.execute.bulk.runtime import RUNTIME_SOURCE, Runtime
@@ -27,7 +28,6 @@ from cudaperf.execute.bulk.source import (
     unit_log,
     unpack_args,
 )
-from cudaperf.execute.build import GpuInfo
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.harness import _unpack
 from cudaperf.execute.inputs import compare
@@ -370,8 +370,9 @@ def test_pipeline_on_fake_device(tmp_path, runtimes, fake_batch):
     t3 = saxpy_task({"ok": "system(\"ls\");\n" + GOOD.format(block=32)},
                     task_id="test/c2cuda/saxpy_c")  # fmt: skip
     out = tmp_path / "res.jsonl"
-    cfg = MeasureConfig(out=out, cache_dir=tmp_path / "cache", jobs=2, run_timeout_s=8,
-                        scratch=tmp_path, trials=7, seed_salt=5, batch_tasks=2)  # fmt: skip
+    ev = bulk_eval_config(cache_dir=tmp_path / "cache", trials=7, seed_salt=5)
+    cfg = BulkConfig(out=out, eval=ev, jobs=2, silence_timeout_s=8, scratch=tmp_path,
+                     batch_tasks=2)  # fmt: skip
     gpu = [GpuInfo(0, "Fake GPU", "sm_90", "0")]
     summary = measure_tasks([t1, t2, t3], cfg, gpus=gpu, builder=_fake_builder(fake_batch),
                             runtime_lib=runtimes["fake"])  # fmt: skip
@@ -401,7 +402,7 @@ def test_pipeline_on_fake_device(tmp_path, runtimes, fake_batch):
 
 def test_estimate_is_positive_and_scales_with_implementations(tmp_path):
     task = saxpy_task({"a": GOOD, "b": GOOD + "\n"})
-    est = estimate_gpu_seconds([task], MeasureConfig(out=tmp_path / "x.jsonl"))
+    est = estimate_gpu_seconds([task], BulkConfig(out=tmp_path / "x.jsonl"))
     assert est["implementations"] == 2 and est["seconds"] > 0 and est["ms_per_impl"] > 0
 
 
@@ -463,7 +464,8 @@ def test_generated_tasks_measure_ok_on_the_gpu(tmp_path):
     faulty = saxpy_task({"good": GOOD.format(block=128), "wrong": WRONG, "oob": OOB,
                          "good2": BLOCK_FORM}, task_id="test/c2cuda/faulty")  # fmt: skip
     out = tmp_path / "res.jsonl"
-    cfg = MeasureConfig(out=out, cache_dir=tmp_path / "cache", trials=10, batch_tasks=2)
+    ev = bulk_eval_config(cache_dir=tmp_path / "cache", trials=10)
+    cfg = BulkConfig(out=out, eval=ev, batch_tasks=2)
     summary = measure_tasks([*tasks, faulty], cfg)
     rows = read_rows(out)
     assert len(rows) == sum(len(t.implementations) for t in tasks) + 4
@@ -489,11 +491,8 @@ def test_generated_tasks_measure_ok_on_the_gpu(tmp_path):
 FAKE_TORCH = """
 import json, os, time
 from pathlib import Path
+from cudaperf.execute.bulk.torch_tasks import ContextPoisoned
 from cudaperf.execute.types import Candidate, ExecResult
-
-
-class ContextPoisoned(RuntimeError):
-    pass
 
 
 def _row(task, impl, status):
@@ -504,7 +503,7 @@ def _row(task, impl, status):
 
 
 def measure_torch_tasks(tasks, out_path, *, trials, device, done, progress, inflight_path=None,
-                        compile_only=False):
+                        compile_only=False, salt=None, arch=None, jobs=None):
     marker = Path(inflight_path)
     with open(out_path, "a") as out:
         if marker.exists():  # a previous process hung or died here
@@ -524,7 +523,7 @@ def measure_torch_tasks(tasks, out_path, *, trials, device, done, progress, infl
                     out.write(_row(task, impl, "runtime_error") + "\\n")
                     out.flush()
                     marker.unlink()
-                    raise ContextPoisoned(task.id)
+                    raise ContextPoisoned(task.id, impl.id, "fake CUDA error")
                 out.write(_row(task, impl, "ok") + "\\n")
                 out.flush()
                 marker.unlink()
@@ -545,10 +544,12 @@ def test_torch_tasks_go_to_measure_torch_with_restarts(tmp_path, monkeypatch):
     impls = [Implementation(id=i, code=f"# {i}\n") for i in ("ok", "poison", "hang", "ok2")]
     task = Task(id="t/torch2cuda/x", kind="torch2cuda", family="x", source=src, entry="Model",
                 configs=[InputConfig(name="c", sizes={"N": 4})], implementations=impls)  # fmt: skip
-    cfg = MeasureConfig(out=tmp_path / "r.jsonl", torch_watchdog_s=4)
+    cfg = BulkConfig(out=tmp_path / "r.jsonl", torch_watchdog_s=4)
     stats = {"notes": []}
+    from fake_measure_torch import measure_torch_tasks as fake
+
     torch_phase([task], cfg, 0, set(), Progress(4, 1), stats, False, 1, "sm_90",
-                 module="fake_measure_torch")  # fmt: skip
+                 measure_torch=fake)  # fmt: skip
     rows = read_rows(cfg.out)
     got = sorted((r["candidate_id"], r["status"]) for r in rows)
     assert got == [("hang", "runtime_error"), ("ok", "ok"), ("ok2", "ok"),

@@ -19,6 +19,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from cudaperf.execute import checks
+from cudaperf.execute.build import _compile, _key, build_candidate, first_error
 from cudaperf.execute.bulk.source import (
     RUNTIME_FILE,
     BatchUnit,
@@ -26,8 +28,6 @@ from cudaperf.execute.bulk.source import (
     batch_source,
     unit_log,
 )
-from cudaperf.execute import checks
-from cudaperf.execute.build import _compile, _key, build_candidate, first_error
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.types import Status
 from cudaperf.tasks.model import Implementation, Task

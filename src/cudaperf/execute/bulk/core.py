@@ -18,7 +18,7 @@ time; this module measures a whole generated dataset on one machine with the sam
    `cudaperf tasks attach` takes the file unchanged; a rerun skips pairs already measured
    (`rows`: keyed by the task's content and the implementation's code).
 5. **PyTorch→CUDA tasks** go to `cudaperf.execute.bulk.torch_tasks.measure_torch_tasks`, per GPU
-   after its C→CUDA share, in a child process (skipped, loudly, when that module is absent).
+   after its C→CUDA share, in a child process (`torch_phase`).
 
 `compile_only=True` (no GPU) only builds the batch libraries and writes `compiled` rows.
 Differences from the evaluator, by design: inputs are input set 0 only (the re-check after
@@ -29,7 +29,6 @@ default (not 100 within 2 s), and no CPU timing of the reference unless `cpu_tri
 from __future__ import annotations
 
 import concurrent.futures as cf
-import importlib.util
 import logging
 import os
 import secrets
@@ -37,9 +36,10 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
+from cudaperf.execute.build import GpuInfo, detect_gpus, toolchain_versions
 from cudaperf.execute.bulk.batch import (
     BatchBuild,
     Failure,
@@ -47,6 +47,7 @@ from cudaperf.execute.bulk.batch import (
     build_runtime,
     static_reject,
 )
+from cudaperf.execute.bulk.config import BulkConfig
 from cudaperf.execute.bulk.drive import ByteBudget, GpuDriver, ShardJob, drive_shard
 from cudaperf.execute.bulk.refs import RefPool, pick_scratch, task_bytes
 from cudaperf.execute.bulk.rows import (
@@ -57,88 +58,19 @@ from cudaperf.execute.bulk.rows import (
     make_row,
     read_rows,
 )
-from cudaperf.execute.bulk.torch_phase import TORCH_MODULE, rows_from, torch_phase
-from cudaperf.execute.build import GpuInfo, detect_gpus, toolchain_versions
+from cudaperf.execute.bulk.torch_phase import rows_from, torch_phase
+from cudaperf.execute.bulk.torch_tasks import measure_torch_tasks
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.types import Status
 from cudaperf.tasks.model import Task, TaskKind
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MeasureConfig", "MeasureError", "estimate_gpu_seconds", "measure_tasks"]
+__all__ = ["MeasureError", "estimate_gpu_seconds", "measure_tasks"]
 
 
 class MeasureError(RuntimeError):
     """The run cannot go on (no GPU, runner does not start, ...); the message says why."""
-
-
-@dataclass(frozen=True)
-class MeasureConfig:
-    """Settings of one `data measure` run."""
-
-    out: Path  # results JSONL (appended; existing rows make a rerun skip their pairs)
-    batch_tasks: int = 32  # tasks per nvcc invocation
-    jobs: int | None = None  # CPU workers (nvcc calls, reference processes); default usable_cpus()
-    gpus: tuple[int, ...] | None = None  # GPU indices; None: every visible GPU
-    trials: int = 20  # timed trials per config (fewer when budget_ms runs out; at least 5)
-    warmup: int = 3  # untimed calls before the trials
-    budget_ms: float = 50.0  # timed-trial budget per implementation and config
-    compile_only: bool = False  # build the batch libraries only (no GPU needed)
-    arch: str | None = None  # nvcc -arch; default the first GPU's, or sm_90
-    cache_dir: Path = Path("~/.cache/cudaperf")  # build cache (shared with the evaluator)
-    scratch: Path | None = None  # folder for prepared inputs; default /dev/shm if it has room
-    seed_salt: int | None = None  # secret input salt; default random per run
-    run_timeout_s: float = 120.0  # max seconds without any runner event (a hang)
-    batch_timeout_s: float = 900.0  # max seconds of one batch's nvcc call
-    max_inflight_gb: float = 16.0  # prepared inputs held at once (all GPUs), GB
-    prefetch: int | None = None  # tasks prepared ahead per GPU; default jobs // GPUs + 2
-    check_after: bool = True  # re-check each implementation after timing it
-    cpu_trials: int = 0  # time the C reference this many times per config (0: not timed)
-    max_bandwidth_gbs: float = 10000.0  # roofline check (as EvalConfig)
-    runner_max_tasks: int = 200  # replace the GPU runner after this many tasks
-    torch_watchdog_s: float = 600.0  # restart the torch2cuda child after this long silent
-    nvcc: str = "nvcc"
-    gcc: str = "gcc"
-    extra_nvcc_flags: tuple[str, ...] = field(default_factory=tuple)
-
-    def __post_init__(self) -> None:
-        for name in ("batch_tasks", "trials", "runner_max_tasks"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
-        for name in ("budget_ms", "run_timeout_s", "batch_timeout_s", "max_inflight_gb"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name}={getattr(self, name)} must be > 0")
-        if self.warmup < 0 or self.cpu_trials < 0:
-            raise ValueError("warmup and cpu_trials must be >= 0")
-        if self.jobs is not None and self.jobs < 1:
-            raise ValueError(f"jobs={self.jobs}; use >= 1, or leave it out for all CPU cores")
-        if self.out.suffix != ".jsonl":
-            raise ValueError(f"--out {self.out}: use a .jsonl file name")
-        object.__setattr__(self, "cache_dir", Path(self.cache_dir).expanduser())
-
-    def eval_config(self) -> EvalConfig:
-        """The evaluator settings the shared build steps read (validates the arch)."""
-        return EvalConfig(
-            arch=self.arch, cache_dir=self.cache_dir, nvcc=self.nvcc, gcc=self.gcc,
-            compile_only=self.compile_only, extra_nvcc_flags=self.extra_nvcc_flags,
-            max_bandwidth_gbs=self.max_bandwidth_gbs,
-        )  # fmt: skip
-
-    def workers(self) -> int:
-        return self.jobs or usable_cpus()
-
-
-def usable_cpus(cap: int = 32) -> int:
-    """CPUs this process may use: its affinity mask, limited by a cgroup CPU quota (containers
-    often report the host's cores), at most `cap` (each reference worker may hold ~1 GB)."""
-    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    try:
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
-        if quota != "max":
-            n = min(n, max(1, -(-int(quota) // int(period))))
-    except (OSError, ValueError):
-        pass
-    return max(1, min(n, cap))
 
 
 def _visible_gpus(wanted: tuple[int, ...] | None) -> list[GpuInfo]:
@@ -156,22 +88,22 @@ def _visible_gpus(wanted: tuple[int, ...] | None) -> list[GpuInfo]:
 
 def measure_tasks(
     tasks: list[Task],
-    config: MeasureConfig,
+    config: BulkConfig,
     on_progress=None,
     *,
     gpus: list[GpuInfo] | None = None,
     builder=build_batch,
     runtime_lib: str | None = None,
-    torch_module: str = TORCH_MODULE,
+    measure_torch=measure_torch_tasks,
 ) -> dict:
     """Measure every implementation of `tasks` not measured yet; returns the summary.
-    `gpus`, `builder`, `runtime_lib` and `torch_module` replace GPU detection, the batch
-    compiler, the runtime library and the PyTorch→CUDA module (tests use them to run the whole
+    `gpus`, `builder`, `runtime_lib` and `measure_torch` replace GPU detection, the batch
+    compiler, the runtime library and the PyTorch→CUDA measurer (tests use them to run the whole
     pipeline on a CPU with fake libraries)."""
     t0 = time.monotonic()
-    ecfg = config.eval_config()
+    ecfg = config.eval
     if gpus is None:
-        gpus = [] if config.compile_only else _visible_gpus(config.gpus)
+        gpus = [] if config.compile_only else _visible_gpus(ecfg.gpus)
     if not config.compile_only and not gpus:
         raise MeasureError(
             "no NVIDIA GPU is visible (nvidia-smi lists none): `data measure` needs a GPU to "
@@ -182,19 +114,18 @@ def measure_tasks(
             f"the GPUs are of different models ({sorted({g.name for g in gpus})}); rows name one "
             "GPU model, so pass --gpus with indices of one model"
         )
-    for tool in (config.nvcc,) if config.compile_only else (config.nvcc, config.gcc):
+    for tool in (ecfg.nvcc,) if config.compile_only else (ecfg.nvcc, ecfg.gcc):
         if shutil.which(tool) is None:
             raise MeasureError(f"{tool} is not on PATH; install it or pass its path")
     mode = "compile-only" if config.compile_only else "full"
-    arch = config.arch or (gpus[0].arch if gpus else "sm_90")
+    arch = ecfg.arch or (gpus[0].arch if gpus else "sm_90")
     driver_v = gpus[0].driver if gpus and mode == "full" else ""
     versions = toolchain_versions(ecfg, driver_v)
     env = Env(mode, gpus[0].name if mode == "full" else "", arch, versions)
     done = done_pairs(read_rows(config.out), tasks, mode, env.gpu)
     c_tasks = [t for t in tasks if t.kind is TaskKind.C2CUDA]
     torch_tasks = [t for t in tasks if t.kind is TaskKind.TORCH2CUDA]
-    torch_ok = not torch_tasks or importlib.util.find_spec(torch_module) is not None
-    todo = [(t, i) for t in c_tasks + (torch_tasks if torch_ok else []) for i in t.implementations
+    todo = [(t, i) for t in c_tasks + torch_tasks for i in t.implementations
             if (t.id, i.id) not in done]  # fmt: skip
     progress = Progress(len(todo), len({t.id for t, _ in todo}))
 
@@ -202,26 +133,16 @@ def measure_tasks(
     offset = config.out.stat().st_size if config.out.exists() else 0
     out = Output(config.out, progress.row)
     stats: dict = {"skipped_done": len(done), "notes": []}
-    if not torch_ok:
-        n = sum(len(t.implementations) for t in torch_tasks)
-        stats["notes"].append(
-            f"{torch_module} is not available, so {len(torch_tasks)} torch2cuda task(s) "
-            f"({n} implementations) were skipped"
-        )
-        log.warning(stats["notes"][-1])
-    salt = config.seed_salt if config.seed_salt is not None else secrets.randbits(62)
-    torch_todo = (
-        [t for t in torch_tasks if any((t.id, i.id) not in done for i in t.implementations)]
-        if torch_ok
-        else []
-    )
+    salt = ecfg.seed_salt if ecfg.seed_salt is not None else secrets.randbits(62)
+    torch_todo = [t for t in torch_tasks
+                  if any((t.id, i.id) not in done for i in t.implementations)]  # fmt: skip
     try:
         _measure_c(c_tasks, done, config, ecfg, env, gpus, out, progress, stats, builder,
-                   runtime_lib, torch_todo, salt, torch_module)  # fmt: skip
+                   runtime_lib, torch_todo, salt, measure_torch)  # fmt: skip
     finally:
         out.close()
     if config.compile_only and torch_todo:  # full runs do this per GPU, after its C share
-        torch_phase(torch_todo, config, 0, done, progress, stats, True, salt, arch, torch_module)
+        torch_phase(torch_todo, config, 0, done, progress, stats, True, salt, arch, measure_torch)
     return _summary(tasks, config, env, stats, time.monotonic() - t0, offset)
 
 
@@ -237,7 +158,7 @@ def _batches(tasks: list[Task], ngpu: int, size: int) -> list[tuple[int, list[Ta
 
 
 def _measure_c(c_tasks, done, config, ecfg, env, gpus, out, progress, stats, builder,
-               runtime_lib, torch_tasks, salt, torch_module) -> None:  # fmt: skip
+               runtime_lib, torch_tasks, salt, measure_torch) -> None:  # fmt: skip
     ngpu = max(len(gpus), 1)
     pool = cf.ThreadPoolExecutor(config.workers(), thread_name_prefix="nvcc",
                                  initializer=_lower_priority)  # fmt: skip
@@ -270,7 +191,7 @@ def _measure_c(c_tasks, done, config, ecfg, env, gpus, out, progress, stats, bui
             _compile_only([j for s in shard_jobs for j in s], builds, env, out, progress)
         else:
             _run_gpus(shard_jobs, config, ecfg, env, gpus, out, progress, stats, runtime_lib,
-                      torch_tasks, done, salt, torch_module)  # fmt: skip
+                      torch_tasks, done, salt, measure_torch)  # fmt: skip
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
         finished = [f.result() for f in builds if f.done() and not f.cancelled()
@@ -333,7 +254,7 @@ def _write_task(job: ShardJob, build: BatchBuild, prep: dict | None, outcomes: d
 
 
 def _run_gpus(shard_jobs, config, ecfg, env, gpus, out, progress, stats, runtime_lib,
-              torch_tasks, done, salt, torch_module) -> None:  # fmt: skip
+              torch_tasks, done, salt, measure_torch) -> None:  # fmt: skip
     try:
         runtime_lib = runtime_lib or build_runtime(env.arch, ecfg)
     except RuntimeError as e:
@@ -345,17 +266,17 @@ def _run_gpus(shard_jobs, config, ecfg, env, gpus, out, progress, stats, runtime
     limit = int(config.max_inflight_gb * 1e9)
     limit = min(limit, int(0.8 * shutil.disk_usage(scratch).free)) or limit
     settings = {
-        "trials": config.trials,
-        "warmup": config.warmup,
+        "trials": ecfg.trials,
+        "warmup": ecfg.warmup,
         "budget_ms": config.budget_ms,
-        "check_after": config.check_after,
-        "max_bandwidth_gbs": config.max_bandwidth_gbs,
+        "check_after": ecfg.check_after_timing,
+        "max_bandwidth_gbs": ecfg.max_bandwidth_gbs,
     }
-    eval_fields = {"cache_dir": str(config.cache_dir), "gcc": config.gcc, "compile_only": True}
+    eval_fields = {"cache_dir": str(ecfg.cache_dir), "gcc": ecfg.gcc, "compile_only": True}
     refs = RefPool(config.workers())
     budget = ByteBudget(limit)
     prefetch = config.prefetch or config.workers() // len(gpus) + 2
-    drivers = [GpuDriver(g.index, runtime_lib, settings, config.run_timeout_s,
+    drivers = [GpuDriver(g.index, runtime_lib, settings, config.silence_timeout_s,
                          config.out.with_name(f"{config.out.stem}.runner-gpu{g.index}.log"),
                          config.runner_max_tasks) for g in gpus]  # fmt: skip
     stats.update(scratch=str(scratch), inflight_limit_gb=limit / 1e9, prefetch=prefetch)
@@ -375,7 +296,7 @@ def _run_gpus(shard_jobs, config, ecfg, env, gpus, out, progress, stats, runtime
             mine = torch_tasks[i :: len(gpus)]
             if mine:
                 torch_phase(mine, config, gpus[i].index, done, progress, stats, False, salt,
-                             env.arch, torch_module)  # fmt: skip
+                             env.arch, measure_torch)  # fmt: skip
         except BaseException as e:  # noqa: BLE001 - re-raised by the main thread
             errors.append(e)
 
@@ -450,7 +371,7 @@ def _summary(tasks, config, env, stats, wall_s: float, offset: int) -> dict:
     }
 
 
-def estimate_gpu_seconds(tasks: list[Task], config: MeasureConfig) -> dict:
+def estimate_gpu_seconds(tasks: list[Task], config: BulkConfig) -> dict:
     """A rough model of the GPU runner's time, for planning (not a measurement): per task and
     config an upload at 8 GB/s; per implementation and config 3 device copies of the inputs,
     2 compares, 2 checked calls, warm-up, and trials of (L2 flush 40 us + syncs 30 us + call),
@@ -466,8 +387,8 @@ def estimate_gpu_seconds(tasks: list[Task], config: MeasureConfig) -> dict:
             arr = [(p, _nbytes(p, cfg)) for p in t.signature if p.is_array]
             moved = sum(b for _, b in arr)
             call = max(10e-6, 3 * moved / 3e12)
-            trials = min(config.trials, max(5, int(config.budget_ms / 1e3 / (call + 70e-6))))
-            per_impl = 3 * moved / 1.5e12 + 2 * moved / 2e12 + (2 + config.warmup) * call
+            trials = min(config.eval.trials, max(5, int(config.budget_ms / 1e3 / (call + 70e-6))))
+            per_impl = 3 * moved / 1.5e12 + 2 * moved / 2e12 + (2 + config.eval.warmup) * call
             per_impl += trials * (call + 70e-6) + 2e-3
             total += moved / 8e9 + n * per_impl
     return {"seconds": total, "implementations": impls,

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from cudaperf.execute.evaluator import _status_feedback
+from cudaperf.execute.evaluator import status_feedback
 from cudaperf.execute.results import timing_feedback, truncate
 from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, geomean
 from cudaperf.tasks.model import Implementation, Task, TaskKind
@@ -83,7 +83,7 @@ def make_row(
         fb = [message if message.startswith(("compile error", "link error", "rejected"))
               else f"{status.value}: {message}"]  # fmt: skip
     else:
-        fb = _status_feedback(status, configs, message)
+        fb = status_feedback(status, configs, message)
     if status is Status.OK:
         fb += timing_feedback(configs)
         if all(c.cpu_timing and c.timing for c in configs):

@@ -1,58 +1,51 @@
 """PyTorch→CUDA tasks of `cudaperf data measure`: `measure_torch_tasks` in a watched child.
 
-`torch_phase` runs `cudaperf.execute.bulk.torch_tasks.measure_torch_tasks` (another module; only
-its documented arguments are passed, plus those of its optional ones that its signature
-accepts: in-flight marker per GPU, salt, arch, jobs) for one GPU's share of the tasks, in a
-spawned child process, and restarts the child, resuming from the rows written so far, after
-`ContextPoisoned` (exit code 3), a crash, or no sign of life (progress calls, its in-flight
-marker, the results file) for `torch_watchdog_s`. The child appends rows to the same results
-file; the parent counts them for progress by reading what was appended.
+`torch_phase` runs `measure_torch` (default `torch_tasks.measure_torch_tasks`; any function of
+its keyword arguments: trials, device, done, progress, compile_only, inflight_path, salt, arch,
+jobs) for one GPU's share of the tasks, in a spawned child process, and restarts the child,
+resuming from the rows written so far, after `ContextPoisoned` (exit code 3), a crash, or no
+sign of life (progress calls, its in-flight marker, the results file) for `torch_watchdog_s`.
+The child appends rows to the same results file; the parent counts them for progress by reading
+what was appended.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import multiprocessing
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from cudaperf.execute.bulk.torch_tasks import ContextPoisoned, measure_torch_tasks
 from cudaperf.tasks.model import Task
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TORCH_MODULE", "rows_from", "torch_phase"]
-
-TORCH_MODULE = "cudaperf.execute.bulk.torch_tasks"
+__all__ = ["rows_from", "torch_phase"]
 
 
-def _torch_child(module: str, task_jsons: list[str], out: str, kwargs: dict, done: list, q):
-    """Child process: measure_torch_tasks on one GPU; exit code 3 asks for a restart."""
-    import inspect
-
-    measure_torch_tasks = importlib.import_module(module).measure_torch_tasks
+def _torch_child(measure_torch: Callable, task_jsons: list[str], out: str, kwargs: dict,
+                 done: list, q) -> None:  # fmt: skip
+    """Child process: `measure_torch` on one GPU; exit code 3 asks for a restart."""
     tasks = [Task.model_validate_json(j) for j in task_jsons]
-    accepted = inspect.signature(measure_torch_tasks).parameters
-    kw = {k: v for k, v in kwargs.items() if k in accepted}
     try:
-        measure_torch_tasks(tasks, Path(out), done={tuple(p) for p in done}, progress=q.put, **kw)
-    except Exception as e:
-        if type(e).__name__ == "ContextPoisoned":  # its row is written: restart and resume
-            log.warning("torch2cuda runner: %s", e)
-            os._exit(3)
-        raise
+        measure_torch(tasks, Path(out), done={tuple(p) for p in done}, progress=q.put, **kwargs)
+    except ContextPoisoned as e:  # its row is written: restart and resume
+        log.warning("torch2cuda runner: %s", e)
+        os._exit(3)
 
 
 def torch_phase(tasks: list[Task], config, device: int, done: set, progress,
                  stats: dict, compile_only: bool, salt: int, arch: str,
-                 module: str = TORCH_MODULE) -> None:  # fmt: skip
+                 measure_torch: Callable = measure_torch_tasks) -> None:  # fmt: skip
     """PyTorch→CUDA tasks of one GPU through `measure_torch_tasks`, in a child process that is
     restarted (resuming from the rows written so far) after a CUDA error, a crash, or no sign
     of life (progress, its in-flight marker, the results file) for `torch_watchdog_s`."""
     ctx = multiprocessing.get_context("spawn")
     inflight = config.out.with_name(f"{config.out.name}.inflight-gpu{device}")
-    kwargs = {"trials": config.trials, "device": device, "compile_only": compile_only,
+    kwargs = {"trials": config.eval.trials, "device": device, "compile_only": compile_only,
               "inflight_path": str(inflight), "salt": salt, "arch": arch,
               "jobs": config.workers()}  # fmt: skip
     ids = {t.id for t in tasks}
@@ -60,7 +53,7 @@ def torch_phase(tasks: list[Task], config, device: int, done: set, progress,
     offset = config.out.stat().st_size if config.out.exists() else 0
     for attempt in range(_TORCH_MAX_RESTARTS + 1):
         q = ctx.Queue()
-        args = (module, [t.model_dump_json() for t in tasks], str(config.out), kwargs,
+        args = (measure_torch, [t.model_dump_json() for t in tasks], str(config.out), kwargs,
                 sorted(mine), q)  # fmt: skip
         proc = ctx.Process(target=_torch_child, args=args, name=f"measure-torch-{device}")
         proc.start()

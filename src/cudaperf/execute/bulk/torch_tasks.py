@@ -72,7 +72,7 @@ from typing import Any
 from cudaperf.execute import torch_build, torch_static
 from cudaperf.execute.build import detect_gpus, first_error, toolchain_versions
 from cudaperf.execute.config import EvalConfig
-from cudaperf.execute.evaluator import _reference_names, _status_feedback, _torch_speedups
+from cudaperf.execute.evaluator import reference_names, status_feedback, torch_speedups
 from cudaperf.execute.results import timing_feedback, truncate
 from cudaperf.execute.sanity import escape_message, roofline_message
 from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, Timing
@@ -153,7 +153,7 @@ def prebuild(
                                initializer=os.nice, initargs=(5,))  # fmt: skip
     futures = {}
     for t in tasks:
-        names = _reference_names(t.source)
+        names = reference_names(t.source)
         for i in t.implementations:
             if (t.id, i.id) not in done:
                 futures[(t.id, i.id)] = pool.submit(_prebuild_one, i.code, names, arch, timeout_s)
@@ -334,11 +334,11 @@ def _prebuilt(fut: Future) -> Prebuilt:
 
 
 def _gpu_row(run, task, impl, p: Prebuilt, status: Status, configs, message: str) -> ExecResult:
-    fb = _status_feedback(status, configs, message)
+    fb = status_feedback(status, configs, message)
     kw: dict[str, Any] = {}
     if status is Status.OK:
         fb += timing_feedback(configs)
-        kw = _torch_speedups(configs)
+        kw = torch_speedups(configs)
     return run.row(
         task, impl, status, configs=configs, form=p.form, compile_log=p.log,
         runtime_log=truncate(message, _LOG_CHARS), feedback=fb + list(p.notes),
