@@ -63,3 +63,59 @@ def test_keep_verified_drops_failed_implementations_then_thin_tasks():
     }
     assert keep_verified([t], renamed)[0] == []
     assert keep_verified([t], found, gpu="NVIDIA A100")[0] == []
+
+
+def test_results_carry_their_protocol_and_old_rows_read_as_bulk_v1():
+    old, new = _row(), _row(impl="fast") | {"protocol": "evaluator-v1"}
+    found = measurements_from_results([old, new], "2026-12-01")
+    assert {m.protocol for m in found[(C_TASK["id"], "naive")]} == {"bulk-v1"}
+    assert {m.protocol for m in found[(C_TASK["id"], "fast")]} == {"evaluator-v1"}
+
+
+def test_legacy_protocol_is_left_out_when_written_so_old_files_stay_byte_identical():
+    from cudaperf.tasks.model import Measurement
+
+    legacy = Measurement(gpu="g", config="c", median_us=1.0)
+    assert "protocol" not in legacy.model_dump(mode="json")
+    assert Measurement.model_validate(legacy.model_dump()).protocol == "bulk-v1"
+    ev = Measurement(gpu="g", config="c", median_us=1.0, protocol="evaluator-v1")
+    assert ev.model_dump(mode="json")["protocol"] == "evaluator-v1"
+    assert Measurement.model_validate_json(ev.model_dump_json()) == ev
+
+
+def test_packaged_dataset_lines_save_byte_identically():
+    import gzip
+    from pathlib import Path
+
+    import pytest
+
+    data = Path(__file__).resolve().parents[2] / "data" / "tasks.jsonl.gz"
+    if not data.exists():
+        pytest.skip("no packaged dataset in this checkout")
+    with gzip.open(data, "rt", encoding="utf-8") as f:
+        lines = [next(f) for _ in range(40)]
+    for line in lines:
+        t = Task.model_validate_json(line)
+        assert any(i.measurements for i in t.implementations)
+        assert json.dumps(t.model_dump(mode="json"), sort_keys=True) + "\n" == line
+
+
+def test_keep_protocols_filters_measurements():
+    import pytest
+
+    from cudaperf.tasks.measurements import keep_protocols
+
+    naive = C_TASK["implementations"][0]
+    fast = dict(naive, id="fast", code=naive["code"] + "// v2\n")
+    task = Task.model_validate(C_TASK | {"implementations": [naive, fast]})
+    rows = [_row(), _row(impl="fast") | {"protocol": "evaluator-v1"}]
+    found = measurements_from_results(rows, "2026-12-01")
+    tasks, _ = attach_measurements([task], found)
+    [bulk] = keep_protocols(tasks, ["bulk-v1"])
+    [ev] = keep_protocols(tasks, {"evaluator-v1"})
+    got = {i.id: len(i.measurements) for i in bulk.implementations if i.measurements}
+    assert got == {"naive": 3}
+    got = {i.id: len(i.measurements) for i in ev.implementations if i.measurements}
+    assert got == {"fast": 3}
+    with pytest.raises(ValueError, match="unknown measurement protocol"):
+        keep_protocols(tasks, ["kernelbench"])

@@ -6,6 +6,13 @@
 versions and date. Results that are not `ok` add nothing (an unverified time is never
 stored). This module reads the results as plain JSON, so the task package does not depend on
 the evaluator.
+
+Each result and measurement names the protocol that produced it (`PROTOCOLS`): the bulk mode
+(`cudaperf data measure`) checks less than the per-candidate evaluator, so a consumer that must
+not mix them (the ranker's training pairs, a dataset build) keeps one with `keep_protocols`. A
+result without a `protocol` field (written before it existed) reads as `LEGACY_PROTOCOL`
+("bulk-v1": every stored measurement so far came from `data measure`; an evaluator result file
+of that time is read as bulk-v1 too, so give such a file's rows a protocol before attaching).
 """
 
 from __future__ import annotations
@@ -14,9 +21,57 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from cudaperf.tasks.model import Measurement, Task
+from cudaperf.tasks.model import LEGACY_PROTOCOL, Measurement, Task
 
-__all__ = ["attach_measurements", "keep_verified", "measurements_from_results", "read_results"]
+__all__ = [
+    "PROTOCOLS",
+    "attach_measurements",
+    "keep_protocols",
+    "keep_verified",
+    "measurements_from_results",
+    "protocol_of",
+    "read_results",
+]
+
+# Measurement protocols: id -> what ran (the defaults of each mode; the trial count a timing
+# actually got is its `trials`). Rows and measurements carry the id.
+PROTOCOLS: dict[str, str] = {
+    "bulk-v1": (
+        "cudaperf data measure (execute.bulk): C->CUDA: input set 0 checked on the device, timed "
+        "(20 trials within 50 ms per config, 3 warm-up calls, L2 flushed), wall-clock and roofline "
+        "cross-checks, re-checked after timing; PyTorch->CUDA: 2 correctness trials, first failing "
+        "config ends the implementation, no profiler kernel-share check, no torch.compile baseline"
+    ),
+    "evaluator-v1": (
+        "cudaperf eval (execute.Evaluator): fresh secret inputs per check, 100 trials within 2 s "
+        "per config, 10 warm-up calls; PyTorch->CUDA: 5 correctness trials, every config, profiler "
+        "kernel-share check, eager and torch.compile baselines"
+    ),
+}
+
+
+def protocol_of(row: dict) -> str:
+    """The protocol id of a result row (`LEGACY_PROTOCOL` for a row written before the field)."""
+    return row.get("protocol") or LEGACY_PROTOCOL
+
+
+def keep_protocols(tasks: list[Task], protocols: Iterable[str]) -> list[Task]:
+    """The tasks with only the measurements made under one of `protocols` (ids of PROTOCOLS;
+    an unknown id is a ValueError). Implementations and tasks are kept, possibly unmeasured."""
+    want = set(protocols)
+    unknown = want - set(PROTOCOLS)
+    if unknown:
+        raise ValueError(
+            f"unknown measurement protocol(s) {sorted(unknown)}; use {sorted(PROTOCOLS)}"
+        )
+    out = []
+    for t in tasks:
+        impls = [
+            i.model_copy(update={"measurements": [m for m in i.measurements if m.protocol in want]})
+            for i in t.implementations
+        ]
+        out.append(t.model_copy(update={"implementations": impls}))
+    return out
 
 
 def read_results(path: str | Path) -> list[dict]:
@@ -48,6 +103,7 @@ def measurements_from_results(
                 trials=c["timing"]["trials"],
                 versions=r.get("versions", {}),
                 date=date,
+                protocol=protocol_of(r),
             )
             for c in r["configs"]
             if c.get("timing")

@@ -34,6 +34,7 @@ __all__ = [
     "Distribution",
     "Implementation",
     "InputConfig",
+    "LEGACY_PROTOCOL",
     "Measurement",
     "Param",
     "Role",
@@ -289,6 +290,12 @@ class Tolerance(_Frozen):
     rtol: float = Field(default=1e-4, ge=0)  # relative tolerance
 
 
+# The measurement protocol of timings stored before `Measurement.protocol` existed: every one of
+# them came from `cudaperf data measure` (data/README.md). Written out only when different, so
+# files measured before the field existed load and save byte-identically.
+LEGACY_PROTOCOL = "bulk-v1"
+
+
 class Measurement(_Frozen):
     """One timing of one implementation on one config on one GPU."""
 
@@ -299,6 +306,9 @@ class Measurement(_Frozen):
     trials: int = Field(default=0, ge=0)  # number of timed trials
     versions: dict[str, str] = {}  # toolchain versions: nvcc, driver, torch, cudaperf
     date: str = ""  # ISO date of the measurement
+    # which procedure produced it (checks, correctness and timed trials, budget): an id of
+    # cudaperf.tasks.measurements.PROTOCOLS; absent in older files, read as LEGACY_PROTOCOL
+    protocol: str = Field(default=LEGACY_PROTOCOL, exclude_if=lambda v: v == LEGACY_PROTOCOL)
 
 
 class Implementation(_Frozen):
