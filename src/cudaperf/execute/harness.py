@@ -27,7 +27,17 @@ from __future__ import annotations
 
 from cudaperf.tasks.model import Role, Task
 
-__all__ = ["ROLE_CODES", "RUN_SYMBOL", "harness_source", "CANDIDATE_FILE", "HARNESS_FILE"]
+__all__ = [
+    "CANDIDATE_FILE",
+    "HARNESS_FILE",
+    "ROLE_CODES",
+    "RUN_SYMBOL",
+    "driver_helpers",
+    "harness_source",
+    "trial_loop",
+    "unpack_args",
+    "warmup_loop",
+]
 
 ROLE_CODES = {Role.IN: 0, Role.OUT: 1, Role.INOUT: 2, Role.SCALAR: 3}
 IN_NO_DOWNLOAD = 4  # an `in` array not copied back after a checked call (no mutation check)
@@ -42,19 +52,71 @@ _PRELUDE = """\
 #include <cstring>
 """
 
-_DRIVER = r"""
-static int __cudaperf_fail(const char* what, cudaError_t e, char* err, int errlen) {
+# The driver pieces both C drivers share, the evaluator's (`_DRIVER`) and the bulk batch
+# library's (`cudaperf.execute.bulk.source.BATCH_DRIVER`): one copy of the error check, the clock,
+# the warm-up loop and the timed-trial loop (L2 flush, device-wide sync, events, wall clock,
+# >= 5 trials then until `trials` or `budget_ms`). `{P}` is the symbol prefix, `{CALL}` the
+# call of the candidate, `{FLUSH}` the L2 flush statement (the bulk's flush buffer may be absent).
+_HELPERS = r"""static int {P}fail(const char* what, cudaError_t e, char* err, int errlen) {
   snprintf(err, errlen, "%s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
   return e == cudaSuccess ? -1 : (int)e;
 }
 #define CP_CHECK(call, what) do { cudaError_t e_ = (call); \
-  if (e_ != cudaSuccess) { rc = __cudaperf_fail(what, e_, err, errlen); goto done; } } while (0)
+  if (e_ != cudaSuccess) { rc = {P}fail(what, e_, err, errlen); goto done; } } while (0)
 
-static double __cudaperf_now_ms() {
+static double {P}now_ms() {
   return std::chrono::duration<double, std::milli>(
       std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+"""
 
+_WARMUP = r"""  for (int w = 0; w < warmup; ++w) {
+    {CALL};
+    CP_CHECK(cudaGetLastError(), "launching the candidate's kernel (warm-up)");
+    CP_CHECK(cudaDeviceSynchronize(), "running the candidate (warm-up)");
+  }
+"""
+
+_TRIALS = r"""  t_begin = {P}now_ms();
+  for (t = 0; t < trials; ++t) {
+{FLUSH}
+    CP_CHECK(cudaDeviceSynchronize(), "after the L2 flush");
+    w0 = {P}now_ms();
+    CP_CHECK(cudaEventRecord(ev0, 0), "recording the start event");
+    {CALL};
+    CP_CHECK(cudaEventRecord(ev1, 0), "recording the end event");
+    CP_CHECK(cudaGetLastError(), "launching the candidate's kernel (timing)");
+    CP_CHECK(cudaDeviceSynchronize(), "running the candidate (timing)");
+    wall_ms[t] = {P}now_ms() - w0;
+    CP_CHECK(cudaEventElapsedTime(&event_ms[t], ev0, ev1), "reading the events");
+    *done = t + 1;
+    if (t + 1 >= 5 && {P}now_ms() - t_begin > budget_ms) break;
+  }
+"""
+
+
+def driver_helpers(prefix: str) -> str:
+    """`<prefix>fail`, the `CP_CHECK(call, what)` macro (needs `rc`, `err`, `errlen`, `done:`)
+    and `<prefix>now_ms()`, the host clock of the wall-time cross-check."""
+    return _HELPERS.replace("{P}", prefix)
+
+
+def warmup_loop(call: str) -> str:
+    """`warmup` untimed, checked calls of `call` (a C expression)."""
+    return _WARMUP.replace("{CALL}", call)
+
+
+def trial_loop(prefix: str, call: str, flush: str) -> str:
+    """The timed trials: per trial `flush` (C statement lines, indented 4), a device-wide sync,
+    the start event, `call`, the end event, a device-wide sync; event and wall time into
+    `event_ms[t]` and `wall_ms[t]`; at least 5 trials, then until `trials` or `budget_ms`."""
+    return _TRIALS.replace("{P}", prefix).replace("{CALL}", call).replace("{FLUSH}", flush)
+
+
+_P = "__cudaperf_"
+_CALL = "__cudaperf_call(args)"
+_FLUSH = '    CP_CHECK(cudaMemsetAsync(flush, t & 0xFF, flush_bytes, 0), "flushing L2");'
+_DRIVER_HEAD = r"""
 extern "C" int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n,
                               int warmup, int trials, double budget_ms, float* event_ms,
                               double* wall_ms, int* done, char* err, int errlen) {
@@ -87,11 +149,9 @@ extern "C" int __cudaperf_run(void** host, const long long* nbytes, const int* r
         CP_CHECK(cudaMemcpy(host[i], dev[i], nbytes[i], cudaMemcpyDeviceToHost), "download");
     goto done;
   }
-  for (int w = 0; w < warmup; ++w) {
-    __cudaperf_call(args);
-    CP_CHECK(cudaGetLastError(), "launching the candidate's kernel (warm-up)");
-    CP_CHECK(cudaDeviceSynchronize(), "running the candidate (warm-up)");
-  }
+"""
+
+_DRIVER_MID = r"""
   CP_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), "querying the L2 size");
   flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : (64 << 20));
   CP_CHECK(cudaMalloc(&flush, flush_bytes), "allocating the L2 flush buffer");
@@ -110,22 +170,9 @@ extern "C" int __cudaperf_run(void** host, const long long* nbytes, const int* r
     cal[j] = cal_x;
   }
   wall_ms[trials] = cal[5];
-  t_begin = __cudaperf_now_ms();
-  for (t = 0; t < trials; ++t) {
-    CP_CHECK(cudaMemsetAsync(flush, t & 0xFF, flush_bytes, 0), "flushing L2");
-    CP_CHECK(cudaDeviceSynchronize(), "after the L2 flush");
-    w0 = __cudaperf_now_ms();
-    CP_CHECK(cudaEventRecord(ev0, 0), "recording the start event");
-    __cudaperf_call(args);
-    CP_CHECK(cudaEventRecord(ev1, 0), "recording the end event");
-    CP_CHECK(cudaGetLastError(), "launching the candidate's kernel (timing)");
-    CP_CHECK(cudaDeviceSynchronize(), "running the candidate (timing)");
-    wall_ms[t] = __cudaperf_now_ms() - w0;
-    CP_CHECK(cudaEventElapsedTime(&event_ms[t], ev0, ev1), "reading the events");
-    *done = t + 1;
-    if (t + 1 >= 5 && __cudaperf_now_ms() - t_begin > budget_ms) break;
-  }
-done:
+"""[1:]  # (the first newline keeps the line short)
+
+_DRIVER_TAIL = r"""done:
   if (ev0) cudaEventDestroy(ev0);
   if (ev1) cudaEventDestroy(ev1);
   if (flush) cudaFree(flush);
@@ -134,18 +181,33 @@ done:
 }
 """
 
+_DRIVER = (
+    "\n"
+    + driver_helpers(_P)
+    + _DRIVER_HEAD
+    + warmup_loop(_CALL)
+    + _DRIVER_MID
+    + trial_loop(_P, _CALL, _FLUSH)
+    + _DRIVER_TAIL
+)
 
-def _unpack(task: Task) -> str:
-    """`__cudaperf_call(void** a)`: calls the entry with the task's signature unpacked."""
+
+def unpack_args(task: Task, array: str = "a") -> str:
+    """The entry's arguments read from `void** <array>` (device pointers for arrays, host
+    pointers to the values of scalars): the one unpacking of both C drivers."""
     parts = []
     for i, p in enumerate(task.signature):
         if p.role is Role.SCALAR:
-            parts.append(f"*({p.ctype}*)a[{i}]")
+            parts.append(f"*({p.ctype}*){array}[{i}]")
         else:
             const = "const " if p.role is Role.IN else ""
-            parts.append(f"({const}{p.ctype}*)a[{i}]")
-    args = ", ".join(parts)
-    return f"static void __cudaperf_call(void** a) {{ {task.entry}({args}); }}\n"
+            parts.append(f"({const}{p.ctype}*){array}[{i}]")
+    return ", ".join(parts)
+
+
+def _unpack(task: Task) -> str:
+    """`__cudaperf_call(void** a)`: calls the entry with the task's signature unpacked."""
+    return f"static void __cudaperf_call(void** a) {{ {task.entry}({unpack_args(task)}); }}\n"
 
 
 def harness_source(task: Task, candidate_code: str) -> str:

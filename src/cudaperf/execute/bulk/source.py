@@ -40,7 +40,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cudaperf.tasks.model import Role, Task
+from cudaperf.execute.harness import driver_helpers, trial_loop, unpack_args, warmup_loop
+from cudaperf.tasks.model import Task
 
 __all__ = [
     "BATCH_FILE",
@@ -55,7 +56,6 @@ __all__ = [
     "strip_extern_c",
     "unit_file",
     "unit_log",
-    "unpack_args",
     "wrap_implementation",
 ]
 
@@ -191,19 +191,6 @@ def macro_names(code: str) -> list[str]:
     return sorted(set(_DEFINE.findall(code)))
 
 
-def unpack_args(task: Task, array: str = "a") -> str:
-    """The entry's arguments read from `void** a`, exactly as the evaluator's harness
-    (`cudaperf.execute.harness._unpack`) passes them."""
-    parts = []
-    for i, p in enumerate(task.signature):
-        if p.role is Role.SCALAR:
-            parts.append(f"*({p.ctype}*){array}[{i}]")
-        else:
-            const = "const " if p.role is Role.IN else ""
-            parts.append(f"({const}{p.ctype}*){array}[{i}]")
-    return ", ".join(parts)
-
-
 def wrap_implementation(unit: BatchUnit) -> tuple[str, list[str]]:
     """(the namespaced implementation, the headers it included)."""
     code, headers = hoist_includes(unit.code)
@@ -275,19 +262,12 @@ def unit_log(log: str, k: int) -> str:
     return "\n".join(own).replace(unit_file(k), "candidate.cu")
 
 
-BATCH_DRIVER = r"""
-static int cp_fail(const char* what, cudaError_t e, char* err, int errlen) {
-  snprintf(err, errlen, "%s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
-  return e == cudaSuccess ? -1 : (int)e;
-}
-#define CP_CHECK(call, what) do { cudaError_t e_ = (call); \
-  if (e_ != cudaSuccess) { rc = cp_fail(what, e_, err, errlen); goto done; } } while (0)
-
-static double cp_now_ms() {
-  return std::chrono::duration<double, std::milli>(
-      std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
+_CALL = "cp_table[k](args)"
+_FLUSH = (  # the caller owns the flush buffer; none (tests on the host) skips the flush
+    "    if (flush && flush_bytes > 0)\n"
+    '      CP_CHECK(cudaMemsetAsync(flush, t & 0xFF, (size_t)flush_bytes, 0), "flushing L2");'
+)
+_DRIVER_HEAD = r"""
 extern "C" int cp_count(void) { return cp_n; }
 
 extern "C" void* cp_fn(int k) { return (k >= 0 && k < cp_n) ? (void*)cp_table[k] : 0; }
@@ -313,32 +293,27 @@ extern "C" int cp_time(int k, void** args, int warmup, int trials, double budget
   *done = 0;
   err[0] = 0;
   if (k < 0 || k >= cp_n) { snprintf(err, errlen, "no implementation %d here", k); return -1; }
-  for (int w = 0; w < warmup; ++w) {
-    cp_table[k](args);
-    CP_CHECK(cudaGetLastError(), "launching the candidate's kernel (warm-up)");
-    CP_CHECK(cudaDeviceSynchronize(), "running the candidate (warm-up)");
-  }
-  CP_CHECK(cudaEventCreate(&ev0), "creating events");
+"""
+
+_DRIVER_MID = r"""  CP_CHECK(cudaEventCreate(&ev0), "creating events");
   CP_CHECK(cudaEventCreate(&ev1), "creating events");
-  t_begin = cp_now_ms();
-  for (t = 0; t < trials; ++t) {
-    if (flush && flush_bytes > 0)
-      CP_CHECK(cudaMemsetAsync(flush, t & 0xFF, (size_t)flush_bytes, 0), "flushing L2");
-    CP_CHECK(cudaDeviceSynchronize(), "after the L2 flush");
-    w0 = cp_now_ms();
-    CP_CHECK(cudaEventRecord(ev0, 0), "recording the start event");
-    cp_table[k](args);
-    CP_CHECK(cudaEventRecord(ev1, 0), "recording the end event");
-    CP_CHECK(cudaGetLastError(), "launching the candidate's kernel (timing)");
-    CP_CHECK(cudaDeviceSynchronize(), "running the candidate (timing)");
-    wall_ms[t] = cp_now_ms() - w0;
-    CP_CHECK(cudaEventElapsedTime(&event_ms[t], ev0, ev1), "reading the events");
-    *done = t + 1;
-    if (t + 1 >= 5 && cp_now_ms() - t_begin > budget_ms) break;
-  }
-done:
+"""
+
+_DRIVER_TAIL = r"""done:
   if (ev0) cudaEventDestroy(ev0);
   if (ev1) cudaEventDestroy(ev1);
   return rc;
 }
 """
+
+# The batch library's driver: the evaluator harness's error check, clock, warm-up loop and
+# timed-trial loop (`cudaperf.execute.harness`), around a function table instead of one call.
+BATCH_DRIVER = (
+    "\n"
+    + driver_helpers("cp_")
+    + _DRIVER_HEAD
+    + warmup_loop(_CALL)
+    + _DRIVER_MID
+    + trial_loop("cp_", _CALL, _FLUSH)
+    + _DRIVER_TAIL
+)
