@@ -263,7 +263,7 @@ def profile_share(fn, args, names: set[str], device: str = "cuda"):
     return mine / total, "", sorted(seen)
 
 
-# In-process checks of *trusted* code (the dataset measurement in datagen.measure, whose
+# In-process checks of *trusted* code (the bulk dataset measurement in execute.bulk, whose
 # implementations are the project's own): no process split, same trials as before it.
 # Candidates are never checked with these; see torch_trusted.
 _CUDA_ERROR = ("CUDA error", "cudaError", "illegal memory access", "device-side assert", "CUBLAS")
