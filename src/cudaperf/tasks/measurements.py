@@ -24,6 +24,8 @@ from pathlib import Path
 from cudaperf.tasks.model import LEGACY_PROTOCOL, Measurement, Task
 
 __all__ = [
+    "BULK_PROTOCOL",
+    "EVALUATOR_PROTOCOL",
     "PROTOCOLS",
     "attach_measurements",
     "keep_protocols",
@@ -33,16 +35,19 @@ __all__ = [
     "read_results",
 ]
 
+BULK_PROTOCOL = "bulk-v1"  # `cudaperf data measure` (execute.bulk)
+EVALUATOR_PROTOCOL = "evaluator-v1"  # `cudaperf eval` and every other use of execute.Evaluator
+
 # Measurement protocols: id -> what ran (the defaults of each mode; the trial count a timing
 # actually got is its `trials`). Rows and measurements carry the id.
 PROTOCOLS: dict[str, str] = {
-    "bulk-v1": (
+    BULK_PROTOCOL: (
         "cudaperf data measure (execute.bulk): C->CUDA: input set 0 checked on the device, timed "
         "(20 trials within 50 ms per config, 3 warm-up calls, L2 flushed), wall-clock and roofline "
         "cross-checks, re-checked after timing; PyTorch->CUDA: 2 correctness trials, first failing "
         "config ends the implementation, no profiler kernel-share check, no torch.compile baseline"
     ),
-    "evaluator-v1": (
+    EVALUATOR_PROTOCOL: (
         "cudaperf eval (execute.Evaluator): fresh secret inputs per check, 100 trials within 2 s "
         "per config, 10 warm-up calls; PyTorch->CUDA: 5 correctness trials, every config, profiler "
         "kernel-share check, eager and torch.compile baselines"
