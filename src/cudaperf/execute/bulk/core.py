@@ -21,6 +21,9 @@ time; this module measures a whole generated dataset on one machine with the sam
    after its C→CUDA share, in a child process (`torch_phase`).
 
 `compile_only=True` (no GPU) only builds the batch libraries and writes `compiled` rows.
+Settings: `BulkConfig` (`config`), which contains the evaluator's `EvalConfig`. Timings made
+here are protocol `bulk-v1` of `cudaperf.tasks.measurements.PROTOCOLS` (what it checks, and
+how that differs from the evaluator's `evaluator-v1`).
 Differences from the evaluator, by design: inputs are input set 0 only (the re-check after
 timing uses the same inputs, restored), 20 trials within a 50 ms budget per config by
 default (not 100 within 2 s), and no CPU timing of the reference unless `cpu_trials > 0`.
