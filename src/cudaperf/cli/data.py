@@ -287,6 +287,8 @@ def measure_config(*, out: Path, batch_tasks: int, jobs: int | None, gpus, trial
     `silence_timeout_s`). Raises ValueError naming a bad value."""
     from cudaperf.execute.bulk import BulkConfig, bulk_eval_config
 
+    if not budget_ms > 0:  # named by its flag: EvalConfig would name time_budget_s
+        raise ValueError(f"--budget-ms {budget_ms}: must be > 0 ms, e.g. 50")
     ev = bulk_eval_config(
         trials=trials, warmup=warmup, time_budget_s=budget_ms / 1e3, compile_only=compile_only,
         arch=arch, cache_dir=cache_dir, seed_salt=seed_salt, gpus=gpus,

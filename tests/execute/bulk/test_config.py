@@ -66,7 +66,7 @@ def test_bulk_declares_no_setting_the_evaluator_has():
 
 @pytest.mark.parametrize(
     "kw, word",
-    [({"trials": 0}, "trials"), ({"warmup": -1}, "warmup"), ({"budget_ms": 0.0}, "time_budget_s"),
+    [({"trials": 0}, "trials"), ({"warmup": -1}, "warmup"), ({"budget_ms": 0.0}, "--budget-ms"),
      ({"arch": "90"}, "arch"), ({"cpu_trials": -1}, "cpu_trials"),
      ({"run_timeout": 0.0}, "silence_timeout_s"), ({"batch_tasks": 0}, "batch_tasks"),
      ({"out": Path("x.txt")}, ".jsonl")],
