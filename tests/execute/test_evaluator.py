@@ -28,3 +28,19 @@ def test_torch_requests_name_the_device(cpu_config):
                  time.monotonic(), op="torch")  # fmt: skip
     req = ev.request(p)
     assert req["device"] == "cuda" and req["salt"] == 1 and req["op"] == "torch"
+
+
+def test_the_run_s_protections_come_from_the_reply_and_isolation_keys_the_cache(cpu_config):
+    from dataclasses import replace
+
+    from torch_cpu import relu_task
+
+    reply = {"status": "wrong_output", "configs": [], "message": "m",
+             "protections": {"active": ["mount_ns"], "missing": {"seccomp": "EINVAL"}}}  # fmt: skip
+    run = [p for p in _finish(cpu_config, reply).protections if p.stage == "run"]
+    assert run[0].active == ("mount_ns",) and run[0].missing == ("seccomp: EINVAL",)
+    env = Env("full", (0,), "FAKE", "sm_90", {}, 1)
+    on = Evaluator(cpu_config, env).key(relu_task(), Candidate(code="x"))
+    off = Evaluator(replace(cpu_config, isolate_files=False), env)
+    # a result measured unconfined is never served as if it had been confined
+    assert off.key(relu_task(), Candidate(code="x")) != on

@@ -148,3 +148,28 @@ def test_job_files_are_staged_into_the_worker_s_private_view_and_back(cpu_config
         h.close()
         shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(other, ignore_errors=True)
+
+
+@needs_ns
+def test_the_worker_s_protections_reach_the_result_on_every_path(rig):
+    """What the confined worker reported reaches ExecResult (and its JSON line), also after a
+    timeout and a crash; a worker reply that claims protections of its own is overruled."""
+    run, h = rig
+    for name in ("ok", "hang", "segv"):
+        res = run(name)
+        run_stage = [p for p in res.protections if p.stage == "run"]
+        assert len(run_stage) == 1, name
+        assert {"mount_ns", "readonly_root", "seccomp"} <= set(run_stage[0].active), name
+        back = type(res).model_validate_json(res.model_dump_json())
+        assert back.protections == res.protections
+    forged = h.request({"op": "hello", "protections": {"active": ["forged"]}}, 30)
+    assert "forged" not in forged["protections"].get("active", [])
+
+
+@pytest.mark.parametrize("rig", [False], indirect=True)
+def test_an_unconfined_worker_says_so_in_the_result(rig):
+    run, _ = rig
+    res = run("ok")
+    assert [p.missing for p in res.protections if p.stage == "run"] == [
+        ("all: isolate_files is off",)
+    ]

@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudaperf import __version__
@@ -55,6 +55,8 @@ class BuildResult:
     seconds: float  # compile wall time (0 when served from the build cache)
     cached: bool  # served from an earlier build
     timed_out: bool = False  # the compiler hit compile_timeout_s
+    protections: dict = field(default_factory=dict)  # confine.Protections (as a dict) the
+    # compiler that made this build ran under ({}: unconfined); kept in build.json for hits
 
 
 @dataclass(frozen=True)
@@ -136,9 +138,11 @@ def _compile_locked(
     if meta.exists():
         m = json.loads(meta.read_text())
         lib = str(out_dir / lib_name) if m["ok"] else ""
-        return BuildResult(m["ok"], lib, m["log"], 0.0, True, m.get("timed_out", False))
+        return BuildResult(m["ok"], lib, m["log"], 0.0, True, m.get("timed_out", False),
+                           m.get("protections", {}))  # fmt: skip
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
+    prot: dict = {}
     with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
         (Path(tmp) / src_name).write_text(src)
         timed_out = False
@@ -163,9 +167,10 @@ def _compile_locked(
         os.replace(Path(tmp) / src_name, out_dir / src_name)
     dt = time.perf_counter() - t0
     tmp_meta = out_dir / f"build.json.{os.getpid()}.{threading.get_ident()}"
-    tmp_meta.write_text(json.dumps({"ok": ok, "log": log, "seconds": dt, "timed_out": timed_out}))
+    m = {"ok": ok, "log": log, "seconds": dt, "timed_out": timed_out, "protections": prot}
+    tmp_meta.write_text(json.dumps(m))
     os.replace(tmp_meta, meta)
-    return BuildResult(ok, str(out_dir / lib_name) if ok else "", log, dt, False, timed_out)
+    return BuildResult(ok, str(out_dir / lib_name) if ok else "", log, dt, False, timed_out, prot)
 
 
 def build_candidate(task: Task, code: str, arch: str, config: EvalConfig) -> BuildResult:

@@ -395,7 +395,11 @@ def main(argv: list[str]) -> int:
         report, rest = int(rest[1]), rest[2:]
     rest = rest[1:] if rest[:1] == ["--"] else rest
     quiet = report is not None  # the parent logs what the report says
-    prot = apply(policy, quiet) if policy is not None else Protections(missing={"all": "off"})
+    prot = (
+        apply(policy, quiet)
+        if policy is not None
+        else Protections(missing={"all": "not requested"})
+    )
     if report is not None:
         with os.fdopen(report, "w") as f:
             f.write(json.dumps(asdict(prot)) + "\n")

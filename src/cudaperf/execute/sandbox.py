@@ -13,6 +13,9 @@ the native cache) stay readable. Per request the parent stages what the job name
 workdir, libraries outside those folders, a load_inline extension folder, the baseline cache)
 into the worker's private view at the same paths, and copies `output.log` (and new baseline
 lines) back afterwards; the worker never sees another candidate's folder.
+Every reply (timeouts and crashes included) carries `protections`: the `confine.Protections`
+the worker reported when it started (set here, never read from the worker's own reply), which
+`Evaluator.finish` puts into `ExecResult.protections` as the "run" stage.
 """
 
 from __future__ import annotations
@@ -117,6 +120,8 @@ class WorkerHandle:
         self._rfd, self._buf, self.jobs = r2, b"", 0
         if policy:
             self._read_protections(rr)
+        else:
+            self.protections = {"active": [], "missing": {"all": "isolate_files is off"}}
         ready = self._readline(time.monotonic() + 120)
         if ready is None:
             raise RuntimeError(f"worker failed to start: {self._death()}")
@@ -255,6 +260,7 @@ class WorkerHandle:
                 self.restarts += 1
             self._start()
         self.jobs += 1
+        prot = dict(self.protections)  # what this request's candidate ran under (every path)
         self._stage(req)
         try:
             self._wf.write(json.dumps(req) + "\n")
@@ -263,21 +269,19 @@ class WorkerHandle:
         except TimeoutError:
             self._unstage(req)
             self.kill()
-            return {
-                "status": "timeout",
-                "message": f"no result within {timeout:.0f} s",
-                "configs": [],
-            }
+            msg = f"no result within {timeout:.0f} s"
+            return {"status": "timeout", "message": msg, "configs": [], "protections": prot}
         except BrokenPipeError:
             line = None
         self._unstage(req)
         if line is None:
             msg = self._death()
             self._close()
-            return {"status": "runtime_error", "message": msg, "configs": [], "crashed": True}
+            return {"status": "runtime_error", "message": msg, "configs": [], "crashed": True,
+                    "protections": prot}  # fmt: skip
         reply = json.loads(line)
-        if self.protections:  # which kernel protections the candidate ran under
-            reply["sandbox"] = confine.Protections(**self.protections).summary()
+        reply["protections"] = prot  # set here, never taken from the worker's own reply
+        reply["sandbox"] = confine.Protections(**prot).summary() if prot else "none"
         if reply.get("restart"):
             self.kill()
         return reply

@@ -28,7 +28,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudaperf.execute import confine
@@ -57,6 +57,8 @@ class TorchBuild:
     log: str  # compiler output (truncated by the caller)
     timed_out: bool = False  # the build exceeded its time limit
     ext_dir: str = ""  # TORCH_EXTENSIONS_DIR for load_inline candidates
+    protections: dict = field(default_factory=dict)  # confine.Protections (as a dict) the
+    # build ran under, as the confined process reported them ({}: unconfined)
 
 
 def candidate_form(code: str) -> str:
@@ -169,25 +171,29 @@ def _build_inline(
         rr, rw = os.pipe()
         policy = build_policy(tmp, ext_dir, Path(cache_dir).expanduser())
         cmd = confine.command(policy if isolate else None, [str(path)], rw)
+        prot: dict = {}
         try:
             res = subprocess.run(
                 cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout_s,
                 pass_fds=(rw,),
             )  # fmt: skip
         except subprocess.TimeoutExpired:
-            return TorchBuild(False, "load_inline", "", timed_out=True, ext_dir=str(ext_dir))
+            return TorchBuild(False, "load_inline", "", True, str(ext_dir), prot)
         finally:
             os.close(rw)
-            _log_report(rr)
+            prot.update(_read_report(rr))
     text = (res.stdout + res.stderr).strip()
-    return TorchBuild(res.returncode == 0, "load_inline", text, ext_dir=str(ext_dir))
+    return TorchBuild(res.returncode == 0, "load_inline", text, False, str(ext_dir), prot)
 
 
-def _log_report(fd: int) -> None:
+def _read_report(fd: int) -> dict:
+    """The confined process's `Protections` (logged once); {} when it reported none."""
     with os.fdopen(fd) as f:
         line = f.read().strip()
-    if line:
-        confine.log_once("load_inline build", json.loads(line))
+    report = json.loads(line) if line else {}
+    if report:
+        confine.log_once("load_inline build", report)
+    return report
 
 
 def prebuild_torch_candidate(
