@@ -137,11 +137,10 @@ def test_job_files_are_staged_into_the_worker_s_private_view_and_back(cpu_config
         assert Path(h._view(str(ext)), "build.ninja").read_text() == "prebuilt"
         seen = os.listdir(h._view("/tmp"))  # (plus the skeleton of a cache dir under /tmp)
         assert Path(workdir).name in seen and other.name not in seen
-        with open(h._view(str(base)), "a") as f:  # what a worker appends comes back
-            f.write('{"key": 2}\n')
+        assert not os.path.exists(h._view(str(base)))  # never staged (baseline_job says why)
         Path(h._view(workdir), "output.log").write_text("printed")
         h._unstage(req)
-        assert base.read_text().splitlines() == ['{"key": 1}', '{"key": 2}']
+        assert base.read_text().splitlines() == ['{"key": 1}']
         assert Path(workdir, "output.log").read_text() == "printed"
         assert not os.path.exists(h._view(str(ext)))
     finally:

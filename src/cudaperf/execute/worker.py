@@ -25,7 +25,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from cudaperf.execute import confine, measure
+from cudaperf.execute import baseline_job, confine, measure
 from cudaperf.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -105,6 +105,8 @@ def handle(req: dict, libs: _Libs) -> dict:
         task = Task.model_validate(req["task"])
         if req["op"] == "torch":
             return _torch_job(task, req)
+        if req["op"] == "baselines":  # the task's reference only, no candidate (baseline_job)
+            return baseline_job.time_baselines(task, req)
         return measure.run_job(task, req, libs)
     except Exception as e:  # noqa: BLE001 - the reply must always come back
         msg = f"{type(e).__name__}: {e}"
