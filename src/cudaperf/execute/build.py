@@ -4,6 +4,9 @@ A build directory `<cache_dir>/build/<key>/` holds `src.cu` (or `ref.c`), the li
 `build.json` ({"ok", "log", "seconds"}); the key hashes the source, the flags and the compiler
 version, so identical code compiles once and a failed build is not retried. Writes are atomic
 (temp name + rename), so parallel builders of the same key cannot see half a library.
+With `EvalConfig.isolate_files` the compilers run confined (`build_confine`: only their build
+folder writable, the evaluator's files and every non-system folder hidden, no network); what
+applied is in `BuildResult.protections`.
 Guaranteed: `BuildResult.ok` implies `lib` exists and links with no undefined symbols.
 """
 
@@ -23,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudaperf import __version__
+from cudaperf.execute.build_confine import run_compiler
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.harness import CANDIDATE_FILE, HARNESS_FILE, harness_source
 from cudaperf.tasks.model import Task
@@ -118,13 +122,16 @@ def _key(*parts: str) -> str:
 
 
 def _compile(
-    cmd: list[str], src_name: str, src: str, out_dir: Path, lib_name: str, timeout: float
-) -> BuildResult:
-    """Run `cmd` (its last item goes after the source) in a scratch dir; move the result."""
+    cmd: list[str], src_name: str, src: str, out_dir: Path, lib_name: str, timeout: float,
+    config: EvalConfig | None = None,
+) -> BuildResult:  # fmt: skip
+    """Run `cmd` (its last item goes after the source) in a scratch dir; move the result.
+    Confined per `config.isolate_files` (`build_confine`); unconfined without a `config` (the
+    dataset's own, trusted sources: datagen.measure)."""
     with _LOCKS_GUARD:
         lock = _LOCKS.setdefault(str(out_dir), threading.Lock())
     with lock:  # threads building the same key wait for the first instead of racing it
-        return _compile_locked(cmd, src_name, src, out_dir, lib_name, timeout)
+        return _compile_locked(cmd, src_name, src, out_dir, lib_name, timeout, config)
 
 
 _LOCKS: dict[str, threading.Lock] = {}
@@ -132,8 +139,9 @@ _LOCKS_GUARD = threading.Lock()
 
 
 def _compile_locked(
-    cmd: list[str], src_name: str, src: str, out_dir: Path, lib_name: str, timeout: float
-) -> BuildResult:
+    cmd: list[str], src_name: str, src: str, out_dir: Path, lib_name: str, timeout: float,
+    config: EvalConfig | None,
+) -> BuildResult:  # fmt: skip
     meta = out_dir / "build.json"
     if meta.exists():
         m = json.loads(meta.read_text())
@@ -143,18 +151,15 @@ def _compile_locked(
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     prot: dict = {}
+    isolate = config is not None and config.isolate_files
+    hide = [str(Path(config.cache_dir).expanduser())] if config is not None else []
+    hide.append(str(Path.home() / ".cache" / "cudaperf"))
     with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
         (Path(tmp) / src_name).write_text(src)
         timed_out = False
         try:
-            p = subprocess.run(
-                [*cmd[:-1], "-o", lib_name, src_name, *cmd[-1:]],
-                cwd=tmp,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                start_new_session=True,
-            )
+            argv = [*cmd[:-1], "-o", lib_name, src_name, *cmd[-1:]]
+            p, prot = run_compiler(argv, tmp, timeout, isolate, hide)
             log, ok = (p.stdout + p.stderr).strip(), p.returncode == 0
         except subprocess.TimeoutExpired:
             log, ok, timed_out = f"compiler killed after {timeout:.0f} s", False, True
@@ -173,22 +178,28 @@ def _compile_locked(
     return BuildResult(ok, str(out_dir / lib_name) if ok else "", log, dt, False, timed_out, prot)
 
 
+def _confined(config: EvalConfig) -> str:
+    """Part of a build key: a library built unconfined (it may embed any host file) is never
+    served to a confined evaluator, nor the other way round."""
+    return "confined" if config.isolate_files else "unconfined"
+
+
 def build_candidate(task: Task, code: str, arch: str, config: EvalConfig) -> BuildResult:
     """Compile candidate + harness into one shared library with nvcc."""
     src = harness_source(task, code)
     cmd = [config.nvcc, "-O3", "-shared", "-Xcompiler", "-fPIC", f"-arch={arch}"]
     cmd += ["-Xlinker", "-z,defs", *config.extra_nvcc_flags, "-lineinfo"]
-    key = _key("cu", src, " ".join(cmd), tool_version(config.nvcc))
+    key = _key("cu", src, " ".join(cmd), tool_version(config.nvcc), _confined(config))
     out = config.cache_dir / "build" / key
-    return _compile(cmd, "src.cu", src, out, "candidate.so", config.compile_timeout_s)
+    return _compile(cmd, "src.cu", src, out, "candidate.so", config.compile_timeout_s, config)
 
 
 def build_reference(task: Task, config: EvalConfig) -> BuildResult:
     """Compile the task's C reference with gcc -O2 into a shared library."""
     cmd = [config.gcc, "-O2", "-shared", "-fPIC", "-Wl,-z,defs", "-lm"]
-    key = _key("c", task.source, " ".join(cmd), tool_version(config.gcc))
+    key = _key("c", task.source, " ".join(cmd), tool_version(config.gcc), _confined(config))
     out = config.cache_dir / "build" / key
-    return _compile(cmd, "ref.c", task.source, out, "ref.so", config.compile_timeout_s)
+    return _compile(cmd, "ref.c", task.source, out, "ref.so", config.compile_timeout_s, config)
 
 
 _ERR = re.compile(
