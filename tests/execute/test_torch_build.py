@@ -119,3 +119,37 @@ def test_inline_build_step_cannot_write_or_read_outside_its_scratch():
     finally:
         shutil.rmtree(host, ignore_errors=True)
         shutil.rmtree(cache, ignore_errors=True)
+
+
+CTOR = r"""#include <stdio.h>
+#include <unistd.h>
+__attribute__((constructor)) static void planted(void) {
+  FILE* f = fopen("%s", "w");
+  if (f) { fprintf(f, "%%d", (int)getpid()); fclose(f); }
+}
+"""
+
+
+@needs_nvcc
+@pytest.mark.skipif(bool(WHY), reason=f"unshare(CLONE_NEWNS) not permitted: {WHY}")
+def test_native_prebuild_runs_confined_and_never_in_the_evaluator(tmp_path):
+    """Loading a native library runs its constructors (candidate host code): the prebuild
+    does that in a confined child, so the host file it tries to write stays unwritten; with
+    isolation off it is written, by another process than this one."""
+    import os
+
+    outside = Path(tempfile.mkdtemp(prefix="native-ctor-", dir="/var/tmp"))
+    try:
+        target = outside / "pwned"
+        code = HONEST.replace("__global__", CTOR % target + "__global__", 1)
+        b = prebuild_torch_candidate(code, "sm_90", tmp_path, 120, native_cache=tmp_path / "n")
+        assert b.ok, b.log
+        assert {"mount_ns", "readonly_root", "seccomp"} <= set(b.protections["active"])
+        assert not target.exists()
+        code = code.replace("__global__", "// unconfined\n__global__", 1)  # a new build
+        off = prebuild_torch_candidate(code, "sm_90", tmp_path, 120, native_cache=tmp_path / "m",
+                                       isolate=False)  # fmt: skip
+        assert off.ok and off.protections["missing"] == {"all": "isolate_files is off"}
+        assert target.is_file() and int(target.read_text()) != os.getpid()
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)

@@ -3,7 +3,8 @@
 Two candidate forms, two build paths:
 - **native** (`cudaperf.execute.native.load_cuda`): every embedded CUDA source with an
   `extern "C"` launcher is built with nvcc into the content-addressed native cache (~1 s, no
-  torch headers). The worker's `load_cuda` call then finds the library and only loads it.
+  torch headers), in a confined child (`native_prebuild`: loading the library runs its
+  constructors, candidate code). The worker's `load_cuda` call then finds it and only loads it.
 - **load_inline** (KernelBench's form): the candidate module is executed once in a CPU-only
   subprocess (`CUDA_VISIBLE_DEVICES=""`) with `TORCH_EXTENSIONS_DIR` pointing at a per-hash
   folder, which builds the extension (15–50 s against the torch headers); the worker imports
@@ -33,7 +34,8 @@ from pathlib import Path
 
 from cudaperf.execute import confine
 from cudaperf.execute.build import ToolchainError
-from cudaperf.execute.native import NativeBuildError, load_cuda, parse_prototypes
+from cudaperf.execute.native import parse_prototypes
+from cudaperf.execute.native_prebuild import prebuild
 from cudaperf.tasks.candidate import cuda_sources_in_python
 
 __all__ = [
@@ -122,19 +124,20 @@ def native_sources(code: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _build_native(code: str, arch: str, native_cache: Path | None) -> TorchBuild:
+def _build_native(
+    code: str, arch: str, native_cache: Path | None, cache_dir: Path, timeout_s: float,
+    isolate: bool,
+) -> TorchBuild:  # fmt: skip
     if shutil.which("nvcc") is None:  # the machine's fault, not the candidate's
         raise ToolchainError("nvcc not found; install the CUDA toolkit or put it on PATH")
-    logs = []
-    for src in native_sources(code):
-        try:
-            load_cuda(src, arch=arch, cache_dir=native_cache)
-        except NativeBuildError as e:
-            return TorchBuild(False, "native", f"{e}\n{e.log}")
-        logs.append(f"built {len(src)} characters of CUDA for {arch}")
-    if not logs:
+    sources = native_sources(code)
+    if not sources:
         return TorchBuild(False, "native", 'no CUDA source with an extern "C" launcher found')
-    return TorchBuild(True, "native", "\n".join(logs))
+    home = Path.home() / ".cache" / "cudaperf"
+    root = Path(native_cache) if native_cache else home / "native"
+    hide = [str(Path(cache_dir).expanduser()), str(home)]
+    b = prebuild(sources, arch, root, hide, timeout_s, isolate)
+    return TorchBuild(b.ok, "native", b.log, b.timed_out, protections=b.protections)
 
 
 def torch_arch_list(arch: str, environ: Mapping[str, str]) -> str:
@@ -204,7 +207,7 @@ def prebuild_torch_candidate(
     candidate's module code runs confined unless `isolate` is False)."""
     form = candidate_form(code)
     if form == "native":
-        return _build_native(code, arch, native_cache)
+        return _build_native(code, arch, native_cache, cache_dir, timeout_s, isolate)
     if form == "load_inline":
         ext = extensions_dir(cache_dir, code)
         return _build_inline(code, ext, timeout_s, arch, cache_dir, isolate)
