@@ -27,7 +27,13 @@ from cudaperf.execute.build import (
     toolchain_versions,
 )
 from cudaperf.execute.config import EvalConfig
-from cudaperf.execute.results import ResultCache, result_key, timing_feedback, truncate
+from cudaperf.execute.results import (
+    ResultCache,
+    redact_held_out,
+    result_key,
+    timing_feedback,
+    truncate,
+)
 from cudaperf.execute.sandbox import read_log
 from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Protection, Status, geomean
 from cudaperf.tasks.model import Task, TaskKind
@@ -271,7 +277,7 @@ class Evaluator:
         configs = [ConfigResult.model_validate(c) for c in reply.get("configs", [])]
         naive_by = {c.config: c.timing for c in (naive.configs if naive and naive.ok else [])}
         configs = [c.model_copy(update={"naive_timing": naive_by.get(c.config)}) for c in configs]
-        runtime = reply.get("message", "")
+        configs, runtime = redact_held_out(configs, reply.get("message", ""))  # every track
         out = read_log(Path(p.workdir), self.config.max_log_chars)
         shutil.rmtree(p.workdir, ignore_errors=True)
         fb = _status_feedback(status, configs, runtime)
