@@ -140,6 +140,11 @@ def time_baselines(task: Task, req: dict) -> dict:
         private = _draw(ref_mod, _seed(salt, cfg, 3000), dev)
         baselines(task, cfg, ref, private, req, dev)
         del ref, private
+    import gc
+
+    gc.collect()
+    if dev == "cuda":
+        torch.cuda.empty_cache()  # the card goes back to the next candidate
     return {
         "status": "ok", "configs": [], "message": "", "device_id": device_id(dev),
         "new_baselines": req["new_baselines"],
