@@ -153,3 +153,29 @@ def test_native_prebuild_runs_confined_and_never_in_the_evaluator(tmp_path):
         assert target.is_file() and int(target.read_text()) != os.getpid()
     finally:
         shutil.rmtree(outside, ignore_errors=True)
+
+
+PLANT = r"""#include <stdio.h>
+#include <sys/stat.h>
+__attribute__((constructor)) static void plant(void) {  /* runs in the scratch folder */
+  mkdir("plantedkey", 0755);
+  FILE* f = fopen("plantedkey/kernel.cu", "w");
+  if (f) { fputs("__global__ void other(){}", f); fclose(f); }
+  FILE* g = fopen("plantedkey/lib.so", "w"); if (g) { fputs("not a library", g); fclose(g); }
+  mkdir("../plantedroot", 0755);  /* straight into the native cache: read-only there */
+}
+"""
+
+
+@needs_nvcc
+@pytest.mark.skipif(bool(WHY), reason=f"unshare(CLONE_NEWNS) not permitted: {WHY}")
+def test_a_library_planted_for_another_source_never_reaches_the_native_cache(tmp_path):
+    root = tmp_path / "n"
+    code = HONEST.replace("__global__", PLANT + "__global__", 1)
+    b = prebuild_torch_candidate(code, "sm_90", tmp_path, 120, native_cache=root)
+    assert b.ok, b.log
+    assert not (root / "plantedkey").exists() and not (root / "plantedroot").exists()
+    assert len(list(root.glob("*/lib.so"))) == 1  # its own build was adopted
+    again = prebuild_torch_candidate(code, "sm_90", tmp_path, 120, native_cache=root)
+    assert again.ok and len(list(root.glob("*/lib.so"))) == 1  # a hit, loaded read-only
+    assert not (root / "plantedkey").exists()
