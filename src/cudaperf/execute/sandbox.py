@@ -272,24 +272,29 @@ class WorkerHandle:
         return out | {"baselines": records, "time_baselines": False}
 
     def _clean_baselines(self, req: dict, path: str, prefix: str, records: dict) -> dict:
-        """Time the missing baselines in a `baselines` request on a worker process that has
-        run no candidate code (a tainted one is replaced first); their records, also
-        appended to the host cache. {} when that request fails (no baseline, no verdict)."""
+        """Time the missing baselines in `baselines` requests (eager, then torch.compile, so a
+        slow compile cannot cost the eager ones) on a worker process that has run no candidate
+        code (a tainted one is replaced first); the new records, also appended to the host
+        cache. A request that fails adds none (no baseline, no verdict on the candidate)."""
         if self.tainted:
             self.kill()
             self.restarts += 1
-        workdir = tempfile.mkdtemp(prefix="cudaperf-base-")
-        try:
-            reply = self._send(baseline_job.request(req, workdir, records),
-                               self.config.baseline_timeout_s)  # fmt: skip
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-        if reply.get("status") != "ok":
-            log.warning("baselines of %s failed: %s", req["task"]["id"], reply.get("message"))
-            return {}
-        self._device_id = str(reply.get("device_id") or "") or None
-        new = baseline_job.accepted(reply, prefix)
-        baseline_job.append_records(path, new)
+        new: dict = {}
+        timeout = self.config.run_timeout_s + self.config.baseline_timeout_s
+        for compile_ in (False, True) if req.get("torch_compile", True) else (False,):
+            workdir = tempfile.mkdtemp(prefix="cudaperf-base-")
+            breq = baseline_job.request(req | {"torch_compile": compile_}, workdir, records | new)
+            try:
+                reply = self._send(breq, timeout)
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
+            if reply.get("status") != "ok":
+                log.warning("baselines of %s failed: %s", req["task"]["id"], reply.get("message"))
+                continue
+            self._device_id = str(reply.get("device_id") or "") or None
+            got = baseline_job.accepted(reply, prefix)
+            baseline_job.append_records(path, got)
+            new |= got
         return new
 
     def _send(self, req: dict, timeout: float) -> dict:
