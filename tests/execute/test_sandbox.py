@@ -172,3 +172,26 @@ def test_an_unconfined_worker_says_so_in_the_result(rig):
     assert [p.missing for p in res.protections if p.stage == "run"] == [
         ("all: isolate_files is off",)
     ]
+
+
+@needs_ns
+def test_the_pytorch_candidate_process_runs_under_the_worker_s_protections(cpu_config):
+    """The run stage's protections cover the PyTorch→CUDA candidate process too: spawned by
+    the confined worker, it inherits its namespaces, read-only view and seccomp filter, so its
+    module code cannot write the host while the result names those protections."""
+    from torch_cpu import HONEST, relu_task, request
+
+    outside = Path(tempfile.mkdtemp(prefix="sandbox-torch-", dir="/var/tmp"))
+    code = f"import pathlib\ntry:\n    pathlib.Path({str(outside / 'pwned')!r}).write_text('x')\n"
+    code += "except OSError:\n    print('write blocked')\n" + HONEST
+    h = WorkerHandle(None, replace(cpu_config, compile_only=None, isolate_files=True))
+    try:
+        req = request(code, workdir=tempfile.mkdtemp(prefix="cudaperf-cand-"))
+        reply = h.request(req | {"op": "torch", "task": relu_task().model_dump(mode="json")}, 120)
+        assert reply["status"] == "ok", reply
+        assert list(outside.iterdir()) == []
+        assert "write blocked" in Path(req["workdir"], "output.log").read_text()
+        assert {"mount_ns", "readonly_root", "seccomp"} <= set(reply["protections"]["active"])
+    finally:
+        h.close()
+        shutil.rmtree(outside, ignore_errors=True)
