@@ -24,7 +24,7 @@ from cudaperf.cli.common import (
     stdout,
 )
 from cudaperf.execute import Candidate, EvalConfig, ExecResult, Status, evaluate_batch
-from cudaperf.execute.types import geomean
+from cudaperf.execute.types import geomean, protections_line
 from cudaperf.tasks.model import Task
 
 __all__ = ["eval_command"]
@@ -98,6 +98,8 @@ def _print_table(results: list[ExecResult], summary: dict, skipped: list[dict]) 
     stdout.print(t)
     counts = ", ".join(f"{k}: {v}" for k, v in summary["statuses"].items())
     stdout.print(f"statuses: {counts}; skipped: {len(skipped)}")
+    if line := protections_line(results):  # only when some protection did not apply
+        stdout.print(line, markup=False, highlight=False)
     for s in skipped:
         stdout.print(f"skipped {s['task_id']}: {s['reason']}")
     for k in ("geomean_speedup_vs_cpu", "geomean_speedup_vs_naive", "geomean_speedup_vs_eager",
