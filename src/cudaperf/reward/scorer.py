@@ -165,8 +165,13 @@ class RewardScorer:
     def score(self, items: Sequence[tuple[str, Any]]) -> list[Scored]:
         """Score (task id, reply) pairs; a reply is text or chat messages."""
         pairs = [(self.task(tid), reply) for tid, reply in items]
-        ex = [extract_candidate(reply, t.kind) for t, reply in pairs]
-        return self._score([t for t, _ in pairs], ex)
+        return self.score_extracted([(t, extract_candidate(r, t.kind)) for t, r in pairs])
+
+    def score_extracted(self, items: Sequence[tuple[Task, Extraction]]) -> list[Scored]:
+        """Score replies whose candidate the caller already took out (`extract_candidate`),
+        so a reply is extracted once on its way to a reward; `Scored.extraction` is the
+        given Extraction itself."""
+        return self._score([t for t, _ in items], [e for _, e in items])
 
     def score_code(self, task: Task, codes: Sequence[str]) -> list[Scored]:
         """Score candidate sources that are already extracted."""
