@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
+from cudaperf.execute.types import SPEEDUPS
 from cudaperf.refine.trajectory import SummaryRecord, TurnRecord
 from cudaperf.tasks.model import Task, TaskKind
 
@@ -24,19 +25,16 @@ __all__ = [
     "task_meta",
 ]
 
-# Baseline name -> ExecResult field holding the candidate's geomean speedup against it.
-BASELINE_FIELDS = {
-    "eager": "speedup_vs_eager",
-    "compile": "speedup_vs_compile",
-    "naive": "speedup_vs_naive",
-    "cpu": "speedup_vs_cpu",
-}
+# Baseline name -> how tables name it, in table order (the names are execute.types.SPEEDUPS').
 BASELINE_LABELS = {
     "eager": "eager PyTorch",
     "compile": "torch.compile",
     "naive": "the task's naive CUDA kernel",
     "cpu": "the serial C reference (gcc -O2, CPU)",
 }
+assert set(BASELINE_LABELS) == set(SPEEDUPS), "a label per execute.types.SPEEDUPS baseline"
+# Baseline name -> ExecResult field holding the candidate's geomean speedup against it.
+BASELINE_FIELDS = {b: SPEEDUPS[b][0] for b in BASELINE_LABELS}
 _COMPILED = {"ok", "compiled", "runtime_error", "wrong_output"}
 _AFTER_RUN = {"timeout", "rejected"}  # compiled when the result has per-config runs
 
