@@ -9,10 +9,10 @@ from collections import Counter
 
 import pytest
 
+from cudaperf.refine.scripted import pick_reference
 from cudaperf.refine.trajectory import SummaryRecord, TurnRecord, read_trajectory
 from cudaperf.report.rows import task_meta
 from cudaperf.report.run import BenchSettings, make_bench_backend, read_run, run_bench
-from cudaperf.report.scripted import pick_reference
 from cudaperf.report.summary import compare, summarize
 from cudaperf.reward import RewardScorer
 from cudaperf.tasks.io import load_sample

@@ -34,8 +34,8 @@ _MODEL_HELP = (
 
 def _tasks(suites, suite_paths, dataset, limit, per_family, seed, model):
     """(suites, tasks, meta, note on left-out tasks); the subset options apply per suite."""
+    from cudaperf.refine.scripted import REFERENCE_SPECS, replayable
     from cudaperf.report.rows import task_meta
-    from cudaperf.report.scripted import REFERENCE_SPECS, replayable
     from cudaperf.report.suites import load_suites, select
 
     try:
