@@ -75,13 +75,15 @@ class BenchRow(_Frozen):
     reward: float | None = None  # reward total (None: no valid reward)
 
 
-def task_meta(task: Task, suite: str) -> TaskMeta:
+def task_meta(task: Task, suite: str, compile_baseline: bool = True) -> TaskMeta:
     """The metadata of `task` as a member of `suite`.
 
-    Baselines: `cpu` for C→CUDA tasks, `eager` and `compile` for PyTorch→CUDA tasks, `naive`
-    when the task has a naive implementation (tag or id `naive`, the one the evaluator times).
+    Baselines: `cpu` for C→CUDA tasks, `eager` and `compile` for PyTorch→CUDA tasks (`compile`
+    only when `compile_baseline`: the evaluator times it), `naive` when the task has a naive
+    implementation (tag or id `naive`, the one the evaluator times).
     """
-    base = ["cpu"] if task.kind is TaskKind.C2CUDA else ["eager", "compile"]
+    torch = ["eager", "compile"] if compile_baseline else ["eager"]
+    base = ["cpu"] if task.kind is TaskKind.C2CUDA else torch
     if any(i.id == "naive" or "naive" in i.strategies for i in task.implementations):
         base.append("naive")
     level = ""
