@@ -4,6 +4,8 @@
 #   A (carry .whl, .models/smollm2.gguf.xz.part00):  bash bench/train_h200.sh probe
 #   B (carry .models/smollm2.gguf.xz.part01):        bash bench/train_h200.sh sft
 #   C (no carry):                                    bash bench/train_h200.sh grpo
+#   D, E, ... (no carry, machine still warm):         bash bench/train_h200.sh grpo   (resumes)
+# To leave the device time to GRPO, stage sft can train only: GEN= END=0 bash ... sft
 # Environment: END (seconds into stage sft at which evaluation stops, default 560), GEN (which
 # models stage sft generates for, default "sft": the untrained model's replies, and the
 # evaluations of 352 of them, come from bench/results/train_sft_h200/ and are resumed), SFT_BUDGET, EVAL_S (evaluation seconds
@@ -55,7 +57,7 @@ sft)
   R=bench/results/train_sft_h200  # an earlier session's base-model replies and evaluations
   [ -s "$W/replies_base.jsonl" ] || zcat $R/replies_base.jsonl.gz > "$W/replies_base.jsonl"
   [ -s "$W/evals.jsonl" ] || cp $R/evals_base.jsonl "$W/evals.jsonl"
-  for who in ${GEN:-sft}; do  # the trained model first; batches of 96 written as they go
+  for who in ${GEN-sft}; do  # the trained model first; batches of 96 written as they go
     ad=""; [ $who = sft ] && ad="--adapter $W/sft/final"
     log "generate $who"
     timeout 240 python3 bench/train_eval.py generate --model smollm2 $ad --holdout "$W/sft/holdout.json" \
@@ -67,11 +69,18 @@ sft)
 grpo)
   [ -d "$W/sft/final" ] || { echo "the SFT run is gone: machine went cold"; exit 3; }
   evaluate ${EVAL_S:-0}
-  log "grpo"
-  timeout 560 python3 -m cudaperf train grpo --out "$W/grpo" --adapter "$W/sft/final" --pool 16 \
-    --turns 2 --num-generations 4 --groups-per-step 8 --max-new-tokens 768 --lr 1e-5 \
-    --max-steps 30 --save-steps 5 --time-budget ${GRPO_BUDGET:-480} --pieces-mib 15 \
+  res=(); ls -d "$W"/grpo/checkpoint-* >/dev/null 2>&1 && res=(--resume)  # a later call resumes
+  log "grpo ${res[*]}"
+  ( while sleep 15; do cp "$W/grpo/steps.jsonl" "$OUT/grpo_steps.jsonl" 2>/dev/null; done ) &
+  copier=$!
+  # 1024 new tokens: at 384 the SFT adapter's replies never closed their code block (every
+  # reply a format error in a CPU run of this stage's command, compile-only, 2026-12-01)
+  timeout $(( ${GRPO_BUDGET:-480} + 60 )) python3 -m cudaperf train grpo --out "$W/grpo" \
+    --adapter "$W/sft/final" --kind c2cuda --pool 16 --turns 2 --num-generations 4 \
+    --groups-per-step ${GROUPS:-4} --max-new-tokens ${MAXTOK:-1024} --lr 1e-5 --max-steps 30 \
+    --save-steps 2 --canaries 2 --time-budget ${GRPO_BUDGET:-480} --pieces-mib 15 "${res[@]}" \
     > "$OUT/grpo_report.json" 2> >(grep -v "it/s" | tail -40 > "$OUT/grpo_stderr.txt")
+  kill $copier 2>/dev/null
   cp "$W/grpo/steps.jsonl" "$OUT/grpo_steps.jsonl"
   ;;
 esac

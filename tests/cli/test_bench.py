@@ -59,6 +59,10 @@ def test_bad_input_gives_one_line_errors(tmp_path):
         (["--suite", "kernelbench:1"], "--suite-path"),
         (["--suite", "sample", "--adapter", "a"], "--adapter loads on top of a Hugging Face"),
         (["--suite", "sample", "--samples", "0"], "use at least 1"),
+        (["--suite", "sample", "--gpus", "a,b"], "give GPU indices such as 0,1"),
+        (["--suite", "sample", "--gpus", "0,0"], "distinct non-negative GPU indices"),
+        (["--suite", "sample", "--gpus", "0", "--compile-only"], "or drop --compile-only"),
+        (["--suite", "sample", "--gpus", "99"], "no GPU 99 here"),
     ]
     for extra, message in cases:
         args = ["bench", "run", "--model", "scripted:best", "--out", str(tmp_path / "r"), *extra]
@@ -82,3 +86,20 @@ def test_several_suites_in_one_run_and_scripted_models_leave_out_bare_tasks(tmp_
     assert run["settings"]["suite"] == "sample + kernelbench:1" and len(run["tasks"]) == 4
     assert "--suite sample --suite kernelbench:1 --suite-path" in run["command"]
     assert run["evaluator"]["trials"] == "7" and run["mode"] == "compile-only"
+
+
+@needs_nvcc
+def test_no_compile_baseline_is_recorded_and_kept_by_the_resume_command(tmp_path):
+    args = ["bench", "run", "--model", "scripted:naive", "--suite", "sample", "--samples", "1",
+            "--turns", "1", "--limit", "1", "--compile-only", "--bootstrap", "20",
+            "--cache-dir", str(tmp_path / "cache"), "--ranker", "none",
+            "--no-compile-baseline", "--out", str(tmp_path / "r")]  # fmt: skip
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    run = json.loads((tmp_path / "r/run.json").read_text())
+    assert run["settings"]["compile_baseline"] is False
+    assert run["evaluator"]["compile_baseline"] == "False"
+    assert "--no-compile-baseline" in run["command"]
+    assert all("compile" not in m["baselines"] for m in run["tasks"].values())
+    res = runner.invoke(app, args[:-3] + ["--out", str(tmp_path / "r")])  # the flag dropped
+    assert res.exit_code == 2 and "compile_baseline=False there, True now" in res.output

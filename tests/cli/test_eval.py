@@ -183,3 +183,18 @@ def test_ctrl_c_stops_eval_on_the_ray_backend_and_keeps_finished_rows(tmp_path):
     assert "Traceback" not in err and "run the same command again to resume" in err
     kept = lines(out)
     assert 1 <= len(kept) < 8 and all(r["status"] == "compiled" for r in kept)
+
+
+def test_the_summary_has_a_geomean_per_speedup_field_in_order():
+    from cudaperf.cli.eval import _summary
+    from cudaperf.execute.types import ExecResult, Status
+
+    ok = ExecResult(status=Status.OK, mode="full", task_id="t", candidate_hash="h",
+                    speedup_vs_cpu=4.0, speedup_vs_naive=2.0)  # fmt: skip
+    s = _summary([ok, ok.model_copy(update={"speedup_vs_cpu": 1.0})], [])
+    keys = [k for k in s if k.startswith("geomean_")]
+    assert keys == ["geomean_speedup_vs_cpu", "geomean_speedup_vs_naive",
+                    "geomean_speedup_vs_eager", "geomean_speedup_vs_compile"]  # fmt: skip
+    assert s["geomean_speedup_vs_cpu"] == pytest.approx(2.0)
+    assert s["geomean_speedup_vs_naive"] == pytest.approx(2.0)
+    assert s["geomean_speedup_vs_eager"] is None

@@ -98,3 +98,13 @@ def test_adapter_is_checked_and_reaches_the_hf_backend(tmp_path, monkeypatch):
                                    "--compile-only", "--ranker", "none"])  # fmt: skip
     assert out.exit_code == 2 and "stop here" in out.output
     assert seen["spec"] == "org/name" and seen["adapter"] == tmp_path
+
+
+def test_model_help_lists_every_spec_make_backend_accepts():
+    from cudaperf.refine.scripted import SCRIPTED
+
+    r = cli("refine", "--help", COLUMNS="400")
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.replace("│", " ").split())
+    for spec in (*SCRIPTED, "smollm2", "http(s)://", "Hugging Face", ".gguf"):
+        assert spec in text, spec

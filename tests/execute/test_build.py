@@ -35,3 +35,18 @@ def test_wrong_signature_and_missing_entry(cpu_config):
 
 def test_reference_builds_with_gcc(cpu_config):
     assert build_reference(saxpy_task(), cpu_config).ok
+
+
+def test_compile_only_results_carry_the_build_s_protections_and_hits_keep_them(cpu_config):
+    """A compile-only result names what confined its compiler; a result-cache hit keeps the
+    protections of the run that produced it, not those of the evaluator serving it."""
+    from cudaperf.execute.evaluator import Evaluator
+    from cudaperf.execute.pool import prepare_cached
+    from cudaperf.execute.types import Candidate, Status
+
+    ev = Evaluator(cpu_config)
+    cand = Candidate(code=SAXPY_NAIVE + "\n// protections-hit\n")
+    first = prepare_cached(ev, saxpy_task(), cand)
+    assert first.status is Status.COMPILED and [p.stage for p in first.protections] == ["build"]
+    hit = prepare_cached(ev, saxpy_task(), cand)
+    assert hit.cached and hit.protections == first.protections

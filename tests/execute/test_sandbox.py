@@ -137,14 +137,61 @@ def test_job_files_are_staged_into_the_worker_s_private_view_and_back(cpu_config
         assert Path(h._view(str(ext)), "build.ninja").read_text() == "prebuilt"
         seen = os.listdir(h._view("/tmp"))  # (plus the skeleton of a cache dir under /tmp)
         assert Path(workdir).name in seen and other.name not in seen
-        with open(h._view(str(base)), "a") as f:  # what a worker appends comes back
-            f.write('{"key": 2}\n')
+        assert not os.path.exists(h._view(str(base)))  # never staged (baseline_job says why)
         Path(h._view(workdir), "output.log").write_text("printed")
         h._unstage(req)
-        assert base.read_text().splitlines() == ['{"key": 1}', '{"key": 2}']
+        assert base.read_text().splitlines() == ['{"key": 1}']
         assert Path(workdir, "output.log").read_text() == "printed"
         assert not os.path.exists(h._view(str(ext)))
     finally:
         h.close()
         shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(other, ignore_errors=True)
+
+
+@needs_ns
+def test_the_worker_s_protections_reach_the_result_on_every_path(rig):
+    """What the confined worker reported reaches ExecResult (and its JSON line), also after a
+    timeout and a crash; a worker reply that claims protections of its own is overruled."""
+    run, h = rig
+    for name in ("ok", "hang", "segv"):
+        res = run(name)
+        run_stage = [p for p in res.protections if p.stage == "run"]
+        assert len(run_stage) == 1, name
+        assert {"mount_ns", "readonly_root", "seccomp"} <= set(run_stage[0].active), name
+        back = type(res).model_validate_json(res.model_dump_json())
+        assert back.protections == res.protections
+    forged = h.request({"op": "hello", "protections": {"active": ["forged"]}}, 30)
+    assert "forged" not in forged["protections"].get("active", [])
+
+
+@pytest.mark.parametrize("rig", [False], indirect=True)
+def test_an_unconfined_worker_says_so_in_the_result(rig):
+    run, _ = rig
+    res = run("ok")
+    assert [p.missing for p in res.protections if p.stage == "run"] == [
+        ("all: isolate_files is off",)
+    ]
+
+
+@needs_ns
+def test_the_pytorch_candidate_process_runs_under_the_worker_s_protections(cpu_config):
+    """The run stage's protections cover the PyTorch→CUDA candidate process too: spawned by
+    the confined worker, it inherits its namespaces, read-only view and seccomp filter, so its
+    module code cannot write the host while the result names those protections."""
+    from torch_cpu import HONEST, relu_task, request
+
+    outside = Path(tempfile.mkdtemp(prefix="sandbox-torch-", dir="/var/tmp"))
+    code = f"import pathlib\ntry:\n    pathlib.Path({str(outside / 'pwned')!r}).write_text('x')\n"
+    code += "except OSError:\n    print('write blocked')\n" + HONEST
+    h = WorkerHandle(None, replace(cpu_config, compile_only=None, isolate_files=True))
+    try:
+        req = request(code, workdir=tempfile.mkdtemp(prefix="cudaperf-cand-"))
+        reply = h.request(req | {"op": "torch", "task": relu_task().model_dump(mode="json")}, 120)
+        assert reply["status"] == "ok", reply
+        assert list(outside.iterdir()) == []
+        assert "write blocked" in Path(req["workdir"], "output.log").read_text()
+        assert {"mount_ns", "readonly_root", "seccomp"} <= set(reply["protections"]["active"])
+    finally:
+        h.close()
+        shutil.rmtree(outside, ignore_errors=True)

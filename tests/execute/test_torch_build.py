@@ -119,3 +119,63 @@ def test_inline_build_step_cannot_write_or_read_outside_its_scratch():
     finally:
         shutil.rmtree(host, ignore_errors=True)
         shutil.rmtree(cache, ignore_errors=True)
+
+
+CTOR = r"""#include <stdio.h>
+#include <unistd.h>
+__attribute__((constructor)) static void planted(void) {
+  FILE* f = fopen("%s", "w");
+  if (f) { fprintf(f, "%%d", (int)getpid()); fclose(f); }
+}
+"""
+
+
+@needs_nvcc
+@pytest.mark.skipif(bool(WHY), reason=f"unshare(CLONE_NEWNS) not permitted: {WHY}")
+def test_native_prebuild_runs_confined_and_never_in_the_evaluator(tmp_path):
+    """Loading a native library runs its constructors (candidate host code): the prebuild
+    does that in a confined child, so the host file it tries to write stays unwritten; with
+    isolation off it is written, by another process than this one."""
+    import os
+
+    outside = Path(tempfile.mkdtemp(prefix="native-ctor-", dir="/var/tmp"))
+    try:
+        target = outside / "pwned"
+        code = HONEST.replace("__global__", CTOR % target + "__global__", 1)
+        b = prebuild_torch_candidate(code, "sm_90", tmp_path, 120, native_cache=tmp_path / "n")
+        assert b.ok, b.log
+        assert {"mount_ns", "readonly_root", "seccomp"} <= set(b.protections["active"])
+        assert not target.exists()
+        code = code.replace("__global__", "// unconfined\n__global__", 1)  # a new build
+        off = prebuild_torch_candidate(code, "sm_90", tmp_path, 120, native_cache=tmp_path / "m",
+                                       isolate=False)  # fmt: skip
+        assert off.ok and off.protections["missing"] == {"all": "isolate_files is off"}
+        assert target.is_file() and int(target.read_text()) != os.getpid()
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+PLANT = r"""#include <stdio.h>
+#include <sys/stat.h>
+__attribute__((constructor)) static void plant(void) {  /* runs in the scratch folder */
+  mkdir("plantedkey", 0755);
+  FILE* f = fopen("plantedkey/kernel.cu", "w");
+  if (f) { fputs("__global__ void other(){}", f); fclose(f); }
+  FILE* g = fopen("plantedkey/lib.so", "w"); if (g) { fputs("not a library", g); fclose(g); }
+  mkdir("../plantedroot", 0755);  /* straight into the native cache: read-only there */
+}
+"""
+
+
+@needs_nvcc
+@pytest.mark.skipif(bool(WHY), reason=f"unshare(CLONE_NEWNS) not permitted: {WHY}")
+def test_a_library_planted_for_another_source_never_reaches_the_native_cache(tmp_path):
+    root = tmp_path / "n"
+    code = HONEST.replace("__global__", PLANT + "__global__", 1)
+    b = prebuild_torch_candidate(code, "sm_90", tmp_path, 120, native_cache=root)
+    assert b.ok, b.log
+    assert not (root / "plantedkey").exists() and not (root / "plantedroot").exists()
+    assert len(list(root.glob("*/lib.so"))) == 1  # its own build was adopted
+    again = prebuild_torch_candidate(code, "sm_90", tmp_path, 120, native_cache=root)
+    assert again.ok and len(list(root.glob("*/lib.so"))) == 1  # a hit, loaded read-only
+    assert not (root / "plantedkey").exists()

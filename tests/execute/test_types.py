@@ -30,3 +30,18 @@ def test_the_speedup_list_names_every_speedup_field_and_its_timing():
     assert set(SPEEDUP_FIELDS) == declared and len(SPEEDUP_FIELDS) == len(declared)
     timings = {f for f in ConfigResult.model_fields if f.endswith("_timing")}
     assert {t for _, t in SPEEDUPS.values()} == timings
+
+
+def test_protections_line_only_when_something_is_missing():
+    from cudaperf.execute.types import Protection, protections_line
+
+    base = dict(status=Status.OK, mode="full", task_id="t", candidate_hash="h")
+    full = Protection(stage="run", active=("mount_ns", "seccomp"))
+    weak = Protection(stage="run", active=("seccomp",), missing=("mount_ns: refused",))
+    good = ExecResult(**base, protections=[full])
+    assert protections_line([good, good]) == ""
+    line = protections_line([good, ExecResult(**base, protections=[weak])])
+    assert "\n" not in line and "1 of 2" in line and "mount_ns: refused" in line
+    assert Protection.of("build", {}).missing == ("all: the stage ran unconfined",)
+    got = Protection.of("run", {"active": ["mount_ns"], "missing": {"seccomp": "EINVAL"}})
+    assert got.active == ("mount_ns",) and got.missing == ("seccomp: EINVAL",)

@@ -98,3 +98,60 @@ def test_weights_table_sorted_by_magnitude():
     m = BTModel(names=["a", "b"], means=[0.0, 1.0], stds=[2.0, 1.0], coef=[0.5, -3.0])
     rows = m.weights_table()
     assert [r["feature"] for r in rows] == ["b", "a"] and rows[1]["per_unit"] == 0.25
+
+
+def _count_analyses(monkeypatch) -> list[str]:
+    """Every analyze() call, from the reward scorer's analyzer or the ranker's features."""
+    import cudaperf.analyze
+    import cudaperf.rank.features as features
+
+    seen: list[str] = []
+    real = cudaperf.analyze.analyze
+
+    def counting(code, config=None):
+        seen.append(code)
+        return real(code, config=config)
+
+    monkeypatch.setattr(cudaperf.analyze, "analyze", counting)
+    monkeypatch.setattr(features, "analyze", counting)
+    return seen
+
+
+def test_features_of_reports_are_code_features_byte_for_byte():
+    import json
+
+    from cudaperf.analyze import AnalyzeConfig, analyze
+    from cudaperf.rank.features import clear_cache, features_of_reports
+    from cudaperf.tasks.io import load_sample
+
+    cfg = AnalyzeConfig(resources=False)
+    for t in load_sample():
+        for impl in t.implementations[:2]:
+            clear_cache()
+            want = json.dumps(code_features(impl.code, cfg))
+            clear_cache()
+            got = json.dumps(features_of_reports(impl.code, analyze(impl.code, config=cfg), cfg))
+            assert got == want, (t.id, impl.id)
+
+
+def test_a_scored_candidate_is_analysed_once_and_implementations_once_per_task(monkeypatch):
+    from cudaperf.execute.types import Status
+    from cudaperf.rank.features import clear_cache
+    from cudaperf.rank.ranker import load_ranker, make_ranker
+    from cudaperf.reward import RewardScorer, default_analyzer
+    from cudaperf.tasks.io import load_sample
+    from tests.refine.helpers import result
+
+    task = next(t for t in load_sample() if t.id.endswith("saxpy"))
+    ranker = make_ranker(load_ranker())
+    clear_cache()
+    seen = _count_analyses(monkeypatch)
+    sc = RewardScorer([task], evaluator=lambda jobs: [result(Status.OK, c.code, t.id)
+                                                      for t, c in jobs],
+                      analyzer=default_analyzer(ranker.analyze_config), ranker=ranker)  # fmt: skip
+    cands = [kernel(0), kernel(1)]
+    for code in cands:
+        (s,) = sc.score_code(task, [code])
+        assert s.reports and s.rank is not None
+    impls = [i.code for i in task.implementations]
+    assert sorted(seen) == sorted(impls + cands)  # each code analysed exactly once

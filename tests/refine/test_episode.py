@@ -47,3 +47,31 @@ def test_no_valid_reward_stops_and_keeps_the_conversation():
         episode.step([chain], [], _scorer(task, []))
     with pytest.raises(ValueError, match=">= 1"):
         episode.Rules(turns=0)
+
+
+def _count_extractions(monkeypatch) -> list[str]:
+    """Every call of extract_candidate, wherever refine or reward imported it."""
+    from cudaperf.refine import episode as ep
+    from cudaperf.reward import extract, scorer
+
+    seen: list[str] = []
+    real = extract.extract_candidate
+
+    def counting(reply, kind):
+        seen.append(reply)
+        return real(reply, kind)
+
+    for mod in (ep, scorer, extract):
+        monkeypatch.setattr(mod, "extract_candidate", counting)
+    return seen
+
+
+def test_each_reply_is_extracted_once_on_its_way_to_a_reward(monkeypatch):
+    task = load_sample()[0]
+    seen = _count_extractions(monkeypatch)
+    chain = episode.start(task)
+    replies = [_reply(0), _reply(1), "no code"]
+    (rec,) = episode.step([chain], [replies], _scorer(task, [Status.OK, Status.OK]))
+    assert sorted(seen) == sorted(replies)
+    assert [s.code is None for s in rec.samples] == [False, False, True]
+    assert "Format error" in rec.samples[2].feedback

@@ -9,10 +9,10 @@ from collections import Counter
 
 import pytest
 
+from cudaperf.refine.scripted import pick_reference
 from cudaperf.refine.trajectory import SummaryRecord, TurnRecord, read_trajectory
 from cudaperf.report.rows import task_meta
 from cudaperf.report.run import BenchSettings, make_bench_backend, read_run, run_bench
-from cudaperf.report.scripted import pick_reference
 from cudaperf.report.summary import compare, summarize
 from cudaperf.reward import RewardScorer
 from cudaperf.tasks.io import load_sample
@@ -194,3 +194,38 @@ def test_a_backend_without_batches_gets_concurrent_requests():
     pytest.importorskip("openai")
     url = make_bench_backend("http://127.0.0.1:9/v1", [], model="m")  # no request is made
     assert isinstance(url, ConcurrentBatch) and url.name == "m"
+
+
+def test_a_run_without_the_compile_baseline_records_it_and_reports_it_absent(tmp_path):
+    from cudaperf.report.render import write_run_report
+
+    st = BenchSettings(model="scripted:best", suite="sample", samples=1, turns=1,
+                       compile_baseline=False)  # fmt: skip
+    meta = {t.id: task_meta(t, "sample", compile_baseline=False) for t in TASKS}
+    sc = scorer([])
+    run_bench(st, TASKS, meta, tmp_path / "r", make_bench_backend(st.model, TASKS), sc, 4)
+    r = read_run(tmp_path / "r")
+    assert r.settings["compile_baseline"] is False
+    assert all("compile" not in m.baselines for m in r.meta.values())
+    s = summarize(r, n_boot=20)
+    assert "compile" not in s["baselines"] and "eager" in s["baselines"]
+    assert s["baselines_absent"] == {"compile": "not timed (--no-compile-baseline)"}
+    md = (write_run_report(s, tmp_path / "r").parent / "report.md").read_text()
+    assert "baselines absent: torch.compile (not timed (--no-compile-baseline))" in md
+    bench(tmp_path / "full", samples=1, turns=1)
+    c = compare([read_run(tmp_path / "full"), r], n_boot=20)
+    assert c["baselines_absent"] == {"compile": "not timed (--no-compile-baseline)"}
+    with pytest.raises(ValueError, match="compile_baseline=False there, True now"):
+        bench(tmp_path / "r", samples=1, turns=1)
+
+
+def test_a_run_json_without_compile_baseline_resumes_as_the_default(tmp_path):
+    import json
+
+    bench(tmp_path / "r", samples=1, turns=1)
+    rj = tmp_path / "r/run.json"
+    doc = json.loads(rj.read_text())
+    del doc["settings"]["compile_baseline"]  # written before the setting existed
+    rj.write_text(json.dumps(doc))
+    assert bench(tmp_path / "r", samples=1, turns=1) == 0
+    assert summarize(read_run(tmp_path / "r"), n_boot=20)["baselines_absent"] == {}

@@ -42,3 +42,12 @@ def test_cli_report(tmp_path):
     p.write_text("not json\n")
     r = CliRunner().invoke(app, ["report", str(p)])
     assert r.exit_code == 2 and "r.jsonl:1" in r.output
+
+
+def test_the_speedup_fields_are_execute_types_speedups():
+    from cudaperf.execute.types import SPEEDUP_FIELDS, SPEEDUPS
+    from cudaperf.report.rows import BASELINE_FIELDS
+    from cudaperf.report.speedups import BASELINES
+
+    assert tuple(BASELINES) == SPEEDUP_FIELDS
+    assert BASELINE_FIELDS == {b: SPEEDUPS[b][0] for b in ("eager", "compile", "naive", "cpu")}

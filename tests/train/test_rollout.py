@@ -142,3 +142,20 @@ def test_under_several_processes_only_the_main_one_reports_the_gathered_record()
     assert len(seen) == 2 and len(recs) == 1  # both gathered, one reported
     assert recs[0]["processes"] == 2 and recs[0]["rows"] == 4
     assert recs[0]["tasks_by_process"] == [[tasks[0].id], ["other"]]
+
+
+def test_each_policy_reply_is_extracted_once_with_a_prefetching_analyzer(monkeypatch):
+    from tests.refine.test_episode import _count_extractions
+
+    tasks = sample_c_tasks()[:1]
+    seen = _count_extractions(monkeypatch)
+    fetched: list = []
+
+    def analyzer(code):
+        return []
+
+    analyzer.prefetch = fetched.extend
+    scorer = RewardScorer(tasks, evaluator=FakeEvaluator(), analyzer=analyzer)
+    roll = MultiTurnRollout(tasks, scorer, RolloutOptions(turns=1))
+    roll.run(_prompts(tasks, 2), 2, ScriptedPolicy(first=[GOOD, BAD], later=[GOOD]))
+    assert len(seen) == 2 and len(fetched) == 2

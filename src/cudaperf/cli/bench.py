@@ -32,10 +32,10 @@ _MODEL_HELP = (
 )
 
 
-def _tasks(suites, suite_paths, dataset, limit, per_family, seed, model):
+def _tasks(suites, suite_paths, dataset, limit, per_family, seed, model, compile_baseline=True):
     """(suites, tasks, meta, note on left-out tasks); the subset options apply per suite."""
+    from cudaperf.refine.scripted import REFERENCE_SPECS, replayable
     from cudaperf.report.rows import task_meta
-    from cudaperf.report.scripted import REFERENCE_SPECS, replayable
     from cudaperf.report.suites import load_suites, select
 
     try:
@@ -54,8 +54,31 @@ def _tasks(suites, suite_paths, dataset, limit, per_family, seed, model):
     if not tasks:
         fail(f"--suite {' '.join(suites)}: no task to run (after --limit/--tasks-per-family and, "
              "for scripted models, dropping tasks without implementations)")  # fmt: skip
-    meta = {t.id: task_meta(t, s.label) for s, ts in picked for t in ts}
+    meta = {t.id: task_meta(t, s.label, compile_baseline) for s, ts in picked for t in ts}
     return loaded, tasks, meta, left_out
+
+
+def _gpus(spec: str | None, compile_only: bool | None) -> tuple[int, ...] | None:
+    """The --gpus indices (None: all visible); one clear line when they are not indices, are
+    given with --compile-only, or name a GPU this machine lacks."""
+    if spec is None:
+        return None
+    try:
+        ids = tuple(int(g) for g in spec.split(","))
+    except ValueError:
+        fail(f"--gpus {spec!r}: give GPU indices such as 0,1 (as nvidia-smi numbers them)")
+    if any(g < 0 for g in ids) or len(set(ids)) < len(ids):
+        fail(f"--gpus {spec!r}: give distinct non-negative GPU indices such as 0,1")
+    if compile_only:
+        fail("--gpus picks the GPUs that time candidates; drop it or drop --compile-only")
+    from cudaperf.execute.build import detect_gpus
+
+    have = [g.index for g in detect_gpus()]
+    if missing := [g for g in ids if g not in have]:
+        there = ", ".join(map(str, have)) if have else "none"
+        fail(f"--gpus {spec}: no GPU {', '.join(map(str, missing))} here (GPUs: {there}); "
+             "give indices nvidia-smi lists, or leave --gpus out")  # fmt: skip
+    return ids
 
 
 def _scorer(tasks, preset, ranker, **eval_opts):
@@ -106,6 +129,8 @@ def _command(st, out: Path, suite_paths: list[Path] | None, dataset: Path | None
                     ("--adapter", st.adapter), ("--dataset", dataset)):  # fmt: skip
         if v is not None:
             args += [flag, str(v)]
+    if not st.compile_baseline:
+        args.append("--no-compile-baseline")
     return "cudaperf bench run " + shlex.join([*args, "--out", str(out)])
 
 
@@ -162,6 +187,18 @@ def run(
     ),  # fmt: skip
     ranker: str = RankerOpt,
     compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
+    gpus: str = typer.Option(
+        None,
+        "--gpus",
+        help="GPU indices for the evaluator's workers, such as 0,1 (nvidia-smi "
+        "numbering); default: every visible GPU.",
+    ),  # fmt: skip
+    no_compile_baseline: bool = typer.Option(
+        False,
+        "--no-compile-baseline",
+        help="PyTorch tasks: do not time torch.compile (it costs "
+        "device time); run.json records it and the reports list the baseline as absent.",
+    ),  # fmt: skip
     cache_dir: Path = typer.Option(None, "--cache-dir", help="Build and result cache directory."),
     trials: int = typer.Option(None, "--trials", help="Evaluator: timed trials per config."),
     time_budget: float = typer.Option(None, "--time-budget", help="Evaluator: s per config."),
@@ -183,13 +220,16 @@ def run(
     try:
         settings = BenchSettings(model=model, suite=" + ".join(suite), samples=samples, turns=turns,
                                  seed=seed, limit=limit, tasks_per_family=per_family,
-                                 adapter=adapter, preset=preset)  # fmt: skip
+                                 adapter=adapter, preset=preset,
+                                 compile_baseline=not no_compile_baseline)  # fmt: skip
     except ValueError as e:
         fail(str(e))
+    gpu_ids = _gpus(gpus, compile_only)
     suites, tasks, meta, left_out = _tasks(suite, suite_path, dataset, limit, per_family, seed,
-                                           model)  # fmt: skip
+                                           model, settings.compile_baseline)  # fmt: skip
     eval_opts = dict(compile_only=compile_only, cache_dir=cache_dir, trials=trials,
-                     time_budget_s=time_budget, cpu_time_budget_s=cpu_time_budget)  # fmt: skip
+                     time_budget_s=time_budget, cpu_time_budget_s=cpu_time_budget, gpus=gpu_ids,
+                     compile_baseline=False if no_compile_baseline else None)  # fmt: skip
     scorer, env = _scorer(tasks, preset, ranker, **eval_opts)
     backend = _backend(model, tasks, adapter, server_model, api_key, temperature, max_tokens,
                        gguf_file, seed)  # fmt: skip

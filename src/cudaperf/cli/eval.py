@@ -24,12 +24,19 @@ from cudaperf.cli.common import (
     stdout,
 )
 from cudaperf.execute import Candidate, EvalConfig, ExecResult, Status, evaluate_batch
-from cudaperf.execute.types import geomean
+from cudaperf.execute.types import SPEEDUP_FIELDS, SPEEDUPS, geomean, protections_line
 from cudaperf.tasks.model import Task
 
 __all__ = ["eval_command"]
 
 _HELP = EvalConfig.help()
+# Baseline name (execute.types.SPEEDUPS) -> the table's column header.
+_SPEED_COLUMNS = {
+    "cpu": "vs CPU",
+    "naive": "vs naive",
+    "eager": "vs eager",
+    "compile": "vs compile",
+}
 
 
 def _read_candidates(path: Path, tasks: list[Task]) -> list[tuple[Task, Candidate]]:
@@ -68,12 +75,10 @@ def _summary(results: list[ExecResult], skipped: list[dict]) -> dict:
         "gpu": results[0].gpu if results else "",
         "statuses": dict(Counter(r.status.value for r in results)),
         "skipped": len(skipped),
-        "geomean_speedup_vs_cpu": geomean([r.speedup_vs_cpu for r in ok if r.speedup_vs_cpu]),
-        "geomean_speedup_vs_naive": geomean([r.speedup_vs_naive for r in ok if r.speedup_vs_naive]),
-        "geomean_speedup_vs_eager": geomean([r.speedup_vs_eager for r in ok if r.speedup_vs_eager]),
-        "geomean_speedup_vs_compile": geomean(
-            [r.speedup_vs_compile for r in ok if r.speedup_vs_compile]
-        ),
+        **{
+            f"geomean_{f}": geomean([getattr(r, f) for r in ok if getattr(r, f)])
+            for f in SPEEDUP_FIELDS
+        },  # fmt: skip
     }
 
 
@@ -81,12 +86,8 @@ def _print_table(results: list[ExecResult], summary: dict, skipped: list[dict]) 
     t = Table(
         title=f"cudaperf eval ({summary['mode']}{', ' + summary['gpu'] if summary['gpu'] else ''})"
     )
-    speeds = [
-        (name, attr)
-        for name, attr in (("vs CPU", "speedup_vs_cpu"), ("vs naive", "speedup_vs_naive"),
-                           ("vs eager", "speedup_vs_eager"), ("vs compile", "speedup_vs_compile"))
-        if any(getattr(r, attr) for r in results)
-    ]  # fmt: skip
+    speeds = [(_SPEED_COLUMNS[b], f) for b, (f, _) in SPEEDUPS.items()
+              if any(getattr(r, f) for r in results)]  # fmt: skip
     for col in ("task", "candidate", "status", *(n for n, _ in speeds), "feedback"):
         t.add_column(col, overflow="fold")
     quiet = (Status.OK, Status.COMPILED)
@@ -98,10 +99,11 @@ def _print_table(results: list[ExecResult], summary: dict, skipped: list[dict]) 
     stdout.print(t)
     counts = ", ".join(f"{k}: {v}" for k, v in summary["statuses"].items())
     stdout.print(f"statuses: {counts}; skipped: {len(skipped)}")
+    if line := protections_line(results):  # only when some protection did not apply
+        stdout.print(line, markup=False, highlight=False)
     for s in skipped:
         stdout.print(f"skipped {s['task_id']}: {s['reason']}")
-    for k in ("geomean_speedup_vs_cpu", "geomean_speedup_vs_naive", "geomean_speedup_vs_eager",
-              "geomean_speedup_vs_compile"):  # fmt: skip
+    for k in (f"geomean_{f}" for f in SPEEDUP_FIELDS):
         v = summary[k]
         stdout.print(f"{k.replace('_', ' ')}: {f'{v:.2f}x' if v else '-'}")
     if summary["mode"] == "compile-only":

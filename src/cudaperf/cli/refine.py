@@ -19,6 +19,7 @@ from cudaperf.cli.common import (
     stdout,
 )
 from cudaperf.cli.reward import RankerOpt, scorer_for
+from cudaperf.refine.scripted import SCRIPTED
 from cudaperf.reward import PRESETS
 from cudaperf.tasks.model import Task, TaskKind
 
@@ -120,6 +121,14 @@ def _check_server(url: str) -> None:
              "server (e.g. `vllm serve MODEL`) or fix the URL", code=1)  # fmt: skip
 
 
+_MODEL_HELP = (
+    "smollm2 (the bundled SmolLM2-135M-Instruct), a Hugging Face name (org/name), checkpoint "
+    "folder or .gguf file (with --adapter), an http(s):// URL of an OpenAI-compatible server "
+    f"(with --server-model), or a scripted backend: {', '.join(SCRIPTED)} (they replay the "
+    "task's implementations: all in order, weakest first, its fastest, its naive one)."
+)
+
+
 def refine_command(
     target: str = typer.Argument(
         ..., help="Task id, a .c file (with --function/--sizes) or a PyTorch module .py file."
@@ -127,9 +136,7 @@ def refine_command(
     model: str = typer.Option(
         "smollm2",
         "--model",
-        help="smollm2 (the bundled SmolLM2-135M-Instruct), a HF name, checkpoint dir or .gguf "
-        "file, an http(s):// URL of an OpenAI-compatible server, or scripted:weakest-first / "
-        "scripted:implementations (replay the task's implementations).",
+        help=_MODEL_HELP,
     ),
     turns: int = typer.Option(3, "--turns", min=1, help="Maximum turns."),
     samples: int = typer.Option(

@@ -4,6 +4,9 @@ A build directory `<cache_dir>/build/<key>/` holds `src.cu` (or `ref.c`), the li
 `build.json` ({"ok", "log", "seconds"}); the key hashes the source, the flags and the compiler
 version, so identical code compiles once and a failed build is not retried. Writes are atomic
 (temp name + rename), so parallel builders of the same key cannot see half a library.
+With `EvalConfig.isolate_files` the compilers run confined (`build_confine`: only their build
+folder writable, the evaluator's files and every non-system folder hidden, no network); what
+applied is in `BuildResult.protections`.
 Guaranteed: `BuildResult.ok` implies `lib` exists and links with no undefined symbols.
 """
 
@@ -19,10 +22,11 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudaperf import __version__
+from cudaperf.execute.build_confine import run_compiler
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.harness import CANDIDATE_FILE, HARNESS_FILE, harness_source
 from cudaperf.tasks.model import Task
@@ -55,6 +59,8 @@ class BuildResult:
     seconds: float  # compile wall time (0 when served from the build cache)
     cached: bool  # served from an earlier build
     timed_out: bool = False  # the compiler hit compile_timeout_s
+    protections: dict = field(default_factory=dict)  # confine.Protections (as a dict) the
+    # compiler that made this build ran under ({}: unconfined); kept in build.json for hits
 
 
 @dataclass(frozen=True)
@@ -116,13 +122,16 @@ def _key(*parts: str) -> str:
 
 
 def _compile(
-    cmd: list[str], src_name: str, src: str, out_dir: Path, lib_name: str, timeout: float
-) -> BuildResult:
-    """Run `cmd` (its last item goes after the source) in a scratch dir; move the result."""
+    cmd: list[str], src_name: str, src: str, out_dir: Path, lib_name: str, timeout: float,
+    config: EvalConfig | None = None,
+) -> BuildResult:  # fmt: skip
+    """Run `cmd` (its last item goes after the source) in a scratch dir; move the result.
+    Confined per `config.isolate_files` (`build_confine`); unconfined without a `config` (the
+    dataset's own, trusted sources: datagen.measure)."""
     with _LOCKS_GUARD:
         lock = _LOCKS.setdefault(str(out_dir), threading.Lock())
     with lock:  # threads building the same key wait for the first instead of racing it
-        return _compile_locked(cmd, src_name, src, out_dir, lib_name, timeout)
+        return _compile_locked(cmd, src_name, src, out_dir, lib_name, timeout, config)
 
 
 _LOCKS: dict[str, threading.Lock] = {}
@@ -130,27 +139,27 @@ _LOCKS_GUARD = threading.Lock()
 
 
 def _compile_locked(
-    cmd: list[str], src_name: str, src: str, out_dir: Path, lib_name: str, timeout: float
-) -> BuildResult:
+    cmd: list[str], src_name: str, src: str, out_dir: Path, lib_name: str, timeout: float,
+    config: EvalConfig | None,
+) -> BuildResult:  # fmt: skip
     meta = out_dir / "build.json"
     if meta.exists():
         m = json.loads(meta.read_text())
         lib = str(out_dir / lib_name) if m["ok"] else ""
-        return BuildResult(m["ok"], lib, m["log"], 0.0, True, m.get("timed_out", False))
+        return BuildResult(m["ok"], lib, m["log"], 0.0, True, m.get("timed_out", False),
+                           m.get("protections", {}))  # fmt: skip
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
+    prot: dict = {}
+    isolate = config is not None and config.isolate_files
+    hide = [str(Path(config.cache_dir).expanduser())] if config is not None else []
+    hide.append(str(Path.home() / ".cache" / "cudaperf"))
     with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
         (Path(tmp) / src_name).write_text(src)
         timed_out = False
         try:
-            p = subprocess.run(
-                [*cmd[:-1], "-o", lib_name, src_name, *cmd[-1:]],
-                cwd=tmp,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                start_new_session=True,
-            )
+            argv = [*cmd[:-1], "-o", lib_name, src_name, *cmd[-1:]]
+            p, prot = run_compiler(argv, tmp, timeout, isolate, hide)
             log, ok = (p.stdout + p.stderr).strip(), p.returncode == 0
         except subprocess.TimeoutExpired:
             log, ok, timed_out = f"compiler killed after {timeout:.0f} s", False, True
@@ -163,9 +172,16 @@ def _compile_locked(
         os.replace(Path(tmp) / src_name, out_dir / src_name)
     dt = time.perf_counter() - t0
     tmp_meta = out_dir / f"build.json.{os.getpid()}.{threading.get_ident()}"
-    tmp_meta.write_text(json.dumps({"ok": ok, "log": log, "seconds": dt, "timed_out": timed_out}))
+    m = {"ok": ok, "log": log, "seconds": dt, "timed_out": timed_out, "protections": prot}
+    tmp_meta.write_text(json.dumps(m))
     os.replace(tmp_meta, meta)
-    return BuildResult(ok, str(out_dir / lib_name) if ok else "", log, dt, False, timed_out)
+    return BuildResult(ok, str(out_dir / lib_name) if ok else "", log, dt, False, timed_out, prot)
+
+
+def _confined(config: EvalConfig) -> str:
+    """Part of a build key: a library built unconfined (it may embed any host file) is never
+    served to a confined evaluator, nor the other way round."""
+    return "confined" if config.isolate_files else "unconfined"
 
 
 def build_candidate(task: Task, code: str, arch: str, config: EvalConfig) -> BuildResult:
@@ -173,17 +189,17 @@ def build_candidate(task: Task, code: str, arch: str, config: EvalConfig) -> Bui
     src = harness_source(task, code)
     cmd = [config.nvcc, "-O3", "-shared", "-Xcompiler", "-fPIC", f"-arch={arch}"]
     cmd += ["-Xlinker", "-z,defs", *config.extra_nvcc_flags, "-lineinfo"]
-    key = _key("cu", src, " ".join(cmd), tool_version(config.nvcc))
+    key = _key("cu", src, " ".join(cmd), tool_version(config.nvcc), _confined(config))
     out = config.cache_dir / "build" / key
-    return _compile(cmd, "src.cu", src, out, "candidate.so", config.compile_timeout_s)
+    return _compile(cmd, "src.cu", src, out, "candidate.so", config.compile_timeout_s, config)
 
 
 def build_reference(task: Task, config: EvalConfig) -> BuildResult:
     """Compile the task's C reference with gcc -O2 into a shared library."""
     cmd = [config.gcc, "-O2", "-shared", "-fPIC", "-Wl,-z,defs", "-lm"]
-    key = _key("c", task.source, " ".join(cmd), tool_version(config.gcc))
+    key = _key("c", task.source, " ".join(cmd), tool_version(config.gcc), _confined(config))
     out = config.cache_dir / "build" / key
-    return _compile(cmd, "ref.c", task.source, out, "ref.so", config.compile_timeout_s)
+    return _compile(cmd, "ref.c", task.source, out, "ref.so", config.compile_timeout_s, config)
 
 
 # One compiler diagnostic line of nvcc or gcc (`file(12): error: ...`, `file:12:3: error: ...`);

@@ -139,9 +139,10 @@ _INCLUDE = re.compile(r'#\s*(?:include|embed|include_next)\s*["<]\s*([^">]*)[">]
 
 
 def include_outside(src: str) -> str | None:
-    # nvcc runs in the evaluator, outside the sandbox: `#include "/any/file"` quotes lines of
-    # any readable file (the evaluator's results, task files) into the compile log the model
-    # reads, and `.incbin` embeds a file into the library to print at run time.
+    # `#include "/any/file"` quotes lines of any readable file (the evaluator's results, task
+    # files) into the compile log the model reads, and `.incbin` embeds a file into the library
+    # to print at run time. A first line only: an include spelled through a macro passes it;
+    # what stops that is the compiler's confinement (`build_confine`, with isolate_files).
     for m in _INCLUDE.finditer(src):
         path = m.group(1).strip()
         if path.startswith(("/", "~")) or ".." in path.split("/"):

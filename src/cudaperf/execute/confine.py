@@ -1,7 +1,8 @@
 """Kernel isolation for processes that run candidate code: namespaces, read-only host, seccomp.
 
 `apply(policy)` confines the calling process (call it first thing in a fresh, single-threaded
-process; `command(...)` builds the argv that does this and then runs a Python module or file):
+process; `command(...)` builds the argv that does this and then runs a Python module or file,
+or execs any program: the compilers):
 
 1. a new mount namespace (a user namespace too when not root), all mounts private;
 2. an empty private tmpfs on every `Policy.private` path (`/tmp`, `/dev/shm`, the evaluator's
@@ -87,6 +88,8 @@ class Policy:
     network: bool = False  # False: a new, empty network namespace
     tmpfs_mb: int = 2048  # size limit of each private tmpfs (RAM is used only as written)
     chdir: str | None = None  # working directory after confinement
+    python: bool = True  # the process goes on running Python: its installation and import
+    # folders under a private path are bound back read-only (not needed before an exec)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -207,12 +210,13 @@ def _mountinfo() -> list[tuple[str, int, str]]:
     return out
 
 
-def _readonly(rw: set[str], prot: Protections) -> None:
-    """Remount every mount read-only except the private tmpfs, the writable binds and procfs
-    (the CUDA driver needs a writable /proc to start; see the module docstring)."""
+def _readonly(rw: set[str], prot: Protections, hidden: set[str] = frozenset()) -> None:
+    """Remount every mount read-only except the private tmpfs, the writable binds, procfs
+    (the CUDA driver needs a writable /proc to start; see the module docstring) and the
+    `hidden` ones (covered by a private tmpfs: no path reaches them any more)."""
     failed = []
     for mp, keep, fstype in _mountinfo():
-        if mp in rw or fstype == "proc":
+        if mp in rw or fstype == "proc" or mp in hidden:
             continue
         err = _mount(None, mp, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | keep, None)
         if err and mp == "/":
@@ -349,14 +353,19 @@ def apply(policy: Policy, quiet: bool = False) -> Protections:
     if _unshare(policy, prot):
         _mount(None, "/", None, _MS_REC | _MS_PRIVATE, None)
         fds = {}  # opened in the new namespace (a bind source must be one of its mounts)
-        for path in [*policy.writable, *policy.readable, *_import_dirs(policy.private)]:
+        own = _import_dirs(policy.private) if policy.python else []
+        for path in [*policy.writable, *policy.readable, *own]:
             try:
                 fds[os.path.abspath(path)] = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError as e:
                 prot.missing[f"bind:{path}"] = str(e)
+        before = [mp for mp, _, _ in _mountinfo()]
         private = _mount_private(policy, prot)
         _bind_back(fds, private, prot)
-        _readonly({*private, *(os.path.abspath(w) for w in policy.writable)}, prot)
+        # mounts under a private tmpfs that nothing was bound back to are out of reach now
+        hidden = {m for m in before if m not in fds and any(m.startswith(d.rstrip("/") + "/")
+                                                            for d in private)}  # fmt: skip
+        _readonly({*private, *(os.path.abspath(w) for w in policy.writable)}, prot, hidden)
     else:
         prot.missing.setdefault("readonly_root", "no mount namespace")
     if policy.chdir:
@@ -377,8 +386,11 @@ _BOOT = (
 
 def command(policy: Policy | None, target: list[str], report_fd: int | None = None) -> list[str]:
     """argv that confines a fresh Python per `policy` (None: not at all), then runs `target`:
-    ["-m", module, *args] or [path.py, *args]. With `report_fd`, the `Protections` go there as
-    one JSON line (keep that fd in `pass_fds`)."""
+    ["-m", module, *args] or [path.py, *args] in that interpreter, or ["--exec", program,
+    *args]: execs `program` (looked up on PATH) in its place, so the program and everything it
+    starts stay confined (namespaces, mounts, seccomp and no_new_privs survive exec; a
+    program that cannot be started exits 127). With `report_fd`, the `Protections` go there
+    as one JSON line (keep that fd in `pass_fds`)."""
     rep = [] if report_fd is None else ["--report", str(report_fd)]
     pol = policy.to_json() if policy is not None else "null"
     return [sys.executable, "-c", _BOOT, __file__, pol, *rep, "--", *target]
@@ -395,10 +407,20 @@ def main(argv: list[str]) -> int:
         report, rest = int(rest[1]), rest[2:]
     rest = rest[1:] if rest[:1] == ["--"] else rest
     quiet = report is not None  # the parent logs what the report says
-    prot = apply(policy, quiet) if policy is not None else Protections(missing={"all": "off"})
+    prot = (
+        apply(policy, quiet)
+        if policy is not None
+        else Protections(missing={"all": "not requested"})
+    )
     if report is not None:
         with os.fdopen(report, "w") as f:
             f.write(json.dumps(asdict(prot)) + "\n")
+    if rest[0] == "--exec":
+        try:
+            os.execvp(rest[1], rest[1:])
+        except OSError as e:
+            print(f"cannot run {rest[1]}: {e}", file=sys.stderr)
+            return 127
     if rest[0] == "-m":
         sys.argv = [rest[1], *rest[2:]]
         runpy.run_module(rest[1], run_name="__main__", alter_sys=True)

@@ -34,9 +34,23 @@ from cudaperf.execute.protocol import (
     TorchRequest,
     parse_reply,
 )
-from cudaperf.execute.results import ResultCache, result_key, timing_feedback, truncate
+from cudaperf.execute.results import (
+    ResultCache,
+    redact_held_out,
+    result_key,
+    timing_feedback,
+    truncate,
+)
 from cudaperf.execute.sandbox import read_log
-from cudaperf.execute.types import SPEEDUPS, Candidate, ConfigResult, ExecResult, Status, geomean
+from cudaperf.execute.types import (
+    SPEEDUPS,
+    Candidate,
+    ConfigResult,
+    ExecResult,
+    Protection,
+    Status,
+    geomean,
+)
 from cudaperf.tasks.model import Task, TaskKind
 
 log = logging.getLogger(__name__)
@@ -99,6 +113,7 @@ class Prepared:
     t0: float  # monotonic start time
     ext_dir: str = ""  # TORCH_EXTENSIONS_DIR of a prebuilt load_inline candidate
     form: str = ""  # PyTorch→CUDA candidate form
+    protections: list[Protection] = field(default_factory=list)  # the build's (run's: finish)
 
     @property
     def is_torch(self) -> bool:
@@ -118,6 +133,7 @@ class Evaluator:
 
     def key(self, task: Task, cand: Candidate) -> str:
         settings = self.config.result_settings() | {"mode": self.env.mode, "arch": self.env.arch}
+        settings["isolate_files"] = self.config.isolate_files  # a hit's protections stay true
         return result_key(
             cand.hash,
             task.id,
@@ -161,13 +177,16 @@ class Evaluator:
             return self.result(task, cand, Status.INFRA_ERROR, t0, feedback=fb, compile_log=log_)
         b = build_candidate(task, cand.code, self.env.arch, self.config)
         clog = truncate(b.log, self.config.max_log_chars)
-        done = self._built(task, cand, t0, b, notes, {"compile_log": clog, "findings": ids})
+        prot = [Protection.of("build", b.protections)]
+        kw = {"compile_log": clog, "findings": ids, "protections": prot}
+        done = self._built(task, cand, t0, b, notes, kw)
         if done is not None:
             return done
         workdir = tempfile.mkdtemp(prefix="cudaperf-cand-")
         return Prepared(
-            task, cand, self.key(task, cand), b.lib, ref.lib, clog, ids, notes, workdir, t0
-        )
+            task, cand, self.key(task, cand), b.lib, ref.lib, clog, ids, notes, workdir, t0,
+            protections=prot,
+        )  # fmt: skip
 
     def _built(self, task, cand, t0: float, b, notes: list[str], kw: dict) -> ExecResult | None:
         """The final result when a build (C or PyTorch track) leaves nothing to run, else None:
@@ -207,17 +226,18 @@ class Evaluator:
             return self.result(task, cand, Status.INFRA_ERROR, t0, feedback=fb, findings=ids)
         b = torch_build.prebuild_torch_candidate(
             cand.code, self.env.arch, self.config.cache_dir.expanduser(),
-            self.config.compile_timeout_s,
+            self.config.compile_timeout_s, isolate=self.config.isolate_files,
         )  # fmt: skip
         clog = truncate(b.log, self.config.max_log_chars)
-        kw = {"compile_log": clog, "findings": ids, "form": b.form}
+        prot = [Protection.of("build", b.protections)]
+        kw = {"compile_log": clog, "findings": ids, "form": b.form, "protections": prot}
         done = self._built(task, cand, t0, b, notes, kw)
         if done is not None:
             return done
         workdir = tempfile.mkdtemp(prefix="cudaperf-cand-")
         return Prepared(
             task, cand, self.key(task, cand), "", "", clog, ids, notes, workdir, t0,
-            ext_dir=b.ext_dir, form=b.form,
+            ext_dir=b.ext_dir, form=b.form, protections=prot,
         )  # fmt: skip
 
     def timeout(self, p: Prepared) -> float:
@@ -275,7 +295,8 @@ class Evaluator:
                 p.task, p.cand, Status.INFRA_ERROR, p.t0, compile_log=p.compile_log,
                 runtime_log=rlog, feedback=fb, findings=p.findings, form=p.form,
             )  # fmt: skip
-        status, runtime, configs = reply.status, reply.message, reply.configs
+        status, configs = reply.status, reply.configs
+        configs, runtime = redact_held_out(configs, reply.message)  # every track, here only
         fb = status_feedback(status, configs, runtime)
         kw: dict = {}
         if status is Status.OK:
@@ -287,6 +308,7 @@ class Evaluator:
         rlog = truncate((runtime + "\n" + out).strip(), self.config.max_log_chars)
         if reply.launched is not None:  # seen by the profiler (PyTorch→CUDA); else not observed
             kw["launched"] = reply.launched
+        kw["protections"] = [*p.protections, Protection.of("run", reply.protections)]
         return self.result(
             p.task, p.cand, status, p.t0, configs=configs, compile_log=p.compile_log,
             runtime_log=rlog, feedback=fb + p.notes, findings=p.findings, form=p.form, **kw,

@@ -21,6 +21,7 @@ from cudaperf.execute.types import ConfigResult, Status
 from cudaperf.tasks.model import Task
 
 __all__ = [
+    "BaselinesRequest",
     "ChildJob",
     "HelloReply",
     "HelloRequest",
@@ -89,6 +90,29 @@ class TorchRequest(_JobRequest):
     torch_compile: bool = True  # also time the torch.compile baseline
     baseline_cache: str | None = None  # JSONL file of cached eager/compile baseline timings
     device: Literal["cuda", "cpu"] = "cuda"  # "cpu" only in tests
+    # the task's cached baseline records, given by the parent (`baseline_job`): when present
+    # the worker reads no file; a candidate's job gets time_baselines=False and times none
+    baselines: dict[str, dict[str, Any]] | None = None
+    time_baselines: bool = True
+
+
+class BaselinesRequest(_Message):
+    """A PyTorch→CUDA task's reference only, no candidate (`baseline_job`): times the eager
+    (and torch.compile) baselines missing from `baselines` and replies them as new records."""
+
+    op: Literal["baselines"] = "baselines"
+    task: Task
+    workdir: str
+    salt: int = Field(repr=False)
+    trials: int
+    warmup: int
+    budget_ms: float
+    cpu_limit_s: int
+    torch_compile: bool = True
+    device: Literal["cuda", "cpu"] = "cuda"
+    baselines: dict[str, dict[str, Any]] = {}  # records already known (not timed again)
+    time_baselines: Literal[True] = True
+    baseline_cache: None = None  # never a file: records come and go over the pipes
 
 
 class ChildJob(_Message):
@@ -103,8 +127,12 @@ class ChildJob(_Message):
     kernel_names: list[str] = []  # the candidate's own __global__ names (for the profiler)
 
 
-Request = Annotated[HelloRequest | RunRequest | TorchRequest, Field(discriminator="op")]
-_REQUEST: TypeAdapter[HelloRequest | RunRequest | TorchRequest] = TypeAdapter(Request)
+Request = Annotated[
+    HelloRequest | RunRequest | TorchRequest | BaselinesRequest, Field(discriminator="op")
+]
+_REQUEST: TypeAdapter[HelloRequest | RunRequest | TorchRequest | BaselinesRequest] = TypeAdapter(
+    Request
+)
 
 
 class Ready(_Message):
@@ -132,6 +160,9 @@ class JobReply(_Message):
     restart: bool = False  # the worker must not be reused (CUDA error, worker fault)
     crashed: bool = False  # set by WorkerHandle: the worker died during the job
     sandbox: str | None = None  # set by WorkerHandle: the kernel protections it ran under
+    protections: dict[str, Any] | None = None  # set by WorkerHandle: confine.Protections
+    device_id: str | None = None  # a baselines reply: GPU name and torch version
+    new_baselines: list[dict[str, Any]] | None = None  # a baselines reply: the new records
 
 
 def _one_line(kind: str, e: ValidationError) -> MalformedMessage:
@@ -141,7 +172,7 @@ def _one_line(kind: str, e: ValidationError) -> MalformedMessage:
     return MalformedMessage(f"malformed worker {kind}: {where}: {err['msg']}{more}")
 
 
-def parse_request(raw: object) -> HelloRequest | RunRequest | TorchRequest:
+def parse_request(raw: object) -> HelloRequest | RunRequest | TorchRequest | BaselinesRequest:
     """The typed request of a decoded JSON line; raises MalformedMessage."""
     try:
         return _REQUEST.validate_python(raw)

@@ -18,8 +18,8 @@ from pathlib import Path
 from cudaperf.execute.types import ConfigResult, ExecResult, Status
 
 __all__ = [
-    "ResultCache", "JsonlWriter", "done_keys", "redact_sizes", "result_key", "timing_feedback",
-    "truncate",
+    "ResultCache", "JsonlWriter", "done_keys", "redact_held_out", "redact_sizes", "result_key",
+    "timing_feedback", "truncate",
 ]  # fmt: skip
 
 
@@ -144,3 +144,18 @@ def redact_sizes(message: str) -> str:
     values all give its size away ("1 of 5000011 elements"). Names such as float32 are kept.
     Guaranteed: no run of digits outside a word is left."""
     return _NUMBER.sub("#", message)
+
+
+def redact_held_out(configs: list[ConfigResult], message: str) -> tuple[list[ConfigResult], str]:
+    """The one place held-out configs lose their sizes, for every track (`Evaluator.finish`):
+    each held-out config's message through `redact_sizes`, and that message wherever it is
+    quoted in the run's `message` (which feedback and the runtime log repeat). Guaranteed: no
+    held-out config's message reaches a result with a digit outside a word."""
+    out = []
+    for c in configs:
+        if c.held_out and c.message:
+            red = redact_sizes(c.message)
+            message = message.replace(c.message, red)
+            c = c.model_copy(update={"message": red})
+        out.append(c)
+    return out, message

@@ -11,8 +11,13 @@ With `EvalConfig.isolate_files` the worker is confined by the kernel (`confine`)
 it has no network, no capabilities and a seccomp filter. Compiled libraries (`<cache>/build`,
 the native cache) stay readable. Per request the parent stages what the job names (its
 workdir, libraries outside those folders, a load_inline extension folder, the baseline cache)
-into the worker's private view at the same paths, and copies `output.log` (and new baseline
-lines) back afterwards; the worker never sees another candidate's folder.
+into the worker's private view at the same paths, and copies `output.log` back afterwards;
+the worker never sees another candidate's folder. The PyTorch baseline cache is never staged:
+its records travel in the request, and new ones come only from a `baselines` request to a
+worker process that has served no candidate (`baseline_job` says why).
+Every reply (timeouts and crashes included) carries `protections`: the `confine.Protections`
+the worker reported when it started (set here, never read from the worker's own reply), which
+`Evaluator.finish` puts into `ExecResult.protections` as the "run" stage.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cudaperf.execute import confine
+from cudaperf.execute import baseline_job, confine
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.torch_build import torch_arch_list
 
@@ -68,7 +73,9 @@ class WorkerHandle:
         self._buf = b""
         self._views: dict[str, int] = {}  # private path -> O_PATH fd of the worker's tmpfs
         self._staged: list[str] = []  # staged paths (private view) to remove after the job
-        self._base_lines = 0  # lines of the baseline cache when it was staged
+        self.tainted = False  # the current process has been sent candidate code
+        self._baselined: set[str] = set()  # tasks (content prefix) whose baselines were asked
+        self._device_id: str | None = None  # baseline key's device part, from a clean reply
 
     def policy(self) -> confine.Policy | None:
         """The worker's confinement (None when `isolate_files` is off)."""
@@ -114,9 +121,11 @@ class WorkerHandle:
         for fd in (r1, w2, *([rw] if policy else [])):
             os.close(fd)
         self._wf = os.fdopen(w1, "w")
-        self._rfd, self._buf, self.jobs = r2, b"", 0
+        self._rfd, self._buf, self.jobs, self.tainted = r2, b"", 0, False
         if policy:
             self._read_protections(rr)
+        else:
+            self.protections = {"active": [], "missing": {"all": "isolate_files is off"}}
         ready = self._readline(time.monotonic() + 120)
         if ready is None:
             raise RuntimeError(f"worker failed to start: {self._death()}")
@@ -159,7 +168,7 @@ class WorkerHandle:
     def _stage(self, req: dict) -> None:
         """Copy what the job names into the worker's private view, at the same paths."""
         self._staged = []
-        for key in ("workdir", "lib", "ref_lib", "ext_dir", "baseline_cache"):
+        for key in ("workdir", "lib", "ref_lib", "ext_dir"):
             src = req.get(key)
             dst = self._view(src) if src else None
             if dst is None:
@@ -171,12 +180,10 @@ class WorkerHandle:
             elif os.path.isfile(src):
                 os.makedirs(os.path.dirname(dst), exist_ok=True)
                 shutil.copy2(src, dst)
-            if key == "baseline_cache":
-                self._base_lines = _line_count(src)
             self._staged.append(src)
 
     def _unstage(self, req: dict) -> None:
-        """Bring output.log and new baseline lines back; remove the staged copies."""
+        """Bring output.log back; remove the staged copies."""
         for src in self._staged:
             dst = self._view(src)
             if dst is None:
@@ -184,8 +191,6 @@ class WorkerHandle:
             try:
                 if src == req.get("workdir") and os.path.isfile(dst + "/output.log"):
                     shutil.copyfile(dst + "/output.log", os.path.join(src, "output.log"))
-                elif src == req.get("baseline_cache") and os.path.isfile(dst):
-                    _append_new_lines(dst, src, self._base_lines)
                 shutil.rmtree(dst) if os.path.isdir(dst) else os.unlink(dst)
             except OSError as e:
                 log.warning("unstaging %s from the worker failed: %s", src, e)
@@ -244,7 +249,56 @@ class WorkerHandle:
         self.proc = None
 
     def request(self, req: dict, timeout: float) -> dict:
-        """Send one request; the reply, or a timeout/crash reply. Restarts as needed."""
+        """Send one request; the reply, or a timeout/crash reply. Restarts as needed. A
+        PyTorch→CUDA request naming a `baseline_cache` gets its task's records in the request
+        instead (see `baseline_job`); its own reply's baseline claims are never read."""
+        if req.get("op") == "torch" and req.get("baseline_cache"):
+            req = self._with_baselines(req)
+        return self._send(req, timeout)
+
+    def _with_baselines(self, req: dict) -> dict:
+        """`req` without the cache path, with its task's cached records and `time_baselines`
+        False; first asks a clean worker process for the task's missing baselines."""
+        path, task = req["baseline_cache"], req["task"]
+        prefix = baseline_job.task_prefix(task["id"], task["source"])
+        records = baseline_job.read_records(path, prefix)
+        torch_compile = bool(req.get("torch_compile", True))
+        if prefix not in self._baselined and baseline_job.missing(
+            task, records, self._device_id, torch_compile
+        ):
+            self._baselined.add(prefix)
+            records |= self._clean_baselines(req, path, prefix, records)
+        out = {k: v for k, v in req.items() if k != "baseline_cache"}
+        return out | {"baselines": records, "time_baselines": False}
+
+    def _clean_baselines(self, req: dict, path: str, prefix: str, records: dict) -> dict:
+        """Time the missing baselines in `baselines` requests (eager, then torch.compile, so a
+        slow compile cannot cost the eager ones) on a worker process that has run no candidate
+        code (a tainted one is replaced first); the new records, also appended to the host
+        cache. A request that fails adds none (no baseline, no verdict on the candidate)."""
+        if self.tainted:
+            self.kill()
+            self.restarts += 1
+        new: dict = {}
+        timeout = self.config.run_timeout_s + self.config.baseline_timeout_s
+        for compile_ in (False, True) if req.get("torch_compile", True) else (False,):
+            workdir = tempfile.mkdtemp(prefix="cudaperf-base-")
+            breq = baseline_job.request(req | {"torch_compile": compile_}, workdir, records | new)
+            try:
+                reply = self._send(breq, timeout)
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
+            if reply.get("status") != "ok":
+                log.warning("baselines of %s failed: %s", req["task"]["id"], reply.get("message"))
+                continue
+            self._device_id = str(reply.get("device_id") or "") or None
+            got = baseline_job.accepted(reply, prefix)
+            baseline_job.append_records(path, got)
+            new |= got
+        return new
+
+    def _send(self, req: dict, timeout: float) -> dict:
+        """One request to the worker, as it is (see `request`)."""
         if (
             self.proc is None
             or self.proc.poll() is not None
@@ -255,6 +309,8 @@ class WorkerHandle:
                 self.restarts += 1
             self._start()
         self.jobs += 1
+        self.tainted |= req.get("op") in ("run", "torch")  # candidate code reaches it
+        prot = dict(self.protections)  # what this request's candidate ran under (every path)
         self._stage(req)
         try:
             self._wf.write(json.dumps(req) + "\n")
@@ -263,21 +319,19 @@ class WorkerHandle:
         except TimeoutError:
             self._unstage(req)
             self.kill()
-            return {
-                "status": "timeout",
-                "message": f"no result within {timeout:.0f} s",
-                "configs": [],
-            }
+            msg = f"no result within {timeout:.0f} s"
+            return {"status": "timeout", "message": msg, "configs": [], "protections": prot}
         except BrokenPipeError:
             line = None
         self._unstage(req)
         if line is None:
             msg = self._death()
             self._close()
-            return {"status": "runtime_error", "message": msg, "configs": [], "crashed": True}
+            return {"status": "runtime_error", "message": msg, "configs": [], "crashed": True,
+                    "protections": prot}  # fmt: skip
         reply = json.loads(line)
-        if self.protections:  # which kernel protections the candidate ran under
-            reply["sandbox"] = confine.Protections(**self.protections).summary()
+        reply["protections"] = prot  # set here, never taken from the worker's own reply
+        reply["sandbox"] = confine.Protections(**prot).summary() if prot else "none"
         if reply.get("restart"):
             self.kill()
         return reply
@@ -294,18 +348,6 @@ def worker_env(env: dict[str, str], gpu: int | None, arch: str | None) -> dict[s
     if arch is not None or "TORCH_CUDA_ARCH_LIST" in env:
         env["TORCH_CUDA_ARCH_LIST"] = torch_arch_list(arch or "sm_90", env)
     return env
-
-
-def _line_count(path: str) -> int:
-    return len(Path(path).read_text().splitlines()) if os.path.isfile(path) else 0
-
-
-def _append_new_lines(worker_copy: str, host: str, staged_lines: int) -> None:
-    """Append to `host` the lines the worker added to its copy (the baseline cache)."""
-    new = Path(worker_copy).read_text().splitlines()[staged_lines:]
-    if new:
-        with open(host, "a") as f:
-            f.write("\n".join(new) + "\n")
 
 
 def read_log(workdir: Path, limit: int) -> str:

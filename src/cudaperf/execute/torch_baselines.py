@@ -1,10 +1,14 @@
 """Eager and `torch.compile` baselines of a PyTorch→CUDA task's reference, timed on the
 trusted side on private inputs the same way as candidates' single calls, cached on disk per
-(task content, config, GPU, torch version)."""
+(task content, config, GPU, torch version).
+
+Given `req["baselines"]` (records from the parent, see `baseline_job`), no file is read or
+written: those records are the cache, new ones go to `req["new_baselines"]`, and with
+`req["time_baselines"]` False a missing baseline is None instead of timed (a candidate's job).
+"""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from pathlib import Path
@@ -12,16 +16,25 @@ from pathlib import Path
 import torch
 
 from cudaperf.execute import torch_runtime as rt
-from cudaperf.execute.protocol import TorchRequest
+from cudaperf.execute.baseline_job import baseline_key
+from cudaperf.execute.protocol import BaselinesRequest, TorchRequest
 from cudaperf.execute.types import Timing
 from cudaperf.tasks.model import Task
 
-__all__ = ["baselines"]
+__all__ = ["baselines", "device_id"]
 
 log = logging.getLogger(__name__)
 
 
-def _baseline_cache(req: TorchRequest) -> tuple[Path | None, dict]:
+def device_id(device: str) -> str:
+    """The device part of a baseline key: GPU name and torch version."""
+    gpu = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
+    return f"{gpu}:{torch.__version__}"
+
+
+def _baseline_cache(req: TorchRequest | BaselinesRequest) -> tuple[Path | None, dict]:
+    if req.baselines is not None:  # given by the parent over the request pipe: no file here
+        return None, dict(req.baselines)
     path = Path(req.baseline_cache) if req.baseline_cache else None
     data = {}
     if path and path.is_file():
@@ -31,17 +44,20 @@ def _baseline_cache(req: TorchRequest) -> tuple[Path | None, dict]:
     return path, data
 
 
-def baselines(task: Task, cfg, ref, inputs, req: TorchRequest, device: str):
-    """Eager and torch.compile timings of the reference, cached on disk."""
+def baselines(
+    task: Task, cfg, ref, inputs, req: TorchRequest | BaselinesRequest, device: str,
+    new: list[dict] | None = None,
+):  # fmt: skip
+    """Eager and torch.compile timings of the reference: from the records the request carries
+    (or its cache file), else timed when the request allows it; new records go to `new`."""
     path, cache = _baseline_cache(req)
-    gpu = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
-    key_base = f"{task.id}:{hashlib.sha256(task.source.encode()).hexdigest()[:12]}:{cfg.name}:"
-    key_base += f"{gpu}:{torch.__version__}"
+    dev_id = device_id(device)
     out = []
     for kind in ("eager", "compile"):
-        key = key_base + ":" + kind
+        key = baseline_key(task.id, task.source, cfg.name, dev_id, kind)
         if key not in cache:
-            if kind == "compile" and not req.torch_compile:
+            skip = kind == "compile" and not req.torch_compile
+            if skip or not req.time_baselines:  # a candidate's job times none
                 out.append(None)
                 continue
             try:
@@ -52,6 +68,8 @@ def baselines(task: Task, cfg, ref, inputs, req: TorchRequest, device: str):
                 out.append(None)
                 continue
             cache[key] = Timing.of(ev).model_dump()
+            if new is not None:
+                new.append({"key": key, "timing": cache[key]})
             if path:
                 with path.open("a") as fh:
                     fh.write(json.dumps({"key": key, "timing": cache[key]}) + "\n")

@@ -3,7 +3,8 @@
 Two candidate forms, two build paths:
 - **native** (`cudaperf.execute.native.load_cuda`): every embedded CUDA source with an
   `extern "C"` launcher is built with nvcc into the content-addressed native cache (~1 s, no
-  torch headers). The worker's `load_cuda` call then finds the library and only loads it.
+  torch headers), in a confined child (`native_prebuild`: loading the library runs its
+  constructors, candidate code). The worker's `load_cuda` call then finds it and only loads it.
 - **load_inline** (KernelBench's form): the candidate module is executed once in a CPU-only
   subprocess (`CUDA_VISIBLE_DEVICES=""`) with `TORCH_EXTENSIONS_DIR` pointing at a per-hash
   folder, which builds the extension (15–50 s against the torch headers); the worker imports
@@ -28,12 +29,13 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudaperf.execute import confine
 from cudaperf.execute.build import ToolchainError
-from cudaperf.execute.native import NativeBuildError, load_cuda, parse_prototypes
+from cudaperf.execute.native import parse_prototypes
+from cudaperf.execute.native_prebuild import prebuild
 from cudaperf.tasks.candidate import cuda_sources_in_python
 
 __all__ = [
@@ -57,6 +59,8 @@ class TorchBuild:
     log: str  # compiler output (truncated by the caller)
     timed_out: bool = False  # the build exceeded its time limit
     ext_dir: str = ""  # TORCH_EXTENSIONS_DIR for load_inline candidates
+    protections: dict = field(default_factory=dict)  # confine.Protections (as a dict) the
+    # build ran under, as the confined process reported them ({}: unconfined)
 
 
 def candidate_form(code: str) -> str:
@@ -120,19 +124,20 @@ def native_sources(code: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _build_native(code: str, arch: str, native_cache: Path | None) -> TorchBuild:
+def _build_native(
+    code: str, arch: str, native_cache: Path | None, cache_dir: Path, timeout_s: float,
+    isolate: bool,
+) -> TorchBuild:  # fmt: skip
     if shutil.which("nvcc") is None:  # the machine's fault, not the candidate's
         raise ToolchainError("nvcc not found; install the CUDA toolkit or put it on PATH")
-    logs = []
-    for src in native_sources(code):
-        try:
-            load_cuda(src, arch=arch, cache_dir=native_cache)
-        except NativeBuildError as e:
-            return TorchBuild(False, "native", f"{e}\n{e.log}")
-        logs.append(f"built {len(src)} characters of CUDA for {arch}")
-    if not logs:
+    sources = native_sources(code)
+    if not sources:
         return TorchBuild(False, "native", 'no CUDA source with an extern "C" launcher found')
-    return TorchBuild(True, "native", "\n".join(logs))
+    home = Path.home() / ".cache" / "cudaperf"
+    root = Path(native_cache) if native_cache else home / "native"
+    hide = [str(Path(cache_dir).expanduser()), str(home)]
+    b = prebuild(sources, arch, root, hide, timeout_s, isolate)
+    return TorchBuild(b.ok, "native", b.log, b.timed_out, protections=b.protections)
 
 
 def torch_arch_list(arch: str, environ: Mapping[str, str]) -> str:
@@ -169,25 +174,29 @@ def _build_inline(
         rr, rw = os.pipe()
         policy = build_policy(tmp, ext_dir, Path(cache_dir).expanduser())
         cmd = confine.command(policy if isolate else None, [str(path)], rw)
+        prot: dict = {}
         try:
             res = subprocess.run(
                 cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout_s,
                 pass_fds=(rw,),
             )  # fmt: skip
         except subprocess.TimeoutExpired:
-            return TorchBuild(False, "load_inline", "", timed_out=True, ext_dir=str(ext_dir))
+            return TorchBuild(False, "load_inline", "", True, str(ext_dir), prot)
         finally:
             os.close(rw)
-            _log_report(rr)
+            prot.update(_read_report(rr))
     text = (res.stdout + res.stderr).strip()
-    return TorchBuild(res.returncode == 0, "load_inline", text, ext_dir=str(ext_dir))
+    return TorchBuild(res.returncode == 0, "load_inline", text, False, str(ext_dir), prot)
 
 
-def _log_report(fd: int) -> None:
+def _read_report(fd: int) -> dict:
+    """The confined process's `Protections` (logged once); {} when it reported none."""
     with os.fdopen(fd) as f:
         line = f.read().strip()
-    if line:
-        confine.log_once("load_inline build", json.loads(line))
+    report = json.loads(line) if line else {}
+    if report:
+        confine.log_once("load_inline build", report)
+    return report
 
 
 def prebuild_torch_candidate(
@@ -198,7 +207,7 @@ def prebuild_torch_candidate(
     candidate's module code runs confined unless `isolate` is False)."""
     form = candidate_form(code)
     if form == "native":
-        return _build_native(code, arch, native_cache)
+        return _build_native(code, arch, native_cache, cache_dir, timeout_s, isolate)
     if form == "load_inline":
         ext = extensions_dir(cache_dir, code)
         return _build_inline(code, ext, timeout_s, arch, cache_dir, isolate)

@@ -22,9 +22,11 @@ __all__ = [
     "Candidate",
     "ConfigResult",
     "ExecResult",
+    "Protection",
     "Status",
     "Timing",
     "geomean",
+    "protections_line",
 ]
 
 
@@ -103,6 +105,26 @@ class ConfigResult(_Frozen):
     message: str = ""  # short, model-readable account of a failure on this config
 
 
+class Protection(_Frozen):
+    """The kernel protections (`execute.confine`) one stage of an evaluation ran under, as the
+    confined process reported them (never what was merely asked for)."""
+
+    stage: Literal["build", "run"]  # build: the compiler / load_inline import; run: the GPU
+    # worker and the PyTorch→CUDA candidate process it spawns (which inherits its confinement)
+    active: tuple[str, ...] = ()  # e.g. mount_ns, net_ns, private_tmpfs, readonly_root, seccomp
+    missing: tuple[str, ...] = ()  # "protection: why" for each one that did not apply;
+    # "all: ..." when the stage ran unconfined (isolate_files off, or not confinable)
+
+    @classmethod
+    def of(cls, stage: str, report: dict | None) -> Protection:
+        """From a `confine.Protections` dict ({"active": [...], "missing": {name: why}});
+        an empty or absent report means the stage was not confined at all."""
+        if not report:
+            return cls(stage=stage, missing=("all: the stage ran unconfined",))  # type: ignore[arg-type]
+        miss = tuple(f"{k}: {v}" for k, v in dict(report.get("missing", {})).items())
+        return cls(stage=stage, active=tuple(report.get("active", ())), missing=miss)  # type: ignore[arg-type]
+
+
 class ExecResult(_Frozen):
     """Everything the evaluator learned about one candidate on one task."""
 
@@ -129,10 +151,25 @@ class ExecResult(_Frozen):
     cached: bool = False  # served from the result cache
     wall_s: float = Field(default=0.0, ge=0)  # wall seconds spent on this candidate
     cache_key: str = ""  # the result-cache key (candidate, task, settings, GPU, toolchain)
+    protections: list[Protection] = []  # per stage that ran (build, run), what confined it;
+    # [] when nothing was compiled or run (a static rejection). A cached result keeps the
+    # protections of the run that produced it (isolate_files is part of the cache key).
 
     @property
     def ok(self) -> bool:
         return self.status is Status.OK
+
+
+def protections_line(results: list[ExecResult]) -> str:
+    """One short line when some results ran with a protection missing ("" when none did):
+    how many, and the first missing protection named."""
+    bad = [(r, p) for r in results for p in r.protections if p.missing]
+    if not bad:
+        return ""
+    n = len({id(r) for r, _ in bad})
+    r, p = bad[0]
+    first = f"{p.stage}: {p.missing[0]}"[:120]
+    return f"sandbox: {n} of {len(results)} results ran with protections missing ({first})"
 
 
 def geomean(xs: list[float]) -> float | None:

@@ -24,8 +24,9 @@ import resource
 import signal
 import sys
 
-from cudaperf.execute import confine, measure
+from cudaperf.execute import baseline_job, confine, measure
 from cudaperf.execute.protocol import (
+    BaselinesRequest,
     HelloReply,
     HelloRequest,
     JobReply,
@@ -99,6 +100,8 @@ def handle(raw: object, libs: measure.Libs) -> dict:
         confine.limit_cpu(req.cpu_limit_s)
         if isinstance(req, TorchRequest):
             return _torch_job(req).wire()
+        if isinstance(req, BaselinesRequest):  # the task's reference only, no candidate
+            return baseline_job.time_baselines(req).wire()
         return measure.run_job(req, libs).wire()
     except Exception as e:  # noqa: BLE001 - the reply must always come back
         msg = f"{type(e).__name__}: {e}"

@@ -29,7 +29,7 @@ import logging
 import math
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -43,6 +43,7 @@ __all__ = [
     "code_features",
     "code_stats",
     "features_many",
+    "features_of_reports",
     "visible_code",
 ]
 
@@ -196,14 +197,30 @@ def _aggregate(reports: list[StructuralReport]) -> dict[str, float]:
 
 
 def code_features(code: str, config: AnalyzeConfig | None = None) -> dict[str, float]:
-    """The feature dict of one implementation or candidate (keys: FEATURE_NAMES, in order)."""
+    """The feature dict of one implementation or candidate (keys: FEATURE_NAMES, in order).
+    Cached per (code, config) in this process, so a task's implementations are analysed once
+    however many candidates are ranked against them."""
     cfg = config or AnalyzeConfig()
     key = (hashlib.sha256(code.encode()).hexdigest(), cfg.model_dump_json())
     hit = _CACHE.get(key)
     if hit is not None:
         _CACHE.move_to_end(key)
         return dict(hit)
-    feats = _aggregate(_reports(code, cfg))
+    return _remember(key, code, _reports(code, cfg))
+
+
+def features_of_reports(
+    code: str, reports: Sequence[StructuralReport], config: AnalyzeConfig
+) -> dict[str, float]:
+    """`code_features(code, config)` from reports someone already computed: they must be
+    `analyze(code, config=config)`'s (`[]` when it found no kernel or failed). The result is
+    cached, so a later `code_features` call on the same code does not analyse it again."""
+    key = (hashlib.sha256(code.encode()).hexdigest(), config.model_dump_json())
+    return _remember(key, code, list(reports))
+
+
+def _remember(key: tuple[str, str], code: str, reports: list[StructuralReport]) -> dict:
+    feats = _aggregate(reports)
     feats.update({f"c.{k}": v for k, v in code_stats(code).items()})
     feats = {n: feats[n] for n in FEATURE_NAMES}
     _CACHE[key] = feats

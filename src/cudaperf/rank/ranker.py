@@ -327,11 +327,16 @@ def score(task: Task, candidate_code: str, model: PairwiseRanker) -> RankScore:
 
 
 def make_ranker(model: PairwiseRanker) -> Callable[[Task, str], RankScore]:
-    """A `cudaperf.reward.scorer.Ranker`: `(task, code) -> RankScore` using `model`."""
+    """A `cudaperf.reward.scorer.Ranker`: `(task, code) -> RankScore` using `model`. A feature
+    model's ranker carries `analyze_config` (the `AnalyzeConfig` of its features), so a caller
+    that analysed the code with that config can hand its reports on
+    (`rank.features.features_of_reports`) instead of having them computed again."""
 
     def rank(task: Task, code: str) -> RankScore:
         return score(task, code, model)
 
+    if hasattr(model, "analyze_config"):
+        rank.analyze_config = model.analyze_config()  # type: ignore[attr-defined]
     return rank
 
 

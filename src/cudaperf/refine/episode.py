@@ -27,11 +27,21 @@ from cudaperf.refine.backends import Message
 from cudaperf.refine.feedback import render_feedback
 from cudaperf.refine.prompts import SYSTEM, first_messages, next_messages
 from cudaperf.refine.trajectory import SampleRecord, SummaryRecord, TurnRecord
-from cudaperf.reward.extract import extract_candidate
+from cudaperf.reward.extract import Extraction, extract_candidate
 from cudaperf.reward.scorer import RewardScorer, Scored
 from cudaperf.tasks.model import Task
 
-__all__ = ["Chain", "Rules", "done", "resume", "start", "step", "summary", "unfinished_turns"]
+__all__ = [
+    "Chain",
+    "Rules",
+    "done",
+    "extract_turn",
+    "resume",
+    "start",
+    "step",
+    "summary",
+    "unfinished_turns",
+]
 
 
 @dataclass(frozen=True)
@@ -103,14 +113,20 @@ def step(
     scorer: RewardScorer,
     rules: Rules = Rules(),
     model: str = "",
+    extractions: Sequence[Sequence[Extraction]] | None = None,
 ) -> list[TurnRecord]:
     """Score one turn's replies (one list per chain) in one evaluator batch, record the turn
-    in each chain and advance it; the turn records in chain order."""
+    in each chain and advance it; the turn records in chain order. `extractions`, when the
+    caller already has them (`extract_turn`), are the replies' candidates, so no reply is
+    extracted twice."""
     if len(chains) != len(replies):
         raise ValueError(f"{len(chains)} chains but {len(replies)} reply lists")
+    if extractions is None:
+        extractions = extract_turn(chains, replies)
     for c in chains:
         scorer.tasks.setdefault(c.task.id, c.task)
-    batch = [(c.task, list(rs)) for c, rs in zip(chains, replies, strict=True)]
+    batch = [(c.task, list(rs), list(ex))
+             for c, rs, ex in zip(chains, replies, extractions, strict=True)]  # fmt: skip
     out = []
     for chain, records in zip(chains, score_turn(scorer, batch, rules.screen_keep), strict=True):
         top = best_sample(records)
@@ -126,19 +142,30 @@ def step(
     return out
 
 
+def extract_turn(
+    chains: Sequence[Chain], replies: Sequence[Sequence[str]]
+) -> list[list[Extraction]]:
+    """The candidate of every reply of one turn (one list per chain), taken out once."""
+    return [[extract_candidate(r, c.task.kind) for r in rs]
+            for c, rs in zip(chains, replies, strict=True)]  # fmt: skip
+
+
 def score_turn(
-    scorer: RewardScorer, batch: list[tuple[Task, list[str]]], screen_keep: int | None
+    scorer: RewardScorer,
+    batch: list[tuple[Task, list[str], list[Extraction]]],
+    screen_keep: int | None,
 ) -> list[list[SampleRecord]]:
-    """Sample records for each (task, replies) of one turn, scored in one evaluator batch."""
+    """Sample records for each (task, replies, their extractions) of one turn, scored in one
+    evaluator batch."""
     picks: list[tuple[Task, list[str], list[str | None], list[int]]] = []
-    items: list[tuple[str, str]] = []
-    for task, replies in batch:
-        codes = [extract_candidate(r, task.kind).code for r in replies]
+    items: list[tuple[Task, Extraction]] = []
+    for task, replies, ex in batch:
+        codes = [e.code for e in ex]
         chosen = _screen(scorer, task, codes, screen_keep if screen_keep else len(replies))
         idx = [i for i in range(len(replies)) if i in chosen or codes[i] is None]
         picks.append((task, replies, codes, idx))
-        items.extend((task.id, replies[i]) for i in idx)
-    flat = iter(scorer.score(items))
+        items.extend((task, ex[i]) for i in idx)
+    flat = iter(scorer.score_extracted(items))
     out = []
     for task, replies, codes, idx in picks:
         scored: dict[int, Scored] = {i: next(flat) for i in idx}

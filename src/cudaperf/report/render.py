@@ -15,9 +15,10 @@ import re
 from pathlib import Path
 
 from cudaperf.report.figures import compare_figures, have_matplotlib, run_figures
+from cudaperf.report.rows import BASELINE_LABELS
 from cudaperf.report.summary import fmt_value
 
-__all__ = ["paired_text", "write_compare_report", "write_run_report"]
+__all__ = ["absent_text", "paired_text", "write_compare_report", "write_run_report"]
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1150px;color:#222}
 table{border-collapse:collapse;margin:8px 0 18px}td,th{border:1px solid #ccc;padding:3px 8px;
@@ -126,7 +127,15 @@ def _header(s: dict) -> tuple[str, list[str]]:
     ]
     if s["info"].get("left_out"):
         facts.append(f"left out: {s['info']['left_out']}")
+    if s.get("baselines_absent"):
+        facts.append(absent_text(s["baselines_absent"]))
     return s["title"], facts
+
+
+def absent_text(absent: dict[str, str]) -> str:
+    """The report line naming the baselines without speedups and why."""
+    return "baselines absent: " + "; ".join(f"{BASELINE_LABELS[b]} ({why})"
+                                            for b, why in absent.items())  # fmt: skip
 
 
 def _b64(png: bytes) -> str:
@@ -240,6 +249,8 @@ def write_compare_report(c: dict, folder: str | Path) -> Path:
              f"paired on {c['tasks']} tasks ({c['families']} families) that every run finished, "
              f"samples 0..{c['samples'] - 1}, turns 1..{c['turns']}",
              f"speedup baselines: {base}", f"evaluator: {c['mode']}"]  # fmt: skip
+    if c.get("baselines_absent"):
+        facts.append(absent_text(c["baselines_absent"]))
     note = _mode_note(c["mode"] if c["mode"] != "full" else "")
     sections = [
         ("Side by side: paired differences (rates, in points) and ratios (speedups)", head, rows),

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
+from cudaperf.execute.types import SPEEDUPS
 from cudaperf.refine.trajectory import SummaryRecord, TurnRecord
 from cudaperf.tasks.model import Task, TaskKind
 
@@ -24,19 +25,16 @@ __all__ = [
     "task_meta",
 ]
 
-# Baseline name -> ExecResult field holding the candidate's geomean speedup against it.
-BASELINE_FIELDS = {
-    "eager": "speedup_vs_eager",
-    "compile": "speedup_vs_compile",
-    "naive": "speedup_vs_naive",
-    "cpu": "speedup_vs_cpu",
-}
+# Baseline name -> how tables name it, in table order (the names are execute.types.SPEEDUPS').
 BASELINE_LABELS = {
     "eager": "eager PyTorch",
     "compile": "torch.compile",
     "naive": "the task's naive CUDA kernel",
     "cpu": "the serial C reference (gcc -O2, CPU)",
 }
+assert set(BASELINE_LABELS) == set(SPEEDUPS), "a label per execute.types.SPEEDUPS baseline"
+# Baseline name -> ExecResult field holding the candidate's geomean speedup against it.
+BASELINE_FIELDS = {b: SPEEDUPS[b][0] for b in BASELINE_LABELS}
 _COMPILED = {"ok", "compiled", "runtime_error", "wrong_output"}
 _AFTER_RUN = {"timeout", "rejected"}  # compiled when the result has per-config runs
 
@@ -77,13 +75,15 @@ class BenchRow(_Frozen):
     reward: float | None = None  # reward total (None: no valid reward)
 
 
-def task_meta(task: Task, suite: str) -> TaskMeta:
+def task_meta(task: Task, suite: str, compile_baseline: bool = True) -> TaskMeta:
     """The metadata of `task` as a member of `suite`.
 
-    Baselines: `cpu` for C→CUDA tasks, `eager` and `compile` for PyTorch→CUDA tasks, `naive`
-    when the task has a naive implementation (tag or id `naive`, the one the evaluator times).
+    Baselines: `cpu` for C→CUDA tasks, `eager` and `compile` for PyTorch→CUDA tasks (`compile`
+    only when `compile_baseline`: the evaluator times it), `naive` when the task has a naive
+    implementation (tag or id `naive`, the one the evaluator times).
     """
-    base = ["cpu"] if task.kind is TaskKind.C2CUDA else ["eager", "compile"]
+    torch = ["eager", "compile"] if compile_baseline else ["eager"]
+    base = ["cpu"] if task.kind is TaskKind.C2CUDA else torch
     if any(i.id == "naive" or "naive" in i.strategies for i in task.implementations):
         base.append("naive")
     level = ""

@@ -55,6 +55,8 @@ class BenchSettings:
     tasks_per_family: int | None = None  # at most this many tasks per family
     adapter: str | None = None  # a trained adapter on top of `model` (HF models only)
     preset: str = "unified"  # reward preset (which sample a turn continues from)
+    compile_baseline: bool = True  # PyTorch tasks: torch.compile timed (False: the baseline
+    # is absent from the run and its reports, to save device time)
 
     def __post_init__(self) -> None:
         if self.samples < 1 or self.turns < 1:
@@ -112,6 +114,10 @@ def make_bench_backend(spec: str, tasks: Sequence[Task], adapter: str | None = N
 
 
 def _settings_problem(old: dict, new: BenchSettings) -> str:
+    """Why a run of settings `old` cannot be resumed with `new` ("" when it can); a setting
+    an older run.json lacks counts as its default."""
+    defaults = asdict(BenchSettings(model="", suite=""))
+    old = defaults | {k: v for k, v in old.items() if k in defaults}
     diff = [k for k, v in asdict(new).items() if old.get(k) != v]
     if not diff:
         return ""

@@ -10,17 +10,21 @@ import math
 from collections import Counter
 from pathlib import Path
 
+from cudaperf.execute.types import SPEEDUPS
 from cudaperf.tasks.measurements import read_results
 
 __all__ = ["BASELINES", "load_results", "plot_speedups", "summarise"]
 
-# Speedup fields of an ExecResult and how plots label them.
-BASELINES = {
-    "speedup_vs_cpu": "vs serial C (CPU)",
-    "speedup_vs_naive": "vs the task's naive kernel",
-    "speedup_vs_eager": "vs eager PyTorch",
-    "speedup_vs_compile": "vs torch.compile",
+# Baseline name -> how plots label it; the fields come from execute.types.SPEEDUPS.
+_LABELS = {
+    "cpu": "vs serial C (CPU)",
+    "naive": "vs the task's naive kernel",
+    "eager": "vs eager PyTorch",
+    "compile": "vs torch.compile",
 }
+assert set(_LABELS) == set(SPEEDUPS), "a label per execute.types.SPEEDUPS baseline"
+# Speedup fields of an ExecResult (in SPEEDUPS' order) and how plots label them.
+BASELINES = {field: _LABELS[b] for b, (field, _) in SPEEDUPS.items()}
 
 
 def load_results(path: str | Path) -> list[dict]:

@@ -31,8 +31,8 @@ from cudaperf.report.metrics import (
 from cudaperf.report.rows import BASELINE_FIELDS, BASELINE_LABELS, BenchRow, rows_from_trajectory
 from cudaperf.report.run import RunFiles
 
-__all__ = ["FAILURE_ORDER", "P_GRID", "compare", "family_metrics", "family_table", "load_views",
-           "summarize"]  # fmt: skip
+__all__ = ["FAILURE_ORDER", "P_GRID", "absent_baselines", "compare", "family_metrics",
+           "family_table", "load_views", "summarize"]  # fmt: skip
 
 P_GRID = [round(float(p), 3) for p in np.geomspace(0.25, 128.0, 46)]  # fast_p curve abscissae
 FAILURE_ORDER = ["rejected", "wrong_output", "runtime_error", "timeout", "compile_error",
@@ -120,6 +120,23 @@ def _curves(views: list[TaskView], baselines: list[str], turns: int) -> dict:
     return out
 
 
+def absent_baselines(present: Sequence[str], runs: Sequence[RunFiles]) -> dict[str, str]:
+    """Baseline name -> why the report has no speedups against it (every baseline of
+    BASELINE_FIELDS not in `present`): not timed (`--no-compile-baseline`), or no task of
+    `runs` can have it."""
+    kinds = {m.kind for r in runs for m in r.meta.values()}
+    naive = any("naive" in m.baselines for r in runs for m in r.meta.values())
+    off = any(r.settings.get("compile_baseline") is False for r in runs)
+    why = {
+        "cpu": "" if "c2cuda" in kinds else "no C→CUDA task",
+        "naive": "" if naive else "no task with a naive kernel",
+        "eager": "" if "torch2cuda" in kinds else "no PyTorch→CUDA task",
+        "compile": ("not timed (--no-compile-baseline)" if off else "")
+        if "torch2cuda" in kinds else "no PyTorch→CUDA task",
+    }  # fmt: skip
+    return {b: why[b] or "not in every run" for b in BASELINE_FIELDS if b not in present}
+
+
 def summarize(run: RunFiles, n_boot: int = 1000, seed: int = 0) -> dict:
     """Everything a run's report shows (see the module doc)."""
     st = run.settings
@@ -141,6 +158,7 @@ def summarize(run: RunFiles, n_boot: int = 1000, seed: int = 0) -> dict:
                   "families": len({v.meta.family for v in views})},
         "samples_evaluated": len(rows),
         "baselines": {b: BASELINE_LABELS[b] for b in baselines}, "primary_baseline": prim,
+        "baselines_absent": absent_baselines(baselines, [run]),
         "statuses": dict(Counter(r.status for r in rows).most_common()),
         "metrics": [_entry(m, views, n_boot, seed) for m in ms],
         "per_turn": per_turn,
@@ -234,6 +252,7 @@ def compare(runs: Sequence[RunFiles], n_boot: int = 1000, seed: int = 0) -> dict
         "mode": mode, "tasks": len(ids), "families": len({v.meta.family for v in views[0]}),
         "samples": samples, "turns": turns,
         "baselines": {b: BASELINE_LABELS[b] for b in baselines}, "metrics": table,
+        "baselines_absent": absent_baselines(baselines, runs),
         "per_turn": per_turn,
         "by_family": family_table(views, family_metrics(samples, turns, _primary(baselines), mode),
                                   n_boot, seed),  # fmt: skip

@@ -65,7 +65,10 @@ def default_evaluator(config: EvalConfig | None = None) -> Evaluator:
 
 
 def default_analyzer(config=None) -> Analyzer:
-    """`cudaperf.analyze.analyze`; `[]` when there is no kernel or the analysis fails."""
+    """`cudaperf.analyze.analyze`; `[]` when there is no kernel or the analysis fails. It
+    carries `config` (the `AnalyzeConfig` it analyses with): a ranker whose features use the
+    same config reuses its reports (`RewardScorer`)."""
+    from cudaperf.analyze.types import AnalyzeConfig
 
     def run(code: str) -> list[StructuralReport]:
         from cudaperf.analyze import NoKernelsError, analyze
@@ -78,6 +81,7 @@ def default_analyzer(config=None) -> Analyzer:
             log.warning("structural analysis failed", exc_info=True)
             return []
 
+    run.config = config or AnalyzeConfig()  # type: ignore[attr-defined]
     return run
 
 
@@ -165,8 +169,13 @@ class RewardScorer:
     def score(self, items: Sequence[tuple[str, Any]]) -> list[Scored]:
         """Score (task id, reply) pairs; a reply is text or chat messages."""
         pairs = [(self.task(tid), reply) for tid, reply in items]
-        ex = [extract_candidate(reply, t.kind) for t, reply in pairs]
-        return self._score([t for t, _ in pairs], ex)
+        return self.score_extracted([(t, extract_candidate(r, t.kind)) for t, r in pairs])
+
+    def score_extracted(self, items: Sequence[tuple[Task, Extraction]]) -> list[Scored]:
+        """Score replies whose candidate the caller already took out (`extract_candidate`),
+        so a reply is extracted once on its way to a reward; `Scored.extraction` is the
+        given Extraction itself."""
+        return self._score([t for t, _ in items], [e for _, e in items])
 
     def score_code(self, task: Task, codes: Sequence[str]) -> list[Scored]:
         """Score candidate sources that are already extracted."""
@@ -209,8 +218,19 @@ class RewardScorer:
             need = self.analyze == "always" or (ok and self.config.structure_weight > 0)
             code = _credited(c.code, res) if ok else c.code  # only kernels that really ran
             reports = tuple(self.analyzer(code)) if need else ()
+            if need and ok:
+                self._share_analysis(code, reports)
             rank = self.rank(t, code) if ok else None
             self._cache[(t.id, c.hash)] = (res, reports, rank)
+
+    def _share_analysis(self, code: str, reports: tuple[StructuralReport, ...]) -> None:
+        """Hand the candidate's reports to the ranker when both analyse with one config, so
+        `analyze()` runs once per candidate (the ranker's features come out the same)."""
+        want = getattr(self.ranker, "analyze_config", None)
+        if want is not None and want == getattr(self.analyzer, "config", None):
+            from cudaperf.rank.features import features_of_reports
+
+            features_of_reports(code, reports, want)
 
 
 def interrupted(e: BaseException) -> bool:

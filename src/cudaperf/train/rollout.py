@@ -45,7 +45,6 @@ from cudaperf.execute.api import naive_implementation
 from cudaperf.execute.types import Candidate
 from cudaperf.refine import episode
 from cudaperf.refine.prompts import task_prompt
-from cudaperf.reward.extract import extract_candidate
 from cudaperf.reward.scorer import RewardScorer
 from cudaperf.tasks.model import Task
 from cudaperf.train.curves import merge_rollouts
@@ -180,12 +179,13 @@ class MultiTurnRollout:
             outs = gen([c.messages for c in chains])
             gen_s += time.perf_counter() - t
             t = time.perf_counter()
+            replies = [[o[2]] for o in outs]
+            ex = episode.extract_turn(chains, replies)  # once: the scorer reuses them
             if prefetch is not None:  # the turn's static analysis at once, in a process pool
-                prefetch([extract_candidate(o[2], c.task.kind).code
-                          for c, o in zip(chains, outs, strict=True)])  # fmt: skip
+                prefetch([e[0].code for e in ex])
                 analyse_s += time.perf_counter() - t
                 t = time.perf_counter()
-            recs = episode.step(chains, [[o[2]] for o in outs], self.scorer, rules, "policy")
+            recs = episode.step(chains, replies, self.scorer, rules, "policy", ex)
             eval_s += time.perf_counter() - t
             for (_, rows), o, rec in zip(per_chain, outs, recs, strict=True):
                 rows.append((o, rec.samples[0]))

@@ -1,0 +1,148 @@
+"""PyTorch→CUDA baselines (eager, torch.compile) timed only in requests that run no candidate.
+
+Why: a baseline is cached for every later candidate of its task, and a slow one inflates
+every speedup. Before this, the worker appended baseline lines to a copy of the cache file in
+its private view and the parent merged new lines back; the candidate's process shares that
+view (same mount namespace and user), so its module code could append a forged line with a
+huge time, which the trusted side read back in the same job and the parent kept for good.
+Signing lines (an HMAC) would not help against a candidate that runs where the lines are made
+(C→CUDA host code runs inside the worker; a PyTorch candidate can keep a thread hogging the GPU
+while the reference is timed, or plant files in the shared /tmp that the worker then loads),
+so the rule is about provenance instead:
+
+- Records reach the cache only through the reply pipe of a `baselines` request, which runs
+  the task's reference and nothing else, sent to a worker process that has served no
+  candidate since it started (`WorkerHandle` restarts a worker that has); the parent writes
+  them to the host file itself, only for keys of that request's task.
+- A candidate request gets its task's cached records in the request (never a file) and
+  `time_baselines: False`, so nothing a candidate does during its job reaches any baseline;
+  whatever it writes is not read back. The worker never sees the host cache file.
+- Lines of the host file are used only when they carry `"v": 2` (written this way); older
+  lines may have come from a candidate through the old merge and are timed again.
+
+The parent-side half (`read_records`, `append_records`, `missing`, `request`) imports no torch;
+`time_baselines` is the worker's op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+
+from cudaperf.execute.protocol import BaselinesRequest, JobReply
+from cudaperf.execute.types import Status, Timing
+
+__all__ = [
+    "VERSION", "append_records", "baseline_key", "missing", "read_records", "request",
+    "task_prefix", "time_baselines",
+]  # fmt: skip
+
+log = logging.getLogger(__name__)
+
+VERSION = 2  # cache lines written by the parent from a clean baselines request
+KINDS = ("eager", "compile")
+
+
+def task_prefix(task_id: str, source: str) -> str:
+    """The part of every baseline key that names the task (id and content)."""
+    return f"{task_id}:{hashlib.sha256(source.encode()).hexdigest()[:12]}:"
+
+
+def baseline_key(task_id: str, source: str, config: str, device_id: str, kind: str) -> str:
+    """One baseline's cache key: task, content, config, device (GPU name and torch version)."""
+    return f"{task_prefix(task_id, source)}{config}:{device_id}:{kind}"
+
+
+def read_records(path: str | Path, prefix: str = "") -> dict[str, dict]:
+    """The host cache's valid version-2 records whose key starts with `prefix` (key -> Timing
+    as a dict); malformed and older lines are skipped."""
+    out: dict[str, dict] = {}
+    p = Path(path)
+    if not p.is_file():
+        return out
+    for line in p.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+            if rec.get("v") != VERSION or not str(rec["key"]).startswith(prefix):
+                continue
+            out[str(rec["key"])] = Timing.model_validate(rec["timing"]).model_dump()
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return out
+
+
+def accepted(reply: dict, prefix: str) -> dict[str, dict]:
+    """The records of a clean `baselines` reply that belong to its task (others dropped)."""
+    got = reply.get("new_baselines")
+    out: dict[str, dict] = {}
+    for rec in got if isinstance(got, list) else []:
+        try:
+            if str(rec["key"]).startswith(prefix):
+                out[str(rec["key"])] = Timing.model_validate(rec["timing"]).model_dump()
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def append_records(path: str | Path, records: dict[str, dict]) -> None:
+    """Append records as version-2 lines (one write, so parallel appenders do not interleave)."""
+    if not records:
+        return
+    text = "".join(
+        json.dumps({"key": k, "timing": t, "v": VERSION}) + "\n" for k, t in records.items()
+    )
+    with open(path, "a") as f:
+        f.write(text)
+
+
+def missing(task: dict, records: dict, device_id: str | None, torch_compile: bool) -> bool:
+    """Whether some baseline of `task` (a Task as JSON) is not in `records` (True when the
+    device id is not known yet: only a baselines reply tells it)."""
+    if not device_id:
+        return True
+    kinds = KINDS if torch_compile else KINDS[:1]
+    return any(
+        baseline_key(task["id"], task["source"], c["name"], device_id, k) not in records
+        for c in task["configs"]
+        for k in kinds
+    )
+
+
+def request(req: dict, workdir: str, records: dict) -> dict:
+    """The `baselines` request for the task of candidate request `req` (no candidate code)."""
+    keep = ("task", "salt", "warmup", "trials", "budget_ms", "torch_compile", "cpu_limit_s",
+            "device")  # fmt: skip
+    return {k: req[k] for k in keep if k in req} | {
+        "op": "baselines", "workdir": workdir, "baselines": records, "time_baselines": True,
+    }  # fmt: skip
+
+
+def time_baselines(req: BaselinesRequest) -> JobReply:
+    """Worker op: time the missing baselines of every config of the request's task on private
+    inputs (the trusted side's reference, parameters and input draw), reply the new records."""
+    import gc
+
+    import torch
+
+    from cudaperf.execute import torch_runtime as rt
+    from cudaperf.execute.torch_baselines import baselines, device_id
+    from cudaperf.execute.torch_trusted import _draw, _seed  # the same seeds as a candidate job
+
+    task, dev, salt = req.task, req.device, req.salt
+    rt.pin_precision()
+    new: list[dict] = []
+    for cfg in task.configs:
+        ref_mod = rt.load_module(task.source, f"cudaperf_ref_{cfg.name}", cfg.sizes)
+        init = ref_mod.get_init_inputs()
+        with torch.device(dev):
+            torch.manual_seed(_seed(salt, cfg, -1))
+            ref = ref_mod.Model(*init).to(dev).eval()
+        private = _draw(ref_mod, _seed(salt, cfg, 3000), dev)
+        baselines(task, cfg, ref, private, req, dev, new)
+        del ref, private
+    gc.collect()
+    if dev == "cuda":
+        torch.cuda.empty_cache()  # the card goes back to the next candidate
+    return JobReply(status=Status.OK, device_id=device_id(dev), new_baselines=new)
