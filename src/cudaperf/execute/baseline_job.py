@@ -21,7 +21,7 @@ so the rule is about provenance instead:
   lines may have come from a candidate through the old merge and are timed again.
 
 The parent-side half (`read_records`, `append_records`, `missing`, `request`) imports no torch;
-`time_baselines` is the worker's op.
+The worker's op is `torch_trusted.time_baselines` (it draws the inputs the trusted side draws).
 """
 
 from __future__ import annotations
@@ -31,12 +31,11 @@ import json
 import logging
 from pathlib import Path
 
-from cudaperf.execute.protocol import BaselinesRequest, JobReply
-from cudaperf.execute.types import Status, Timing
+from cudaperf.execute.types import Timing
 
 __all__ = [
     "VERSION", "append_records", "baseline_key", "missing", "read_records", "request",
-    "task_prefix", "time_baselines",
+    "task_prefix",
 ]  # fmt: skip
 
 log = logging.getLogger(__name__)
@@ -117,32 +116,3 @@ def request(req: dict, workdir: str, records: dict) -> dict:
     return {k: req[k] for k in keep if k in req} | {
         "op": "baselines", "workdir": workdir, "baselines": records, "time_baselines": True,
     }  # fmt: skip
-
-
-def time_baselines(req: BaselinesRequest) -> JobReply:
-    """Worker op: time the missing baselines of every config of the request's task on private
-    inputs (the trusted side's reference, parameters and input draw), reply the new records."""
-    import gc
-
-    import torch
-
-    from cudaperf.execute import torch_runtime as rt
-    from cudaperf.execute.torch_baselines import baselines, device_id
-    from cudaperf.execute.torch_trusted import _draw, _seed  # the same seeds as a candidate job
-
-    task, dev, salt = req.task, req.device, req.salt
-    rt.pin_precision()
-    new: list[dict] = []
-    for cfg in task.configs:
-        ref_mod = rt.load_module(task.source, f"cudaperf_ref_{cfg.name}", cfg.sizes)
-        init = ref_mod.get_init_inputs()
-        with torch.device(dev):
-            torch.manual_seed(_seed(salt, cfg, -1))
-            ref = ref_mod.Model(*init).to(dev).eval()
-        private = _draw(ref_mod, _seed(salt, cfg, 3000), dev)
-        baselines(task, cfg, ref, private, req, dev, new)
-        del ref, private
-    gc.collect()
-    if dev == "cuda":
-        torch.cuda.empty_cache()  # the card goes back to the next candidate
-    return JobReply(status=Status.OK, device_id=device_id(dev), new_baselines=new)

@@ -46,16 +46,16 @@ import time
 import torch
 
 from cudaperf.execute import torch_runtime as rt
-from cudaperf.execute.protocol import ChildJob, JobReply, TorchRequest
+from cudaperf.execute.protocol import BaselinesRequest, ChildJob, JobReply, TorchRequest
 from cudaperf.execute.results import redact_sizes
 from cudaperf.execute.sanity import escape_message, outside_clock_message, roofline_message
-from cudaperf.execute.torch_baselines import baselines
+from cudaperf.execute.torch_baselines import baselines, device_id
 from cudaperf.execute.torch_proc import CandidateProcess, ChildError, take_child
 from cudaperf.execute.torch_shared import SharedBuffers, mutated, same_bits
 from cudaperf.execute.types import ConfigResult, Status, Timing
 from cudaperf.tasks.model import InputConfig, Task
 
-__all__ = ["judge_profile", "run_torch_job", "signed_wide"]
+__all__ = ["judge_profile", "run_torch_job", "signed_wide", "time_baselines"]
 
 log = logging.getLogger(__name__)
 
@@ -379,3 +379,26 @@ def run_torch_job(req: TorchRequest, spare: bool = False) -> JobReply:
     msg = next((r.message for r in results if r.message and not r.correct), "")
     return JobReply(status=status, configs=results, message=msg, launched=launched,
                     restart=restart)  # fmt: skip
+
+
+def time_baselines(req: BaselinesRequest) -> JobReply:
+    """Worker op: time the missing baselines of every config of the request's task on private
+    inputs (the trusted side's reference, parameters and input draw), reply the new records."""
+    import gc
+
+    task, dev, salt = req.task, req.device, req.salt
+    rt.pin_precision()
+    new: list[dict] = []
+    for cfg in task.configs:
+        ref_mod = rt.load_module(task.source, f"cudaperf_ref_{cfg.name}", cfg.sizes)
+        init = ref_mod.get_init_inputs()
+        with torch.device(dev):
+            torch.manual_seed(_seed(salt, cfg, -1))
+            ref = ref_mod.Model(*init).to(dev).eval()
+        private = _draw(ref_mod, _seed(salt, cfg, 3000), dev)
+        baselines(task, cfg, ref, private, req, dev, new)
+        del ref, private
+    gc.collect()
+    if dev == "cuda":
+        torch.cuda.empty_cache()  # the card goes back to the next candidate
+    return JobReply(status=Status.OK, device_id=device_id(dev), new_baselines=new)

@@ -24,7 +24,7 @@ import resource
 import signal
 import sys
 
-from cudaperf.execute import baseline_job, confine, measure
+from cudaperf.execute import confine, measure
 from cudaperf.execute.protocol import (
     BaselinesRequest,
     HelloReply,
@@ -101,7 +101,9 @@ def handle(raw: object, libs: measure.Libs) -> dict:
         if isinstance(req, TorchRequest):
             return _torch_job(req).wire()
         if isinstance(req, BaselinesRequest):  # the task's reference only, no candidate
-            return baseline_job.time_baselines(req).wire()
+            from cudaperf.execute.torch_trusted import time_baselines  # imports torch
+
+            return time_baselines(req).wire()
         return measure.run_job(req, libs).wire()
     except Exception as e:  # noqa: BLE001 - the reply must always come back
         msg = f"{type(e).__name__}: {e}"
