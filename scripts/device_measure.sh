@@ -27,7 +27,7 @@ SNAP=$!
 timeout -k 20 --signal=INT "$LEFT" python3 -m cudaperf data measure "${TASKS:-data/tasks.jsonl.gz}" \
   --out .runs/measure.jsonl --summary "$OUT/measure_summary${TAG:-}.json" --gpus all \
   --progress-every 20 --run-timeout 30 ${MEASURE_ARGS:-} 2>&1 | tee -a "$OUT/measure.log" | tail -n 40
-pkill -KILL -f "multiprocessing.spawn|measure.runner|-m cudaperf data measure" 2>/dev/null
+pkill -KILL -f "multiprocessing.spawn|bulk.runner|-m cudaperf data measure" 2>/dev/null
 kill "$SNAP" 2>/dev/null
 gzip -c .runs/measure.jsonl > "$OUT/measure.jsonl.gz"
 ls .runs/measure.runner-gpu*.log >/dev/null 2>&1 && tail -n 200 .runs/measure.runner-gpu*.log > "$OUT/runner_logs.txt"

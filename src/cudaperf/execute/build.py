@@ -38,6 +38,8 @@ __all__ = [
     "GpuInfo",
     "build_candidate",
     "build_reference",
+    "cache_key",
+    "compile_cached",
     "detect_gpus",
     "first_error",
     "toolchain_versions",
@@ -113,7 +115,7 @@ def toolchain_versions(config: EvalConfig, driver: str = "") -> dict[str, str]:
     return v
 
 
-def _key(*parts: str) -> str:
+def cache_key(*parts: str) -> str:
     h = hashlib.sha256()
     for p in parts:
         h.update(p.encode())
@@ -121,13 +123,13 @@ def _key(*parts: str) -> str:
     return h.hexdigest()[:20]
 
 
-def _compile(
+def compile_cached(
     cmd: list[str], src_name: str, src: str, out_dir: Path, lib_name: str, timeout: float,
     config: EvalConfig | None = None,
 ) -> BuildResult:  # fmt: skip
     """Run `cmd` (its last item goes after the source) in a scratch dir; move the result.
     Confined per `config.isolate_files` (`build_confine`); unconfined without a `config` (the
-    dataset's own, trusted sources: datagen.measure)."""
+    dataset's own, trusted sources: execute.bulk)."""
     with _LOCKS_GUARD:
         lock = _LOCKS.setdefault(str(out_dir), threading.Lock())
     with lock:  # threads building the same key wait for the first instead of racing it
@@ -189,17 +191,19 @@ def build_candidate(task: Task, code: str, arch: str, config: EvalConfig) -> Bui
     src = harness_source(task, code)
     cmd = [config.nvcc, "-O3", "-shared", "-Xcompiler", "-fPIC", f"-arch={arch}"]
     cmd += ["-Xlinker", "-z,defs", *config.extra_nvcc_flags, "-lineinfo"]
-    key = _key("cu", src, " ".join(cmd), tool_version(config.nvcc), _confined(config))
+    key = cache_key("cu", src, " ".join(cmd), tool_version(config.nvcc), _confined(config))
     out = config.cache_dir / "build" / key
-    return _compile(cmd, "src.cu", src, out, "candidate.so", config.compile_timeout_s, config)
+    return compile_cached(cmd, "src.cu", src, out, "candidate.so", config.compile_timeout_s, config)
 
 
 def build_reference(task: Task, config: EvalConfig) -> BuildResult:
     """Compile the task's C reference with gcc -O2 into a shared library."""
     cmd = [config.gcc, "-O2", "-shared", "-fPIC", "-Wl,-z,defs", "-lm"]
-    key = _key("c", task.source, " ".join(cmd), tool_version(config.gcc), _confined(config))
+    key = cache_key("c", task.source, " ".join(cmd), tool_version(config.gcc), _confined(config))
     out = config.cache_dir / "build" / key
-    return _compile(cmd, "ref.c", task.source, out, "ref.so", config.compile_timeout_s, config)
+    return compile_cached(
+        cmd, "ref.c", task.source, out, "ref.so", config.compile_timeout_s, config
+    )
 
 
 # One compiler diagnostic line of nvcc or gcc (`file(12): error: ...`, `file:12:3: error: ...`);

@@ -51,6 +51,7 @@ from cudaperf.execute.types import (
     Status,
     geomean,
 )
+from cudaperf.tasks.measurements import EVALUATOR_PROTOCOL
 from cudaperf.tasks.model import Task, TaskKind
 
 log = logging.getLogger(__name__)
@@ -155,6 +156,7 @@ class Evaluator:
             versions=self.env.versions,
             wall_s=time.monotonic() - t0,
             cache_key=self.key(task, cand),
+            protocol=EVALUATOR_PROTOCOL,
             **kw,
         )
 

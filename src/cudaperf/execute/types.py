@@ -151,6 +151,9 @@ class ExecResult(_Frozen):
     cached: bool = False  # served from the result cache
     wall_s: float = Field(default=0.0, ge=0)  # wall seconds spent on this candidate
     cache_key: str = ""  # the result-cache key (candidate, task, settings, GPU, toolchain)
+    # the measurement protocol (cudaperf.tasks.measurements.PROTOCOLS); "" in rows written
+    # before the field existed, which tasks.measurements.protocol_of reads as bulk-v1
+    protocol: str = ""
     protections: list[Protection] = []  # per stage that ran (build, run), what confined it;
     # [] when nothing was compiled or run (a static rejection). A cached result keeps the
     # protections of the run that produced it (isolate_files is part of the cache key).

@@ -386,6 +386,9 @@ def test_pipeline_on_fake_device(tmp_path, runtimes, fake_batch):
     assert rows[(t3.id, "ok")]["status"] == "rejected"  # static check, never compiled
     ok = ExecResult.model_validate(rows[(t1.id, "ok")])
     assert ok.mode == "full" and ok.gpu == "Fake GPU" and ok.cache_key.startswith("measure-")
+    assert ok.protocol == "bulk-v1"  # and so are its measurements
+    assert {m.protocol for ms in measurements_from_results([rows[(t1.id, "ok")]], "d").values()
+            for m in ms} == {"bulk-v1"}  # fmt: skip
     assert [c.config for c in ok.configs] == ["small", "heldout"] and ok.configs[1].held_out
     assert all(c.timing and c.timing.trials == 7 and c.timing.median_us > 0 for c in ok.configs)
     assert "input array x was modified" in rows[(t1.id, "mutates")]["feedback"][0]

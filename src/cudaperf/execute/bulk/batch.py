@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 from cudaperf.execute import checks
-from cudaperf.execute.build import _compile, _key, build_candidate, first_error
+from cudaperf.execute.build import build_candidate, cache_key, compile_cached, first_error
 from cudaperf.execute.bulk.source import (
     RUNTIME_FILE,
     BatchUnit,
@@ -62,15 +62,15 @@ class BatchBuild:
 
 def nvcc_command(arch: str, config: EvalConfig) -> list[str]:
     """nvcc flags of batch libraries: -O3, the target arch, no -lineinfo; the last item goes
-    after the source file (see `cudaperf.execute.build._compile`)."""
+    after the source file (see `cudaperf.execute.build.compile_cached`)."""
     cmd = [config.nvcc, "-O3", "-shared", "-Xcompiler", "-fPIC", f"-arch={arch}"]
     return [*cmd, *config.extra_nvcc_flags, "--linker-options=-z,defs"]
 
 
 def _build(src: str, arch: str, config: EvalConfig, timeout: float, lib: str):
     cmd = nvcc_command(arch, config)
-    key = _key("measure", lib, src, " ".join(cmd), tool_version(config.nvcc))
-    return _compile(cmd, "src.cu", src, config.cache_dir / "build" / key, lib, timeout)
+    key = cache_key("measure", lib, src, " ".join(cmd), tool_version(config.nvcc))
+    return compile_cached(cmd, "src.cu", src, config.cache_dir / "build" / key, lib, timeout)
 
 
 def build_runtime(arch: str, config: EvalConfig) -> str:

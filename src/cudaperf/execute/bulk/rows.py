@@ -25,6 +25,7 @@ from pathlib import Path
 from cudaperf.execute.evaluator import status_feedback
 from cudaperf.execute.results import timing_feedback, truncate
 from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, geomean
+from cudaperf.tasks.measurements import BULK_PROTOCOL
 from cudaperf.tasks.model import Implementation, Task, TaskKind
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,7 @@ def make_row(
         versions=env.versions,
         wall_s=max(wall_s, 0.0),
         cache_key=pair_key(task, impl),
+        protocol=BULK_PROTOCOL,
         **kw,
     )
     # through JSON text, as the evaluator writes rows: non-finite errors become null

@@ -76,6 +76,7 @@ from cudaperf.execute.evaluator import reference_names, status_feedback, torch_s
 from cudaperf.execute.results import timing_feedback, truncate
 from cudaperf.execute.sanity import escape_message, roofline_message
 from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, Timing
+from cudaperf.tasks.measurements import BULK_PROTOCOL
 from cudaperf.tasks.model import Implementation, InputConfig, Task, TaskKind
 
 __all__ = ["ContextPoisoned", "Prebuilt", "measure_torch_tasks", "prebuild"]
@@ -189,7 +190,7 @@ class _Run:
         return ExecResult(
             status=status, mode=self.mode, task_id=task.id,  # type: ignore[arg-type]
             candidate_hash=Candidate(code=impl.code).hash, candidate_id=impl.id,
-            gpu=self.gpu, arch=self.arch, versions=self.versions, **kw,
+            gpu=self.gpu, arch=self.arch, versions=self.versions, protocol=BULK_PROTOCOL, **kw,
         )  # fmt: skip
 
 
