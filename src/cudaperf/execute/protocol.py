@@ -96,18 +96,11 @@ class TorchRequest(_JobRequest):
     time_baselines: bool = True
 
 
-class BaselinesRequest(_Message):
+class BaselinesRequest(_JobRequest):
     """A PyTorch→CUDA task's reference only, no candidate (`baseline_job`): times the eager
     (and torch.compile) baselines missing from `baselines` and replies them as new records."""
 
     op: Literal["baselines"] = "baselines"
-    task: Task
-    workdir: str
-    salt: int = Field(repr=False)
-    trials: int
-    warmup: int
-    budget_ms: float
-    cpu_limit_s: int
     torch_compile: bool = True
     device: Literal["cuda", "cpu"] = "cuda"
     baselines: dict[str, dict[str, Any]] = {}  # records already known (not timed again)
