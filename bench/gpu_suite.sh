@@ -8,7 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-P=(python3 -m pytest -m gpu -v -rfE -p no:cacheprovider --tb=short)
+P=(python3 -m pytest -m gpu -v -rfEs -p no:cacheprovider --tb=short)
 run() {  # run GROUP WALL_S PER_TEST_S PATHS...
   local g=$1 wall=$2 per=$3; shift 3
   echo "== $g: $* (limit ${wall}s, ${per}s per test)"
