@@ -63,8 +63,11 @@ def eval_sets(tasks_path: Path, holdout: Path, per_set: int) -> dict[str, list[T
 
 
 def generate(args) -> None:
-    import torch
+    """Replies written batch by batch; a rerun skips the (set, task, sample) rows already in
+    --out (so a call cut by its time limit loses at most one batch)."""
+    import transformers
 
+    from cudaperf.generation import generate_ids
     from cudaperf.refine.hf import HFBackend
     from cudaperf.refine.prompts import first_messages
 
@@ -72,38 +75,40 @@ def generate(args) -> None:
     be = HFBackend(args.model, adapter=args.adapter, temperature=args.temperature,
                    max_new_tokens=args.max_new_tokens, seed=args.seed)  # fmt: skip
     tok, model = be.tokenizer, be.model
-    jobs = [(name, t, first_messages(t)) for name, ts in sets.items() for t in ts]
-    say(f"{len(jobs)} prompts x {args.samples} samples, model {be.name}")
+    done = _done(args.out)
+    rows = [(name, t, k) for name, ts in sets.items() for t in ts for k in range(args.samples)
+            if (args.label, name, t.id, k) not in done]  # fmt: skip
+    say(f"{len(rows)} replies to generate ({len(done)} done), model {be.name}, "
+        f"generation {args.generation}")  # fmt: skip
+    cfg = transformers.GenerationConfig(do_sample=True, temperature=args.temperature,
+                                        max_new_tokens=args.max_new_tokens)  # fmt: skip
+    prompt = {}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    per = max(1, args.batch // args.samples)
     with args.out.open("a", encoding="utf-8") as fh:
-        for i in range(0, len(jobs), per):
-            chunk = jobs[i : i + per]
-            texts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False)
-                     for _, _, m in chunk]  # fmt: skip
-            enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-            enc = {k: v.to(be.device) for k, v in enc.items()}
+        for i in range(0, len(rows), args.batch):
+            chunk = rows[i : i + args.batch]
+            ids = []
+            for _, task, _ in chunk:
+                if task.id not in prompt:
+                    text = tok.apply_chat_template(
+                        first_messages(task), add_generation_prompt=True, tokenize=False
+                    )
+                    prompt[task.id] = tok(text, add_special_tokens=False)["input_ids"]
+                ids.append(prompt[task.id])
             t = time.perf_counter()
-            with torch.no_grad():
-                seqs = model.generate(**enc, do_sample=True, temperature=args.temperature,
-                                      max_new_tokens=args.max_new_tokens,
-                                      num_return_sequences=args.samples,
-                                      pad_token_id=tok.pad_token_id)  # fmt: skip
+            comps = generate_ids(model, ids, cfg, args.generation, tok.pad_token_id,
+                                 [tok.eos_token_id], args.batch)  # fmt: skip
             dt = time.perf_counter() - t
-            gen = seqs[:, enc["input_ids"].shape[1] :].tolist()
-            ntok = 0
-            for j, ids in enumerate(gen):
-                name, task, _ = chunk[j // args.samples]
-                eos = tok.eos_token_id in ids
-                ids = ids[: ids.index(tok.eos_token_id) + 1] if eos else ids
-                ntok += len(ids)
+            ntok = sum(map(len, comps))
+            for (name, task, k), c in zip(chunk, comps, strict=True):
+                eos = bool(c) and c[-1] == tok.eos_token_id
                 fh.write(json.dumps({
-                    "label": args.label, "set": name, "task_id": task.id,
-                    "sample": j % args.samples, "tokens": len(ids), "eos": eos,
-                    "reply": tok.decode(ids, skip_special_tokens=True),
+                    "label": args.label, "set": name, "task_id": task.id, "sample": k,
+                    "tokens": len(c), "eos": eos,
+                    "reply": tok.decode(c, skip_special_tokens=True),
                 }) + "\n")  # fmt: skip
             fh.flush()
-            say(f"batch {i // per + 1}: {len(gen)} replies, {ntok} tokens in {dt:.1f}s "
+            say(f"batch {i // args.batch + 1}: {len(comps)} replies, {ntok} tokens in {dt:.1f}s "
                 f"({ntok / dt:.0f} tok/s)")  # fmt: skip
 
 
@@ -203,6 +208,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     g.add_argument("--temperature", type=float, default=0.8)
     g.add_argument("--batch", type=int, default=240, help="sequences per generate call")
     g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--generation", default="dynamic", help="cudaperf.generation mode")
     g.add_argument("--label", required=True)
     g.add_argument("--out", type=Path, required=True)
     e = sub.add_parser("evaluate")

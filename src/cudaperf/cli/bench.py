@@ -99,7 +99,7 @@ def _scorer(tasks, preset, ranker, **eval_opts):
 
 
 def _backend(model, tasks, adapter, server_model, api_key, temperature, max_tokens, gguf_file,
-             seed):  # fmt: skip
+             seed, generation="dynamic"):  # fmt: skip
     from cudaperf.report.run import make_bench_backend
 
     if model.startswith(("http://", "https://")):
@@ -109,7 +109,7 @@ def _backend(model, tasks, adapter, server_model, api_key, temperature, max_toke
         opts = {}
     else:
         opts = dict(gguf_file=gguf_file, temperature=temperature, max_new_tokens=max_tokens,
-                    seed=seed)  # fmt: skip
+                    seed=seed, generation=generation)  # fmt: skip
     try:
         return make_bench_backend(model, tasks, adapter=adapter, **opts)
     except (ImportError, ValueError, OSError) as e:
@@ -210,6 +210,11 @@ def run(
     gguf_file: str = typer.Option(None, "--gguf-file", help="HF: GGUF file inside --model."),
     temperature: float = typer.Option(0.8, "--temperature", help="Sampling temperature."),
     max_tokens: int = typer.Option(2048, "--max-tokens", help="Tokens per reply."),
+    generation: str = typer.Option(
+        "dynamic",
+        "--generation",
+        help="HF models: dynamic, static, compile (static cache + torch.compile) or continuous.",
+    ),
     n_boot: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CIs."),
 ) -> None:
     """Run a model over a suite; every sample of every turn evaluated on every config."""
@@ -232,7 +237,7 @@ def run(
                      compile_baseline=False if no_compile_baseline else None)  # fmt: skip
     scorer, env = _scorer(tasks, preset, ranker, **eval_opts)
     backend = _backend(model, tasks, adapter, server_model, api_key, temperature, max_tokens,
-                       gguf_file, seed)  # fmt: skip
+                       gguf_file, seed, generation)  # fmt: skip
     info = _info(suites, left_out, env, eval_opts, _command(settings, out, suite_path, dataset))
     cols = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn())  # fmt: skip

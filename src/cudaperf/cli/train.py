@@ -102,6 +102,10 @@ def grpo_command(
     max_steps: int = typer.Option(30, "--max-steps"),
     max_new_tokens: int = typer.Option(1024, "--max-new-tokens"),
     temperature: float = typer.Option(1.0, "--temperature"),
+    generation: str = typer.Option(
+        "dynamic", "--generation",
+        help="Sampling mode: dynamic, static, compile (static cache + torch.compile) or "
+        "continuous (transformers' continuous batching)."),
     lr: float = typer.Option(1e-5, "--lr"), beta: float = typer.Option(0.0, "--beta"),
     lora_r: int = typer.Option(0, "--lora-r", help="New LoRA adapter rank (0: none)."),
     save_steps: int = typer.Option(10, "--save-steps"),
@@ -130,7 +134,8 @@ def grpo_command(
         splits=splits, kinds=tuple(kind or ("c2cuda",)), pool=pool or None, preset=preset,
         ranker=ranker, turns=turns, gamma=gamma, num_generations=num_generations,
         groups_per_step=groups_per_step, max_steps=max_steps, max_new_tokens=max_new_tokens,
-        temperature=temperature, lr=lr, beta=beta, lora_r=lora_r, save_steps=save_steps,
+        temperature=temperature, generation=generation, lr=lr, beta=beta, lora_r=lora_r,
+        save_steps=save_steps,
         val_families=val_families, holdout_share=holdout_share, seed=seed, eval_gpus=gpus,
         canaries=canaries, compile_only=compile_only, time_budget_s=time_budget,
         pieces_mib=pieces_mib, resume=resume,

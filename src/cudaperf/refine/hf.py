@@ -3,8 +3,9 @@
 Any model name or local directory works; `smollm2` (the bundled default) and GGUF files are
 converted once to a plain checkpoint by `cudaperf.models.resolve_model`.
 
-Generation applies the tokenizer's chat template and samples (`do_sample=True`,
-`num_return_sequences=n`); `generate_batch` left-pads several conversations into one call
+Generation applies the tokenizer's chat template and samples (`do_sample=True`, `n` replies
+per conversation) through `cudaperf.generation` in the mode given (`generation`: dynamic,
+static, compile or continuous); `generate_batch` batches several conversations into one call
 (how `refine_many` generates a turn for every task at once).
 """
 
@@ -35,13 +36,15 @@ class HFBackend:
         dtype: str = "auto",
         max_batch: int = 64,
         adapter: str | Path | None = None,
+        generation: str = "dynamic",
     ) -> None:
         """`model`: `smollm2`, a hub name, a local checkpoint directory or a `.gguf` file
         (`gguf_file`: a GGUF file inside the directory `model`). `device`: default cuda when
         available. `dtype`: "auto" (bfloat16 on cuda, float32 on cpu), "float32", "bfloat16"
         or "float16". `max_batch`: most sequences generated at once by `generate_batch`.
         `adapter`: a PEFT adapter folder (`cudaperf train ... --lora-r`; files saved in pieces
-        are joined first) loaded on top of `model` and merged into it."""
+        are joined first) loaded on top of `model` and merged into it. `generation`: the
+        `cudaperf.generation` mode."""
         try:
             import torch
             import transformers
@@ -50,6 +53,9 @@ class HFBackend:
                 "the Hugging Face backend needs torch and transformers: "
                 "pip install 'cudaperf[refine]'"
             ) from None
+        from cudaperf.generation import mode_config
+
+        mode_config(transformers.GenerationConfig(), generation)  # an unknown mode fails here
         if max_new_tokens < 1 or max_batch < 1:
             raise ValueError(f"max_new_tokens={max_new_tokens}, max_batch={max_batch}: use >= 1")
         path = resolve_model(model, gguf_file, cache_dir)
@@ -75,6 +81,7 @@ class HFBackend:
         self.temperature = temperature
         self.max_new_tokens = max_new_tokens
         self.max_batch = max_batch
+        self.generation = generation
         if seed is not None:
             torch.manual_seed(seed)
 
@@ -92,22 +99,20 @@ class HFBackend:
         return out
 
     def _batch(self, convs: list[list[dict[str, str]]], n: int) -> list[list[str]]:
-        import torch
+        import transformers
 
-        texts = [
-            self.tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=False)
-            for m in convs
-        ]
-        enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-        enc = {k: v.to(self.device) for k, v in enc.items()}
-        with torch.no_grad():
-            seqs = self.model.generate(
-                **enc, do_sample=True, temperature=self.temperature,
-                max_new_tokens=self.max_new_tokens, num_return_sequences=n,
-                pad_token_id=self.tokenizer.pad_token_id,
-            )  # fmt: skip
-        start = enc["input_ids"].shape[1]
-        text = self.tokenizer.batch_decode(seqs[:, start:], skip_special_tokens=True)
+        from cudaperf.generation import generate_ids
+
+        tok = self.tokenizer
+        texts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False)
+                 for m in convs]  # fmt: skip
+        ids = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+        cfg = transformers.GenerationConfig(do_sample=True, temperature=self.temperature,
+                                            max_new_tokens=self.max_new_tokens)  # fmt: skip
+        rows = [p for p in ids for _ in range(n)]  # each conversation's n samples together
+        comps = generate_ids(self.model, rows, cfg, self.generation, tok.pad_token_id,
+                             [tok.eos_token_id], self.max_batch)  # fmt: skip
+        text = tok.batch_decode(comps, skip_special_tokens=True)
         return [text[j * n : (j + 1) * n] for j in range(len(convs))]
 
 

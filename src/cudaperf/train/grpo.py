@@ -65,6 +65,7 @@ class GrpoOptions:
     max_steps: int = 30
     max_new_tokens: int = 1024
     temperature: float = 1.0
+    generation: str = "dynamic"  # cudaperf.generation mode: dynamic, static, compile, continuous
     lr: float = 1e-5
     beta: float = 0.0  # KL to the reference model (0: none, no reference copy kept)
     lora_r: int = 0  # LoRA rank for a new adapter (0: train all weights or the given adapter)
@@ -88,7 +89,7 @@ class GrpoOptions:
         object.__setattr__(self, "tasks", Path(self.tasks))
         if self.preset not in PRESETS:
             raise ValueError(f"--preset {self.preset!r}: unknown; use one of {sorted(PRESETS)}")
-        RolloutOptions(self.turns, self.gamma)  # validates turns and gamma
+        RolloutOptions(self.turns, self.gamma, generation=self.generation)  # validates them
         if self.num_generations < 2 or self.num_generations % self.turns:
             raise ValueError(
                 f"--num-generations {self.num_generations}: use >= 2 and a multiple of "
@@ -208,7 +209,8 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     opts.out.mkdir(parents=True, exist_ok=True)
     policy = load_policy(opts.model, adapter=opts.adapter)
     steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.time_budget_s)
-    rollout = MultiTurnRollout(pool, None, RolloutOptions(opts.turns, opts.gamma),
+    ropts = RolloutOptions(opts.turns, opts.gamma, generation=opts.generation)
+    rollout = MultiTurnRollout(pool, None, ropts,
                                generate=generate, on_batch=steplog.add,
                                canaries=pool[: opts.canaries])  # fmt: skip
     new_lora = opts.lora_r and opts.adapter is None

@@ -65,8 +65,13 @@ class RolloutOptions:
     turns: int = 2  # turns per chain (n); num_generations must be a multiple of it
     gamma: float = 0.4  # discount of later turns' scores
     keep_exchanges: int = 1  # earlier (reply, feedback) exchanges kept in a turn's prompt
+    generation: str = "dynamic"  # cudaperf.generation mode of the policy's sampling
 
     def __post_init__(self) -> None:
+        from cudaperf.generation import MODES
+
+        if self.generation not in MODES:
+            raise ValueError(f"--generation {self.generation!r}: use one of {', '.join(MODES)}")
         if self.turns < 1 or self.keep_exchanges < 1:
             raise ValueError(f"--turns {self.turns}, keep_exchanges {self.keep_exchanges}: >= 1")
         if not 0 <= self.gamma <= 1:
@@ -158,7 +163,9 @@ class MultiTurnRollout:
 
     def __call__(self, prompts: list, trainer) -> dict:
         g = trainer.num_generations if trainer.model.training else trainer.num_generations_eval
-        gen = self.generate or (lambda convs: policy_generate(trainer, convs))
+        gen = self.generate or (
+            lambda convs: policy_generate(trainer, convs, mode=self.options.generation)
+        )
         return self.run(prompts, g, gen, getattr(getattr(trainer, "state", None), "global_step", 0))
 
     def run(self, prompts: list, g: int, gen: Generate, step: int = 0) -> dict:
@@ -272,34 +279,21 @@ def _mean(xs) -> float | None:
     return round(sum(v) / len(v), 4) if v else None
 
 
-def policy_generate(trainer, convs: list[list[dict]], batch: int = 64) -> list[tuple]:
+def policy_generate(trainer, convs: list[list[dict]], batch: int = 64, mode: str = "dynamic"):
     """One sampled reply per conversation from the trainer's model, with its generation
-    config (temperature, max_completion_length); (prompt_ids, completion_ids up to and with
-    the first EOS, text) per conversation."""
-    import torch
+    config (temperature, max_completion_length) in `cudaperf.generation` mode `mode`;
+    (prompt_ids, completion_ids up to and with the first EOS, text) per conversation."""
     from trl.models.utils import unwrap_model_for_generation
+
+    from cudaperf.generation import generate_ids
 
     tok = trainer.processing_class
     eos = set(trainer.eos_token_ids) if hasattr(trainer, "eos_token_ids") else {tok.eos_token_id}
     ids = [tok.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in convs]
     ids = [tok(t, add_special_tokens=False)["input_ids"] for t in ids]
-    out = []
-    device = trainer.accelerator.device
-    with (
-        unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model,
-        torch.no_grad(),
-    ):
-        for i in range(0, len(ids), batch):
-            chunk = ids[i : i + batch]
-            width = max(map(len, chunk))
-            pad = tok.pad_token_id
-            x = torch.tensor([[pad] * (width - len(p)) + p for p in chunk], device=device)
-            mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk],
-                                device=device)  # fmt: skip
-            seqs = model.generate(input_ids=x, attention_mask=mask,
-                                  generation_config=trainer.generation_config)  # fmt: skip
-            for p, row in zip(chunk, seqs[:, width:].tolist(), strict=True):
-                cut = next((k + 1 for k, t in enumerate(row) if t in eos), len(row))
-                comp = row[:cut]
-                out.append((p, comp, tok.decode(comp, skip_special_tokens=True)))
-    return out
+    with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model:
+        comps = generate_ids(model, ids, trainer.generation_config, mode, tok.pad_token_id, eos,
+                             batch)  # fmt: skip
+    return [
+        (p, c, tok.decode(c, skip_special_tokens=True)) for p, c in zip(ids, comps, strict=True)
+    ]

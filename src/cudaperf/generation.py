@@ -1,0 +1,111 @@
+"""Sampling completions from a causal LM in one of transformers' generation modes.
+
+One function, `generate_ids`, used by inference (`refine.hf.HFBackend`), training
+(`train.rollout.policy_generate`) and the speed benchmark (`bench/train_speed.py`), so that the
+mode measured fastest is the mode the tools run:
+
+- `dynamic`: `model.generate` with the default dynamic KV cache (no compilation);
+- `static`: a static (preallocated) KV cache, not compiled;
+- `compile`: a static cache and transformers' automatic `torch.compile` of the decoding step
+  (on CUDA; the first batch of each new shape pays for compiling);
+- `continuous`: `model.generate_batch`, transformers' continuous batching over a paged cache
+  (finished sequences leave the batch and waiting ones take their place).
+
+Guaranteed: one completion per prompt, in prompt order, cut after the first end-of-sequence
+token (which is kept), never longer than the configuration's `max_new_tokens`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+
+__all__ = ["MODES", "generate_ids", "mode_config"]
+
+MODES = ("dynamic", "static", "compile", "continuous")
+
+
+def mode_config(config, mode: str):
+    """A copy of the `GenerationConfig` set up for `mode` (cache and compilation)."""
+    if mode not in MODES:
+        raise ValueError(f"--generation {mode!r}: unknown; use one of {', '.join(MODES)}")
+    cfg = copy.deepcopy(config)
+    cfg.num_return_sequences = 1
+    if mode == "dynamic":
+        cfg.cache_implementation = None
+        cfg.disable_compile = True
+    elif mode in ("static", "compile"):
+        cfg.cache_implementation = "static"
+        cfg.disable_compile = mode == "static"
+    else:
+        cfg.cache_implementation = None
+        cfg.disable_compile = True
+    return cfg
+
+
+def _cut(row: Iterable[int], eos: set[int]) -> list[int]:
+    out = []
+    for t in row:
+        out.append(t)
+        if t in eos:
+            break
+    return out
+
+
+def generate_ids(
+    model,
+    prompts: Sequence[Sequence[int]],
+    config,
+    mode: str = "dynamic",
+    pad_id: int = 0,
+    eos_ids: Iterable[int] = (),
+    batch: int = 64,
+) -> list[list[int]]:
+    """One sampled completion (token ids) per prompt. `config`: the `GenerationConfig`
+    (temperature, max_new_tokens, ...); `batch`: prompts per `generate` call (the continuous
+    mode schedules all prompts at once); runs under `torch.no_grad`."""
+    import torch
+
+    cfg = mode_config(config, mode)
+    cfg.pad_token_id = pad_id
+    eos = set(eos_ids) | ({cfg.eos_token_id} if isinstance(cfg.eos_token_id, int) else set())
+    if isinstance(cfg.eos_token_id, list):
+        eos |= set(cfg.eos_token_id)
+    if eos:  # generation stops at these (continuous batching reads nothing else)
+        cfg.eos_token_id = sorted(eos)
+    device = next(model.parameters()).device
+    out: list[list[int]] = []
+    with torch.no_grad():
+        if mode == "continuous":
+            return _continuous(model, prompts, cfg, eos)
+        for i in range(0, len(prompts), batch):
+            chunk = [list(p) for p in prompts[i : i + batch]]
+            width = max(map(len, chunk))
+            x = torch.tensor([[pad_id] * (width - len(p)) + p for p in chunk], device=device)
+            mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk],
+                                device=device)  # fmt: skip
+            seqs = model.generate(input_ids=x, attention_mask=mask, generation_config=cfg)
+            out.extend(_cut(row, eos) for row in seqs[:, width:].tolist())
+    return out
+
+
+def _continuous(model, prompts, cfg, eos: set[int]) -> list[list[int]]:
+    """`generate_batch`; its results are matched to the prompts by request order and checked
+    by their prompt ids (a missing or failed request raises)."""
+    import inspect
+
+    kw = {"progress_bar": False}
+    if "warmup" in inspect.signature(model.generate_batch).parameters:
+        kw["warmup"] = next(model.parameters()).device.type == "cuda"  # CUDA graphs only there
+    res = model.generate_batch([list(p) for p in prompts], generation_config=cfg, **kw)
+    outs = list(res.values())
+    if len(outs) != len(prompts):
+        raise RuntimeError(f"continuous batching returned {len(outs)} of {len(prompts)} results")
+    done = []
+    for p, o in zip(prompts, outs, strict=True):
+        if getattr(o, "error", None):
+            raise RuntimeError(f"continuous batching failed a request: {o.error}")
+        if list(getattr(o, "prompt_ids", p)) != list(p):
+            raise RuntimeError("continuous batching returned its results out of prompt order")
+        done.append(_cut(o.generated_tokens[: cfg.max_new_tokens], eos))
+    return done

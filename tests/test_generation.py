@@ -1,0 +1,70 @@
+"""`generation.generate_ids`: every mode gives one completion per prompt, in prompt order, cut
+after the first EOS, never longer than max_new_tokens; greedy decoding agrees across modes."""
+
+from __future__ import annotations
+
+import pytest
+
+transformers = pytest.importorskip("transformers")
+
+from cudaperf.generation import MODES, generate_ids, mode_config  # noqa: E402
+from tests.train.helpers import make_tiny_model  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def lm(tmp_path_factory):
+    path = make_tiny_model(tmp_path_factory.mktemp("gen"))
+    tok = transformers.AutoTokenizer.from_pretrained(path)
+    model = transformers.AutoModelForCausalLM.from_pretrained(path).eval()
+    texts = ["int main(){ return 0; }", "x", "__global__ void k(float* a) {", "for (int i"]
+    return model, tok, [tok(t)["input_ids"] for t in texts]
+
+
+def _greedy(n: int = 10):
+    return transformers.GenerationConfig(max_new_tokens=n, do_sample=False)
+
+
+def _one_by_one(model, tok, prompts, n=10):
+    return [generate_ids(model, [p], _greedy(n), "dynamic", tok.pad_token_id)[0] for p in prompts]
+
+
+@pytest.mark.parametrize("mode", ["dynamic", "static", "compile"])
+def test_batched_modes_keep_prompt_order_and_agree_with_one_at_a_time(lm, mode):
+    model, tok, prompts = lm
+    got = generate_ids(model, prompts, _greedy(), mode, tok.pad_token_id, batch=3)
+    assert got == _one_by_one(model, tok, prompts)
+    assert len({tuple(g) for g in got}) > 1  # the prompts' completions differ: order is tested
+
+
+def test_continuous_batching_keeps_prompt_order(lm):
+    model, tok, prompts = lm
+    got = generate_ids(model, prompts, _greedy(), "continuous", tok.pad_token_id)
+    assert got == _one_by_one(model, tok, prompts)
+
+
+def test_completion_is_cut_after_the_first_eos_and_capped(lm):
+    model, tok, prompts = lm
+    full = _one_by_one(model, tok, prompts, n=8)
+    stop = full[0][3]
+    got = generate_ids(model, prompts, _greedy(8), "static", tok.pad_token_id, eos_ids=[stop])
+    for g, f in zip(got, full, strict=True):
+        assert len(g) <= 8
+        cut = f.index(stop) + 1 if stop in f else len(f)
+        assert g == f[:cut]
+    assert got[0][-1] == stop and len(got[0]) == 4
+
+
+def test_mode_config_sets_the_cache_and_compilation():
+    base = transformers.GenerationConfig(max_new_tokens=5, do_sample=True, num_return_sequences=3)
+    assert mode_config(base, "compile").cache_implementation == "static"
+    assert mode_config(base, "compile").disable_compile is False
+    assert mode_config(base, "static").disable_compile is True
+    assert mode_config(base, "dynamic").cache_implementation is None
+    assert mode_config(base, "static").num_return_sequences == 1
+    assert base.num_return_sequences == 3  # the caller's config is not changed
+    assert set(MODES) == {"dynamic", "static", "compile", "continuous"}
+
+
+def test_unknown_mode_is_one_clear_error():
+    with pytest.raises(ValueError, match="--generation 'fast'.*dynamic, static"):
+        mode_config(transformers.GenerationConfig(), "fast")
