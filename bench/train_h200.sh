@@ -7,6 +7,7 @@
 #   D, E, ... (no carry, machine still warm):         bash bench/train_h200.sh grpo   (resumes)
 # To leave the device time to GRPO, stage sft can train only: GEN= END=0 bash ... sft
 #   speed (machine warm after sft):                   bash bench/train_h200.sh speed
+#   evalspeed (any time; no model needed), step64 (after sft): the #21 speed measurements
 #   heldout (after grpo):                             GEN="sft grpo" END=500 bash ... heldout
 # Across sessions (a cold machine): PACK=1 on the session's last grpo call puts the newest
 # checkpoint in $OUT (adapter in 15 MiB pieces + the small files, optimizer state left out: it
@@ -127,6 +128,20 @@ speed)  # generation tokens/s per mode and batch size (bench/train_speed.py)
     --modes ${MODES:-dynamic,static,compile,continuous} --batches ${BATCHES:-8,16,32,64,128} \
     --max-new-tokens 512 --deadline-s ${SPEED_S:-400} --out "$OUT/train_speed_gen_h200.json" \
     --plot "$OUT/train_speed_gen_h200.png" 2>&1 | grep -v "it/s" | tail -30 | tee -a "$OUT/stage.log"
+  ;;
+evalspeed)  # one 64-candidate batch scored cold and warm (bench/train_eval_speed.py)
+  log "eval speed"
+  timeout ${EVALSPEED_S:-400} python3 bench/train_eval_speed.py --n 64 --cache-dir /root/evalspeed \
+    --out "$OUT/train_eval_speed_h200.json" 2>&1 | tail -8 | tee -a "$OUT/stage.log"
+  ;;
+step64)  # one single-turn GRPO step of 64 completions (8 tasks x 8): its time breakdown
+  [ -d "$W/sft/final" ] || { echo "the SFT run is gone: machine went cold"; exit 3; }
+  log "grpo step of 64 completions"
+  timeout ${STEP_S:-400} python3 -m cudaperf train grpo --out "$W/step64" --adapter "$W/sft/final" \
+    --kind c2cuda --pool 8 --turns 1 --num-generations 8 --groups-per-step 8 --max-steps 1 \
+    --max-new-tokens ${MAXTOK:-1024} --generation ${GENMODE:-dynamic} --lr 1e-5 \
+    > "$OUT/step64_report.json" 2> >(grep -v "it/s" | tail -20 > "$OUT/step64_stderr.txt")
+  cp "$W/step64/steps.jsonl" "$OUT/step64_steps.jsonl"
   ;;
 heldout)  # replies of ${GEN} on the held-out sets, then evaluation until END seconds
   for who in ${GEN:-grpo}; do replies $who; done

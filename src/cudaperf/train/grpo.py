@@ -42,7 +42,7 @@ from pathlib import Path
 from cudaperf.train.data import load_training_tasks, split_training, write_manifest
 from cudaperf.train.rollout import RolloutOptions
 
-__all__ = ["GrpoOptions", "prompt_dataset", "run_grpo"]
+__all__ = ["GrpoOptions", "prompt_dataset", "run_grpo", "training_pool"]
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,8 @@ def prompt_dataset(tasks):
     return Dataset.from_list([{"prompt": first_messages(t), "task_id": t.id} for t in tasks])
 
 
-def _pool(opts: GrpoOptions):
+def training_pool(opts: GrpoOptions):
+    """(the holdout, the training pool): the seeded choice of `opts.pool` fit-set tasks."""
     hold = split_training(
         load_training_tasks(opts.tasks, opts.splits, opts.kinds),
         opts.val_families, opts.holdout_share, opts.seed,
@@ -208,7 +209,7 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     from cudaperf.train.runlog import StepLog, TimeBudget, save_final, train_until_stopped
 
     t0 = time.perf_counter()
-    hold, pool = _pool(opts)
+    hold, pool = training_pool(opts)
     opts.out.mkdir(parents=True, exist_ok=True)
     policy = load_policy(opts.model, adapter=opts.adapter)
     steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.time_budget_s)

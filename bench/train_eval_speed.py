@@ -1,0 +1,144 @@
+"""Seconds to score one GRPO batch of C→CUDA candidates, cold and warm, as training scores it.
+
+    python bench/train_eval_speed.py --n 64 --out bench/results/train_eval_speed_h200.json
+
+The scorer is `train.grpo.make_scorer` (one persistent `EvalSession` with the TRAINING preset,
+the pooled structural analyzer, the default ranker, the unified reward), on the GRPO training
+pool (`train.grpo.training_pool`, training-split tasks only) of `--n` tasks. Phases, in order,
+each written to the JSON as it ends:
+
+1. `prepare`: the pool's naive implementations (what `cudaperf train grpo` does before step 1:
+   references, CPU and naive baselines, then cached), from an empty cache (`--cache-dir`,
+   default a fresh temporary folder);
+2. `batch_a`: one stored non-naive implementation per task, scored in one batch (the pool's
+   tasks are now prepared: compile + GPU time, analysis and ranker);
+3. `batch_b`: another implementation per task (new candidates, warm evaluator): the number to
+   hold against the goal of <= 10 s for 64 candidates on one H200;
+4. `batch_a_again`: batch A again (the scorer's own cache: nothing is re-run).
+
+Each phase records wall seconds and their breakdown (analysis prefetch, evaluator, the rest:
+ranker and reward) and the status counts. Without a GPU it runs compile-only (said in the
+JSON). Prints a short table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+
+def say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def candidates(pool, pick: int):
+    """(task, code) per task: its `pick`-th implementation that is not the naive one (cycling)."""
+    from cudaperf.execute.api import naive_implementation
+
+    out = []
+    for t in pool:
+        naive = naive_implementation(t)
+        others = [i.code for i in t.implementations if naive is None or i.code != naive.code]
+        if others:
+            out.append((t, others[pick % len(others)]))
+    return out
+
+
+def score_phase(scorer, items) -> dict:
+    """Score (task, code) items in one batch as the rollout does: analysis prefetch, then the
+    scorer (evaluator, analyzer cache hits, ranker, reward)."""
+    from cudaperf.reward.extract import Extraction
+
+    t0 = time.perf_counter()
+    scorer.analyzer.prefetch([c for _, c in items])
+    t1 = time.perf_counter()
+    scored = scorer.score_extracted([(t, Extraction(code=c)) for t, c in items])
+    t2 = time.perf_counter()
+    met = scorer.evaluator.take()
+    return {
+        "candidates": len(items), "seconds": round(t2 - t0, 2),
+        "analyse_s": round(t1 - t0, 2), "score_s": round(t2 - t1, 2),
+        "evaluator_s": met["evaluator_s"], "cached": met["cached"],
+        "statuses": dict(Counter(s.result.status.value for s in scored if s.result)),
+    }  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=64, help="tasks in the pool, one candidate each")
+    ap.add_argument("--tasks", type=Path, default=Path("data/tasks.jsonl.gz"))
+    ap.add_argument("--cache-dir", type=Path, default=None, help="evaluator cache (default: new)")
+    ap.add_argument("--compile-only", action="store_true")
+    ap.add_argument("--out", type=Path, default=Path("bench/results/train_eval_speed.json"))
+    a = ap.parse_args()
+    if a.n < 1:
+        sys.exit("--n: use >= 1")
+    if not a.tasks.is_file():
+        sys.exit(f"--tasks {a.tasks}: no such file; give the dataset (data/tasks.jsonl.gz)")
+    from cudaperf.execute.session import training_config
+    from cudaperf.train.grpo import GrpoOptions, make_scorer, prepare_pool, training_pool
+
+    cache = a.cache_dir or Path(tempfile.mkdtemp(prefix="cudaperf-evalspeed-"))
+    opts = GrpoOptions(out=cache / "run", tasks=a.tasks, pool=a.n, compile_only=a.compile_only)
+    _, pool = training_pool(opts)
+    cfg = training_config(compile_only=True if a.compile_only else None, cache_dir=cache)
+    from dataclasses import asdict
+
+    from cudaperf.execute.session import EvalSession
+
+    t = time.perf_counter()
+    session = EvalSession(cfg)
+    env = session.backend.evaluator.env  # starts the workers
+    scorer = make_scorer(opts, pool, evaluator=session)
+    start_s = time.perf_counter() - t
+    doc = {
+        "date": dt.date.today().isoformat(), "command": "python " + " ".join(sys.argv),
+        "mode": env.mode, "gpu": env.gpu_name,
+        "pool_tasks": len(pool), "cache_dir": str(cache), "session_start_s": round(start_s, 2),
+        "settings": {k: v for k, v in asdict(cfg).items()
+                     if k in ("trials", "warmup", "time_budget_s", "cpu_trials",
+                              "cpu_time_budget_s", "correctness_trials", "run_timeout_s")},
+        "phases": {},
+    }  # fmt: skip
+
+    def write() -> None:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+
+    write()
+    say(f"{'phase':>14} {'cands':>5} {'s':>8} {'analyse':>8} {'eval':>8} statuses")
+    try:
+        t = time.perf_counter()
+        secs = prepare_pool(scorer, pool)
+        met = scorer.evaluator.take()
+        doc["phases"]["prepare"] = {"candidates": met["candidates"], "seconds": round(secs, 2),
+                                    "evaluator_s": met["evaluator_s"]}  # fmt: skip
+        say(f"{'prepare':>14} {met['candidates']:>5} {secs:>8.2f}")
+        write()
+        a_items, b_items = candidates(pool, 0), candidates(pool, 1)
+        for name, items in (("batch_a", a_items), ("batch_b", b_items),
+                            ("batch_a_again", a_items)):  # fmt: skip
+            r = score_phase(scorer, items)
+            doc["phases"][name] = r
+            write()
+            say(f"{name:>14} {r['candidates']:>5} {r['seconds']:>8.2f} {r['analyse_s']:>8.2f} "
+                f"{r['evaluator_s']:>8.2f} {r['statuses']}")  # fmt: skip
+    except KeyboardInterrupt:
+        say("interrupted; the phases done are in the JSON")
+    finally:
+        for part in (scorer.evaluator, scorer.analyzer):
+            if hasattr(part, "close"):
+                part.close()
+        doc["seconds"] = round(time.perf_counter() - t, 1)
+        write()
+    say(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
