@@ -46,6 +46,17 @@ def test_single_turn_step_with_the_policy_generating_and_a_fake_evaluator(tmp_pa
     assert (tmp_path / "run" / "final" / "model.safetensors").is_file()
 
 
+def test_the_generation_mode_reaches_the_policys_sampling(tmp_path, tiny, monkeypatch):
+    import cudaperf.generation as gen
+
+    seen, real = [], gen.generate_ids
+    monkeypatch.setattr(gen, "generate_ids", lambda *a, **k: seen.append(a[3]) or real(*a, **k))
+    rep = run_grpo(_opts(tmp_path, tiny, generation="static"), evaluator=FakeEvaluator())
+    assert rep["steps"] == 1 and seen == ["static"]
+    roll = [r for r in _log(tmp_path) if r["kind"] == "rollout"]
+    assert roll[0]["rows"] == 2 and roll[0]["completion_tokens"] > 0
+
+
 def _scripted(tiny):
     from transformers import AutoTokenizer
 
