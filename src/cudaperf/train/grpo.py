@@ -185,8 +185,10 @@ def _config(opts: GrpoOptions):
 
     cuda = torch.cuda.is_available()
     # A constant learning rate: a run resumed on another machine from a checkpoint carried
-    # without its optimizer state (twice the adapter's size) keeps its learning rate.
-    extra = {"lr_scheduler_type": "constant"} | opts.extra
+    # without its optimizer state (twice the adapter's size) keeps its learning rate. No
+    # dropout (the SFT adapter's LoRA dropout included): replies are sampled from, and their
+    # log-probabilities taken under, the policy itself rather than a randomly thinned copy.
+    extra = {"lr_scheduler_type": "constant", "disable_dropout": True} | opts.extra
     return GRPOConfig(
         output_dir=str(opts.out), learning_rate=opts.lr, beta=opts.beta,
         per_device_train_batch_size=opts.groups_per_step * opts.num_generations,
