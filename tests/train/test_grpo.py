@@ -123,3 +123,32 @@ def test_bad_options_are_clear(tmp_path, tiny):
     only_test = write_task_file(tmp_path / "test_only", families=("histogram",))
     with pytest.raises(ValueError, match="training-split"):
         run_grpo(_opts(tmp_path, tiny, tasks=only_test))
+
+
+def test_the_seed_changes_sampling_but_not_the_pool_or_the_holdout(tmp_path, tiny):
+    from cudaperf.train.grpo import training_pool
+
+    pa = training_pool(_opts(tmp_path, tiny, pool=2))[1]  # 2 of the 5 fit tasks
+    pb = training_pool(_opts(tmp_path, tiny, pool=2, seed=7))[1]
+    assert [t.id for t in pa] == [t.id for t in pb]
+    assert training_pool(_opts(tmp_path, tiny, pool=2, split_seed=7))[1] != pa  # it moves it
+    kw = dict(pool=3, val_families=1, holdout_share=0.3)
+    ha = training_pool(_opts(tmp_path, tiny, **kw))[0]
+    assert training_pool(_opts(tmp_path, tiny, seed=7, **kw))[0].manifest() == ha.manifest()
+    assert training_pool(_opts(tmp_path, tiny, split_seed=7, **kw))[0].manifest() != ha.manifest()
+
+
+def test_an_adapter_from_an_sft_run_with_another_holdout_is_refused(tmp_path, tiny):
+    from cudaperf.train.data import write_manifest
+    from cudaperf.train.grpo import check_same_holdout, training_pool
+
+    kw = dict(pool=3, val_families=1, holdout_share=0.3)
+    (tmp_path / "sft" / "final").mkdir(parents=True)
+    write_manifest(training_pool(_opts(tmp_path, tiny, **kw))[0], tmp_path / "sft/holdout.json")
+    same = _opts(tmp_path, tiny, adapter=tmp_path / "sft" / "final", **kw)
+    check_same_holdout(training_pool(same)[0], same)  # the SFT run's split: accepted
+    other = _opts(tmp_path, tiny, adapter=tmp_path / "sft" / "final", split_seed=7, **kw)
+    with pytest.raises(ValueError, match="held out other tasks.*--split-seed"):
+        check_same_holdout(training_pool(other)[0], other)
+    with pytest.raises(ValueError, match="held out other tasks"):  # and run_grpo checks it
+        run_grpo(other, evaluator=FakeEvaluator())

@@ -109,7 +109,10 @@ def grpo_command(
     lr: float = typer.Option(1e-5, "--lr"), beta: float = typer.Option(0.0, "--beta"),
     lora_r: int = typer.Option(0, "--lora-r", help="New LoRA adapter rank (0: none)."),
     save_steps: int = typer.Option(10, "--save-steps"),
-    val_families: int = ValFamOpt, holdout_share: float = HoldOpt, seed: int = SeedOpt,
+    val_families: int = ValFamOpt, holdout_share: float = HoldOpt,
+    seed: int = typer.Option(0, "--seed", help="Prompt order and sampling."),
+    split_seed: int = typer.Option(
+        0, "--split-seed", help="Holdout and pool: the SFT run's --seed (checked)."),
     eval_gpus: str | None = typer.Option(None, "--eval-gpus", help="GPUs for timing, e.g. 1."),
     canaries: int = typer.Option(
         0, "--canaries", help="Pool tasks whose naive kernel is re-timed every step."),
@@ -136,7 +139,8 @@ def grpo_command(
         groups_per_step=groups_per_step, max_steps=max_steps, max_new_tokens=max_new_tokens,
         temperature=temperature, generation=generation, lr=lr, beta=beta, lora_r=lora_r,
         save_steps=save_steps,
-        val_families=val_families, holdout_share=holdout_share, seed=seed, eval_gpus=gpus,
+        val_families=val_families, holdout_share=holdout_share, seed=seed,
+        split_seed=split_seed, eval_gpus=gpus,
         canaries=canaries, compile_only=compile_only, time_budget_s=time_budget,
         pieces_mib=pieces_mib, resume=resume,
     )  # fmt: skip

@@ -72,7 +72,8 @@ class GrpoOptions:
     save_steps: int = 10
     val_families: int = 3  # the same holdout as the SFT run's
     holdout_share: float = 0.05
-    seed: int = 0
+    seed: int = 0  # prompt order and sampling (the ablation's seeds)
+    split_seed: int = 0  # the holdout and the pool: must be the SFT run's --seed (checked)
     eval_gpus: tuple[int, ...] | None = None  # timing GPUs (nvidia-smi indices); train.layout
     canaries: int = 0  # pool tasks whose naive kernel is re-timed every step (layout checks)
     compile_only: bool = False  # evaluate by compiling only (CPU machines, smoke runs)
@@ -116,14 +117,35 @@ def prompt_dataset(tasks):
 
 
 def training_pool(opts: GrpoOptions):
-    """(the holdout, the training pool): the seeded choice of `opts.pool` fit-set tasks."""
+    """(the holdout, the training pool): the choice of `opts.pool` fit-set tasks. Both depend
+    on `split_seed` only, so runs of every `seed` train on one pool and hold out one set."""
     hold = split_training(
         load_training_tasks(opts.tasks, opts.splits, opts.kinds),
-        opts.val_families, opts.holdout_share, opts.seed,
+        opts.val_families, opts.holdout_share, opts.split_seed,
     )  # fmt: skip
     fit = sorted(hold.fit, key=lambda t: t.id)
-    random.Random(opts.seed).shuffle(fit)
+    random.Random(opts.split_seed).shuffle(fit)
     return hold, fit[: opts.pool] if opts.pool else fit
+
+
+def check_same_holdout(hold, opts: GrpoOptions) -> None:
+    """When `opts.adapter` comes from a `cudaperf train sft` run (its folder's parent holds the
+    run's holdout.json), GRPO must hold out exactly what SFT held out: otherwise GRPO could
+    train on the SFT run's unseen tasks (and the held-out evaluation would be contaminated)."""
+    if opts.adapter is None:
+        return
+    sft = Path(opts.adapter).parent / "holdout.json"
+    if not sft.is_file():
+        return
+    theirs = json.loads(sft.read_text(encoding="utf-8"))
+    mine = hold.manifest()
+    keys = ("val_families", "unseen_tasks", "fit_families")
+    if any(theirs.get(k) != mine[k] for k in keys if k in theirs):
+        raise ValueError(
+            f"--adapter {opts.adapter}: its SFT run held out other tasks than this run would "
+            f"({sft}); use the SFT run's --seed as --split-seed and its --val-families and "
+            "--holdout-share"
+        )
 
 
 def make_scorer(opts: GrpoOptions, tasks, evaluator=None, layout=None):
@@ -212,6 +234,7 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
 
     t0 = time.perf_counter()
     hold, pool = training_pool(opts)
+    check_same_holdout(hold, opts)
     opts.out.mkdir(parents=True, exist_ok=True)
     policy = load_policy(opts.model, adapter=opts.adapter)
     steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.time_budget_s)
