@@ -110,8 +110,8 @@ grpo)
   # 1024 new tokens: at 384 the SFT adapter's replies never closed their code block (every
   # reply a format error in a CPU run of this stage's command, compile-only, 2026-12-01)
   timeout $(( ${GRPO_BUDGET:-480} + 60 )) python3 -m cudaperf train grpo --out "$W/$RUN" \
-    --adapter "$AD" --kind c2cuda --preset ${PRESET:-unified} --seed ${SEED:-0} --pool 16 --turns 2 --num-generations 4 \
-    --groups-per-step ${GROUPS:-4} --max-new-tokens ${MAXTOK:-1024} --lr 1e-5 --max-steps 30 \
+    --adapter "$AD" --kind c2cuda --preset ${PRESET:-unified} --seed ${SEED:-0} --pool 16 --turns 2 --num-generations ${NGEN:-4} \
+    --groups-per-step ${GROUPS:-4} --max-new-tokens ${MAXTOK:-1024} --lr 1e-5 --max-steps ${STEPS:-30} \
     --save-steps 2 --canaries 2 --generation ${GENMODE:-dynamic} --time-budget ${GRPO_BUDGET:-480} --pieces-mib 15 "${res[@]}" \
     > "$OUT/grpo_report.json" 2> >(grep -v "it/s" | tail -40 > "$OUT/grpo_stderr.txt")
   kill $copier 2>/dev/null
