@@ -12,7 +12,9 @@
 #       heldout, kernelbench (KB=PATH: KernelBench root, levels 1-2), train-unseen
 #       (HOLDOUT=RUN/holdout.json) or babeltower (BT=FILE: BabelTower test JSONL); RUN is naive,
 #       best (suites with implementations: not KernelBench), smollm2, trained (ADAPTER=DIR:
-#       SmolLM2 + that adapter) or compare (every finished run of that suite).
+#       SmolLM2 + that adapter), sft (SFT_ADAPTER=DIR), grpo (GRPO_ADAPTER=DIR) or compare
+#       (every finished run of that suite). GENERATION=static|compile|continuous sets the
+#       SmolLM2 runs' --generation (default dynamic).
 #
 # Every step is bounded: the call stops a step at BUDGET_S seconds after the call started
 # (default 540, for device calls of at most 600 s) with SIGINT (the run keeps its finished
@@ -137,6 +139,8 @@ steps_of() {  # steps_of SUITE: its runs in order (KernelBench has no implementa
   local runs=(naive best smollm2)
   [ "$1" = kernelbench ] && runs=(smollm2)
   [ -n "${ADAPTER:-}" ] && runs+=(trained)
+  [ -n "${SFT_ADAPTER:-}" ] && runs+=(sft)
+  [ -n "${GRPO_ADAPTER:-}" ] && runs+=(grpo)
   for r in "${runs[@]}" compare; do echo "$1/$r"; done
 }
 
@@ -149,7 +153,7 @@ if [ $# -eq 0 ]; then set -- $(for s in $(suites); do steps_of "$s"; done); fi
 for st in "$@"; do  # check every step before running any
   s=${st%%/*}; r=${st#*/}
   suite_args "$s" || exit 2
-  case "$r" in naive|best|smollm2|trained|compare) ;; *) echo "bench_suite: unknown run in step $st (naive, best, smollm2, trained, compare)" >&2; exit 2 ;; esac
+  case "$r" in naive|best|smollm2|trained|sft|grpo|compare) ;; *) echo "bench_suite: unknown run in step $st (naive, best, smollm2, trained, sft, grpo, compare)" >&2; exit 2 ;; esac
   [ "$s/$r" = kernelbench/naive ] || [ "$s/$r" = kernelbench/best ] && { echo "bench_suite: $st: KernelBench tasks have no implementations to replay" >&2; exit 2; }
 done
 
@@ -174,18 +178,21 @@ run_step() {  # run_step SUITE RUN
   local s=$1 r=$2 dir="$RUNS/$1/$2" log="$RUNS/logs/$1_$2.log" model extra=() left rc
   case "$r" in
     naive|best) model="scripted:$r" ;;
-    smollm2|trained) model=smollm2; extra=(--max-tokens 1024)
+    smollm2|trained|sft|grpo) model=smollm2
+      extra=(--max-tokens 1024 --generation "${GENERATION:-dynamic}")
       if [ -n "$SMOLLM2_WHY" ]; then
         echo "bench_suite: SKIP $s/$r: the SmolLM2 GGUF is absent ($SMOLLM2_WHY); carry it as bash scripts/device_model.sh prints" | tee -a "$log"
         SKIPPED+=("$s/$r"); return 0
       fi ;;
   esac
-  if [ "$r" = trained ]; then
-    if [ ! -f "${ADAPTER:-}/adapter_config.json" ]; then
-      echo "bench_suite: SKIP $s/trained: ADAPTER=${ADAPTER:-} holds no adapter_config.json (give the folder cudaperf train saved: its final/)" | tee -a "$log"
-      SKIPPED+=("$s/trained"); return 0
+  local var=""
+  case "$r" in trained) var=ADAPTER ;; sft) var=SFT_ADAPTER ;; grpo) var=GRPO_ADAPTER ;; esac
+  if [ -n "$var" ]; then
+    if [ ! -f "${!var:-}/adapter_config.json" ]; then
+      echo "bench_suite: SKIP $s/$r: $var=${!var:-} holds no adapter_config.json (give the folder cudaperf train saved: its final/)" | tee -a "$log"
+      SKIPPED+=("$s/$r"); return 0
     fi
-    extra+=(--adapter "$ADAPTER")
+    extra+=(--adapter "${!var}")
   fi
   if finished "$dir" && [ -f "$dir/report.html" ]; then
     echo "bench_suite: $s/$r already finished ($(progress "$dir") tasks, report.html there)"; return 0
@@ -217,7 +224,7 @@ run_step() {  # run_step SUITE RUN
 
 compare_step() {  # compare_step SUITE: every finished run of the suite, naive first
   local s=$1 runs=() r
-  for r in naive best smollm2 trained; do finished "$RUNS/$s/$r" && runs+=("$RUNS/$s/$r"); done
+  for r in naive best smollm2 trained sft grpo; do finished "$RUNS/$s/$r" && runs+=("$RUNS/$s/$r"); done
   if [ "${#runs[@]}" -lt 2 ]; then
     echo "bench_suite: $s/compare skipped: fewer than 2 finished runs (${runs[*]:-none})"; return 0
   fi
