@@ -152,12 +152,13 @@ def main() -> None:
     rows = [json.loads(x) for x in jsonl.read_text().splitlines()] if jsonl.exists() else []
     done = {(r["mode"], r["batch"], r["repeat"]) for r in rows}
     say(f"{'mode':>10} {'batch':>5} {'rep':>3} {'tok/s':>8} {'s':>7} {'eos':>5}")
-    for mode in modes:
-        for b in batches:
+    for b in batches:  # batch-major: a deadline cut still compares every mode at small batches
+        for mode in modes:
             for rep in range(a.repeats):
                 if (mode, b, rep) in done:
                     continue
-                last = [r["seconds"] for r in rows if r["mode"] == mode and r.get("seconds")]
+                last = [r["seconds"] for r in rows if r["mode"] == mode and r.get("seconds")
+                        and r["batch"] <= b]  # fmt: skip
                 need = max(last) if last else 0.0
                 if a.deadline_s and time.perf_counter() - t0 + need > a.deadline_s:
                     say(f"deadline: stopping before {mode} batch {b} repeat {rep}")
