@@ -68,3 +68,17 @@ def test_mode_config_sets_the_cache_and_compilation():
 def test_unknown_mode_is_one_clear_error():
     with pytest.raises(ValueError, match="--generation 'fast'.*dynamic, static"):
         mode_config(transformers.GenerationConfig(), "fast")
+
+
+def test_static_modes_pad_prompts_to_a_few_widths(lm, monkeypatch):
+    """So a compiled decoding step meets a few cache shapes, not one per prompt length."""
+    from cudaperf import generation
+
+    model, tok, prompts = lm
+    widths, real = [], model.generate
+    monkeypatch.setattr(model, "generate",
+                        lambda **k: widths.append(k["input_ids"].shape[1]) or real(**k))  # fmt: skip
+    for mode in ("static", "compile", "dynamic"):
+        generate_ids(model, prompts, _greedy(2), mode, tok.pad_token_id)
+    assert widths[0] == widths[1] == generation.PAD_MULTIPLE
+    assert widths[2] == max(map(len, prompts))  # the dynamic mode pads to the longest only

@@ -7,7 +7,9 @@ mode measured fastest is the mode the tools run:
 - `dynamic`: `model.generate` with the default dynamic KV cache (no compilation);
 - `static`: a static (preallocated) KV cache, not compiled;
 - `compile`: a static cache and transformers' automatic `torch.compile` of the decoding step
-  (on CUDA; the first batch of each new shape pays for compiling);
+  (on CUDA; the first batch of each new shape pays for compiling: prompts are left-padded to
+  a multiple of `PAD_MULTIPLE` tokens in the static modes, so batches of one size reuse a few
+  cache shapes instead of compiling again for every prompt length);
 - `continuous`: `model.generate_batch`, transformers' continuous batching over a paged cache
   (finished sequences leave the batch and waiting ones take their place).
 
@@ -23,6 +25,7 @@ from collections.abc import Iterable, Sequence
 __all__ = ["MODES", "generate_ids", "mode_config"]
 
 MODES = ("dynamic", "static", "compile", "continuous")
+PAD_MULTIPLE = 256  # static and compile modes: the prompt width is rounded up to this
 
 
 def mode_config(config, mode: str):
@@ -81,6 +84,8 @@ def generate_ids(
         for i in range(0, len(prompts), batch):
             chunk = [list(p) for p in prompts[i : i + batch]]
             width = max(map(len, chunk))
+            if mode in ("static", "compile"):
+                width = -(-width // PAD_MULTIPLE) * PAD_MULTIPLE
             x = torch.tensor([[pad_id] * (width - len(p)) + p for p in chunk], device=device)
             mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk],
                                 device=device)  # fmt: skip
