@@ -100,3 +100,14 @@ def test_a_failed_analysis_is_not_handed_on_and_the_ranker_analyses_itself(monke
     (s,) = _scorer(ranker).score_code(SAXPY, [kernel(1)])
     assert s.reports == ()
     assert s.rank == _own_opinion(ranker, kernel(1))  # its features saw the kernel
+
+
+def test_the_default_analyzer_tells_no_kernel_from_a_failure(monkeypatch):
+    import cudaperf.analyze.api as api
+    from cudaperf.reward import StructureAnalyzer, default_analyzer
+
+    an = default_analyzer()
+    assert isinstance(an, StructureAnalyzer) and an.config.resources  # ptxas on by default
+    assert an.analyse("int main() { return 0; }") == [] == an("int main() { return 0; }")
+    monkeypatch.setattr(api, "find_kernels", lambda *a: 1 / 0)
+    assert an.analyse(kernel(1)) is None and an(kernel(1)) == []
