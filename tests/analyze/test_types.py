@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -274,3 +275,77 @@ __global__ void st(int nx, const float* __restrict__ in, float* out) {
     (r,) = analyze(code, config=cfg)
     assert r.features["neighbour_loads"] == 3
     assert score_components(r.features, cfg)["reuse"] == 1.0
+
+
+def _implementations(every: int = 700) -> list[tuple[str, str]]:
+    """(name, code) of every sample implementation and of the dataset's tasks at every
+    `every`-th line (C and PyTorch families)."""
+    import gzip
+
+    from cudaperf.tasks.io import load_sample
+    from cudaperf.tasks.model import Task
+
+    out = [(f"{t.id}:{i.id}", i.code) for t in load_sample() for i in t.implementations]
+    data = Path(__file__).resolve().parents[2] / "data" / "tasks.jsonl.gz"
+    if data.exists():
+        with gzip.open(data, "rt", encoding="utf-8") as f:
+            tasks = [Task.model_validate_json(ln) for n, ln in enumerate(f) if n % every == 0]
+        out += [(f"{t.id}:{i.id}", i.code) for t in tasks for i in t.implementations]
+    return out
+
+
+def _dumps(reports) -> list[str]:
+    return [r.model_dump_json() for r in reports]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (ptxas) on PATH")
+def test_ptxas_only_adds_what_without_resources_takes_away():
+    from cudaperf.analyze import without_resources
+
+    on, off = AnalyzeConfig(), AnalyzeConfig(resources=False)
+    changed = 0
+    for name, code in _implementations():
+        full = analyze(code, config=on)
+        changed += _dumps(full) != _dumps(analyze(code, config=off))
+        assert _dumps(without_resources(full, on)) == _dumps(analyze(code, config=off)), name
+    assert changed > 20  # ptxas did add registers, occupancy and findings to these
+
+
+class _EveryKernel(dict):
+    """A ptxas report naming every kernel: many registers, spills, a lot of shared memory."""
+
+    def get(self, name, default=None):
+        from cudaperf.analyze.resources import Resources
+
+        return [Resources(registers=200, smem_bytes=40000, stack_bytes=32,
+                          spill_store_bytes=96, spill_load_bytes=96)]  # fmt: skip
+
+
+def test_without_resources_drops_spills_occupancy_and_their_findings(monkeypatch):
+    import cudaperf.analyze.api as api
+    from cudaperf.analyze import RESOURCE_FEATURES, RESOURCE_RULES, without_resources
+
+    on, off = AnalyzeConfig(), AnalyzeConfig(resources=False)
+    monkeypatch.setattr(api, "ptxas_resources", lambda *a, **k: _EveryKernel())
+    code = (KERNELS / "transpose_naive.cu").read_text()
+    (full,) = analyze(code, config=on)
+    assert {"register-spill", "low-occupancy"} <= {f.rule for f in full.findings}
+    assert all(full.features[k] is not None for k in RESOURCE_FEATURES)
+    (plain,) = analyze(code, config=off)
+    assert full.score != plain.score
+    (got,) = without_resources([full], on)
+    assert got.model_dump_json() == plain.model_dump_json()
+    assert not {f.rule for f in got.findings} & set(RESOURCE_RULES)
+
+
+def test_reports_are_read_for_another_config_only_when_it_just_turns_ptxas_off():
+    from cudaperf.analyze import reports_for_config
+
+    on, off = AnalyzeConfig(), AnalyzeConfig(resources=False)
+    reports = analyze((KERNELS / "transpose_naive.cu").read_text(), config=off)
+    assert reports_for_config(reports, off, off) == reports
+    assert reports_for_config([], on, off) == []
+    assert reports_for_config(reports, on, off) is not None
+    assert reports_for_config(reports, off, on) is None  # ptxas wanted, never ran
+    assert reports_for_config(reports, on, AnalyzeConfig(resources=False, block_size=128)) is None
+    assert reports_for_config(reports, on, AnalyzeConfig(resources=False, arch="sm_80")) is None

@@ -11,19 +11,25 @@ from cudaperf.analyze.resources import ARCHS, occupancy
 from cudaperf.analyze.types import (
     FEATURES,
     PROFILE_FEATURES,
+    RESOURCE_FEATURES,
+    RESOURCE_RULES,
     RULES,
     AnalyzeConfig,
     Finding,
     ScoreWeights,
     Severity,
     StructuralReport,
+    reports_for_config,
     score_features,
+    without_resources,
 )
 
 __all__ = [
     "ARCHS",
     "FEATURES",
     "PROFILE_FEATURES",
+    "RESOURCE_FEATURES",
+    "RESOURCE_RULES",
     "RULES",
     "AnalyzeConfig",
     "Finding",
@@ -33,7 +39,9 @@ __all__ = [
     "StructuralReport",
     "analyze",
     "occupancy",
+    "reports_for_config",
     "score_features",
+    "without_resources",
 ]
 
 

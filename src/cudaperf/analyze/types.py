@@ -68,15 +68,19 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 __all__ = [
     "FEATURES",
     "PROFILE_FEATURES",
+    "RESOURCE_FEATURES",
+    "RESOURCE_RULES",
     "RULES",
     "AnalyzeConfig",
     "Finding",
     "ScoreWeights",
     "Severity",
     "StructuralReport",
+    "reports_for_config",
     "reuse_component",
     "score_components",
     "score_features",
+    "without_resources",
 ]
 
 # Feature name → (unit, meaning). Names are stable: consumers (reward, ranker) key on them.
@@ -172,6 +176,17 @@ RULES: dict[str, str] = {
     "resources": "ptxas resource usage could not be determined (info only)",
     "warp-stalls": "the top warp stall reasons measured by Nsight Compute (info only)",
 }
+
+
+# What ptxas adds to an analysis (`AnalyzeConfig.resources`), read from api.py: these features
+# (None without it), the findings of these rules (none without it: the two rules read only
+# ptxas's report and occupancy, the info finding says why it is missing), and through them the
+# score's `spills` and `occupancy` components. Nothing else in a report depends on ptxas.
+RESOURCE_FEATURES = (
+    "registers", "smem_bytes", "stack_bytes", "spill_bytes", "blocks_per_sm",
+    "theoretical_occupancy",
+)  # fmt: skip
+RESOURCE_RULES = ("register-spill", "low-occupancy", "resources")
 
 
 class Severity(str, Enum):
@@ -302,3 +317,44 @@ def score_features(f: dict[str, float | None], cfg: AnalyzeConfig) -> float:
     if total <= 0:
         return 1.0
     return max(0.0, min(1.0, sum(wi * si for wi, si in parts) / total))
+
+
+def without_resources(
+    reports: list[StructuralReport] | tuple[StructuralReport, ...], config: AnalyzeConfig
+) -> list[StructuralReport]:
+    """The reports `analyze(code, config=config)` would give with `resources=False`, from the
+    reports it gave with ptxas: the `RESOURCE_FEATURES` set to None, the findings of
+    `RESOURCE_RULES` dropped and the score computed again (`config`'s weights; its `resources`
+    flag plays no part in the score). Nothing is parsed or compiled again.
+
+    Guaranteed (tests/analyze/test_types.py compares it with a second analysis on the sample
+    set and the dataset): equal to the analysis without ptxas, since ptxas only adds to a
+    report what these names list. Reports already without resources come back equal."""
+    out = []
+    for r in reports:
+        feats = {k: None if k in RESOURCE_FEATURES else v for k, v in r.features.items()}
+        kept = [f for f in r.findings if f.rule not in RESOURCE_RULES]
+        score = score_features(feats, config)
+        out.append(StructuralReport(name=r.name, line=r.line, features=feats, findings=kept,
+                                    score=score))  # fmt: skip
+    return out
+
+
+def reports_for_config(
+    reports: list[StructuralReport] | tuple[StructuralReport, ...],
+    analysed_with: AnalyzeConfig,
+    config: AnalyzeConfig,
+) -> list[StructuralReport] | None:
+    """What `analyze(code, config=config)` gives, read from `reports`, the result of
+    `analyze(code, config=analysed_with)` (`[]` for a candidate without kernels, never a failed
+    analysis's stand-in): the same reports when the configs are equal, `without_resources`
+    when `config` differs from `analysed_with` only by turning ptxas off; None when `config`'s
+    reports cannot be read from these (another arch or block size, weights, ptxas wanted but
+    not run), so the caller analyses again."""
+    if config.model_dump() == analysed_with.model_dump():
+        return list(reports)
+    if config.resources or not analysed_with.resources:
+        return None
+    if analysed_with.model_copy(update={"resources": False}).model_dump() != config.model_dump():
+        return None
+    return without_resources(reports, config)

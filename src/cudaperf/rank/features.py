@@ -10,7 +10,9 @@
 Static only: nothing runs on a GPU. Results are cached per (code hash, analyzer config), since
 one analysis costs ~10 ms plus an nvcc/ptxas call (~0.4 s) when `resources` is on.
 `features_many` computes many at once in a process pool and keeps them in an on-disk cache
-(`FeatureCache`: one JSONL file per analyzer config and feature-code fingerprint).
+(`FeatureCache`: one JSONL file per analyzer config and feature-code fingerprint). A caller that
+has analysed the code already (the reward scorer, with ptxas) hands its reports on through
+`features_from_analysis`, so the code is not analysed a second time.
 
 Adding a feature: a regex count goes into `_PATTERNS`, any other text statistic into
 `_FUNCTIONS` (name → function of the code returning a float); a new analyzer feature in
@@ -33,7 +35,14 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from cudaperf.analyze import FEATURES, AnalyzeConfig, NoKernelsError, StructuralReport, analyze
+from cudaperf.analyze import (
+    FEATURES,
+    AnalyzeConfig,
+    NoKernelsError,
+    StructuralReport,
+    analyze,
+    reports_for_config,
+)
 
 __all__ = [
     "FEATURE_NAMES",
@@ -42,6 +51,7 @@ __all__ = [
     "clear_cache",
     "code_features",
     "code_stats",
+    "features_from_analysis",
     "features_many",
     "features_of_reports",
     "visible_code",
@@ -217,6 +227,22 @@ def features_of_reports(
     cached, so a later `code_features` call on the same code does not analyse it again."""
     key = (hashlib.sha256(code.encode()).hexdigest(), config.model_dump_json())
     return _remember(key, code, list(reports))
+
+
+def features_from_analysis(
+    code: str,
+    reports: Sequence[StructuralReport],
+    analysed_with: AnalyzeConfig,
+    config: AnalyzeConfig,
+) -> dict[str, float] | None:
+    """`code_features(code, config)` read from an analysis someone already ran: `reports` are
+    `analyze(code, config=analysed_with)`'s (`[]` when it found no kernel; a failed analysis
+    must not be passed). Byte-identical to `code_features`, and cached like it, when `config`'s
+    reports can be read from these (`analyze.reports_for_config`: the same config, or the same
+    with ptxas off, as the packaged ranker's features are); None otherwise, and nothing cached,
+    so `code_features` analyses the code itself."""
+    mine = reports_for_config(reports, analysed_with, config)
+    return None if mine is None else features_of_reports(code, mine, config)
 
 
 def _remember(key: tuple[str, str], code: str, reports: list[StructuralReport]) -> dict:

@@ -3,6 +3,15 @@
 Every message names what went wrong, where (source line, config), and what to change. It
 never reveals a held-out configuration's sizes: a failure there is reported as "a held-out
 configuration". Guaranteed: the text is plain Markdown, deterministic for a given input.
+
+Where the words come from: this module writes the text from `ExecResult`'s fields (status,
+per-config results, timings, speedups, the compile log, which it parses with execute's
+`COMPILER_ERROR`), the reports and the rank score. It quotes execute's own sentences
+(`ExecResult.feedback`) only where execute keeps the fact in no field of its own: a timeout's
+message (compile or run), the run's message of a runtime error, wrong output or rejection that
+no config carries (with the static checks' notes), the static checks' messages of a rejection,
+and compile errors the log parse does not find (the first error of the full log, a PyTorch
+syntax error). The texts are pinned in tests/refine/golden/feedback.json.
 """
 
 from __future__ import annotations

@@ -73,6 +73,7 @@ from cudaperf.reward.scorer import (
     Ranker,
     RewardScorer,
     Scored,
+    StructureAnalyzer,
     default_analyzer,
     default_evaluator,
 )
@@ -91,6 +92,7 @@ __all__ = [
     "RewardConfig",
     "RewardScorer",
     "Scored",
+    "StructureAnalyzer",
     "completion_text",
     "compute_reward",
     "compute_score",

@@ -6,9 +6,18 @@ execution service) can supply results without a GPU:
 - `Evaluator`: `(jobs: list[(Task, Candidate)]) -> list[ExecResult]`, one result per job in
   order. Default: `cudaperf.execute.evaluate_batch` with one shared `EvalConfig` (parallel
   compiles; compile-only on a machine without a GPU).
-- `Analyzer`: `(code) -> list[StructuralReport]`. Default: `cudaperf.analyze.analyze`; a
-  candidate without kernels, or an analyzer failure, gives `[]`.
-- `Ranker`: `(task, code) -> RankScore | None`. Default: none (issue 8 will provide one).
+- `Analyzer`: `(code) -> list[StructuralReport]`. Default: `StructureAnalyzer`
+  (`cudaperf.analyze.analyze`); a candidate without kernels, or an analyzer failure, gives `[]`.
+- `Ranker`: `(task, code) -> RankScore | None`. Default: none (`default_ranker()` gives the
+  packaged feature ranker).
+
+One analysis per candidate: a correct candidate's reports go on to a feature ranker
+(`rank.features.features_from_analysis`) when its features can be read from them, which is the
+case with the defaults (the analyzer runs ptxas, the packaged ranker's features are the same
+analysis without it, `analyze.without_resources`). The analyzer must then say which
+`AnalyzeConfig` it used (`config`) and, to hand on an empty result too, tell a candidate
+without kernels from a failure (`analyse(code) -> list | None`, as `StructureAnalyzer` does);
+otherwise the ranker analyses the candidate itself, as before.
 
 Results are cached per (task id, code hash), so the per-component reward functions that TRL
 calls one after another on the same batch share one evaluation. An evaluator that raises
@@ -40,6 +49,7 @@ __all__ = [
     "Ranker",
     "RewardScorer",
     "Scored",
+    "StructureAnalyzer",
     "default_analyzer",
     "default_evaluator",
     "default_ranker",
@@ -64,25 +74,36 @@ def default_evaluator(config: EvalConfig | None = None) -> Evaluator:
     return run
 
 
-def default_analyzer(config=None) -> Analyzer:
-    """`cudaperf.analyze.analyze`; `[]` when there is no kernel or the analysis fails. It
-    carries `config` (the `AnalyzeConfig` it analyses with): a ranker whose features use the
-    same config reuses its reports (`RewardScorer`)."""
-    from cudaperf.analyze.types import AnalyzeConfig
+class StructureAnalyzer:
+    """The default `Analyzer`: `cudaperf.analyze.analyze` with one `AnalyzeConfig` (`config`,
+    which `RewardScorer` compares with the ranker's). Calling it gives `[]` when there is no
+    kernel or the analysis fails; `analyse` tells the two apart."""
 
-    def run(code: str) -> list[StructuralReport]:
+    def __init__(self, config=None) -> None:
+        from cudaperf.analyze.types import AnalyzeConfig
+
+        self.config = config or AnalyzeConfig()
+
+    def analyse(self, code: str) -> list[StructuralReport] | None:
+        """`analyze(code, config=self.config)`: `[]` when the code has no kernel, None (with a
+        warning in the log) when the analysis failed."""
         from cudaperf.analyze import NoKernelsError, analyze
 
         try:
-            return analyze(code, config=config)
+            return analyze(code, config=self.config)
         except NoKernelsError:
             return []
         except Exception:  # noqa: BLE001 - a broken analysis must not cost the candidate
             log.warning("structural analysis failed", exc_info=True)
-            return []
+            return None
 
-    run.config = config or AnalyzeConfig()  # type: ignore[attr-defined]
-    return run
+    def __call__(self, code: str) -> list[StructuralReport]:
+        return self.analyse(code) or []
+
+
+def default_analyzer(config=None) -> Analyzer:
+    """A `StructureAnalyzer` with `config` (an `AnalyzeConfig`; None: the defaults, ptxas on)."""
+    return StructureAnalyzer(config)
 
 
 def default_ranker(path: str | None = None) -> Ranker | None:
@@ -217,20 +238,26 @@ class RewardScorer:
             ok = res.status is Status.OK
             need = self.analyze == "always" or (ok and self.config.structure_weight > 0)
             code = _credited(c.code, res) if ok else c.code  # only kernels that really ran
-            reports = tuple(self.analyzer(code)) if need else ()
-            if need and ok:
-                self._share_analysis(code, reports)
+            reports = self._analyse(code, share=ok) if need else ()
             rank = self.rank(t, code) if ok else None
             self._cache[(t.id, c.hash)] = (res, reports, rank)
 
-    def _share_analysis(self, code: str, reports: tuple[StructuralReport, ...]) -> None:
-        """Hand the candidate's reports to the ranker when both analyse with one config, so
-        `analyze()` runs once per candidate (the ranker's features come out the same)."""
+    def _analyse(self, code: str, share: bool) -> tuple[StructuralReport, ...]:
+        """The analyzer's reports of `code`; with `share` (the ranker will see this code) they
+        are handed to the ranker when its features can be read from them, so `analyze()` runs
+        once per candidate. Reports are complete when the analyzer's `analyse` says so (an
+        empty list: no kernel), or, for an analyzer without it, when there are some."""
+        analyse = getattr(self.analyzer, "analyse", None)
+        found = analyse(code) if analyse is not None else self.analyzer(code)
+        reports = tuple(found or ())
+        complete = found is not None if analyse is not None else bool(reports)
         want = getattr(self.ranker, "analyze_config", None)
-        if want is not None and want == getattr(self.analyzer, "config", None):
-            from cudaperf.rank.features import features_of_reports
+        have = getattr(self.analyzer, "config", None)
+        if share and complete and want is not None and have is not None:
+            from cudaperf.rank.features import features_from_analysis
 
-            features_of_reports(code, reports, want)
+            features_from_analysis(code, reports, have, want)
+        return reports
 
 
 def interrupted(e: BaseException) -> bool:

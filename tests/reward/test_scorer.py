@@ -1,0 +1,113 @@
+"""`RewardScorer` with the default analyzer (ptxas on) and the packaged ranker (features without
+ptxas): one analysis per candidate, and the ranker's scores those of its own analysis."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from cudaperf.execute.types import Status
+from cudaperf.rank.features import clear_cache
+from cudaperf.rank.ranker import load_ranker, make_ranker
+from cudaperf.reward import RewardScorer
+from cudaperf.tasks.io import load_sample
+from tests.rank.helpers import kernel
+from tests.reward.helpers import result
+
+SAXPY = next(t for t in load_sample() if t.id.endswith("saxpy"))
+SERIAL = kernel(1).replace("<<<(n + 255) / 256, 256>>>", "<<<1, 1>>>")
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_feature_cache():
+    clear_cache()
+    yield
+    clear_cache()
+
+
+def _count(monkeypatch) -> dict[str, list[str]]:
+    """Every analyze() call (the scorer's analyzer, the ranker's features) and ptxas run."""
+    import cudaperf.analyze
+    import cudaperf.analyze.api as api
+    import cudaperf.rank.features as features
+
+    seen: dict[str, list[str]] = {"analyze": [], "ptxas": []}
+    real, ptxas = api.analyze, api.ptxas_resources
+
+    def analyze(code, config=None):
+        seen["analyze"].append(code)
+        return real(code, config=config)
+
+    def resources(code, *a, **k):
+        seen["ptxas"].append(code)
+        return ptxas(code, *a, **k)
+
+    monkeypatch.setattr(cudaperf.analyze, "analyze", analyze)
+    monkeypatch.setattr(features, "analyze", analyze)
+    monkeypatch.setattr(api, "ptxas_resources", resources)
+    return seen
+
+
+def _scorer(ranker) -> RewardScorer:
+    ok = lambda jobs: [result(Status.OK, c.code, t.id) for t, c in jobs]  # noqa: E731
+    return RewardScorer([SAXPY], evaluator=ok, ranker=ranker)  # default analyzer and analysis
+
+
+def _own_opinion(ranker, code: str):
+    """The ranker's score computed as before: its own analysis of the code, without ptxas."""
+    clear_cache()
+    return ranker(SAXPY, code)
+
+
+@needs_nvcc
+def test_with_the_defaults_each_candidate_is_analysed_once(monkeypatch):
+    ranker = make_ranker(load_ranker())
+    seen = _count(monkeypatch)
+    sc, cands = _scorer(ranker), [kernel(0), kernel(2, stride=2)]
+    got = [sc.score_code(SAXPY, [c])[0] for c in cands]
+    assert all(s.reports and s.reports[0].features["registers"] is not None for s in got)
+    impls = [i.code for i in SAXPY.implementations]
+    assert sorted(seen["analyze"]) == sorted(impls + cands)  # each code once, no second pass
+    assert sorted(seen["ptxas"]) == sorted(cands)  # the ranker's features need no ptxas
+    for code, s in zip(cands, got, strict=True):
+        assert s.rank == _own_opinion(ranker, code)  # the ranker's score is unchanged
+
+
+def test_a_candidate_without_credited_kernels_is_analysed_once(monkeypatch):
+    from cudaperf.analyze.launches import credited_source
+
+    blank = credited_source(SERIAL, None)  # <<<1, 1>>>: blanked, no structure credit
+    assert blank != SERIAL
+    ranker = make_ranker(load_ranker())
+    seen = _count(monkeypatch)
+    (s,) = _scorer(ranker).score_code(SAXPY, [SERIAL])
+    assert s.reports == () and s.rank is not None
+    assert sorted(seen["analyze"]) == sorted([i.code for i in SAXPY.implementations] + [blank])
+    assert s.rank == _own_opinion(ranker, blank)
+
+
+def test_a_failed_analysis_is_not_handed_on_and_the_ranker_analyses_itself(monkeypatch):
+    import cudaperf.analyze.api as api
+
+    def timeout(*a, **k):
+        raise subprocess.TimeoutExpired("nvcc", 60)  # escapes analyze(): the analysis fails
+
+    monkeypatch.setattr(api, "ptxas_resources", timeout)
+    ranker = make_ranker(load_ranker())
+    (s,) = _scorer(ranker).score_code(SAXPY, [kernel(1)])
+    assert s.reports == ()
+    assert s.rank == _own_opinion(ranker, kernel(1))  # its features saw the kernel
+
+
+def test_the_default_analyzer_tells_no_kernel_from_a_failure(monkeypatch):
+    import cudaperf.analyze.api as api
+    from cudaperf.reward import StructureAnalyzer, default_analyzer
+
+    an = default_analyzer()
+    assert isinstance(an, StructureAnalyzer) and an.config.resources  # ptxas on by default
+    assert an.analyse("int main() { return 0; }") == [] == an("int main() { return 0; }")
+    monkeypatch.setattr(api, "find_kernels", lambda *a: 1 / 0)
+    assert an.analyse(kernel(1)) is None and an(kernel(1)) == []
