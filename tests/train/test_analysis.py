@@ -21,3 +21,35 @@ def test_prefetch_analyses_a_batch_in_the_pool_and_calls_hit_the_cache():
         assert copy(codes[0]) == an(codes[0])
     finally:
         an.close()
+
+
+def test_the_training_scorer_analyses_each_candidate_once(monkeypatch):
+    """PooledAnalyzer hands its reports to the ranker (through RewardScorer): the packaged
+    ranker's features come from the pool's analysis, not from a second one."""
+    import shutil
+
+    import pytest
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("ptxas (nvcc) is part of the default analysis")
+    from cudaperf.execute.types import Status
+    from cudaperf.rank.features import clear_cache
+    from cudaperf.rank.ranker import load_ranker, make_ranker
+    from cudaperf.reward import RewardScorer
+    from tests.rank.helpers import kernel
+    from tests.reward.helpers import result
+    from tests.reward.test_scorer import SAXPY, _count
+
+    clear_cache()
+    seen = _count(monkeypatch)
+    ok = lambda jobs: [result(Status.OK, c.code, t.id) for t, c in jobs]  # noqa: E731
+    an = PooledAnalyzer(workers=1)  # inline: the counting patch sees every analysis
+    sc = RewardScorer([SAXPY], evaluator=ok, analyzer=an, ranker=make_ranker(load_ranker()))
+    cands = [kernel(0), kernel(2, stride=2)]
+    an.prefetch(cands)
+    got = sc.score_code(SAXPY, cands)
+    assert all(s.rank is not None for s in got)
+    impls = [i.code for i in SAXPY.implementations]
+    assert sorted(seen["analyze"]) == sorted(impls + cands)  # each candidate once
+    assert an.analyse("int main() { return 0; }") == []  # no kernel: complete, handed on
+    clear_cache()

@@ -6,7 +6,9 @@ rollout calls `prefetch(codes)` with every candidate of a turn before scoring it
 not seen before are analysed in `workers` processes at once and kept (an LRU of `cache_size`
 codes); the scorer's later per-candidate calls are then cache hits. A code that was not
 prefetched is analysed inline, exactly as `reward.scorer.default_analyzer` does (a failing
-analysis gives `[]`, never an error).
+analysis gives `[]`, never an error). Like `reward.scorer.StructureAnalyzer` it has a `config`
+and an `analyse` that tells "no kernel" (`[]`) from a failed analysis (None), so the scorer
+hands its reports to the ranker and a candidate is analysed once on its way to a reward.
 """
 
 from __future__ import annotations
@@ -19,17 +21,18 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 
-from cudaperf.analyze.types import StructuralReport
+from cudaperf.analyze.types import AnalyzeConfig, StructuralReport
 
 log = logging.getLogger(__name__)
 
 __all__ = ["PooledAnalyzer"]
 
 
-def _analyze(code: str) -> list[StructuralReport]:
-    from cudaperf.reward.scorer import default_analyzer
+def _analyze(code: str) -> list[StructuralReport] | None:
+    """The default analyzer's `analyse`: reports, `[]` (no kernel) or None (it failed)."""
+    from cudaperf.reward.scorer import StructureAnalyzer
 
-    return default_analyzer()(code)
+    return StructureAnalyzer(AnalyzeConfig()).analyse(code)
 
 
 def _key(code: str) -> str:
@@ -42,7 +45,8 @@ class PooledAnalyzer:
     def __init__(self, workers: int | None = None, cache_size: int = 4096) -> None:
         self.workers = workers or max(1, (os.cpu_count() or 2) // 2)
         self.cache_size = cache_size
-        self._cache: OrderedDict[str, list[StructuralReport]] = OrderedDict()
+        self.config = AnalyzeConfig()  # what `_analyze` runs with (the scorer compares it)
+        self._cache: OrderedDict[str, list[StructuralReport] | None] = OrderedDict()
         self._pool: ProcessPoolExecutor | None = None
         self.analysed = 0  # codes analysed so far (pool and inline)
 
@@ -64,7 +68,8 @@ class PooledAnalyzer:
         self.analysed += len(new)
         return len(new)
 
-    def __call__(self, code: str) -> list[StructuralReport]:
+    def analyse(self, code: str) -> list[StructuralReport] | None:
+        """The reports of `code` (from the cache, else analysed inline); None: it failed."""
         k = _key(code)
         if k not in self._cache:
             self._put(k, _analyze(code))
@@ -72,7 +77,10 @@ class PooledAnalyzer:
         self._cache.move_to_end(k)
         return self._cache[k]
 
-    def _put(self, k: str, reports: list[StructuralReport]) -> None:
+    def __call__(self, code: str) -> list[StructuralReport]:
+        return self.analyse(code) or []
+
+    def _put(self, k: str, reports: list[StructuralReport] | None) -> None:
         self._cache[k] = reports
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
