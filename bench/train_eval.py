@@ -65,9 +65,8 @@ def eval_sets(tasks_path: Path, holdout: Path, per_set: int) -> dict[str, list[T
 def generate(args) -> None:
     """Replies written batch by batch; a rerun skips the (set, task, sample) rows already in
     --out (so a call cut by its time limit loses at most one batch)."""
-    import transformers
 
-    from cudaperf.generation import generate_ids
+    from cudaperf.generation import generate_ids, sampling_config
     from cudaperf.refine.hf import HFBackend
     from cudaperf.refine.prompts import first_messages
 
@@ -80,8 +79,7 @@ def generate(args) -> None:
             if (args.label, name, t.id, k) not in done]  # fmt: skip
     say(f"{len(rows)} replies to generate ({len(done)} done), model {be.name}, "
         f"generation {args.generation}")  # fmt: skip
-    cfg = transformers.GenerationConfig(do_sample=True, temperature=args.temperature,
-                                        max_new_tokens=args.max_new_tokens)  # fmt: skip
+    cfg = sampling_config(model, args.temperature, args.max_new_tokens)
     prompt = {}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("a", encoding="utf-8") as fh:

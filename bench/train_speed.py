@@ -44,12 +44,10 @@ def prompts(tasks: Path, n: int, seed: int, tok) -> list[list[int]]:
 
 def one_run(model, tok, ids, mode: str, max_new: int, temperature: float) -> dict:
     import torch
-    import transformers
 
-    from cudaperf.generation import generate_ids
+    from cudaperf.generation import generate_ids, sampling_config
 
-    cfg = transformers.GenerationConfig(do_sample=True, temperature=temperature,
-                                        max_new_tokens=max_new)  # fmt: skip
+    cfg = sampling_config(model, temperature, max_new)
     cuda = torch.cuda.is_available()
     if cuda:
         torch.cuda.synchronize()

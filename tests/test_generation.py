@@ -76,9 +76,26 @@ def test_static_modes_pad_prompts_to_a_few_widths(lm, monkeypatch):
 
     model, tok, prompts = lm
     widths, real = [], model.generate
-    monkeypatch.setattr(model, "generate",
-                        lambda **k: widths.append(k["input_ids"].shape[1]) or real(**k))  # fmt: skip
+    seen = lambda **k: widths.append(k["input_ids"].shape[1]) or real(**k)  # noqa: E731
+    monkeypatch.setattr(model, "generate", seen)
     for mode in ("static", "compile", "dynamic"):
         generate_ids(model, prompts, _greedy(2), mode, tok.pad_token_id)
     assert widths[0] == widths[1] == generation.PAD_MULTIPLE
     assert widths[2] == max(map(len, prompts))  # the dynamic mode pads to the longest only
+
+
+def test_sampling_config_keeps_the_models_eos_ids_and_leaves_the_model_alone(lm):
+    model, _, _ = lm
+    model.generation_config.eos_token_id = [2, 7]  # e.g. a chat model with two end tokens
+    try:
+        cfg = generation_sampling(model)
+        assert cfg.eos_token_id == [2, 7] and cfg.do_sample and cfg.temperature == 0.5
+        assert cfg.max_new_tokens == 9 and model.generation_config.max_new_tokens != 9
+    finally:
+        model.generation_config.eos_token_id = 2
+
+
+def generation_sampling(model):
+    from cudaperf.generation import sampling_config
+
+    return sampling_config(model, 0.5, 9)

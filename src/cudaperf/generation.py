@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Sequence
 
-__all__ = ["MODES", "generate_ids", "mode_config"]
+__all__ = ["MODES", "generate_ids", "mode_config", "sampling_config"]
 
 MODES = ("dynamic", "static", "compile", "continuous")
 PAD_MULTIPLE = 256  # static and compile modes: the prompt width is rounded up to this
@@ -43,6 +43,18 @@ def mode_config(config, mode: str):
     else:
         cfg.cache_implementation = None
         cfg.disable_compile = True
+    return cfg
+
+
+def sampling_config(model, temperature: float, max_new_tokens: int):
+    """The model's own `GenerationConfig` (its EOS ids among them) set to sample at
+    `temperature` for at most `max_new_tokens` tokens."""
+    import transformers
+
+    base = getattr(model, "generation_config", None) or transformers.GenerationConfig()
+    cfg = copy.deepcopy(base)
+    cfg.do_sample, cfg.temperature, cfg.max_new_tokens = True, temperature, max_new_tokens
+    cfg.max_length = None
     return cfg
 
 

@@ -99,16 +99,13 @@ class HFBackend:
         return out
 
     def _batch(self, convs: list[list[dict[str, str]]], n: int) -> list[list[str]]:
-        import transformers
-
-        from cudaperf.generation import generate_ids
+        from cudaperf.generation import generate_ids, sampling_config
 
         tok = self.tokenizer
         texts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False)
                  for m in convs]  # fmt: skip
         ids = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
-        cfg = transformers.GenerationConfig(do_sample=True, temperature=self.temperature,
-                                            max_new_tokens=self.max_new_tokens)  # fmt: skip
+        cfg = sampling_config(self.model, self.temperature, self.max_new_tokens)
         rows = [p for p in ids for _ in range(n)]  # each conversation's n samples together
         comps = generate_ids(self.model, rows, cfg, self.generation, tok.pad_token_id,
                              [tok.eos_token_id], self.max_batch)  # fmt: skip
