@@ -10,7 +10,9 @@ repeat 0 includes one-off costs (for `compile`, compiling the decoding step), la
 the steady state the table reports. Every run is appended to `<out>.jsonl` as it ends (a rerun
 skips what is there), the summary JSON and the plot are rewritten after each; `--deadline-s`
 stops before starting a run that could not end in time. A mode that fails is recorded with its
-error and the sweep goes on.
+error and the sweep goes on. An `--adapter` is merged into the model (as `HFBackend` loads it);
+GRPO samples with the LoRA layers unmerged, so its steps are somewhat slower than these rates
+(`bench/train_h200.sh step64` measures a real step).
 """
 
 from __future__ import annotations
