@@ -30,21 +30,22 @@ Rates: a cudaperf pass is its wall time; KernelBench's is the sum of its per-can
 evaluations plus its pre-compile's wall time shared evenly over the candidates it built.
 
 Device call sequence for issue #15 (one H200, 16 cores, <= 540 s a call, back to back so the
-work folder in ~/.cache survives; the command is the same in every call):
+work folder in ~/.cache survives; the same command in every call, carry [".whl", ".kb"]):
 
-    source scripts/device_env.sh; python3 bench/eval_throughput.py --kernelbench .kb \
-        --spread 12 --no-compile-baseline --time-budget 2.0 --deadline-s 500 \
-        --out $OUT/eval_throughput_h200.json 2>&1 | tail -c 20000 > $OUT/eval_throughput_h200.log
-    carry: [".whl", ".kb"]
+    source scripts/device_env.sh; L=$OUT/eval_throughput_h200.log; python3 \
+      bench/eval_throughput.py --kernelbench .kb --spread 12 --no-compile-baseline \
+      --deadline-s 500 --out $OUT/eval_throughput_h200.json >$L 2>&1; rc=$?; tail -n 30 $L; exit $rc
 
-  call A (~500 s): native pass (12 candidates at the last run's ~28/min, more with 3 configs:
-         about 30-60 s), inline pass (12 load_inline builds over 16 cores, then the GPU: about
-         1-3 min), then KernelBench's pre-compile (about 1-2 min) and its first candidates
-         (~32 s each at its measured 1.85/min) until the deadline.
-  call B (~200-400 s): the remaining KernelBench candidates; the JSON says "complete": true.
+  call A (~500 s): the native pass (12 candidates, 3 configs each; at the last run's ~28/min
+         with one config, about 0.5-1.5 min), the inline pass (12 load_inline builds over 16
+         cores, then the GPU: about 1-3 min), then, if >= 300 s are left, KernelBench's
+         pre-compile (about 1-2 min) and its first candidates (~32 s each at its measured
+         1.85/min) until the deadline; else KernelBench starts in call B.
+  call B (~300-500 s): the remaining KernelBench candidates; the JSON says "complete": true.
   call C only if B's JSON says "complete": false (same command). If the machine went cold
-  between calls, add `--resume-from bench/results/eval_throughput_h200.json` after copying the
-  last JSON there. Copy the final JSON and log to bench/results/.
+  between calls, copy the last JSON to bench/results/eval_throughput_h200.json here and add
+  `--resume-from bench/results/eval_throughput_h200.json` (unfinished builds are redone).
+  The last call's JSON and log go to bench/results/.
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 FORMAT = "eval_throughput-v2"
+EXECUTE = Path(__file__).resolve().parents[1] / "src" / "cudaperf" / "execute"  # hashed: which
+# evaluator ran, also where the device's copy of the tree has no .git
 KB_CORRECT_TRIALS, KB_PERF_TRIALS, KB_SEED = 5, 100, 42
 FORMS = {"kernelbench": "load_inline", "inline": "load_inline", "native": "native"}
 LABELS = {
@@ -268,7 +271,8 @@ def run_cudaperf_pass(
     wall = time.perf_counter() - t0
     return {
         "type": "pass", "name": name, "settings": settings, "wall_s": round(wall, 3),
-        "rows": [rows[k] | {"key": k, "task": t.id} for t, k in zip(tasks, keys, strict=True)],
+        "rows": [rows[k] | {"key": k, "task": t.id, "task_configs": [c.name for c in t.configs]}
+                 for t, k in zip(tasks, keys, strict=True)],
         "cold_native_builds_removed": dropped, "finished": _now(),
     }  # fmt: skip
 
@@ -509,13 +513,14 @@ def cudaperf_column(rec: dict | None, keys: list[str]) -> dict:
     rows = rec["rows"]
     n_cfg = [r["n_configs"] for r in rows]
     trials = [c["trials"] for r in rows for c in r["configs"] if c["trials"]]
-    names = sorted({c["config"] for r in rows for c in r["configs"]})
+    names = sorted({c for r in rows for c in r.get("task_configs", [])})
     return {
         "n_planned": len(keys), "n": len(rows), "correct": sum(r["correct"] for r in rows),
         "wall_s": rec["wall_s"], "candidates_per_min": _rate(len(rows), rec["wall_s"]),
         "configs_per_candidate": {"min": min(n_cfg), "max": max(n_cfg), "total": sum(n_cfg)},
         "configs": f"every config of the task ({', '.join(names)}; held-out included)"
         if rec["settings"]["configs"] == "all" else "default only",
+        "every_config_checked": all(r["n_configs"] == len(r.get("task_configs", [])) for r in rows),
         "timed_trials_per_config": {"min": min(trials), "median": statistics.median(trials)}
         if trials else None,
         "rows": rows,
@@ -553,7 +558,7 @@ def summarise(records: Records, plan: dict) -> dict:
     out: dict = {"columns": cols}
     if "kernelbench" in cols:
         for name in ("inline", "native"):
-            if name in cols and cols[name]["n"]:
+            if name in cols and cols[name]["n"] and cols["kernelbench"]["n"]:
                 out[f"agreement_vs_{name}"] = agreement(cols["kernelbench"], cols[name])
     out["complete"] = all(c["n"] == c["n_planned"] for c in cols.values())
     out["table"] = table(cols, out)
@@ -569,7 +574,9 @@ def table(cols: dict, summary: dict) -> list[str]:
         lines.append(f"{c['harness']:<22}{c['form']:<13}{c['n']:>4}/{c['n_planned']:<4}"
                      f"{c['correct']:>9}{cfg:>10}{rate:>10}")  # fmt: skip
     for c in cols.values():
-        lines.append(f"{c['harness']} ({c['form']}): configs: {c.get('configs', '-')}")
+        every = {True: "; every config checked", False: "; NOT every config checked"}
+        lines.append(f"{c['harness']} ({c['form']}): configs: {c.get('configs', '-')}"
+                     f"{every.get(c.get('every_config_checked'), '')}")  # fmt: skip
     lines.append(f"KernelBench checks: {CHECKS['kernelbench']}")
     lines.append(f"cudaperf checks: {CHECKS['cudaperf']}")
     for name in ("inline", "native"):
@@ -608,6 +615,7 @@ def versions(root: Path) -> dict:
         "nvcc": nvcc.splitlines()[-1] if nvcc else "", "python": sys.version.split()[0],
         "driver": _sh(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]),
         "cudaperf_commit": _sh(["git", "rev-parse", "--short", "HEAD"]) or "unknown",
+        "cudaperf_execute_sha": sha12("".join(p.read_text() for p in sorted(EXECUTE.glob("*.py")))),
         "kernelbench_version": kb_version, "kernelbench_harness_sha": kb_fingerprint(root),
     }  # fmt: skip
 
@@ -778,7 +786,7 @@ def main(argv: list[str] | None = None) -> int:
     if gpu is None and not args.report_only:
         sys.exit("error: no CUDA GPU visible; run this on the GPU machine (or --report-only)")
     plan = make_plan(args, root, items, gpu)
-    cmd = shlex.join(["python3", *(argv if argv is not None else sys.argv)])
+    cmd = shlex.join(["python3", sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
     deadline, call, interrupted = Deadline(args.deadline_s), {"started": _now()}, False
     try:
         if not args.report_only:
