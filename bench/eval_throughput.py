@@ -251,8 +251,9 @@ def run_cudaperf_pass(
     left = deadline.left()
     if left <= 1:
         return None
-    old = signal.signal(signal.SIGALRM, _alarm) if left != float("inf") else None
-    if old is not None:
+    alarm = left != float("inf")
+    if alarm:
+        old = signal.signal(signal.SIGALRM, _alarm)
         signal.setitimer(signal.ITIMER_REAL, left)
     t0 = time.perf_counter()
     try:
@@ -265,16 +266,20 @@ def run_cudaperf_pass(
               "in the next call (if it never fits, select fewer)", flush=True)  # fmt: skip
         return None
     finally:
-        if old is not None:
+        if alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)
+            signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
     wall = time.perf_counter() - t0
+    named = [{"key": k, "task": t.id, "task_configs": [c.name for c in t.configs]}
+             for t, k in zip(tasks, keys, strict=True)]  # fmt: skip
     return {
         "type": "pass", "name": name, "settings": settings, "wall_s": round(wall, 3),
-        "rows": [rows[k] | {"key": k, "task": t.id, "task_configs": [c.name for c in t.configs]}
-                 for t, k in zip(tasks, keys, strict=True)],
+        "rows": [rows.get(n["key"], MISSING) | n for n in named],
         "cold_native_builds_removed": dropped, "finished": _now(),
     }  # fmt: skip
+
+
+MISSING = {"status": "missing", "correct": False, "n_configs": 0, "configs": [], "median_us": None}
 
 
 def _alarm(signum, frame):
@@ -561,12 +566,16 @@ def summarise(records: Records, plan: dict) -> dict:
             if name in cols and cols[name]["n"] and cols["kernelbench"]["n"]:
                 out[f"agreement_vs_{name}"] = agreement(cols["kernelbench"], cols[name])
     out["complete"] = all(c["n"] == c["n_planned"] for c in cols.values())
+    out["same_problems"] = len({tuple(sorted(map(_problem, k))) for k in plan["keys"].values()}) < 2
+    out["cudaperf_settings"] = next(iter(plan["settings"].values()), None)
     out["table"] = table(cols, out)
     return out
 
 
 def table(cols: dict, summary: dict) -> list[str]:
-    lines = [f"{'column':<22}{'form':<13}{'done':>9}{'correct':>9}{'configs':>10}{'cand/min':>10}"]
+    lines = [
+        f"{'harness':<22}{'form':<13}{'done':>9}{'correct':>9}{'cfg/cand':>10}{'cand/min':>10}"
+    ]
     for c in cols.values():
         cfg = c.get("configs_per_candidate")
         cfg = cfg if isinstance(cfg, int) else (f"{cfg['total'] / c['n']:.2f}" if cfg else "-")
@@ -575,10 +584,19 @@ def table(cols: dict, summary: dict) -> list[str]:
                      f"{c['correct']:>9}{cfg:>10}{rate:>10}")  # fmt: skip
     for c in cols.values():
         every = {True: "; every config checked", False: "; NOT every config checked"}
+        tt = c.get("timed_trials_per_config")
+        tt = f"; timed trials per config: min {tt['min']}, median {tt['median']}" if tt else ""
         lines.append(f"{c['harness']} ({c['form']}): configs: {c.get('configs', '-')}"
-                     f"{every.get(c.get('every_config_checked'), '')}")  # fmt: skip
+                     f"{every.get(c.get('every_config_checked'), '')}{tt}")  # fmt: skip
     lines.append(f"KernelBench checks: {CHECKS['kernelbench']}")
     lines.append(f"cudaperf checks: {CHECKS['cudaperf']}")
+    st = summary.get("cudaperf_settings")
+    if st:
+        cb = "on" if st.get("compile_baseline") else "off"
+        lines.append(f"cudaperf settings: time budget {st.get('time_budget_s')} s per config, "
+                     f"torch.compile baseline {cb}")  # fmt: skip
+    same = "yes" if summary["same_problems"] else "NO"
+    lines.append(f"same problems in every column: {same}")
     for name in ("inline", "native"):
         a = summary.get(f"agreement_vs_{name}")
         if a:

@@ -257,7 +257,8 @@ def _records_for_summary(tmp_path: Path) -> tuple[et.Records, dict]:
     plan = {"keys": {"kernelbench": keys_inline, "inline": keys_inline, "native": keys_native},
             "kb_settings_key": "S", "settings": {}}  # fmt: skip
     for name, keys in (("inline", keys_inline), ("native", keys_native)):
-        settings = {"configs": "all", "candidates": keys}
+        settings = {"configs": "all", "candidates": keys, "time_budget_s": 2.0,
+                    "compile_baseline": False}  # fmt: skip
         plan["settings"][name] = settings
         recs.add({"type": "pass", "name": name, "settings": settings, "wall_s": 6.0,
                   "rows": [row(keys[0], True, 3), row(keys[1], True, 1)]})  # fmt: skip
@@ -281,6 +282,8 @@ def test_summary_rates_configs_agreement_and_table(tmp_path: Path):
     text = "\n".join(s["table"])
     assert "5 correctness trials" in text and "100 timed trials" in text
     assert "every config of the task (default, heldout, small" in text
+    assert "same problems in every column: yes" in text
+    assert "time budget 2.0 s per config, torch.compile baseline off" in text
 
 
 def test_summary_says_when_not_complete(tmp_path: Path):
