@@ -405,6 +405,43 @@ def spawn_eval(job: dict, deadline: Deadline, timeout_s: float) -> dict | None:
         _end_pool(pool)
 
 
+def _kb_probe(root: str, arch: str) -> bool:
+    kbe = _kb_child(root, arch)
+    return callable(kbe.build_compile_cache) and callable(kbe.eval_kernel_against_ref)
+
+
+def kb_import_problem(root: Path, arch: str, timeout_s: float = 120.0) -> str:
+    """'' when KernelBench's harness imports in a spawned child as the passes import it,
+    else the reason in one line (checked before any pass, so a missing package costs seconds)."""
+    pool = mp.get_context("spawn").Pool(1)
+    try:
+        ok = pool.apply_async(_kb_probe, (str(root), arch)).get(timeout=timeout_s)
+        return "" if ok else "kernelbench.eval lacks build_compile_cache/eval_kernel_against_ref"
+    except Exception as e:  # noqa: BLE001 - any failure to import is the answer
+        return f"KernelBench's harness does not import: {type(e).__name__}: {e}"[:300]
+    finally:
+        _end_pool(pool)
+
+
+def preflight(root: Path, plan: dict, records: Records) -> list[str]:
+    """What would make this call fail later, found now: nvcc, ninja, KernelBench's import."""
+    problems = []
+    if shutil.which("nvcc") is None:
+        problems.append("nvcc not on PATH (scripts/device_env.sh adds /usr/local/cuda/bin)")
+    if "inline" in plan["keys"] or "jobs" in plan:
+        from torch.utils.cpp_extension import is_ninja_available
+
+        if not is_ninja_available():
+            problems.append("ninja not found; load_inline (both harnesses) needs it")
+    skey = plan["kb_settings_key"]
+    todo = [
+        j for j in plan.get("jobs", []) if not records.last("kb_row", key=j["key"], settings=skey)
+    ]
+    if todo and (why := kb_import_problem(root, todo[0]["arch"])):
+        problems.append(why)
+    return problems
+
+
 def _built(records: Records, bkey: str, build_dir: Path) -> dict | None:
     rec = records.last("kb_build", key=bkey)
     if rec and (not rec["ok"] or any(build_dir.rglob("*.so"))):
@@ -804,6 +841,9 @@ def main(argv: list[str] | None = None) -> int:
     if gpu is None and not args.report_only:
         sys.exit("error: no CUDA GPU visible; run this on the GPU machine (or --report-only)")
     plan = make_plan(args, root, items, gpu)
+    problems = [] if args.report_only else preflight(root, plan, records)
+    if problems:
+        sys.exit("error: " + "; ".join(problems))
     cmd = shlex.join(["python3", sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
     deadline, call, interrupted = Deadline(args.deadline_s), {"started": _now()}, False
     try:

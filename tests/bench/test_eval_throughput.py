@@ -332,6 +332,13 @@ def test_spawned_kernelbench_processes(fake_kb: Path, tmp_path: Path):
     assert time.monotonic() - t0 < 15
 
 
+def test_kernelbench_import_is_checked_before_any_pass(fake_kb: Path):
+    assert et.kb_import_problem(fake_kb, "Hopper") == ""
+    (fake_kb / "src" / "kernelbench" / "eval.py").write_text("import not_a_package_here\n")
+    why = et.kb_import_problem(fake_kb, "Hopper")
+    assert "does not import" in why and "not_a_package_here" in why
+
+
 def test_main_report_only_and_no_gpu(fake_kb: Path, tmp_path: Path, monkeypatch, capsys):
     cands = tmp_path / "cands"
     (cands / "inline").mkdir(parents=True)
