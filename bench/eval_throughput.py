@@ -38,7 +38,7 @@ work folder in ~/.cache survives; the same command in every call, carry [".whl",
 
   call A (~500 s): the native pass (12 candidates, 3 configs each; at the last run's ~28/min
          with one config, about 0.5-1.5 min), the inline pass (12 load_inline builds over 16
-         cores, then the GPU: about 1-3 min), then, if >= 300 s are left, KernelBench's
+         cores, then the GPU: about 1-3 min), then, if >= 180 s are left, KernelBench's
          pre-compile (about 1-2 min) and its first candidates (~32 s each at its measured
          1.85/min) until the deadline; else KernelBench starts in call B.
   call B (~300-500 s): the remaining KernelBench candidates; the JSON says "complete": true.
@@ -452,7 +452,7 @@ def _built(records: Records, bkey: str, build_dir: Path) -> dict | None:
 def run_kb_pass(
     records: Records, jobs: list[dict], settings_key: str, deadline: Deadline, *,
     build: Callable = spawn_builds, evaluate: Callable = spawn_eval, timeout_s: float = 180.0,
-    first_estimate_s: float = 60.0, min_build_left_s: float = 300.0,
+    first_estimate_s: float = 60.0, min_build_left_s: float = 180.0,
 ) -> str:  # fmt: skip
     """KernelBench's harness over `jobs` (each: key, problem, src, ref, build_dir, ...),
     skipping candidates whose row is recorded; 'complete', 'deadline' or 'stopped'."""
