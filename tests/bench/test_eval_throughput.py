@@ -1,5 +1,6 @@
-"""bench/eval_throughput.py on the CPU: resume, deadline, summary, and the spawned KernelBench
-processes against a small stand-in of KernelBench's package (its real harness needs a GPU)."""
+"""bench/eval_throughput.py and its throughput_* modules on the CPU: resume, deadline,
+summary, and the spawned KernelBench processes against a small stand-in of KernelBench's
+package (its real harness needs a GPU)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))  # spawned children import the module by this name
+sys.path.insert(0, str(ROOT / "bench"))  # spawned children import the modules by these names
 
 import eval_throughput as et  # noqa: E402
+import throughput_cudaperf as tc  # noqa: E402
+import throughput_kb as kb  # noqa: E402
+import throughput_records as tr  # noqa: E402
+import throughput_summary as ts  # noqa: E402
 
 FAKE_EVAL = """
 import os, time
@@ -93,23 +98,23 @@ def _fakes(clock: FakeClock, eval_s: float, calls: dict):
 
 def test_select_first_or_spread():
     items = [{"i": k} for k in range(69)]
-    assert et.select(items, limit=3) == items[:3]
-    picked = et.select(items, spread=12)
+    assert tr.select(items, limit=3) == items[:3]
+    picked = tr.select(items, spread=12)
     assert len(picked) == 12 and picked[0] == items[0] and picked[-1]["i"] >= 57
-    assert et.select(items, spread=100) == items
-    assert et.select(items) == items
+    assert tr.select(items, spread=100) == items
+    assert tr.select(items) == items
 
 
 def test_records_skip_a_torn_line_and_merge_once(tmp_path: Path):
     path = tmp_path / "r.jsonl"
-    recs = et.Records(path)
+    recs = tr.Records(path)
     recs.add({"type": "kb_row", "key": "a"})
     with path.open("a") as f:
         f.write('{"type": "kb_row", "ke')  # killed mid-write
-    again = et.Records(path)
+    again = tr.Records(path)
     assert [r["key"] for r in again.of("kb_row")] == ["a"]
     assert again.merge([{"type": "kb_row", "key": "a"}, {"type": "kb_row", "key": "b"}]) == 1
-    assert [r["key"] for r in et.Records(path).of("kb_row")] == ["a", "b"]
+    assert [r["key"] for r in tr.Records(path).of("kb_row")] == ["a", "b"]
 
 
 def test_kb_pass_resumes_per_candidate(tmp_path: Path):
@@ -117,37 +122,37 @@ def test_kb_pass_resumes_per_candidate(tmp_path: Path):
     exactly once over both calls (fails when the recorded-row check is removed)."""
     clock, calls = FakeClock(), {"build": [], "eval": []}
     build, evaluate = _fakes(clock, eval_s=30, calls=calls)
-    recs = et.Records(tmp_path / "records.jsonl")
+    recs = tr.Records(tmp_path / "records.jsonl")
     jobs = _jobs(tmp_path, 4)
     kw = {"build": build, "evaluate": evaluate, "first_estimate_s": 30, "min_build_left_s": 0}
-    first = et.run_kb_pass(recs, jobs, "S", et.Deadline(80, clock), **kw)
+    first = kb.run_kb_pass(recs, jobs, "S", tr.Deadline(80, clock), **kw)
     # 10 s build + 2 x 30 s; 10 s left < 1.2 x 30 s, so the third waits for the next call
     assert first == "deadline" and len(calls["eval"]) == 2
     clock.t = 0
-    again = et.Records(tmp_path / "records.jsonl")  # what a new call reads
-    assert et.run_kb_pass(again, jobs, "S", et.Deadline(500, clock), **kw) == "complete"
+    again = tr.Records(tmp_path / "records.jsonl")  # what a new call reads
+    assert kb.run_kb_pass(again, jobs, "S", tr.Deadline(500, clock), **kw) == "complete"
     assert sorted(calls["eval"]) == sorted(j["key"] for j in jobs)
     assert sorted(calls["build"]) == sorted(j["bkey"] for j in jobs)
     assert len(again.of("kb_row")) == 4
     calls["eval"].clear()
-    assert et.run_kb_pass(again, jobs, "S", et.Deadline(500, clock), **kw) == "complete"
+    assert kb.run_kb_pass(again, jobs, "S", tr.Deadline(500, clock), **kw) == "complete"
     assert calls["eval"] == []
     # other KernelBench settings are another measurement: nothing is reused
-    assert et.run_kb_pass(again, jobs, "OTHER", et.Deadline(500, clock), **kw) == "complete"
+    assert kb.run_kb_pass(again, jobs, "OTHER", tr.Deadline(500, clock), **kw) == "complete"
     assert len(calls["eval"]) == 4
 
 
 def test_kb_pass_rebuilds_when_the_build_is_gone(tmp_path: Path):
     clock, calls = FakeClock(), {"build": [], "eval": []}
     build, evaluate = _fakes(clock, eval_s=1, calls=calls)
-    recs = et.Records(tmp_path / "records.jsonl")
+    recs = tr.Records(tmp_path / "records.jsonl")
     jobs = _jobs(tmp_path, 2)
     recs.add({"type": "kb_build", "key": jobs[0]["bkey"], "ok": True, "segment": "s0"})
     recs.add({"type": "kb_build", "key": jobs[1]["bkey"], "ok": True, "segment": "s0"})
     Path(jobs[1]["build_dir"]).mkdir(parents=True)
     (Path(jobs[1]["build_dir"]) / "lock").write_text("")  # a killed build: no .so, stale lock
     kw = {"build": build, "evaluate": evaluate, "min_build_left_s": 0}
-    assert et.run_kb_pass(recs, jobs, "S", et.Deadline(None, clock), **kw) == "complete"
+    assert kb.run_kb_pass(recs, jobs, "S", tr.Deadline(None, clock), **kw) == "complete"
     assert sorted(calls["build"]) == sorted(j["bkey"] for j in jobs)
     assert not (Path(jobs[1]["build_dir"]) / "lock").exists()
 
@@ -155,9 +160,9 @@ def test_kb_pass_rebuilds_when_the_build_is_gone(tmp_path: Path):
 def test_kb_pass_leaves_the_precompile_to_a_fresh_call(tmp_path: Path):
     clock, calls = FakeClock(), {"build": [], "eval": []}
     build, evaluate = _fakes(clock, eval_s=1, calls=calls)
-    recs = et.Records(tmp_path / "records.jsonl")
+    recs = tr.Records(tmp_path / "records.jsonl")
     kw = {"build": build, "evaluate": evaluate, "min_build_left_s": 300}
-    assert et.run_kb_pass(recs, _jobs(tmp_path, 2), "S", et.Deadline(200, clock), **kw) == (
+    assert kb.run_kb_pass(recs, _jobs(tmp_path, 2), "S", tr.Deadline(200, clock), **kw) == (
         "deadline"
     )
     assert calls == {"build": [], "eval": []} and recs.items == []
@@ -166,10 +171,10 @@ def test_kb_pass_leaves_the_precompile_to_a_fresh_call(tmp_path: Path):
 def test_kb_pass_estimate_grows_with_measured_evaluations(tmp_path: Path):
     clock, calls = FakeClock(), {"build": [], "eval": []}
     build, evaluate = _fakes(clock, eval_s=50, calls=calls)
-    recs = et.Records(tmp_path / "records.jsonl")
+    recs = tr.Records(tmp_path / "records.jsonl")
     kw = {"build": build, "evaluate": evaluate, "first_estimate_s": 20, "min_build_left_s": 0}
     # 10 s build, one 50 s evaluation: 40 s left < 1.2 x 50 s, so the second is not started
-    et.run_kb_pass(recs, _jobs(tmp_path, 3), "S", et.Deadline(100, clock), **kw)
+    kb.run_kb_pass(recs, _jobs(tmp_path, 3), "S", tr.Deadline(100, clock), **kw)
     assert len(calls["eval"]) == 1
 
 
@@ -182,9 +187,9 @@ def test_kb_failed_precompile_is_recorded_not_evaluated(tmp_path: Path):
             on_done({"key": j["key"], "ok": False, "error": "nvcc: error", "seconds": 1.0})
         return True
 
-    recs = et.Records(tmp_path / "records.jsonl")
+    recs = tr.Records(tmp_path / "records.jsonl")
     kw = {"build": build, "evaluate": evaluate, "min_build_left_s": 0}
-    assert et.run_kb_pass(recs, _jobs(tmp_path, 1), "S", et.Deadline(None), **kw) == "complete"
+    assert kb.run_kb_pass(recs, _jobs(tmp_path, 1), "S", tr.Deadline(None), **kw) == "complete"
     (row,) = recs.of("kb_row")
     assert calls["eval"] == [] and row["compiled"] is False and row["error"] == "nvcc: error"
 
@@ -197,8 +202,8 @@ def test_cudaperf_pass_stopped_at_the_deadline_keeps_nothing(tmp_path: Path, mon
         yield from ()
 
     t0 = time.monotonic()
-    rec = et.run_cudaperf_pass("native", [], [], [], {"compile_baseline": False,
-                               "time_budget_s": 1.0}, tmp_path, et.Deadline(3.0), slow)  # fmt: skip
+    rec = tc.run_cudaperf_pass("native", [], [], [], {"compile_baseline": False,
+                               "time_budget_s": 1.0}, tmp_path, tr.Deadline(3.0), slow)  # fmt: skip
     assert rec is None and 2.9 < time.monotonic() - t0 < 12  # stopped by the alarm at 3 s
 
 
@@ -222,8 +227,8 @@ def test_cudaperf_pass_record_from_results(tmp_path: Path, monkeypatch):
                              candidate_id=cand.id, configs=cfgs, wall_s=1.5)  # fmt: skip
 
     settings = {"compile_baseline": False, "time_budget_s": 2.0, "configs": "all"}
-    rec = et.run_cudaperf_pass("inline", [task], ["code"], ["level1/p.py@x"], settings,
-                               tmp_path, et.Deadline(None), fake)  # fmt: skip
+    rec = tc.run_cudaperf_pass("inline", [task], ["code"], ["level1/p.py@x"], settings,
+                               tmp_path, tr.Deadline(None), fake)  # fmt: skip
     assert seen["config"].correctness_trials == 5 and seen["config"].trials == 100
     assert seen["config"].use_result_cache is False
     assert seen["config"].cache_dir == tmp_path / "inline" / "cache"
@@ -238,12 +243,12 @@ def test_drop_native_builds_removes_only_these_sources(tmp_path: Path):
     for name, text in (("mine", src), ("other", "// another\n")):
         (tmp_path / name).mkdir()
         (tmp_path / name / "kernel.cu").write_text(text)
-    assert et.drop_native_builds([code], tmp_path) == 1
+    assert tc.drop_native_builds([code], tmp_path) == 1
     assert not (tmp_path / "mine").exists() and (tmp_path / "other").exists()
 
 
-def _records_for_summary(tmp_path: Path) -> tuple[et.Records, dict]:
-    recs = et.Records(tmp_path / "records.jsonl")
+def _records_for_summary(tmp_path: Path) -> tuple[tr.Records, dict]:
+    recs = tr.Records(tmp_path / "records.jsonl")
     keys_inline = ["level1/a.py@i1", "level1/b.py@i2"]
     keys_native = ["level1/a.py@n1", "level1/b.py@n2"]
     recs.add({"type": "kb_segment", "segment": "s0", "n_jobs": 2, "wall_s": 40.0})
@@ -270,7 +275,7 @@ def _records_for_summary(tmp_path: Path) -> tuple[et.Records, dict]:
 
 def test_summary_rates_configs_agreement_and_table(tmp_path: Path):
     recs, plan = _records_for_summary(tmp_path)
-    s = et.summarise(recs, plan)
+    s = ts.summarise(recs, plan)
     kb, inline = s["columns"]["kernelbench"], s["columns"]["inline"]
     # 2 evaluations of 10 s + the 40 s pre-compile shared over its 2 jobs: 2 per 60 s
     assert kb["wall_s"] == 60.0 and kb["build_share_s"] == 40.0 and kb["candidates_per_min"] == 2.0
@@ -293,14 +298,14 @@ def test_summary_says_when_not_complete(tmp_path: Path):
     recs, plan = _records_for_summary(tmp_path)
     plan["keys"]["kernelbench"] = [*plan["keys"]["kernelbench"], "level1/c.py@i3"]
     plan["settings"]["native"] = {"configs": "all", "candidates": ["changed"]}
-    s = et.summarise(recs, plan)
+    s = ts.summarise(recs, plan)
     assert not s["complete"] and s["columns"]["native"]["n"] == 0
     assert s["columns"]["kernelbench"]["n"] == 2 and s["columns"]["kernelbench"]["n_planned"] == 3
     assert s["table"][-1].startswith("NOT complete")
     rec = recs.last("pass", name="inline")
     rec["rows"][0]["configs"].pop()  # a config the task has but the run did not check
     rec["rows"][0]["n_configs"] = 2
-    s = et.summarise(recs, plan)
+    s = ts.summarise(recs, plan)
     assert s["columns"]["inline"]["every_config_checked"] is False
     assert any("NOT every config checked" in line for line in s["table"])
 
@@ -310,7 +315,7 @@ def test_run_all_skips_recorded_passes(tmp_path: Path, monkeypatch):
     ran = []
     monkeypatch.setattr(et, "run_cudaperf_pass", lambda name, *a, **k: ran.append(name))
     args = et.parse_args(["--kernelbench", "x", "--out", str(tmp_path / "o.json")])
-    out = et.run_all(args, tmp_path, [], plan, recs, et.Deadline(None))
+    out = et.run_all(args, tmp_path, [], plan, recs, tr.Deadline(None))
     assert ran == [] and out == {"native": "recorded earlier", "inline": "recorded earlier"}
 
 
@@ -322,23 +327,23 @@ def test_spawned_kernelbench_processes(fake_kb: Path, tmp_path: Path):
     for j in jobs:
         j["root"] = str(fake_kb)
     got = []
-    assert et.spawn_builds(jobs, et.Deadline(120), got.append)
+    assert kb.spawn_builds(jobs, tr.Deadline(120), got.append)
     assert sorted(b["ok"] for b in got) == [False, True, True]
-    row = et.spawn_eval(jobs[0], et.Deadline(120), timeout_s=60)
+    row = kb.spawn_eval(jobs[0], tr.Deadline(120), timeout_s=60)
     assert row["correct"] and row["runtime_us"] == 2500.0 and row["ref_runtime_us"] == 5000.0
     hang = jobs[1] | {"src": "HANG"}
-    assert et.spawn_eval(hang, et.Deadline(120), timeout_s=3)["error"] == "Evaluation timed out"
-    assert et.spawn_eval(hang, et.Deadline(3), timeout_s=60) is None  # the deadline came first
+    assert kb.spawn_eval(hang, tr.Deadline(120), timeout_s=3)["error"] == "Evaluation timed out"
+    assert kb.spawn_eval(hang, tr.Deadline(3), timeout_s=60) is None  # the deadline came first
     t0 = time.monotonic()
     slow = _jobs(tmp_path / "slow", 1, "SLOW_BUILD")[0] | {"root": str(fake_kb)}
-    assert not et.spawn_builds([slow], et.Deadline(3), got.append)
+    assert not kb.spawn_builds([slow], tr.Deadline(3), got.append)
     assert time.monotonic() - t0 < 25  # not the 30 s the build would take
 
 
 def test_kernelbench_import_is_checked_before_any_pass(fake_kb: Path):
-    assert et.kb_import_problem(fake_kb, "Hopper") == ""
+    assert kb.kb_import_problem(fake_kb, "Hopper") == ""
     (fake_kb / "src" / "kernelbench" / "eval.py").write_text("import not_a_package_here\n")
-    why = et.kb_import_problem(fake_kb, "Hopper")
+    why = kb.kb_import_problem(fake_kb, "Hopper")
     assert "does not import" in why and "not_a_package_here" in why
 
 
@@ -361,8 +366,8 @@ def test_main_report_only_and_no_gpu(fake_kb: Path, tmp_path: Path, monkeypatch,
     assert out["format"] == et.FORMAT and out["complete"] is False
     assert out["versions"]["kernelbench_version"] == "0.0.1"
     assert set(out["columns"]) == {"kernelbench", "inline", "native"}
-    key = et.item_key(entry, "inline")  # the candidate's identity: problem + code hash
-    settings = et.sha12(json.dumps(out["settings"]["kernelbench"], sort_keys=True))
+    key = tr.item_key(entry, "inline")  # the candidate's identity: problem + code hash
+    settings = tr.sha12(json.dumps(out["settings"]["kernelbench"], sort_keys=True))
     prior = {"format": et.FORMAT, "records": [
         {"type": "kb_segment", "segment": "s0", "n_jobs": 1, "wall_s": 30.0},
         {"type": "kb_row", "key": key, "settings": settings, "segment": "s0", "eval_s": 30.0,
@@ -371,7 +376,7 @@ def test_main_report_only_and_no_gpu(fake_kb: Path, tmp_path: Path, monkeypatch,
     assert et.main([*base, "--report-only", "--resume-from", str(tmp_path / "prior.json")]) == 0
     out = json.loads((tmp_path / "o.json").read_text())
     assert out["columns"]["kernelbench"]["n"] == 1 and out["candidates_per_min_kernelbench"] == 1.0
-    assert len(et.Records(tmp_path / "w" / "records.jsonl").items) == 2
+    assert len(tr.Records(tmp_path / "w" / "records.jsonl").items) == 2
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"n_candidates": 40}))  # the format before resumable records
     with pytest.raises(SystemExit, match="not written by this version"):
@@ -397,5 +402,5 @@ def test_real_kernelbench_imports_on_the_cpu():
     root = Path(os.environ.get("KERNELBENCH_DIR", ROOT / ".kb"))
     if not (root / "src" / "kernelbench" / "eval.py").is_file():
         pytest.skip(f"no KernelBench checkout at {root} (set KERNELBENCH_DIR)")
-    kbe = et._import_kernelbench(root)
+    kbe = kb._import_kernelbench(root)
     assert callable(kbe.eval_kernel_against_ref) and callable(kbe.build_compile_cache)
