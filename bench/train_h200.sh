@@ -12,8 +12,8 @@
 # Across sessions (a cold machine): PACK=1 on the session's last grpo call puts the newest
 # checkpoint in $OUT (adapter in 15 MiB pieces + the small files, optimizer state left out: it
 # is twice the adapter); save them under .models/grpo_ckpt/, then in the next session, after
-# probe and sft (GEN= END=0 SFT_BUDGET=0 ... is not needed: stage restore needs only the GGUF),
-# carry .models/grpo_ckpt and run `bash bench/train_h200.sh restore; bash ... grpo`.
+# probe (part00) and stage model (part01: unpacks the GGUF; no SFT needed, the checkpoint holds
+# the adapter), carry .models/grpo_ckpt and run `bash bench/train_h200.sh restore; bash ... grpo`.
 # The SFT adapter travels the same way: stage packsft ($OUT/sft_final: 3 pieces + rest.tar.gz;
 # save as .models/sft_final), then carry it and run stage restoresft instead of training again.
 # Environment: END (seconds into stage sft at which evaluation stops, default 560), GEN (which
@@ -65,7 +65,7 @@ replies() {  # held-out replies of model $1 (base, sft or grpo); resumes, batche
 }
 pack() {  # the newest GRPO checkpoint into $OUT/ckpt: adapter pieces + rest.tar.gz
   local c
-  c=$(ls -d "$W"/$RUN/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -1)
+  c=$(ls -d "$W"/$RUN/checkpoint-* 2>/dev/null | sort -V | tail -1)
   [ -n "$c" ] || { log "pack: no checkpoint"; return 0; }
   mkdir -p "$OUT/ckpt"
   split -b 15M -d -a 3 "$c/adapter_model.safetensors" "$OUT/ckpt/adapter_model.safetensors.part"
@@ -143,7 +143,7 @@ restore)  # carried .models/grpo_ckpt (stage grpo's PACK=1 output) -> $W/grpo/ch
   [ -f $R/rest.tar.gz ] || { echo "carry .models/grpo_ckpt (adapter pieces + rest.tar.gz)"; exit 3; }
   mkdir -p "$W/$RUN"
   tar -C "$W/$RUN" -xzf $R/rest.tar.gz
-  c=$(ls -d "$W"/$RUN/checkpoint-* | sort -t- -k2 -n | tail -1)
+  c=$(ls -d "$W"/$RUN/checkpoint-* | sort -V | tail -1)
   cat $R/adapter_model.safetensors.part* > "$c/adapter_model.safetensors"
   echo "$c" > "$W/$RUN/restored"
   log "restored $(basename "$c") ($(du -sh "$c" | cut -f1)); stage grpo resumes from it"
