@@ -160,6 +160,7 @@ speed)  # generation tokens/s per mode and batch size (bench/train_speed.py)
   ;;
 evalspeed)  # one 64-candidate batch scored cold and warm (bench/train_eval_speed.py)
   log "eval speed"
+  rm -rf /root/evalspeed  # a cold start: no references or baselines cached
   timeout ${EVALSPEED_S:-400} python3 bench/train_eval_speed.py --n 64 --cache-dir /root/evalspeed \
     --out "$OUT/train_eval_speed_h200.json" 2>&1 | tail -8 | tee -a "$OUT/stage.log"
   ;;
