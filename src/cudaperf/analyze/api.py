@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import subprocess
 
 from cudaperf.analyze.access import Access, find_accesses
 from cudaperf.analyze.index import Scope
@@ -105,7 +106,7 @@ def _resources(code: str, cfg: AnalyzeConfig) -> tuple[dict[str, list[Resources]
         return {}, f"{cfg.nvcc} not found: registers, shared memory and occupancy are unknown"
     except PtxasError as e:
         return {}, f"nvcc failed, so resources are unknown: {e}"
-    except TimeoutError:
+    except (TimeoutError, subprocess.TimeoutExpired):  # subprocess.run(timeout=) raises the latter
         return {}, "nvcc timed out, so resources are unknown"
 
 
