@@ -3,23 +3,28 @@ candidate-side loader `cudaperf.execute.native` can use it without heavy imports
 
 from __future__ import annotations
 
-import functools
 import re
 import subprocess
 
 __all__ = ["tool_version"]
 
 
-@functools.lru_cache(maxsize=8)
+_KNOWN: dict[str, str] = {}  # exe -> its version, for the process's lifetime
+
+
 def tool_version(exe: str) -> str:
     """`exe --version` reduced to its version: nvcc's `V13.0.88` as "13.0.88", else the first
-    line of the output; "missing" when it cannot run, "unknown" when it prints nothing."""
+    line of the output; "missing" when it cannot run, "unknown" when it prints nothing.
+    Answers are cached per process, except "missing": a probe that failed once (a timeout
+    under load, a test that stubbed subprocess) is asked again, never remembered as absent."""
+    if exe in _KNOWN:
+        return _KNOWN[exe]
     try:
         out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return "missing"
     text = out.stdout.strip()
     m = re.search(r"release ([\d.]+), V([\d.]+)", text)
-    if m:
-        return m.group(2)
-    return text.splitlines()[0] if text else "unknown"
+    version = m.group(2) if m else (text.splitlines()[0] if text else "unknown")
+    _KNOWN[exe] = version
+    return version

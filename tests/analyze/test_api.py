@@ -20,10 +20,10 @@ __global__ void timeout_probe_kernel(int n, const float* x, float* y) {
 def test_a_ptxas_timeout_leaves_the_analysis_standing(monkeypatch):
     import cudaperf.analyze.resources as res
 
-    def hang(*a, **k):
-        raise subprocess.TimeoutExpired(a[0] if a else "nvcc", k.get("timeout", 60))
+    def hang(code, arch, nvcc, timeout_s):  # the nvcc --cubin run, as subprocess.run ends it
+        raise subprocess.TimeoutExpired([nvcc, "--cubin"], timeout_s)
 
-    monkeypatch.setattr(res.subprocess, "run", hang)
+    monkeypatch.setattr(res, "_compile", hang)  # only that run: nvcc --version still works
     (r,) = analyze(CODE, config=AnalyzeConfig(ptxas_timeout_s=1.0))
     assert r.features["registers"] is None and r.features["theoretical_occupancy"] is None
     assert any(f.rule == "resources" and "timed out" in f.message for f in r.findings)
