@@ -66,7 +66,7 @@ def generate(args) -> None:
     """Replies written batch by batch; a rerun skips the (set, task, sample) rows already in
     --out (so a call cut by its time limit loses at most one batch)."""
 
-    from cudaperf.generation import generate_ids, sampling_config
+    from cudaperf.generation import chat_ids, generate_ids, sampling_config
     from cudaperf.refine.hf import HFBackend
     from cudaperf.refine.prompts import first_messages
 
@@ -85,14 +85,10 @@ def generate(args) -> None:
     with args.out.open("a", encoding="utf-8") as fh:
         for i in range(0, len(rows), args.batch):
             chunk = rows[i : i + args.batch]
-            ids = []
             for _, task, _ in chunk:
                 if task.id not in prompt:
-                    text = tok.apply_chat_template(
-                        first_messages(task), add_generation_prompt=True, tokenize=False
-                    )
-                    prompt[task.id] = tok(text, add_special_tokens=False)["input_ids"]
-                ids.append(prompt[task.id])
+                    prompt[task.id] = chat_ids(tok, first_messages(task))
+            ids = [prompt[task.id] for _, task, _ in chunk]
             t = time.perf_counter()
             comps = generate_ids(model, ids, cfg, args.generation, tok.pad_token_id,
                                  [tok.eos_token_id], args.batch)  # fmt: skip

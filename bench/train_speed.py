@@ -31,17 +31,13 @@ def say(msg: str) -> None:
 
 
 def prompts(tasks: Path, n: int, seed: int, tok) -> list[list[int]]:
+    from cudaperf.generation import chat_ids
     from cudaperf.refine.prompts import first_messages
     from cudaperf.train.data import load_training_tasks
 
     pool = sorted(load_training_tasks(tasks, None, ("c2cuda",)), key=lambda t: t.id)
     random.Random(seed).shuffle(pool)
-    out = []
-    for t in (pool * (n // max(len(pool), 1) + 1))[:n]:
-        text = tok.apply_chat_template(first_messages(t), add_generation_prompt=True,
-                                       tokenize=False)  # fmt: skip
-        out.append(tok(text, add_special_tokens=False)["input_ids"])
-    return out
+    return [chat_ids(tok, first_messages(t)) for t in (pool * (n // max(len(pool), 1) + 1))[:n]]
 
 
 def one_run(model, tok, ids, mode: str, max_new: int, temperature: float) -> dict:

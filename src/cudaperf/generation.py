@@ -22,27 +22,33 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Sequence
 
-__all__ = ["MODES", "generate_ids", "mode_config", "sampling_config"]
+__all__ = ["MODES", "chat_ids", "check_mode", "generate_ids", "mode_config", "sampling_config"]
 
 MODES = ("dynamic", "static", "compile", "continuous")
-PAD_MULTIPLE = 256  # static and compile modes: the prompt width is rounded up to this
+STATIC = ("static", "compile")  # the modes with a preallocated (static) KV cache
+PAD_MULTIPLE = 256  # static modes: the prompt width is rounded up to this
+
+
+def check_mode(mode: str) -> str:
+    """`mode` itself, or a ValueError naming the modes there are."""
+    if mode not in MODES:
+        raise ValueError(f"--generation {mode!r}: unknown; use one of {', '.join(MODES)}")
+    return mode
+
+
+def chat_ids(tokenizer, messages: list[dict]) -> list[int]:
+    """The prompt token ids of a conversation: its chat template with the generation prompt
+    (the template holds the special tokens, so none are added again)."""
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
 def mode_config(config, mode: str):
     """A copy of the `GenerationConfig` set up for `mode` (cache and compilation)."""
-    if mode not in MODES:
-        raise ValueError(f"--generation {mode!r}: unknown; use one of {', '.join(MODES)}")
     cfg = copy.deepcopy(config)
     cfg.num_return_sequences = 1
-    if mode == "dynamic":
-        cfg.cache_implementation = None
-        cfg.disable_compile = True
-    elif mode in ("static", "compile"):
-        cfg.cache_implementation = "static"
-        cfg.disable_compile = mode == "static"
-    else:
-        cfg.cache_implementation = None
-        cfg.disable_compile = True
+    cfg.cache_implementation = "static" if check_mode(mode) in STATIC else None
+    cfg.disable_compile = mode != "compile"
     return cfg
 
 
@@ -83,9 +89,8 @@ def generate_ids(
 
     cfg = mode_config(config, mode)
     cfg.pad_token_id = pad_id
-    eos = set(eos_ids) | ({cfg.eos_token_id} if isinstance(cfg.eos_token_id, int) else set())
-    if isinstance(cfg.eos_token_id, list):
-        eos |= set(cfg.eos_token_id)
+    own = cfg.eos_token_id
+    eos = set(eos_ids) | ({own} if isinstance(own, int) else set(own or ()))
     if eos:  # generation stops at these (continuous batching reads nothing else)
         cfg.eos_token_id = sorted(eos)
     device = next(model.parameters()).device
@@ -96,7 +101,7 @@ def generate_ids(
         for i in range(0, len(prompts), batch):
             chunk = [list(p) for p in prompts[i : i + batch]]
             width = max(map(len, chunk))
-            if mode in ("static", "compile"):
+            if mode in STATIC:
                 width = -(-width // PAD_MULTIPLE) * PAD_MULTIPLE
             x = torch.tensor([[pad_id] * (width - len(p)) + p for p in chunk], device=device)
             mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk],

@@ -9,7 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cudaperf.cli.common import console, fail, stdout
+from cudaperf.cli.common import GenerationOpt, console, fail, stdout
 from cudaperf.cli.reward import RankerOpt
 
 __all__ = ["bench_app"]
@@ -210,11 +210,7 @@ def run(
     gguf_file: str = typer.Option(None, "--gguf-file", help="HF: GGUF file inside --model."),
     temperature: float = typer.Option(0.8, "--temperature", help="Sampling temperature."),
     max_tokens: int = typer.Option(2048, "--max-tokens", help="Tokens per reply."),
-    generation: str = typer.Option(
-        "dynamic",
-        "--generation",
-        help="HF models: dynamic, static, compile (static cache + torch.compile) or continuous.",
-    ),
+    generation: str = GenerationOpt,
     n_boot: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CIs."),
 ) -> None:
     """Run a model over a suite; every sample of every turn evaluated on every config."""

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, NoReturn
 
+import typer
 from rich.console import Console
 
 from cudaperf.tasks.io import TaskFileError, dataset_path, load_sample, load_tasks
@@ -24,6 +25,11 @@ from cudaperf.tasks.model import Task
 console = Console(stderr=True)
 stdout = Console()
 
+GenerationOpt = typer.Option(
+    "dynamic", "--generation",
+    help="Hugging Face models' sampling: dynamic, static, compile (static cache + "
+    "torch.compile) or continuous (transformers' continuous batching).",
+)  # fmt: skip
 SAMPLE_DEFAULT = "the bundled sample set (a demo)"
 DATASET_DEFAULT = "the measured dataset data/tasks.jsonl.gz (or $CUDAPERF_DATASET)"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from cudaperf.cli.common import console, emit_json, fail
+from cudaperf.cli.common import GenerationOpt, console, emit_json, fail
 
 __all__ = ["train_app"]
 
@@ -102,10 +102,7 @@ def grpo_command(
     max_steps: int = typer.Option(30, "--max-steps"),
     max_new_tokens: int = typer.Option(1024, "--max-new-tokens"),
     temperature: float = typer.Option(1.0, "--temperature"),
-    generation: str = typer.Option(
-        "dynamic", "--generation",
-        help="Sampling mode: dynamic, static, compile (static cache + torch.compile) or "
-        "continuous (transformers' continuous batching)."),
+    generation: str = GenerationOpt,
     lr: float = typer.Option(1e-5, "--lr"), beta: float = typer.Option(0.0, "--beta"),
     lora_r: int = typer.Option(0, "--lora-r", help="New LoRA adapter rank (0: none)."),
     save_steps: int = typer.Option(10, "--save-steps"),

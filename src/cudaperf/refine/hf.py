@@ -53,9 +53,9 @@ class HFBackend:
                 "the Hugging Face backend needs torch and transformers: "
                 "pip install 'cudaperf[refine]'"
             ) from None
-        from cudaperf.generation import mode_config
+        from cudaperf.generation import check_mode
 
-        mode_config(transformers.GenerationConfig(), generation)  # an unknown mode fails here
+        check_mode(generation)
         if max_new_tokens < 1 or max_batch < 1:
             raise ValueError(f"max_new_tokens={max_new_tokens}, max_batch={max_batch}: use >= 1")
         path = resolve_model(model, gguf_file, cache_dir)
@@ -99,12 +99,10 @@ class HFBackend:
         return out
 
     def _batch(self, convs: list[list[dict[str, str]]], n: int) -> list[list[str]]:
-        from cudaperf.generation import generate_ids, sampling_config
+        from cudaperf.generation import chat_ids, generate_ids, sampling_config
 
         tok = self.tokenizer
-        texts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False)
-                 for m in convs]  # fmt: skip
-        ids = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+        ids = [chat_ids(tok, m) for m in convs]
         cfg = sampling_config(self.model, self.temperature, self.max_new_tokens)
         rows = [p for p in ids for _ in range(n)]  # each conversation's n samples together
         comps = generate_ids(self.model, rows, cfg, self.generation, tok.pad_token_id,

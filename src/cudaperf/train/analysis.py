@@ -20,6 +20,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
+from itertools import repeat
 
 from cudaperf.analyze.types import AnalyzeConfig, StructuralReport
 
@@ -28,11 +29,12 @@ log = logging.getLogger(__name__)
 __all__ = ["PooledAnalyzer"]
 
 
-def _analyze(code: str) -> list[StructuralReport] | None:
-    """The default analyzer's `analyse`: reports, `[]` (no kernel) or None (it failed)."""
+def _analyze(code: str, config: AnalyzeConfig) -> list[StructuralReport] | None:
+    """The default analyzer's `analyse` with `config`: reports, `[]` (no kernel) or None (it
+    failed)."""
     from cudaperf.reward.scorer import StructureAnalyzer
 
-    return StructureAnalyzer(AnalyzeConfig()).analyse(code)
+    return StructureAnalyzer(config).analyse(code)
 
 
 def _key(code: str) -> str:
@@ -45,7 +47,7 @@ class PooledAnalyzer:
     def __init__(self, workers: int | None = None, cache_size: int = 4096) -> None:
         self.workers = workers or max(1, (os.cpu_count() or 2) // 2)
         self.cache_size = cache_size
-        self.config = AnalyzeConfig()  # what `_analyze` runs with (the scorer compares it)
+        self.config = AnalyzeConfig()  # what every analysis runs with (the scorer compares it)
         self._cache: OrderedDict[str, list[StructuralReport] | None] = OrderedDict()
         self._pool: ProcessPoolExecutor | None = None
         self.analysed = 0  # codes analysed so far (pool and inline)
@@ -56,13 +58,13 @@ class PooledAnalyzer:
         if not new:
             return 0
         if self.workers == 1 or len(new) == 1:
-            results = [_analyze(c) for c in new.values()]
+            results = [_analyze(c, self.config) for c in new.values()]
         else:
             if self._pool is None:
                 # spawn: the trainer's process may hold a CUDA context, which fork must not copy
                 ctx = multiprocessing.get_context("spawn")
                 self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
-            results = list(self._pool.map(_analyze, new.values()))
+            results = list(self._pool.map(_analyze, new.values(), repeat(self.config)))
         for k, reports in zip(new, results, strict=True):
             self._put(k, reports)
         self.analysed += len(new)
@@ -72,7 +74,7 @@ class PooledAnalyzer:
         """The reports of `code` (from the cache, else analysed inline); None: it failed."""
         k = _key(code)
         if k not in self._cache:
-            self._put(k, _analyze(code))
+            self._put(k, _analyze(code, self.config))
             self.analysed += 1
         self._cache.move_to_end(k)
         return self._cache[k]

@@ -68,10 +68,9 @@ class RolloutOptions:
     generation: str = "dynamic"  # cudaperf.generation mode of the policy's sampling
 
     def __post_init__(self) -> None:
-        from cudaperf.generation import MODES
+        from cudaperf.generation import check_mode
 
-        if self.generation not in MODES:
-            raise ValueError(f"--generation {self.generation!r}: use one of {', '.join(MODES)}")
+        check_mode(self.generation)
         if self.turns < 1 or self.keep_exchanges < 1:
             raise ValueError(f"--turns {self.turns}, keep_exchanges {self.keep_exchanges}: >= 1")
         if not 0 <= self.gamma <= 1:
@@ -285,12 +284,11 @@ def policy_generate(trainer, convs: list[list[dict]], batch: int = 64, mode: str
     (prompt_ids, completion_ids up to and with the first EOS, text) per conversation."""
     from trl.models.utils import unwrap_model_for_generation
 
-    from cudaperf.generation import generate_ids
+    from cudaperf.generation import chat_ids, generate_ids
 
     tok = trainer.processing_class
     eos = set(trainer.eos_token_ids) if hasattr(trainer, "eos_token_ids") else {tok.eos_token_id}
-    ids = [tok.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in convs]
-    ids = [tok(t, add_special_tokens=False)["input_ids"] for t in ids]
+    ids = [chat_ids(tok, c) for c in convs]
     with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model:
         comps = generate_ids(model, ids, trainer.generation_config, mode, tok.pad_token_id, eos,
                              batch)  # fmt: skip
