@@ -125,8 +125,16 @@ packsft)  # the SFT adapter into $OUT/sft_final (its pieces + rest.tar.gz with h
   [ -d "$W/sft/final" ] || { echo "no SFT run here"; exit 3; }
   mkdir -p "$OUT/sft_final"
   cp "$W"/sft/final/*.part* "$OUT/sft_final/"
-  tar -C "$W/sft" -czf "$OUT/sft_final/rest.tar.gz" --exclude='*.part*' final holdout.json
-  log "packed the SFT adapter: $(ls "$OUT/sft_final" | tr '\n' ' ')"
+  # Loading the adapter (stage speed, step64, grpo) joins its pieces back into final/: leave the
+  # joined file out (2026-12-02 it made rest.tar.gz too large to come back). A rest over 15 MiB
+  # would travel in pieces like the adapter (rest.tar.gz.part00, ...).
+  du -ab "$W/sft/final" | tee -a "$OUT/stage.log"
+  tar -C "$W/sft" -czf /tmp/rest.tar.gz --exclude='*.part*' --exclude=adapter_model.safetensors \
+    final holdout.json
+  if [ "$(stat -c %s /tmp/rest.tar.gz)" -gt 15728640 ]; then
+    split -b 15M -d /tmp/rest.tar.gz "$OUT/sft_final/rest.tar.gz.part"
+  else cp /tmp/rest.tar.gz "$OUT/sft_final/rest.tar.gz"; fi
+  log "packed the SFT adapter: $(ls -s "$OUT/sft_final" | tr '\n' ' ')"
   ;;
 model)  # unpack the GGUF only (carry part01; after probe): for restoresft instead of sft
   [ -f "$M/smollm2.gguf.xz.part00" ] || { echo "part00 gone: machine went cold; run probe again"; exit 3; }
@@ -135,8 +143,8 @@ model)  # unpack the GGUF only (carry part01; after probe): for restoresft inste
   ;;
 restoresft)  # carried .models/sft_final (stage packsft's output) -> $W/sft/final, holdout.json
   R=${SFTCKPT:-.models/sft_final}
-  [ -f $R/rest.tar.gz ] || { echo "carry .models/sft_final (adapter pieces + rest.tar.gz)"; exit 3; }
-  mkdir -p "$W/sft" && tar -C "$W/sft" -xzf $R/rest.tar.gz && cp $R/*.part* "$W/sft/final/"
+  ls $R/rest.tar.gz* >/dev/null 2>&1 || { echo "carry .models/sft_final (adapter pieces + rest.tar.gz)"; exit 3; }
+  mkdir -p "$W/sft" && cat $R/rest.tar.gz* | tar -C "$W/sft" -xz && cp $R/adapter_model.safetensors.part* "$W/sft/final/"
   log "restored the SFT adapter ($(du -sh "$W/sft/final" | cut -f1))"
   ;;
 restore)  # carried .models/grpo_ckpt (stage grpo's PACK=1 output) -> $W/grpo/checkpoint-N
