@@ -159,3 +159,46 @@ FAULTS: dict[str, tuple[str, str]] = {
 # Variants that are correct: different launch shapes (distinct code, distinct builds).
 def good_saxpy(i: int) -> str:
     return saxpy_variant(blocks=str(64 * (1 + i % 32)), threads=128 * (1 + i % 4)) + f"// v{i}\n"
+
+
+WINDOW_DOT_C = """
+void window_dot(int n, const float* a, const float* b, float* y) {
+  for (int i = 0; i < n; ++i) {
+    double acc = 0.0;
+    for (int k = 0; k < 256; ++k) acc += (double)a[(i + k) % n] * (double)b[(i * 7 + k) % n];
+    y[i] = (float)acc;
+  }
+}
+"""
+
+# The same sums in float, one thread per output: correct, with float rounding.
+WINDOW_DOT_FLOAT = """
+__global__ void k(int n, const float* a, const float* b, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float acc = 0.0f;
+  for (int k = 0; k < 256; ++k) acc += a[(i + k) % n] * b[(i * 7 + k) % n];
+  y[i] = acc;
+}
+extern "C" void window_dot(int n, const float* a, const float* b, float* y) {
+  k<<<(n + 255) / 256, 256>>>(n, a, b, y);
+}
+"""
+
+
+def window_dot_task(n: int = 8192) -> Task:
+    """Sums of 256 products per output (the C reference accumulates in double), inputs in
+    [0.5, 1.5] and the datagen tolerance for 256 terms: on the signed inputs that separate
+    functions some sums cancel to near zero."""
+    from cudaperf.datagen.base import tolerance_for
+    from cudaperf.tasks.model import Distribution
+
+    return Task(
+        id="test/c2cuda/window_dot", kind="c2cuda", family="window_dot", source=WINDOW_DOT_C,
+        entry="window_dot", tolerance=tolerance_for("float", 256),
+        signature=[Param(name="n", ctype="int", role=Role.SCALAR)] + [
+            Param(name=a, ctype="float", role=Role(r), length="n")
+            for a, r in (("a", "in"), ("b", "in"), ("y", "out"))],
+        configs=[InputConfig(name=f"n{n}", sizes={"n": n},
+                             distribution=Distribution(kind="uniform", low=0.5, high=1.5))],
+    )  # fmt: skip

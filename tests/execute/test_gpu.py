@@ -5,7 +5,16 @@ from __future__ import annotations
 import os
 
 import pytest
-from catalog import FAULTS, ROWSUM_WARP, SAXPY_NAIVE, rowsum_task, saxpy_task, saxpy_variant
+from catalog import (
+    FAULTS,
+    ROWSUM_WARP,
+    SAXPY_NAIVE,
+    WINDOW_DOT_FLOAT,
+    rowsum_task,
+    saxpy_task,
+    saxpy_variant,
+    window_dot_task,
+)
 from conftest import needs_gpu
 
 from cudaperf.execute import Candidate, EvalConfig, Status, evaluate, evaluate_batch
@@ -27,6 +36,14 @@ def test_naive_saxpy_is_correct_and_timed(gpu_config):
     assert res.configs[1].timing.trials == 100
     assert res.configs[-1].held_out
     assert res.speedup_vs_cpu and res.speedup_vs_cpu > 0
+
+
+def test_a_float_sum_kernel_passes_the_signed_inputs_check(gpu_config):
+    """A correct kernel that sums in float (the reference in double) ends `ok`: on the signed
+    inputs that separate functions its sums cancel near zero, and the check allows the
+    rounding of partial sums there (`execute.inputs.compare(signed=True)`)."""
+    res = evaluate(window_dot_task(), Candidate(code=WINDOW_DOT_FLOAT), gpu_config)
+    assert res.status is Status.OK, res.feedback
 
 
 def test_batch_reports_speedup_vs_naive(gpu_config):

@@ -2,10 +2,16 @@ import ctypes
 import math
 
 import numpy as np
-from catalog import rowsum_task, saxpy_task
+from catalog import rowsum_task, saxpy_task, window_dot_task
 
 from cudaperf.execute.build import build_reference
-from cudaperf.execute.inputs import compare, reference_finite, run_reference, time_reference
+from cudaperf.execute.inputs import (
+    compare,
+    output_scale,
+    reference_finite,
+    run_reference,
+    time_reference,
+)
 from cudaperf.tasks.inputs import make_inputs
 
 
@@ -167,3 +173,27 @@ def test_feedback_on_a_held_out_config_gives_no_size_away(cpu_config):
     mutated = [a.copy() for a in want]
     mutated[2][-1] += 1
     assert "index" not in compare(t, x, mutated, want, held_out=True).message
+
+
+def test_a_float_sum_passes_on_signed_inputs_where_it_cancels_and_a_wrong_one_fails(cpu_config):
+    """A correct kernel that sums 256 products in float (the C reference sums in double) errs
+    by the rounding of partial sums; on signed inputs some outputs cancel to near zero, where a
+    bound relative to the output itself is too tight. With the output's RMS as the relative
+    bound's floor it passes; a kernel that drops one term still fails."""
+    t = window_dot_task()
+    ref = ctypes.CDLL(build_reference(t, cpu_config).lib)
+    in_float = t.model_copy(update={"source": "#define double float\n" + t.source})
+    flt = ctypes.CDLL(build_reference(in_float, cpu_config).lib)
+    dropped = t.model_copy(update={"source": t.source.replace("k < 256", "k < 255")})
+    wrong = ctypes.CDLL(build_reference(dropped, cpu_config).lib)
+    cfg = t.configs[0]
+    own = make_inputs(t, cfg, 0, 7)
+    assert compare(t, own, run_reference(t, flt, own), run_reference(t, ref, own)).correct
+    sep = make_inputs(t, cfg, 2, 7, separating=True)
+    want, got = run_reference(t, ref, sep), run_reference(t, flt, sep)
+    before = compare(t, sep, got, want)  # the bound relative to each output alone
+    assert not before.correct and "|expected|" in before.message
+    assert compare(t, sep, got, want, signed=True).correct
+    cmp = compare(t, sep, run_reference(t, wrong, sep), want, signed=True)
+    assert not cmp.correct and "max(|expected|, " in cmp.message
+    assert output_scale(want[3]) > 1.0

@@ -87,3 +87,70 @@ def test_reference_outputs_equal_to_the_poison_pattern_are_still_compared(cpu_co
     lazy = [inputs[0], np.where(np.arange(64) % 2, 0, np.arange(64)).astype(np.int32)]
     assert not compare(task, inputs, lazy, want).correct  # the -1 elements are checked
     assert compare(task, inputs, [inputs[0], want[1].copy()], want).correct
+
+
+SLOW_FILL_C = """
+#include <unistd.h>
+void slow_fill(int n, const float* x, float* y) {
+  usleep(150000);
+  for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
+}
+"""
+
+
+def _slow_task():
+    from cudaperf.tasks.model import InputConfig, Param, Role, Task
+
+    return Task(
+        id="test/c2cuda/slow_fill", kind="c2cuda", family="slow_fill", source=SLOW_FILL_C,
+        entry="slow_fill",
+        signature=[Param(name="n", ctype="int", role=Role.SCALAR),
+                   Param(name="x", ctype="float", role=Role.IN, length="n"),
+                   Param(name="y", ctype="float", role=Role.OUT, length="n")],
+        configs=[InputConfig(name=f"n{n}", sizes={"n": n}) for n in (64, 128, 256, 512)],
+    )  # fmt: skip
+
+
+def test_a_jobs_reference_sets_are_computed_together_and_match_the_serial_ones(cpu_config):
+    """`prefetch_sets` runs the C reference of every set a job needs (4 configs x 3 sets of a
+    reference that takes 150 ms) in threads: well under the 1.8 s they take one after another,
+    with the same inputs and outputs as `_input_set` draws alone, and nothing twice."""
+    import ctypes
+    from types import SimpleNamespace
+
+    from cudaperf.execute import measure
+
+    task = _slow_task()
+    ref = ctypes.CDLL(build_reference(task, cpu_config).lib)
+    req = SimpleNamespace(salt=1234, check_after=True)
+    libs = measure.Libs()
+    t0 = time.perf_counter()
+    assert measure.prefetch_sets(task, req, libs, ref) == 12
+    assert time.perf_counter() - t0 < 1.0
+    assert measure.prefetch_sets(task, req, libs, ref) == 0  # all cached now
+    alone = measure.Libs()
+    for cfg in task.configs:
+        for index, sep in ((0, False), (1, False), (2, True)):
+            x1, w1 = measure._input_set(task, cfg, index, req.salt, libs, ref, sep)
+            x2, w2 = measure._input_set(task, cfg, index, req.salt, alone, ref, sep)
+            assert [a.tobytes() for a in x1 + w1] == [b.tobytes() for b in x2 + w2]
+    assert libs.set_bytes == sum(measure._set_bytes(e) for e in libs.sets.values())
+
+
+def test_the_reference_cache_is_bounded_by_bytes_and_keeps_the_newest(cpu_config, monkeypatch):
+    import ctypes
+
+    from cudaperf.execute import measure
+
+    task = _slow_task()
+    ref = ctypes.CDLL(build_reference(task, cpu_config).lib)
+    libs = measure.Libs()
+    big = task.configs[-1]
+    one = measure._set_bytes(measure._draw_set(task, big, 0, 1, ref, False))
+    monkeypatch.setattr(measure, "_MAX_SET_BYTES", 3 * one)
+    for index in range(5):
+        measure._input_set(task, big, index, 1, libs, ref)
+    assert [k[2] for k in libs.sets] == [2, 3, 4] and libs.set_bytes == 3 * one
+    monkeypatch.setattr(measure, "_MAX_SET_BYTES", 1)  # a set larger than the bound stays
+    measure._input_set(task, big, 9, 1, libs, ref)
+    assert [k[2] for k in libs.sets] == [9]

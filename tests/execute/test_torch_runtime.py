@@ -36,6 +36,23 @@ def test_compare_reports_first_bad_element():
     assert not ok and "flat index 7" in msg and "got 1.5" in msg
 
 
+def test_signed_inputs_allow_rounding_near_cancelled_sums_but_not_a_wrong_function():
+    """On signed inputs a float sum that cancels to near zero errs by the rounding of its
+    partial sums: allowed with `signed` (the output's RMS floors the relative bound), not
+    without; a wrong function (a ReLU's copy kernel) errs by about the RMS and still fails."""
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.rand(4096, 256, generator=g) * 6 - 3, torch.rand(4096, 256, generator=g) * 6 - 3
+    want = (a.double() * b.double()).sum(1).float()
+    got = torch.zeros(4096)
+    for k in range(256):  # one term after another, in float
+        got += a[:, k] * b[:, k]
+    assert not compare_outputs(want, got, 1.3e-5, 1.3e-5, 1e-2)[0]
+    assert compare_outputs(want, got, 1.3e-5, 1.3e-5, 1e-2, signed=True)[0]
+    x = torch.rand(4096, generator=g) * 6 - 3
+    ok, _, _, msg = compare_outputs(x.clamp_min(0), x.clone(), 1.3e-5, 1.3e-5, 1e-2, signed=True)
+    assert not ok and "outside tolerance" in msg
+
+
 def test_nan_never_passes():
     w = torch.ones(4)
     g = torch.tensor([1.0, float("nan"), 1.0, 1.0])

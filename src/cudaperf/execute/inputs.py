@@ -10,7 +10,12 @@ undefined and not compared.
 Inputs that separate functions (`make_inputs(..., separating=True)`, the rule in
 `cudaperf.tasks.inputs`) are used only where the reference's outputs on them are all finite
 (`reference_finite`): a log or a square root of negative numbers is not the candidate's
-problem.
+problem. On them an output is compared with `compare(..., signed=True)`: the bound relative to
+each expected value, `rtol * |expected|`, becomes `rtol * max(|expected|, S)` with S the RMS of
+that output array (`output_scale`). A task's tolerance bounds the rounding of a sum of
+same-sign terms relative to the sum; on signed inputs sums cancel, an output near zero carries
+the rounding error of partial sums of size S, and a correct float kernel failed there
+(`bench/tolerance_signed.py` measures how often). A wrong function still errs by about S.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from cudaperf.tasks.model import Param, Role, Task
 __all__ = [
     "Comparison",
     "compare",
+    "output_scale",
     "reference_finite",
     "run_reference",
     "scalar_ctype",
@@ -143,16 +149,28 @@ class Comparison:
     inputs_modified: bool = False  # an `in` array differs after the call
 
 
+def output_scale(w: np.ndarray) -> float:
+    """The RMS of an output array's finite values that the reference wrote (0 when none)."""
+    data = w.compressed() if np.ma.isMaskedArray(w) else np.ravel(w)
+    if not np.issubdtype(data.dtype, np.floating):
+        return 0.0
+    data = data[np.isfinite(data)].astype(np.float64)
+    return float(np.sqrt(np.mean(data * data))) if data.size else 0.0
+
+
 def compare(
     task: Task,
     inputs: list[np.ndarray],
     got: list[np.ndarray],
     want: list[np.ndarray],
     held_out: bool = False,
+    signed: bool = False,
 ) -> Comparison:
     """Compare every out/inout array (tolerance; equal values, infinities included, pass; NaN
     passes only where the reference has NaN too) and check `in` arrays. With `held_out` the
-    message carries no element count, index or value (they would give the config's size away)."""
+    message carries no element count, index or value (they would give the config's size away).
+    `signed`: the inputs separate functions; the relative bound has the output's RMS as its
+    floor (module docstring)."""
     tol = task.tolerance
     worst_abs, worst_rel, first = 0.0, 0.0, ""
     for p, x, g, w in zip(task.signature, inputs, got, want, strict=True):
@@ -167,33 +185,36 @@ def compare(
             return Comparison(False, math.inf, math.inf, msg, inputs_modified=True)
         if p.role not in (Role.OUT, Role.INOUT) or g.size == 0:
             continue
-        a, r, bad = _errors(g, w, tol.atol, tol.rtol)
+        floor = output_scale(w) if signed else 0.0
+        a, r, bad = _errors(g, w, tol.atol, tol.rtol, floor)
         worst_abs, worst_rel = max(worst_abs, a), max(worst_rel, r)
+        rel = f"max(|expected|, {floor:.3g})" if signed else "|expected|"
         if bad is not None and not first and held_out:
             first = (
                 f"some elements of {p.name} are wrong (max abs err {a:.3g}, allowed "
-                f"{tol.atol:g} + {tol.rtol:g}*|expected|)"
+                f"{tol.atol:g} + {tol.rtol:g}*{rel})"
             )
         elif bad is not None and not first:
             i = int(np.flatnonzero(bad)[0])
             first = (
                 f"{int(bad.sum())} of {g.size} elements of {p.name} are wrong; first at index "
                 f"{i}: got {g[i].item()!r}, expected {w[i].item()!r} (max abs err {a:.3g}, "
-                f"allowed {tol.atol:g} + {tol.rtol:g}*|expected|)"
+                f"allowed {tol.atol:g} + {tol.rtol:g}*{rel})"
             )
     return Comparison(not first, worst_abs, worst_rel, first)
 
 
-def _errors(g: np.ndarray, w: np.ndarray, atol: float, rtol: float):
-    """(max abs err, max rel err, mask of bad elements or None). Float math in the array's own
-    precision (float32 stays float32: a few fast passes even for 100M elements)."""
+def _errors(g: np.ndarray, w: np.ndarray, atol: float, rtol: float, floor: float = 0.0):
+    """(max abs err, max rel err, mask of bad elements or None); allowed per element:
+    atol + rtol * max(|w|, floor). Float math in the array's own precision (float32 stays
+    float32: a few fast passes even for 100M elements)."""
     skip = np.ma.getmaskarray(w) if np.ma.isMaskedArray(w) else None  # unwritten by the reference
     w = np.ma.getdata(w)
     if not np.issubdtype(g.dtype, np.floating):
         g, w = g.astype(np.float64), w.astype(np.float64)
     err = np.abs(g - w)
     aw = np.abs(w)
-    ok = err <= atol + rtol * aw  # NaN compares False → not ok
+    ok = err <= atol + rtol * (np.maximum(aw, floor) if floor > 0 else aw)  # NaN: not ok
     if skip is not None or not ok.all() or np.isinf(aw).any():  # the rare, slower path
         same = g == w  # equal infinities too (inf - inf is NaN)
         if skip is not None:

@@ -10,6 +10,13 @@ still checked but not timed. A CUDA error stops the job and asks for a worker re
 A held-out config's message has its numbers redacted (`results.redact_sizes`). The escape
 bound uses the harness's own measured timing overhead (an empty timed call).
 
+References: the input sets a job needs that the worker has not cached yet (every config's set
+0 and separating set 2, and set 1 when outputs are re-checked) are drawn and run through the C
+reference at the start of the job, in threads (the serial C reference and numpy release the
+GIL: a task's configs cost about the slowest one's time instead of their sum). The worker keeps
+them in an LRU bounded by bytes (`_MAX_SET_BYTES`), not by count, so the references of a
+training run's task pool stay across its steps.
+
 How the reference is protected on this track: the candidate's host code is linked with the
 harness and runs in this worker process, which holds the salt and (cached) inputs and
 reference outputs. What stands between them: the static checks refuse file, process, dynamic
@@ -27,6 +34,7 @@ import ctypes
 import hashlib
 import os
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -37,12 +45,14 @@ from cudaperf.execute.results import redact_sizes
 from cudaperf.execute.sanity import escape_message, roofline_message
 from cudaperf.execute.types import ConfigResult, Status, Timing
 from cudaperf.tasks.inputs import make_inputs
-from cudaperf.tasks.model import InputConfig, Role, Task
+from cudaperf.tasks.model import InputConfig, Role, Task, eval_length
 
-__all__ = ["Libs", "NativeRun", "call_native", "run_job"]
+__all__ = ["Libs", "NativeRun", "call_native", "prefetch_sets", "run_job"]
 
 _READ = (Role.IN, Role.INOUT)  # roles whose bytes a call must read
-_MAX_SETS = 24  # cached (inputs, reference outputs) per worker
+_MAX_SETS = 4096  # cached (inputs, reference outputs) per worker, at most ...
+_MAX_SET_BYTES = 8 << 30  # ... and at most this many bytes of them (the newest always stays)
+_PREFETCH_THREADS = 8
 
 
 class Libs:
@@ -52,6 +62,7 @@ class Libs:
     def __init__(self) -> None:
         self.libs: dict[str, ctypes.CDLL] = {}
         self.sets: OrderedDict[tuple, tuple[list[np.ndarray], list[np.ndarray]]] = OrderedDict()
+        self.set_bytes = 0  # bytes held in `sets`
         self.cpu: dict[tuple, list[float]] = {}
 
     def lib(self, path: str) -> ctypes.CDLL:
@@ -111,17 +122,62 @@ def _task_key(task: Task) -> str:
     return hashlib.sha256(task.model_dump_json().encode()).hexdigest()[:16]
 
 
+def _draw_set(task: Task, cfg: InputConfig, index: int, salt: int, ref_lib, sep: bool):
+    inputs = make_inputs(task, cfg, index, salt, separating=sep)
+    return inputs, run_reference(task, ref_lib, inputs)
+
+
+def _set_bytes(entry) -> int:
+    return sum(a.nbytes for arrays in entry for a in arrays)
+
+
+def _keep(libs: Libs, key: tuple, entry) -> None:
+    """Cache one set; evict the least recently used beyond the count and byte bounds."""
+    if key in libs.sets:
+        libs.set_bytes -= _set_bytes(libs.sets[key])
+    libs.sets[key] = entry
+    libs.sets.move_to_end(key)
+    libs.set_bytes += _set_bytes(entry)
+    while len(libs.sets) > 1 and (len(libs.sets) > _MAX_SETS or libs.set_bytes > _MAX_SET_BYTES):
+        _, old = libs.sets.popitem(last=False)
+        libs.set_bytes -= _set_bytes(old)
+
+
+def _estimate_bytes(task: Task, cfg: InputConfig) -> int:
+    """Bytes of one input set and its reference outputs (each array twice), before drawing."""
+    n = 0
+    for p in task.signature:
+        if p.role is not Role.SCALAR:
+            n += eval_length(p.length or "0", cfg.sizes) * np.dtype(p.dtype).itemsize
+    return 2 * n
+
+
 def _input_set(
     task: Task, cfg: InputConfig, index: int, salt: int, libs: Libs, ref_lib, sep: bool = False
 ):
     key = (_task_key(task), cfg.name, index, salt, sep)
     if key not in libs.sets:
-        inputs = make_inputs(task, cfg, index, salt, separating=sep)
-        libs.sets[key] = (inputs, run_reference(task, ref_lib, inputs))
-        while len(libs.sets) > _MAX_SETS:
-            libs.sets.popitem(last=False)
+        _keep(libs, key, _draw_set(task, cfg, index, salt, ref_lib, sep))
     libs.sets.move_to_end(key)
     return libs.sets[key]
+
+
+def prefetch_sets(task: Task, req: RunRequest, libs: Libs, ref_lib) -> int:
+    """Draw and run the reference on every input set of `task` the job may need and the worker
+    has not cached, in threads (module docstring); returns how many were computed."""
+    tk = _task_key(task)
+    want = []
+    for cfg in task.configs:
+        for index, sep in ((0, False), (2, True)) + (((1, False),) if req.check_after else ()):
+            if (tk, cfg.name, index, req.salt, sep) not in libs.sets:
+                want.append((cfg, index, sep))
+    if len(want) < 2 or sum(_estimate_bytes(task, w[0]) for w in want) > _MAX_SET_BYTES // 2:
+        return 0  # nothing to overlap, or too large at once: `_input_set` draws each in turn
+    with ThreadPoolExecutor(min(_PREFETCH_THREADS, len(want))) as ex:
+        sets = list(ex.map(lambda w: _draw_set(task, w[0], w[1], req.salt, ref_lib, w[2]), want))
+    for (cfg, index, sep), entry in zip(want, sets, strict=True):
+        _keep(libs, (tk, cfg.name, index, req.salt, sep), entry)
+    return len(want)
 
 
 def _buffers(task: Task, inputs: list[np.ndarray], download_inputs: bool) -> list[np.ndarray]:
@@ -138,11 +194,12 @@ def _buffers(task: Task, inputs: list[np.ndarray], download_inputs: bool) -> lis
 
 
 def _check(
-    fn, task, inputs, want, download_inputs: bool = True, held_out: bool = False
-) -> tuple[NativeRun, object]:
+    fn, task, inputs, want, download_inputs: bool = True, held_out: bool = False,
+    signed: bool = False,
+) -> tuple[NativeRun, object]:  # fmt: skip
     bufs = _buffers(task, inputs, download_inputs)
     run = call_native(fn, task, bufs, download_inputs=download_inputs)
-    return run, (compare(task, inputs, bufs, want, held_out) if run.rc == 0 else None)
+    return run, (compare(task, inputs, bufs, want, held_out, signed) if run.rc == 0 else None)
 
 
 def _one_config(
@@ -198,7 +255,7 @@ def _separating_check(fn, task, cfg, req, libs, ref_lib, base):
     inputs, want = _input_set(task, cfg, 2, req.salt, libs, ref_lib, sep=True)
     if not reference_finite(task, want):
         return None
-    run, cmp = _check(fn, task, inputs, want, held_out=cfg.held_out)
+    run, cmp = _check(fn, task, inputs, want, held_out=cfg.held_out, signed=True)
     if run.rc != 0:
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=False, message=run.error), True
     if cmp.correct:
@@ -214,6 +271,7 @@ def run_job(req: RunRequest, libs: Libs) -> JobReply:
     task = req.task
     fn = getattr(libs.lib(req.lib), RUN_SYMBOL)
     ref_lib = libs.lib(req.ref_lib)
+    prefetch_sets(task, req, libs, ref_lib)
     status, results, restart = Status.OK, [], False
     for cfg in task.configs:
         st, cr, restart = _one_config(fn, task, cfg, req, libs, ref_lib, status is Status.OK)

@@ -86,8 +86,13 @@ def as_list(out: Any) -> list[torch.Tensor]:
     raise TypeError(f"forward returned {type(out).__name__}, expected a tensor or a tuple")
 
 
-def compare_outputs(want: Any, got: Any, atol: float, rtol: float, normwise_rtol: float):
-    """(correct, max_abs_err, max_rel_err, message) for a candidate's output."""
+def compare_outputs(
+    want: Any, got: Any, atol: float, rtol: float, normwise_rtol: float, signed: bool = False
+):
+    """(correct, max_abs_err, max_rel_err, message) for a candidate's output. `signed`: the
+    inputs separate functions, and each output's bound relative to the expected values has
+    that output's RMS as its floor, as `execute.inputs.compare` has on the C path (sums cancel
+    on signed inputs; see that module's docstring)."""
     try:
         ws, gs = as_list(want), as_list(got)
     except TypeError as e:
@@ -120,7 +125,11 @@ def compare_outputs(want: Any, got: Any, atol: float, rtol: float, normwise_rtol
         max_abs = max(max_abs, diff.max().item() if diff.numel() else 0.0)
         rel = diff / w64.abs().clamp_min(max(atol, 1e-30))
         max_rel = max(max_rel, rel.max().item() if rel.numel() else 0.0)
-        over = diff > atol + rtol * w64.abs().nan_to_num(0.0)
+        bound = w64.abs().nan_to_num(0.0)
+        if signed and w64.numel():
+            fin = w64[torch.isfinite(w64)]
+            bound = bound.clamp_min(fin.square().mean().sqrt().item() if fin.numel() else 0.0)
+        over = diff > atol + rtol * bound
         if over.any():
             idx = int(over.flatten().nonzero()[0].item())
             return (
