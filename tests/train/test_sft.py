@@ -73,3 +73,15 @@ def test_loss_is_on_the_reply_only_and_it_ends_with_eos(tmp_path, tiny):
     taught = [t for t in ex["labels"] if t != -100]
     assert ex["labels"][-1] == pol.tokenizer.eos_token_id
     assert pol.tokenizer.decode(taught).startswith("Plan:")  # the prompt is not taught
+
+
+def test_validation_rows_over_the_cap_leave_no_held_out_loss_but_training_rows_are_an_error():
+    """The cap comes from the training rows: validation rows all over it mean an empty
+    validation set (the run goes on), training rows all over it are a one-line error."""
+    from cudaperf.train import sft
+
+    rows = [{"prompt": [], "completion": []}] * 2
+    ds, dropped = sft._dataset(rows, [900, 1000], 512, "validation")
+    assert len(ds) == 0 and dropped == 2
+    with pytest.raises(ValueError, match="every one of the 2 training rows is longer"):
+        sft._dataset(rows, [900, 1000], 512)

@@ -18,12 +18,15 @@ Outputs under `out`: `holdout.json` (which families/tasks were held out), `steps
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from cudaperf.train.data import load_training_tasks, sft_rows, split_training, write_manifest
+
+log = logging.getLogger(__name__)
 
 __all__ = ["SftOptions", "choose_max_length", "run_sft"]
 
@@ -87,14 +90,17 @@ def choose_max_length(lengths: list[int], quantile: float) -> int:
     return int(math.ceil(q / 64) * 64)
 
 
-def _dataset(rows: list[dict], lengths: list[int], cap: int):
+def _dataset(rows: list[dict], lengths: list[int], cap: int, what: str = "training"):
+    """The rows of at most `cap` tokens, and how many were dropped. No training row left is an
+    error; no validation row left (the cap comes from the training rows) is an empty set."""
     from datasets import Dataset
 
     kept = [r for r, n in zip(rows, lengths, strict=True) if n <= cap]
-    if rows and not kept:
+    if rows and not kept and what == "training":
         raise ValueError(
-            f"every one of the {len(rows)} rows is longer than --max-length {cap} tokens "
-            f"(shortest {min(lengths)}); raise --max-length or leave it out (chosen from data)"
+            f"every one of the {len(rows)} training rows is longer than --max-length {cap} "
+            f"tokens (shortest {min(lengths)}); raise --max-length or leave it out (chosen "
+            "from data)"
         )
     return Dataset.from_list(kept), len(rows) - len(kept)
 
@@ -142,8 +148,13 @@ def run_sft(opts: SftOptions) -> dict:
     lengths = _lengths(rows, policy.tokenizer)
     cap = opts.max_length or choose_max_length(lengths, opts.length_quantile)
     train_ds, dropped = _dataset(rows, lengths, cap)
-    eval_ds, _ = _dataset(val_rows, _lengths(val_rows, policy.tokenizer), cap) if val_rows else (
-        None, 0)  # fmt: skip
+    eval_ds, val_dropped = (
+        _dataset(val_rows, _lengths(val_rows, policy.tokenizer), cap, "validation")
+        if val_rows else (None, 0)
+    )  # fmt: skip
+    if eval_ds is not None and not len(eval_ds):
+        log.warning("every validation row is longer than --max-length %d: no held-out loss", cap)
+        eval_ds = None
     budget = TimeBudget(opts.time_budget_s)
     trainer = _trainer(opts, policy, train_ds, eval_ds, cap, [StepLog(opts.out, "sft"), budget])
     resume, interrupted = train_until_stopped(trainer, opts.out, opts.resume)
@@ -156,7 +167,7 @@ def run_sft(opts: SftOptions) -> dict:
         "rows": len(rows), "rows_trained": len(train_ds), "max_length": cap,
         "dropped_over_cap": dropped, "dropped_share": round(dropped / max(1, len(rows)), 4),
         "length_p50": sorted(lengths)[len(lengths) // 2] if lengths else None,
-        "val_rows": len(eval_ds) if eval_ds is not None else 0,
+        "val_rows": len(eval_ds) if eval_ds is not None else 0, "val_dropped_over_cap": val_dropped,
         "val_families": hold.manifest()["val_families"], "unseen_tasks": len(hold.unseen),
         "eval_loss_per_epoch": [{"epoch": h.get("epoch"), "eval_loss": h["eval_loss"]}
                                 for h in evals],
