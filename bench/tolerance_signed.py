@@ -9,8 +9,9 @@ output itself is far too tight there. A correct kernel then ends `wrong_output`,
 learns to avoid exactly the reductions it should learn to write.
 
 Stand-in for an honest float kernel: the task's own C reference compiled with
-`#define double float` after its includes (it accumulates in float, one term after another: the largest rounding
-error a straightforward kernel has; GPU kernels that sum in trees or with FMA err less). Tasks
+`#define double float` after its includes (it accumulates in float, one term after another:
+the largest rounding error a straightforward kernel has; GPU kernels that sum in trees or
+with FMA err less). Tasks
 whose reference has no `double` are skipped (the stand-in would be the reference itself).
 For every C->CUDA task with float outputs and every visible config up to `--max-elements`
 input elements, the stand-in's outputs are compared with the reference's on the task's own
