@@ -19,6 +19,7 @@ import pytest
 
 from cudaperf.execute.native import parse_prototypes
 from cudaperf.execute.torch_static import check_torch_candidate
+from cudaperf.execute.types import Severity
 
 ROOT = Path(__file__).resolve().parents[2] / "bench" / "kernelbench_candidates"
 INDEX = json.loads((ROOT / "index.json").read_text())
@@ -70,7 +71,8 @@ def test_static_checks_pass(form):
     bad = {}
     for e in INDEX:
         src = (ROOT / e[form]).read_text()
-        fatal = [f for f in check_torch_candidate(src, REFERENCE_NAMES) if f[2]]
+        found = check_torch_candidate(src, REFERENCE_NAMES)
+        fatal = [f for f in found if f.severity is Severity.ERROR]
         if fatal:
             bad[e[form]] = fatal
     assert bad == {}

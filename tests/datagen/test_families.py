@@ -39,6 +39,7 @@ def test_c_reference_compiles_and_runs(name):
 def test_torch_reference_runs_and_candidates_pass_static_checks(name):
     torch = pytest.importorskip("torch")
     from cudaperf.execute.torch_static import check_torch_candidate
+    from cudaperf.execute.types import Severity
     from cudaperf.tasks.pymodule import exec_with_sizes
 
     t = generate_one(FAMILIES[name], 0, 0)
@@ -51,6 +52,6 @@ def test_torch_reference_runs_and_candidates_pass_static_checks(name):
         fatal = [
             f
             for f in check_torch_candidate(i.code, {"Model", "get_inputs", "get_init_inputs"})
-            if f[2]
+            if f.severity is Severity.ERROR
         ]
         assert not fatal, (i.id, fatal)

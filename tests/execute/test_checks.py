@@ -1,7 +1,12 @@
+from pathlib import Path
+
 import pytest
 from catalog import FAULTS, SAXPY_NAIVE
 
+import cudaperf.analyze
 from cudaperf.execute.checks import CHECKS, FATAL, run_checks
+from cudaperf.execute.torch_static import check_torch_candidate
+from cudaperf.execute.types import Severity
 
 CHEATS = {
     "process_calls": 'system("ls");',
@@ -30,12 +35,12 @@ CHEATS = {
     ],
 )
 def test_includes_outside_the_candidate_are_rejected(src, bad):
-    assert ("include_outside" in [n for n, _ in run_checks(src)]) is bad
+    assert ("include_outside" in [f.rule for f in run_checks(src)]) is bad
 
 
 @pytest.mark.parametrize("name", sorted(CHECKS))
 def test_each_check_fires_on_its_cheat(name):
-    assert name in [n for n, _ in run_checks(CHEATS[name])]
+    assert name in [f.rule for f in run_checks(CHEATS[name])]
 
 
 def test_clean_candidate_and_comments_pass():
@@ -45,7 +50,39 @@ def test_clean_candidate_and_comments_pass():
 
 def test_fatal_list_names_checks():
     assert set(FATAL) <= set(CHECKS) and "side_stream" not in FATAL
-    assert any(n == "process_calls" for n, _ in run_checks(FAULTS["fork"][0]))
+    assert any(f.rule == "process_calls" for f in run_checks(FAULTS["fork"][0]))
+
+
+def test_c_and_torch_findings_are_the_analyzer_s_finding():
+    """Both static checkers return `cudaperf.analyze.Finding`: fatal checks as errors, the
+    others as warnings, on the line their message names (0 when it names none)."""
+    honest = (Path(__file__).parents[1] / "adversarial" / "torch" / "honest.py").read_text()
+    launch = "        self.lib.affine_relu(x, y, x.numel())\n"
+    guarded = "        try:\n    " + launch + "        except RuntimeError:\n            pass\n"
+    torch_src = honest.replace(launch, guarded).replace(".contiguous()", ".contiguous().half()")
+    lines = torch_src.splitlines()
+    try_line = lines.index("        try:") + 1
+    half_line = next(n for n, t in enumerate(lines, 1) if ".half()" in t)
+    names = {"Model", "get_inputs", "get_init_inputs"}
+    torch_found = {f.rule: f for f in check_torch_candidate(torch_src, names)}
+    c_found = {
+        f.rule: f for f in run_checks('void f() {\n  system("ls");\n}\n' + CHEATS["side_stream"])
+    }
+    (syntax,) = check_torch_candidate("import torch\nclass ModelNew(:\n", names)
+    expected = {
+        "process_calls": (c_found, Severity.ERROR, 0),
+        "side_stream": (c_found, Severity.WARNING, 0),
+        "try_fallback": (torch_found, Severity.ERROR, try_line),
+        "half_precision": (torch_found, Severity.WARNING, half_line),
+    }
+    for rule, (found, severity, line) in expected.items():
+        f = found[rule]
+        assert type(f) is cudaperf.analyze.Finding, rule
+        assert (f.rule, f.severity, f.line) == (rule, severity, line), f
+    assert f"(line {try_line})" in torch_found["try_fallback"].message
+    assert (syntax.rule, syntax.severity, syntax.line) == ("syntax_error", Severity.ERROR, 2)
+    assert type(syntax) is cudaperf.analyze.Finding and cudaperf.analyze.Severity is Severity
+    assert set(c_found) == {"process_calls", "side_stream"}
 
 
 def test_only_runtime_names_count_as_tampering(monkeypatch):

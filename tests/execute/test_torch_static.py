@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from cudaperf.execute.torch_static import FATAL, TORCH_CHECKS, check_torch_candidate
+from cudaperf.execute.types import Severity
 
 CORPUS = Path(__file__).parents[1] / "adversarial" / "torch"
 MANIFEST = json.loads((CORPUS / "expected.json").read_text())
@@ -11,7 +12,8 @@ REF_NAMES = {"Model", "get_inputs", "get_init_inputs"}
 
 
 def fatal_ids(source: str) -> list[str]:
-    return [cid for cid, _, fatal in check_torch_candidate(source, REF_NAMES) if fatal]
+    found = check_torch_candidate(source, REF_NAMES)
+    return [f.rule for f in found if f.severity is Severity.ERROR]
 
 
 @pytest.mark.parametrize("name", sorted(MANIFEST["candidates"]))
@@ -83,12 +85,13 @@ def test_launcher_names_that_look_like_ops_are_allowed():
 
 def test_warnings_are_not_fatal():
     half = HONEST.replace("x = x.contiguous()", "x = x.contiguous().half().float()")
-    found = {cid: fatal for cid, _, fatal in check_torch_candidate(half, REF_NAMES)}
-    assert found.get("half_precision") is False
+    found = {f.rule: f.severity for f in check_torch_candidate(half, REF_NAMES)}
+    assert found.get("half_precision") is Severity.WARNING
 
 
 def test_syntax_error_is_one_fatal_finding():
-    assert check_torch_candidate("class ModelNew(:\n")[0][0] == "syntax_error"
+    (found,) = check_torch_candidate("class ModelNew(:\n")
+    assert found.rule == "syntax_error" and found.severity is Severity.ERROR
 
 
 def test_compute_op_list_is_torch_s_own():
@@ -146,7 +149,7 @@ def test_host_side_scalar_arithmetic_is_allowed():
 )
 def test_pointer_cache_key_followed_through_variables(lookup):
     src = HONEST.replace(FORWARD, "        " + lookup + "\n" + FORWARD)
-    found = {cid for cid, _, _ in check_torch_candidate(src, REF_NAMES)}
+    found = {f.rule for f in check_torch_candidate(src, REF_NAMES)}
     assert "pointer_cache" in found
 
 
@@ -161,8 +164,8 @@ def test_honest_implementations_of_the_sample_set_pass_the_static_checks():
     impls = [(t, i) for t in tasks for i in t.implementations]
     assert len(impls) >= 12
     for t, i in impls:
-        fired = [cid for cid, _, fatal in check_torch_candidate(i.code, reference_names(t.source))
-                 if fatal]  # fmt: skip
+        found = check_torch_candidate(i.code, reference_names(t.source))
+        fired = [f.rule for f in found if f.severity is Severity.ERROR]
         assert fired == [], (t.id, i.id, fired)
 
 

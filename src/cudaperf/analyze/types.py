@@ -61,9 +61,12 @@ from __future__ import annotations
 
 import math
 import re
-from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# The one finding type of the analyzer and the evaluator's static checks, re-exported here and
+# by `cudaperf.analyze`; in a `StructuralReport` a finding's `rule` is a key of RULES.
+from cudaperf.execute.types import Finding, Severity
 
 __all__ = [
     "FEATURES",
@@ -189,25 +192,8 @@ RESOURCE_FEATURES = (
 RESOURCE_RULES = ("register-spill", "low-occupancy", "resources")
 
 
-class Severity(str, Enum):
-    """How much a finding matters."""
-
-    ERROR = "error"  # likely wrong or undefined behaviour (e.g. a divergent barrier)
-    WARNING = "warning"  # a performance problem worth fixing
-    INFO = "info"  # context; nothing to fix necessarily
-
-
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Finding(_Frozen):
-    """One diagnostic the model can act on."""
-
-    rule: str  # a key of RULES
-    severity: Severity  # error / warning / info
-    line: int  # 1-based source line in the analysed CUDA text (0 = whole kernel)
-    message: str  # what is wrong and how to fix it, one or two sentences
 
 
 class StructuralReport(_Frozen):

@@ -5,6 +5,11 @@ exists. `FATAL` lists the checks whose finding rejects the candidate before it i
 the others only add a note to the feedback. These checks are cheap pattern matches on the
 source with comments removed: they stop the obvious, not a determined attacker (the worker's
 resource limits and the dynamic checks are the next lines of defence).
+
+`run_checks` returns each finding as a `cudaperf.execute.types.Finding` (the analyzer's type
+too): `rule` is the check id, `severity` is error for a check in `FATAL` and warning for the
+others, `line` is the source line the message names ("(line N)" or "at line N") or 0 when it
+names none, and `message` is the check's message.
 """
 
 from __future__ import annotations
@@ -16,9 +21,9 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["CHECKS", "FATAL", "Finding", "run_checks", "strip_comments"]
+from cudaperf.execute.types import Finding, Severity
 
-Finding = tuple[str, str]  # (check id, message)
+__all__ = ["CHECKS", "FATAL", "finding", "run_checks", "strip_comments"]
 
 
 def strip_comments(src: str) -> str:
@@ -182,12 +187,24 @@ FATAL: list[str] = [
 ]
 
 
+_LINE = re.compile(r"\(line (\d+)\)|\bat line (\d+)\b")
+
+
+def finding(check_id: str, message: str, fatal: bool) -> Finding:
+    """The finding of a static check: an error when `fatal`, else a warning, on the first line
+    `message` names ("(line N)" or "at line N"; 0 when it names none)."""
+    m = _LINE.search(message)
+    line = int(m.group(1) or m.group(2)) if m else 0
+    severity = Severity.ERROR if fatal else Severity.WARNING
+    return Finding(rule=check_id, severity=severity, line=line, message=message)
+
+
 def run_checks(source: str) -> list[Finding]:
-    """All findings on `source`, in CHECKS order."""
+    """All findings on `source`, in CHECKS order (see the module docstring for their fields)."""
     src = strip_comments(source)
     out: list[Finding] = []
     for name, check in CHECKS.items():
         msg = check(src)
         if msg:
-            out.append((name, msg))
+            out.append(finding(name, msg, name in FATAL))
     return out

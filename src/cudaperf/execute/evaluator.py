@@ -48,6 +48,7 @@ from cudaperf.execute.types import (
     ConfigResult,
     ExecResult,
     Protection,
+    Severity,
     Status,
     geomean,
 )
@@ -166,12 +167,14 @@ class Evaluator:
         if task.kind is TaskKind.TORCH2CUDA:
             return self._prepare_torch(task, cand, t0)
         found = checks.run_checks(cand.code)
-        fatal = [(n, m) for n, m in found if n in checks.FATAL]
-        ids = [n for n, _ in found]
+        fatal = [f.message for f in found if f.severity is Severity.ERROR]
+        ids = [f.rule for f in found]
         if fatal:
-            fb = [f"rejected: the candidate {m}" for _, m in fatal]
+            fb = [f"rejected: the candidate {m}" for m in fatal]
             return self.result(task, cand, Status.REJECTED, t0, feedback=fb, findings=ids)
-        notes = [f"note: the candidate {m}" for n, m in found if n not in checks.FATAL]
+        notes = [
+            f"note: the candidate {f.message}" for f in found if f.severity is not Severity.ERROR
+        ]
         ref = build_reference(task, self.config)
         if not ref.ok:
             fb = ["the task's C reference does not compile; this is not the candidate's fault"]
@@ -209,16 +212,18 @@ class Evaluator:
         """PyTorch→CUDA: static anti-hacking checks, then the kernels' build (see torch_build)."""
         ref_names = reference_names(task.source)
         found = torch_static.check_torch_candidate(cand.code, ref_names)
-        ids = [cid for cid, _, _ in found]
-        syntax = [m for cid, m, _ in found if cid == "syntax_error"]
+        ids = [f.rule for f in found]
+        syntax = [f.message for f in found if f.rule == "syntax_error"]
         if syntax:  # a mistake, not a hack: it ranks with the compile errors
             fb = [f"{syntax[0]}: fix it and reply with the complete file"]
             return self.result(task, cand, Status.COMPILE_ERROR, t0, feedback=fb, findings=ids)
-        fatal = [m for _, m, is_fatal in found if is_fatal]
+        fatal = [f.message for f in found if f.severity is Severity.ERROR]
         if fatal:
             fb = [f"rejected: the candidate {m}" for m in fatal]
             return self.result(task, cand, Status.REJECTED, t0, feedback=fb, findings=ids)
-        notes = [f"note: the candidate {m}" for _, m, is_fatal in found if not is_fatal]
+        notes = [
+            f"note: the candidate {f.message}" for f in found if f.severity is not Severity.ERROR
+        ]
         form = torch_build.candidate_form(cand.code)
         if form == "load_inline" and self.env.mode == "compile-only" and not _torch_has_cuda():
             fb = [

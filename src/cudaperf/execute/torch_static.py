@@ -9,6 +9,12 @@ profiler cross-check, roofline) are the next line of defence.
 
 The CUDA sources embedded in the candidate also go through the C→CUDA host-code checks
 (`cudaperf.execute.checks`) — a native launcher runs in the evaluator's process too.
+
+`check_torch_candidate` returns each finding as a `cudaperf.execute.types.Finding`, built as
+`cudaperf.execute.checks` builds its own: `rule` is the check id (or "syntax_error"),
+`severity` is error for a check in `FATAL` (and a syntax error) and warning for the others,
+`line` is the source line the message names ("(line N)" or "at line N") or 0, and `message`
+is the check's message.
 """
 
 from __future__ import annotations
@@ -17,9 +23,10 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cudaperf.execute.checks import FATAL as C_FATAL
+from cudaperf.execute.checks import finding
 from cudaperf.execute.checks import run_checks as run_c_checks
 from cudaperf.execute.torch_ops import COMPUTE_OPS
+from cudaperf.execute.types import Finding, Severity
 from cudaperf.tasks.candidate import cuda_sources_in_python
 
 __all__ = [
@@ -430,7 +437,9 @@ def pointer_cache(c: CandidateAst) -> str | None:
 def embedded_host_code(c: CandidateAst) -> str | None:
     # The CUDA launcher runs in the evaluator's process: the C host-code checks apply.
     for text in cuda_sources_in_python(c.source):
-        found = [f"{cid}: {msg}" for cid, msg in run_c_checks(text) if cid in C_FATAL]
+        found = [
+            f"{f.rule}: {f.message}" for f in run_c_checks(text) if f.severity is Severity.ERROR
+        ]
         if found:
             return "CUDA source " + found[0]
     return None
@@ -469,17 +478,16 @@ FATAL: list[str] = [
 ]
 
 
-def check_torch_candidate(
-    source: str, reference_names: set[str] | None = None
-) -> list[tuple[str, str, bool]]:
-    """All findings as (check id, message, fatal). A syntax error is one fatal finding."""
+def check_torch_candidate(source: str, reference_names: set[str] | None = None) -> list[Finding]:
+    """All findings, in TORCH_CHECKS order (see the module docstring for their fields). A
+    syntax error is one fatal finding, "syntax_error"."""
     try:
         cand = CandidateAst.parse(source, reference_names)
     except SyntaxError as e:
-        return [("syntax_error", f"Python syntax error at line {e.lineno}: {e.msg}", True)]
+        return [finding("syntax_error", f"Python syntax error at line {e.lineno}: {e.msg}", True)]
     out = []
     for name, check in TORCH_CHECKS.items():
         msg = check(cand)
         if msg:
-            out.append((name, msg, name in FATAL))
+            out.append(finding(name, msg, name in FATAL))
     return out

@@ -1,4 +1,7 @@
-"""Typed results of the evaluator: one status, per-config checks, timings, feedback.
+"""Typed results of the evaluator: one status, per-config checks, timings, feedback, and the
+one `Finding` type every diagnostic about candidate code has (the static checks of
+`execute.checks` and `execute.torch_static`, and the analyzer's rules, re-exported by
+`cudaperf.analyze`).
 
 Every type is a frozen pydantic model: JSON round-trips through `model_dump(mode="json")` /
 `model_validate`, and no field holds an exception object. Guaranteed: `Status.OK` means every
@@ -22,7 +25,9 @@ __all__ = [
     "Candidate",
     "ConfigResult",
     "ExecResult",
+    "Finding",
     "Protection",
+    "Severity",
     "Status",
     "Timing",
     "geomean",
@@ -45,6 +50,24 @@ class Status(str, Enum):
     TIMEOUT = "timeout"  # compile or run exceeded its hard time limit
     REJECTED = "rejected"  # a static or dynamic anti-hacking check fired
     INFRA_ERROR = "infra_error"  # the evaluator itself failed; not the candidate's fault
+
+
+class Severity(str, Enum):
+    """How much a finding matters. A static check's finding is an error when it rejects the
+    candidate and a warning when it only adds a note to the feedback."""
+
+    ERROR = "error"  # likely wrong or undefined behaviour (a divergent barrier), or rejected
+    WARNING = "warning"  # a problem worth fixing that does not reject the candidate
+    INFO = "info"  # context; nothing to fix necessarily
+
+
+class Finding(_Frozen):
+    """One diagnostic the model can act on."""
+
+    rule: str  # an analyzer rule (a key of analyze RULES) or a static check's id
+    severity: Severity  # error / warning / info
+    line: int  # 1-based source line in the analysed text (0 = whole kernel or not known)
+    message: str  # what is wrong and how to fix it, one or two sentences
 
 
 class Candidate(_Frozen):

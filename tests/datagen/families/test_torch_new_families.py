@@ -14,6 +14,7 @@ import pytest
 from cudaperf.datagen import FAMILIES, generate_one
 from cudaperf.datagen.verify import cuda_units, smallest_config
 from cudaperf.execute.torch_static import check_torch_candidate
+from cudaperf.execute.types import Severity
 from cudaperf.tasks.model import TaskKind
 
 NEW = [
@@ -49,7 +50,8 @@ def test_shape_and_static_checks(name):
         assert len(t.implementations) >= 3
         assert len({s for i in t.implementations for s in i.strategies}) >= 2
         for i in t.implementations:
-            fatal = [f for f in check_torch_candidate(i.code, REF_NAMES) if f[2]]
+            found = check_torch_candidate(i.code, REF_NAMES)
+            fatal = [f for f in found if f.severity is Severity.ERROR]
             assert not fatal, (t.id, i.id, fatal)
             assert "load_cuda(CUDA_SRC)" in i.code and "__global__" in i.code
     assert len(sources) >= 4  # tasks differ in substance, not only in sizes

@@ -29,7 +29,7 @@ from cudaperf.execute.bulk.source import (
     unit_log,
 )
 from cudaperf.execute.config import EvalConfig
-from cudaperf.execute.types import Status
+from cudaperf.execute.types import Severity, Status
 from cudaperf.tasks.model import Implementation, Task
 from cudaperf.toolchain import tool_version
 
@@ -86,11 +86,11 @@ def build_runtime(arch: str, config: EvalConfig) -> str:
 def static_reject(impl: Implementation) -> Failure | None:
     """The evaluator's fatal static checks (`cudaperf.execute.checks`), before any compile."""
     found = checks.run_checks(impl.code)
-    fatal = [m for n, m in found if n in checks.FATAL]
+    fatal = [f.message for f in found if f.severity is Severity.ERROR]
     if not fatal:
         return None
     msg = "; ".join(f"rejected: the candidate {m}" for m in fatal)
-    return Failure(Status.REJECTED, msg, findings=tuple(n for n, _ in found))
+    return Failure(Status.REJECTED, msg, findings=tuple(f.rule for f in found))
 
 
 def build_batch(pairs: list[Pair], arch: str, config: EvalConfig, timeout: float) -> BatchBuild:

@@ -75,7 +75,7 @@ from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.evaluator import reference_names, status_feedback, torch_speedups
 from cudaperf.execute.results import timing_feedback, truncate
 from cudaperf.execute.sanity import escape_message, roofline_message
-from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, Timing
+from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Severity, Status, Timing
 from cudaperf.tasks.measurements import BULK_PROTOCOL
 from cudaperf.tasks.model import Implementation, InputConfig, Task, TaskKind
 
@@ -111,9 +111,13 @@ def _prebuild_one(code: str, ref_names: set[str], arch: str, timeout_s: float) -
     """Pool worker: static checks, then the native build (into load_cuda's default cache)."""
     t0 = time.perf_counter()
     found = torch_static.check_torch_candidate(code, ref_names)
-    ids = tuple(cid for cid, _, _ in found)
-    fatal = tuple(f"rejected: the candidate {m}" for _, m, is_fatal in found if is_fatal)
-    notes = tuple(f"note: the candidate {m}" for _, m, is_fatal in found if not is_fatal)
+    ids = tuple(f.rule for f in found)
+    fatal = tuple(
+        f"rejected: the candidate {f.message}" for f in found if f.severity is Severity.ERROR
+    )
+    notes = tuple(
+        f"note: the candidate {f.message}" for f in found if f.severity is not Severity.ERROR
+    )
     form = torch_build.candidate_form(code)
 
     def done(status: Status, log_: str = "", fb: tuple[str, ...] = ()) -> Prebuilt:
