@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole `pytest -m gpu` suite on the GPU machine, in groups that each fit a device call
 # (PyTorch->CUDA candidates build with load_inline: those tests take minutes, not seconds).
-#   source scripts/device_env.sh; bash bench/gpu_suite.sh fast execute   # one call, <= 8 min
+#   source scripts/device_env.sh; bash bench/gpu_suite.sh fast execute   # one call, <= 9.5 min
 #   source scripts/device_env.sh; bash bench/gpu_suite.sh torch          # one call, <= 9.5 min
 # Each group's verbose log goes to $OUT/gpu_<group>.log as the tests run (one line per test,
 # so a call cut off by its limit still says what passed); the last lines are printed.
@@ -22,7 +22,7 @@ HEAVY=("$T::test_adversarial_corpus" "$T::test_sample_torch_implementations_pass
 [ $# -gt 0 ] || set -- fast execute torch
 for g in "$@"; do
   case "$g" in
-    fast) run fast 150 90 tests/tasks tests/analyze tests/datagen tests/train ;;
+    fast) run fast 240 150 tests/tasks tests/analyze tests/datagen tests/train ;;  # SmolLM2 GRPO steps: ~1-2 min each
     execute) run execute 330 150 tests/execute "${HEAVY[@]/#/--deselect=}" ;;
     torch) run torch 570 400 "${HEAVY[@]}" ;;
     *) echo "gpu_suite: unknown group $g (fast, execute, torch)" >&2; exit 2 ;;
