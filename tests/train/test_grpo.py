@@ -152,3 +152,29 @@ def test_an_adapter_from_an_sft_run_with_another_holdout_is_refused(tmp_path, ti
         check_same_holdout(training_pool(other)[0], other)
     with pytest.raises(ValueError, match="held out other tasks"):  # and run_grpo checks it
         run_grpo(other, evaluator=FakeEvaluator())
+
+
+def test_prepare_names_the_pool_tasks_whose_naive_implementation_fails(tmp_path):
+    """`prepare_pool` evaluates each task's naive implementation once and returns the tasks
+    where it ended neither ok nor compiled (here: one wrong output, one compile error)."""
+    from types import SimpleNamespace
+
+    from cudaperf.execute.api import naive_implementation
+    from cudaperf.train.data import load_training_tasks
+    from cudaperf.train.grpo import prepare_pool
+
+    tasks = [t for t in load_training_tasks(write_task_file(tmp_path))
+             if naive_implementation(t) is not None][:3]  # fmt: skip
+    assert len(tasks) == 3
+    seen = []
+
+    def evaluator(jobs):
+        seen.append([t.id for t, _ in jobs])
+        spoilt = [(t, c.model_copy(update={"code": code}))
+                  for (t, c), code in zip(jobs[1:3], ("WRONG", "x"), strict=True)]  # fmt: skip
+        return FakeEvaluator()(jobs[:1] + spoilt)  # naive kernels have __global__: ok
+
+    secs, bad = prepare_pool(SimpleNamespace(evaluator=evaluator), tasks)
+    assert seen == [[t.id for t in tasks]] and secs >= 0
+    assert bad == {tasks[1].id: "wrong_output", tasks[2].id: "compile_error"}
+    assert prepare_pool(SimpleNamespace(evaluator=evaluator), [])[1] == {}

@@ -13,6 +13,8 @@ returns each turn's discounted return.
 
 Before the first step the pool's naive implementations are evaluated once (`prepare`): the
 per-task baselines are then cached, so a step pays for compiling and timing candidates only.
+The `prepare` row of `steps.jsonl` names the pool tasks whose naive implementation did not
+pass (`naive_not_ok`): a verified kernel failing the check makes that task's rewards suspect.
 
 Run folder: `holdout.json`, `steps.jsonl` (the layout, rollout statistics with the step-time
 breakdown, and trainer logs per step), `checkpoint-N/` (every `save_steps`; `resume=True`
@@ -33,6 +35,7 @@ step written by the main process, and only the main process saves checkpoints' m
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import time
@@ -41,6 +44,8 @@ from pathlib import Path
 
 from cudaperf.train.data import load_training_tasks, split_training, write_manifest
 from cudaperf.train.rollout import RolloutOptions
+
+log = logging.getLogger(__name__)
 
 __all__ = ["GrpoOptions", "prompt_dataset", "run_grpo", "training_pool"]
 
@@ -188,17 +193,24 @@ def layout_of(opts: GrpoOptions, acc):
     return plan_layout(opts.eval_gpus, train, acc.process_index, available)
 
 
-def prepare_pool(scorer, tasks) -> float:
-    """Evaluate each task's naive implementation once (caches its baselines); seconds. Under
-    several processes each prepares its share (`tasks[i::n]`) and reads the others' from the
-    evaluator's result cache, which the processes of one machine share."""
+def prepare_pool(scorer, tasks) -> tuple[float, dict[str, str]]:
+    """Evaluate each task's naive implementation once (caches its baselines); returns the
+    seconds and {task id: status} of the naive implementations that ended neither `ok` nor
+    `compiled` (a verified implementation failing this evaluator means the task's check is
+    unreliable for honest candidates too: the run record says which). Under several processes
+    each prepares its share (`tasks[i::n]`) and reads the others' from the evaluator's result
+    cache, which the processes of one machine share."""
     from cudaperf.execute.api import naive_implementation
+    from cudaperf.execute.types import Status
 
     t = time.perf_counter()
     jobs = [(task, c) for task in tasks if (c := naive_implementation(task)) is not None]
+    bad = {}
     if jobs:
-        scorer.evaluator(jobs)
-    return time.perf_counter() - t
+        for (task, _), res in zip(jobs, scorer.evaluator(jobs), strict=True):
+            if res.status not in (Status.OK, Status.COMPILED):
+                bad[task.id] = res.status.value
+    return time.perf_counter() - t, bad
 
 
 def _config(opts: GrpoOptions):
@@ -296,13 +308,17 @@ def _prepare(opts: GrpoOptions, acc, scorer, pool, steplog) -> float:
 
     n, i = acc.num_processes, acc.process_index
     mine = pool[i::n] if opts.prepare else []
-    secs = prepare_pool(scorer, mine) if mine else 0.0
-    done = (secs, scorer.evaluator.take()["candidates"])  # preparing is not a step's evaluation
+    secs, bad = prepare_pool(scorer, mine) if mine else (0.0, {})
+    done = (secs, scorer.evaluator.take()["candidates"], bad)  # not a step's evaluation
     took = gather_object([done]) if n > 1 else [done]
     if n > 1:
         acc.wait_for_everyone()  # every share is in the result cache before step 1
-    slowest = max(s for s, _ in took)
+    slowest = max(s for s, _, _ in took)
+    not_ok = {k: v for _, _, b in took for k, v in sorted(b.items())}
+    if not_ok and acc.is_main_process:
+        log.warning("%d of %d pool tasks' naive implementations did not pass this evaluator "
+                    "(their rewards are suspect): %s", len(not_ok), len(pool), not_ok)  # fmt: skip
     steplog.add({"kind": "prepare", "tasks": len(pool) if opts.prepare else 0,
-                 "candidates": sum(c for _, c in took), "seconds": round(slowest, 2),
-                 "processes": n})  # fmt: skip
+                 "candidates": sum(c for _, c, _ in took), "seconds": round(slowest, 2),
+                 "processes": n, "naive_not_ok": not_ok})  # fmt: skip
     return slowest
