@@ -16,7 +16,8 @@ whose reference has no `double` are skipped (the stand-in would be the reference
 For every C->CUDA task with float outputs and every visible config up to `--max-elements`
 input elements, the stand-in's outputs are compared with the reference's on the task's own
 inputs and on the separating inputs, by the rule `execute.inputs.compare` applies to each, and
-by the per-element bound without the output-scale floor (the rule before it). Prints a table
+by `compare` without `signed` (the per-element bound without the output-scale floor: the rule
+before it). Prints a table
 per family, writes one JSON line per task (resumable) and a summary JSON.
 
     python bench/tolerance_signed.py --tasks data/tasks.jsonl.gz \
@@ -29,7 +30,6 @@ import argparse
 import ctypes
 import json
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,23 +37,14 @@ from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import numpy as np
-
-from cudaperf.execute.inputs import _errors, compare, output_scale, run_reference
+from cudaperf.execute import EvalConfig
+from cudaperf.execute.build import build_reference
+from cudaperf.execute.inputs import compare, output_scale, reference_finite, run_reference
 from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.io import load_tasks
 from cudaperf.tasks.model import Role, TaskKind
 
 SALT = 20261202  # any fixed salt: the rule, not a secret, is measured here
-
-
-def _build(source: str, where: Path, name: str) -> ctypes.CDLL:
-    src = where / f"{name}.c"
-    src.write_text(source)
-    lib = where / f"{name}.so"
-    cmd = ["gcc", "-O2", "-shared", "-fPIC", "-o", str(lib), str(src), "-lm"]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=60)
-    return ctypes.CDLL(str(lib))
 
 
 def in_float(source: str) -> str:
@@ -62,18 +53,6 @@ def in_float(source: str) -> str:
     lines = source.splitlines()
     last = max((i for i, ln in enumerate(lines) if ln.lstrip().startswith("#include")), default=-1)
     return "\n".join([*lines[: last + 1], "#define double float", *lines[last + 1 :]]) + "\n"
-
-
-def _bad_without_floor(task, got, want) -> bool:
-    tol = task.tolerance
-    for p, g, w in zip(task.signature, got, want, strict=True):
-        if (
-            p.role in (Role.OUT, Role.INOUT)
-            and g.size
-            and _errors(g, w, tol.atol, tol.rtol)[2] is not None
-        ):
-            return True
-    return False
 
 
 def one_task(task_json: str, max_elements: int) -> dict:
@@ -87,35 +66,34 @@ def one_task(task_json: str, max_elements: int) -> dict:
     if not re.search(r"\bdouble\b", task.source):
         return rec | {"skipped": "the reference has no double (the stand-in would be itself)"}
     with tempfile.TemporaryDirectory() as d:
-        try:
-            ref = _build(task.source, Path(d), "ref")
-            flt = _build(in_float(task.source), Path(d), "flt")
-        except (subprocess.SubprocessError, OSError) as e:
-            return rec | {"skipped": f"build failed: {type(e).__name__}"}
-        for cfg in task.configs:
-            if cfg.held_out:
+        cfg = EvalConfig(cache_dir=Path(d))
+        stand_in = task.model_copy(update={"source": in_float(task.source)})
+        builds = [build_reference(t, cfg) for t in (task, stand_in)]
+        if not all(b.ok for b in builds):
+            return rec | {"skipped": "build failed"}
+        ref, flt = (ctypes.CDLL(b.lib) for b in builds)
+        for config in task.configs:
+            if config.held_out:
                 continue
-            row = {"config": cfg.name}
+            row = {"config": config.name}
             for label, sep in (("own", False), ("signed", True)):
-                ins = make_inputs(task, cfg, 2 if sep else 0, SALT, separating=sep)
+                ins = make_inputs(task, config, 2 if sep else 0, SALT, separating=sep)
                 n = sum(
                     a.size
                     for p, a in zip(task.signature, ins, strict=True)
                     if p.role is not Role.SCALAR
                 )
                 if n > max_elements:
-                    row = {"config": cfg.name, "skipped": f"{n} elements"}
+                    row = {"config": config.name, "skipped": f"{n} elements"}
                     break
                 want = run_reference(task, ref, ins)
                 got = run_reference(task, flt, ins)
-                if not all(
-                    np.isfinite(np.ma.getdata(w)).all() for w in want if w.dtype.kind == "f"
-                ):
+                if not reference_finite(task, want):
                     row[label] = "reference not finite"
                     continue
                 row[label] = {
                     "pass": compare(task, ins, got, want, signed=sep).correct,
-                    "pass_without_floor": not _bad_without_floor(task, got, want),
+                    "pass_without_floor": compare(task, ins, got, want).correct,
                     "scale": max(output_scale(w) for p, w in zip(task.signature, want, strict=True)
                                  if p.role in (Role.OUT, Role.INOUT)),
                 }  # fmt: skip

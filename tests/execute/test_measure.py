@@ -154,3 +154,110 @@ def test_the_reference_cache_is_bounded_by_bytes_and_keeps_the_newest(cpu_config
     monkeypatch.setattr(measure, "_MAX_SET_BYTES", 1)  # a set larger than the bound stays
     measure._input_set(task, big, 9, 1, libs, ref)
     assert [k[2] for k in libs.sets] == [9]
+
+
+WINDOW_DOT_FAKE = r"""
+/* The harness ABI for catalog.window_dot_task, computed on the CPU with float sums. */
+int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n, int warmup,
+                   int trials, double budget_ms, float* event_ms, double* wall_ms, int* done,
+                   char* err, int errlen) {
+  int nn = *(int*)host[0];
+  const float* a = (const float*)host[1]; const float* b = (const float*)host[2];
+  float* y = (float*)host[3];
+  if (trials == 0) {
+    for (int i = 0; i < nn; ++i) {
+      float acc = 0.0f;
+      for (int k = 0; k < 256; ++k) acc += a[(i + k) % nn] * b[(i * 7 + k) % nn];
+      y[i] = acc;
+    }
+    return 0;
+  }
+  for (int t = 0; t < trials; ++t) { event_ms[t] = 0.01f * (1 + t % 3); wall_ms[t] = 0.02; }
+  *done = trials;
+  return 0;
+}
+"""
+
+
+def test_a_float_sum_passes_the_workers_signed_inputs_check(cpu_config, tmp_path):
+    """Through the worker: a correct kernel that sums in float (the reference in double) ends
+    `ok`, its signed-inputs check comparing with the output-RMS floor (`compare(signed=True)`
+    in `measure._separating_check`); with the plain bound it ended `wrong_output` there."""
+    import subprocess
+
+    from catalog import window_dot_task
+
+    src, lib = tmp_path / "wd.c", tmp_path / "wd.so"
+    src.write_text(WINDOW_DOT_FAKE)
+    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    task = window_dot_task()
+    cfg = replace(cpu_config, compile_only=None, trials=10, run_timeout_s=20)
+    ev = Evaluator(cfg, Env("full", (0,), "FAKE", "sm_90", {}, 1))
+    h = WorkerHandle(None, cfg)
+    try:
+        p = Prepared(task, Candidate(code="window_dot"), "k", str(lib),
+                     build_reference(task, cfg).lib, "", [], [], tempfile.mkdtemp(),
+                     time.monotonic())  # fmt: skip
+        res = ev.finish(p, h.request(ev.request(p), cfg.run_timeout_s))
+    finally:
+        h.close()
+    assert res.status is Status.OK, res.feedback
+
+
+SLOW_FILL_FAKE = r"""
+/* The harness ABI for _slow_task (y = 2x), computed on the CPU. */
+int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n, int warmup,
+                   int trials, double budget_ms, float* event_ms, double* wall_ms, int* done,
+                   char* err, int errlen) {
+  int nn = *(int*)host[0]; const float* x = (const float*)host[1]; float* y = (float*)host[2];
+  if (trials == 0) { for (int i = 0; i < nn; ++i) y[i] = 2.0f * x[i]; return 0; }
+  for (int t = 0; t < trials; ++t) { event_ms[t] = 0.01f * (1 + t % 3); wall_ms[t] = 0.02; }
+  *done = trials;
+  return 0;
+}
+"""
+
+
+def test_a_job_draws_its_reference_sets_together(cpu_config, tmp_path):
+    """Through the worker: a job on 4 configs of a 150 ms reference needs 12 reference runs
+    (sets 0, 1 and 2 of each config; 1.8 s one after another) and 4 CPU-baseline runs (0.6 s,
+    timed alone); `run_job` prefetches the 12 in threads, so the job takes well under 2.4 s."""
+    import subprocess
+
+    src, lib = tmp_path / "sf.c", tmp_path / "sf.so"
+    src.write_text(SLOW_FILL_FAKE)
+    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    task = _slow_task()
+    cfg = replace(cpu_config, compile_only=None, trials=10, run_timeout_s=20, cpu_trials=1)
+    ev = Evaluator(cfg, Env("full", (0,), "FAKE", "sm_90", {}, 1))
+    h = WorkerHandle(None, cfg)
+    try:
+        p = Prepared(task, Candidate(code="slow_fill"), "k", str(lib),
+                     build_reference(task, cfg).lib, "", [], [], tempfile.mkdtemp(),
+                     time.monotonic())  # fmt: skip
+        h.request(ev.request(replace(p, task=task.model_copy(update={"id": "warm"}))), 20)
+        t0 = time.perf_counter()
+        res = ev.finish(p, h.request(ev.request(p), cfg.run_timeout_s))
+        took = time.perf_counter() - t0
+    finally:
+        h.close()
+    assert res.status is Status.OK, res.feedback
+    assert took < 1.6, took
+
+
+def test_sets_too_large_to_hold_at_once_are_not_prefetched(cpu_config, monkeypatch):
+    """`prefetch_sets` leaves a job whose sets together exceed half the cache's byte bound to
+    `_input_set`, one set at a time (holding them all at once could exhaust memory)."""
+    import ctypes
+    from types import SimpleNamespace
+
+    from cudaperf.execute import measure
+
+    task = _slow_task()
+    ref = ctypes.CDLL(build_reference(task, cpu_config).lib)
+    req = SimpleNamespace(salt=1, check_after=True)
+    need = sum(measure._estimate_bytes(task, c) for c in task.configs) * 3
+    monkeypatch.setattr(measure, "_MAX_SET_BYTES", 2 * need - 2)
+    assert measure.prefetch_sets(task, req, measure.Libs(), ref) == 0
+    monkeypatch.setattr(measure, "_MAX_SET_BYTES", 2 * need)
+    assert measure.prefetch_sets(task, req, measure.Libs(), ref) == 12

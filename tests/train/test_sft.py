@@ -81,7 +81,7 @@ def test_validation_rows_over_the_cap_leave_no_held_out_loss_but_training_rows_a
     from cudaperf.train import sft
 
     rows = [{"prompt": [], "completion": []}] * 2
-    ds, dropped = sft._dataset(rows, [900, 1000], 512, "validation")
+    ds, dropped = sft._dataset(rows, [900, 1000], 512, training=False)
     assert len(ds) == 0 and dropped == 2
     with pytest.raises(ValueError, match="every one of the 2 training rows is longer"):
         sft._dataset(rows, [900, 1000], 512)

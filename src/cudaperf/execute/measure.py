@@ -152,10 +152,15 @@ def _estimate_bytes(task: Task, cfg: InputConfig) -> int:
     return 2 * n
 
 
+def _set_key(task_key: str, cfg: InputConfig, index: int, salt: int, sep: bool) -> tuple:
+    """The worker cache's key of one input set (`_input_set` and `prefetch_sets` share it)."""
+    return (task_key, cfg.name, index, salt, sep)
+
+
 def _input_set(
     task: Task, cfg: InputConfig, index: int, salt: int, libs: Libs, ref_lib, sep: bool = False
 ):
-    key = (_task_key(task), cfg.name, index, salt, sep)
+    key = _set_key(_task_key(task), cfg, index, salt, sep)
     if key not in libs.sets:
         _keep(libs, key, _draw_set(task, cfg, index, salt, ref_lib, sep))
     libs.sets.move_to_end(key)
@@ -169,14 +174,14 @@ def prefetch_sets(task: Task, req: RunRequest, libs: Libs, ref_lib) -> int:
     want = []
     for cfg in task.configs:
         for index, sep in ((0, False), (2, True)) + (((1, False),) if req.check_after else ()):
-            if (tk, cfg.name, index, req.salt, sep) not in libs.sets:
+            if _set_key(tk, cfg, index, req.salt, sep) not in libs.sets:
                 want.append((cfg, index, sep))
     if len(want) < 2 or sum(_estimate_bytes(task, w[0]) for w in want) > _MAX_SET_BYTES // 2:
         return 0  # nothing to overlap, or too large at once: `_input_set` draws each in turn
     with ThreadPoolExecutor(min(_PREFETCH_THREADS, len(want))) as ex:
         sets = list(ex.map(lambda w: _draw_set(task, w[0], w[1], req.salt, ref_lib, w[2]), want))
     for (cfg, index, sep), entry in zip(want, sets, strict=True):
-        _keep(libs, (tk, cfg.name, index, req.salt, sep), entry)
+        _keep(libs, _set_key(tk, cfg, index, req.salt, sep), entry)
     return len(want)
 
 

@@ -90,13 +90,14 @@ def choose_max_length(lengths: list[int], quantile: float) -> int:
     return int(math.ceil(q / 64) * 64)
 
 
-def _dataset(rows: list[dict], lengths: list[int], cap: int, what: str = "training"):
+def _dataset(rows: list[dict], lengths: list[int], cap: int, training: bool = True):
     """The rows of at most `cap` tokens, and how many were dropped. No training row left is an
-    error; no validation row left (the cap comes from the training rows) is an empty set."""
+    error; no validation row left (`training=False`: the cap comes from the training rows) is
+    an empty set."""
     from datasets import Dataset
 
     kept = [r for r, n in zip(rows, lengths, strict=True) if n <= cap]
-    if rows and not kept and what == "training":
+    if rows and not kept and training:
         raise ValueError(
             f"every one of the {len(rows)} training rows is longer than --max-length {cap} "
             f"tokens (shortest {min(lengths)}); raise --max-length or leave it out (chosen "
@@ -149,7 +150,7 @@ def run_sft(opts: SftOptions) -> dict:
     cap = opts.max_length or choose_max_length(lengths, opts.length_quantile)
     train_ds, dropped = _dataset(rows, lengths, cap)
     eval_ds, val_dropped = (
-        _dataset(val_rows, _lengths(val_rows, policy.tokenizer), cap, "validation")
+        _dataset(val_rows, _lengths(val_rows, policy.tokenizer), cap, training=False)
         if val_rows else (None, 0)
     )  # fmt: skip
     if eval_ds is not None and not len(eval_ds):
