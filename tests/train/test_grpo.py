@@ -39,6 +39,8 @@ def _log(tmp_path):
 def test_single_turn_step_with_the_policy_generating_and_a_fake_evaluator(tmp_path, tiny):
     rep = run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator())
     assert rep["steps"] == 1
+    # the returned report is report.json's (the H200 GPU test once failed on (0,) == [0])
+    assert rep == json.loads((tmp_path / "run" / "report.json").read_text())
     roll = [r for r in _log(tmp_path) if r["kind"] == "rollout"]
     assert roll and roll[0]["rows"] == 2 and roll[0]["completion_tokens"] > 0
     assert roll[0]["status_share"] == {"format_error": 1.0}  # a random model writes no block

@@ -288,8 +288,9 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
         "layout": layout.record(),
         "options": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(opts).items()},
     }  # fmt: skip
-    (opts.out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    return report
+    text = json.dumps(report, indent=1)
+    (opts.out / "report.json").write_text(text + "\n", encoding="utf-8")
+    return json.loads(text)  # what report.json holds (tuples as lists), not a look-alike
 
 
 def _distribute(acc, rollout, budget) -> None:

@@ -47,12 +47,8 @@ class Layout:
     lock_eval: bool  # several processes time on these GPUs: batches take turns (GpuLock)
 
     def record(self) -> dict:
-        """The layout as a JSON-shaped dict (steps.jsonl's `layout` row, report.json): GPU
-        indices as lists, so the report `run_grpo` returns equals the one it writes."""
-        row = asdict(self)
-        for k in ("train_gpus", "eval_gpus"):
-            row[k] = None if row[k] is None else list(row[k])
-        return {"kind": "layout", **row}
+        """The layout as a JSON-able dict (steps.jsonl's `layout` row, report.json)."""
+        return {"kind": "layout", **asdict(self)}
 
 
 def physical_gpu(device_index: int, visible: str | None) -> int:
