@@ -99,3 +99,27 @@ def generation_sampling(model):
     from cudaperf.generation import sampling_config
 
     return sampling_config(model, 0.5, 9)
+
+
+def test_compiled_decoding_compiles_once_across_prompt_lengths(lm):
+    """The static cache is sized for STATIC_PROMPT_TOKENS prompt tokens at least, so calls whose
+    prompts pad to different widths (a GRPO run's turn 1, then its longer turn 2) meet one cache
+    shape and one compiled graph. Counted with a backend that records each compilation (the
+    criterion is the CPU's here, so compilation is forced on all devices)."""
+    from cudaperf import generation
+
+    model, tok, _ = lm
+    graphs = []
+
+    def backend(gm, inputs):
+        graphs.append(len(inputs))
+        return gm.forward
+
+    cfg = _greedy(3)
+    cfg.compile_config = transformers.CompileConfig(backend=backend, mode=None, fullgraph=False)
+    cfg.compile_config._compile_all_devices = True
+    short, long = [5] * 10, [5] * (generation.PAD_MULTIPLE + 10)  # pad to 256, then to 512
+    for prompt in (short, long, short):
+        generate_ids(model, [prompt, prompt[:-2]], cfg, "compile", tok.pad_token_id)
+    assert graphs  # the decoding step was compiled
+    assert len(graphs) == 1, f"{len(graphs)} compilations for one batch size"

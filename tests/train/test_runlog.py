@@ -32,3 +32,20 @@ def test_processes_agree_on_stopping_at_the_same_step():
     assert wishes == [False] and control.should_training_stop and control.should_save
     alone = theirs.on_step_end(None, TrainerState(), TrainerControl())
     assert mine.stopped and not alone.should_training_stop
+
+
+def test_the_time_budget_counts_what_ran_before_training(monkeypatch):
+    """A run that spent most of its budget loading and preparing stops after its first step
+    (the budget is a wall clock from the run's start, not from the trainer's first step)."""
+    from transformers import TrainerControl, TrainerState
+
+    from cudaperf.train import runlog
+
+    now = [1000.0]
+    monkeypatch.setattr(runlog.time, "perf_counter", lambda: now[0])
+    budget = runlog.TimeBudget(100.0)
+    now[0] += 80.0  # loading and prepare
+    budget.on_train_begin(None, TrainerState(), TrainerControl())
+    now[0] += 10.0  # one step: 90 s gone, the next (10 s, x1.5) would end past 100 s
+    control = budget.on_step_end(None, TrainerState(), TrainerControl())
+    assert control.should_training_stop and control.should_save and budget.stopped
