@@ -202,7 +202,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     g.add_argument("--temperature", type=float, default=0.8)
     g.add_argument("--batch", type=int, default=240, help="sequences per generate call")
     g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--generation", default="dynamic", help="cudaperf.generation mode")
+    g.add_argument("--generation", default="auto", help="cudaperf.generation mode")
     g.add_argument("--label", required=True)
     g.add_argument("--out", type=Path, required=True)
     e = sub.add_parser("evaluate")

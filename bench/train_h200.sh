@@ -20,7 +20,9 @@
 # models stage sft generates for, default "sft": the untrained model's replies, and the
 # evaluations of 352 of them, come from bench/results/train_sft_h200/ and are resumed), SFT_BUDGET, EVAL_S (evaluation seconds
 # before GRPO in stage grpo), GRPO_BUDGET, GENMODE (cudaperf.generation mode of GRPO's sampling
-# and of the held-out replies, default dynamic), PACK, SPEED_S (seconds of stage speed).
+# and of the held-out replies, default auto: compile on the GPU), PACK, SPEED_S (seconds of stage speed), NGEN,
+# NGROUPS (groups per step: not GROUPS, which bash keeps as the user's group ids, 0 for root),
+# MAXTOK, STEPS, PRESET, SEED.
 # Logs and small results are copied to $OUT as they appear. Every step has a timeout.
 set -uo pipefail
 stage=$1
@@ -60,7 +62,7 @@ replies() {  # held-out replies of model $1 (base, sft or grpo); resumes, batche
   [ "$1" = grpo ] && ad="--adapter $W/$RUN/final"
   log "generate $1"
   timeout ${GEN_S:-240} python3 bench/train_eval.py generate --model smollm2 $ad --holdout "$W/sft/holdout.json" \
-    --label $1 --batch 96 --generation ${GENMODE:-dynamic} --out "$W/replies_$1.jsonl" 2>&1 \
+    --label $1 --batch 96 --generation ${GENMODE:-auto} --out "$W/replies_$1.jsonl" 2>&1 \
     | grep -v "it/s" | tail -8 | tee -a "$OUT/stage.log"
 }
 pack() {  # the newest GRPO checkpoint into $OUT/ckpt: adapter pieces + rest.tar.gz
@@ -113,8 +115,8 @@ grpo)
   # reply a format error in a CPU run of this stage's command, compile-only, 2026-12-01)
   timeout $(( ${GRPO_BUDGET:-480} + 60 )) python3 -m cudaperf train grpo --out "$W/$RUN" \
     --adapter "$AD" --kind c2cuda --preset ${PRESET:-unified} --seed ${SEED:-0} --pool 16 --turns 2 --num-generations ${NGEN:-4} \
-    --groups-per-step ${GROUPS:-4} --max-new-tokens ${MAXTOK:-1024} --lr 1e-5 --max-steps ${STEPS:-30} \
-    --save-steps 2 --canaries 2 --generation ${GENMODE:-dynamic} --time-budget ${GRPO_BUDGET:-480} --pieces-mib 15 "${res[@]}" \
+    --groups-per-step ${NGROUPS:-4} --max-new-tokens ${MAXTOK:-1024} --lr 1e-5 --max-steps ${STEPS:-30} \
+    --save-steps 2 --canaries 2 --generation ${GENMODE:-auto} --time-budget ${GRPO_BUDGET:-480} --pieces-mib 15 "${res[@]}" \
     > "$OUT/grpo_report.json" 2> >(grep -v "it/s" | tail -40 > "$OUT/grpo_stderr.txt")
   kill $copier 2>/dev/null
   cp "$W/$RUN/steps.jsonl" "$OUT/grpo_steps.jsonl"
@@ -177,7 +179,7 @@ step64)  # one single-turn GRPO step of 64 completions (8 tasks x 8): its time b
   log "grpo step of 64 completions"
   timeout ${STEP_S:-400} python3 -m cudaperf train grpo --out "$W/step64" --adapter "$W/sft/final" \
     --kind c2cuda --pool 8 --turns 1 --num-generations 8 --groups-per-step 8 --max-steps 1 \
-    --max-new-tokens ${MAXTOK:-1024} --generation ${GENMODE:-dynamic} --lr 1e-5 \
+    --max-new-tokens ${MAXTOK:-1024} --generation ${GENMODE:-auto} --lr 1e-5 \
     > "$OUT/step64_report.json" 2> >(grep -v "it/s" | tail -20 > "$OUT/step64_stderr.txt")
   cp "$W/step64/steps.jsonl" "$OUT/step64_steps.jsonl"
   ;;

@@ -62,7 +62,7 @@ def test_mode_config_sets_the_cache_and_compilation():
     assert mode_config(base, "dynamic").cache_implementation is None
     assert mode_config(base, "static").num_return_sequences == 1
     assert base.num_return_sequences == 3  # the caller's config is not changed
-    assert set(MODES) == {"dynamic", "static", "compile", "continuous"}
+    assert set(MODES) == {"auto", "dynamic", "static", "compile", "continuous"}
 
 
 def test_unknown_mode_is_one_clear_error():
@@ -123,3 +123,19 @@ def test_compiled_decoding_compiles_once_across_prompt_lengths(lm):
         generate_ids(model, [prompt, prompt[:-2]], cfg, "compile", tok.pad_token_id)
     assert graphs  # the decoding step was compiled
     assert len(graphs) == 1, f"{len(graphs)} compilations for one batch size"
+
+
+def test_auto_is_compile_on_cuda_and_dynamic_elsewhere(lm, monkeypatch):
+    from cudaperf import generation
+
+    assert generation.resolve_mode("auto", "cuda") == "compile"
+    assert generation.resolve_mode("auto", "cpu") == "dynamic"
+    assert generation.resolve_mode("static", "cuda") == "static"  # a named mode is kept
+    with pytest.raises(ValueError, match="resolve"):
+        mode_config(transformers.GenerationConfig(), "auto")
+    model, tok, prompts = lm  # on this CPU, auto generates as dynamic does
+    want = _one_by_one(model, tok, prompts)
+    seen, real = [], generation.mode_config
+    monkeypatch.setattr(generation, "mode_config", lambda c, m: seen.append(m) or real(c, m))
+    assert generate_ids(model, prompts, _greedy(), "auto", tok.pad_token_id) == want
+    assert seen == ["dynamic"]

@@ -36,12 +36,15 @@ def test_a_merged_record_has_the_fields_of_a_one_process_record():
          "status_share": {"ok": 1.0}, "groups_2_correct": 1.0}  # fmt: skip
     b = {**a, "rows": 4, "candidates": 2, "cached": 0, "eval_wait_s": 0.7, "tasks": ["b"],
          "score_by_turn": [0.0, 0.2], "canary": []}  # fmt: skip
+    a["score_by_task"] = {"a": {"score": 0.5, "rows": 4}}
+    b["score_by_task"] = {"a": {"score": -1.0, "rows": 2}, "b": {"score": None, "rows": 2}}
     one, two = merge_rollouts([a]), merge_rollouts([a, b])
     assert set(one) == set(two)
     assert one["processes"] == 1 and two["processes"] == 2 and two["step"] == 4
     assert two["candidates"] == 6 and two["cached"] == 1 and two["eval_wait_s"] == 0.7
     assert two["score_by_turn"] == [pytest.approx(0.1), pytest.approx(0.3)]
     assert two["tasks_by_process"] == [["a"], ["b"]] and len(two["canary"]) == 1
+    assert two["score_by_task"] == {"a": {"score": 0.0, "rows": 6}, "b": {"score": None, "rows": 2}}
     assert {k: one[k] for k in ("rows", "candidates", "score_by_turn")} == {
         "rows": 4, "candidates": 4, "score_by_turn": [0.2, 0.4]}  # fmt: skip
 
@@ -59,3 +62,24 @@ def test_read_steps_numbers_rows_by_trainer_step_and_a_rerun_replaces_a_record(t
     (row,) = read_steps(tmp_path)
     assert row["step"] == 1 and row["return_mean"] == 0.7 and "kind" not in row
     assert row["update_s"] == pytest.approx(5.0 - 3.5) and row["optimizer_s"] == 0.25
+
+
+def test_first_and_last_visits_of_each_task_are_paired():
+    """A step's mean moves with which tasks it drew; pairing each task's first and last visit
+    does not. Tasks seen once, or never scored, are left out."""
+    from cudaperf.train.curves import first_last_by_task
+
+    rows = [
+        {"score_by_task": {"a": {"score": -1.0, "rows": 4}, "b": {"score": 0.5, "rows": 4}}},
+        {"score_by_task": {"c": {"score": 0.2, "rows": 4}, "d": {"score": None, "rows": 4}}},
+        {"score_by_task": {"a": {"score": 0.0, "rows": 4}, "b": {"score": 0.25, "rows": 4},
+                           "d": {"score": 1.0, "rows": 4}}},
+        {"score_by_task": {"a": {"score": 1.0, "rows": 4}}},
+        {},  # a step logged before score_by_task existed
+    ]  # fmt: skip
+    got = first_last_by_task(rows)
+    assert got["tasks"] == 2 and got["rose"] == 1 and got["fell"] == 1
+    assert got["first_mean"] == pytest.approx(-0.25) and got["last_mean"] == pytest.approx(0.625)
+    assert got["diff_mean"] == pytest.approx(0.875)  # (2.0 + -0.25) / 2
+    assert got["diff_se"] == pytest.approx(1.125)  # sd of (2, -0.25) / sqrt(2)
+    assert first_last_by_task([{}]) == {"tasks": 0}

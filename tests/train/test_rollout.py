@@ -111,7 +111,7 @@ def test_timing_is_sequenced_after_generation_and_the_step_breakdown_is_reported
     roll = MultiTurnRollout(tasks, scorer, RolloutOptions(turns=2), on_batch=recs.append,
                             canaries=tasks[:1])  # fmt: skip
     gen = clock.wrap("gen", ScriptedPolicy(first=[BAD, WRONG], later=[GOOD]))
-    roll.run(_prompts(tasks, 4), 4, gen, step=3)
+    out = roll.run(_prompts(tasks, 4), 4, gen, step=3)
     kinds = [w for w, _, _ in clock.spans]
     assert kinds == ["gen", "eval", "gen", "eval", "eval"]  # the last one: the canary
     for (_, _, end), (_, start, _) in zip(clock.spans, clock.spans[1:], strict=False):
@@ -122,6 +122,11 @@ def test_timing_is_sequenced_after_generation_and_the_step_breakdown_is_reported
     assert rec["evaluator_s"] > 0 and rec["generate_s"] > 0 and rec["canary_s"] > 0
     assert rec["canary"] == [{"task": tasks[0].id, "config": "small", "median_us": 10.5}]
     assert scorer.evaluator.take()["candidates"] == 0  # the canary is not counted
+    by_task = rec["score_by_task"]  # each task's rows: its mean score, paired across visits
+    assert set(by_task) == {t.id for t in tasks} and all(v["rows"] == 4 for v in by_task.values())
+    for t in tasks:
+        mine = [x for x, i in zip(out["cudaperf_score"], out["task_id"], strict=True) if i == t.id]
+        assert by_task[t.id]["score"] == pytest.approx(sum(mine) / len(mine), abs=1e-4)
 
 
 def test_under_several_processes_only_the_main_one_reports_the_gathered_record():

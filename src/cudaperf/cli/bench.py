@@ -99,7 +99,7 @@ def _scorer(tasks, preset, ranker, **eval_opts):
 
 
 def _backend(model, tasks, adapter, server_model, api_key, temperature, max_tokens, gguf_file,
-             seed, generation="dynamic"):  # fmt: skip
+             seed, generation="auto"):  # fmt: skip
     from cudaperf.report.run import make_bench_backend
 
     if model.startswith(("http://", "https://")):

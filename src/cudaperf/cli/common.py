@@ -26,9 +26,9 @@ console = Console(stderr=True)
 stdout = Console()
 
 GenerationOpt = typer.Option(
-    "dynamic", "--generation",
-    help="Hugging Face models' sampling: dynamic, static, compile (static cache + "
-    "torch.compile) or continuous (transformers' continuous batching).",
+    "auto", "--generation",
+    help="Hugging Face models' sampling: auto (compile on CUDA, dynamic elsewhere), dynamic, "
+    "static, compile (static cache + torch.compile) or continuous (continuous batching).",
 )  # fmt: skip
 SAMPLE_DEFAULT = "the bundled sample set (a demo)"
 DATASET_DEFAULT = "the measured dataset data/tasks.jsonl.gz (or $CUDAPERF_DATASET)"

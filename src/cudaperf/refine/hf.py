@@ -4,7 +4,7 @@ Any model name or local directory works; `smollm2` (the bundled default) and GGU
 converted once to a plain checkpoint by `cudaperf.models.resolve_model`.
 
 Generation applies the tokenizer's chat template and samples (`do_sample=True`, `n` replies
-per conversation) through `cudaperf.generation` in the mode given (`generation`: dynamic,
+per conversation) through `cudaperf.generation` in the mode given (`generation`: auto, dynamic,
 static, compile or continuous); `generate_batch` batches several conversations into one call
 (how `refine_many` generates a turn for every task at once).
 """
@@ -36,7 +36,7 @@ class HFBackend:
         dtype: str = "auto",
         max_batch: int = 64,
         adapter: str | Path | None = None,
-        generation: str = "dynamic",
+        generation: str = "auto",
     ) -> None:
         """`model`: `smollm2`, a hub name, a local checkpoint directory or a `.gguf` file
         (`gguf_file`: a GGUF file inside the directory `model`). `device`: default cuda when

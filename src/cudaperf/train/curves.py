@@ -5,7 +5,9 @@ turn scores, status shares, share of groups with >= 2 correct, tokens; the train
 the step-time breakdown, `BREAKDOWN`: seconds generating, analysing, evaluating (of which in
 the evaluator and waiting for another process's timing), timing the canaries, and updating
 (forward, backward and optimizer: the step's seconds minus the rollout's, of which the
-optimizer step alone), plus the candidates evaluated and cache hits). `plot_runs(runs, path)`
+optimizer step alone), plus the candidates evaluated and cache hits, and each task's mean
+score, `score_by_task`, which `first_last_by_task` pairs across a task's visits).
+`plot_runs(runs, path)`
 draws, for one run, the reward components, the status shares stacked per step and the step
 time stacked by part; for several runs, the mean return and the mean share of groups with
 >= 2 correct as lines with a 95% band (mean ± 1.96 standard errors), each run thin, and each
@@ -18,7 +20,7 @@ import json
 import math
 from pathlib import Path
 
-__all__ = ["plot_runs", "read_steps", "summary"]
+__all__ = ["first_last_by_task", "plot_runs", "read_steps", "summary"]
 
 # seconds of a step, by part (stacked in the plot: generate, analyse, eval, canary, update)
 BREAKDOWN = ("generate_s", "analyse_s", "eval_s", "evaluator_s", "eval_wait_s", "canary_s",
@@ -70,7 +72,8 @@ def merge_rollouts(recs: list[dict]) -> dict:
     """One step's rollout records of several processes (in process order) as one record with
     the fields of a one-process record: counts and tokens summed, seconds the slowest
     process's, means, turn scores and status shares weighted by rows (the share of groups with
-    >= 2 correct by groups), `tasks` per process in `tasks_by_process`, canaries concatenated."""
+    >= 2 correct by groups), `tasks` per process in `tasks_by_process`, per-task scores merged
+    (weighted by rows), canaries concatenated."""
     first = recs[0]
     rows = sum(r["rows"] for r in recs) or 1
     groups = sum(r.get("groups", 0) for r in recs) or 1
@@ -96,9 +99,45 @@ def merge_rollouts(recs: list[dict]) -> dict:
                                         for r in recs) / groups, 4)  # fmt: skip
     if any("tasks" in r for r in recs):
         out["tasks_by_process"] = [r.get("tasks", []) for r in recs]
+    if any("score_by_task" in r for r in recs):
+        out["score_by_task"] = _merge_by_task([r.get("score_by_task", {}) for r in recs])
     if any("canary" in r for r in recs):
         out["canary"] = [c for r in recs for c in r.get("canary", [])]
     return out
+
+
+def _merge_by_task(parts: list[dict]) -> dict:
+    """Processes' {task: {"score", "rows"}} as one (a task in two processes: weighted by rows)."""
+    rows: dict[str, list] = {}
+    for part in parts:
+        for task, v in part.items():
+            rows.setdefault(task, []).append((v.get("score"), v.get("rows", 0)))
+    return {t: {"score": _weighted(p), "rows": sum(n for _, n in p)} for t, p in rows.items()}
+
+
+def first_last_by_task(rows: list[dict]) -> dict:
+    """The pool's tasks recur: per task seen (and scored) at two steps or more, its first and its
+    last step's mean score, paired. Mean first, mean last, mean and standard error of the
+    difference, and how many tasks rose or fell: a learning signal that the steps' changing task
+    mix does not blur (a step's mean moves with which tasks it drew)."""
+    seen: dict[str, list[float]] = {}
+    for row in rows:
+        for task, v in (row.get("score_by_task") or {}).items():
+            if v.get("score") is not None:
+                seen.setdefault(task, []).append(v["score"])
+    pairs = [(v[0], v[-1]) for v in seen.values() if len(v) >= 2]
+    if not pairs:
+        return {"tasks": 0}
+    diffs = [b - a for a, b in pairs]
+    n = len(diffs)
+    mean = sum(diffs) / n
+    se = (sum((d - mean) ** 2 for d in diffs) / (n - 1) / n) ** 0.5 if n > 1 else None
+    return {
+        "tasks": n, "first_mean": round(sum(a for a, _ in pairs) / n, 4),
+        "last_mean": round(sum(b for _, b in pairs) / n, 4), "diff_mean": round(mean, 4),
+        "diff_se": round(se, 4) if se is not None else None,
+        "rose": sum(d > 0 for d in diffs), "fell": sum(d < 0 for d in diffs),
+    }  # fmt: skip
 
 
 def _weighted(pairs) -> float | None:
@@ -123,6 +162,7 @@ def summary(runs: list[str | Path]) -> dict:
             "candidates_per_step": _mean([x.get("candidates") for x in rows]),
             "cached_per_step": _mean([x.get("cached") for x in rows]),
             "processes": rows[-1].get("processes", 1),
+            "first_last_by_task": first_last_by_task(rows),
         }  # fmt: skip
     return out
 

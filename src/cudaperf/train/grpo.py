@@ -70,7 +70,7 @@ class GrpoOptions:
     max_steps: int = 30
     max_new_tokens: int = 1024
     temperature: float = 1.0
-    generation: str = "dynamic"  # cudaperf.generation mode: dynamic, static, compile, continuous
+    generation: str = "auto"  # cudaperf.generation mode: auto, dynamic, static, compile, continuous
     lr: float = 1e-5
     beta: float = 0.0  # KL to the reference model (0: none, no reference copy kept)
     lora_r: int = 0  # LoRA rank for a new adapter (0: train all weights or the given adapter)

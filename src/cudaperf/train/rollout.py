@@ -65,7 +65,7 @@ class RolloutOptions:
     turns: int = 2  # turns per chain (n); num_generations must be a multiple of it
     gamma: float = 0.4  # discount of later turns' scores
     keep_exchanges: int = 1  # earlier (reply, feedback) exchanges kept in a turn's prompt
-    generation: str = "dynamic"  # cudaperf.generation mode of the policy's sampling
+    generation: str = "auto"  # cudaperf.generation mode of the policy's sampling
 
     def __post_init__(self) -> None:
         from cudaperf.generation import check_mode
@@ -262,7 +262,7 @@ class MultiTurnRollout:
             **{f"{c}_mean": _mean(out[f"cudaperf_{c}"]) for c in COMPONENTS},
             "score_by_turn": [_mean(out["cudaperf_score"][k :: self.options.turns])
                               for k in range(self.options.turns)],
-            "tasks": [t.id for t in tasks], **extra,
+            "tasks": [t.id for t in tasks], "score_by_task": _by_task(out), **extra,
         }  # fmt: skip
         recs = self.gather(rec) if self.gather is not None else [rec]
         if not self.main:
@@ -273,12 +273,21 @@ class MultiTurnRollout:
             self.on_batch(merged)
 
 
+def _by_task(out: dict) -> dict[str, dict]:
+    """{task id: {"score": mean score of its scored rows (None: none scored), "rows": rows}}:
+    the pool's tasks recur across epochs, so a task's first and later visits can be paired."""
+    acc: dict[str, list] = {}
+    for task, score in zip(out["task_id"], out["cudaperf_score"], strict=True):
+        acc.setdefault(task, []).append(score)
+    return {t: {"score": _mean(v), "rows": len(v)} for t, v in acc.items()}
+
+
 def _mean(xs) -> float | None:
     v = [x for x in xs if x is not None and math.isfinite(x)]
     return round(sum(v) / len(v), 4) if v else None
 
 
-def policy_generate(trainer, convs: list[list[dict]], batch: int = 64, mode: str = "dynamic"):
+def policy_generate(trainer, convs: list[list[dict]], batch: int = 64, mode: str = "auto"):
     """One sampled reply per conversation from the trainer's model, with its generation
     config (temperature, max_completion_length) in `cudaperf.generation` mode `mode`;
     (prompt_ids, completion_ids up to and with the first EOS, text) per conversation."""
