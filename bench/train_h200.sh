@@ -22,7 +22,7 @@
 # before GRPO in stage grpo), GRPO_BUDGET, GENMODE (cudaperf.generation mode of GRPO's sampling
 # and of the held-out replies, default auto: compile on the GPU), PACK, SPEED_S (seconds of stage speed), NGEN,
 # NGROUPS (groups per step: not GROUPS, which bash keeps as the user's group ids, 0 for root),
-# MAXTOK, STEPS, PRESET, SEED.
+# MAXTOK, STEPS, PRESET, SEED, POOLFITS (set: --pool-fits).
 # Logs and small results are copied to $OUT as they appear. Every step has a timeout.
 set -uo pipefail
 stage=$1
@@ -115,7 +115,7 @@ grpo)
   # reply a format error in a CPU run of this stage's command, compile-only, 2026-12-01)
   timeout $(( ${GRPO_BUDGET:-480} + 60 )) python3 -m cudaperf train grpo --out "$W/$RUN" \
     --adapter "$AD" --kind c2cuda --preset ${PRESET:-unified} --seed ${SEED:-0} --pool 16 --turns 2 --num-generations ${NGEN:-4} \
-    --groups-per-step ${NGROUPS:-4} --max-new-tokens ${MAXTOK:-1024} --lr 1e-5 --max-steps ${STEPS:-30} \
+    ${POOLFITS:+--pool-fits} --groups-per-step ${NGROUPS:-4} --max-new-tokens ${MAXTOK:-1024} --lr 1e-5 --max-steps ${STEPS:-30} \
     --save-steps 2 --canaries 2 --generation ${GENMODE:-auto} --time-budget ${GRPO_BUDGET:-480} --pieces-mib 15 "${res[@]}" \
     > "$OUT/grpo_report.json" 2> >(grep -v "it/s" | tail -40 > "$OUT/grpo_stderr.txt")
   kill $copier 2>/dev/null

@@ -180,3 +180,35 @@ def test_prepare_names_the_pool_tasks_whose_naive_implementation_fails(tmp_path)
     assert seen == [[t.id for t in tasks]] and secs >= 0
     assert bad == {tasks[1].id: "wrong_output", tasks[2].id: "compile_error"}
     assert prepare_pool(SimpleNamespace(evaluator=evaluator), [])[1] == {}
+
+
+def test_pool_fits_keeps_only_tasks_whose_fastest_reply_fits_in_max_new_tokens(tmp_path, tiny):
+    import transformers
+
+    from cudaperf.train.grpo import fits_in, training_pool
+
+    tok = transformers.AutoTokenizer.from_pretrained(tiny)
+    every = training_pool(_opts(tmp_path, tiny, pool=None))[1]
+    assert training_pool(_opts(tmp_path, tiny, pool=None, pool_fits=True,
+                               max_new_tokens=100_000), tok)[1] == every  # fmt: skip
+    lens = sorted(
+        len(tok(fastest_reply(t), add_special_tokens=False)["input_ids"]) + 1 for t in every
+    )
+    cut = lens[len(lens) // 2]  # the median task fits exactly; the longer ones do not
+    assert lens.count(cut) == 1 and lens[-1] > cut
+    kept = training_pool(_opts(tmp_path, tiny, pool=None, pool_fits=True, max_new_tokens=cut),
+                         tok)[1]  # fmt: skip
+    assert len(kept) == len(lens) // 2 + 1
+    assert all(fits_in(t, tok, cut) for t in kept)
+    assert {t.id for t in every if fits_in(t, tok, cut)} == {t.id for t in kept}
+    with pytest.raises(ValueError, match="--pool-fits: no training task"):
+        training_pool(_opts(tmp_path, tiny, pool=None, pool_fits=True, max_new_tokens=2), tok)
+    with pytest.raises(ValueError, match="tokenizer"):
+        training_pool(_opts(tmp_path, tiny, pool_fits=True))
+
+
+def fastest_reply(task):
+    from cudaperf.refine.backends import weakest_first
+    from cudaperf.train.data import target_reply
+
+    return target_reply(task, weakest_first(task, held_out=False)[-1])

@@ -93,6 +93,9 @@ def grpo_command(
     adapter: Path | None = typer.Option(None, "--adapter", help="LoRA adapter to continue."),
     tasks: Path = TasksOpt, splits: Path | None = SplitsOpt, kind: list[str] | None = KindsOpt,
     pool: int | None = typer.Option(64, "--pool", help="Training tasks in the pool (0: all)."),
+    pool_fits: bool = typer.Option(
+        False, "--pool-fits",
+        help="Pool only tasks whose fastest implementation fits in --max-new-tokens."),
     preset: str = typer.Option("unified", "--preset", help="Reward: unified or outcome_only."),
     ranker: str = typer.Option("default", "--ranker", help="default, none or a ranker file."),
     turns: int = typer.Option(2, "--turns", help="Turns per chain."),
@@ -131,7 +134,8 @@ def grpo_command(
     console.print(f"GRPO of {model} on up to {pool or 'all'} training tasks → {out}")
     rep = _run(
         run_grpo, GrpoOptions, out=out, model=model, adapter=adapter, tasks=tasks,
-        splits=splits, kinds=tuple(kind or ("c2cuda",)), pool=pool or None, preset=preset,
+        splits=splits, kinds=tuple(kind or ("c2cuda",)), pool=pool or None, pool_fits=pool_fits,
+        preset=preset,
         ranker=ranker, turns=turns, gamma=gamma, num_generations=num_generations,
         groups_per_step=groups_per_step, max_steps=max_steps, max_new_tokens=max_new_tokens,
         temperature=temperature, generation=generation, lr=lr, beta=beta, lora_r=lora_r,

@@ -61,6 +61,9 @@ class GrpoOptions:
     splits: Path | None = None
     kinds: tuple[str, ...] = ("c2cuda",)
     pool: int | None = 64  # tasks in the training pool (seeded choice); None = all
+    # pool only tasks whose fastest implementation, as the SFT reply, fits in max_new_tokens
+    # under the policy's tokenizer (a policy imitating its SFT targets is then not cut off)
+    pool_fits: bool = False
     preset: str = "unified"  # reward preset: unified or outcome_only
     ranker: str = "default"  # default, none, or a ranker file
     turns: int = 2
@@ -121,16 +124,39 @@ def prompt_dataset(tasks):
     return Dataset.from_list([{"prompt": first_messages(t), "task_id": t.id} for t in tasks])
 
 
-def training_pool(opts: GrpoOptions):
+def training_pool(opts: GrpoOptions, tokenizer=None):
     """(the holdout, the training pool): the choice of `opts.pool` fit-set tasks. Both depend
-    on `split_seed` only, so runs of every `seed` train on one pool and hold out one set."""
+    on `split_seed` (and, with `pool_fits`, on `tokenizer`) only, so runs of every `seed`
+    train on one pool and hold out one set. `pool_fits` needs the policy's `tokenizer`."""
     hold = split_training(
         load_training_tasks(opts.tasks, opts.splits, opts.kinds),
         opts.val_families, opts.holdout_share, opts.split_seed,
     )  # fmt: skip
     fit = sorted(hold.fit, key=lambda t: t.id)
+    if opts.pool_fits:
+        if tokenizer is None:
+            raise ValueError("training_pool: pool_fits needs the policy's tokenizer")
+        fit = [t for t in fit if fits_in(t, tokenizer, opts.max_new_tokens)]
+        if not fit:
+            raise ValueError(
+                f"--pool-fits: no training task's fastest implementation fits in "
+                f"--max-new-tokens {opts.max_new_tokens}; raise it or leave --pool-fits out"
+            )
     random.Random(opts.split_seed).shuffle(fit)
     return hold, fit[: opts.pool] if opts.pool else fit
+
+
+def fits_in(task, tokenizer, max_new_tokens: int) -> bool:
+    """Whether `task`'s fastest implementation (visible configs' times), as the SFT reply
+    (`train.data.target_reply`) plus its end token, fits in `max_new_tokens` tokens."""
+    from cudaperf.refine.backends import weakest_first
+    from cudaperf.train.data import target_reply
+
+    order = weakest_first(task, held_out=False)
+    if not order:
+        return False
+    ids = tokenizer(target_reply(task, order[-1]), add_special_tokens=False)["input_ids"]
+    return len(ids) + 1 <= max_new_tokens
 
 
 def check_same_holdout(hold, opts: GrpoOptions) -> None:
@@ -245,10 +271,10 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     from cudaperf.train.runlog import StepLog, TimeBudget, save_final, train_until_stopped
 
     t0 = time.perf_counter()
-    hold, pool = training_pool(opts)
+    policy = load_policy(opts.model, adapter=opts.adapter)
+    hold, pool = training_pool(opts, policy.tokenizer)
     check_same_holdout(hold, opts)
     opts.out.mkdir(parents=True, exist_ok=True)
-    policy = load_policy(opts.model, adapter=opts.adapter)
     steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.time_budget_s)
     ropts = RolloutOptions(opts.turns, opts.gamma, generation=opts.generation)
     rollout = MultiTurnRollout(pool, None, ropts,
