@@ -101,11 +101,12 @@ def generation_sampling(model):
     return sampling_config(model, 0.5, 9)
 
 
-def test_compiled_decoding_compiles_once_across_prompt_lengths(lm):
-    """The static cache is sized for STATIC_PROMPT_TOKENS prompt tokens at least, so calls whose
-    prompts pad to different widths (a GRPO run's turn 1, then its longer turn 2) meet one cache
-    shape and one compiled graph. Counted with a backend that records each compilation (the
-    criterion is the CPU's here, so compilation is forced on all devices)."""
+def test_compiled_decoding_compiles_once_across_prompt_lengths(lm, monkeypatch):
+    """The static cache's length is a power of two, so calls whose prompts pad to different
+    widths (a GRPO run's turn 1, then its longer turn 2) within one power of two meet one cache
+    shape and one compiled graph, and a shorter call after a longer one reuses it. Counted with
+    a backend that records each compilation (the criterion is the CPU's here, so compilation is
+    forced on all devices)."""
     from cudaperf import generation
 
     model, tok, _ = lm
@@ -115,10 +116,11 @@ def test_compiled_decoding_compiles_once_across_prompt_lengths(lm):
         graphs.append(len(inputs))
         return gm.forward
 
-    cfg = _greedy(3)
+    monkeypatch.setattr(generation, "PAD_MULTIPLE", 16)  # small widths: a fast test
+    cfg = _greedy(20)  # widths 16 and 32 + 20 new tokens: both fit in a cache of 64
     cfg.compile_config = transformers.CompileConfig(backend=backend, mode=None, fullgraph=False)
     cfg.compile_config._compile_all_devices = True
-    short, long = [5] * 10, [5] * (generation.PAD_MULTIPLE + 10)  # pad to 256, then to 512
+    short, long = [5] * 10, [5] * 26  # pad to 16, then to 32
     for prompt in (short, long, short):
         generate_ids(model, [prompt, prompt[:-2]], cfg, "compile", tok.pad_token_id)
     assert graphs  # the decoding step was compiled

@@ -12,11 +12,13 @@ mode measured fastest is the mode the tools run:
 - `static`: a static (preallocated) KV cache, not compiled;
 - `compile`: a static cache and transformers' automatic `torch.compile` of the decoding step
   (on CUDA; the first batch of each new shape pays for compiling, about 45 s on an H200). The
-  static cache is sized for `STATIC_PROMPT_TOKENS` prompt tokens plus `max_new_tokens` at
-  least (`max_cache_len`), so calls of one batch size meet one cache shape, and compile once,
-  whatever their prompt lengths (transformers never shrinks a model's static cache: a longer
-  prompt grows it once); prompts are left-padded to a multiple of `PAD_MULTIPLE` tokens in the
-  static modes, so the (uncompiled) prefill meets a few widths;
+  static cache's length (`max_cache_len`) is the prompt width plus `max_new_tokens` rounded up
+  to a power of two, and transformers never shrinks a model's static cache, so calls of one
+  batch size recompile only when they outgrow it, a few times per process at most, however
+  their prompt lengths vary (a cache sized to each call's own need grew, and recompiled,
+  whenever a GRPO run's turn-2 prompts got longer), and the cache holds at most twice what a
+  call needs; prompts are left-padded to a multiple of `PAD_MULTIPLE` tokens in the static
+  modes, so the (uncompiled) prefill meets a few widths;
 - `continuous`: `model.generate_batch`, transformers' continuous batching over a paged cache
   (finished sequences leave the batch and waiting ones take their place).
 
@@ -35,10 +37,6 @@ __all__ = ["MODES", "chat_ids", "check_mode", "generate_ids", "mode_config", "re
 MODES = ("auto", "dynamic", "static", "compile", "continuous")
 STATIC = ("static", "compile")  # the modes with a preallocated (static) KV cache
 PAD_MULTIPLE = 256  # static modes: the prompt width is rounded up to this
-# static modes: the cache holds at least this many prompt tokens (+ max_new_tokens). Without
-# it, each call's cache fitted its own longest prompt: a GRPO run's turn-2 prompts (reply and
-# feedback appended) grew it again and again, and every growth recompiled (~45 s each).
-STATIC_PROMPT_TOKENS = 4096
 
 
 def check_mode(mode: str) -> str:
@@ -126,8 +124,8 @@ def generate_ids(
             width = max(map(len, chunk))
             if mode in STATIC:
                 width = -(-width // PAD_MULTIPLE) * PAD_MULTIPLE
-                need = max(width, STATIC_PROMPT_TOKENS) + cfg.max_new_tokens
-                cfg.max_cache_len = max(cfg.max_cache_len or 0, need)
+                need = width + cfg.max_new_tokens  # the cache: a power of two that holds it
+                cfg.max_cache_len = max(cfg.max_cache_len or 0, 1 << (need - 1).bit_length())
             x = torch.tensor([[pad_id] * (width - len(p)) + p for p in chunk], device=device)
             mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk],
                                 device=device)  # fmt: skip
