@@ -128,10 +128,20 @@ def training_pool(opts: GrpoOptions, tokenizer=None):
     """(the holdout, the training pool): the choice of `opts.pool` fit-set tasks. Both depend
     on `split_seed` (and, with `pool_fits`, on `tokenizer`) only, so runs of every `seed`
     train on one pool and hold out one set. `pool_fits` needs the policy's `tokenizer`."""
-    hold = split_training(
+    hold = training_holdout(opts)
+    return hold, choose_pool(hold, opts, tokenizer)
+
+
+def training_holdout(opts: GrpoOptions):
+    """The `train.data.Holdout` of the training-split tasks (on `split_seed` only)."""
+    return split_training(
         load_training_tasks(opts.tasks, opts.splits, opts.kinds),
         opts.val_families, opts.holdout_share, opts.split_seed,
     )  # fmt: skip
+
+
+def choose_pool(hold, opts: GrpoOptions, tokenizer=None) -> list:
+    """`training_pool`'s pool from the holdout `hold` (its fit set)."""
     fit = sorted(hold.fit, key=lambda t: t.id)
     if opts.pool_fits:
         if tokenizer is None:
@@ -143,7 +153,7 @@ def training_pool(opts: GrpoOptions, tokenizer=None):
                 f"--max-new-tokens {opts.max_new_tokens}; raise it or leave --pool-fits out"
             )
     random.Random(opts.split_seed).shuffle(fit)
-    return hold, fit[: opts.pool] if opts.pool else fit
+    return fit[: opts.pool] if opts.pool else fit
 
 
 def fits_in(task, tokenizer, max_new_tokens: int) -> bool:
@@ -271,9 +281,10 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     from cudaperf.train.runlog import StepLog, TimeBudget, save_final, train_until_stopped
 
     t0 = time.perf_counter()
+    hold = training_holdout(opts)
+    check_same_holdout(hold, opts)  # before the model loads: a refusal comes at once
     policy = load_policy(opts.model, adapter=opts.adapter)
-    hold, pool = training_pool(opts, policy.tokenizer)
-    check_same_holdout(hold, opts)
+    pool = choose_pool(hold, opts, policy.tokenizer)
     opts.out.mkdir(parents=True, exist_ok=True)
     steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.time_budget_s)
     ropts = RolloutOptions(opts.turns, opts.gamma, generation=opts.generation)
