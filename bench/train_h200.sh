@@ -22,7 +22,9 @@
 # before GRPO in stage grpo), GRPO_BUDGET, GENMODE (cudaperf.generation mode of GRPO's sampling
 # and of the held-out replies, default auto: compile on the GPU), PACK, SPEED_S (seconds of stage speed), NGEN,
 # NGROUPS (groups per step: not GROUPS, which bash keeps as the user's group ids, 0 for root),
-# MAXTOK, STEPS, PRESET, SEED, POOLFITS (set: --pool-fits), SFTTARGETS (sft --targets).
+# MAXTOK, STEPS, PRESET, SEED, POOLFITS (set: --pool-fits), SFTTARGETS (sft --targets; pairs:
+# 4,408 rows, 8.56 M tokens, 2.4x fastest's 2,204 rows / 3.55 M: about one epoch in
+# SFT_BUDGET=300, the stage's timeout is SFT_BUDGET + 100 s).
 # Logs and small results are copied to $OUT as they appear. Every step has a timeout.
 set -uo pipefail
 stage=$1
@@ -89,7 +91,7 @@ sft)
   unpack_model || exit 4
   versions
   log "sft"
-  timeout 250 python3 -m cudaperf train sft --out "$W/sft" --kind c2cuda --targets ${SFTTARGETS:-fastest} --lora-r 32 --epochs 2 \
+  timeout $(( ${SFT_BUDGET:-150} + 100 )) python3 -m cudaperf train sft --out "$W/sft" --kind c2cuda --targets ${SFTTARGETS:-fastest} --lora-r 32 --epochs 2 \
     --lr 4e-4 --batch-size 16 --time-budget ${SFT_BUDGET:-150} --pieces-mib 15 > "$OUT/sft_report.json" 2> >(tail -40 > "$OUT/sft_stderr.txt")
   cp "$W/sft/steps.jsonl" "$OUT/sft_steps.jsonl" 2>/dev/null  # holdout.json: stage packsft
   log "sft done: $(python3 -c "import json; r=json.load(open('$OUT/sft_report.json')); print(r['rows_trained'], r['max_length'], r['dropped_share'], r['eval_loss_per_epoch'], r['seconds'])")"
