@@ -23,8 +23,9 @@
 # and of the held-out replies, default auto: compile on the GPU), PACK, SPEED_S (seconds of stage speed), NGEN,
 # NGROUPS (groups per step: not GROUPS, which bash keeps as the user's group ids, 0 for root),
 # MAXTOK, STEPS, PRESET, SEED, POOLFITS (set: --pool-fits), SFTTARGETS (sft --targets; pairs:
-# 4,408 rows, 8.56 M tokens, 2.4x fastest's 2,204 rows / 3.55 M: about one epoch in
-# SFT_BUDGET=300, the stage's timeout is SFT_BUDGET + 100 s).
+# 4,408 rows, 8.56 M tokens, 2.4x fastest's 2,204 rows / 3.55 M; at the 2026-12-02 SFT run's
+# rate, 152 steps of 16 rows in 139.8 s, an epoch of pairs is an estimated ~300 s: give
+# SFT_BUDGET=300; the stage's timeout is SFT_BUDGET + 100 s).
 # Logs and small results are copied to $OUT as they appear. Every step has a timeout.
 set -uo pipefail
 stage=$1
