@@ -75,7 +75,7 @@ pack() {  # the newest GRPO checkpoint into $OUT/ckpt: adapter pieces + rest.tar
   mkdir -p "$OUT/ckpt"
   split -b 15M -d -a 3 "$c/adapter_model.safetensors" "$OUT/ckpt/adapter_model.safetensors.part"
   tar -C "$W/$RUN" -czf "$OUT/ckpt/rest.tar.gz" --exclude=adapter_model.safetensors \
-    --exclude=optimizer.pt "$(basename "$c")" steps.jsonl holdout.json 2>/dev/null
+    --exclude=optimizer.pt "$(basename "$c")" steps.jsonl completions.jsonl holdout.json 2>/dev/null
   log "packed $(basename "$c"): $(ls "$OUT/ckpt" | tr '\n' ' ')"
 }
 case "$stage" in
@@ -123,7 +123,8 @@ grpo)
     > "$OUT/grpo_report.json" 2> >(grep -v "it/s" | tail -40 > "$OUT/grpo_stderr.txt")
   kill $copier 2>/dev/null
   cp "$W/$RUN/steps.jsonl" "$OUT/grpo_steps.jsonl"
-  [ "${PACK:-0}" = 1 ] && pack
+  # the replies (completions.jsonl): in the pack's rest.tar.gz, else as a 5th file here
+  [ "${PACK:-0}" = 1 ] && pack || gzip -c "$W/$RUN/completions.jsonl" > "$OUT/grpo_completions.jsonl.gz"
   ;;
 pack) pack ;;
 packsft)  # the SFT adapter into $OUT/sft_final (its pieces + rest.tar.gz with holdout.json)

@@ -45,6 +45,9 @@ def test_a_merged_record_has_the_fields_of_a_one_process_record():
     assert two["score_by_turn"] == [pytest.approx(0.1), pytest.approx(0.3)]
     assert two["tasks_by_process"] == [["a"], ["b"]] and len(two["canary"]) == 1
     assert two["score_by_task"] == {"a": {"score": 0.0, "rows": 6}, "b": {"score": None, "rows": 2}}
+    assert "samples" not in two  # neither record had any
+    got = merge_rollouts([{**a, "samples": [{"task": "a"}]}, {**b, "samples": [{"task": "b"}]}])
+    assert got["samples"] == [{"task": "a"}, {"task": "b"}]
     assert {k: one[k] for k in ("rows", "candidates", "score_by_turn")} == {
         "rows": 4, "candidates": 4, "score_by_turn": [0.2, 0.4]}  # fmt: skip
 

@@ -44,6 +44,9 @@ def test_single_turn_step_with_the_policy_generating_and_a_fake_evaluator(tmp_pa
     roll = [r for r in _log(tmp_path) if r["kind"] == "rollout"]
     assert roll and roll[0]["rows"] == 2 and roll[0]["completion_tokens"] > 0
     assert roll[0]["status_share"] == {"format_error": 1.0}  # a random model writes no block
+    assert "samples" not in roll[0]  # the replies are in completions.jsonl, one per row
+    done = (tmp_path / "run" / "completions.jsonl").read_text().splitlines()
+    assert [json.loads(x)["status"] for x in done] == ["format_error", "format_error"]
     assert any(r["kind"] == "trainer" and "loss" in r for r in _log(tmp_path))
     assert (tmp_path / "run" / "final" / "model.safetensors").is_file()
 

@@ -124,6 +124,11 @@ def test_timing_is_sequenced_after_generation_and_the_step_breakdown_is_reported
     assert scorer.evaluator.take()["candidates"] == 0  # the canary is not counted
     by_task = rec["score_by_task"]  # each task's rows: its mean score, paired across visits
     assert set(by_task) == {t.id for t in tasks} and all(v["rows"] == 4 for v in by_task.values())
+    samples = rec["samples"]  # every row's reply, in the rows' order
+    assert [s["task"] for s in samples] == out["task_id"]
+    assert [s["status"] for s in samples] == out["cudaperf_status"]
+    assert [s["turn"] for s in samples] == out["cudaperf_turn"]
+    assert samples[0]["text"] == BAD and samples[1]["text"] == GOOD
     for t in tasks:
         mine = [x for x, i in zip(out["cudaperf_score"], out["task_id"], strict=True) if i == t.id]
         assert by_task[t.id]["score"] == pytest.approx(sum(mine) / len(mine), abs=1e-4)

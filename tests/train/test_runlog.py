@@ -49,3 +49,27 @@ def test_the_time_budget_counts_what_ran_before_training(monkeypatch):
     now[0] += 10.0  # one step: 90 s gone, the next (10 s, x1.5) would end past 100 s
     control = budget.on_step_end(None, TrainerState(), TrainerControl())
     assert control.should_training_stop and control.should_save and budget.stopped
+
+
+def test_a_records_samples_go_to_completions_jsonl_not_steps_jsonl(tmp_path):
+    import json
+
+    from cudaperf.train.runlog import StepLog
+
+    log = StepLog(tmp_path, "grpo")
+    log.add(
+        {
+            "kind": "rollout",
+            "step": 3,
+            "rows": 2,
+            "samples": [{"task": "t", "turn": 1, "text": "a"}, {"task": "t", "turn": 2}],
+        }
+    )
+    log.add({"kind": "step", "step": 4})
+    steps = [json.loads(x) for x in (tmp_path / "steps.jsonl").read_text().splitlines()]
+    assert [s["kind"] for s in steps] == ["rollout", "step"] and "samples" not in steps[0]
+    done = [json.loads(x) for x in (tmp_path / "completions.jsonl").read_text().splitlines()]
+    assert done == [{"step": 3, "task": "t", "turn": 1, "text": "a"},
+                    {"step": 3, "task": "t", "turn": 2}]  # fmt: skip
+    StepLog(tmp_path, "grpo", main=False).add({"kind": "rollout", "samples": [{"task": "u"}]})
+    assert len((tmp_path / "completions.jsonl").read_text().splitlines()) == 2  # main only

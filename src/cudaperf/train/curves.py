@@ -73,7 +73,7 @@ def merge_rollouts(recs: list[dict]) -> dict:
     the fields of a one-process record: counts and tokens summed, seconds the slowest
     process's, means, turn scores and status shares weighted by rows (the share of groups with
     >= 2 correct by groups), `tasks` per process in `tasks_by_process`, per-task scores merged
-    (weighted by rows), canaries concatenated."""
+    (weighted by rows), canaries and samples concatenated."""
     first = recs[0]
     rows = sum(r["rows"] for r in recs) or 1
     groups = sum(r.get("groups", 0) for r in recs) or 1
@@ -103,6 +103,8 @@ def merge_rollouts(recs: list[dict]) -> dict:
         out["score_by_task"] = _merge_by_task([r.get("score_by_task", {}) for r in recs])
     if any("canary" in r for r in recs):
         out["canary"] = [c for r in recs for c in r.get("canary", [])]
+    if any("samples" in r for r in recs):
+        out["samples"] = [s for r in recs for s in r.get("samples", [])]
     return out
 
 

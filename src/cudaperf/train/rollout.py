@@ -23,7 +23,9 @@ Keys added per row: `cudaperf_return` (the reward), `cudaperf_score` (that turn'
 Each call reports one record (`on_batch`): rollout statistics, the step-time breakdown
 (`generate_s`, `analyse_s`, `eval_s`, and from a `train.layout.MeteredEvaluator` the candidates
 evaluated, cache hits, seconds in the evaluator and waiting for another process's timing), the
-task of each group, and the canaries' times. Under several processes (`distribute`) the records
+task of each group and each task's mean score, the canaries' times, and `samples`: every
+row's reply text with its task, turn, status, score and return (`train.runlog.StepLog` writes
+them to completions.jsonl). Under several processes (`distribute`) the records
 of all processes are gathered and merged (`train.curves.merge_rollouts`), and only the main
 process reports, so a run's log has one record per step however many processes train.
 
@@ -196,12 +198,14 @@ class MultiTurnRollout:
             for (_, rows), o, rec in zip(per_chain, outs, recs, strict=True):
                 rows.append((o, rec.samples[0]))
         out = self._rows(per_chain)
+        texts = [o[2] for _, turns in per_chain for o, _ in turns]  # in the rows' order
         take = getattr(self.scorer.evaluator, "take", None)
         metered = take() if take is not None else {}
         canary = self._canaries(step)
         if take is not None:
             take()  # the canaries are not candidates
-        self._report(out, tasks, g, (gen_s, analyse_s, eval_s), step, metered | canary)
+        extra = metered | canary | {"samples": _samples(out, texts)}
+        self._report(out, tasks, g, (gen_s, analyse_s, eval_s), step, extra)
         return out
 
     def _canaries(self, step: int) -> dict:
@@ -268,9 +272,21 @@ class MultiTurnRollout:
         if not self.main:
             return
         merged = merge_rollouts(recs)
-        log.info("rollout step %d: %s", step, merged)
+        log.info("rollout step %d: %s", step, {k: v for k, v in merged.items() if k != "samples"})
         if self.on_batch:
             self.on_batch(merged)
+
+
+def _samples(out: dict, texts: list[str]) -> list[dict]:
+    """One entry per row: the reply behind the numbers (`StepLog` writes them to
+    completions.jsonl)."""
+    keys = ("task_id", "cudaperf_turn", "cudaperf_status", "cudaperf_score", "cudaperf_return")
+    names = ("task", "turn", "status", "score", "return")
+    return [
+        {**{n: out[k][i] for n, k in zip(names, keys, strict=True)},
+         "completion_tokens": len(out["completion_ids"][i]), "text": text}
+        for i, text in enumerate(texts)
+    ]  # fmt: skip
 
 
 def _by_task(out: dict) -> dict[str, dict]:

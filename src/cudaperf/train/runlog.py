@@ -3,7 +3,10 @@
 - `StepLog`: a `TrainerCallback` that appends every record the trainer logs (loss, learning
   rate, TRL's reward metrics), one `step` record per step (its seconds, and the optimizer
   step's alone) and every record the rollout adds (`StepLog.add`) to `<out>/steps.jsonl`, one
-  JSON object per line, flushed as written (a crash keeps them). Only the main process writes.
+  JSON object per line, flushed as written (a crash keeps them). A record's `samples` (the
+  rollout's replies: task, turn, status, score, text) go to `<out>/completions.jsonl` instead,
+  one line per reply with the record's step, so the log of numbers stays small and the replies
+  behind them can still be read. Only the main process writes.
 - `TimeBudget`: saves a checkpoint and stops training cleanly once `budget_s` minus the
   longest step seen so far has passed since the budget was made (so model loading and GRPO's
   `prepare` count: the save lands before an outside wall-clock limit of `budget_s`); under
@@ -37,6 +40,7 @@ class StepLog(TrainerCallback):
 
     def __init__(self, out: str | Path, run: str = "", main: bool = True) -> None:
         self.path = Path(out) / "steps.jsonl"
+        self.samples_path = Path(out) / "completions.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.run = run
         self.main = main
@@ -47,6 +51,12 @@ class StepLog(TrainerCallback):
         """Append one record (a dict of JSON-able values); nothing on other processes."""
         if not self.main:
             return
+        samples = record.get("samples")
+        if samples is not None:
+            record = {k: v for k, v in record.items() if k != "samples"}
+            with self.samples_path.open("a", encoding="utf-8") as fh:
+                for s in samples:
+                    fh.write(json.dumps({"step": record.get("step"), **s}) + "\n")
         with self.path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps({"run": self.run, **record}) + "\n")
 
