@@ -67,7 +67,7 @@ def mode_config(config, mode: str):
         raise ValueError("mode_config: resolve --generation auto first (resolve_mode)")
     cfg = copy.deepcopy(config)
     cfg.num_return_sequences = 1
-    cfg.cache_implementation = "static" if check_mode(mode) in STATIC else None
+    cfg.cache_implementation = "static" if mode in STATIC else None
     cfg.disable_compile = mode != "compile"
     return cfg
 

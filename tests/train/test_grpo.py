@@ -188,6 +188,7 @@ def test_prepare_names_the_pool_tasks_whose_naive_implementation_fails(tmp_path)
 def test_pool_fits_keeps_only_tasks_whose_fastest_reply_fits_in_max_new_tokens(tmp_path, tiny):
     import transformers
 
+    from cudaperf.train.data import fastest_reply
     from cudaperf.train.grpo import fits_in, training_pool
 
     tok = transformers.AutoTokenizer.from_pretrained(tiny)
@@ -208,10 +209,3 @@ def test_pool_fits_keeps_only_tasks_whose_fastest_reply_fits_in_max_new_tokens(t
         training_pool(_opts(tmp_path, tiny, pool=None, pool_fits=True, max_new_tokens=2), tok)
     with pytest.raises(ValueError, match="tokenizer"):
         training_pool(_opts(tmp_path, tiny, pool_fits=True))
-
-
-def fastest_reply(task):
-    from cudaperf.refine.backends import weakest_first
-    from cudaperf.train.data import target_reply
-
-    return target_reply(task, weakest_first(task, held_out=False)[-1])

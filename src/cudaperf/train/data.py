@@ -42,6 +42,7 @@ __all__ = [
     "Holdout",
     "load_training_tasks",
     "split_training",
+    "fastest_reply",
     "sft_rows",
     "target_reply",
     "write_manifest",
@@ -144,6 +145,12 @@ def target_reply(task: Task, impl: Implementation) -> str:
 def _chosen(task: Task, targets: Targets) -> list[Implementation]:
     order = weakest_first(task, held_out=False)  # slowest first, visible configs only
     return order if targets == "all" else order[-1:]
+
+
+def fastest_reply(task: Task) -> str | None:
+    """The SFT target of `task` under `targets="fastest"` (None: no implementation)."""
+    best = _chosen(task, "fastest")
+    return target_reply(task, best[0]) if best else None
 
 
 def stored_feedback(task: Task, impl: Implementation, gpu: str | None = None) -> str | None:

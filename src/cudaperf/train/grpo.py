@@ -157,16 +157,14 @@ def choose_pool(hold, opts: GrpoOptions, tokenizer=None) -> list:
 
 
 def fits_in(task, tokenizer, max_new_tokens: int) -> bool:
-    """Whether `task`'s fastest implementation (visible configs' times), as the SFT reply
-    (`train.data.target_reply`) plus its end token, fits in `max_new_tokens` tokens."""
-    from cudaperf.refine.backends import weakest_first
-    from cudaperf.train.data import target_reply
+    """Whether `task`'s SFT target (`train.data.fastest_reply`) plus its end token fits in
+    `max_new_tokens` tokens."""
+    from cudaperf.train.data import fastest_reply
 
-    order = weakest_first(task, held_out=False)
-    if not order:
+    reply = fastest_reply(task)
+    if reply is None:
         return False
-    ids = tokenizer(target_reply(task, order[-1]), add_special_tokens=False)["input_ids"]
-    return len(ids) + 1 <= max_new_tokens
+    return len(tokenizer(reply, add_special_tokens=False)["input_ids"]) + 1 <= max_new_tokens
 
 
 def check_same_holdout(hold, opts: GrpoOptions) -> None:
