@@ -99,3 +99,52 @@ def test_infinities_must_match():
         g[1] = bad
         ok, _, _, msg = compare_outputs(w, g, 1e-5, 1e-5, 1e-2)
         assert not ok, bad
+
+
+def _case(g: "torch.Generator", kind: int):
+    w = torch.randn(1000, generator=g) * 3
+    got = w + torch.randn(1000, generator=g) * 1e-6
+    if kind == 1:
+        got[[17, 500, 999]] += 0.5  # a few elements outside, the first one in slice 2 of 7s
+    elif kind == 2:
+        got[400] = float("nan")
+    elif kind == 3:
+        w[3], got[3] = float("inf"), float("inf")  # the same infinity is fine
+    elif kind == 4:
+        w, got = w * 1e-7, torch.zeros(1000)  # small outputs: only the normwise bound fails
+    return w.reshape(10, 100), got.reshape(10, 100)
+
+
+@pytest.mark.parametrize("kind", range(5))
+@pytest.mark.parametrize("signed", [False, True])
+def test_sliced_comparison_gives_the_whole_comparisons_answer(kind, signed):
+    """Slices of 7 elements (every statistic crosses slice borders) and one slice of all of
+    them give the same verdict, errors and message, on two outputs at once."""
+    g = torch.Generator().manual_seed(kind)
+    w, got = _case(g, kind)
+    w2 = torch.rand(33, generator=g)
+    args = ([w2, w], [w2.clone(), got], 1e-5, 1e-5, 1e-2, signed)
+    whole = compare_outputs(*args, chunk=1 << 30)
+    sliced = compare_outputs(*args, chunk=7)
+    assert sliced[0] == whole[0] and sliced[3] == whole[3]
+    for a, b in zip(sliced[1:3], whole[1:3], strict=True):
+        assert a == b if b is None else a == pytest.approx(b, rel=1e-12)
+    assert whole[0] == (kind in (0, 3))
+    if kind == 1:
+        assert "3 of 1000 elements" in whole[3] and "flat index 17" in whole[3]
+
+
+def test_comparison_never_converts_a_whole_output_to_float64(monkeypatch):
+    """The float64 copies a comparison makes stay within one slice: at KernelBench's level-1
+    sizes (1.6e9 floats), whole-output float64 temporaries ran the H200 out of memory."""
+    sizes: list[int] = []
+    double = torch.Tensor.double
+
+    def spy(self, *a, **k):
+        sizes.append(self.numel())
+        return double(self, *a, **k)
+
+    monkeypatch.setattr(torch.Tensor, "double", spy)
+    w = torch.randn(4096)
+    ok, *_ = compare_outputs(w, w.clone(), 1e-5, 1e-5, 1e-2, signed=True, chunk=256)
+    assert ok and sizes and max(sizes) <= 256

@@ -86,13 +86,69 @@ def as_list(out: Any) -> list[torch.Tensor]:
     raise TypeError(f"forward returned {type(out).__name__}, expected a tensor or a tuple")
 
 
+# Elements per float64 slice of a comparison: a KernelBench level-1 output of 1.6e9 floats
+# compared whole in float64 took ~10 temporaries of 12 GiB each and ran the H200 out of memory;
+# slices of 2**24 elements keep the comparison's own memory near 1 GiB at any size.
+COMPARE_CHUNK = 1 << 24
+
+
+class _Errors:
+    """One output's error statistics, gathered slice by slice (`_errors`)."""
+
+    def __init__(self) -> None:
+        self.bad_nan = self.n_over = 0
+        self.max_abs = self.max_rel = self.sq_want = self.sq_diff = 0.0
+        self.first: tuple[int, float, float] | None = None  # flat index, got, expected
+
+
+def _slices(t: torch.Tensor, chunk: int):
+    flat = t.detach().reshape(-1)
+    for s in range(0, flat.numel(), chunk):
+        yield s, flat[s : s + chunk].double()
+
+
+def _rms_finite(w: torch.Tensor, chunk: int) -> float:
+    sq, n = 0.0, 0
+    for _, w64 in _slices(w, chunk):
+        fin = w64[torch.isfinite(w64)]
+        sq, n = sq + fin.square().sum().item(), n + fin.numel()
+    return (sq / n) ** 0.5 if n else 0.0
+
+
+def _errors(w, g, atol: float, rtol: float, signed: bool, chunk: int) -> _Errors:
+    """Everything `compare_outputs` judges one output by, in float64 slices of `chunk`
+    elements (the whole output is never converted at once)."""
+    e = _Errors()
+    floor = _rms_finite(w, chunk) if signed and w.numel() else 0.0
+    for (s, w64), (_, g64) in zip(_slices(w, chunk), _slices(g, chunk), strict=True):
+        e.bad_nan += int((~torch.isfinite(g64) & torch.isfinite(w64)).sum().item())
+        e.bad_nan += int((torch.isinf(w64) & (g64 != w64)).sum().item())  # the same infinity
+        diff = (g64 - w64).abs().nan_to_num(0.0)
+        e.max_abs = max(e.max_abs, diff.max().item())
+        e.max_rel = max(e.max_rel, (diff / w64.abs().clamp_min(max(atol, 1e-30))).max().item())
+        bound = w64.abs().nan_to_num(0.0)
+        if signed:
+            bound = bound.clamp_min(floor)
+        over = diff > atol + rtol * bound
+        n = int(over.sum().item())
+        if n and e.first is None:
+            i = int(over.nonzero()[0].item())
+            e.first = (s + i, g64[i].item(), w64[i].item())
+        e.n_over += n
+        e.sq_want += w64.nan_to_num(0.0).square().sum().item()
+        e.sq_diff += diff.square().sum().item()
+    return e
+
+
 def compare_outputs(
-    want: Any, got: Any, atol: float, rtol: float, normwise_rtol: float, signed: bool = False
-):
+    want: Any, got: Any, atol: float, rtol: float, normwise_rtol: float, signed: bool = False,
+    chunk: int = COMPARE_CHUNK,
+):  # fmt: skip
     """(correct, max_abs_err, max_rel_err, message) for a candidate's output. `signed`: the
     inputs separate functions, and each output's bound relative to the expected values has
     that output's RMS as its floor, as `execute.inputs.compare` has on the C path (sums cancel
-    on signed inputs; see that module's docstring)."""
+    on signed inputs; see that module's docstring). Compared in float64, `chunk` elements at
+    a time (`COMPARE_CHUNK`), so an output of any size costs the same little extra memory."""
     try:
         ws, gs = as_list(want), as_list(got)
     except TypeError as e:
@@ -110,50 +166,25 @@ def compare_outputs(
             )
         if g.dtype != w.dtype:
             return False, None, None, f"output {k} has dtype {g.dtype}, expected {w.dtype}"
-        w64, g64 = w.detach().double(), g.detach().double()
-        bad_nan = (~torch.isfinite(g64) & torch.isfinite(w64)).sum().item()
-        bad_nan += (torch.isinf(w64) & (g64 != w64)).sum().item()  # needs the same infinity
-        if bad_nan:
-            return (
-                False,
-                None,
-                None,
-                f"output {k} has {bad_nan} NaN/Inf values where the reference is finite (or "
-                "another infinity)",
-            )
-        diff = (g64 - w64).abs().nan_to_num(0.0)
-        max_abs = max(max_abs, diff.max().item() if diff.numel() else 0.0)
-        rel = diff / w64.abs().clamp_min(max(atol, 1e-30))
-        max_rel = max(max_rel, rel.max().item() if rel.numel() else 0.0)
-        bound = w64.abs().nan_to_num(0.0)
-        if signed and w64.numel():
-            fin = w64[torch.isfinite(w64)]
-            bound = bound.clamp_min(fin.square().mean().sqrt().item() if fin.numel() else 0.0)
-        over = diff > atol + rtol * bound
-        if over.any():
-            idx = int(over.flatten().nonzero()[0].item())
-            return (
-                False,
-                max_abs,
-                max_rel,
-                (
-                    f"output {k}: {int(over.sum().item())} of {w.numel()} elements outside "
-                    "tolerance; "
-                    f"first at flat index {idx}: got {g64.flatten()[idx].item():.6g}, "
-                    f"expected {w64.flatten()[idx].item():.6g}"
-                ),
-            )
-        wn = w64.nan_to_num(0.0).norm().item()
-        if wn > 0 and diff.norm().item() / wn > normwise_rtol:
-            return (
-                False,
-                max_abs,
-                max_rel,
-                (
-                    f"output {k}: normwise relative error {diff.norm().item() / wn:.3g} exceeds "
-                    f"{normwise_rtol:g} (the outputs are small; all-zero or constant results fail)"
-                ),
-            )
+        e = _errors(w, g, atol, rtol, signed, chunk)
+        if e.bad_nan:
+            return False, None, None, (
+                f"output {k} has {e.bad_nan} NaN/Inf values where the reference is finite (or "
+                "another infinity)"
+            )  # fmt: skip
+        max_abs, max_rel = max(max_abs, e.max_abs), max(max_rel, e.max_rel)
+        if e.first is not None:
+            idx, gv, wv = e.first
+            return False, max_abs, max_rel, (
+                f"output {k}: {e.n_over} of {w.numel()} elements outside tolerance; "
+                f"first at flat index {idx}: got {gv:.6g}, expected {wv:.6g}"
+            )  # fmt: skip
+        wn = e.sq_want**0.5
+        if wn > 0 and e.sq_diff**0.5 / wn > normwise_rtol:
+            return False, max_abs, max_rel, (
+                f"output {k}: normwise relative error {e.sq_diff**0.5 / wn:.3g} exceeds "
+                f"{normwise_rtol:g} (the outputs are small; all-zero or constant results fail)"
+            )  # fmt: skip
     return True, max_abs, max_rel, ""
 
 
