@@ -1,0 +1,102 @@
+"""Compare `cudaperf data measure` runs of one sample: statuses and times, pair by pair.
+
+    python bench/measure_compare.py DIR [--out FILE.json]
+
+DIR holds `measure_<run>.jsonl` from `bench/measure_before_after.sh` (runs `after`, `before`,
+`after2`). For each pair of runs: rows in both (task, implementation), statuses that differ,
+and per config the ratio of median event times (geomean, median, 5th/95th percentile of
+the ratios, and the share within 10%). `after` vs `after2` is the noise floor: `before` vs
+`after` is "the same within noise" when its spread is no wider than that. Prints a table;
+writes everything to --out (default DIR/compare.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+
+def load(path: Path) -> dict[tuple[str, str], dict]:
+    """The last row of each (task, implementation) in a results file."""
+    rows: dict[tuple[str, str], dict] = {}
+    for line in path.read_text().splitlines():
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut by a stopped run
+        rows[(r.get("task_id"), r.get("candidate_id"))] = r
+    return rows
+
+
+def times(row: dict) -> dict[str, float]:
+    out = {}
+    for c in row.get("configs") or []:
+        t = (c.get("timing") or {}).get("median_us")
+        if t and t > 0:
+            out[c["config"]] = float(t)
+    return out
+
+
+def _pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
+
+
+def compare(a: dict, b: dict) -> dict:
+    both = sorted(set(a) & set(b))
+    differ = [{"task": k[0], "impl": k[1], "a": a[k].get("status"), "b": b[k].get("status")}
+              for k in both if a[k].get("status") != b[k].get("status")]  # fmt: skip
+    ratios = []
+    for k in both:
+        ta, tb = times(a[k]), times(b[k])
+        ratios += [tb[c] / ta[c] for c in ta.keys() & tb.keys()]
+    out = {"pairs": len(both), "only_a": len(set(a) - set(b)), "only_b": len(set(b) - set(a)),
+           "status_differs": differ, "timed_configs": len(ratios)}  # fmt: skip
+    if ratios:
+        out |= {
+            "time_ratio_geomean": math.exp(statistics.fmean(math.log(r) for r in ratios)),
+            "time_ratio_median": statistics.median(ratios),
+            "time_ratio_p05": _pct(ratios, 0.05), "time_ratio_p95": _pct(ratios, 0.95),
+            "within_10pct": sum(0.9 <= r <= 1.1 for r in ratios) / len(ratios),
+        }  # fmt: skip
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dir", type=Path)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    runs = {
+        p.stem.removeprefix("measure_"): load(p) for p in sorted(args.dir.glob("measure_*.jsonl"))
+    }
+    if len(runs) < 2:
+        print(f"measure_compare: {args.dir} has {len(runs)} measure_*.jsonl files; need two or "
+              "more (run bench/measure_before_after.sh)", file=sys.stderr)  # fmt: skip
+        return 2
+    order = [r for r in ("after", "before", "after2") if r in runs] or sorted(runs)
+    pairs = [(x, y) for i, x in enumerate(order) for y in order[i + 1 :]]
+    comps = {f"{x} vs {y}": compare(runs[x], runs[y]) for x, y in pairs}
+    result = {"runs": {k: len(v) for k, v in runs.items()}, "comparisons": comps}
+    head = ("pair", "rows", "status≠", "configs", "geomean", "p05", "p95", "±10%")
+    print("{:<18} {:>5} {:>8} {:>8} {:>8} {:>6} {:>6} {:>6}".format(*head))
+    for name, c in comps.items():
+        g = c.get("time_ratio_geomean")
+        cols = ("-", "-", "-", "-")
+        if g:
+            cols = (f"{g:.3f}", f"{c['time_ratio_p05']:.2f}", f"{c['time_ratio_p95']:.2f}",
+                    f"{c['within_10pct']:.0%}")  # fmt: skip
+        row = (name, c["pairs"], len(c["status_differs"]), c["timed_configs"], *cols)
+        print("{:<18} {:>5} {:>8} {:>8} {:>8} {:>6} {:>6} {:>6}".format(*row))
+    out = args.out or args.dir / "compare.json"
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
