@@ -112,10 +112,12 @@ def _case(g: "torch.Generator", kind: int):
         w[3], got[3] = float("inf"), float("inf")  # the same infinity is fine
     elif kind == 4:
         w, got = w * 1e-7, torch.zeros(1000)  # small outputs: only the normwise bound fails
+    elif kind == 5:
+        w[40], got[40] = float("nan"), float("nan")  # a NaN in the reference: max_rel ignores it
     return w.reshape(10, 100), got.reshape(10, 100)
 
 
-@pytest.mark.parametrize("kind", range(5))
+@pytest.mark.parametrize("kind", range(6))
 @pytest.mark.parametrize("signed", [False, True])
 def test_sliced_comparison_gives_the_whole_comparisons_answer(kind, signed):
     """Slices of 7 elements (every statistic crosses slice borders) and one slice of all of
@@ -129,7 +131,7 @@ def test_sliced_comparison_gives_the_whole_comparisons_answer(kind, signed):
     assert sliced[0] == whole[0] and sliced[3] == whole[3]
     for a, b in zip(sliced[1:3], whole[1:3], strict=True):
         assert a == b if b is None else a == pytest.approx(b, rel=1e-12)
-    assert whole[0] == (kind in (0, 3))
+    assert whole[0] == (kind in (0, 3, 5))
     if kind == 1:
         assert "3 of 1000 elements" in whole[3] and "flat index 17" in whole[3]
 

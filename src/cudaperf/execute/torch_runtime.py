@@ -124,18 +124,16 @@ def _errors(w, g, atol: float, rtol: float, signed: bool, chunk: int) -> _Errors
         e.bad_nan += int((~torch.isfinite(g64) & torch.isfinite(w64)).sum().item())
         e.bad_nan += int((torch.isinf(w64) & (g64 != w64)).sum().item())  # the same infinity
         diff = (g64 - w64).abs().nan_to_num(0.0)
+        wabs = w64.abs().nan_to_num(0.0)  # a NaN the reference has counts as 0 everywhere
         e.max_abs = max(e.max_abs, diff.max().item())
-        e.max_rel = max(e.max_rel, (diff / w64.abs().clamp_min(max(atol, 1e-30))).max().item())
-        bound = w64.abs().nan_to_num(0.0)
-        if signed:
-            bound = bound.clamp_min(floor)
-        over = diff > atol + rtol * bound
+        e.max_rel = max(e.max_rel, (diff / wabs.clamp_min(max(atol, 1e-30))).max().item())
+        over = diff > atol + rtol * (wabs.clamp_min(floor) if signed else wabs)
         n = int(over.sum().item())
         if n and e.first is None:
             i = int(over.nonzero()[0].item())
             e.first = (s + i, g64[i].item(), w64[i].item())
         e.n_over += n
-        e.sq_want += w64.nan_to_num(0.0).square().sum().item()
+        e.sq_want += wabs.square().sum().item()
         e.sq_diff += diff.square().sum().item()
     return e
 
