@@ -105,19 +105,6 @@ def test_unconfined_worker_control_escapes(rig, escape_targets):
     assert (escape_targets / "pwned").exists()
 
 
-def test_worker_and_prebuild_agree_on_the_arch_list():
-    from cudaperf.execute.sandbox import worker_env
-    from cudaperf.execute.torch_build import torch_arch_list
-
-    assert torch_arch_list("sm_90", {}) == "9.0" and torch_arch_list("sm_90a", {}) == "9.0a"
-    assert torch_arch_list("sm_100", {}) == "10.0"
-    env = {"TORCH_CUDA_ARCH_LIST": "9.0a"}
-    assert torch_arch_list("sm_90", env) == "9.0a"  # the GPU machine's own value wins
-    assert worker_env(dict(env), 0, "sm_90")["TORCH_CUDA_ARCH_LIST"] == "9.0a"
-    assert worker_env({}, 1, "sm_90a") == {"CUDA_VISIBLE_DEVICES": "1", "TORCH_CUDA_ARCH_LIST":
-                                           torch_arch_list("sm_90a", {})}  # fmt: skip
-
-
 @needs_ns
 def test_job_files_are_staged_into_the_worker_s_private_view_and_back(cpu_config):
     cfg = replace(cpu_config, compile_only=None)

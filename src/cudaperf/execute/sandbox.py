@@ -1,6 +1,7 @@
 """`WorkerHandle`: one sandboxed worker process for one GPU, restarted after any fault.
 
-The parent talks to `cudaperf.execute.worker` over two pipes (JSON lines). A request that
+The parent talks to `cudaperf.execute.worker` over two pipes (JSON lines), as a
+`supervise.LineChild` in its own session. A request that
 gets no reply within its timeout kills the worker's whole process group (TIMEOUT); a worker
 that dies mid-request (segfault, exit(), file-size or CPU limit) is reported from its exit
 signal (RUNTIME_ERROR); in both cases the next request starts a fresh worker. Replies that
@@ -27,8 +28,6 @@ import logging
 import os
 import select
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,22 +35,11 @@ from pathlib import Path
 
 from cudaperf.execute import baseline_job, confine
 from cudaperf.execute.config import EvalConfig
-from cudaperf.execute.torch_build import torch_arch_list
+from cudaperf.execute.supervise import LineChild, death_message, gpu_env
 
 log = logging.getLogger(__name__)
 
 __all__ = ["WorkerHandle"]
-
-_SIGNALS = {
-    signal.SIGSEGV: "the host code crashed (segmentation fault)",
-    signal.SIGBUS: "the host code crashed (bus error)",
-    signal.SIGFPE: "the host code crashed (arithmetic exception)",
-    signal.SIGABRT: "the process aborted (abort() or a failed assertion)",
-    signal.SIGILL: "the host code executed an illegal instruction",
-    signal.SIGXFSZ: "the candidate wrote more than the output limit of {mb} MiB",
-    signal.SIGXCPU: "the candidate used more than the CPU-time limit",
-    signal.SIGKILL: "the worker was killed (out of host memory?)",
-}
 
 
 class WorkerHandle:
@@ -65,12 +53,12 @@ class WorkerHandle:
         self.config = config
         self.python = python
         self.arch = arch or config.arch  # nvcc arch of the prebuilds (TORCH_CUDA_ARCH_LIST)
-        self.proc: subprocess.Popen | None = None
+        self.child: LineChild | None = None  # the current worker process
+        self.proc = None  # its Popen (None: no live worker)
         self.jobs = 0  # requests served by the current process
         self.restarts = 0  # processes started so far minus one
         self.limits: dict = {}  # what the worker could apply (from its ready line)
         self.protections: dict = {}  # confine.Protections of the current worker, as a dict
-        self._buf = b""
         self._views: dict[str, int] = {}  # private path -> O_PATH fd of the worker's tmpfs
         self._staged: list[str] = []  # staged paths (private view) to remove after the job
         self.tainted = False  # the current process has been sent candidate code
@@ -95,38 +83,43 @@ class WorkerHandle:
         )
 
     def _start(self) -> None:
-        r1, w1 = os.pipe()
-        r2, w2 = os.pipe()
-        env = worker_env(dict(os.environ), self.gpu, self.arch)
+        env = gpu_env(dict(os.environ), self.gpu, self.arch)
         policy = self.policy()
         limits = {
             "max_output_mb": self.config.max_output_mb,
             "max_open_files": self.config.max_open_files,
             "isolate_network": self.config.isolate_network and policy is None,
         }
-        target = ["-m", "cudaperf.execute.worker", str(r1), str(w2), json.dumps(limits)]
         rr, rw = os.pipe() if policy else (-1, -1)
-        cmd = confine.command(policy, target, rw) if policy else [self.python, *target]
+
+        def command(rfd: int, wfd: int) -> list[str]:
+            target = ["-m", "cudaperf.execute.worker", str(rfd), str(wfd), json.dumps(limits)]
+            if policy is None:
+                return [self.python, *target]
+            return [self.python, *confine.command(policy, target, rw)[1:]]
+
         if policy:
-            cmd[0] = self.python
             env.setdefault("TRITON_CACHE_DIR", "/tmp/.triton")  # home is read-only in there
             env.setdefault("TORCHINDUCTOR_CACHE_DIR", "/tmp/.inductor")
         logdir = self.config.cache_dir / "workers"
         logdir.mkdir(parents=True, exist_ok=True)
-        with open(logdir / f"worker-{os.getpid()}-{self.gpu}.log", "ab") as errf:
-            self.proc = subprocess.Popen(
-                cmd, pass_fds=(r1, w2, *([rw] if policy else [])), env=env,
-                stdin=subprocess.DEVNULL, stdout=errf, stderr=errf, start_new_session=True,
-            )  # fmt: skip
-        for fd in (r1, w2, *([rw] if policy else [])):
-            os.close(fd)
-        self._wf = os.fdopen(w1, "w")
-        self._rfd, self._buf, self.jobs, self.tainted = r2, b"", 0, False
+        log_path = logdir / f"worker-{os.getpid()}-{self.gpu}.log"
+        try:
+            self.child = LineChild(command, env, log_path, pass_fds=(rw,) if policy else ())
+        except BaseException:
+            if policy:
+                os.close(rr)
+            raise
+        finally:
+            if policy:
+                os.close(rw)
+        self.proc = self.child.proc
+        self.jobs, self.tainted = 0, False
         if policy:
             self._read_protections(rr)
         else:
             self.protections = {"active": [], "missing": {"all": "isolate_files is off"}}
-        ready = self._readline(time.monotonic() + 120)
+        ready = self.child.readline(time.monotonic() + 120)
         if ready is None:
             raise RuntimeError(f"worker failed to start: {self._death()}")
         self.limits = json.loads(ready).get("limits", {})
@@ -196,53 +189,24 @@ class WorkerHandle:
                 log.warning("unstaging %s from the worker failed: %s", src, e)
         self._staged = []
 
-    def _readline(self, deadline: float) -> str | None:
-        """One reply line, or None on EOF; raises TimeoutError past the deadline."""
-        while b"\n" not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            ready, _, _ = select.select([self._rfd], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(self._rfd, 1 << 16)
-            if not chunk:
-                return None
-            self._buf += chunk
-        line, self._buf = self._buf.split(b"\n", 1)
-        return line.decode()
-
     def _death(self) -> str:
-        assert self.proc is not None
-        try:
-            rc = self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
+        rc = self.child.exit_status(10)
+        if rc is None:
             self.kill()
-            rc = self.proc.returncode
-        if rc is not None and rc < 0:
-            sig = signal.Signals(-rc)
-            return _SIGNALS.get(sig, f"the worker died from {sig.name}").format(
-                mb=self.config.max_output_mb
-            )
-        return f"the process exited with code {rc} (exit() called in the candidate?)"
+            rc = self.child.proc.returncode
+        return death_message(rc, "the candidate's process", self.config.max_output_mb)
 
     def kill(self) -> None:
         """Kill the worker's process group (idempotent)."""
         if self.proc is None:
             return
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
+        self.child.kill()
         self._close()
 
     def _close(self) -> None:
-        closers = [lambda: self._wf.close(), lambda: os.close(self._rfd)]
-        closers += [lambda fd=fd: os.close(fd) for fd in self._views.values()]
-        for f in closers:
+        for fd in self._views.values():
             try:
-                f()
+                os.close(fd)
             except OSError:
                 pass
         self._views = {}
@@ -313,16 +277,12 @@ class WorkerHandle:
         prot = dict(self.protections)  # what this request's candidate ran under (every path)
         self._stage(req)
         try:
-            self._wf.write(json.dumps(req) + "\n")
-            self._wf.flush()
-            line = self._readline(time.monotonic() + timeout)
+            line = self.child.readline(time.monotonic() + timeout) if self.child.send(req) else None
         except TimeoutError:
             self._unstage(req)
             self.kill()
             msg = f"no result within {timeout:.0f} s"
             return {"status": "timeout", "message": msg, "configs": [], "protections": prot}
-        except BrokenPipeError:
-            line = None
         self._unstage(req)
         if line is None:
             msg = self._death()
@@ -338,16 +298,6 @@ class WorkerHandle:
 
     def close(self) -> None:
         self.kill()
-
-
-def worker_env(env: dict[str, str], gpu: int | None, arch: str | None) -> dict[str, str]:
-    """The worker's environment: its GPU, and the TORCH_CUDA_ARCH_LIST the prebuild used (so
-    torch finds a load_inline build up to date instead of rebuilding it in the worker)."""
-    if gpu is not None:
-        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
-    if arch is not None or "TORCH_CUDA_ARCH_LIST" in env:
-        env["TORCH_CUDA_ARCH_LIST"] = torch_arch_list(arch or "sm_90", env)
-    return env
 
 
 def read_log(workdir: Path, limit: int) -> str:

@@ -13,7 +13,7 @@ Both run in parallel over CPU cores (the evaluator's build pool), never on a GPU
 The load_inline subprocess runs the candidate's module-level code, so it is confined
 (`confine`): private /tmp and /dev/shm, the evaluator's cache dir hidden except this
 candidate's extension folder, the rest read-only, no network. Its `TORCH_CUDA_ARCH_LIST` is
-`torch_arch_list`, the same value the GPU worker gets (`sandbox.worker_env`): a different one
+`torch_arch_list`, the same value the GPU worker gets (`supervise.gpu_env`): a different one
 changes the nvcc flags in build.ninja and torch rebuilds the extension inside the worker.
 """
 

@@ -15,25 +15,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 from typing import Any
+
+from cudaperf.execute.supervise import death_message
 
 __all__ = ["CandidateProcess", "ChildError", "take_child"]
 
 log = logging.getLogger(__name__)
 
 _MAX_REPLY = 1 << 20  # bytes; a reply is metadata and numbers, never tensors
-_DIED = {
-    signal.SIGSEGV: "the candidate's host code crashed (segmentation fault)",
-    signal.SIGBUS: "the candidate's host code crashed (bus error)",
-    signal.SIGFPE: "the candidate's host code crashed (arithmetic exception)",
-    signal.SIGABRT: "the candidate's process aborted (abort() or a failed assertion)",
-    signal.SIGILL: "the candidate's host code executed an illegal instruction",
-    signal.SIGXFSZ: "the candidate wrote more than the output limit",
-    signal.SIGXCPU: "the candidate used more than the CPU-time limit",
-    signal.SIGKILL: "the candidate's process was killed (out of host memory?)",
-}
-
 _spare: CandidateProcess | None = None
 
 
@@ -88,13 +78,7 @@ class CandidateProcess:
 
     def _death(self) -> str:
         self.proc.join(10)
-        rc = self.proc.exitcode
-        if rc is None:
-            return "the candidate's process stopped answering"
-        if rc < 0:
-            sig = signal.Signals(-rc)
-            return _DIED.get(sig, f"the candidate's process died from {sig.name}")
-        return f"the candidate's process exited with code {rc} (exit() called in the candidate?)"
+        return death_message(self.proc.exitcode, "the candidate's process")
 
     def alive(self) -> bool:
         return self.proc.is_alive()

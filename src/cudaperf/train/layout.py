@@ -1,10 +1,11 @@
 """Where a GRPO run generates, trains and times: its GPU layout, and the evaluator it scores with.
 
 GPU numbers are nvidia-smi's indices, the ones `--eval-gpus` names and the evaluator binds its
-workers to (each worker starts with CUDA_VISIBLE_DEVICES=<index>, `execute.sandbox.worker_env`).
+workers to (each worker starts with CUDA_VISIBLE_DEVICES=<index>, `execute.supervise.gpu_env`).
 A training process's own GPU is its torch device mapped through the CUDA_VISIBLE_DEVICES it
 started with (`physical_gpu`). nvidia-smi numbers GPUs in PCI order and CUDA, by default,
-fastest first: on a machine of different GPUs set CUDA_DEVICE_ORDER=PCI_BUS_ID so both agree.
+fastest first: the evaluator's children are started with CUDA_DEVICE_ORDER=PCI_BUS_ID; on a
+machine of different GPUs set it for the training process too, so both agree.
 
 `plan_layout` decides, and refuses what would let timing run next to other GPU work:
 

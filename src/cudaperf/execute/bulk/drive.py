@@ -1,7 +1,8 @@
 """One GPU's share of `cudaperf data measure`: the runner process and the task loop around it.
 
-`GpuDriver` owns one `runner` process bound to one GPU (CUDA_VISIBLE_DEVICES). For
-each task it sends the implementations still to run and reads events with a timeout. When the
+`GpuDriver` owns one `runner` process bound to one GPU (`supervise.gpu_env`), a
+`supervise.LineChild` in its own session. For each task it sends the implementations still to
+run and reads events with a timeout. When the
 runner reports a CUDA error, dies (exit code, signal) or goes silent for `run_timeout_s`, the
 implementation it was running gets `runtime_error` or `timeout`, the runner is replaced, and
 the task is sent again without that implementation (partial results of the others are
@@ -15,12 +16,9 @@ library, runs it, writes the rows and deletes the task's scratch folder.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import queue
 import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -29,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from cudaperf.execute.supervise import LineChild, death_message, gpu_env
 from cudaperf.execute.types import ConfigResult, Status
 from cudaperf.tasks.model import Implementation, Task
 
@@ -61,8 +60,7 @@ class GpuDriver:
         self.start_timeout_s = start_timeout_s
         self.log_path = log_path
         self.max_tasks = max_tasks
-        self.proc: subprocess.Popen | None = None
-        self.events: queue.Queue = queue.Queue()
+        self.proc: LineChild | None = None
         self.device_name = ""
         self.tasks_on_runner = 0
         self.starts = 0
@@ -71,17 +69,13 @@ class GpuDriver:
     # ---- process ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        env = dict(os.environ)
-        if self.gpu is not None:  # nvidia-smi's index: make CUDA number the GPUs the same way
-            env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-            env["CUDA_VISIBLE_DEVICES"] = str(self.gpu)
-        cmd = [sys.executable, "-m", "cudaperf.execute.bulk.runner", self.runtime_lib,
-               str(self.log_path)]  # fmt: skip
-        self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, text=True, env=env
-        )
-        self.events = queue.Queue()
-        threading.Thread(target=self._read, args=(self.proc, self.events), daemon=True).start()
+        env = gpu_env(dict(os.environ), self.gpu)
+
+        def command(rfd: int, wfd: int) -> list[str]:
+            return [sys.executable, "-m", "cudaperf.execute.bulk.runner", str(rfd), str(wfd),
+                    self.runtime_lib, str(self.log_path)]  # fmt: skip
+
+        self.proc = LineChild(command, env, self.log_path)
         self.starts += 1
         self.tasks_on_runner = 0
         ev = self._next(self.start_timeout_s)
@@ -93,46 +87,24 @@ class GpuDriver:
             )
         self.device_name = ev.get("gpu", "")
 
-    @staticmethod
-    def _read(proc: subprocess.Popen, q: queue.Queue) -> None:
-        for line in proc.stdout:  # type: ignore[union-attr]
-            try:
-                q.put(json.loads(line))
-            except json.JSONDecodeError:
-                log.warning("runner wrote a non-JSON line: %r", line[:200])
-        q.put(None)  # EOF
-
     def _next(self, timeout: float) -> dict | None:
         """The next event; None at EOF; {"ev": "timeout"} after `timeout` seconds."""
         try:
-            return self.events.get(timeout=timeout)
-        except queue.Empty:
+            return self.proc.read_json(time.monotonic() + timeout)  # type: ignore[union-attr]
+        except TimeoutError:
             return {"ev": "timeout"}
 
     def stop(self, kill: bool = False) -> None:
+        """End the runner: asked to exit (up to 30 s) unless `kill`, then its process group
+        is killed."""
         p, self.proc = self.proc, None
-        if p is None:
-            return
-        if not kill and p.poll() is None:
-            try:
-                p.stdin.write(json.dumps({"op": "exit"}) + "\n")  # type: ignore[union-attr]
-                p.stdin.flush()  # type: ignore[union-attr]
-                p.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+        if p is not None:
+            p.stop(None if kill else {"op": "exit"}, grace_s=30.0)
 
     def _exit_note(self) -> str:
         p = self.proc
-        if p is None:
-            return ""
-        try:
-            rc = p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            return ""
-        return f" (runner exit code {rc})" if rc else ""
+        rc = p.exit_status(5) if p is not None else None
+        return f" ({death_message(rc, 'the runner')})" if rc else ""
 
     # ---- tasks -----------------------------------------------------------------------------
 
@@ -171,10 +143,7 @@ class GpuDriver:
             "settings": self.settings,
         }
         partial = {im.id: Outcome(Status.OK, []) for im, _, _ in remaining}
-        try:
-            self.proc.stdin.write(json.dumps(req) + "\n")  # type: ignore[union-attr]
-            self.proc.stdin.flush()  # type: ignore[union-attr]
-        except OSError:
+        if not self.proc.send(req):  # type: ignore[union-attr]
             self.stop(kill=True)
             return remaining
         current: tuple[str, str] | None = None

@@ -1,12 +1,13 @@
 """The GPU runner of `cudaperf data measure`: one process per GPU, many implementations each.
 
-Started as `python -m cudaperf.execute.bulk.runner RUNTIME_LIB` with CUDA_VISIBLE_DEVICES
-naming one GPU. It reads one JSON request per line on stdin (a task, its implementations'
-batch libraries, its prepared configs, the settings) and writes JSON events on its original
-stdout; its fds 1 and 2 are then pointed at a log file, so nothing an implementation prints
-reaches the protocol. Events: `ready` (device name), `begin` (implementation, config) before
-each implementation runs, `result` (one ConfigResult), `done` (task finished), `fatal` (an
-error outside any implementation's call: the task's remaining work is an infra error).
+Started by `bulk.drive.GpuDriver` (a `supervise.LineChild`) as
+`python -m cudaperf.execute.bulk.runner RFD WFD RUNTIME_LIB` with CUDA_VISIBLE_DEVICES naming
+one GPU. It reads one JSON request per line from fd RFD (a task, its implementations' batch
+libraries, its prepared configs, the settings) and writes JSON events to fd WFD; its stdout and
+stderr are a log file, so nothing an implementation prints reaches the protocol. Events:
+`ready` (device name), `begin` (implementation, config) before each implementation runs,
+`result` (one ConfigResult), `done` (task finished), `fatal` (an error outside any
+implementation's call: the task's remaining work is an infra error).
 
 Per task and config: the prepared inputs are uploaded once ("pristine") and the expected
 outputs once. Per implementation: pristine in/inout arrays are copied device-to-device into
@@ -273,36 +274,33 @@ class Runner:
 
 
 def main(argv: list[str]) -> int:
-    proto = os.fdopen(os.dup(1), "w")
-    log_path = argv[1] if len(argv) > 1 else os.devnull
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
+    rfd, wfd, lib = int(argv[0]), int(argv[1]), argv[2]
+    proto = os.fdopen(wfd, "w")
 
     def emit(ev: dict) -> None:
         proto.write(json.dumps(ev) + "\n")
         proto.flush()
 
     try:
-        runner = Runner(argv[0], emit)
+        runner = Runner(lib, emit)
     except Exception as e:  # noqa: BLE001 - the orchestrator must hear why
         emit({"ev": "fatal", "message": f"runner start-up failed: {type(e).__name__}: {e}"})
         return 1
     emit({"ev": "ready", "gpu": runner.name, "total_mem": runner.total_mem, "pid": os.getpid()})
-    for line in sys.stdin:
-        req = json.loads(line)
-        if req.get("op") == "exit":
-            break
-        try:
-            keep = runner.run_task(req)
-        except Exception as e:  # noqa: BLE001 - reported, then a fresh runner takes over
-            emit({"ev": "fatal", "message": f"{type(e).__name__}: {e}"})
-            return 1
-        if not keep:
-            return 0
-        libc = ctypes.CDLL(None)
-        libc.fflush(None)
+    with os.fdopen(rfd, "r") as requests:
+        for line in requests:
+            req = json.loads(line)
+            if req.get("op") == "exit":
+                break
+            try:
+                keep = runner.run_task(req)
+            except Exception as e:  # noqa: BLE001 - reported, then a fresh runner takes over
+                emit({"ev": "fatal", "message": f"{type(e).__name__}: {e}"})
+                return 1
+            if not keep:
+                return 0
+            libc = ctypes.CDLL(None)
+            libc.fflush(None)
     return 0
 
 
