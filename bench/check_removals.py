@@ -181,10 +181,10 @@ M = [
     ),
     (
         "held-out timing feedback",
-        "src/cudaperf/execute/results.py",
+        "src/cudaperf/execute/feedback.py",
         "timed = [c for c in configs if c.timing is not None and not c.held_out]",
         "timed = [c for c in configs if c.timing is not None]",
-        "tests/execute/test_results.py",
+        "tests/execute/test_feedback.py",
     ),
     (
         "worker error asks for restart",

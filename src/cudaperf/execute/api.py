@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from cudaperf.execute.config import EvalConfig
+from cudaperf.execute.feedback import timing_feedback
 from cudaperf.execute.pool import Backend, Job, LocalBackend
-from cudaperf.execute.results import JsonlWriter, done_keys, timing_feedback
+from cudaperf.execute.results import JsonlWriter, done_keys
 from cudaperf.execute.types import Candidate, ExecResult, geomean
 from cudaperf.tasks.model import Task
 

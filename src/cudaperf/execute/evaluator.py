@@ -27,6 +27,7 @@ from cudaperf.execute.build import (
     toolchain_versions,
 )
 from cudaperf.execute.config import EvalConfig
+from cudaperf.execute.feedback import redact_held_out, status_feedback, timing_feedback
 from cudaperf.execute.protocol import (
     JobReply,
     MalformedMessage,
@@ -34,13 +35,7 @@ from cudaperf.execute.protocol import (
     TorchRequest,
     parse_reply,
 )
-from cudaperf.execute.results import (
-    ResultCache,
-    redact_held_out,
-    result_key,
-    timing_feedback,
-    truncate,
-)
+from cudaperf.execute.results import ResultCache, result_key, truncate
 from cudaperf.execute.sandbox import read_log
 from cudaperf.execute.types import (
     SPEEDUPS,
@@ -63,7 +58,6 @@ __all__ = [
     "Prepared",
     "detect_env",
     "reference_names",
-    "status_feedback",
     "torch_speedups",
 ]
 
@@ -349,22 +343,3 @@ def _torch_has_cuda() -> bool:
     except ImportError:
         return False
     return torch.version.cuda is not None
-
-
-def status_feedback(status: Status, configs: list[ConfigResult], runtime: str) -> list[str]:
-    """The first thing a model should fix, naming the config and by how much."""
-    if status is Status.OK:
-        return [f"correct on all {len(configs)} configs (held-out included)"]
-    bad = next((c for c in configs if c.message), None)
-    where = f" on config {bad.config}" if bad else ""
-    if status is Status.WRONG_OUTPUT and bad:
-        return [f"wrong output{where}: {bad.message}"]
-    if status is Status.TIMEOUT:
-        return [
-            f"timeout{where}: {runtime or 'the run did not finish in time'} (hang or deadlock?)"
-        ]
-    if status is Status.REJECTED and bad:
-        return [f"rejected{where}: {bad.message}"]
-    if status is Status.RUNTIME_ERROR:
-        return [f"runtime error{where}: {(bad.message if bad else '') or runtime}"]
-    return [f"{status.value}: {runtime}"]

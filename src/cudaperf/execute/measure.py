@@ -7,7 +7,7 @@ wall-clock cross-check (work that escapes the timing events is rejected) and a r
 (a time implying more input bytes per second than `max_bandwidth_gbs` is rejected). Every
 config is checked, held-out ones included; after a wrong output the remaining configs are
 still checked but not timed. A CUDA error stops the job and asks for a worker restart.
-A held-out config's message has its numbers redacted (`results.redact_sizes`). The escape
+A held-out config's message has its numbers redacted (`feedback.redact_sizes`). The escape
 bound uses the harness's own measured timing overhead (an empty timed call).
 
 References: the input sets a job needs that the worker has not cached yet (every config's set
@@ -38,10 +38,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from cudaperf.execute.feedback import redact_sizes
 from cudaperf.execute.harness import IN_NO_DOWNLOAD, ROLE_CODES, RUN_SYMBOL
 from cudaperf.execute.inputs import compare, reference_finite, run_reference, time_reference
 from cudaperf.execute.protocol import JobReply, RunRequest
-from cudaperf.execute.results import redact_sizes
 from cudaperf.execute.sanity import escape_message, roofline_message
 from cudaperf.execute.types import ConfigResult, Status, Timing
 from cudaperf.tasks.inputs import make_inputs

@@ -1,4 +1,4 @@
-"""Result cache, incremental JSONL output, and the feedback text a model reads.
+"""Result cache and incremental JSONL output (the feedback text is `execute.feedback`).
 
 The result cache is one JSON file per key under `<cache_dir>/results/`; the key hashes the
 candidate hash, the task id and content hash, the result-changing settings, the GPU name and
@@ -11,15 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import threading
 from pathlib import Path
 
-from cudaperf.execute.types import ConfigResult, ExecResult, Status
+from cudaperf.execute.types import ExecResult, Status
 
 __all__ = [
-    "ResultCache", "JsonlWriter", "done_keys", "redact_held_out", "redact_sizes", "result_key",
-    "timing_feedback", "truncate",
+    "ResultCache", "JsonlWriter", "done_keys", "result_key", "truncate",
 ]  # fmt: skip
 
 
@@ -103,59 +101,3 @@ def truncate(text: str, limit: int) -> str:
         return text
     half = limit // 2
     return f"{text[:half]}\n[... {len(text) - limit} characters cut ...]\n{text[-half:]}"
-
-
-def timing_feedback(configs: list[ConfigResult]) -> list[str]:
-    """Where the time went: per config time, speedups, and the dominant config. Held-out
-    configs are left out (a time gives a size away as well as an element count does)."""
-    timed = [c for c in configs if c.timing is not None and not c.held_out]
-    if not timed:
-        return []
-    parts = []
-    for c in timed:
-        s = f"{c.config}: {c.timing.median_us:.1f} us"
-        if c.naive_timing:
-            s += f" ({c.naive_timing.median_us / c.timing.median_us:.2f}x vs naive CUDA"
-            s += (
-                f", {c.cpu_timing.median_us / c.timing.median_us:.1f}x vs CPU)"
-                if c.cpu_timing
-                else ")"
-            )
-        elif c.cpu_timing:
-            s += f" ({c.cpu_timing.median_us / c.timing.median_us:.1f}x vs CPU)"
-        parts.append(s)
-    msgs = ["time per config: " + "; ".join(parts)]
-    slow = [c for c in timed if c.naive_timing and c.timing.median_us > c.naive_timing.median_us]
-    if slow:
-        msgs.append(f"slower than the naive CUDA version on: {', '.join(c.config for c in slow)}")
-    spread = [c for c in timed if c.timing.iqr_us > 0.2 * c.timing.median_us]
-    if spread:
-        msgs.append(
-            f"timing is noisy (IQR > 20% of median) on: {', '.join(c.config for c in spread)}"
-        )
-    return msgs
-
-
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d_]*(?:\.\d*)?(?:[eE][-+]?\d+)?(?![\w])")
-
-
-def redact_sizes(message: str) -> str:
-    """A held-out config's message without its numbers: element counts, indices, shapes and
-    values all give its size away ("1 of 5000011 elements"). Names such as float32 are kept.
-    Guaranteed: no run of digits outside a word is left."""
-    return _NUMBER.sub("#", message)
-
-
-def redact_held_out(configs: list[ConfigResult], message: str) -> tuple[list[ConfigResult], str]:
-    """The one place held-out configs lose their sizes, for every track (`Evaluator.finish`):
-    each held-out config's message through `redact_sizes`, and that message wherever it is
-    quoted in the run's `message` (which feedback and the runtime log repeat). Guaranteed: no
-    held-out config's message reaches a result with a digit outside a word."""
-    out = []
-    for c in configs:
-        if c.held_out and c.message:
-            red = redact_sizes(c.message)
-            message = message.replace(c.message, red)
-            c = c.model_copy(update={"message": red})
-        out.append(c)
-    return out, message

@@ -47,8 +47,8 @@ import time
 import torch
 
 from cudaperf.execute import torch_runtime as rt
+from cudaperf.execute.feedback import redact_sizes
 from cudaperf.execute.protocol import BaselinesRequest, ChildJob, JobReply, TorchRequest
-from cudaperf.execute.results import redact_sizes
 from cudaperf.execute.sanity import escape_message, outside_clock_message, roofline_message
 from cudaperf.execute.torch_baselines import baselines, device_id
 from cudaperf.execute.torch_proc import CandidateProcess, ChildError, take_child

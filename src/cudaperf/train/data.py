@@ -161,7 +161,7 @@ def stored_feedback(task: Task, impl: Implementation, gpu: str | None = None) ->
     findings (the analyzer is not run). None when `impl` has no measurement on a visible
     config."""
     from cudaperf.execute.api import naive_implementation
-    from cudaperf.execute.results import timing_feedback
+    from cudaperf.execute.feedback import timing_feedback
     from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, Timing, geomean
     from cudaperf.refine.feedback import render_feedback
     from cudaperf.reward.extract import Extraction

@@ -22,8 +22,8 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from cudaperf.execute.evaluator import status_feedback
-from cudaperf.execute.results import timing_feedback, truncate
+from cudaperf.execute.feedback import status_feedback, timing_feedback
+from cudaperf.execute.results import truncate
 from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, geomean
 from cudaperf.tasks.measurements import BULK_PROTOCOL
 from cudaperf.tasks.model import Implementation, Task, TaskKind

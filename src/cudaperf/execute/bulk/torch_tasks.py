@@ -72,8 +72,9 @@ from typing import Any
 from cudaperf.execute import torch_build, torch_static
 from cudaperf.execute.build import detect_gpus, first_error, toolchain_versions
 from cudaperf.execute.config import EvalConfig
-from cudaperf.execute.evaluator import reference_names, status_feedback, torch_speedups
-from cudaperf.execute.results import timing_feedback, truncate
+from cudaperf.execute.evaluator import reference_names, torch_speedups
+from cudaperf.execute.feedback import status_feedback, timing_feedback
+from cudaperf.execute.results import truncate
 from cudaperf.execute.sanity import escape_message, roofline_message
 from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Severity, Status, Timing
 from cudaperf.tasks.measurements import BULK_PROTOCOL

@@ -1,4 +1,4 @@
-from cudaperf.execute.results import redact_sizes, timing_feedback
+from cudaperf.execute.feedback import redact_sizes, timing_feedback
 from cudaperf.execute.types import ConfigResult, Timing
 
 
