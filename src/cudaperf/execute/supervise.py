@@ -26,11 +26,12 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["LineChild", "death_message", "gpu_env"]
+__all__ = ["LineChild", "death_message", "exit_with_parent", "gpu_env"]
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,30 @@ def gpu_env(env: dict[str, str], gpu: int | None, arch: str | None = None) -> di
 
         env["TORCH_CUDA_ARCH_LIST"] = torch_arch_list(arch or "sm_90", env)
     return env
+
+
+def exit_with_parent(request_fd: int, every_s: float = 0.5) -> threading.Thread:
+    """In a `LineChild`: kill this child's whole process group once the parent is gone.
+
+    A child runs in its own session, so a parent killed by a signal (SIGTERM from `timeout`,
+    SIGKILL, a crash) takes none of it along: a worker in the middle of a hanging kernel would
+    keep the GPU busy for ever, and every later timing on that GPU would wait on it (time-sliced
+    contexts). The parent holds the only write end of the request pipe, so its death shows as
+    POLLHUP on `request_fd`, polled without reading by a daemon thread (a thread, not
+    PR_SET_PDEATHSIG, which fires when the parent's starting thread ends, not the parent)."""
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(request_fd, 0)  # no events asked: POLLHUP/POLLERR are always reported
+        while True:
+            for _, ev in poller.poll(every_s * 1000):
+                if ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                    os.killpg(os.getpgrp(), signal.SIGKILL)  # candidates and nvcc too
+                    os._exit(137)  # not the group leader after all: this process at least
+
+    t = threading.Thread(target=watch, name="exit-with-parent", daemon=True)
+    t.start()
+    return t
 
 
 class LineChild:

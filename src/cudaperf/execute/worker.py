@@ -34,6 +34,7 @@ from cudaperf.execute.protocol import (
     TorchRequest,
     parse_request,
 )
+from cudaperf.execute.supervise import exit_with_parent
 from cudaperf.execute.types import Status
 
 log = logging.getLogger(__name__)
@@ -136,6 +137,7 @@ def main(argv: list[str]) -> int:
     rfd, wfd = int(argv[0]), int(argv[1])
     limits = json.loads(argv[2])
     applied = apply_limits(**limits)
+    exit_with_parent(rfd)  # a killed evaluator leaves no worker busy on the GPU
     libs = measure.Libs()
     with os.fdopen(rfd, "r") as rf, os.fdopen(wfd, "w") as wf:
         wf.write(json.dumps(Ready(limits=applied).wire()) + "\n")

@@ -36,6 +36,7 @@ import numpy as np
 from cudaperf.execute.bulk.runtime import CudaFault, Runtime
 from cudaperf.execute.inputs import Comparison
 from cudaperf.execute.sanity import escape_message, roofline_message
+from cudaperf.execute.supervise import exit_with_parent
 from cudaperf.execute.types import ConfigResult, Status, Timing
 from cudaperf.tasks.model import Role, Task
 
@@ -276,6 +277,7 @@ class Runner:
 def main(argv: list[str]) -> int:
     rfd, wfd, lib = int(argv[0]), int(argv[1]), argv[2]
     proto = os.fdopen(wfd, "w")
+    exit_with_parent(rfd)  # a killed `data measure` leaves no runner on the GPU
 
     def emit(ev: dict) -> None:
         proto.write(json.dumps(ev) + "\n")
