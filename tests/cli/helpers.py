@@ -55,7 +55,7 @@ def start(*args, cwd: Path | None = None, **extra_env: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "cudaperf", *map(str, args)]
     return subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(**extra_env),
-        cwd=cwd or _SCRATCH,
+        cwd=cwd or _SCRATCH, start_new_session=True,  # interrupt's cleanup kills the group
     )  # fmt: skip
 
 
@@ -67,9 +67,11 @@ def interrupt(p: subprocess.Popen, limit_s: float) -> tuple[float, str, str]:
     try:
         out, err = p.communicate(timeout=limit_s)
     except subprocess.TimeoutExpired:
-        p.kill()
-        p.communicate()
-        pytest.fail(f"still running {limit_s} s after Ctrl-C")
+        dead = p.poll() is not None  # then its children hold the pipes: they outlived it
+        os.killpg(p.pid, signal.SIGKILL)  # the group: communicate() returns, nothing is left
+        p.communicate(timeout=30)
+        pytest.fail(f"children of the process still running {limit_s} s after Ctrl-C"
+                    if dead else f"still running {limit_s} s after Ctrl-C")  # fmt: skip
     return time.monotonic() - t0, out, err
 
 
