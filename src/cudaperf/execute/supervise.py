@@ -86,12 +86,16 @@ def exit_with_parent(request_fd: int, every_s: float = 0.5) -> threading.Thread:
     POLLHUP on `request_fd`, polled without reading by a daemon thread (a thread, not
     PR_SET_PDEATHSIG, which fires when the parent's starting thread ends, not the parent)."""
 
+    # The watcher's own copy: the child closing its `request_fd` on a normal exit must read as
+    # nothing (polling a closed fd gives POLLNVAL, a reused one watches another file).
+    fd = os.dup(request_fd)
+
     def watch() -> None:
         poller = select.poll()
-        poller.register(request_fd, 0)  # no events asked: POLLHUP/POLLERR are always reported
+        poller.register(fd, 0)  # no events asked: POLLHUP/POLLERR are always reported
         while True:
             for _, ev in poller.poll(every_s * 1000):
-                if ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                if ev & (select.POLLHUP | select.POLLERR):
                     os.killpg(os.getpgrp(), signal.SIGKILL)  # candidates and nvcc too
                     os._exit(137)  # not the group leader after all: this process at least
 
