@@ -32,7 +32,6 @@ import math
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from cudaperf.analyze import (
@@ -43,6 +42,7 @@ from cudaperf.analyze import (
     analyze,
     reports_for_config,
 )
+from cudaperf.procpool import pool_map
 
 __all__ = [
     "FEATURE_NAMES",
@@ -335,14 +335,13 @@ def features_many(
         log.info("computing features of %d implementations (%d workers)", len(todo), workers)
     done: list[tuple[str, dict[str, float]]] = []
     if workers > 1 and len(todo) > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            results = pool.map(_worker, [(c, cfg) for c in todo], chunksize=8)
-            for c, f in zip(todo, results, strict=True):
-                done.append((c, f))
-                if progress:
-                    progress(len(done), len(todo))
-                if disk is not None and len(done) % 256 == 0:
-                    disk.put_many(done[-256:])
+        results = pool_map(_worker, [(c, cfg) for c in todo], workers, chunksize=8)
+        for c, f in zip(todo, results, strict=True):  # Ctrl-C here stops the workers too
+            done.append((c, f))
+            if progress:
+                progress(len(done), len(todo))
+            if disk is not None and len(done) % 256 == 0:
+                disk.put_many(done[-256:])
         if disk is not None and len(done) % 256:
             disk.put_many(done[-(len(done) % 256) :])
     else:

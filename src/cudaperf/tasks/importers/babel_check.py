@@ -29,12 +29,12 @@ import os
 import shutil
 import subprocess
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from cudaperf.procpool import pool_map
 from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.model import InputConfig, Role, Task
 
@@ -265,8 +265,7 @@ def check_tasks(
     if jobs == 1:
         results = [_check_json(w) for w in work]
     else:
-        with ProcessPoolExecutor(jobs) as pool:
-            results = list(pool.map(_check_json, work))
+        results = list(pool_map(_check_json, work, jobs))
     return [{k: Problem(*v) for k, v in r.items()} for r in results]
 
 

@@ -1,0 +1,78 @@
+"""pool_map: results in order, and an interrupted parent leaves no worker running."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from cudaperf.procpool import pool_map
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def test_results_come_in_order():
+    assert list(pool_map(_square, range(50), workers=3, chunksize=4)) == [x * x for x in range(50)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purpose
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+# The parent maps a slow function over many items and prints its workers' pids; SIGINT goes to
+# the parent alone (as from a scheduler or `kill -INT`), not to its process group. The parent
+# then stays alive: its workers must be gone before it exits, not only at its exit.
+PARENT = textwrap.dedent("""
+    import multiprocessing, os, sys, time
+    from cudaperf.procpool import pool_map
+
+    def slow(x):
+        print("worker", os.getpid(), flush=True)
+        time.sleep(60)
+        return x
+
+    if __name__ == "__main__":
+        try:
+            for _ in pool_map(slow, range(100), workers=2):
+                pass
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            time.sleep(30)
+""")
+
+
+def test_sigint_to_the_parent_alone_stops_every_worker(tmp_path):
+    script = tmp_path / "parent.py"
+    script.write_text(PARENT)
+    env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONUNBUFFERED="1")
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                         env=env, start_new_session=True)  # fmt: skip
+    try:
+        pids = [int(p.stdout.readline().split()[1]) for _ in range(2)]
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        assert p.stdout.readline().strip() == "interrupted" and time.monotonic() - t0 < 10
+        deadline = time.monotonic() + 5
+        while any(map(_alive, pids)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(map(_alive, pids)), "a worker outlived the interrupted parent"
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
