@@ -93,3 +93,14 @@ def test_train_report_plots_steps(tmp_path):
     assert (tmp_path / "c.png").stat().st_size > 1000
     res = runner.invoke(app, ["train", "report", str(tmp_path)])
     assert res.exit_code == 2 and "steps.jsonl" in res.output
+
+
+def test_train_without_tasks_reads_the_measured_dataset_from_any_folder(tmp_path, monkeypatch):
+    (tmp_path / "d").mkdir()
+    only_test = write_task_file(tmp_path / "d", families=("histogram",))
+    monkeypatch.setenv("CUDAPERF_DATASET", str(only_test))
+    monkeypatch.chdir(tmp_path)  # no data/tasks.jsonl.gz here
+    for cmd in ("sft", "grpo"):
+        res = runner.invoke(app, ["train", cmd, "--out", str(tmp_path / cmd)])
+        # the dataset was found and read: it holds no training-split task
+        assert res.exit_code == 2 and "training-split" in res.output, res.output

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import typer
 
-from cudaperf.cli.common import GenerationOpt, console, emit_json, fail
+from cudaperf.cli.common import (
+    DATASET_DEFAULT,
+    GenerationOpt,
+    console,
+    emit_json,
+    fail,
+    measured_dataset,
+)
 
 __all__ = ["train_app"]
 
@@ -20,7 +27,7 @@ ModelOpt = typer.Option(
     "smollm2", "--model", help="smollm2 (bundled SmolLM2-135M-Instruct), a HF name or a path."
 )
 TasksOpt = typer.Option(
-    Path("data/tasks.jsonl.gz"), "--tasks", help="Task file (train split used)."
+    None, "--tasks", help=f"Task file (train split used); default: {DATASET_DEFAULT}."
 )
 SplitsOpt = typer.Option(None, "--splits", help="splits.json (default: beside --tasks).")
 KindsOpt = typer.Option(None, "--kind", help="Only this task kind (c2cuda, torch2cuda); repeat.")
@@ -53,7 +60,7 @@ def _run(fn, opts_cls, **kw):
 
 @train_app.command("sft")
 def sft_command(
-    out: Path = OutOpt, model: str = ModelOpt, tasks: Path = TasksOpt,
+    out: Path = OutOpt, model: str = ModelOpt, tasks: Path | None = TasksOpt,
     splits: Path | None = SplitsOpt, kind: list[str] | None = KindsOpt,
     targets: str = typer.Option("fastest", "--targets", help="fastest, all or pairs."),
     lora_r: int = LoraOpt, epochs: float = typer.Option(2.0, "--epochs"),
@@ -69,6 +76,7 @@ def sft_command(
     """Supervised warm start on training-split tasks (refine's prompt → fastest kernel)."""
     from cudaperf.train.sft import SftOptions, run_sft
 
+    tasks = tasks or measured_dataset()
     console.print(f"SFT of {model} on {tasks} (training-split families only) → {out}")
     rep = _run(
         run_sft, SftOptions, out=out, model=model, tasks=tasks, splits=splits,
@@ -91,7 +99,8 @@ def sft_command(
 def grpo_command(
     out: Path = OutOpt, model: str = ModelOpt,
     adapter: Path | None = typer.Option(None, "--adapter", help="LoRA adapter to continue."),
-    tasks: Path = TasksOpt, splits: Path | None = SplitsOpt, kind: list[str] | None = KindsOpt,
+    tasks: Path | None = TasksOpt, splits: Path | None = SplitsOpt,
+    kind: list[str] | None = KindsOpt,
     pool: int | None = typer.Option(64, "--pool", help="Training tasks in the pool (0: all)."),
     pool_fits: bool = typer.Option(
         False, "--pool-fits",
@@ -131,6 +140,7 @@ def grpo_command(
         gpus = tuple(int(g) for g in eval_gpus.split(",")) if eval_gpus else None
     except ValueError:
         fail(f"--eval-gpus {eval_gpus!r}: give GPU indices such as 1 or 1,2")
+    tasks = tasks or measured_dataset()
     console.print(f"GRPO of {model} on up to {pool or 'all'} training tasks → {out}")
     rep = _run(
         run_grpo, GrpoOptions, out=out, model=model, adapter=adapter, tasks=tasks,

@@ -60,7 +60,7 @@ def load_training_tasks(
     Raises ValueError, saying what to pass, when there are none."""
     tasks_path = Path(tasks_path)
     if not tasks_path.exists():
-        raise ValueError(f"{tasks_path}: no such task file; pass --tasks data/tasks.jsonl.gz")
+        raise ValueError(f"{tasks_path}: no such task file; pass an existing one with --tasks")
     sp = Path(splits_path) if splits_path else tasks_path.parent / "splits.json"
     if not sp.is_file():
         raise ValueError(f"{sp}: no splits file; pass --splits data/splits.json")
