@@ -53,7 +53,7 @@ def candidates(pool, pick: int):
 def score_phase(scorer, items) -> dict:
     """Score (task, code) items in one batch as the rollout does: analysis prefetch, then the
     scorer (evaluator, analyzer cache hits, ranker, reward)."""
-    from cudaperf.reward.extract import Extraction
+    from cudaperf.tasks.reply import Extraction
 
     t0 = time.perf_counter()
     scorer.analyzer.prefetch([c for _, c in items])

@@ -52,7 +52,8 @@ def test_no_valid_reward_stops_and_keeps_the_conversation():
 def _count_extractions(monkeypatch) -> list[str]:
     """Every call of extract_candidate, wherever refine or reward imported it."""
     from cudaperf.refine import episode as ep
-    from cudaperf.reward import extract, scorer
+    from cudaperf.reward import scorer
+    from cudaperf.tasks import reply as extract
 
     seen: list[str] = []
     real = extract.extract_candidate

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from cudaperf.reward.extract import extract_candidate
+from cudaperf.tasks.reply import extract_candidate
 from cudaperf.train.data import load_training_tasks, sft_rows, split_training, target_reply
 from tests.train.helpers import TEST, write_task_file
 

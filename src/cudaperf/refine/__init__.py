@@ -36,7 +36,7 @@ from cudaperf.refine.trajectory import (
     TurnRecord,
     read_trajectory,
 )
-from cudaperf.reward.extract import Extraction, extract_candidate
+from cudaperf.tasks.reply import Extraction, extract_candidate
 
 __all__ = [
     "SYSTEM",

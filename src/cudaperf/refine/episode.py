@@ -27,9 +27,9 @@ from cudaperf.refine.backends import Message
 from cudaperf.refine.feedback import render_feedback
 from cudaperf.refine.prompts import SYSTEM, first_messages, next_messages
 from cudaperf.refine.trajectory import SampleRecord, SummaryRecord, TurnRecord
-from cudaperf.reward.extract import Extraction, extract_candidate
 from cudaperf.reward.scorer import RewardScorer, Scored
 from cudaperf.tasks.model import Task
+from cudaperf.tasks.reply import Extraction, extract_candidate
 
 __all__ = [
     "Chain",

@@ -38,7 +38,8 @@ from collections import Counter
 from collections.abc import Sequence
 
 from cudaperf.refine.prompts import Message, task_prompt
-from cudaperf.tasks.model import Implementation, Task, TaskKind
+from cudaperf.tasks.model import Implementation, Task
+from cudaperf.tasks.reply import fenced
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +82,7 @@ class ScriptedBackend:
 
 def _reply(task: Task, impl: Implementation, lead: str = "Implementation") -> str:
     """An implementation wrapped like a model reply: one sentence and one fenced block."""
-    tag = "cuda" if task.kind is TaskKind.C2CUDA else "python"
-    return f"{lead} `{impl.id}`.\n```{tag}\n{impl.code.rstrip()}\n```"
+    return f"{lead} `{impl.id}`.\n{fenced(task.kind, impl.code)}"
 
 
 def _by_strategies(impl: Implementation) -> tuple[int, int]:

@@ -59,7 +59,6 @@ from cudaperf.reward.callables import (
     reward_functions,
 )
 from cudaperf.reward.config import BASELINES, PRESETS, RewardConfig
-from cudaperf.reward.extract import Extraction, completion_text, extract_candidate
 from cudaperf.reward.formula import (
     FORMAT_ERROR,
     RewardBreakdown,
@@ -77,6 +76,7 @@ from cudaperf.reward.scorer import (
     default_analyzer,
     default_evaluator,
 )
+from cudaperf.tasks.reply import Extraction, completion_text, extract_candidate
 
 __all__ = [
     "BASELINES",

@@ -37,9 +37,9 @@ from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.types import Candidate, ExecResult, Status
 from cudaperf.rank.types import RankScore
 from cudaperf.reward.config import RewardConfig
-from cudaperf.reward.extract import Extraction, extract_candidate
 from cudaperf.reward.formula import RewardBreakdown, compute_reward, format_error_reward
 from cudaperf.tasks.model import Task
+from cudaperf.tasks.reply import Extraction, extract_candidate
 
 log = logging.getLogger(__name__)
 

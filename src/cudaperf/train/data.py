@@ -10,7 +10,7 @@ decisions. Inside them, `split_training` holds out
   tasks of trained families, for measuring what the model learned beyond copying.
 
 An SFT row is refine's own first prompt (`refine.prompts.first_messages`) and, as the
-completion, a reply in the form refine's extractor reads (`reward.extract`): one sentence
+completion, a reply in the form refine's extractor reads (`tasks.reply`): one sentence
 naming the implementation's strategies, then the whole candidate in one fenced block.
 With `targets="pairs"` each task also gives a second-turn row: refine's turn-2 prompt
 (`next_messages`) after the slowest implementation as the reply and the feedback the
@@ -33,9 +33,9 @@ from typing import Literal
 
 from cudaperf.refine.backends import weakest_first
 from cudaperf.refine.prompts import SYSTEM, first_messages, next_messages
-from cudaperf.reward.extract import extract_candidate
 from cudaperf.tasks.io import load_tasks
 from cudaperf.tasks.model import Implementation, Task, TaskKind
+from cudaperf.tasks.reply import extract_candidate, fenced
 from cudaperf.tasks.splits import read_splits
 
 __all__ = [
@@ -131,15 +131,11 @@ def split_training(
     return Holdout([t for t in rest if t.id not in gone], val, unseen)
 
 
-def _tag(task: Task) -> str:
-    return "cuda" if task.kind is TaskKind.C2CUDA else "python"
-
-
 def target_reply(task: Task, impl: Implementation) -> str:
     """A model reply carrying `impl`: a one-sentence plan and the file in one fenced block."""
     tags = [s.replace("_", " ") for s in impl.strategies if s != "naive"]
     plan = "Plan: " + ", ".join(tags) + "." if tags else "Plan: one thread per output element."
-    return f"{plan}\n```{_tag(task)}\n{impl.code.rstrip()}\n```"
+    return f"{plan}\n{fenced(task.kind, impl.code)}"
 
 
 def _chosen(task: Task, targets: Targets) -> list[Implementation]:
@@ -164,9 +160,9 @@ def stored_feedback(task: Task, impl: Implementation, gpu: str | None = None) ->
     from cudaperf.execute.feedback import timing_feedback
     from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, Timing, geomean
     from cudaperf.refine.feedback import render_feedback
-    from cudaperf.reward.extract import Extraction
     from cudaperf.reward.formula import compute_reward
     from cudaperf.reward.scorer import Scored
+    from cudaperf.tasks.reply import Extraction
 
     visible = [c.name for c in task.visible_configs]
     gpus = {m.gpu for m in impl.measurements}

@@ -1,9 +1,10 @@
-"""Taking the candidate out of a reply: fences, the last complete block, format errors."""
+"""A reply: taking the candidate out (fences, the last complete block, format errors) and the
+one form cudaperf writes replies in."""
 
 from __future__ import annotations
 
-from cudaperf.reward import completion_text, extract_candidate
 from cudaperf.tasks.model import TaskKind
+from cudaperf.tasks.reply import completion_text, extract_candidate, fenced
 
 C, T = TaskKind.C2CUDA, TaskKind.TORCH2CUDA
 
@@ -34,3 +35,12 @@ def test_chat_messages_are_read_like_text():
     assert completion_text(msgs) == "```cuda\nk();\n```"
     assert extract_candidate(msgs, C).code == "k();\n"
     assert completion_text({"content": "hi"}) == "hi"
+
+
+def test_a_fenced_reply_reads_back_as_its_code_for_each_kind():
+    for kind in (C, T):
+        code = "int x;\n\n" if kind is C else "import torch\n"
+        got = extract_candidate("Plan: tile.\n" + fenced(kind, code), kind)
+        assert got.code == code.rstrip() + "\n" and got.language == (
+            "cuda" if kind is C else "python"
+        )

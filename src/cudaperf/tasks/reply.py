@@ -1,4 +1,5 @@
-"""Taking the candidate out of a model's reply: the last complete fenced code block.
+"""A model's reply: the candidate in it (the last complete fenced code block) and the one
+form cudaperf writes replies in (`fenced`: scripted backends, SFT targets).
 
 A reply is plain text or a chat message list (TRL passes either). The candidate is the last
 complete ```lang ... ``` block whose language fits the task kind (C→CUDA: cuda/cu/cpp/c++/c;
@@ -14,12 +15,19 @@ from typing import Any
 
 from cudaperf.tasks.model import TaskKind
 
-__all__ = ["LANGS", "Extraction", "completion_text", "extract_candidate"]
+__all__ = ["LANGS", "Extraction", "completion_text", "extract_candidate", "fenced"]
 
 LANGS: dict[TaskKind, tuple[str, ...]] = {
     TaskKind.C2CUDA: ("cuda", "cu", "cpp", "c++", "cxx", "c"),
     TaskKind.TORCH2CUDA: ("python", "py", "python3"),
 }
+
+
+def fenced(kind: TaskKind, code: str) -> str:
+    """`code` in the fenced block `extract_candidate` reads back for `kind` (its first tag)."""
+    return f"```{LANGS[kind][0]}\n{code.rstrip()}\n```"
+
+
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+.\-]*)[^\n]*\n(.*?)^[ \t]*```", re.M | re.S)
 
 
