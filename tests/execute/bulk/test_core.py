@@ -16,7 +16,7 @@ import pytest
 from cudaperf.execute.build import GpuInfo
 from cudaperf.execute.bulk import BulkConfig, bulk_eval_config, estimate_gpu_seconds, measure_tasks
 from cudaperf.execute.bulk.batch import BatchBuild, Failure, build_batch, nvcc_command
-from cudaperf.execute.bulk.rows import Env, done_pairs, make_row, pair_key, read_rows
+from cudaperf.execute.bulk.rows import RowContext, done_pairs, make_row, pair_key, read_rows
 from cudaperf.execute.bulk.runtime import RUNTIME_SOURCE, Runtime
 from cudaperf.execute.bulk.source import (
     BatchUnit,
@@ -278,7 +278,7 @@ class _FakeBufs:
 
 def test_resume_skips_only_finished_pairs_of_unchanged_tasks():
     task = saxpy_task({"a": GOOD.format(block=128), "b": GOOD.format(block=256)})
-    env = Env("full", "NVIDIA H200", "sm_90", {})
+    env = RowContext("full", "NVIDIA H200", "sm_90", {})
     a, b = task.implementations
     rows = [make_row(env, task, a, Status.WRONG_OUTPUT, message="x"),
             make_row(env, task, b, Status.INFRA_ERROR, message="our fault")]  # fmt: skip

@@ -54,9 +54,9 @@ from cudaperf.execute.bulk.config import BulkConfig
 from cudaperf.execute.bulk.drive import ByteBudget, GpuDriver, ShardJob, drive_shard
 from cudaperf.execute.bulk.refs import RefPool, pick_scratch, task_bytes
 from cudaperf.execute.bulk.rows import (
-    Env,
     Output,
     Progress,
+    RowContext,
     done_pairs,
     make_row,
     read_rows,
@@ -124,7 +124,7 @@ def measure_tasks(
     arch = ecfg.arch or (gpus[0].arch if gpus else "sm_90")
     driver_v = gpus[0].driver if gpus and mode == "full" else ""
     versions = toolchain_versions(ecfg, driver_v)
-    env = Env(mode, gpus[0].name if mode == "full" else "", arch, versions)
+    env = RowContext(mode, gpus[0].name if mode == "full" else "", arch, versions)
     done = done_pairs(read_rows(config.out), tasks, mode, env.gpu)
     c_tasks = [t for t in tasks if t.kind is TaskKind.C2CUDA]
     torch_tasks = [t for t in tasks if t.kind is TaskKind.TORCH2CUDA]
@@ -223,7 +223,7 @@ def _lower_priority() -> None:
         pass
 
 
-def _compile_only(jobs: list[ShardJob], builds: list[cf.Future], env: Env, out: Output,
+def _compile_only(jobs: list[ShardJob], builds: list[cf.Future], env: RowContext, out: Output,
                   progress) -> None:  # fmt: skip
     """Rows in the order the batches were submitted (which is the order they finish in)."""
     for fut in builds:
@@ -232,8 +232,8 @@ def _compile_only(jobs: list[ShardJob], builds: list[cf.Future], env: Env, out: 
             progress.task()
 
 
-def _write_task(job: ShardJob, build: BatchBuild, prep: dict | None, outcomes: dict, env: Env,
-                out: Output) -> None:  # fmt: skip
+def _write_task(job: ShardJob, build: BatchBuild, prep: dict | None, outcomes: dict,
+                env: RowContext, out: Output) -> None:  # fmt: skip
     t = job.task
     for impl in job.impls:
         key = (t.id, impl.id)

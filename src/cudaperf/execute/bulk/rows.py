@@ -30,7 +30,15 @@ from cudaperf.tasks.model import Implementation, Task, TaskKind
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Env", "Output", "Progress", "done_pairs", "make_row", "pair_key", "task_content_hash"]
+__all__ = [
+    "Output",
+    "Progress",
+    "RowContext",
+    "done_pairs",
+    "make_row",
+    "pair_key",
+    "task_content_hash",
+]
 
 
 # Param fields added after the first measured dataset: left out of the hashed JSON while they
@@ -52,8 +60,9 @@ def pair_key(task: Task, impl: Implementation) -> str:
     return "measure-" + hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
-class Env:
-    """What every row of a run shares."""
+class RowContext:
+    """What every row of a bulk run shares (mode, GPU name, arch, versions); the evaluator's
+    `Env` is the node's, with its GPUs and secret salt."""
 
     def __init__(self, mode: str, gpu: str, arch: str, versions: dict, max_log_chars: int = 4000):
         self.mode = mode  # "full" or "compile-only"
@@ -64,7 +73,7 @@ class Env:
 
 
 def make_row(
-    env: Env,
+    env: RowContext,
     task: Task,
     impl: Implementation,
     status: Status,
