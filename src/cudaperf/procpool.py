@@ -1,4 +1,4 @@
-"""A process pool that Ctrl-C stops at once: `pool_map`.
+"""Process pools that stop at once: `pool_map`, and `stop` for a ProcessPoolExecutor.
 
 `concurrent.futures.ProcessPoolExecutor.map` submits every item up front, and leaving its
 `with` block on an exception waits for all of them to finish; a SIGINT sent to the parent
@@ -6,6 +6,12 @@ alone (a job scheduler, `kill -INT`) then left the workers computing for minutes
 at a terminal printed a traceback from every worker. Here the workers ignore SIGINT (the
 parent decides), and any exception in the parent, or a consumer that stops early, terminates
 them before it propagates.
+
+`stop(pool)` ends a `ProcessPoolExecutor` for good: queued work cancelled, workers terminated
+and joined. `pool.shutdown(wait=False)` is not enough inside a multiprocessing
+child: the child's exit joins its non-daemon children (the pool's workers) before it runs the
+thread-exit hooks that would have told those workers to leave, so it never exits (seen: `data
+measure`'s PyTorch child hung after its last row until killed).
 """
 
 from __future__ import annotations
@@ -13,9 +19,10 @@ from __future__ import annotations
 import multiprocessing
 import signal
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from typing import TypeVar
 
-__all__ = ["pool_map"]
+__all__ = ["pool_map", "stop"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -44,3 +51,18 @@ def pool_map(
     finally:  # after a full run the workers are idle; else this stops them mid-item
         pool.terminate()
         pool.join()
+
+
+def stop(pool: ProcessPoolExecutor, grace_s: float = 2.0) -> None:
+    """Cancel `pool`'s queued work and end its workers (running work is lost): returns within
+    about `grace_s` seconds and leaves no worker behind."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown drops them
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs:
+        proc.join(grace_s)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(grace_s)

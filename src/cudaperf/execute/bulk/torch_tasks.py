@@ -77,6 +77,7 @@ from cudaperf.execute.feedback import status_feedback, timing_feedback
 from cudaperf.execute.results import truncate
 from cudaperf.execute.sanity import escape_message, roofline_message
 from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Severity, Status, Timing
+from cudaperf.procpool import stop
 from cudaperf.tasks.measurements import BULK_PROTOCOL
 from cudaperf.tasks.model import Implementation, InputConfig, Task, TaskKind
 
@@ -150,7 +151,8 @@ def prebuild(
 ) -> tuple[ProcessPoolExecutor, dict[tuple[str, str], Future]]:
     """Queue checks + builds of every implementation not in `done`, in task order.
 
-    Returns the pool (the caller shuts it down) and (task id, impl id) → Future[Prebuilt].
+    Returns the pool (the caller ends it with `procpool.stop`) and (task id, impl id) →
+    Future[Prebuilt].
     Workers are spawned, not forked: the caller may hold a CUDA context.
     """
     ctx = multiprocessing.get_context("spawn")
@@ -298,8 +300,8 @@ def measure_torch_tasks(
             _measure_task(run, task, futures, done, gpu)
             if progress:
                 progress(task.id)
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    finally:  # this runs in torch_phase's child: shutdown(wait=False) kept it from exiting
+        stop(pool)
 
 
 def _measure_task(run: _Run, task: Task, futures: dict, done: set, gpu) -> None:
