@@ -1,4 +1,5 @@
-"""Process pools that stop at once: `pool_map`, and `stop` for a ProcessPoolExecutor.
+"""Process pools that stop at once: `pool_map`; `stop` and `worker_init` for a
+ProcessPoolExecutor.
 
 `concurrent.futures.ProcessPoolExecutor.map` submits every item up front, and leaving its
 `with` block on an exception waits for all of them to finish; a SIGINT sent to the parent
@@ -8,28 +9,35 @@ parent decides), and any exception in the parent, or a consumer that stops early
 them before it propagates.
 
 `stop(pool)` ends a `ProcessPoolExecutor` for good: queued work cancelled, workers terminated
-and joined. `pool.shutdown(wait=False)` is not enough inside a multiprocessing
-child: the child's exit joins its non-daemon children (the pool's workers) before it runs the
-thread-exit hooks that would have told those workers to leave, so it never exits (seen: `data
-measure`'s PyTorch child hung after its last row until killed).
+and joined. `pool.shutdown(wait=False)` is not enough inside a multiprocessing child: the
+child's exit joins its non-daemon children (the pool's workers) before it runs the thread-exit
+hooks that would tell those workers to leave, so it can wait for ever (seen: `data measure`'s
+PyTorch child hung after its last row until killed, every run). `worker_init` is the pools'
+initializer: workers ignore SIGINT, so a terminal's Ctrl-C prints no traceback from each.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import TypeVar
 
-__all__ = ["pool_map", "stop"]
+__all__ = ["pool_map", "stop", "worker_init"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-def _ignore_sigint() -> None:
+def worker_init(nice: int = 0) -> None:
+    """Initializer of a pool worker: SIGINT ignored (a terminal's Ctrl-C reaches the whole
+    process group; the parent decides, and ends its workers, instead of every worker printing
+    a KeyboardInterrupt traceback), and `nice` added to its priority."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if nice:
+        os.nice(nice)
 
 
 def pool_map(
@@ -45,7 +53,7 @@ def pool_map(
     `start_method`: a multiprocessing start method ("spawn" where the caller may hold a
     CUDA context); the platform's default when None."""
     ctx = multiprocessing.get_context(start_method)
-    pool = ctx.Pool(workers, initializer=_ignore_sigint)
+    pool = ctx.Pool(workers, initializer=worker_init)
     try:
         yield from pool.imap(fn, items, chunksize=chunksize)
     finally:  # after a full run the workers are idle; else this stops them mid-item
@@ -58,7 +66,7 @@ def stop(pool: ProcessPoolExecutor, grace_s: float = 2.0) -> None:
     about `grace_s` seconds and leaves no worker behind."""
     procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown drops them
     pool.shutdown(wait=False, cancel_futures=True)
-    for proc in procs:
+    for proc in procs:  # all of them first: a second Ctrl-C during the joins leaves none
         if proc.is_alive():
             proc.terminate()
     for proc in procs:

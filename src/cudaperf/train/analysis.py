@@ -23,6 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from itertools import repeat
 
 from cudaperf.analyze.types import AnalyzeConfig, StructuralReport
+from cudaperf.procpool import worker_init
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,9 @@ class PooledAnalyzer:
             if self._pool is None:
                 # spawn: the trainer's process may hold a CUDA context, which fork must not copy
                 ctx = multiprocessing.get_context("spawn")
-                self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
+                self._pool = ProcessPoolExecutor(
+                    self.workers, mp_context=ctx, initializer=worker_init
+                )
             results = list(self._pool.map(_analyze, new.values(), repeat(self.config)))
         for k, reports in zip(new, results, strict=True):
             self._put(k, reports)

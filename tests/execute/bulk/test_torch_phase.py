@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import signal
+import subprocess
+import sys
+import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +19,7 @@ from cudaperf.execute.bulk.config import BulkConfig
 from cudaperf.execute.bulk.torch_phase import torch_phase
 from cudaperf.tasks.measurements import read_results
 
+SRC = Path(__file__).resolve().parents[3] / "src"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 
 
@@ -43,3 +51,81 @@ def test_the_child_exits_by_itself_when_its_work_is_done(tmp_path, monkeypatch):
     assert {r["status"] for r in rows} == {"compiled"} and len(rows) == len(task.implementations)
     assert stats["notes"] == [] and progress.tasks == 1
     assert seconds < 50, f"the child took {seconds:.0f} s to exit"
+
+
+# A `data measure`-like parent: torch_phase's child runs a measure_torch with a pool of three
+# workers (like the build pool), one busy and two idle, and says so; SIGINT then goes to the
+# whole group (a terminal's Ctrl-C) or to the parent alone (`kill -INT`).
+CTRL_C_PARENT = textwrap.dedent("""
+    import sys, time
+    from concurrent.futures import ProcessPoolExecutor
+    import multiprocessing
+    from cudaperf.datagen import FAMILIES, generate_one
+    from cudaperf.execute.bulk.config import BulkConfig
+    from cudaperf.execute.bulk.torch_phase import torch_phase
+    from cudaperf.procpool import stop, worker_init
+
+    class P:
+        def task(self): pass
+        def row(self, r): pass
+
+    def busy(tasks, out, done, progress, **kw):
+        pool = ProcessPoolExecutor(3, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=worker_init)
+        try:  # three workers started, one busy, two idle (waiting for work, as at the end)
+            [f.result() for f in [pool.submit(time.sleep, 0.5) for _ in range(3)]]
+            long = pool.submit(time.sleep, 60)
+            time.sleep(0.5)
+            print("busy", flush=True)
+            long.result()
+        finally:
+            stop(pool)
+
+    if __name__ == "__main__":
+        cfg = BulkConfig(out=__import__("pathlib").Path(sys.argv[1]), jobs=2)
+        task = generate_one(FAMILIES["torch_softmax"], 0, 0)
+        try:
+            torch_phase([task], cfg, 0, set(), P(), {"notes": []}, compile_only=True, salt=1,
+                        arch="sm_90", measure_torch=busy)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(130)
+""")
+
+
+def _group_gone(pgid: int, within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("to", ["group", "parent"])
+def test_ctrl_c_stops_the_child_and_its_pool_without_a_traceback(tmp_path, to):
+    script = tmp_path / "parent.py"
+    script.write_text(CTRL_C_PARENT)
+    env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONUNBUFFERED="1")
+    p = subprocess.Popen([sys.executable, str(script), str(tmp_path / "rows.jsonl")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         start_new_session=True)  # fmt: skip
+    try:
+        assert p.stdout.readline().strip() == "busy"
+        t0 = time.monotonic()
+        if to == "group":
+            os.killpg(p.pid, signal.SIGINT)
+        else:
+            p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+        assert p.returncode == 130 and "interrupted" in out and time.monotonic() - t0 < 15
+        # no traceback, nor multiprocessing's "Process NAME:" header of one, nor a leak warning
+        assert not re.search(r"^(Traceback|Process \S+:$)|leaked", err, re.M), err
+        assert _group_gone(p.pid, within_s=5), "a process of the group outlived the parent"
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

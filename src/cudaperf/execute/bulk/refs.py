@@ -26,6 +26,7 @@ import numpy as np
 from cudaperf.execute.build import build_reference
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.inputs import run_reference, time_reference
+from cudaperf.procpool import worker_init
 from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.model import Role, Task, eval_length
 
@@ -129,7 +130,7 @@ class RefPool:
         ctx = multiprocessing.get_context("spawn")  # the orchestrator has threads: no fork
         # niced like the nvcc threads: the GPU runner's timing loop comes first
         return cf.ProcessPoolExecutor(
-            self.workers, mp_context=ctx, initializer=os.nice, initargs=(5,)
+            self.workers, mp_context=ctx, initializer=worker_init, initargs=(5,)
         )
 
     def submit(self, *args) -> _Job:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,13 +29,32 @@ __all__ = ["rows_from", "torch_phase"]
 
 def _torch_child(measure_torch: Callable, task_jsons: list[str], out: str, kwargs: dict,
                  done: list, q) -> None:  # fmt: skip
-    """Child process: `measure_torch` on one GPU; exit code 3 asks for a restart."""
+    """Child process: `measure_torch` on one GPU; exit code 3 asks for a restart, 130 says it
+    was interrupted (SIGINT from a terminal's Ctrl-C, or from the parent when it was)."""
     tasks = [Task.model_validate_json(j) for j in task_jsons]
     try:
         measure_torch(tasks, Path(out), done={tuple(p) for p in done}, progress=q.put, **kwargs)
     except ContextPoisoned as e:  # its row is written: restart and resume
         log.warning("torch2cuda runner: %s", e)
         os._exit(3)
+    except KeyboardInterrupt:  # measure_torch's own cleanup (its pool) has run; no traceback
+        raise SystemExit(130) from None  # a normal exit: its queues and locks are released
+
+
+def _stop_child(proc, grace_s: float = 10.0) -> None:
+    """End the child after this process was interrupted: a terminal's Ctrl-C reached it too
+    (give it 2 s to end its pool and exit), else interrupt it like one; kill it if it has not
+    exited within `grace_s` more."""
+    proc.join(2.0)
+    if proc.is_alive():
+        try:
+            os.kill(proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+        proc.join(grace_s)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
 
 
 def torch_phase(tasks: list[Task], config, device: int, done: set, progress,
@@ -57,7 +77,11 @@ def torch_phase(tasks: list[Task], config, device: int, done: set, progress,
                 sorted(mine), q)  # fmt: skip
         proc = ctx.Process(target=_torch_child, args=args, name=f"measure-torch-{device}")
         proc.start()
-        hung = _watch(proc, q, progress, inflight, config.out, ids, config.torch_watchdog_s)
+        try:
+            hung = _watch(proc, q, progress, inflight, config.out, ids, config.torch_watchdog_s)
+        except BaseException:  # Ctrl-C (to this process alone or to the group), or a failure
+            _stop_child(proc)
+            raise
         before = len(mine)
         mine |= {(r.get("task_id"), r.get("candidate_id")) for r in rows_from(config.out, offset)
                  if r.get("task_id") in ids}  # fmt: skip

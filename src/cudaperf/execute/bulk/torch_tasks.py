@@ -77,7 +77,7 @@ from cudaperf.execute.feedback import status_feedback, timing_feedback
 from cudaperf.execute.results import truncate
 from cudaperf.execute.sanity import escape_message, roofline_message
 from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Severity, Status, Timing
-from cudaperf.procpool import stop
+from cudaperf.procpool import stop, worker_init
 from cudaperf.tasks.measurements import BULK_PROTOCOL
 from cudaperf.tasks.model import Implementation, InputConfig, Task, TaskKind
 
@@ -158,7 +158,7 @@ def prebuild(
     ctx = multiprocessing.get_context("spawn")
     # niced: the GPU loop's timing thread comes first (a preempted trial inflates its wall time)
     pool = ProcessPoolExecutor(max_workers=jobs or os.cpu_count() or 1, mp_context=ctx,
-                               initializer=os.nice, initargs=(5,))  # fmt: skip
+                               initializer=worker_init, initargs=(5,))  # fmt: skip
     futures = {}
     for t in tasks:
         names = reference_names(t.source)
