@@ -25,6 +25,7 @@ order. Not guaranteed: that every value is known (ptxas off or failing leaves Na
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import logging
@@ -335,13 +336,14 @@ def features_many(
         log.info("computing features of %d implementations (%d workers)", len(todo), workers)
     done: list[tuple[str, dict[str, float]]] = []
     if workers > 1 and len(todo) > 1:
-        results = pool_map(_worker, [(c, cfg) for c in todo], workers, chunksize=8)
-        for c, f in zip(todo, results, strict=True):  # Ctrl-C here stops the workers too
-            done.append((c, f))
-            if progress:
-                progress(len(done), len(todo))
-            if disk is not None and len(done) % 256 == 0:
-                disk.put_many(done[-256:])
+        # closing: any exception here (Ctrl-C, a failing progress callback) stops the workers
+        with contextlib.closing(pool_map(_worker, [(c, cfg) for c in todo], workers, 8)) as res:
+            for c, f in zip(todo, res, strict=True):
+                done.append((c, f))
+                if progress:
+                    progress(len(done), len(todo))
+                if disk is not None and len(done) % 256 == 0:
+                    disk.put_many(done[-256:])
         if disk is not None and len(done) % 256:
             disk.put_many(done[-(len(done) % 256) :])
     else:
