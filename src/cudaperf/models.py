@@ -17,7 +17,10 @@ import hashlib
 import importlib.util
 import json
 import logging
+import os
 import shutil
+import socket
+import urllib.parse
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -25,9 +28,11 @@ log = logging.getLogger(__name__)
 __all__ = [
     "DEFAULT_MODEL",
     "PIECE",
+    "ModelUnavailable",
     "SMOLLM2_CACHE_NAME",
     "cached_gguf",
     "default_cache_dir",
+    "hub_problem",
     "join_pieces",
     "resolve_model",
     "smollm2_gguf",
@@ -141,4 +146,47 @@ def resolve_model(
         return str(cached_gguf(Path(model) / gguf_file, cache_dir))
     if model.endswith(".gguf"):
         return str(cached_gguf(model, cache_dir))
+    if not Path(model).exists():
+        problem = hub_problem(model)
+        if problem:
+            raise ModelUnavailable(problem)
     return model
+
+
+class ModelUnavailable(FileNotFoundError):
+    """A hub model that is neither cached here nor reachable; the message says the fix."""
+
+
+_OFF = ("1", "on", "yes", "true")
+
+
+def hub_problem(name: str, timeout_s: float = 3.0) -> str:
+    """Why hub model `name` cannot be loaded here, in one sentence with the fix ("" when it
+    can, or when that cannot be told cheaply). Found in the local Hugging Face cache: fine.
+    Else the hub must answer: one TCP connect to its endpoint (HF_ENDPOINT) within
+    `timeout_s`, so that a machine without network gets this line at once instead of
+    transformers' retries (about a minute) and their warnings. Behind a proxy the connect
+    says nothing about the hub, so it is left to transformers."""
+    try:
+        from huggingface_hub import constants, try_to_load_from_cache
+    except ImportError:  # transformers' own error follows
+        return ""
+    try:
+        if isinstance(try_to_load_from_cache(name, "config.json"), str):
+            return ""
+    except Exception:  # noqa: BLE001 - not a valid repo id: transformers says what is wrong
+        return ""
+    fix = "give smollm2, a checkpoint folder, a .gguf file or a hub name this machine can reach"
+    if constants.HF_HUB_OFFLINE or os.environ.get("TRANSFORMERS_OFFLINE", "").lower() in _OFF:
+        return f"{name} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set; {fix}"
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return ""
+    url = urllib.parse.urlparse(constants.ENDPOINT)
+    host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+        return (f"{name} is not in the local Hugging Face cache and {host}:{port} cannot be "
+                f"reached ({why}); {fix}")  # fmt: skip
+    return ""

@@ -23,6 +23,7 @@ from cudaperf.cli.common import (
     select_task,
     stdout,
 )
+from cudaperf.models import ModelUnavailable
 
 __all__ = ["rank_app"]
 
@@ -210,6 +211,8 @@ def train(
     except OSError as e:  # transformers: a backbone name that is neither a folder nor on the hub
         if kind != "neural":
             raise
+        if isinstance(e, ModelUnavailable):  # its message names the fix
+            fail(f"--backbone {backbone}: {e}")
         fail(f"--backbone {backbone}: cannot load it ({str(e).splitlines()[0]}); give a "
              "checkpoint folder, a .gguf file, a Hugging Face model name, or smollm2")  # fmt: skip
     metrics = None
