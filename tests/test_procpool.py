@@ -82,7 +82,7 @@ def test_sigint_to_the_parent_alone_stops_every_worker(tmp_path):
 
 # A parent whose multiprocessing child uses a spawn pool, ends it one way (argv[1]: stop or
 # shutdown; argv[2]: 1 when two items are still running) and returns; the parent prints how
-# long the child took to exit, or "alive" when it had not after 5 s.
+# long the child took to exit, or "alive" when it had not after 15 s.
 POOL_CHILD = textwrap.dedent("""
     import multiprocessing, sys, time
     from concurrent.futures import ProcessPoolExecutor
@@ -108,7 +108,7 @@ POOL_CHILD = textwrap.dedent("""
         p = ctx.Process(target=child, args=(sys.argv[1], sys.argv[2] == "1"))
         t0 = time.monotonic()
         p.start()
-        p.join(5)
+        p.join(15)
         print("alive" if p.is_alive() else f"{time.monotonic() - t0:.2f} {p.exitcode}", flush=True)
 """)
 
@@ -132,4 +132,4 @@ def _child_exit(tmp_path: Path, how: str, pending: bool) -> str:
 def test_stop_lets_a_child_process_that_used_a_pool_exit(tmp_path):
     for pending in (False, True):
         got = _child_exit(tmp_path, "stop", pending)
-        assert got != "alive" and got.split()[1] == "0" and float(got.split()[0]) < 4, got
+        assert got != "alive" and got.split()[1] == "0" and float(got.split()[0]) < 12, got
