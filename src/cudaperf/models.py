@@ -157,9 +157,6 @@ class ModelUnavailable(FileNotFoundError):
     """A hub model that is neither cached here nor reachable; the message says the fix."""
 
 
-_OFF = ("1", "on", "yes", "true")
-
-
 def hub_problem(name: str, timeout_s: float = 3.0) -> str:
     """Why hub model `name` cannot be loaded here, in one sentence with the fix ("" when it
     can, or when that cannot be told cheaply). Found in the local Hugging Face cache: fine.
@@ -177,7 +174,7 @@ def hub_problem(name: str, timeout_s: float = 3.0) -> str:
     except Exception:  # noqa: BLE001 - not a valid repo id: transformers says what is wrong
         return ""
     fix = "give smollm2, a checkpoint folder, a .gguf file or a hub name this machine can reach"
-    if constants.HF_HUB_OFFLINE or os.environ.get("TRANSFORMERS_OFFLINE", "").lower() in _OFF:
+    if constants.HF_HUB_OFFLINE:  # HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE, as the hub reads them
         return f"{name} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set; {fix}"
     if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
         return ""

@@ -45,15 +45,12 @@ def pool_map(
     items: Iterable[T],
     workers: int,
     chunksize: int = 1,
-    start_method: str | None = None,
 ) -> Iterator[R]:
-    """`fn(item)` for every item, in order, computed in `workers` processes as they are
-    consumed. On an exception in the caller (KeyboardInterrupt included) or when the
-    iterator is closed early, the workers are terminated and no work is left running.
-    `start_method`: a multiprocessing start method ("spawn" where the caller may hold a
-    CUDA context); the platform's default when None."""
-    ctx = multiprocessing.get_context(start_method)
-    pool = ctx.Pool(workers, initializer=worker_init)
+    """`fn(item)` for every item, in order, computed in `workers` processes (the platform's
+    default start method) as they are consumed. On an exception in the caller
+    (KeyboardInterrupt included) or when the iterator is closed early, the workers are
+    terminated and no work is left running."""
+    pool = multiprocessing.Pool(workers, initializer=worker_init)
     try:
         yield from pool.imap(fn, items, chunksize=chunksize)
     finally:  # after a full run the workers are idle; else this stops them mid-item
