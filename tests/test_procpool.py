@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from cudaperf.procpool import pool_map
+from tests.proc_helpers import kill_group, pid_gone
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -21,17 +22,6 @@ def _square(x: int) -> int:
 
 def test_results_come_in_order():
     assert list(pool_map(_square, range(50), workers=3, chunksize=4)) == [x * x for x in range(50)]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is gone for our purpose
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
 
 
 # The parent maps a slow function over many items and prints its workers' pids; SIGINT goes to
@@ -70,14 +60,11 @@ def test_sigint_to_the_parent_alone_stops_every_worker(tmp_path):
         p.send_signal(signal.SIGINT)
         assert p.stdout.readline().strip() == "interrupted" and time.monotonic() - t0 < 10
         deadline = time.monotonic() + 5
-        while any(map(_alive, pids)) and time.monotonic() < deadline:
+        while not all(map(pid_gone, pids)) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not any(map(_alive, pids)), "a worker outlived the interrupted parent"
+        assert all(map(pid_gone, pids)), "a worker outlived the interrupted parent"
     finally:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        kill_group(p)
 
 
 # A parent whose multiprocessing child uses a spawn pool, ends it with `stop` (argv[1]: 1 when
@@ -120,11 +107,7 @@ def _child_exit(tmp_path: Path, pending: bool) -> str:
     try:
         return p.stdout.readline().strip()
     finally:  # the child, and the workers of a child that never exited
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.communicate(timeout=30)
+        kill_group(p, wait_s=30)
 
 
 def test_stop_lets_a_child_process_that_used_a_pool_exit(tmp_path):

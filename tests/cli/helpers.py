@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.proc_helpers import kill_group
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH")
 
@@ -68,11 +70,9 @@ def interrupt(p: subprocess.Popen, limit_s: float) -> tuple[float, str, str]:
         out, err = p.communicate(timeout=limit_s)
     except subprocess.TimeoutExpired:
         dead = p.poll() is not None  # then its children hold the pipes: they outlived it
-        try:  # the group: communicate() returns, nothing is left
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:  # no member left (the pipes' holders are elsewhere)
-            pass
-        p.communicate(timeout=30)
+        # the group: communicate() returns, nothing is left (a group with no member left is
+        # fine: the pipes' holders are elsewhere)
+        kill_group(p, wait_s=30)
         pytest.fail(f"children of the process still running {limit_s} s after Ctrl-C"
                     if dead else f"still running {limit_s} s after Ctrl-C")  # fmt: skip
     return time.monotonic() - t0, out, err

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from cudaperf.execute.supervise import LineChild, death_message, gpu_env
+from tests.proc_helpers import pid_gone
 
 # A child that answers each request line {"do": ...} on its reply fd.
 _CHILD = textwrap.dedent("""
@@ -72,14 +73,6 @@ def test_a_crash_reads_as_eof_and_is_explained_from_the_signal(tmp_path):
     assert not c.send({"do": "echo", "x": 1})  # a dead child: False, never an exception
 
 
-def _gone(pid: int) -> bool:
-    try:  # a zombie (killed, not yet reaped by whoever inherited it) counts as gone
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
-
-
 def test_kill_takes_the_child_s_whole_process_group(tmp_path):
     c = _child(tmp_path)
     c.send({"do": "fork"})
@@ -88,9 +81,9 @@ def test_kill_takes_the_child_s_whole_process_group(tmp_path):
     c.kill()
     c.kill()  # idempotent
     deadline = time.monotonic() + 5
-    while not _gone(pid) and time.monotonic() < deadline:
+    while not pid_gone(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _gone(pid), "the grandchild outlived the kill"
+    assert pid_gone(pid), "the grandchild outlived the kill"
 
 
 def test_stop_lets_the_child_end_by_itself_first(tmp_path):
@@ -150,13 +143,13 @@ def test_a_killed_parent_takes_its_child_and_what_the_child_started_along():
 
     parent = subprocess.Popen([sys.executable, "-c", _PARENT, _ORPHAN], stdout=subprocess.PIPE)
     pids = json.loads(parent.stdout.readline())["pids"]
-    assert not any(_gone(p) for p in pids)
+    assert not any(pid_gone(p) for p in pids)
     parent.kill()  # SIGKILL: no cleanup runs in the parent
     parent.wait()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not all(_gone(p) for p in pids):
+    while time.monotonic() < deadline and not all(pid_gone(p) for p in pids):
         time.sleep(0.1)
-    left = [p for p in pids if not _gone(p)]
+    left = [p for p in pids if not pid_gone(p)]
     for p in left:
         os.kill(p, signal.SIGKILL)
     assert not left, "the child (or its grandchild) outlived its killed parent"

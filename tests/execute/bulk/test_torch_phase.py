@@ -18,6 +18,7 @@ from cudaperf.datagen import FAMILIES, generate_one
 from cudaperf.execute.bulk.config import BulkConfig
 from cudaperf.execute.bulk.torch_phase import torch_phase
 from cudaperf.tasks.measurements import read_results
+from tests.proc_helpers import group_gone, kill_group
 
 SRC = Path(__file__).resolve().parents[3] / "src"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
@@ -93,17 +94,6 @@ CTRL_C_PARENT = textwrap.dedent("""
 """)
 
 
-def _group_gone(pgid: int, within_s: float) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.1)
-    return False
-
-
 @pytest.mark.parametrize("to", ["group", "parent"])
 def test_ctrl_c_stops_the_child_and_its_pool_without_a_traceback(tmp_path, to):
     script = tmp_path / "parent.py"
@@ -123,9 +113,6 @@ def test_ctrl_c_stops_the_child_and_its_pool_without_a_traceback(tmp_path, to):
         assert p.returncode == 130 and "interrupted" in out and time.monotonic() - t0 < 15
         # no traceback, nor multiprocessing's "Process NAME:" header of one, nor a leak warning
         assert not re.search(r"^(Traceback|Process \S+:$)|leaked", err, re.M), err
-        assert _group_gone(p.pid, within_s=5), "a process of the group outlived the parent"
+        assert group_gone(p.pid, within_s=5), "a process of the group outlived the parent"
     finally:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        kill_group(p)
