@@ -182,3 +182,43 @@ def test_the_pytorch_candidate_process_runs_under_the_worker_s_protections(cpu_c
     finally:
         h.close()
         shutil.rmtree(outside, ignore_errors=True)
+
+
+def _environ_of(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        items = f.read().decode(errors="replace").split("\0")
+    return dict(i.split("=", 1) for i in items if "=" in i)
+
+
+@pytest.mark.parametrize(
+    ("arch", "environ_list", "expected"),
+    [("sm_90", None, "9.0"), ("sm_80", None, "8.0"), ("sm_90", "7.5+PTX", "7.5+PTX")],
+)
+def test_the_prebuild_and_the_worker_get_the_same_arch_list(
+    cpu_config, monkeypatch, arch, environ_list, expected
+):
+    """For one EvalConfig's arch, the load_inline prebuild and the worker process that loads
+    its extension run with the same TORCH_CUDA_ARCH_LIST (torch_arch_list(arch), or the
+    environment's), else torch rebuilds the extension inside the worker. Both real call
+    sites: the prebuild's module code prints what it got, the started worker's environment is
+    read from /proc."""
+    from test_torch_build import ARCH_PROBE
+
+    from cudaperf.execute.torch_build import prebuild_torch_candidate, torch_arch_list
+
+    if environ_list is None:
+        monkeypatch.delenv("TORCH_CUDA_ARCH_LIST", raising=False)
+    else:
+        monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", environ_list)
+    cfg = replace(cpu_config, compile_only=None, isolate_files=False, arch=arch)
+    assert torch_arch_list(arch, os.environ) == expected
+    b = prebuild_torch_candidate(ARCH_PROBE, cfg.arch, cfg.cache_dir, timeout_s=60)
+    assert b.ok, b.log
+    built = [ln for ln in b.log.splitlines() if ln.startswith("TORCH_CUDA_ARCH_LIST=")]
+    assert built == [f"TORCH_CUDA_ARCH_LIST={expected}"], b.log
+    for h in (WorkerHandle(None, cfg), WorkerHandle(None, replace(cfg, arch=None), arch=arch)):
+        try:
+            assert h.request({"op": "hello"}, 120).get("pid") == h.proc.pid  # the worker itself
+            assert _environ_of(h.proc.pid).get("TORCH_CUDA_ARCH_LIST") == expected
+        finally:
+            h.close()

@@ -1,3 +1,4 @@
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -9,6 +10,7 @@ from cudaperf.execute.torch_build import (
     candidate_form,
     extensions_dir,
     prebuild_torch_candidate,
+    torch_arch_list,
 )
 
 CORPUS = Path(__file__).parents[1] / "adversarial" / "torch"
@@ -46,6 +48,37 @@ def test_inline_build_runs_the_module_and_times_out(tmp_path):
     b = prebuild_torch_candidate(failing, "sm_90", tmp_path, timeout_s=30)
     assert not b.ok and "boom" in b.log
     assert b.ext_dir == str(extensions_dir(tmp_path, failing))
+
+
+# A load_inline-form candidate whose module code prints the arch list its build was given.
+ARCH_PROBE = """import os
+print("TORCH_CUDA_ARCH_LIST=" + os.environ.get("TORCH_CUDA_ARCH_LIST", "<unset>"))
+load_inline = None
+if False:
+    load_inline(name="x")
+"""
+
+
+@pytest.mark.parametrize(
+    ("arch", "environ_list", "expected"),
+    [("sm_90", None, "9.0"), ("sm_80", None, "8.0"), ("sm_90a", None, "9.0a"),
+     ("sm_90", "7.5+PTX", "7.5+PTX")],
+)  # fmt: skip
+def test_inline_build_gets_the_arch_list_of_its_arch(
+    tmp_path, monkeypatch, arch, environ_list, expected
+):
+    """The load_inline build process runs with TORCH_CUDA_ARCH_LIST = torch_arch_list(arch),
+    the environment's value when it names one (what the worker gets: test_sandbox's
+    test_the_prebuild_and_the_worker_get_the_same_arch_list)."""
+    if environ_list is None:
+        monkeypatch.delenv("TORCH_CUDA_ARCH_LIST", raising=False)
+    else:
+        monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", environ_list)
+    assert candidate_form(ARCH_PROBE) == "load_inline"
+    b = prebuild_torch_candidate(ARCH_PROBE, arch, tmp_path, timeout_s=60)
+    assert b.ok and b.form == "load_inline", b.log
+    assert expected == torch_arch_list(arch, os.environ)
+    assert f"TORCH_CUDA_ARCH_LIST={expected}" in b.log.splitlines(), b.log
 
 
 def test_unknown_form_is_a_build_failure(tmp_path):
