@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from torch_cpu import HONEST, RELU_REF, SALT, relu_task, run  # noqa: E402
+from torch_cpu import HONEST, RELU_REF, SALT, FakeGpuChild, relu_task, run, run_fake  # noqa: E402
 
 from cudaperf.execute.torch_trusted import signed_wide  # noqa: E402
 
@@ -373,3 +373,156 @@ def test_forged_impossible_times_and_overheads_are_refused():
         _pair("fast")
     assert _overhead(1e9) == 100.0 and _overhead(float("nan")) == 0.0 and _overhead(-5) == 0.0
     assert _overhead(7.5) == 7.5
+
+
+# --- the checks of the timed window, on what a GPU reports ----------------------------------
+# On the CPU the event time is the wall time by construction (`torch_runtime.time_once`) and
+# there is no profiler, so no candidate can escape the events or show a kernel share there.
+# `FakeGpuChild` answers as the candidate's process on a GPU would: outputs computed for real,
+# times and profile as given. A candidate that replaced the timers in its own process could
+# report anything; that is `timers_intact` and the trusted clock's to catch (tests above).
+
+
+def _relu(x):
+    return torch.relu(x)
+
+
+def test_work_that_escapes_the_timing_events_is_rejected():
+    reply = run_fake(FakeGpuChild(_relu, times=(50.0, 52.0)))
+    assert reply["status"] == "ok", reply
+    # a side stream: the events see 50 us of work, the device-wide sync waits 400 us for it
+    reply = run_fake(FakeGpuChild(_relu, times=(50.0, 400.0)))
+    assert reply["status"] == "rejected", reply
+    assert "escapes the timing events" in reply["message"]
+
+
+def test_an_impossible_bandwidth_is_rejected():
+    task = relu_task(base=1 << 20)  # 4 MiB of input, read in full
+    fast = (10.0, 10.0)  # 419 GB/s, on a card that moves 100
+    reply = run_fake(FakeGpuChild(_relu, times=fast), task, max_bandwidth_gbs=100.0)
+    assert reply["status"] == "rejected", reply
+    assert "impossible" in reply["message"]
+    reply = run_fake(FakeGpuChild(_relu, times=fast), task, max_bandwidth_gbs=1e4)
+    assert reply["status"] == "ok", reply  # the request's bandwidth is the bound
+
+
+def test_a_candidate_whose_own_kernels_carry_too_small_a_share_is_rejected():
+    low = {"share": 0.2, "note": "", "launched": ["relu_kernel"]}
+    child = FakeGpuChild(_relu, profile=low)
+    reply = run_fake(child)  # min_kernel_share 0.5
+    assert reply["status"] == "rejected", reply
+    assert "only 20%" in reply["message"] and child.asked.count("profile") == 1
+    reply = run_fake(FakeGpuChild(_relu, profile=low), min_kernel_share=0.0)
+    assert reply["status"] == "ok", reply  # the request's threshold is the bound
+    assert reply["launched"] == ["relu_kernel"]
+
+
+# --- the held-out config's own correctness trials -------------------------------------------
+# Both candidates are right on the visible config, and on the held-out config's own input
+# distribution from the first timed call on (so the check after timing passes them): only
+# the held-out config's correctness trials, signed inputs among them, find them out.
+
+WRONG_ON_HELDOUT_SIGNED = """import torch
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        y = torch.relu(x)
+        if x.numel() == 5003 and bool((x < 0).any()):
+            y[-1] += 1.0
+        return y
+"""
+
+WRONG_ON_HELDOUT_EARLY = """import torch
+CALLS = {}
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        n = CALLS[x.numel()] = CALLS.get(x.numel(), 0) + 1
+        y = torch.relu(x)
+        if x.numel() == 5003 and n <= 3:  # its first three calls: the correctness trials
+            y[-1] += 1.0
+        return y
+"""
+
+
+@pytest.mark.parametrize(
+    "code", [WRONG_ON_HELDOUT_SIGNED, WRONG_ON_HELDOUT_EARLY], ids=["signed", "early"]
+)
+def test_the_held_out_config_s_correctness_trials_are_run(code):
+    reply, _ = run(code)
+    assert reply["status"] == "wrong_output", reply
+    base, held = reply["configs"]
+    assert base["correct"] and base["timing"], base
+    assert held["held_out"] and not held["correct"] and "5003" not in held["message"]
+
+
+# --- the salt, while the candidate's module and model are built -----------------------------
+
+SALT_HUNT = """import gc, os, re, sys, torch
+from cudaperf.execute.torch_trusted import _seed
+from cudaperf.tasks.model import InputConfig
+CFG = InputConfig(name="base", sizes={"N": 1000})
+INTS, WHERE, FOUND, TRIED = set(), [], [], []
+
+def _ints(vals):
+    INTS.update(v for v in vals if type(v) is int and v > 10**6)
+
+def _hunt(where):
+    WHERE.append(where)
+    for o in gc.get_objects():
+        if isinstance(o, dict):
+            _ints(list(o.values()))
+    f = sys._getframe()
+    while f is not None:  # up through whatever imports the module or builds the model
+        for v in list(f.f_locals.values()):
+            _ints(list(v.values()) if isinstance(v, dict) else [v])
+        f = f.f_back
+    for s in [*os.environ.values(), *sys.argv]:
+        _ints([int(w) for w in re.findall(r"\\d{7,}", s)])
+
+_hunt("import")
+
+class ModelNew(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        _hunt("init")
+
+    def forward(self, x):
+        if not TRIED and x.numel() == 1000:  # trial 0 of the visible config
+            TRIED.append(1)
+            for s in sorted(INTS):
+                torch.manual_seed(_seed(s, CFG, 0))
+                if torch.equal(torch.rand(1000), x):  # its inputs, predicted: s is the salt
+                    FOUND.append(s)
+            print("hunted at", WHERE, "among", len(INTS), "ints; salt found:", bool(FOUND))
+        return torch.relu(x) if FOUND else torch.zeros_like(x)  # right only with the salt
+"""
+
+
+def test_the_salt_is_not_in_the_candidates_process_while_its_model_is_built():
+    reply, log = run(SALT_HUNT)
+    assert reply["status"] == "wrong_output", (reply, log)  # it never had the salt
+    assert "hunted at ['import', 'init'] among" in log and "salt found: False" in log
+    assert str(SALT) not in log
+
+
+# --- fresh values in the same buffers, by themselves ----------------------------------------
+
+POINTER_CACHE_WHILE_CHECKED = """import torch
+CACHE, CALLS = {}, [0]
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        CALLS[0] += 1
+        if CALLS[0] > 3:  # from the first timed call on: computed, so right after timing
+            return torch.sqrt(x)
+        key = x.data_ptr()
+        if key not in CACHE:
+            CACHE[key] = torch.sqrt(x)
+        return CACHE[key].clone()
+"""
+
+
+def test_a_pointer_cache_of_the_correctness_trials_fails_on_fresh_values():
+    """The cache is used by the correctness trials only (sqrt: no signed distribution), so
+    only new values in the same buffers between those trials tell it from a kernel."""
+    reply, _ = run(POINTER_CACHE_WHILE_CHECKED, relu_task(SQRT_REF))
+    assert reply["status"] == "wrong_output", reply
+    assert not reply["configs"][0]["correct"]
