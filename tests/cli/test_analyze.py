@@ -38,3 +38,10 @@ def test_short_task_id_resolves(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "--task is only used with --profile" in r.stderr
     user_error(cli("analyze", cand, "--task", "nope"), "no task 'nope' (--task)")
+
+
+def test_an_unknown_config_of_the_task_is_named(tmp_path):
+    cand = tmp_path / "k.cu"
+    cand.write_text("__global__ void k(float* x) { x[threadIdx.x] = 0; }\n")
+    r = cli("analyze", cand, "--task", "saxpy", "--config", "huge", "--profile")
+    user_error(r, "--config 'huge'", "sample/c2cuda/saxpy", "small", code=2)

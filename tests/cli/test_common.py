@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.cli.helpers import cli, user_error
+from tests.cli.helpers import cli, package_copy, user_error
 from tests.tasks.helpers import C_TASK
 
 
@@ -136,3 +136,72 @@ def test_commands_that_need_measurements_default_to_the_dataset(tmp_path):
     for cmd in (["rank", "eval"], ["rank", "train"], ["data", "verify"]):
         r = cli(*cmd, CUDAPERF_DATASET=str(missing))
         user_error(r, str(missing))
+
+
+def test_outputs_inside_the_installed_package_are_refused(tmp_path):
+    """An output named inside the package would change the bundled sample set or the
+    packaged ranker (eval rows appended to a sample task's measurements.jsonl break every
+    command that reads the sample set). Checked against a copy of the package."""
+    src = package_copy(tmp_path)
+    pkg = src / "cudaperf"
+    saxpy = pkg / "tasks" / "sample" / "c2cuda_saxpy"
+    weights = pkg / "rank" / "weights"
+    before = {p: p.read_bytes() for p in (*saxpy.iterdir(), *weights.iterdir()) if p.is_file()}
+    runs = {
+        "--out": cli("eval", "--implementations", "-t", "saxpy", "--out",
+                     saxpy / "measurements.jsonl", src=src),
+        "--out ": cli("rank", "train", "--tasks", pkg / "tasks" / "sample", "--out", weights,
+                      src=src),
+        "--best-out": cli("refine", "saxpy", "--model", "scripted:best", "--out",
+                          tmp_path / "t.jsonl", "--best-out", saxpy / "naive.cu", src=src),
+        "--out  ": cli("tasks", "export", "--out", pkg / "tasks" / "sample" / "x.jsonl",
+                       src=src),
+    }  # fmt: skip
+    for opt, r in runs.items():
+        user_error(r, opt.strip(), "inside the installed cudaperf package", str(pkg), code=2)
+    after = {p: p.read_bytes() for p in (*saxpy.iterdir(), *weights.iterdir()) if p.is_file()}
+    assert after == before
+    # a task folder inside the package is updated in place only with --force
+    res = tmp_path / "r.jsonl"
+    res.write_text(json.dumps({"task_id": "t", "candidate_hash": "h", "status": "compiled",
+                               "mode": "compile-only"}) + "\n")  # fmt: skip
+    r = cli("tasks", "attach", res, pkg / "tasks" / "sample", src=src)
+    user_error(r, "inside the installed cudaperf package", "--force", code=2)
+
+
+def test_an_empty_task_file_is_refused_not_run_with_nothing(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    for cmd in (["eval", empty, "--implementations"], ["tasks", "list", empty],
+                ["tasks", "overlap", empty, empty], ["data", "verify", empty]):  # fmt: skip
+        user_error(cli(*cmd), f"{empty} holds no tasks", code=2)
+    user_error(cli("tasks", "validate", empty), "holds no tasks", code=1)
+
+
+def test_an_out_that_holds_other_data_is_not_appended_to(tmp_path):
+    """eval and data measure append their rows to --out and resume from it: a candidates or
+    task file named there (by a slip) would get result rows, binary data a traceback."""
+    cands = tmp_path / "cands.jsonl"
+    cands.write_text(json.dumps({"task_id": "saxpy", "code": "__global__ void k() {}"}) + "\n")
+    before = cands.read_text()
+    r = cli("eval", "--candidates", cands, "--out", cands)
+    user_error(r, f"--out {cands}:1 is not an evaluation result", "give a new file", code=2)
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(C_TASK) + "\n")
+    r = cli("data", "measure", tasks, "--compile-only", "--out", tasks)
+    user_error(r, f"--out {tasks}:1 is not an evaluation result", code=2)
+    binary = tmp_path / "bin.jsonl"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")
+    user_error(cli("eval", "--implementations", "--out", binary), "not UTF-8", code=2)
+    user_error(cli("data", "measure", "--compile-only", "--out", binary), "not UTF-8", code=2)
+    assert cands.read_text() == before and tasks.read_text() == json.dumps(C_TASK) + "\n"
+
+
+def test_a_model_folder_or_file_that_is_no_checkpoint_is_named(tmp_path):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"")
+    for model, needle in ((folder, "holds no config.json"), (gguf, "the file is empty")):
+        r = cli("refine", "saxpy", "--model", model, "--out", tmp_path / "t.jsonl")
+        user_error(r, f"--model {model}", needle, "smollm2", code=2)

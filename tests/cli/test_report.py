@@ -42,3 +42,13 @@ def test_compile_only_results_are_not_shown_as_measured(tmp_path):
     assert "not measured" in row and "0.000" not in row
     doc = json.loads(cli("report", res, "--json").stdout)
     assert doc["correct_fraction"] is None and doc["measured_results"] == 0
+
+
+def test_a_result_field_of_the_wrong_type_is_named_not_a_traceback(tmp_path):
+    res = tmp_path / "r.jsonl"
+    res.write_text(json.dumps(_row()) + "\n" + json.dumps(_row(speedup_vs_cpu="fast")) + "\n")
+    user_error(cli("report", res), "r.jsonl:2", "'speedup_vs_cpu'", "valid number", code=2)
+    res.write_text(json.dumps(_row(configs=3)) + "\n")
+    user_error(cli("report", res), "r.jsonl:1", "'configs' is not a list", code=2)
+    res.write_text(json.dumps(_row(task_id=7)) + "\n")
+    user_error(cli("tasks", "attach", res, "--out", tmp_path / "t.jsonl"), "'task_id'", code=2)

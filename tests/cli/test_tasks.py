@@ -3,6 +3,7 @@ import json
 from typer.testing import CliRunner
 
 from cudaperf.cli import app
+from tests.cli.helpers import cli, user_error
 from tests.tasks.helpers import C_TASK, c_task
 
 runner = CliRunner()
@@ -174,9 +175,28 @@ def test_attach_without_a_path_does_not_touch_the_installed_sample_set(tmp_path)
 
 
 def test_attach_refuses_a_file_that_is_not_eval_results(tmp_path):
-    from tests.cli.helpers import cli, user_error
-
     tasks = tmp_path / "t.jsonl"
     tasks.write_text(json.dumps(C_TASK) + "\n")
     r = cli("tasks", "attach", tasks, tasks, "--out", tmp_path / "o.jsonl")
     user_error(r, "is not an evaluation result", code=2)
+
+
+def test_import_of_nothing_or_of_binary_data_is_one_line(tmp_path):
+    out = tmp_path / "bt.jsonl"
+    for content in (b"", b'{"id": 1}\n'):  # nothing to import: no empty file is written
+        src = tmp_path / "mono_cases.jsonl"
+        src.write_bytes(content)
+        r = cli("tasks", "import", "babeltower", src, "--out", out)
+        user_error(r, f"nothing imported from {src}", "nothing was written", code=2)
+        assert not out.exists()
+    src.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    r = cli("tasks", "import", "babeltower", src, "--out", out)
+    user_error(r, str(src), "not UTF-8 text", code=2)
+
+
+def test_attach_refuses_a_date_that_is_not_one(tmp_path):
+    res = tmp_path / "r.jsonl"
+    res.write_text(json.dumps({"task_id": "t", "status": "compiled", "mode": "compile-only"}))
+    r = cli("tasks", "attach", res, "--out", tmp_path / "t.jsonl", "--date", "yesterday")
+    user_error(r, "--date 'yesterday'", "YYYY-MM-DD", code=2)
+    assert not (tmp_path / "t.jsonl").exists()

@@ -16,6 +16,7 @@ from cudaperf.cli.common import (
     console,
     emit_json,
     fail,
+    read_tasks,
     read_text,
     select_task,
     stdout,
@@ -86,6 +87,10 @@ def analyze_command(
         fail(e.errors()[0]["msg"].removeprefix("Value error, "))
     source = read_text(file, "FILE")
     the_task = _load_task(task, task_id) if task else None
+    names = [c.name for c in the_task.configs] if the_task is not None else []
+    if input_config is not None and the_task is not None and input_config not in names:
+        fail(f"--config {input_config!r}: task {the_task.id} has no such config; use one of "
+             f"{', '.join(names)}")  # fmt: skip
     if the_task is not None and not profile:
         console.print("[dim]--task is only used with --profile[/]")
     if profile:
@@ -153,11 +158,11 @@ def _syntax_error(source: str, file: Path) -> str | None:
 
 def _load_task(spec: str, task_id: str | None):
     """A task from a file/folder (`task_id` picks one of several) or the sample set by id."""
-    from cudaperf.tasks.io import load_sample, load_tasks
+    from cudaperf.tasks.io import load_sample
 
     path = Path(spec)
     if path.exists():
-        tasks = load_tasks(path)  # a TaskFileError names the file and the fix
+        tasks = read_tasks(path)  # a TaskFileError names the file and the fix
         if task_id is None and len(tasks) == 1:
             return tasks[0]
         if task_id is None:

@@ -64,12 +64,23 @@ def load_task_set(path: Path | None, sample: bool = False, default: str = "sampl
         fail("give either a PATH or --sample, not both")
     try:
         if path is not None:
-            return load_tasks(path)
+            return read_tasks(path)
         if sample or default == "sample":
             return load_sample()
-        return load_tasks(measured_dataset())
+        return read_tasks(measured_dataset())
     except TaskFileError as e:
         fail(str(e))
+
+
+def read_tasks(path: Path) -> list[Task]:
+    """The tasks of a task file or folder the user named: a `TaskFileError` for a file that
+    cannot be read, and one for a file that holds no task (an empty file would otherwise
+    make every command succeed with nothing done)."""
+    tasks = load_tasks(path)
+    if not tasks:
+        raise TaskFileError(f"{path} holds no tasks; give a task file with at least one task "
+                            "(one JSON object per line)")  # fmt: skip
+    return tasks
 
 
 def measured_dataset() -> Path:
@@ -110,11 +121,36 @@ def select_task(tasks: list[Task], task_id: str, option: str = "task id") -> Tas
     return found[0]
 
 
+def package_dir() -> Path:
+    """The installed cudaperf package: the bundled sample set and the packaged ranker."""
+    return Path(__file__).resolve().parents[1]
+
+
+def in_package(path: Path) -> bool:
+    """Whether `path` is the installed package's folder or lies inside it."""
+    pkg, p = package_dir(), Path(path).expanduser().resolve()
+    return p == pkg or pkg in p.parents
+
+
+def check_outside_package(path: Path, option: str) -> None:
+    """Fail when `path` lies inside the installed package: an output written there would
+    change the bundled sample set or the packaged ranker (updating them on purpose has its
+    own flags: `tasks attach --force`, `rank train --ship --force`)."""
+    if in_package(path):
+        pkg = package_dir()
+        fail(
+            f"{option} {path} is inside the installed cudaperf package ({pkg}), which holds "
+            "the bundled sample set and the packaged ranker; choose a path outside it"
+        )
+
+
 def check_out_file(path: Path | None, option: str, suffixes: tuple[str, ...] = ()) -> None:
     """Fail before any work when `path` cannot be written as a file: an existing folder, a
-    path under a file, a place this user cannot write, or a name without one of `suffixes`."""
+    path under a file, a place this user cannot write, a name without one of `suffixes`, or
+    a place inside the installed package."""
     if path is None:
         return
+    check_outside_package(path, option)
     if suffixes and not str(path).endswith(suffixes):
         names = " or ".join(filter(None, (", ".join(suffixes[:-1]), suffixes[-1])))
         fail(f"{option} {path}: use a {names} file name")
@@ -126,10 +162,12 @@ def check_out_file(path: Path | None, option: str, suffixes: tuple[str, ...] = (
 
 
 def check_out_dir(path: Path | None, option: str) -> None:
-    """Fail before any work when `path` cannot be used as a (possibly new) folder."""
+    """Fail before any work when `path` cannot be used as a (possibly new) folder, or lies
+    inside the installed package."""
     if path is None:
         return
     path = path.expanduser()
+    check_outside_package(path, option)
     if path.exists() and not path.is_dir():
         fail(f"{option} {path} is a file; give a folder path")
     if path.is_dir():
@@ -182,18 +220,38 @@ def check_toolchain(compile_only: bool | None, nvcc: str = "nvcc") -> None:
         )
 
 
-def check_model_spec(spec: str, option: str) -> None:
+def check_model_spec(spec: str, option: str, gguf_file: str | None = None) -> None:
     """Fail when a model that names a local path (a .gguf file, or a name that starts with /,
-    ./, ../ or ~) does not exist, instead of letting the hub reject it as a model id."""
+    ./, ../ or ~) does not exist, instead of letting the hub reject it as a model id, and
+    when a folder is no checkpoint (no config.json; a --gguf-file inside it aside)."""
     if spec.startswith(("http://", "https://", "scripted:")) or spec == "smollm2":
         return
     p = Path(spec).expanduser()
     looks_local = spec.startswith(("/", "./", "../", "~")) or spec.endswith(".gguf")
+    fix = "give a checkpoint folder, a .gguf file, a Hugging Face model name (org/name), or smollm2"
     if looks_local and not p.exists():
-        fail(
-            f"{option} {spec}: no such file or folder; give an existing checkpoint folder or "
-            ".gguf file, a Hugging Face model name (org/name), or smollm2"
-        )
+        fail(f"{option} {spec}: no such file or folder; {fix}")
+    if p.is_file() and not p.stat().st_size:
+        fail(f"{option} {spec}: the file is empty; {fix}")
+    if p.is_dir() and gguf_file is None and not (p / "config.json").is_file():
+        what = ("a LoRA adapter (pass it with --adapter, on top of its base model)"
+                if (p / "adapter_config.json").is_file() else "no checkpoint")  # fmt: skip
+        fail(f"{option} {spec}: the folder holds no config.json, so it is {what}; {fix}")
+
+
+def check_server(url: str) -> None:
+    """Fail at once when nothing answers at an OpenAI-compatible server's URL."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(url.rstrip("/") + "/models", timeout=5).close()  # noqa: S310
+    except urllib.error.HTTPError:
+        return  # something answers (maybe asking for a key): the server is up
+    except (urllib.error.URLError, OSError) as e:
+        why = getattr(e, "reason", e)
+        fail(f"--model {url}: no server answers there ({why}); start the OpenAI-compatible "
+             "server (e.g. `vllm serve MODEL`) or fix the URL", code=1)  # fmt: skip
 
 
 def jsonl_rows(path: Path, what: str, hint: str):
@@ -223,7 +281,69 @@ def read_eval_results(path: Path, what: str = "RESULTS", allow_empty: bool = Fal
             why = "no 'status'" if status is None else f"status {status!r}"
             fail(f"{what} {path}:{n} is not an evaluation result ({why}); give the JSONL that "
                  "`cudaperf eval --out` wrote")  # fmt: skip
+        if bad := _bad_result_field(row):
+            fail(f"{what} {path}:{n}: {bad}; give the JSONL that `cudaperf eval --out` wrote "
+                 "(unedited)")  # fmt: skip
         rows.append(row)
     if not rows and not allow_empty:
         fail(f"{what} {path} holds no results; run `cudaperf eval ... --out {path}` first")
     return rows
+
+
+def check_results_out(path: Path | None, option: str = "--out") -> None:
+    """Fail before any work when `path`, a results JSONL that a run appends to (and resumes
+    from: rows already there are skipped), exists and holds something other than
+    evaluation results: a task or candidates file, a trajectory, text, binary data. Lines
+    that are not JSON (cut short by an interrupted run) are allowed beside result rows."""
+    if path is None or not path.is_file() or not path.stat().st_size:
+        return
+    from cudaperf.execute.types import Status
+
+    statuses = {s.value for s in Status}
+    fix = (f"{option} is appended to and resumed from, so give a new file (or the JSONL an "
+           "earlier run of this command wrote)")  # fmt: skip
+    results = 0
+    for n, line in enumerate(read_text(path, option).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut by an interruption (or a file of text: refused below)
+        status = row.get("status") if isinstance(row, dict) else None
+        if status not in statuses:
+            why = "no 'status'" if status is None else f"status {status!r}"
+            fail(f"{option} {path}:{n} is not an evaluation result ({why}); {fix}")
+        results += 1
+    if not results:
+        fail(f"{option} {path} holds no evaluation results; {fix}")
+
+
+_FIELD_CHECKS: dict[str, Any] = {}
+
+
+def _bad_result_field(row: dict) -> str | None:
+    """What is wrong with a result row's fields, by the evaluator's own types (`ExecResult`):
+    a top-level field of the wrong type, `configs` that are not a list of objects (their
+    insides, missing fields and fields from other versions are left alone); None when
+    nothing is."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from cudaperf.execute.types import ExecResult
+
+    configs = row.get("configs", [])
+    if not isinstance(configs, list) or not all(isinstance(c, dict) for c in configs):
+        return "field 'configs' is not a list of objects"
+    for key, value in row.items():
+        field = ExecResult.model_fields.get(key)
+        if field is None or key in ("configs", "protections"):
+            continue
+        if key not in _FIELD_CHECKS:
+            _FIELD_CHECKS[key] = TypeAdapter(field.annotation)
+        try:  # as JSON, strictly: as the evaluator wrote it (no "1.5" for a number)
+            _FIELD_CHECKS[key].validate_json(json.dumps(value), strict=True)
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(map(str, (key, *err["loc"])))
+            return f"field '{where}': {err['msg']}"
+    return None

@@ -13,6 +13,7 @@ from cudaperf.cli.common import (
     DATASET_DEFAULT,
     check_out_dir,
     check_out_file,
+    check_results_out,
     console,
     emit_json,
     fail,
@@ -194,6 +195,7 @@ def measure(
     from cudaperf.execute.bulk import MeasureError, estimate_gpu_seconds, measure_tasks
 
     check_out_file(out, "--out", (".jsonl",))
+    check_results_out(out)
     check_out_file(summary, "--summary", (".json",))
     check_out_dir(cache_dir, "--cache-dir")
     check_out_dir(scratch, "--scratch")

@@ -13,6 +13,7 @@ from cudaperf.cli.common import (
     SAMPLE_DEFAULT,
     check_out_dir,
     check_out_file,
+    check_results_out,
     check_toolchain,
     console,
     emit_json,
@@ -158,6 +159,7 @@ def eval_command(
         isolate_files=False if no_isolation else None,
     )  # fmt: skip
     check_out_file(out, "--out", (".jsonl",))
+    check_results_out(out)
     check_out_dir(cfg.cache_dir, "--cache-dir")
     tasks = select_tasks(load_task_set(tasks_path), task_ids)
     if candidates is not None:

@@ -16,15 +16,16 @@ from cudaperf.cli.common import (
     console,
     emit_json,
     fail,
+    in_package,
     load_task_set,
     read_eval_results,
+    read_tasks,
     select_task,
     stdout,
 )
 from cudaperf.tasks.io import (
     TaskFileError,
     dataset_path,
-    load_tasks,
     sample_path,
     save_tasks,
     to_hf_dataset,
@@ -132,7 +133,7 @@ def validate(
 ) -> None:
     """Check a task file; exit non-zero naming the file, line, field and what is expected."""
     try:
-        tasks = load_tasks(path)
+        tasks = read_tasks(path)
     except TaskFileError as e:
         if json:
             emit_json({"valid": False, "error": str(e)})
@@ -208,10 +209,18 @@ def import_suite(
             if kernelbench is not None:  # only cudal1 takes it
                 opts["kernelbench"] = kernelbench
             report = IMPORTERS[suite](path, **opts)
+    except UnicodeDecodeError as e:  # before ValueError, which it is: the message names no file
+        fail(f"{path} (or a file in it) is not UTF-8 text ({e.reason} at byte {e.start}); "
+             f"give your own checkout (or file) of {suite} as it was published")  # fmt: skip
     except (FileNotFoundError, ImportError, ValueError) as e:
         fail(str(e))
-    save_tasks(report.tasks, out)
     summary = report.summary()
+    if not report.tasks:  # nothing to write: an empty file would only fail the next command
+        reasons = "; ".join(f"{n}: {r}" for r, n in list(summary["reasons"].items())[:3])
+        fail(f"nothing imported from {path} ({summary['skipped']} item(s) skipped"
+             f"{': ' + reasons if reasons else ''}); give your checkout (or file) of {suite}, "
+             f"nothing was written to {out}")  # fmt: skip
+    save_tasks(report.tasks, out)
     if json:
         emit_json(summary)
         return
@@ -235,7 +244,7 @@ def overlap(
     from cudaperf.tasks.overlap import task_overlap
 
     try:
-        ta, tb = load_tasks(a), load_tasks(b)
+        ta, tb = read_tasks(a), read_tasks(b)
     except TaskFileError as e:
         fail(str(e))
     report = task_overlap(ta, tb, n=n, threshold=threshold, with_impls=impls)
@@ -268,7 +277,9 @@ def attach(
     ),
     min_implementations: int = typer.Option(3, "--min-implementations", min=1),
     force: bool = typer.Option(
-        False, "--force", help="With no PATH and no --out: update the installed sample set."
+        False,
+        "--force",
+        help="With no --out: update the installed sample set (no PATH, or a PATH inside it).",
     ),
     json: bool = JsonOpt,
 ) -> None:
@@ -292,6 +303,16 @@ def attach(
         fail(
             "give the task set to update (PATH) or --out FILE; with neither, attach would "
             "rewrite the installed sample set (add --force if that is what you want)"
+        )
+    try:
+        date = dt.date.fromisoformat(date).isoformat() if date else ""
+    except ValueError:
+        fail(f"--date {date!r}: give the measurement date as YYYY-MM-DD (e.g. 2026-12-03), or "
+             "leave it out for today")  # fmt: skip
+    if path is not None and out is None and in_package(path) and not force:
+        fail(
+            f"{path} is inside the installed cudaperf package (the bundled sample set); give "
+            "--out FILE, or add --force to update the installed sample set in place"
         )
     check_out_file(out, "--out", (".jsonl", ".jsonl.gz", ".parquet"))
     target = path if path is not None else sample_path()
