@@ -103,3 +103,20 @@ def test_ctrl_c_stops_train_on_the_dataset_within_seconds(tmp_path):
     seconds, _, err = interrupt(p, limit_s=15)
     assert p.returncode == 130 and seconds < 5, (seconds, err)
     assert "Traceback" not in err and not (m / "feature_ranker.json").exists()
+
+
+def test_train_names_a_bad_arch_or_device_before_any_work(tmp_path):
+    tasks = _data(tmp_path)
+    r = cli("rank", "train", "--tasks", tasks, "--out", tmp_path / "r", "--arch", "sm_xx")
+    line = user_error(r, "unknown --arch 'sm_xx'", "sm_90", code=2)
+    assert "validation error" not in r.stderr, line  # pydantic's block, not one line
+    neural = ("rank", "train", "--model", "neural", "--tasks", tasks, "--out", tmp_path / "n")
+    user_error(
+        cli(*neural, "--device", "tpu"),
+        "--device 'tpu'",
+        "cpu, cuda",
+        code=2,
+    )
+    r = cli(*neural, "--device", "cuda", CUDA_VISIBLE_DEVICES="")
+    user_error(r, "--device cuda", "no GPU", "--device cpu", code=1)
+    assert not (tmp_path / "n").exists()

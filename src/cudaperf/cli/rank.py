@@ -183,7 +183,7 @@ def train(
     from cudaperf.rank.metrics import evaluate
     from cudaperf.rank.ranker import NoPairsError, provenance
 
-    _check_train_options(kind, ship, force, out, cache_dir, backbone)
+    _check_train_options(kind, ship, force, out, cache_dir, backbone, arch, device)
     tasks_path = tasks_path or measured_dataset()
     tasks = load_task_set(tasks_path)
     split_map = _splits(tasks_path, splits)
@@ -238,9 +238,18 @@ def train(
         _print_train(report)
 
 
-def _check_train_options(kind, ship, force, out, cache_dir, backbone) -> None:
+def _check_train_options(kind, ship, force, out, cache_dir, backbone, arch="sm_90",
+                         device=None) -> None:  # fmt: skip
     """Everything `rank train` can refuse before loading a task (nothing is trained first)."""
+    from pydantic import ValidationError
+
+    from cudaperf.analyze import AnalyzeConfig
     from cudaperf.rank import formats
+
+    try:  # the analyzer checks it (its message names --arch), after minutes of features
+        AnalyzeConfig(arch=arch)
+    except ValidationError as e:
+        fail(e.errors()[0]["msg"].removeprefix("Value error, "))
 
     if kind not in ("feature", "neural"):
         fail(f"--model must be feature or neural, got {kind!r}")
@@ -255,6 +264,27 @@ def _check_train_options(kind, ship, force, out, cache_dir, backbone) -> None:
     check_out_dir(cache_dir, "--cache-dir")
     if kind == "neural":
         check_model_spec(backbone, "--backbone")
+        _check_device(device)
+
+
+def _check_device(device: str | None) -> None:
+    """--device: cpu, cuda or cuda:N, and cuda only where torch sees a GPU (torch would
+    refuse it only after the backbone is loaded)."""
+    import re
+
+    if device is None or device == "cpu":
+        return
+    if not re.fullmatch(r"cuda(:\d+)?", device):
+        fail(f"--device {device!r}: use cpu, cuda or cuda:N (or leave it out: cuda when there "
+             "is a GPU, else cpu)")  # fmt: skip
+    import torch
+
+    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(device.partition(":")[2] or 0)
+    if index >= n:
+        have = f"{n} GPU(s)" if n else "no GPU"
+        fail(f"--device {device}: torch sees {have} here; use --device cpu, or run on a GPU "
+             "machine", code=1)  # fmt: skip
 
 
 def _print_train(report: dict) -> None:
