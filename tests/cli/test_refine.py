@@ -108,3 +108,23 @@ def test_model_help_lists_every_spec_make_backend_accepts():
     text = " ".join(r.stdout.replace("│", " ").split())
     for spec in (*SCRIPTED, "smollm2", "http(s)://", "Hugging Face", ".gguf"):
         assert spec in text, spec
+
+
+def test_a_target_that_is_binary_or_a_folder_is_one_line(tmp_path):
+    for name in ("port.c", "model.py"):
+        bad = tmp_path / name
+        bad.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+        r = cli("refine", bad, "--function", "f", "--sizes", "n=4", "--model", "scripted:best",
+                "--out", tmp_path / "t.jsonl")  # fmt: skip
+        user_error(r, f"TARGET {bad} is not UTF-8 text", "save it as UTF-8", code=2)
+    r = cli("refine", tmp_path, "--model", "scripted:best", "--out", tmp_path / "t.jsonl")
+    user_error(r, f"TARGET {tmp_path} is a folder", "--tasks", code=2)
+
+
+def test_an_out_whose_lines_are_not_records_is_named(tmp_path):
+    for content, needle in (("[1]\n", "expected a JSON object"),
+                            ('{"type": "turn"}\n', "turn record, field 'task_id'")):  # fmt: skip
+        out = tmp_path / "t.jsonl"
+        out.write_text(content)
+        r = cli("refine", "saxpy", "--model", "scripted:best", "--out", out)
+        user_error(r, f"--out {out}", "t.jsonl:1", needle, code=2)

@@ -12,6 +12,7 @@ from cudaperf.cli.common import (
     check_model_spec,
     check_out_dir,
     check_out_file,
+    check_server,
     console,
     fail,
     load_task_set,
@@ -30,6 +31,9 @@ def _target(target: str, tasks_path, function, sizes, lengths) -> Task:
     from cudaperf.refine.target import parse_sizes, task_from_c_file, task_from_torch_file
 
     p = Path(target)
+    if p.is_dir():
+        fail(f"TARGET {target} is a folder; give a task id, a .c file or a PyTorch module .py "
+             "file (a task file or folder goes in --tasks)")  # fmt: skip
     if p.suffix in (".c", ".py") and not p.is_file():
         fail(f"TARGET {target}: no such file; give an existing .c or .py file, or a task id")
     if p.is_file() and p.suffix not in (".c", ".py"):
@@ -43,6 +47,8 @@ def _target(target: str, tasks_path, function, sizes, lengths) -> Task:
             return task_from_c_file(p, function, parse_sizes(sizes), lens)
         if p.suffix == ".py" and p.is_file():
             return task_from_torch_file(p)
+    except UnicodeDecodeError as e:  # a ValueError whose message names no file
+        fail(f"TARGET {target} is not UTF-8 text (byte {e.start}); save it as UTF-8")
     except (ValueError, OSError) as e:
         fail(str(e))
     return select_task(load_task_set(tasks_path), target, option="TARGET")
@@ -62,7 +68,7 @@ def _backend(
     from cudaperf.refine.backends import make_backend
 
     if model.startswith(("http://", "https://")):
-        _check_server(model)
+        check_server(model)
         opts = dict(
             model=server_model, api_key=api_key, temperature=temperature, max_tokens=max_tokens
         )
@@ -104,21 +110,6 @@ def _connection_errors() -> tuple[type[BaseException], ...]:
 def _best_path(task: Task, target: str, best_out: Path | None) -> Path:
     ext = ".cu" if task.kind is TaskKind.C2CUDA else ".py"
     return best_out or Path(Path(target).stem.replace("/", "_") + "_best" + ext)
-
-
-def _check_server(url: str) -> None:
-    """Fail at once when nothing answers at an OpenAI-compatible server's URL."""
-    import urllib.error
-    import urllib.request
-
-    try:
-        urllib.request.urlopen(url.rstrip("/") + "/models", timeout=5).close()  # noqa: S310
-    except urllib.error.HTTPError:
-        return  # something answers (maybe asking for a key): the server is up
-    except (urllib.error.URLError, OSError) as e:
-        why = getattr(e, "reason", e)
-        fail(f"--model {url}: no server answers there ({why}); start the OpenAI-compatible "
-             "server (e.g. `vllm serve MODEL`) or fix the URL", code=1)  # fmt: skip
 
 
 _MODEL_HELP = (
@@ -180,7 +171,7 @@ def refine_command(
     check_out_file(out, "--out", (".jsonl",))
     check_out_dir(cache_dir, "--cache-dir")
     check_out_dir(model_cache, "--model-cache")
-    check_model_spec(model, "--model")
+    check_model_spec(model, "--model", gguf_file)
     task = _target(target, tasks_path, function, sizes, lengths)
     best_path = _best_path(task, target, best_out)
     check_out_file(best_path, "--best-out")

@@ -23,7 +23,7 @@ from cudaperf.refine.feedback import render_feedback
 from cudaperf.reward import PRESETS, RewardConfig, RewardScorer, extract_candidate
 from cudaperf.reward.scorer import ranker_from_spec
 
-__all__ = ["RankerOpt", "reward_command", "scorer_for"]
+__all__ = ["RankerOpt", "load_ranker_option", "reward_command", "scorer_for"]
 
 _CACHE_HELP = EvalConfig.help()["cache_dir"]
 
@@ -43,12 +43,15 @@ def scorer_for(task, preset: str, compile_only: bool | None, cache_dir: Path | N
     check_toolchain(ev.compile_only, ev.nvcc)
     rk = None
     if cfg.ranker_weight > 0:
-        rk = ranker_from_spec(ranker) if ranker in ("default", "none") else _load_ranker(ranker)
+        rk = load_ranker_option(ranker)
     return RewardScorer([task], config=cfg, eval_config=ev, ranker=rk, analyze="always")
 
 
-def _load_ranker(spec: str):
-    """The ranker file or folder --ranker names, or a one-line error saying why not."""
+def load_ranker_option(spec: str):
+    """The ranker --ranker names (default, none, or a file or folder), or a one-line error
+    saying why a file or folder cannot be used."""
+    if spec in ("default", "none"):
+        return ranker_from_spec(spec)
     from cudaperf.rank.formats import ModelNotTrainedError
     from cudaperf.rank.ranker import load_ranker, make_ranker
 

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from cudaperf.execute.types import ExecResult
 from cudaperf.rank.types import RankScore
@@ -92,12 +92,20 @@ def read_trajectory(path: str | Path) -> list[TurnRecord | SummaryRecord]:
     for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
-        data: dict[str, Any] = json.loads(line)
+        try:
+            data: dict[str, Any] = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{n}: not valid JSON ({e.msg})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}:{n}: expected a JSON object (a turn or summary record)")
         kind = data.get("type")
-        if kind == "turn":
-            out.append(TurnRecord.model_validate(data))
-        elif kind == "summary":
-            out.append(SummaryRecord.model_validate(data))
-        else:
+        record = {"turn": TurnRecord, "summary": SummaryRecord}.get(kind)  # type: ignore[arg-type]
+        if record is None:
             raise ValueError(f"{path}:{n}: unknown record type {kind!r}; expected turn or summary")
+        try:
+            out.append(record.model_validate(data))
+        except ValidationError as e:  # one line: the first bad field
+            err = e.errors()[0]
+            where = ".".join(map(str, err["loc"])) or "record"
+            raise ValueError(f"{path}:{n}: {kind} record, field '{where}': {err['msg']}") from None
     return out
