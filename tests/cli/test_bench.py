@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cudaperf.cli import app
+from tests.cli.helpers import cli, user_error
 
 runner = CliRunner()
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
@@ -103,3 +104,66 @@ def test_no_compile_baseline_is_recorded_and_kept_by_the_resume_command(tmp_path
     assert all("compile" not in m["baselines"] for m in run["tasks"].values())
     res = runner.invoke(app, args[:-3] + ["--out", str(tmp_path / "r")])  # the flag dropped
     assert res.exit_code == 2 and "compile_baseline=False there, True now" in res.output
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_run_checks_its_outputs_model_ranker_and_gpu_before_any_work(tmp_path):
+    f = tmp_path / "plain.txt"
+    f.write_text("x")
+    broken = tmp_path / "ranker.json"
+    broken.write_text('{"format": ')
+    folder = tmp_path / "model"
+    folder.mkdir()
+    base = ("bench", "run", "--suite", "sample", "--limit", "1", "--samples", "1")
+    cases = [
+        (["--model", "scripted:best", "--out", f], ["--out", "is a file"], 2),
+        (["--model", "scripted:best", "--out", tmp_path / "r", "--cache-dir", f],
+         ["--cache-dir", "is a file"], 2),
+        (["--model", "./no/such/model", "--out", tmp_path / "r"], ["no such file or folder"], 2),
+        (["--model", folder, "--out", tmp_path / "r"], ["holds no config.json"], 2),
+        (["--model", f"http://127.0.0.1:{_closed_port()}/v1", "--out", tmp_path / "r"],
+         ["no server answers there"], 1),
+        (["--model", "scripted:best", "--out", tmp_path / "r", "--compile-only", "--ranker",
+          broken], ["--ranker", "cannot read the ranker model"], 2),
+        (["--model", "scripted:best", "--out", tmp_path / "r", "--full"], ["--full needs"], 1),
+        (["--model", "scripted:best", "--out", tmp_path / "r", "--bootstrap", "-1"],
+         ["--bootstrap"], 2),
+    ]  # fmt: skip
+    for extra, needles, code in cases:
+        user_error(cli(*base, *extra, CUDA_VISIBLE_DEVICES=""), *needles, code=code)
+    assert not (tmp_path / "r").exists()
+
+
+def test_compare_checks_its_out_and_never_writes_into_a_run(tmp_path):
+    f = tmp_path / "plain.txt"
+    f.write_text("x")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text("{}")
+    user_error(cli("bench", "compare", run, run, "--out", f), "--out", "is a file", code=2)
+    r = cli("bench", "compare", run, run, "--out", run)
+    user_error(r, f"--out {run} is a run folder", "new folder", code=2)
+    assert sorted(p.name for p in run.iterdir()) == ["run.json"]
+
+
+def test_run_files_that_are_not_what_bench_wrote_are_named(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    cases = [
+        ("run.json", b"[1]", "run.json: not a run.json written by `cudaperf bench run`"),
+        ("run.json", b"\x89PNG\r\n\xff", "run.json: not a run.json written by"),
+        ("trajectories.jsonl", b"[1]\n", "trajectories.jsonl:1: expected a JSON object"),
+        ("trajectories.jsonl", b"\xff\xfe\n", "trajectories.jsonl: not UTF-8 text"),
+    ]
+    for name, content, needle in cases:
+        (run / "run.json").write_text(json.dumps({"settings": {}, "tasks": {}}))
+        (run / name).write_bytes(content)
+        user_error(cli("bench", "report", run), needle, code=2)
+        user_error(cli("bench", "compare", run, run, "--out", tmp_path / "c"), needle, code=2)

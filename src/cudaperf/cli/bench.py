@@ -9,8 +9,17 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cudaperf.cli.common import GenerationOpt, console, fail, stdout
-from cudaperf.cli.reward import RankerOpt
+from cudaperf.cli.common import (
+    GenerationOpt,
+    check_model_spec,
+    check_out_dir,
+    check_server,
+    check_toolchain,
+    console,
+    fail,
+    stdout,
+)
+from cudaperf.cli.reward import RankerOpt, load_ranker_option
 
 __all__ = ["bench_app"]
 
@@ -24,6 +33,9 @@ _SUITE_HELP = (
     "data/tasks.jsonl.gz), train-unseen (a training run's unseen tasks: --suite-path "
     "RUN/holdout.json), kernelbench, "
     "kernelbench:1 (levels 1-3), babeltower, polybench-acc, pareval (with --suite-path)."
+)
+BootOpt = typer.Option(
+    1000, "--bootstrap", min=0, help="Bootstrap replicates for the CIs (0: no intervals)."
 )
 _MODEL_HELP = (
     "smollm2, a Hugging Face name or checkpoint folder, an http(s):// OpenAI-compatible URL, "
@@ -85,7 +97,6 @@ def _scorer(tasks, preset, ranker, **eval_opts):
     from cudaperf.execute.config import EvalConfig
     from cudaperf.execute.evaluator import detect_env
     from cudaperf.reward import RewardConfig, RewardScorer
-    from cudaperf.reward.scorer import ranker_from_spec
 
     try:
         cfg = RewardConfig.preset(preset)
@@ -93,7 +104,9 @@ def _scorer(tasks, preset, ranker, **eval_opts):
         env = detect_env(ev)
     except (ValueError, RuntimeError) as e:
         fail(str(e))
-    rk = ranker_from_spec(ranker) if cfg.ranker_weight > 0 else None
+    rk = None
+    if cfg.ranker_weight > 0:  # a ranker file that cannot be read is an error, not a warning
+        rk = load_ranker_option(ranker)
     sc = RewardScorer(tasks, config=cfg, eval_config=ev, ranker=rk, analyze="always")
     return sc, env
 
@@ -208,10 +221,10 @@ def run(
     server_model: str = typer.Option("default", "--server-model", help="Model name on the server."),
     api_key: str = typer.Option("EMPTY", "--api-key", envvar="OPENAI_API_KEY", help="Server key."),
     gguf_file: str = typer.Option(None, "--gguf-file", help="HF: GGUF file inside --model."),
-    temperature: float = typer.Option(0.8, "--temperature", help="Sampling temperature."),
+    temperature: float = typer.Option(0.8, "--temperature", min=0.0, help="Sampling temperature."),
     max_tokens: int = typer.Option(2048, "--max-tokens", help="Tokens per reply."),
     generation: str = GenerationOpt,
-    n_boot: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CIs."),
+    n_boot: int = BootOpt,
 ) -> None:
     """Run a model over a suite; every sample of every turn evaluated on every config."""
     from cudaperf.report.render import write_run_report
@@ -225,7 +238,13 @@ def run(
                                  compile_baseline=not no_compile_baseline)  # fmt: skip
     except ValueError as e:
         fail(str(e))
+    check_out_dir(out, "--out")
+    check_out_dir(cache_dir, "--cache-dir")
+    check_model_spec(model, "--model", gguf_file)
     gpu_ids = _gpus(gpus, compile_only)
+    check_toolchain(compile_only)
+    if model.startswith(("http://", "https://")):
+        check_server(model)
     suites, tasks, meta, left_out = _tasks(suite, suite_path, dataset, limit, per_family, seed,
                                            model, settings.compile_baseline)  # fmt: skip
     eval_opts = dict(compile_only=compile_only, cache_dir=cache_dir, trials=trials,
@@ -257,7 +276,7 @@ def run(
 @bench_app.command("report")
 def report(
     run_dir: Path = typer.Argument(..., help="A run folder of `cudaperf bench run`."),
-    n_boot: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CIs."),
+    n_boot: int = BootOpt,
 ) -> None:
     """Rebuild a run's report (report.html, report.md, summary.json) from its files."""
     from cudaperf.report.render import write_run_report
@@ -276,7 +295,7 @@ def report(
 def compare(
     runs: list[Path] = typer.Argument(..., help="Two or more run folders; the first is the base."),
     out: Path = typer.Option(..., "--out", help="Folder for the comparison report."),
-    n_boot: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CIs."),
+    n_boot: int = BootOpt,
 ) -> None:
     """The same metrics side by side, with paired differences and their 95% intervals."""
     from cudaperf.report.render import paired_text, write_compare_report
@@ -286,6 +305,10 @@ def compare(
 
     if len(runs) < 2:
         fail("give at least two run folders to compare")
+    check_out_dir(out, "--out")
+    if (out / "run.json").is_file():  # its report.html and report.md would be replaced
+        fail(f"--out {out} is a run folder of `cudaperf bench run`; give a new folder for the "
+             "comparison")  # fmt: skip
     try:
         c = compare_runs([read_run(r) for r in runs], n_boot=n_boot)
     except ValueError as e:

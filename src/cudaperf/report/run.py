@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from cudaperf.refine.trajectory import SummaryRecord, TurnRecord, read_trajectory
 from cudaperf.report.rows import TaskMeta
 from cudaperf.tasks.model import Task
@@ -152,7 +154,13 @@ def read_records(path: Path) -> list[TurnRecord | SummaryRecord]:
     it) is dropped with a warning, any other bad line raises ValueError naming it."""
     if not path.is_file():
         return []
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{path}: not UTF-8 text (byte {e.start}), so not a trajectory written by "
+            "cudaperf bench; give a run folder it wrote"
+        ) from None
     if lines and not lines[-1].endswith("\n"):
         log.warning("%s: dropping a last line cut short (%d chars)", path, len(lines[-1]))
         path.write_text("".join(lines[:-1]), encoding="utf-8")
@@ -218,7 +226,23 @@ def read_run(path: str | Path) -> RunFiles:
     rj = p / RUN_JSON
     if not rj.is_file():
         raise ValueError(f"{p}: no {RUN_JSON}; give a folder written by `cudaperf bench run --out`")
-    doc = json.loads(rj.read_text(encoding="utf-8"))
-    meta = {k: TaskMeta.model_validate(v) for k, v in doc.pop("tasks").items()}
-    settings = doc.pop("settings")
+    try:
+        doc = json.loads(rj.read_text(encoding="utf-8"))
+        if not isinstance(doc, dict):
+            raise TypeError("not a JSON object")
+        meta = {k: TaskMeta.model_validate(v) for k, v in doc.pop("tasks").items()}
+        settings = doc.pop("settings")
+        if not isinstance(settings, dict):
+            raise TypeError("'settings' is not an object")
+    except (ValueError, KeyError, TypeError, AttributeError) as e:  # one line, the first cause
+        if isinstance(e, ValidationError):
+            err = e.errors()[0]
+            why = f"task field '{'.'.join(map(str, err['loc']))}': {err['msg']}"
+        else:
+            first = (str(e).splitlines() or [type(e).__name__])[0]
+            why = f"no {e} field" if isinstance(e, KeyError) else first
+        raise ValueError(
+            f"{rj}: not a {RUN_JSON} written by `cudaperf bench run` ({why}); give a run "
+            "folder it wrote, or run it again into a new --out"
+        ) from None
     return RunFiles(p, settings, meta, doc, read_records(p / TRAJECTORY))
