@@ -11,9 +11,13 @@ import typer
 from cudaperf.cli.common import (
     DATASET_DEFAULT,
     GenerationOpt,
+    check_model_spec,
+    check_out_dir,
+    check_out_file,
     console,
     emit_json,
     fail,
+    jsonl_rows,
     measured_dataset,
 )
 
@@ -44,6 +48,16 @@ HoldOpt = typer.Option(0.05, "--holdout-share", help="Share of other families' t
 SeedOpt = typer.Option(0, "--seed")
 
 
+def _check_run_options(out: Path, model: str, pieces_mib: float | None) -> None:
+    """What both trainers can refuse before loading a model: a run folder that cannot be
+    made, a model path that is no checkpoint, a --pieces-mib that is not a size."""
+    check_out_dir(out, "--out")
+    check_model_spec(model, "--model")
+    if pieces_mib is not None and not pieces_mib > 0:
+        fail(f"--pieces-mib {pieces_mib}: give a size in MiB > 0 (e.g. 15), or leave it out "
+             "to save files whole")  # fmt: skip
+
+
 def _run(fn, opts_cls, **kw):
     try:
         opts = opts_cls(**kw)
@@ -69,13 +83,15 @@ def sft_command(
     max_length: int | None = typer.Option(
         None, "--max-length", help="Token cap (default: the 98th percentile of the rows)."),
     val_families: int = ValFamOpt, holdout_share: float = HoldOpt,
-    limit: int | None = typer.Option(None, "--limit", help="At most this many rows (smoke)."),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, help="At most this many rows (smoke)."),
     time_budget: float | None = BudgetOpt, pieces_mib: float | None = PiecesOpt,
     resume: bool = ResumeOpt, seed: int = SeedOpt,
 ) -> None:  # fmt: skip
     """Supervised warm start on training-split tasks (refine's prompt → fastest kernel)."""
     from cudaperf.train.sft import SftOptions, run_sft
 
+    _check_run_options(out, model, pieces_mib)
     tasks = tasks or measured_dataset()
     console.print(f"SFT of {model} on {tasks} (training-split families only) → {out}")
     rep = _run(
@@ -140,6 +156,17 @@ def grpo_command(
         gpus = tuple(int(g) for g in eval_gpus.split(",")) if eval_gpus else None
     except ValueError:
         fail(f"--eval-gpus {eval_gpus!r}: give GPU indices such as 1 or 1,2")
+    _check_run_options(out, model, pieces_mib)
+    if not lr > 0:
+        fail(f"--lr {lr}: use a learning rate > 0 (e.g. 1e-5)")
+    if beta < 0:
+        fail(f"--beta {beta}: the KL coefficient is >= 0 (0: no reference model)")
+    if not temperature > 0:
+        fail(f"--temperature {temperature}: GRPO samples its replies; use a value > 0 (e.g. 1.0)")
+    if ranker not in ("default", "none"):  # else a file that cannot be read only warns
+        from cudaperf.cli.reward import load_ranker_option
+
+        load_ranker_option(ranker)
     tasks = tasks or measured_dataset()
     console.print(f"GRPO of {model} on up to {pool or 'all'} training tasks → {out}")
     rep = _run(
@@ -170,6 +197,9 @@ def report_command(
     reward, status and step-time curves."""
     from cudaperf.train.curves import plot_runs, summary
 
+    check_out_file(plot, "--plot", (".png",))
+    for run in runs:
+        _check_steps(run)
     try:
         rep = summary(list(runs))
         if plot is not None:
@@ -178,6 +208,22 @@ def report_command(
         fail(str(e))
     _breakdown_table(rep)
     emit_json(rep)
+
+
+def _check_steps(run: Path) -> None:
+    """A run's steps.jsonl holds JSON objects, and those of a step carry its number; else one
+    line naming the file and the line (the reader would fail with a bare parse error)."""
+    path = run / "steps.jsonl" if run.is_dir() else run
+    if not path.is_file():
+        return  # the reader says so, naming the run
+    hint = "give a run folder of `cudaperf train` (or its steps.jsonl)"
+    for n, row in jsonl_rows(path, "RUNS", hint):
+        if not isinstance(row, dict):
+            fail(f"RUNS {path}:{n}: not a JSON object; {hint}")
+        if row.get("kind") in ("rollout", "step", "trainer") and not isinstance(
+            row.get("step"), int
+        ):
+            fail(f"RUNS {path}:{n}: a {row['kind']} record without an integer 'step'; {hint}")
 
 
 def _breakdown_table(rep: dict) -> None:
