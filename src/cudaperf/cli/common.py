@@ -271,14 +271,9 @@ def read_eval_results(path: Path, what: str = "RESULTS", allow_empty: bool = Fal
     """The rows of a results JSONL written by `cudaperf eval --out`: each a JSON object with
     a `status` of the evaluator's. Fails on a file that is not one (a task file, a trajectory,
     garbage) or, unless `allow_empty`, holds no results."""
-    from cudaperf.execute.types import Status
-
-    statuses = {s.value for s in Status}
     rows = []
     for n, row in jsonl_rows(path, what, "give the JSONL that `cudaperf eval --out` wrote"):
-        status = row.get("status") if isinstance(row, dict) else None
-        if status not in statuses:
-            why = "no 'status'" if status is None else f"status {status!r}"
+        if why := _not_a_result(row):
             fail(f"{what} {path}:{n} is not an evaluation result ({why}); give the JSONL that "
                  "`cudaperf eval --out` wrote")  # fmt: skip
         if bad := _bad_result_field(row):
@@ -297,9 +292,6 @@ def check_results_out(path: Path | None, option: str = "--out") -> None:
     that are not JSON (cut short by an interrupted run) are allowed beside result rows."""
     if path is None or not path.is_file() or not path.stat().st_size:
         return
-    from cudaperf.execute.types import Status
-
-    statuses = {s.value for s in Status}
     fix = (f"{option} is appended to and resumed from, so give a new file (or the JSONL an "
            "earlier run of this command wrote)")  # fmt: skip
     results = 0
@@ -310,13 +302,22 @@ def check_results_out(path: Path | None, option: str = "--out") -> None:
             row = json.loads(line)
         except json.JSONDecodeError:
             continue  # a line cut by an interruption (or a file of text: refused below)
-        status = row.get("status") if isinstance(row, dict) else None
-        if status not in statuses:
-            why = "no 'status'" if status is None else f"status {status!r}"
+        if why := _not_a_result(row):
             fail(f"{option} {path}:{n} is not an evaluation result ({why}); {fix}")
         results += 1
     if not results:
         fail(f"{option} {path} holds no evaluation results; {fix}")
+
+
+def _not_a_result(row) -> str | None:
+    """Why a parsed JSONL row is no evaluation result (no `status` of the evaluator's), or
+    None when it is one."""
+    from cudaperf.execute.types import Status
+
+    status = row.get("status") if isinstance(row, dict) else None
+    if status in {s.value for s in Status}:
+        return None
+    return "no 'status'" if status is None else f"status {status!r}"
 
 
 _FIELD_CHECKS: dict[str, Any] = {}
