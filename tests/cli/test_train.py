@@ -40,6 +40,14 @@ def test_values_no_run_can_use_are_refused_before_loading(tmp_path, args, needle
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("trainer", ["sft", "grpo"])
+def test_resume_with_no_checkpoint_is_refused(tmp_path, trainer):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "steps.jsonl").write_text("")  # a run folder, but nothing saved
+    r = cli("train", trainer, "--out", tmp_path / "run", "--resume", timeout=60)
+    user_error(r, "--resume", "no checkpoint-N folder", code=2)
+
+
 def test_grpo_refuses_a_ranker_file_it_cannot_read(tmp_path):
     broken = tmp_path / "ranker.json"
     broken.write_text('{"format": ')

@@ -73,3 +73,14 @@ def test_a_records_samples_go_to_completions_jsonl_not_steps_jsonl(tmp_path):
                     {"step": 3, "task": "t", "turn": 2}]  # fmt: skip
     StepLog(tmp_path, "grpo", main=False).add({"kind": "rollout", "samples": [{"task": "u"}]})
     assert len((tmp_path / "completions.jsonl").read_text().splitlines()) == 2  # main only
+
+
+def test_resume_with_no_checkpoint_raises_before_training(tmp_path):
+    from cudaperf.train.runlog import train_until_stopped
+
+    class Trainer:  # training must not start: a silent new run would pass for a resumed one
+        def train(self, resume_from_checkpoint=None):
+            raise AssertionError("trained")
+
+    with pytest.raises(ValueError, match="no checkpoint-N folder"):
+        train_until_stopped(Trainer(), tmp_path, resume=True)

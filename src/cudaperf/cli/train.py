@@ -48,11 +48,15 @@ HoldOpt = typer.Option(0.05, "--holdout-share", help="Share of other families' t
 SeedOpt = typer.Option(0, "--seed")
 
 
-def _check_run_options(out: Path, model: str, pieces_mib: float | None) -> None:
+def _check_run_options(out: Path, model: str, pieces_mib: float | None, resume: bool) -> None:
     """What both trainers can refuse before loading a model: a run folder that cannot be
-    made, a model path that is no checkpoint, a --pieces-mib that is not a size."""
+    made, a model path that is no checkpoint, a --pieces-mib that is not a size, a --resume
+    with no checkpoint to resume (else a silent new run over the old folder)."""
     check_out_dir(out, "--out")
     check_model_spec(model, "--model")
+    if resume and not any(p.is_dir() for p in out.glob("checkpoint-*")):
+        fail(f"--resume: {out} holds no checkpoint-N folder to continue from; leave --resume "
+             "out to start a new run there, or give the --out of the run to continue")  # fmt: skip
     if pieces_mib is not None and not pieces_mib > 0:
         fail(f"--pieces-mib {pieces_mib}: give a size in MiB > 0 (e.g. 15), or leave it out "
              "to save files whole")  # fmt: skip
@@ -91,7 +95,7 @@ def sft_command(
     """Supervised warm start on training-split tasks (refine's prompt → fastest kernel)."""
     from cudaperf.train.sft import SftOptions, run_sft
 
-    _check_run_options(out, model, pieces_mib)
+    _check_run_options(out, model, pieces_mib, resume)
     tasks = tasks or measured_dataset()
     console.print(f"SFT of {model} on {tasks} (training-split families only) → {out}")
     rep = _run(
@@ -156,7 +160,7 @@ def grpo_command(
         gpus = tuple(int(g) for g in eval_gpus.split(",")) if eval_gpus else None
     except ValueError:
         fail(f"--eval-gpus {eval_gpus!r}: give GPU indices such as 1 or 1,2")
-    _check_run_options(out, model, pieces_mib)
+    _check_run_options(out, model, pieces_mib, resume)
     if not lr > 0:
         fail(f"--lr {lr}: use a learning rate > 0 (e.g. 1e-5)")
     if beta < 0:

@@ -138,6 +138,8 @@ def train_until_stopped(trainer, out: str | Path, resume: bool) -> tuple[str | N
     it early so that what was trained can still be saved. Returns (the checkpoint resumed
     from or None, whether it was interrupted)."""
     start = last_checkpoint(out) if resume else None
+    if resume and start is None:
+        raise ValueError(f"resume: {out} holds no checkpoint-N folder to continue from")
     try:
         trainer.train(resume_from_checkpoint=start)
     except KeyboardInterrupt:
