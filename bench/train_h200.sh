@@ -16,6 +16,11 @@
 # the adapter), carry .models/grpo_ckpt and run `bash bench/train_h200.sh restore; bash ... grpo`.
 # The SFT adapter travels the same way: stage packsft ($OUT/sft_final: 3 pieces + rest.tar.gz;
 # save as .models/sft_final), then carry it and run stage restoresft instead of training again.
+# .models/ does not outlive a session's checkout: commit what must (the ablation's SFT start,
+# a run's checkpoint) under bench/results/ablation/weights/, remove it in the next commit, and
+# bring it back with bench/ablation/restore_weights.sh (its header says why).
+# sft + packsft in one call make 9 files ($OUT brings back 8): tar env.txt, sft_stderr.txt and
+# sft_steps.jsonl into one file at the end of the call (bench/results/ablation/pilot_2026-12-04).
 # Environment: END (seconds into stage sft at which evaluation stops, default 560), GEN (which
 # models stage sft generates for, default "sft": the untrained model's replies, and the
 # evaluations of 352 of them, come from bench/results/train_sft_h200/ and are resumed), SFT_BUDGET, EVAL_S (evaluation seconds
