@@ -67,6 +67,36 @@ def test_sigint_to_the_parent_alone_stops_every_worker(tmp_path):
         kill_group(p)
 
 
+# The same, with the SIGINT delivered to another thread of the parent (the kernel picks any
+# thread that does not block the signal, the pool's helper threads included): the main thread,
+# waiting for a result that takes 60 s, must still act on it within seconds.
+PARENT_THREAD_SIGNAL = PARENT.replace(
+    "    try:\n",
+    "    import signal, threading\n"
+    "    def hit():\n"
+    "        time.sleep(1.5)\n"
+    "        signal.pthread_kill(threading.get_ident(), signal.SIGINT)\n"
+    "    threading.Thread(target=hit, daemon=True).start()\n"
+    "    try:\n",
+    1,
+)
+
+
+def test_sigint_delivered_to_a_helper_thread_still_stops_the_map(tmp_path):
+    script = tmp_path / "parent.py"
+    script.write_text(PARENT_THREAD_SIGNAL)
+    env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONUNBUFFERED="1")
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                         stderr=subprocess.PIPE, env=env, start_new_session=True)  # fmt: skip
+    try:
+        t0 = time.monotonic()
+        lines = [p.stdout.readline() for _ in range(3)]
+        assert lines[2].strip() == "interrupted", (lines, p.poll())
+        assert time.monotonic() - t0 < 15  # not after the 60 s item
+    finally:
+        kill_group(p)
+
+
 # A parent whose multiprocessing child uses a spawn pool, ends it with `stop` (argv[1]: 1 when
 # two items are still running) and returns; the parent prints how long the child took to exit,
 # or "alive" when it had not after 15 s (with `pool.shutdown(wait=False)` instead it mostly

@@ -18,6 +18,7 @@ initializer: workers ignore SIGINT, so a terminal's Ctrl-C prints no traceback f
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import signal
@@ -40,6 +41,14 @@ def worker_init(nice: int = 0) -> None:
         os.nice(nice)
 
 
+# The kernel may deliver a SIGINT sent to the process to any of its threads (the pool's own
+# helper threads included); Python then acts on it only when the main thread next runs, and a
+# main thread blocked in an untimed wait for the next result slept through it until that result
+# came (seen: a parent interrupted mid-way ran on for a whole 60 s item). Waking every _WAKE_S
+# seconds bounds that delay.
+_WAKE_S = 0.2
+
+
 def pool_map(
     fn: Callable[[T], R],
     items: Iterable[T],
@@ -52,10 +61,29 @@ def pool_map(
     terminated and no work is left running."""
     pool = multiprocessing.Pool(workers, initializer=worker_init)
     try:
-        yield from pool.imap(fn, items, chunksize=chunksize)
+        # chunks made here: imap's own chunking returns a generator with no timed next()
+        results = pool.imap(_apply, _chunks(fn, items, max(chunksize, 1)))
+        while True:
+            try:  # a timed wait: see _WAKE_S
+                yield from results.next(timeout=_WAKE_S)
+            except multiprocessing.TimeoutError:
+                continue
+            except StopIteration:
+                return
     finally:  # after a full run the workers are idle; else this stops them mid-item
         pool.terminate()
         pool.join()
+
+
+def _chunks(fn, items, n: int):
+    it = iter(items)
+    while chunk := list(itertools.islice(it, n)):
+        yield fn, chunk
+
+
+def _apply(job):
+    fn, chunk = job
+    return [fn(x) for x in chunk]
 
 
 def stop(pool: ProcessPoolExecutor, grace_s: float = 2.0) -> None:
