@@ -46,12 +46,17 @@ PARENT = textwrap.dedent("""
 """)
 
 
-def test_sigint_to_the_parent_alone_stops_every_worker(tmp_path):
+def _start_parent(tmp_path, source: str) -> subprocess.Popen:
+    """Run `source` as a script in its own session (stdout read line by line)."""
     script = tmp_path / "parent.py"
-    script.write_text(PARENT)
+    script.write_text(source)
     env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONUNBUFFERED="1")
-    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
-                         stderr=subprocess.PIPE, env=env, start_new_session=True)  # fmt: skip
+    return subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                            stderr=subprocess.PIPE, env=env, start_new_session=True)  # fmt: skip
+
+
+def test_sigint_to_the_parent_alone_stops_every_worker(tmp_path):
+    p = _start_parent(tmp_path, PARENT)
     try:
         lines = [p.stdout.readline() for _ in range(2)]
         assert all(line.startswith("worker ") for line in lines), (lines, p.poll())
@@ -83,11 +88,7 @@ PARENT_THREAD_SIGNAL = PARENT.replace(
 
 
 def test_sigint_delivered_to_a_helper_thread_still_stops_the_map(tmp_path):
-    script = tmp_path / "parent.py"
-    script.write_text(PARENT_THREAD_SIGNAL)
-    env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONUNBUFFERED="1")
-    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
-                         stderr=subprocess.PIPE, env=env, start_new_session=True)  # fmt: skip
+    p = _start_parent(tmp_path, PARENT_THREAD_SIGNAL)
     try:
         t0 = time.monotonic()
         lines = [p.stdout.readline() for _ in range(3)]

@@ -54,9 +54,13 @@ def _check_run_options(out: Path, model: str, pieces_mib: float | None, resume: 
     with no checkpoint to resume (else a silent new run over the old folder)."""
     check_out_dir(out, "--out")
     check_model_spec(model, "--model")
-    if resume and not any(p.is_dir() for p in out.glob("checkpoint-*")):
-        fail(f"--resume: {out} holds no checkpoint-N folder to continue from; leave --resume "
-             "out to start a new run there, or give the --out of the run to continue")  # fmt: skip
+    if resume:  # runlog imports transformers (~5 s), which a resumed run loads next anyway
+        from cudaperf.train.runlog import last_checkpoint
+
+        if last_checkpoint(out) is None:
+            fail(f"--resume: {out} holds no checkpoint-N folder to continue from; leave "
+                 "--resume out to start a new run there, or give the --out of the run to "
+                 "continue")  # fmt: skip
     if pieces_mib is not None and not pieces_mib > 0:
         fail(f"--pieces-mib {pieces_mib}: give a size in MiB > 0 (e.g. 15), or leave it out "
              "to save files whole")  # fmt: skip

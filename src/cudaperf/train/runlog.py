@@ -129,7 +129,8 @@ class TimeBudget(TrainerCallback):
 
 def last_checkpoint(out: str | Path) -> str | None:
     """The newest `checkpoint-N` folder under `out` (None when there is none)."""
-    found = sorted(Path(out).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    found = sorted((p for p in Path(out).glob("checkpoint-*") if p.is_dir()),
+                   key=lambda p: int(p.name.split("-")[-1]))  # fmt: skip
     return str(found[-1]) if found else None
 
 
