@@ -51,6 +51,52 @@ def test_the_time_budget_counts_what_ran_before_training(monkeypatch):
     assert control.should_training_stop and control.should_save and budget.stopped
 
 
+def _steps(budget, seconds, now):
+    from transformers import TrainerControl, TrainerState
+
+    stops = []
+    for s in seconds:
+        now[0] += s
+        stops.append(budget.on_step_end(None, TrainerState(), TrainerControl()).should_training_stop)
+    return stops
+
+
+def test_a_slow_first_step_does_not_predict_the_later_ones(monkeypatch):
+    """The H200 case of 2026-12-04: a resumed process's first step took 170 s (compiling,
+    drawing input sets), later ones ~94 s; a 520 s budget must not stop after two steps."""
+    from cudaperf.train import runlog
+
+    now = [0.0]
+    monkeypatch.setattr(runlog.time, "perf_counter", lambda: now[0])
+    budget = runlog.TimeBudget(520.0)
+    now[0] += 10.0  # loading
+    # 180 + 1.5*170 = 435 (go on); 274 + 1.5*94 = 415 (go on); 368 + 141 = 509 (go on);
+    # 462 + 141 > 520 (stop). Predicting from the longest step (170) stopped after step 2.
+    assert _steps(budget, [170.0, 94.0, 94.0, 94.0], now) == [False, False, False, True]
+    assert budget.stopped and budget.expected == 94.0
+
+
+def test_until_a_second_step_the_first_one_is_the_prediction(monkeypatch):
+    from cudaperf.train import runlog
+
+    now = [0.0]
+    monkeypatch.setattr(runlog.time, "perf_counter", lambda: now[0])
+    assert _steps(runlog.TimeBudget(430.0), [170.0], now) == [False]  # 170 + 255 = 425
+    now[0] = 0.0
+    assert _steps(runlog.TimeBudget(420.0), [170.0], now) == [True]
+
+
+def test_a_slow_later_step_raises_the_prediction(monkeypatch):
+    from cudaperf.train import runlog
+
+    now = [0.0]
+    monkeypatch.setattr(runlog.time, "perf_counter", lambda: now[0])
+    budget = runlog.TimeBudget(600.0)
+    # after step 3: 280 + 1.5*150 = 505 (go on); after step 4: 330 + 225 = 555 (go on);
+    # after step 5: 380 + 225 > 600 (stop): the 150 s later step, not the 50 s last one
+    assert _steps(budget, [30.0, 100.0, 150.0, 50.0, 50.0], now) == [False] * 4 + [True]
+
+
 def test_a_records_samples_go_to_completions_jsonl_not_steps_jsonl(tmp_path):
     import json
 
