@@ -57,7 +57,8 @@ def _steps(budget, seconds, now):
     stops = []
     for s in seconds:
         now[0] += s
-        stops.append(budget.on_step_end(None, TrainerState(), TrainerControl()).should_training_stop)
+        control = budget.on_step_end(None, TrainerState(), TrainerControl())
+        stops.append(control.should_training_stop)
     return stops
 
 
