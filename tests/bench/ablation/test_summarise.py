@@ -1,0 +1,106 @@
+"""bench/ablation/summarise.py over two small synthetic run folders (steps + completions)."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("summarise", ROOT / "bench/ablation/summarise.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+TASKS = [["a", "b"], ["c", "a"]]  # step 0 draws a, b; step 1 draws c and a again
+
+
+def _run(folder: Path, ok: list[list[int]], scores: list[list[float]], gz: bool) -> Path:
+    """Two steps of two groups; ok[step][group] correct turn-1 samples of 4 (turn 2 all wrong)."""
+    folder.mkdir(parents=True)
+    steps, samples = [{"kind": "layout", "processes": 1}], []
+    for s, tasks in enumerate(TASKS):
+        for g, task in enumerate(tasks):
+            for i in range(4):
+                good = i < ok[s][g]
+                samples.append({"step": s, "task": task, "turn": 1, "score": scores[s][g] if good
+                                else 0.0, "status": "ok" if good else "compile_error",
+                                "text": f"{task}{s}{i}"})  # fmt: skip
+                samples.append({"step": s, "task": task, "turn": 2, "score": 0.0,
+                                "status": "wrong_output", "text": f"{task}{s}{i}b"})  # fmt: skip
+        share = sum(ok[s]) / 16
+        steps += [
+            {"kind": "rollout", "step": s, "processes": 1, "rows": 16, "groups": 2,
+             "groups_2_correct": sum(k >= 2 for k in ok[s]) / 2,
+             "status_share": {"ok": share, "compile_error": 0.5 - share, "wrong_output": 0.5},
+             "outcome_mean": 0.3, "speed_mean": 0.1, "score_by_turn": [0.6, 0.1],
+             "generate_s": 5.0, "eval_s": 3.0,
+             "canary": [{"task": "k", "config": "small", "median_us": 10.0 + 2 * s}]},
+            {"kind": "step", "step": s + 1, "step_s": 10.0},
+        ]  # fmt: skip
+    (folder / "steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in steps))
+    text = "".join(json.dumps(r) + "\n" for r in samples)
+    if gz:
+        with gzip.open(folder / "completions.jsonl.gz", "wt") as fh:
+            fh.write(text)
+    else:
+        (folder / "completions.jsonl").write_text(text)
+    return folder
+
+
+def test_two_arms_summarised_paired_and_the_detectable_effect(tmp_path, capsys):
+    mod = _module()
+    a = _run(tmp_path / "A", ok=[[4, 1], [2, 3]], scores=[[1.0, 1.0], [1.0, 1.0]], gz=False)
+    b = _run(tmp_path / "B", ok=[[2, 2], [0, 4]], scores=[[1.0, 1.0], [1.0, 2.0]], gz=True)
+    out = tmp_path / "s.json"
+    rc = mod.main(["--run", f"unified={a}", "--run", f"outcome_only={b}", "--out", str(out),
+                   "--plot", str(tmp_path / "s.png")])  # fmt: skip
+    assert rc == 0 and (tmp_path / "s.png").stat().st_size > 0
+    res = json.loads(out.read_text())
+    ra, rb = res["runs"]
+    assert ra["groups_2_correct"] == {"first_step": 0.5, "last_step": 1.0, "pooled": 0.75,
+                                      "groups": 4, "with_2_correct": 3}  # fmt: skip
+    assert ra["per_step"][0]["outcome_only_score"] == 0.4  # outcome + speed, not the arm's score
+    assert ra["turn2_below_turn1_steps"] == 2
+    # task a: step 0 (A: 4 of 8 samples correct, turn 2 wrong) -> step 1 (A: 3 of 8)
+    assert ra["first_last_ok_by_task"] == {"tasks": 1, "first_mean": 0.5, "last_mean": 0.375,
+                                           "diff_mean": -0.125, "diff_se": None, "rose": 0,
+                                           "fell": 1}  # fmt: skip
+    assert ra["canaries"]["k:small"] == {"step1_us": 10.0, "max_rel_change": 0.2}
+    pair = res["pairs"][0]
+    assert pair["steps_with_the_same_tasks"] == 2
+    assert pair["ok_diff_by_step"] == {"1": round((0.5 - 0.25 + 0.125 - 0.25) / 2, 4),
+                                       "2": round((0.25 - 0.0 + 0.375 - 0.5) / 2, 4)}  # fmt: skip
+    # B's turn-1 scores per (step, task): [1,1,0,0] twice (sum of squares 1 each), [0,0,0,0]
+    # and [2,2,2,2] (0): pooled variance 2 / 12 degrees of freedom
+    de = res["detectable_effect"]
+    var_w = 2 / 12
+    assert de["within_task_sd"] == round(math.sqrt(var_w), 4)
+    floor = de["by_assumed_seed_sd"][0]
+    se = math.sqrt(2 * var_w / (4 * 60) / 3)
+    assert floor["se_of_mean_diff"] == round(se, 4)
+    assert floor["mde_normal"] == round((1.959964 + 0.841621) * se, 4)
+    assert floor["mde_t2"] == round((4.302653 + 1.060660) * se, 4)
+    assert "outcome_only" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("spec", ["unified", "=x", "unified=/no/such/folder"])
+def test_a_bad_run_argument_is_one_line(tmp_path, capsys, spec):
+    rc = _module().main(["--run", spec, "--out", str(tmp_path / "s.json")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.startswith("summarise: --run") and "\n" not in err
+
+
+def test_a_folder_without_completions_is_named(tmp_path, capsys):
+    run = _run(tmp_path / "A", ok=[[4, 1], [2, 3]], scores=[[1.0] * 2] * 2, gz=False)
+    (run / "completions.jsonl").unlink()
+    rc = _module().main(["--run", f"unified={run}", "--out", str(tmp_path / "s.json")])
+    assert rc == 2 and "no completions.jsonl" in capsys.readouterr().err
