@@ -27,7 +27,9 @@
 # before GRPO in stage grpo), GRPO_BUDGET, GENMODE (cudaperf.generation mode of GRPO's sampling
 # and of the held-out replies, default auto: compile on the GPU), PACK, SPEED_S (seconds of stage speed), NGEN,
 # NGROUPS (groups per step: not GROUPS, which bash keeps as the user's group ids, 0 for root),
-# MAXTOK, STEPS, PRESET, SEED, POOLFITS (set: --pool-fits), SFTTARGETS (sft --targets; pairs:
+# MAXTOK, STEPS, PRESET, SEED, POOLFITS (set: --pool-fits), CANARY_EVERY (default 10, as the
+# ablation protocol's watch says; the 2026-12-04 pilot timed them every step, 6-15 s of each),
+# SFTTARGETS (sft --targets; pairs:
 # 4,408 rows, 8.56 M tokens, 2.4x fastest's 2,204 rows / 3.55 M; at the 2026-12-02 SFT run's
 # rate, 152 steps of 16 rows in 139.8 s, an epoch of pairs is an estimated ~300 s: give
 # SFT_BUDGET=300; the stage's timeout is SFT_BUDGET + 100 s).
@@ -126,7 +128,7 @@ grpo)
   timeout $(( ${GRPO_BUDGET:-480} + 60 )) python3 -m cudaperf train grpo --out "$W/$RUN" \
     --adapter "$AD" --kind c2cuda --preset ${PRESET:-unified} --seed ${SEED:-0} --pool 16 --turns 2 --num-generations ${NGEN:-4} \
     ${POOLFITS:+--pool-fits} --groups-per-step ${NGROUPS:-4} --max-new-tokens ${MAXTOK:-1024} --lr 1e-5 --max-steps ${STEPS:-30} \
-    --save-steps 2 --canaries 2 --generation ${GENMODE:-auto} --time-budget ${GRPO_BUDGET:-480} --pieces-mib 15 "${res[@]}" \
+    --save-steps 2 --canaries 2 --canary-every ${CANARY_EVERY:-10} --generation ${GENMODE:-auto} --time-budget ${GRPO_BUDGET:-480} --pieces-mib 15 "${res[@]}" \
     > "$OUT/grpo_report.json" 2> >(grep -v "it/s" | tail -40 > "$OUT/grpo_stderr.txt")
   kill $copier 2>/dev/null
   cp "$W/$RUN/steps.jsonl" "$OUT/grpo_steps.jsonl"

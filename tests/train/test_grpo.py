@@ -118,6 +118,8 @@ def test_bad_options_are_clear(tmp_path, tiny):
         _opts(tmp_path, tiny, turns=2, num_generations=3)
     with pytest.raises(ValueError, match="--canaries"):
         _opts(tmp_path, tiny, canaries=-1)
+    with pytest.raises(ValueError, match="--canary-every 0"):
+        _opts(tmp_path, tiny, canary_every=0)
     with pytest.raises(ValueError, match="--eval-gpus"):
         _opts(tmp_path, tiny, eval_gpus=(-1,))
     with pytest.raises(ValueError, match="model"):

@@ -100,6 +100,29 @@ class _Clock:
         return run
 
 
+def test_canaries_are_timed_every_nth_step_only():
+    """--canary-every 10 (the ablation protocol's watch): steps 0, 10, 20, ... time them; the
+    steps between evaluate candidates only (one timing costs ~10 s of a ~65 s H200 step)."""
+    tasks = sample_c_tasks()[:2]
+    fake, timed = FakeEvaluator(), []
+
+    def evaluator(jobs):
+        timed.extend(c.code.splitlines()[-1] for _, c in jobs if c.id == "canary")
+        return fake(jobs)
+
+    scorer = RewardScorer(tasks, evaluator=evaluator, analyzer=lambda code: [])
+    recs = []
+    roll = MultiTurnRollout(tasks, scorer, RolloutOptions(turns=1), on_batch=recs.append,
+                            canaries=tasks[:1], canary_every=10)  # fmt: skip
+    gen = ScriptedPolicy(first=[GOOD], later=[GOOD])
+    for step in (0, 3, 10):
+        roll.run(_prompts(tasks, 2), 2, gen, step=step)
+    assert ["canary" in r for r in recs] == [True, False, True]
+    assert timed == ["// canary of step 0", "// canary of step 10"]
+    with pytest.raises(ValueError, match="--canary-every 0"):
+        MultiTurnRollout(tasks, scorer, canary_every=0)
+
+
 def test_timing_is_sequenced_after_generation_and_the_step_breakdown_is_reported():
     """One GPU (--eval-gpus 0): each turn's candidates are evaluated after its generation has
     returned, never beside it; the record carries the breakdown from the metered evaluator."""

@@ -148,7 +148,9 @@ def grpo_command(
         0, "--split-seed", help="Holdout and pool: the SFT run's --seed (checked)."),
     eval_gpus: str | None = typer.Option(None, "--eval-gpus", help="GPUs for timing, e.g. 1."),
     canaries: int = typer.Option(
-        0, "--canaries", help="Pool tasks whose naive kernel is re-timed every step."),
+        0, "--canaries", help="Pool tasks whose naive kernel is re-timed (see --canary-every)."),
+    canary_every: int = typer.Option(
+        1, "--canary-every", help="Time the canaries at steps 0, N, 2N, ... (1: every step)."),
     compile_only: bool = typer.Option(False, "--compile-only", help="Rewards from compiling."),
     time_budget: float | None = BudgetOpt, pieces_mib: float | None = PiecesOpt,
     resume: bool = ResumeOpt,
@@ -187,7 +189,8 @@ def grpo_command(
         save_steps=save_steps,
         val_families=val_families, holdout_share=holdout_share, seed=seed,
         split_seed=split_seed, eval_gpus=gpus,
-        canaries=canaries, compile_only=compile_only, time_budget_s=time_budget,
+        canaries=canaries, canary_every=canary_every, compile_only=compile_only,
+        time_budget_s=time_budget,
         pieces_mib=pieces_mib, resume=resume,
     )  # fmt: skip
     if "final" not in rep:  # a non-main process under accelerate launch

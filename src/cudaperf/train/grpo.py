@@ -83,7 +83,8 @@ class GrpoOptions:
     seed: int = 0  # prompt order and sampling (the ablation's seeds)
     split_seed: int = 0  # the holdout and the pool: must be the SFT run's --seed (checked)
     eval_gpus: tuple[int, ...] | None = None  # timing GPUs (nvidia-smi indices); train.layout
-    canaries: int = 0  # pool tasks whose naive kernel is re-timed every step (layout checks)
+    canaries: int = 0  # pool tasks whose naive kernel is re-timed (layout and drift checks)
+    canary_every: int = 1  # ... at steps 0, N, 2N, ... (one timing costs ~10 s on an H200)
     compile_only: bool = False  # evaluate by compiling only (CPU machines, smoke runs)
     prepare: bool = True  # evaluate the pool's naive implementations before step 1
     time_budget_s: float | None = None
@@ -111,6 +112,8 @@ class GrpoOptions:
             raise ValueError(f"--eval-gpus {self.eval_gpus}: give GPU indices such as 1 or 1,2")
         if self.canaries < 0:
             raise ValueError(f"--canaries {self.canaries}: use 0 (none) or more tasks")
+        if self.canary_every < 1:
+            raise ValueError(f"--canary-every {self.canary_every}: use >= 1 (1: every step)")
         if self.pool is not None and self.pool < 1:
             raise ValueError(f"--pool {self.pool}: use >= 1 (or leave it out for all tasks)")
 
@@ -288,7 +291,8 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     ropts = RolloutOptions(opts.turns, opts.gamma, generation=opts.generation)
     rollout = MultiTurnRollout(pool, None, ropts,
                                generate=generate, on_batch=steplog.add,
-                               canaries=pool[: opts.canaries])  # fmt: skip
+                               canaries=pool[: opts.canaries],
+                               canary_every=opts.canary_every)  # fmt: skip
     new_lora = opts.lora_r and opts.adapter is None
     trainer = GRPOTrainer(
         model=policy.model, reward_funcs=[TurnReturn()], args=_config(opts),

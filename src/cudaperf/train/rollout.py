@@ -30,8 +30,9 @@ of all processes are gathered and merged (`train.curves.merge_rollouts`), and on
 process reports, so a run's log has one record per step however many processes train.
 
 Canaries: the naive implementation of each `canaries` task, changed by a comment naming the
-step (so the result cache never answers it), is timed after the last turn of every step: the
-same known kernels, timed where the candidates are, tell whether a layout disturbs timing.
+step (so the result cache never answers it), is timed after the last turn of every
+`canary_every`-th step (steps 0, N, 2N, ...): the same known kernels, timed where the candidates
+are, tell whether a layout disturbs timing, or the timing drifts over a run.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ class MultiTurnRollout:
         generate: Generate | None = None,
         on_batch: Callable[[dict], None] | None = None,
         canaries: Sequence[Task] = (),
+        canary_every: int = 1,
     ) -> None:
         """`scorer` may be attached later (`attach`), once the trainer has set up processes."""
         self.tasks = list(tasks)
@@ -122,6 +124,9 @@ class MultiTurnRollout:
         self.generate = generate
         self.on_batch = on_batch
         self.canaries = [(t, c) for t in canaries if (c := naive_implementation(t)) is not None]
+        if canary_every < 1:
+            raise ValueError(f"--canary-every {canary_every}: use >= 1 (1: every step)")
+        self.canary_every = canary_every
         self.gather: Callable[[dict], list[dict]] | None = None
         self.main = True
         self.__name__ = "cudaperf_multi_turn_rollout"
@@ -210,7 +215,7 @@ class MultiTurnRollout:
 
     def _canaries(self, step: int) -> dict:
         """Time the canaries (module doc); their per-config medians and the seconds taken."""
-        if not self.canaries:
+        if not self.canaries or step % self.canary_every:
             return {}
         t = time.perf_counter()
         jobs = [(task, Candidate(code=f"{c.code}\n// canary of step {step}\n", id="canary"))
