@@ -12,8 +12,10 @@ pilot section and reward-hacking watch: the share of groups with >= 2 correct sa
 step, at the first and the last step, pooled), status shares, the arm-neutral score per step
 (`outcome_mean + speed_mean`: the `outcome_only` total, which the primary metric uses, so
 arm A is not read on its own bonus terms), turn 1 vs turn 2, step seconds, rejected share,
-the canaries' event times against step 1's, and how often a group's turn-1 samples are
-word-for-word the same reply. Tasks that recur are paired first visit vs last on the share
+the canaries' event times against step 1's, replies that launch a kernel on one thread
+(`<<<1, 1>>>`: all and correct), correct replies with no kernel launch in their text (the C
+runs log no `ExecResult.launched`), and how often a group's turn-1 samples are word-for-word the
+same reply. Tasks that recur are paired first visit vs last on the share
 of correct samples (arm-neutral).
 
 Runs of arms with the same seed draw the same tasks at the same step (checked and reported);
@@ -35,6 +37,7 @@ import datetime as dt
 import gzip
 import json
 import math
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -46,6 +49,8 @@ from cudaperf.train.curves import read_steps  # noqa: E402
 
 DESIGN = {"seeds": 3, "tasks": 60, "samples": 4, "alpha": 0.05, "power": 0.8}
 SEED_SD = (0.0, 0.025, 0.05, 0.1)  # assumed seed-to-seed SD of one run's primary metric
+SERIAL = re.compile(r"<<<\s*1\s*,\s*1\s*(?:,|>>>)")  # a one-thread launch: <<<1, 1>>>
+LAUNCH = re.compile(r"<<<|cudaLaunch|cuLaunch")  # some kernel launch in the reply's text
 
 
 def completions(folder: Path) -> list[dict]:
@@ -145,6 +150,11 @@ def run_summary(arm: str, folder: Path) -> dict:
         "steps_with_2_turns": len(turns),
         "rejected_mean": _mean([p["rejected"] for p in per_step]),
         "turn1_duplicate_share": _mean(dup),
+        "serial_launch": {"samples": sum(bool(SERIAL.search(x.get("text", ""))) for x in samples),
+                          "correct": sum(bool(SERIAL.search(x.get("text", ""))) and
+                                         x.get("status") == "ok" for x in samples)},  # fmt: skip
+        "correct_without_launch": sum(x.get("status") == "ok" and not LAUNCH.search(x["text"])
+                                      for x in samples if "text" in x),  # fmt: skip
         "first_last_ok_by_task": first_last_ok(samples),
         "canaries": canary_drift(rows),
         "step_s_mean": _mean([p["step_s"] for p in per_step]),

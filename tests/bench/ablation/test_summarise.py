@@ -31,9 +31,10 @@ def _run(folder: Path, ok: list[list[int]], scores: list[list[float]], gz: bool)
         for g, task in enumerate(tasks):
             for i in range(4):
                 good = i < ok[s][g]
+                serial = " k<<<1, 1>>>(x);" if i == 3 else ""
                 samples.append({"step": s, "task": task, "turn": 1, "score": scores[s][g] if good
                                 else 0.0, "status": "ok" if good else "compile_error",
-                                "text": f"{task}{s}{i}"})  # fmt: skip
+                                "text": f"{task}{s}{i}{serial}"})  # fmt: skip
                 samples.append({"step": s, "task": task, "turn": 2, "score": 0.0,
                                 "status": "wrong_output", "text": f"{task}{s}{i}b"})  # fmt: skip
         share = sum(ok[s]) / 16
@@ -74,6 +75,9 @@ def test_two_arms_summarised_paired_and_the_detectable_effect(tmp_path, capsys):
     assert ra["first_last_ok_by_task"] == {"tasks": 1, "first_mean": 0.5, "last_mean": 0.375,
                                            "diff_mean": -0.125, "diff_se": None, "rose": 0,
                                            "fell": 1}  # fmt: skip
+    # turn-1 sample 3 of each group launches one thread: A's groups had 4, 1, 2, 3 correct
+    assert ra["serial_launch"] == {"samples": 4, "correct": 1}
+    assert ra["correct_without_launch"] == 10 - 1  # A's 10 correct samples, one with <<<1, 1>>>
     assert ra["canaries"]["k:small"] == {"step1_us": 10.0, "max_rel_change": 0.2}
     pair = res["pairs"][0]
     assert pair["steps_with_the_same_tasks"] == 2
