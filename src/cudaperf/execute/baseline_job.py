@@ -32,6 +32,7 @@ import logging
 from pathlib import Path
 
 from cudaperf.execute.types import Timing
+from cudaperf.jsonl import append_lines
 
 __all__ = [
     "VERSION", "append_records", "baseline_key", "missing", "read_records", "request",
@@ -89,11 +90,8 @@ def append_records(path: str | Path, records: dict[str, dict]) -> None:
     """Append records as version-2 lines (one write, so parallel appenders do not interleave)."""
     if not records:
         return
-    text = "".join(
-        json.dumps({"key": k, "timing": t, "v": VERSION}) + "\n" for k, t in records.items()
-    )
-    with open(path, "a") as f:
-        f.write(text)
+    append_lines(path, (json.dumps({"key": k, "timing": t, "v": VERSION})
+                        for k, t in records.items()), shared=True)  # fmt: skip
 
 
 def missing(task: dict, records: dict, device_id: str | None, torch_compile: bool) -> bool:

@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 
 from cudaperf.execute.types import ExecResult, Status
+from cudaperf.jsonl import open_append
 
 __all__ = [
     "ResultCache", "JsonlWriter", "done_keys", "result_key", "truncate",
@@ -68,8 +69,7 @@ class JsonlWriter:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = open(self.path, "a")  # noqa: SIM115 - closed in close()
+        self._f = open_append(self.path)  # a cut last line (an interruption) is ended first
 
     def write(self, res: ExecResult) -> None:
         self._f.write(res.model_dump_json() + "\n")

@@ -19,6 +19,7 @@ from cudaperf.execute import torch_runtime as rt
 from cudaperf.execute.baseline_job import baseline_key
 from cudaperf.execute.protocol import BaselinesRequest, TorchRequest
 from cudaperf.execute.types import Timing
+from cudaperf.jsonl import append_lines
 from cudaperf.tasks.model import Task
 
 __all__ = ["baselines", "device_id"]
@@ -39,8 +40,11 @@ def _baseline_cache(req: TorchRequest | BaselinesRequest) -> tuple[Path | None, 
     data = {}
     if path and path.is_file():
         for line in path.read_text().splitlines():
-            rec = json.loads(line)
-            data[rec["key"]] = rec["timing"]
+            try:
+                rec = json.loads(line)
+                data[rec["key"]] = rec["timing"]
+            except (ValueError, KeyError, TypeError):
+                continue  # a line cut by an interruption
     return path, data
 
 
@@ -71,7 +75,6 @@ def baselines(
             if new is not None:
                 new.append({"key": key, "timing": cache[key]})
             if path:
-                with path.open("a") as fh:
-                    fh.write(json.dumps({"key": key, "timing": cache[key]}) + "\n")
+                append_lines(path, [json.dumps({"key": key, "timing": cache[key]})], shared=True)
         out.append(Timing.model_validate(cache[key]))
     return out[0], out[1]

@@ -43,6 +43,7 @@ from cudaperf.analyze import (
     analyze,
     reports_for_config,
 )
+from cudaperf.jsonl import append_lines
 from cudaperf.procpool import pool_map
 
 __all__ = [
@@ -302,9 +303,7 @@ class FeatureCache:
             self.rows[key] = feats
             lines.append(json.dumps({"sha256": key, "features": feats}))
         if lines:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a") as f:
-                f.write("\n".join(lines) + "\n")
+            append_lines(self.path, lines, shared=True)  # processes may share the cache
 
 
 def _worker(args: tuple[str, AnalyzeConfig]) -> dict[str, float]:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from cudaperf.execute.types import ExecResult
+from cudaperf.jsonl import complete_lines, open_append
 from cudaperf.rank.types import RankScore
 from cudaperf.reward.formula import RewardBreakdown
 
@@ -75,8 +76,7 @@ class TrajectoryWriter:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = self.path.open("a", encoding="utf-8")
+        self._fh = open_append(self.path)  # a cut last line (an interruption) is ended first
 
     def write(self, record: TurnRecord | SummaryRecord) -> None:
         self._fh.write(record.model_dump_json() + "\n")
@@ -89,7 +89,8 @@ class TrajectoryWriter:
 def read_trajectory(path: str | Path) -> list[TurnRecord | SummaryRecord]:
     """Every record of a trajectory file, validated."""
     out: list[TurnRecord | SummaryRecord] = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    # a last line cut by an interruption is skipped (the writer removes it before appending)
+    for n, line in enumerate(complete_lines(Path(path).read_text(encoding="utf-8")), 1):
         if not line.strip():
             continue
         try:

@@ -20,6 +20,8 @@ import json
 import math
 from pathlib import Path
 
+from cudaperf.jsonl import complete_lines
+
 __all__ = ["first_last_by_task", "plot_runs", "read_steps", "summary"]
 
 # seconds of a step, by part (stacked in the plot: generate, analyse, eval, canary, update)
@@ -38,7 +40,7 @@ def read_steps(run: str | Path) -> list[dict]:
         raise ValueError(f"{run}: no steps.jsonl; give a `cudaperf train` run folder")
     by_step: dict[int, dict] = {}
     rollouts: dict[int, list[dict]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in complete_lines(path.read_text(encoding="utf-8")):  # a cut last line: skipped
         if not line.strip():
             continue
         rec = json.loads(line)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+from cudaperf.jsonl import append_lines
 from cudaperf.train.pieces import split_large_files
 
 log = logging.getLogger(__name__)
@@ -54,11 +55,9 @@ class StepLog(TrainerCallback):
         samples = record.get("samples")
         if samples is not None:
             record = {k: v for k, v in record.items() if k != "samples"}
-            with self.samples_path.open("a", encoding="utf-8") as fh:
-                for s in samples:
-                    fh.write(json.dumps({"step": record.get("step"), **s}) + "\n")
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"run": self.run, **record}) + "\n")
+            step = record.get("step")
+            append_lines(self.samples_path, [json.dumps({"step": step, **s}) for s in samples])
+        append_lines(self.path, [json.dumps({"run": self.run, **record})])
 
     def on_step_begin(self, args, state, control, **kw):
         self._step_t = time.perf_counter()

@@ -77,6 +77,7 @@ from cudaperf.execute.feedback import status_feedback, timing_feedback
 from cudaperf.execute.results import truncate
 from cudaperf.execute.sanity import escape_message, roofline_message
 from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Severity, Status, Timing
+from cudaperf.jsonl import open_append
 from cudaperf.procpool import stop, worker_init
 from cudaperf.tasks.measurements import BULK_PROTOCOL
 from cudaperf.tasks.model import Implementation, InputConfig, Task, TaskKind
@@ -183,7 +184,7 @@ class _Run:
 
     def write(self, row: ExecResult) -> None:
         line = json.dumps(row.model_dump(mode="json")) + "\n"
-        with self.out.open("a", encoding="utf-8") as fh:
+        with open_append(self.out) as fh:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())

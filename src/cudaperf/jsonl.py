@@ -1,0 +1,101 @@
+"""JSONL files that an interruption may have left with a cut last line.
+
+A process killed in the middle of a write (Ctrl-C, a timeout, the machine taken away) can
+leave a file whose last line has no newline. Appending to it as it is glues the next row onto
+that fragment, and the row is lost with it; a strict reader then fails on the whole file.
+Every appender in cudaperf goes through here:
+
+- `open_append(path)` (a long-lived writer) and `append_lines(path, lines)` (one `write` of
+  the lines) first remove a cut last line from a file this process alone appends to: the
+  fragment was never a complete record, so nothing computed is lost, and the file is again
+  valid JSONL for strict readers;
+- `append_lines(path, lines, shared=True)`, for a cache that several processes append to at
+  once, ends a cut last line with a newline instead, in the same write as the lines (removing
+  bytes could cut another process's write in flight); readers of such files skip bad lines.
+- `complete_lines(text)`: the lines of a file's text without a cut last line, for strict
+  readers that run before any writer (a resumed run reading what its stopped run wrote).
+
+Guaranteed: each line appended starts a line of its own; nothing before the last newline of a
+file ever changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TextIO
+
+__all__ = ["append_lines", "complete_lines", "cut_tail", "open_append"]
+
+
+def cut_tail(path: str | Path) -> int | None:
+    """The byte offset just after the last newline of `path` when its last line is cut (no
+    newline at the end), else None (no file, an empty one, or one that ends with a newline)."""
+    try:
+        with open(path, "rb") as fh:
+            end = fh.seek(0, os.SEEK_END)
+            if end == 0:
+                return None
+            pos, block = end, 1 << 16
+            while pos > 0:
+                start = max(0, pos - block)
+                fh.seek(start)
+                chunk = fh.read(pos - start)
+                if pos == end and chunk.endswith(b"\n"):
+                    return None
+                nl = chunk.rfind(b"\n")
+                if nl >= 0:
+                    return start + nl + 1
+                pos = start
+            return 0
+    except FileNotFoundError:
+        return None
+
+
+def _drop_cut_tail(path: Path) -> None:
+    keep = cut_tail(path)
+    if keep is not None:
+        os.truncate(path, keep)
+
+
+def open_append(path: str | Path, encoding: str = "utf-8") -> TextIO:
+    """Open `path` (this process its only writer) for appending text, parents made, after
+    removing a cut last line."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    _drop_cut_tail(p)
+    return p.open("a", encoding=encoding)
+
+
+def append_lines(
+    path: str | Path, lines: Iterable[str], shared: bool = False, encoding: str = "utf-8"
+) -> None:
+    """Append `lines` (each without its newline) in one write. A cut last line is removed
+    first, or with `shared` (several processes append at once) ended with a newline."""
+    text = "".join(line + "\n" for line in lines)
+    if not text:
+        return
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if not shared:
+        _drop_cut_tail(p)
+    elif cut_tail(p) is not None:
+        text = "\n" + text
+    with p.open("a", encoding=encoding) as fh:
+        fh.write(text)
+
+
+def complete_lines(text: str) -> list[str]:
+    """`text`'s lines, less a last line that has no newline and is not valid JSON (a line cut
+    by an interruption; a last line that parses is kept, newline or not)."""
+    lines = text.split("\n")
+    tail = lines.pop()  # after the last newline: "" for a file that ends with one
+    if tail.strip():
+        try:
+            json.loads(tail)
+        except ValueError:
+            return lines
+        lines.append(tail)
+    return lines
