@@ -245,6 +245,59 @@ def test_a_job_draws_its_reference_sets_together(cpu_config, tmp_path):
     assert took < 1.6, took
 
 
+def test_the_workers_set_cache_bound_comes_from_the_config(cpu_config, tmp_path):
+    """EvalConfig.set_cache_gib reaches the worker: the same job again is answered from the
+    cached sets under a bound that holds them (well under the 1.8 s the 12 slow reference runs
+    take), and redraws them under one that holds a single set (the pilot's pool, 38 GiB of
+    sets, under the 8 GiB default: every step redrew them)."""
+    import subprocess
+
+    src, lib = tmp_path / "sf.c", tmp_path / "sf.so"
+    src.write_text(SLOW_FILL_FAKE)
+    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    task = _slow_task()
+    took = {}
+    for gib in (1.0, 1e-6):
+        cfg = replace(cpu_config, compile_only=None, trials=10, run_timeout_s=20, cpu_trials=1,
+                      set_cache_gib=gib)  # fmt: skip
+        ev = Evaluator(cfg, Env("full", (0,), "FAKE", "sm_90", {}, 1))
+        h = WorkerHandle(None, cfg)
+        try:
+            p = Prepared(task, Candidate(code="slow_fill"), "k", str(lib),
+                         build_reference(task, cfg).lib, "", [], [], tempfile.mkdtemp(),
+                         time.monotonic())  # fmt: skip
+            h.request(ev.request(p), 20)  # draws the sets (and times the CPU baseline)
+            t0 = time.perf_counter()
+            res = ev.finish(p, h.request(ev.request(p), cfg.run_timeout_s))
+            took[gib] = time.perf_counter() - t0
+        finally:
+            h.close()
+        assert res.status is Status.OK, res.feedback
+    assert took[1.0] < 0.9 < 1.5 < took[1e-6], took
+
+
+def test_set_cache_bytes_from_gib_or_from_host_memory(monkeypatch):
+    from cudaperf.execute import sandbox
+
+    assert sandbox.set_cache_bytes(8.0) == 8 << 30
+    monkeypatch.setattr(sandbox, "available_memory", lambda: 100 << 30)
+    assert sandbox.set_cache_bytes(None) == 50 << 30  # half of what is available...
+    assert sandbox.set_cache_bytes(None, workers=4) == (50 << 30) // 4  # ...shared by workers
+    monkeypatch.setattr(sandbox, "available_memory", lambda: 1 << 30)
+    assert sandbox.set_cache_bytes(None, workers=8) == 1 << 30  # at least 1 GiB
+    monkeypatch.undo()
+    assert sandbox.available_memory() > 0
+
+
+def test_the_training_preset_sizes_the_set_cache_from_memory():
+    from cudaperf.execute.config import EvalConfig
+    from cudaperf.execute.session import training_config
+
+    assert training_config().set_cache_gib is None and EvalConfig().set_cache_gib == 8.0
+    with pytest.raises(ValueError, match="set_cache_gib=0"):
+        EvalConfig(set_cache_gib=0)
+
+
 def test_sets_too_large_to_hold_at_once_are_not_prefetched(cpu_config, monkeypatch):
     """`prefetch_sets` leaves a job whose sets together exceed half the cache's byte bound to
     `_input_set`, one set at a time (holding them all at once could exhaust memory)."""

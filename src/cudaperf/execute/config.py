@@ -48,6 +48,10 @@ class EvalConfig:
         True, "confine candidate code (builds, workers) to a read-only view with private /tmp"
     )
     worker_max_jobs: int = _f(200, "recycle a GPU worker after this many candidates")
+    set_cache_gib: float | None = _f(
+        8.0, "GiB of input sets and reference outputs each GPU worker keeps between jobs (LRU); "
+        "None: half the host's available memory, shared among the workers"
+    )  # fmt: skip
     max_bandwidth_gbs: float = _f(
         10000.0, "a time implying more GB/s of input reads than this is rejected (roofline)"
     )
@@ -100,6 +104,8 @@ class EvalConfig:
                 raise ValueError(f"{name}={v} must be > 0 seconds; e.g. {_default(name)}")
         if self.arch is not None and not re.fullmatch(r"sm_\d{2,3}[a-z]?", self.arch):
             raise ValueError(f"arch={self.arch!r} is not an nvcc arch; write it like 'sm_90'")
+        if self.set_cache_gib is not None and not self.set_cache_gib > 0:
+            raise ValueError(f"set_cache_gib={self.set_cache_gib}; use GiB > 0 (e.g. 8) or None")
         if self.compile_jobs is not None and self.compile_jobs < 1:
             raise ValueError(f"compile_jobs={self.compile_jobs}; use >= 1 or None for all cores")
         if self.gpus is not None and (not self.gpus or any(g < 0 for g in self.gpus)):

@@ -14,8 +14,10 @@ References: the input sets a job needs that the worker has not cached yet (every
 0 and separating set 2, and set 1 when outputs are re-checked) are drawn and run through the C
 reference at the start of the job, in threads (the serial C reference and numpy release the
 GIL: a task's configs cost about the slowest one's time instead of their sum). The worker keeps
-them in an LRU bounded by bytes (`_MAX_SET_BYTES`), not by count, so the references of a
-training run's task pool stay across its steps.
+them in an LRU bounded by bytes (`Libs.max_set_bytes`: `EvalConfig.set_cache_gib`, default
+`_MAX_SET_BYTES`), not by count, so the references of a training run's task pool stay across
+its steps when the bound holds the pool (the #17 pilot's 16 C→CUDA tasks: ~38 GiB of sets, so
+the 8 GiB default redrew them every step; the training preset sizes it from host memory).
 
 How the reference is protected on this track: the candidate's host code is linked with the
 harness and runs in this worker process, which holds the salt and (cached) inputs and
@@ -59,7 +61,8 @@ class Libs:
     """What a worker keeps between jobs: loaded shared libraries, and cached inputs with their
     reference outputs (small LRU) and CPU-baseline times."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_set_bytes: int | None = None) -> None:
+        self.max_set_bytes = max_set_bytes  # the sets' byte bound (None: _MAX_SET_BYTES)
         self.libs: dict[str, ctypes.CDLL] = {}
         self.sets: OrderedDict[tuple, tuple[list[np.ndarray], list[np.ndarray]]] = OrderedDict()
         self.set_bytes = 0  # bytes held in `sets`
@@ -138,9 +141,14 @@ def _keep(libs: Libs, key: tuple, entry) -> None:
     libs.sets[key] = entry
     libs.sets.move_to_end(key)
     libs.set_bytes += _set_bytes(entry)
-    while len(libs.sets) > 1 and (len(libs.sets) > _MAX_SETS or libs.set_bytes > _MAX_SET_BYTES):
+    limit = _set_limit(libs)
+    while len(libs.sets) > 1 and (len(libs.sets) > _MAX_SETS or libs.set_bytes > limit):
         _, old = libs.sets.popitem(last=False)
         libs.set_bytes -= _set_bytes(old)
+
+
+def _set_limit(libs: Libs) -> int:
+    return libs.max_set_bytes if libs.max_set_bytes is not None else _MAX_SET_BYTES
 
 
 def _estimate_bytes(task: Task, cfg: InputConfig) -> int:
@@ -176,7 +184,7 @@ def prefetch_sets(task: Task, req: RunRequest, libs: Libs, ref_lib) -> int:
         for index, sep in ((0, False), (2, True)) + (((1, False),) if req.check_after else ()):
             if _set_key(tk, cfg, index, req.salt, sep) not in libs.sets:
                 want.append((cfg, index, sep))
-    if len(want) < 2 or sum(_estimate_bytes(task, w[0]) for w in want) > _MAX_SET_BYTES // 2:
+    if len(want) < 2 or sum(_estimate_bytes(task, w[0]) for w in want) > _set_limit(libs) // 2:
         return 0  # nothing to overlap, or too large at once: `_input_set` draws each in turn
     with ThreadPoolExecutor(min(_PREFETCH_THREADS, len(want))) as ex:
         sets = list(ex.map(lambda w: _draw_set(task, w[0], w[1], req.salt, ref_lib, w[2]), want))

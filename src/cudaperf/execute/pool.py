@@ -135,7 +135,8 @@ class LocalBackend(Backend):
     def __init__(self, config: EvalConfig, env: Env | None = None):
         self.evaluator = Evaluator(config, env)
         arch = self.evaluator.env.arch  # the prebuilds target it (TORCH_CUDA_ARCH_LIST)
-        self.handles = [WorkerHandle(g, config, arch=arch) for g in self.evaluator.env.gpus]
+        gpus = self.evaluator.env.gpus
+        self.handles = [WorkerHandle(g, config, arch=arch, peers=len(gpus)) for g in gpus]
         self.compile_jobs = config.compile_jobs or os.cpu_count() or 1
 
     def run(self, jobs: list[Job]) -> Iterator[tuple[int, ExecResult]]:

@@ -39,7 +39,29 @@ from cudaperf.execute.supervise import LineChild, death_message, gpu_env
 
 log = logging.getLogger(__name__)
 
-__all__ = ["WorkerHandle"]
+__all__ = ["WorkerHandle", "available_memory", "set_cache_bytes"]
+
+
+def available_memory() -> int:
+    """Bytes of host memory available now (/proc/meminfo's MemAvailable; else free pages)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 8 << 30
+
+
+def set_cache_bytes(gib: float | None, workers: int = 1) -> int:
+    """One worker's byte bound for cached input sets: `gib` GiB, or for None half the host's
+    available memory shared by `workers` workers (at least 1 GiB)."""
+    if gib is not None:
+        return int(gib * (1 << 30))
+    return max(1 << 30, available_memory() // 2 // max(1, workers))
 
 
 class WorkerHandle:
@@ -47,10 +69,11 @@ class WorkerHandle:
 
     def __init__(
         self, gpu: int | None, config: EvalConfig, python: str = sys.executable,
-        arch: str | None = None,
+        arch: str | None = None, peers: int = 1,
     ):  # fmt: skip
         self.gpu = gpu  # CUDA_VISIBLE_DEVICES for the worker (None: inherit)
         self.config = config
+        self.set_cache_bytes = set_cache_bytes(config.set_cache_gib, peers)  # peers: workers
         self.python = python
         self.arch = arch or config.arch  # nvcc arch of the prebuilds (TORCH_CUDA_ARCH_LIST)
         self.child: LineChild | None = None  # the current worker process
@@ -89,6 +112,7 @@ class WorkerHandle:
             "max_output_mb": self.config.max_output_mb,
             "max_open_files": self.config.max_open_files,
             "isolate_network": self.config.isolate_network and policy is None,
+            "set_cache_bytes": self.set_cache_bytes,
         }
         rr, rw = os.pipe() if policy else (-1, -1)
 

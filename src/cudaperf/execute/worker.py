@@ -136,9 +136,10 @@ def _torch_job(req: TorchRequest) -> JobReply:
 def main(argv: list[str]) -> int:
     rfd, wfd = int(argv[0]), int(argv[1])
     limits = json.loads(argv[2])
+    set_bytes = limits.pop("set_cache_bytes", None)  # not a resource limit: the sets' LRU bound
     applied = apply_limits(**limits)
     exit_with_parent(rfd)  # a killed evaluator leaves no worker busy on the GPU
-    libs = measure.Libs()
+    libs = measure.Libs(max_set_bytes=set_bytes)
     with os.fdopen(rfd, "r") as rf, os.fdopen(wfd, "w") as wf:
         wf.write(json.dumps(Ready(limits=applied).wire()) + "\n")
         wf.flush()
