@@ -66,6 +66,24 @@ def test_an_interrupted_run_resumes_without_redoing_finished_tasks(tmp_path):
     assert bench(out, wf) == 0  # everything finished: nothing runs
 
 
+def test_a_report_reads_a_cut_trajectory_without_changing_it_and_a_rerun_resumes(tmp_path):
+    """A run killed mid-write leaves a cut last line: reading it for a report skips that line
+    and leaves the file as it is (reading used to rewrite it); the rerun finishes the tasks."""
+    from cudaperf.report.run import read_records
+
+    out = tmp_path / "r"
+    bench(out, samples=1, turns=1)
+    traj = out / "trajectories.jsonl"
+    lines = traj.read_text().splitlines(keepends=True)
+    last = next(i for i in range(len(lines) - 1, -1, -1) if '"summary"' in lines[i])
+    cut = "".join(lines[:last]) + lines[last][:40]  # the last task's summary, cut
+    traj.write_text(cut)
+    assert len(read_records(traj)) == last and traj.read_text() == cut
+    assert bench(out, samples=1, turns=1) == 1  # the task whose summary was cut runs again
+    recs = read_trajectory(traj)
+    assert {r.task_id for r in recs if isinstance(r, SummaryRecord)} == set(META)
+
+
 def test_a_rerun_with_other_settings_is_refused(tmp_path):
     bench(tmp_path / "r", samples=1, turns=1)
     with pytest.raises(ValueError, match="other settings.*samples=1 there, 2 now"):

@@ -151,7 +151,8 @@ def _prepare(out: Path, settings: BenchSettings, meta: dict[str, TaskMeta], info
 
 def read_records(path: Path) -> list[TurnRecord | SummaryRecord]:
     """The trajectory's records; a last line cut short (the process was killed while writing
-    it) is dropped with a warning, any other bad line raises ValueError naming it."""
+    it) is skipped with a warning (the file is not changed: a report only reads it, and a
+    resumed run's writer removes the fragment), any other bad line raises ValueError."""
     if not path.is_file():
         return []
     try:
@@ -161,13 +162,20 @@ def read_records(path: Path) -> list[TurnRecord | SummaryRecord]:
             f"{path}: not UTF-8 text (byte {e.start}), so not a trajectory written by "
             "cudaperf bench; give a run folder it wrote"
         ) from None
-    if lines and not lines[-1].endswith("\n"):
-        log.warning("%s: dropping a last line cut short (%d chars)", path, len(lines[-1]))
-        path.write_text("".join(lines[:-1]), encoding="utf-8")
+    if lines and not lines[-1].endswith("\n") and not _parses(lines[-1]):
+        log.warning("%s: skipping a last line cut short (%d chars)", path, len(lines[-1]))
     try:
         return read_trajectory(path)
     except (ValueError, KeyError) as e:
         raise ValueError(f"{path}: not a trajectory written by cudaperf bench ({e})") from None
+
+
+def _parses(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
 
 
 def finished_tasks(path: Path) -> set[str]:
