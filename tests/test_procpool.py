@@ -10,6 +10,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from cudaperf.procpool import pool_map
 from tests.proc_helpers import kill_group, pid_gone
 
@@ -145,3 +147,59 @@ def test_stop_lets_a_child_process_that_used_a_pool_exit(tmp_path):
     for pending in (False, True):
         got = _child_exit(tmp_path, pending)
         assert got != "alive" and got.split()[1] == "0" and float(got.split()[0]) < 12, got
+
+
+# A main thread waiting in procpool.wait_get, or in an evaluator batch (LocalBackend.run waits
+# for each result with it), while the SIGINT reaches another thread: it must stop within
+# seconds, not when the next item comes (30 s here). argv[1]: "queue" or "batch".
+WAIT_PARENT = textwrap.dedent("""
+    import os, queue, signal, sys, threading, time
+    from cudaperf.procpool import wait_get
+
+    def hit():
+        time.sleep(1.0)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    def run_queue():
+        q = queue.Queue()
+        threading.Thread(target=lambda: (time.sleep(30), q.put(1)), daemon=True).start()
+        wait_get(q)
+
+    def run_batch():
+        import tempfile
+        from cudaperf.execute import pool
+        from cudaperf.execute.config import EvalConfig
+        from cudaperf.execute.types import Candidate
+        from cudaperf.tasks.io import load_sample
+
+        def slow(ev, task, cand, stop):  # a job that takes 30 s to prepare
+            time.sleep(30)
+            raise RuntimeError("late")
+
+        pool.prepare_cached = slow
+        cfg = EvalConfig(compile_only=True, cache_dir=tempfile.mkdtemp(), compile_jobs=1)
+        task = load_sample()[0]
+        for _ in pool.LocalBackend(cfg).run([(task, Candidate(code="x"))]):
+            pass
+
+    threading.Thread(target=hit, daemon=True).start()
+    t0 = time.monotonic()
+    try:
+        {"queue": run_queue, "batch": run_batch}[sys.argv[1]]()
+        print("finished", flush=True)
+    except KeyboardInterrupt:
+        print(f"interrupted {time.monotonic() - t0:.1f}", flush=True)
+    os._exit(0)  # the 30 s job's thread would hold up the exit
+""")
+
+
+@pytest.mark.parametrize("what", ["queue", "batch"])
+def test_a_wait_for_the_next_item_acts_on_a_sigint_another_thread_got(tmp_path, what):
+    script = tmp_path / "parent.py"
+    script.write_text(WAIT_PARENT)
+    env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONUNBUFFERED="1")
+    r = subprocess.run([sys.executable, str(script), what], capture_output=True, text=True,
+                       env=env, timeout=60)  # fmt: skip
+    out = r.stdout.strip()
+    assert out.startswith("interrupted"), (out, r.stderr[-2000:])
+    assert float(out.split()[1]) < 10  # not after the 30 s item

@@ -21,12 +21,13 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
+import queue
 import signal
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import TypeVar
 
-__all__ = ["pool_map", "stop", "worker_init"]
+__all__ = ["pool_map", "stop", "wait_get", "worker_init"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -47,6 +48,16 @@ def worker_init(nice: int = 0) -> None:
 # came (seen: a parent interrupted mid-way ran on for a whole 60 s item). Waking every _WAKE_S
 # seconds bounds that delay.
 _WAKE_S = 0.2
+
+
+def wait_get(q: queue.Queue):
+    """`q.get()` in timed slices (see _WAKE_S): a SIGINT that reached another thread of the
+    process is acted on within _WAKE_S seconds, not when the next item comes."""
+    while True:
+        try:
+            return q.get(timeout=_WAKE_S)
+        except queue.Empty:
+            continue
 
 
 def pool_map(

@@ -22,6 +22,7 @@ from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.evaluator import Env, Evaluator, Prepared
 from cudaperf.execute.sandbox import WorkerHandle
 from cudaperf.execute.types import Candidate, ExecResult, Status
+from cudaperf.procpool import wait_get
 from cudaperf.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -177,7 +178,7 @@ class LocalBackend(Backend):
                     lambda f, i=i: route(i, f)
                 )
             for _ in range(len(jobs)):
-                yield out.get()
+                yield wait_get(out)  # timed: a SIGINT that reached a worker thread still stops it
             finished = True
         finally:
             if not finished:
