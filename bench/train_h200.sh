@@ -14,6 +14,15 @@
 # is twice the adapter); save them under .models/grpo_ckpt/, then in the next session, after
 # probe (part00) and stage model (part01: unpacks the GGUF; no SFT needed, the checkpoint holds
 # the adapter), carry .models/grpo_ckpt and run `bash bench/train_h200.sh restore; bash ... grpo`.
+# Background mode, for a run longer than one call (written 2026-12-04, not yet run on the
+# device): `bgstart` starts stage grpo's command with setsid, so it outlives the call (the
+# device README: a process in a new session runs on until the machine goes back) and one
+# process trains for the whole session: no start-up, recompiling and redrawing per call (~110 s
+# of each call in the #17 pilot) and no optimizer restart. Give it GRPO_BUDGET = the session's
+# device seconds left minus ~120. Then back-to-back `bgwatch` calls (each follows the run for
+# WATCH_S=540 s, then brings back steps, stderr tail, the report once it ended, and the newest
+# complete checkpoint: 8 files). The machine goes back after 30 s idle: fire each bgwatch at
+# once; a lost machine loses only the steps since the last bgwatch's checkpoint.
 # The SFT adapter travels the same way: stage packsft ($OUT/sft_final: 3 pieces + rest.tar.gz;
 # save as .models/sft_final), then carry it and run stage restoresft instead of training again.
 # .models/ does not outlive a session's checkout: commit what must (the ablation's SFT start,
@@ -75,15 +84,34 @@ replies() {  # held-out replies of model $1 (base, sft or grpo); resumes, batche
     --label $1 --batch 96 --generation ${GENMODE:-auto} --out "$W/replies_$1.jsonl" 2>&1 \
     | grep -v "it/s" | tail -8 | tee -a "$OUT/stage.log"
 }
-pack() {  # the newest GRPO checkpoint into $OUT/ckpt: adapter pieces + rest.tar.gz
-  local c
-  c=$(ls -d "$W"/$RUN/checkpoint-* 2>/dev/null | sort -V | tail -1)
+pack() {  # the newest complete GRPO checkpoint into $OUT/ckpt: adapter pieces + rest.tar.gz
+  local c="" d
+  # complete: trainer_state.json is written after the weights, and 5 s old (bgwatch packs
+  # while the run may be saving its next checkpoint)
+  for d in $(ls -d "$W"/$RUN/checkpoint-* 2>/dev/null | sort -V -r); do
+    if [ -f "$d/trainer_state.json" ] && [ $(( $(date +%s) - $(stat -c %Y "$d/trainer_state.json") )) -ge 5 ]; then
+      c=$d; break
+    fi
+  done
   [ -n "$c" ] || { log "pack: no checkpoint"; return 0; }
   mkdir -p "$OUT/ckpt"
   split -b 15M -d -a 3 "$c/adapter_model.safetensors" "$OUT/ckpt/adapter_model.safetensors.part"
-  tar -C "$W/$RUN" -czf "$OUT/ckpt/rest.tar.gz" --exclude=adapter_model.safetensors \
+  tar -C "$W/$RUN" -czf "$OUT/ckpt/rest.tar.gz" --warning=no-file-changed --exclude=adapter_model.safetensors \
     --exclude=optimizer.pt "$(basename "$c")" steps.jsonl completions.jsonl holdout.json 2>/dev/null
   log "packed $(basename "$c"): $(ls "$OUT/ckpt" | tr '\n' ' ')"
+}
+grpo_args() {  # GRPO: the command line of stages grpo and bgstart; AD: its start; res: --resume
+  AD=$W/sft/final
+  [ -f "$W/$RUN/restored" ] && AD=$(cat "$W/$RUN/restored")  # stage restore's checkpoint
+  [ -d "$AD" ] || { echo "the SFT run is gone: machine went cold (or run stage restore)"; exit 3; }
+  res=(); ls -d "$W"/$RUN/checkpoint-* >/dev/null 2>&1 && res=(--resume)  # a later call resumes
+  # 1024 new tokens: at 384 the SFT adapter's replies never closed their code block (every
+  # reply a format error in a CPU run of this stage's command, compile-only, 2026-12-01)
+  GRPO=(python3 -m cudaperf train grpo --out "$W/$RUN" --adapter "$AD" --kind c2cuda
+    --preset "${PRESET:-unified}" --seed "${SEED:-0}" --pool 16 --turns 2 --num-generations "${NGEN:-4}"
+    ${POOLFITS:+--pool-fits} --groups-per-step "${NGROUPS:-4}" --max-new-tokens "${MAXTOK:-1024}" --lr 1e-5
+    --max-steps "${STEPS:-30}" --save-steps 2 --canaries 2 --canary-every "${CANARY_EVERY:-10}"
+    --generation "${GENMODE:-auto}" --time-budget "${GRPO_BUDGET:-480}" --pieces-mib 15 "${res[@]}")
 }
 case "$stage" in
 probe)
@@ -115,25 +143,46 @@ sft)
   fi
   ;;
 grpo)
-  AD=$W/sft/final
-  [ -f "$W/$RUN/restored" ] && AD=$(cat "$W/$RUN/restored")  # stage restore's checkpoint
-  [ -d "$AD" ] || { echo "the SFT run is gone: machine went cold (or run stage restore)"; exit 3; }
+  grpo_args
   evaluate ${EVAL_S:-0}
-  res=(); ls -d "$W"/$RUN/checkpoint-* >/dev/null 2>&1 && res=(--resume)  # a later call resumes
   log "grpo ${res[*]}"
   ( while sleep 15; do cp "$W/$RUN/steps.jsonl" "$OUT/grpo_steps.jsonl" 2>/dev/null; done ) &
   copier=$!
-  # 1024 new tokens: at 384 the SFT adapter's replies never closed their code block (every
-  # reply a format error in a CPU run of this stage's command, compile-only, 2026-12-01)
-  timeout $(( ${GRPO_BUDGET:-480} + 60 )) python3 -m cudaperf train grpo --out "$W/$RUN" \
-    --adapter "$AD" --kind c2cuda --preset ${PRESET:-unified} --seed ${SEED:-0} --pool 16 --turns 2 --num-generations ${NGEN:-4} \
-    ${POOLFITS:+--pool-fits} --groups-per-step ${NGROUPS:-4} --max-new-tokens ${MAXTOK:-1024} --lr 1e-5 --max-steps ${STEPS:-30} \
-    --save-steps 2 --canaries 2 --canary-every ${CANARY_EVERY:-10} --generation ${GENMODE:-auto} --time-budget ${GRPO_BUDGET:-480} --pieces-mib 15 "${res[@]}" \
+  timeout $(( ${GRPO_BUDGET:-480} + 60 )) "${GRPO[@]}" \
     > "$OUT/grpo_report.json" 2> >(grep -v "it/s" | tail -40 > "$OUT/grpo_stderr.txt")
   kill $copier 2>/dev/null
   cp "$W/$RUN/steps.jsonl" "$OUT/grpo_steps.jsonl"
   # the replies (completions.jsonl): in the pack's rest.tar.gz, else as a 5th file here
   [ "${PACK:-0}" = 1 ] && pack || gzip -c "$W/$RUN/completions.jsonl" > "$OUT/grpo_completions.jsonl.gz"
+  ;;
+bgstart)  # the grpo stage's run in its own process session: it outlives this call (see header)
+  grpo_args
+  pid=$(cat "$W/$RUN/bg.pid" 2>/dev/null)
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && { echo "$RUN is running already (pid $pid): stage bgwatch"; exit 3; }
+  log "grpo in the background ${res[*]}, budget ${GRPO_BUDGET:-480} s"
+  mkdir -p "$W/$RUN"
+  setsid nohup timeout $(( ${GRPO_BUDGET:-480} + 60 )) "${GRPO[@]}" > "$W/$RUN/bg_report.json" \
+    2> "$W/$RUN/bg_stderr.txt" < /dev/null &
+  echo $! > "$W/$RUN/bg.pid"
+  sleep 5
+  kill -0 "$(cat "$W/$RUN/bg.pid")" 2>/dev/null || { grep -v "it/s" "$W/$RUN/bg_stderr.txt" | tail -20; exit 4; }
+  log "started (pid $(cat "$W/$RUN/bg.pid")); follow it with stage bgwatch"
+  ;;
+bgwatch)  # follow bgstart's run for WATCH_S seconds (default 540), then bring back its newest checkpoint
+  pid=$(cat "$W/$RUN/bg.pid" 2>/dev/null) || { echo "no background run of $RUN here: stage bgstart"; exit 3; }
+  while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt ${WATCH_S:-540} ]; do
+    sleep 10
+    cp "$W/$RUN/steps.jsonl" "$OUT/grpo_steps.jsonl" 2>/dev/null
+  done
+  cp "$W/$RUN/steps.jsonl" "$OUT/grpo_steps.jsonl" 2>/dev/null
+  grep -v "it/s" "$W/$RUN/bg_stderr.txt" | tail -40 > "$OUT/grpo_stderr.txt"
+  if kill -0 "$pid" 2>/dev/null; then
+    log "$RUN still running: $(grep -c '"kind": "step"' "$W/$RUN/steps.jsonl" 2>/dev/null) step records"
+  else
+    cp "$W/$RUN/bg_report.json" "$OUT/grpo_report.json"
+    log "$RUN ended: $(head -c 300 "$W/$RUN/bg_report.json" | tr '\n' ' ')"
+  fi
+  pack  # every call: a machine taken away loses only the steps since this call's checkpoint
   ;;
 pack) pack ;;
 packsft)  # the SFT adapter into $OUT/sft_final (its pieces + rest.tar.gz with holdout.json)
