@@ -283,6 +283,9 @@ def test_set_cache_bytes_from_gib_or_from_host_memory(monkeypatch):
     monkeypatch.setattr(sandbox, "available_memory", lambda: 100 << 30)
     assert sandbox.set_cache_bytes(None) == 50 << 30  # half of what is available...
     assert sandbox.set_cache_bytes(None, workers=4) == (50 << 30) // 4  # ...shared by workers
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")  # two training processes, an evaluator each
+    assert sandbox.set_cache_bytes(None, workers=1) == 25 << 30
+    monkeypatch.delenv("LOCAL_WORLD_SIZE")
     monkeypatch.setattr(sandbox, "available_memory", lambda: 1 << 30)
     assert sandbox.set_cache_bytes(None, workers=8) == 1 << 30  # at least 1 GiB
     monkeypatch.undo()

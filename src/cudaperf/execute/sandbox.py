@@ -58,10 +58,16 @@ def available_memory() -> int:
 
 def set_cache_bytes(gib: float | None, workers: int = 1) -> int:
     """One worker's byte bound for cached input sets: `gib` GiB, or for None half the host's
-    available memory shared by `workers` workers (at least 1 GiB)."""
+    available memory shared by `workers` workers and by the processes on this host that each
+    run an evaluator (LOCAL_WORLD_SIZE, which `accelerate launch` and `torchrun` set), at
+    least 1 GiB."""
     if gib is not None:
         return int(gib * (1 << 30))
-    return max(1 << 30, available_memory() // 2 // max(1, workers))
+    try:
+        procs = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        procs = 1
+    return max(1 << 30, available_memory() // 2 // max(1, workers) // procs)
 
 
 class WorkerHandle:
