@@ -22,7 +22,11 @@
 # device seconds left minus ~120. Then back-to-back `bgwatch` calls (each follows the run for
 # WATCH_S=540 s, then brings back steps, stderr tail, the report once it ended, and the newest
 # complete checkpoint: 8 files). The machine goes back after 30 s idle: fire each bgwatch at
-# once; a lost machine loses only the steps since the last bgwatch's checkpoint.
+# once; a lost machine loses only the steps since the last bgwatch's checkpoint. The ablation's
+# main runs (PROTOCOL.md, 2026-12-04 note): CHUNK=12 TOTAL=60 sets STEPS to the next multiple
+# of 12 after the run's newest checkpoint, e.g.
+#   RUN=abl_unified_s0 PRESET=unified SEED=0 NGEN=8 NGROUPS=4 POOLFITS=1 CHUNK=12 TOTAL=60 \
+#     GRPO_BUDGET=1400 bash bench/train_h200.sh bgstart
 # The SFT adapter travels the same way: stage packsft ($OUT/sft_final: 3 pieces + rest.tar.gz;
 # save as .models/sft_final), then carry it and run stage restoresft instead of training again.
 # .models/ does not outlive a session's checkout: commit what must (the ablation's SFT start,
@@ -105,6 +109,12 @@ grpo_args() {  # GRPO: the command line of stages grpo and bgstart; AD: its star
   [ -f "$W/$RUN/restored" ] && AD=$(cat "$W/$RUN/restored")  # stage restore's checkpoint
   [ -d "$AD" ] || { echo "the SFT run is gone: machine went cold (or run stage restore)"; exit 3; }
   res=(); ls -d "$W"/$RUN/checkpoint-* >/dev/null 2>&1 && res=(--resume)  # a later call resumes
+  if [ -n "${CHUNK:-}" ]; then  # train to the next multiple of CHUNK steps (at most TOTAL)
+    local last
+    last=$(ls -d "$W"/$RUN/checkpoint-* 2>/dev/null | sed 's/.*checkpoint-//' | sort -n | tail -1)
+    STEPS=$(( (${last:-0} / CHUNK + 1) * CHUNK ))
+    [ "$STEPS" -gt "${TOTAL:-60}" ] && STEPS=${TOTAL:-60}
+  fi
   # 1024 new tokens: at 384 the SFT adapter's replies never closed their code block (every
   # reply a format error in a CPU run of this stage's command, compile-only, 2026-12-01)
   GRPO=(python3 -m cudaperf train grpo --out "$W/$RUN" --adapter "$AD" --kind c2cuda
