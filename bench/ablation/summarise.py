@@ -176,9 +176,10 @@ def paired(a: dict, b: dict, sa: list[dict], sb: list[dict]) -> dict:
             "steps_with_the_same_tasks": len(same), "ok_diff_by_step": diff}  # fmt: skip
 
 
-def detectable_effect(samples: list[dict]) -> dict:
-    """Minimum detectable A - B of the primary metric (module doc), from turn-1 samples."""
-    g = [[s["score"] for s in v] for v in groups(samples).values() if len(v) >= 2]
+def detectable_effect(runs: list[list[dict]]) -> dict:
+    """Minimum detectable A - B of the primary metric (module doc), from the turn-1 samples of
+    `runs` (each run's samples; groups are (run, step, task))."""
+    g = [[s["score"] for s in v] for run in runs for v in groups(run).values() if len(v) >= 2]
     if not g:
         return {"groups": 0}
     ss = sum(sum((x - sum(v) / len(v)) ** 2 for x in v) for v in g)
@@ -200,8 +201,8 @@ def detectable_effect(samples: list[dict]) -> dict:
         rows.append({"seed_sd": sd, "se_of_mean_diff": round(se, 4),
                      "mde_normal": round(z * se, 4), "mde_t2": round(t * se, 4)})  # fmt: skip
     return {
-        "source": "turn-1 samples of the outcome_only run (their score is the outcome_only total)",
-        "groups": len(g), "samples": sum(len(v) for v in g),
+        "source": "turn-1 samples of the outcome_only runs (their score is the outcome_only total)",
+        "runs": len(runs), "groups": len(g), "samples": sum(len(v) for v in g),
         "within_task_sd": round(math.sqrt(var_w), 4),
         "between_task_sd_of_means": round(math.sqrt(var_b), 4) if var_b is not None else None,
         "design": DESIGN, "by_assumed_seed_sd": rows,
@@ -219,12 +220,26 @@ def plot(summaries: list[dict], path: Path) -> None:
     keys = [("groups_2_correct", "groups with >= 2 correct"), ("ok", "share correct (ok)"),
             ("outcome_only_score", "outcome_only score (mean)"),
             ("step_s", "seconds per step")]  # fmt: skip
+    arms: dict[str, list[dict]] = {}
+    for s in summaries:
+        arms.setdefault(s["arm"], []).append(s)
     fig, axes = plt.subplots(len(keys), 1, figsize=(8, 11), sharex=True)
     for ax, (key, label) in zip(axes, keys, strict=True):
-        for s in summaries:
-            xs = [p["step"] for p in s["per_step"]]
-            ax.plot(xs, [p[key] for p in s["per_step"]], marker="o", ms=3,
-                    label=f"{s['arm']} ({Path(s['folder']).name})")  # fmt: skip
+        for n, (arm, runs) in enumerate(arms.items()):
+            color = f"C{n}"
+            if len(runs) == 1:  # one run (a pilot): its line
+                xs = [p["step"] for p in runs[0]["per_step"]]
+                ax.plot(xs, [p[key] for p in runs[0]["per_step"]], marker="o", ms=3, color=color,
+                        label=f"{arm} ({Path(runs[0]['folder']).name})")  # fmt: skip
+                continue
+            for r in runs:  # several seeds: each thin, their mean with a 95% band
+                ax.plot([p["step"] for p in r["per_step"]], [p[key] for p in r["per_step"]],
+                        lw=0.6, alpha=0.4, color=color)  # fmt: skip
+            xs, mean, half = _band([r["per_step"] for r in runs], key)
+            ax.plot(xs, mean, color=color, lw=2, label=f"{arm}: mean of {len(runs)} runs")
+            ax.fill_between(xs, [m - h for m, h in zip(mean, half, strict=True)],
+                            [m + h for m, h in zip(mean, half, strict=True)], color=color,
+                            alpha=0.2)  # fmt: skip
         ax.set_ylabel(label)
     axes[0].legend(fontsize=7)
     axes[-1].set_xlabel("GRPO step")
@@ -233,6 +248,19 @@ def plot(summaries: list[dict], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _band(tables: list[list[dict]], key: str) -> tuple[list[int], list[float], list[float]]:
+    """Per step the runs have in common: the mean of `key` and 1.96 standard errors."""
+    steps = sorted(set.intersection(*({p["step"] for p in t} for t in tables)))
+    mean, half = [], []
+    for st in steps:
+        v = [p[key] for t in tables for p in t if p["step"] == st and p.get(key) is not None]
+        m = sum(v) / len(v) if v else float("nan")
+        se = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1) / len(v)) if len(v) > 1 else 0
+        mean.append(m)
+        half.append(1.96 * se)
+    return steps, mean, half
 
 
 def parse_runs(specs: list[str]) -> list[tuple[str, Path]]:
@@ -269,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         "written": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "command": args.command or " ".join(["python bench/ablation/summarise.py", *sys.argv[1:]]),
         "runs": summaries, "pairs": pairs,
-        "detectable_effect": detectable_effect(outcome[0]) if outcome else None,
+        "detectable_effect": detectable_effect(outcome) if outcome else None,
     }  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

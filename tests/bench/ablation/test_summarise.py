@@ -108,3 +108,25 @@ def test_a_folder_without_completions_is_named(tmp_path, capsys):
     (run / "completions.jsonl").unlink()
     rc = _module().main(["--run", f"unified={run}", "--out", str(tmp_path / "s.json")])
     assert rc == 2 and "no completions.jsonl" in capsys.readouterr().err
+
+
+def test_several_seeds_pool_the_detectable_effect_per_run_and_plot_as_a_band(tmp_path):
+    """Two outcome_only runs that drew the same (step, task) with opposite results: within each
+    run every group is constant (variance 0); merging the runs' groups would make it 0.25."""
+    mod = _module()
+    b0 = _run(tmp_path / "b0", ok=[[4, 4], [4, 4]], scores=[[1.0, 1.0], [1.0, 1.0]], gz=True)
+    b1 = _run(tmp_path / "b1", ok=[[0, 0], [0, 0]], scores=[[1.0, 1.0], [1.0, 1.0]], gz=True)
+    a0 = _run(tmp_path / "a0", ok=[[4, 1], [2, 3]], scores=[[1.0, 1.0], [1.0, 1.0]], gz=False)
+    a1 = _run(tmp_path / "a1", ok=[[2, 1], [2, 1]], scores=[[1.0, 1.0], [1.0, 1.0]], gz=False)
+    out = tmp_path / "s.json"
+    runs = [f"unified={a0}", f"unified={a1}", f"outcome_only={b0}", f"outcome_only={b1}"]
+    argv = [x for r in runs for x in ("--run", r)]
+    assert mod.main([*argv, "--out", str(out), "--plot", str(tmp_path / "s.png")]) == 0
+    de = json.loads(out.read_text())["detectable_effect"]
+    assert de["runs"] == 2 and de["groups"] == 8 and de["within_task_sd"] == 0.0
+    assert (tmp_path / "s.png").stat().st_size > 0
+    rows = [mod.run_summary("unified", a0)["per_step"], mod.run_summary("unified", a1)["per_step"]]
+    steps, mean, half = mod._band(rows, "groups_2_correct")
+    # a0: steps 1, 2 have 1 and 2 groups of 2 with >= 2 correct; a1: 1 and 1
+    assert steps == [1, 2] and mean == [0.5, 0.75]
+    assert half == [0.0, pytest.approx(1.96 * math.sqrt(0.125 / 2))]
