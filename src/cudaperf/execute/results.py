@@ -69,7 +69,7 @@ class JsonlWriter:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self._f = open_append(self.path)  # a cut last line (an interruption) is ended first
+        self._f = open_append(self.path)  # a cut last line (an interruption) is removed first
 
     def write(self, res: ExecResult) -> None:
         self._f.write(res.model_dump_json() + "\n")

@@ -76,7 +76,7 @@ class TrajectoryWriter:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._fh = open_append(self.path)  # a cut last line (an interruption) is ended first
+        self._fh = open_append(self.path)  # a cut last line (an interruption) is removed first
 
     def write(self, record: TurnRecord | SummaryRecord) -> None:
         self._fh.write(record.model_dump_json() + "\n")
