@@ -9,7 +9,9 @@ each written to the JSON as it ends:
 
 1. `prepare`: the pool's naive implementations (what `cudaperf train grpo` does before step 1:
    references, CPU and naive baselines, then cached), from an empty cache (`--cache-dir`,
-   default a fresh temporary folder);
+   default a fresh temporary folder), in batches of `--prepare-chunk` tasks, the JSON updated
+   after each (a cold pool can outlast a device call: 64 tasks had not finished in 145 s on
+   the H200, 2026-12-04, and nothing was written);
 2. `batch_a`: one stored non-naive implementation per task, scored in one batch (the pool's
    tasks are now prepared: compile + GPU time, analysis and ranker);
 3. `batch_b`: another implementation per task (new candidates, warm evaluator): the number to
@@ -18,7 +20,8 @@ each written to the JSON as it ends:
 
 Each phase records wall seconds and their breakdown (analysis prefetch, evaluator, the rest:
 ranker and reward) and the status counts. Without a GPU it runs compile-only (said in the
-JSON). Prints a short table.
+JSON). Prints a short table. Ctrl-C or SIGTERM (`timeout`) stops it with the phases done so far
+in the JSON.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import signal
 import sys
 import tempfile
 import time
@@ -69,16 +73,23 @@ def score_phase(scorer, items) -> dict:
     }  # fmt: skip
 
 
-def main() -> None:
+def _stop(signum, frame):  # SIGTERM (what `timeout` sends) ends the run as Ctrl-C does
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=64, help="tasks in the pool, one candidate each")
     ap.add_argument("--tasks", type=Path, default=Path("data/tasks.jsonl.gz"))
     ap.add_argument("--cache-dir", type=Path, default=None, help="evaluator cache (default: new)")
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--out", type=Path, default=Path("bench/results/train_eval_speed.json"))
-    a = ap.parse_args()
+    ap.add_argument("--prepare-chunk", type=int, default=8, help="tasks per prepare batch")
+    a = ap.parse_args(argv)
     if a.n < 1:
         sys.exit("--n: use >= 1")
+    if a.prepare_chunk < 1:
+        sys.exit("--prepare-chunk: use >= 1")
     if not a.tasks.is_file():
         sys.exit(f"--tasks {a.tasks}: no such file; give the dataset (data/tasks.jsonl.gz)")
     from cudaperf.execute.session import training_config
@@ -113,14 +124,25 @@ def main() -> None:
 
     write()
     say(f"{'phase':>14} {'cands':>5} {'s':>8} {'analyse':>8} {'eval':>8} statuses")
+    signal.signal(signal.SIGTERM, _stop)
+    t = time.perf_counter()
     try:
-        t = time.perf_counter()
-        secs = prepare_pool(scorer, pool)
-        met = scorer.evaluator.take()
-        doc["phases"]["prepare"] = {"candidates": met["candidates"], "seconds": round(secs, 2),
-                                    "evaluator_s": met["evaluator_s"]}  # fmt: skip
-        say(f"{'prepare':>14} {met['candidates']:>5} {secs:>8.2f}")
+        prep = {"tasks": len(pool), "tasks_done": 0, "candidates": 0, "seconds": 0.0,
+                "evaluator_s": 0.0, "naive_not_ok": {}, "done": False}  # fmt: skip
+        doc["phases"]["prepare"] = prep
+        for i in range(0, len(pool), a.prepare_chunk):
+            part = pool[i : i + a.prepare_chunk]
+            secs, bad = prepare_pool(scorer, part)
+            met = scorer.evaluator.take()
+            prep["tasks_done"] += len(part)
+            prep["candidates"] += met["candidates"]
+            prep["seconds"] = round(prep["seconds"] + secs, 2)
+            prep["evaluator_s"] = round(prep["evaluator_s"] + met["evaluator_s"], 2)
+            prep["naive_not_ok"].update(bad)
+            write()
+        prep["done"] = True
         write()
+        say(f"{'prepare':>14} {prep['candidates']:>5} {prep['seconds']:>8.2f}")
         a_items, b_items = candidates(pool, 0), candidates(pool, 1)
         for name, items in (("batch_a", a_items), ("batch_b", b_items),
                             ("batch_a_again", a_items)):  # fmt: skip

@@ -1,0 +1,63 @@
+"""bench/train_eval_speed.py end to end, compile-only (nvcc, no GPU): every phase is written,
+the prepare phase batch by batch, and SIGTERM (what `timeout` sends) keeps what was done."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (compile-only)")
+
+
+def _cmd(tmp_path, n: int, chunk: int) -> list[str]:
+    return [sys.executable, str(ROOT / "bench/train_eval_speed.py"), "--n", str(n),
+            "--compile-only", "--prepare-chunk", str(chunk), "--tasks",
+            str(ROOT / "data/tasks.jsonl.gz"), "--cache-dir", str(tmp_path / "cache"),
+            "--out", str(tmp_path / "speed.json")]  # fmt: skip
+
+
+def _env():
+    return dict(os.environ, PYTHONPATH=str(ROOT / "src"), PYTHONUNBUFFERED="1")
+
+
+def test_every_phase_is_written(tmp_path):
+    r = subprocess.run(_cmd(tmp_path, 3, 2), capture_output=True, text=True, env=_env(),
+                       timeout=600)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    doc = json.loads((tmp_path / "speed.json").read_text())
+    assert doc["mode"] == "compile-only" and doc["pool_tasks"] == 3
+    prep = doc["phases"]["prepare"]
+    assert prep["done"] and prep["tasks_done"] == 3 and prep["candidates"] == 3
+    assert set(doc["phases"]) == {"prepare", "batch_a", "batch_b", "batch_a_again"}
+    again = doc["phases"]["batch_a_again"]  # the scorer's own cache: the evaluator not asked
+    assert again["candidates"] == 3 and again["evaluator_s"] == 0.0
+
+
+def test_sigterm_keeps_the_prepare_batches_done(tmp_path):
+    p = subprocess.Popen(_cmd(tmp_path, 12, 1), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=_env())  # fmt: skip
+    out = tmp_path / "speed.json"
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline:  # until the first prepare batch is in the JSON
+            if out.is_file() and json.loads(out.read_text())["phases"].get("prepare", {}).get(
+                "tasks_done"
+            ):
+                break
+            time.sleep(0.5)
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=120)
+    finally:
+        p.kill()
+    doc = json.loads(out.read_text())
+    prep = doc["phases"]["prepare"]
+    assert prep["tasks_done"] >= 1 and not prep["done"] and "seconds" in doc
