@@ -240,10 +240,10 @@ speed)  # generation tokens/s per mode and batch size (bench/train_speed.py)
     --max-new-tokens 512 --deadline-s ${SPEED_S:-400} --out "$OUT/train_speed_gen_h200.json" \
     --plot "$OUT/train_speed_gen_h200.png" 2>&1 | grep -v "it/s" | tail -30 | tee -a "$OUT/stage.log"
   ;;
-evalspeed)  # one 64-candidate batch scored cold and warm (bench/train_eval_speed.py)
+evalspeed)  # one batch of EVALN (default 64) candidates scored cold and warm (bench/train_eval_speed.py)
   log "eval speed"
   rm -rf /root/evalspeed  # a cold start: no references or baselines cached
-  timeout ${EVALSPEED_S:-400} python3 bench/train_eval_speed.py --n 64 --cache-dir /root/evalspeed \
+  timeout ${EVALSPEED_S:-400} python3 bench/train_eval_speed.py --n ${EVALN:-64} --cache-dir /root/evalspeed \
     --out "$OUT/train_eval_speed_h200.json" 2>&1 | tail -8 | tee -a "$OUT/stage.log"
   ;;
 step64)  # one single-turn GRPO step of 64 completions (8 tasks x 8): its time breakdown
