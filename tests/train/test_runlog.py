@@ -131,3 +131,29 @@ def test_resume_with_no_checkpoint_raises_before_training(tmp_path):
 
     with pytest.raises(ValueError, match="no checkpoint-N folder"):
         train_until_stopped(Trainer(), tmp_path, resume=True)
+
+
+def test_processes_meet_and_destroy_their_group_after_a_run_not_after_an_interruption(
+    monkeypatch,
+):
+    import torch.distributed as dist
+
+    from cudaperf.train.runlog import end_processes
+
+    calls = []
+
+    class Acc:
+        def __init__(self, n):
+            self.num_processes = n
+
+        def wait_for_everyone(self):
+            calls.append("barrier")
+
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "destroy_process_group", lambda: calls.append("destroy"))
+    end_processes(Acc(2), interrupted=False)
+    assert calls == ["barrier", "destroy"]
+    calls.clear()
+    end_processes(Acc(2), interrupted=True)  # one process may be stuck in a collective
+    end_processes(Acc(1), interrupted=False)  # nothing to destroy
+    assert calls == []

@@ -279,7 +279,13 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     from cudaperf.train.models import load_policy, lora_config
     from cudaperf.train.rewards import TurnReturn
     from cudaperf.train.rollout import MultiTurnRollout
-    from cudaperf.train.runlog import StepLog, TimeBudget, save_final, train_until_stopped
+    from cudaperf.train.runlog import (
+        StepLog,
+        TimeBudget,
+        end_processes,
+        save_final,
+        train_until_stopped,
+    )
 
     t0 = time.perf_counter()
     hold = training_holdout(opts)
@@ -316,6 +322,7 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
             if close:
                 close()
     if not acc.is_main_process:  # one process writes the model, holdout and report
+        end_processes(acc, interrupted)  # ... and meets this one at the end
         return {"steps": trainer.state.global_step, "process": acc.process_index}
     write_manifest(hold, opts.out / "holdout.json")
     final = save_final(trainer.model, policy.tokenizer, opts.out, opts.pieces_mib)
@@ -329,6 +336,7 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     }  # fmt: skip
     text = json.dumps(report, indent=1)
     (opts.out / "report.json").write_text(text + "\n", encoding="utf-8")
+    end_processes(acc, interrupted)
     return json.loads(text)  # what report.json holds (tuples as lists), not a look-alike
 
 

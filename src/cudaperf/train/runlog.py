@@ -160,6 +160,21 @@ def train_until_stopped(trainer, out: str | Path, resume: bool) -> tuple[str | N
     return start, False
 
 
+def end_processes(acc, interrupted: bool) -> None:
+    """Under several processes, after a run that was not interrupted: wait for every process,
+    then destroy the process group. A process that exits with its gloo group alive can abort at
+    interpreter exit ("terminate called without an active exception", SIGABRT: gloo's threads
+    still hold work when the interpreter is torn down; seen once in CI under torchrun). Not
+    after an interruption: a process stopped inside a collective would leave the rest waiting."""
+    if acc.num_processes < 2 or interrupted:
+        return
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        acc.wait_for_everyone()
+        dist.destroy_process_group()
+
+
 def save_final(model, tokenizer, out: str | Path, pieces_mib: float | None = None) -> Path:
     """Save `model` (a PEFT model saves its adapter only) and `tokenizer` to `<out>/final`;
     with `pieces_mib`, files over that size are split into pieces. Returns the folder."""

@@ -134,7 +134,13 @@ def _trainer(opts: SftOptions, policy, train_ds, eval_ds, cap: int, callbacks):
 def run_sft(opts: SftOptions) -> dict:
     """Train; returns (and writes to `<out>/report.json`) what was done and measured."""
     from cudaperf.train.models import load_policy
-    from cudaperf.train.runlog import StepLog, TimeBudget, save_final, train_until_stopped
+    from cudaperf.train.runlog import (
+        StepLog,
+        TimeBudget,
+        end_processes,
+        save_final,
+        train_until_stopped,
+    )
 
     t0 = time.perf_counter()
     hold = split_training(
@@ -160,6 +166,7 @@ def run_sft(opts: SftOptions) -> dict:
     trainer = _trainer(opts, policy, train_ds, eval_ds, cap, [StepLog(opts.out, "sft"), budget])
     resume, interrupted = train_until_stopped(trainer, opts.out, opts.resume)
     if not trainer.accelerator.is_main_process:  # one process writes the model and report
+        end_processes(trainer.accelerator, interrupted)  # ... and meets this one at the end
         return {"steps": trainer.state.global_step}
     final = save_final(trainer.model, policy.tokenizer, opts.out, opts.pieces_mib)
     evals = [h for h in trainer.state.log_history if "eval_loss" in h]
@@ -179,4 +186,5 @@ def run_sft(opts: SftOptions) -> dict:
         "options": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(opts).items()},
     }  # fmt: skip
     (opts.out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    end_processes(trainer.accelerator, interrupted)
     return report
