@@ -15,6 +15,22 @@ from cudaperf.execute.sandbox import WorkerHandle
 from cudaperf.execute.types import Candidate, Status
 
 
+def _prepared(task, code: str, lib: str, cfg) -> Prepared:
+    """A prepared candidate whose library is `lib` (a fake harness), with the task's reference."""
+    return Prepared(task, Candidate(code=code), "k", str(lib), build_reference(task, cfg).lib, "",
+                    [], [], tempfile.mkdtemp(), time.monotonic())  # fmt: skip
+
+
+def _fake_lib(tmp_path, name: str, source: str) -> str:
+    """`source` (the harness ABI computed on the CPU) built with gcc into a shared library."""
+    import subprocess
+
+    src, lib = tmp_path / f"{name}.c", tmp_path / f"{name}.so"
+    src.write_text(source)
+    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    return str(lib)
+
+
 @pytest.fixture()
 def c_run(cpu_config, fake_libs):
     handles = []
@@ -25,9 +41,7 @@ def c_run(cpu_config, fake_libs):
         task = task or saxpy_task()
         h = WorkerHandle(None, cfg)
         handles.append(h)
-        p = Prepared(task, Candidate(code=name), "k", fake_libs[name],
-                     build_reference(task, cfg).lib, "", [], [], tempfile.mkdtemp(),
-                     time.monotonic())  # fmt: skip
+        p = _prepared(task, name, fake_libs[name], cfg)
         return ev.finish(p, h.request(ev.request(p), cfg.run_timeout_s))
 
     yield run
@@ -183,21 +197,15 @@ def test_a_float_sum_passes_the_workers_signed_inputs_check(cpu_config, tmp_path
     """Through the worker: a correct kernel that sums in float (the reference in double) ends
     `ok`, its signed-inputs check comparing with the output-RMS floor (`compare(signed=True)`
     in `measure._separating_check`); with the plain bound it ended `wrong_output` there."""
-    import subprocess
-
     from catalog import window_dot_task
 
-    src, lib = tmp_path / "wd.c", tmp_path / "wd.so"
-    src.write_text(WINDOW_DOT_FAKE)
-    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    lib = _fake_lib(tmp_path, "wd", WINDOW_DOT_FAKE)
     task = window_dot_task()
     cfg = replace(cpu_config, compile_only=None, trials=10, run_timeout_s=20)
     ev = Evaluator(cfg, Env("full", (0,), "FAKE", "sm_90", {}, 1))
     h = WorkerHandle(None, cfg)
     try:
-        p = Prepared(task, Candidate(code="window_dot"), "k", str(lib),
-                     build_reference(task, cfg).lib, "", [], [], tempfile.mkdtemp(),
-                     time.monotonic())  # fmt: skip
+        p = _prepared(task, "window_dot", lib, cfg)
         res = ev.finish(p, h.request(ev.request(p), cfg.run_timeout_s))
     finally:
         h.close()
@@ -222,19 +230,13 @@ def test_a_job_draws_its_reference_sets_together(cpu_config, tmp_path):
     """Through the worker: a job on 4 configs of a 150 ms reference needs 12 reference runs
     (sets 0, 1 and 2 of each config; 1.8 s one after another) and 4 CPU-baseline runs (0.6 s,
     timed alone); `run_job` prefetches the 12 in threads, so the job takes well under 2.4 s."""
-    import subprocess
-
-    src, lib = tmp_path / "sf.c", tmp_path / "sf.so"
-    src.write_text(SLOW_FILL_FAKE)
-    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    lib = _fake_lib(tmp_path, "sf", SLOW_FILL_FAKE)
     task = _slow_task()
     cfg = replace(cpu_config, compile_only=None, trials=10, run_timeout_s=20, cpu_trials=1)
     ev = Evaluator(cfg, Env("full", (0,), "FAKE", "sm_90", {}, 1))
     h = WorkerHandle(None, cfg)
     try:
-        p = Prepared(task, Candidate(code="slow_fill"), "k", str(lib),
-                     build_reference(task, cfg).lib, "", [], [], tempfile.mkdtemp(),
-                     time.monotonic())  # fmt: skip
+        p = _prepared(task, "slow_fill", lib, cfg)
         h.request(ev.request(replace(p, task=task.model_copy(update={"id": "warm"}))), 20)
         t0 = time.perf_counter()
         res = ev.finish(p, h.request(ev.request(p), cfg.run_timeout_s))
@@ -250,11 +252,7 @@ def test_the_workers_set_cache_bound_comes_from_the_config(cpu_config, tmp_path)
     cached sets under a bound that holds them (well under the 1.8 s the 12 slow reference runs
     take), and redraws them under one that holds a single set (the pilot's pool, 38 GiB of
     sets, under the 8 GiB default: every step redrew them)."""
-    import subprocess
-
-    src, lib = tmp_path / "sf.c", tmp_path / "sf.so"
-    src.write_text(SLOW_FILL_FAKE)
-    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    lib = _fake_lib(tmp_path, "sf", SLOW_FILL_FAKE)
     task = _slow_task()
     took = {}
     for gib in (1.0, 1e-6):
@@ -263,9 +261,7 @@ def test_the_workers_set_cache_bound_comes_from_the_config(cpu_config, tmp_path)
         ev = Evaluator(cfg, Env("full", (0,), "FAKE", "sm_90", {}, 1))
         h = WorkerHandle(None, cfg)
         try:
-            p = Prepared(task, Candidate(code="slow_fill"), "k", str(lib),
-                         build_reference(task, cfg).lib, "", [], [], tempfile.mkdtemp(),
-                         time.monotonic())  # fmt: skip
+            p = _prepared(task, "slow_fill", lib, cfg)
             h.request(ev.request(p), 20)  # draws the sets (and times the CPU baseline)
             t0 = time.perf_counter()
             res = ev.finish(p, h.request(ev.request(p), cfg.run_timeout_s))
