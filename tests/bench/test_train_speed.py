@@ -3,17 +3,7 @@ bench/train_eval_speed.py's candidates (never a task's naive implementation)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _module(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from tests.script_helpers import load_script
 
 
 def _run(mode, batch, rep, tps, secs, error=None):
@@ -22,7 +12,7 @@ def _run(mode, batch, rep, tps, secs, error=None):
 
 
 def test_summary_reports_the_steady_state_and_the_first_run_apart():
-    m = _module("train_speed")
+    m = load_script("bench/train_speed.py")
     rows = [_run("compile", 8, 0, 10.0, 90.0), _run("compile", 8, 1, 400.0, 2.0),
             _run("compile", 8, 2, 600.0, 1.5), _run("dynamic", 8, 0, 100.0, 8.0)]  # fmt: skip
     s = m.summarise(rows)
@@ -32,7 +22,7 @@ def test_summary_reports_the_steady_state_and_the_first_run_apart():
 
 
 def test_summary_keeps_a_failed_mode_with_its_error():
-    m = _module("train_speed")
+    m = load_script("bench/train_speed.py")
     s = m.summarise([_run("continuous", 16, 0, None, None, error="RuntimeError: no paged")])
     assert s["continuous@16"]["tokens_per_s"] is None
     assert s["continuous@16"]["error"] == "RuntimeError: no paged"
@@ -42,7 +32,7 @@ def test_eval_speed_candidates_are_never_the_naive_implementation():
     from cudaperf.execute.api import naive_implementation
     from cudaperf.tasks.io import load_sample
 
-    m = _module("train_eval_speed")
+    m = load_script("bench/train_eval_speed.py")
     tasks = [t for t in load_sample() if naive_implementation(t) is not None]
     assert tasks
     for pick in (0, 1):

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.script_helpers import load_script
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location(
-        "two_gpu_report", ROOT / "bench/two_gpu_report.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def _script():
+    return load_script("bench/two_gpu_report.py")
 
 
 def _run(folder: Path, name: str, canary: list[float], procs: int = 1) -> None:
@@ -57,7 +51,7 @@ def test_the_record_compares_layouts_processes_and_throughput(tmp_path):
     _command(b, "bench_gpusall", 200, 120)
     out = tmp_path / "rec.json"
     assert (
-        _module().main([str(a), str(b), "--out", str(out), "--plot", str(tmp_path / "p.png")]) == 0
+        _script().main([str(a), str(b), "--out", str(out), "--plot", str(tmp_path / "p.png")]) == 0
     )
     rec = json.loads(out.read_text())
     assert [c["name"] for c in rec["commands"]] == ["split", "bench_gpusall"]  # both calls'
@@ -82,7 +76,7 @@ def test_a_group_split_across_processes_and_a_slower_layout_are_reported(tmp_pat
     steps = tmp_path / "ddp2" / "steps.jsonl"
     steps.write_text(steps.read_text().replace('"t0b"', '"t0a"'))  # one task in both processes
     out = tmp_path / "rec.json"
-    _module().main([str(tmp_path), "--out", str(out)])
+    _script().main([str(tmp_path), "--out", str(out)])
     rec = json.loads(out.read_text())
     assert rec["layout"]["canary_difference"]["k/small"]["differs_beyond_noise"]
     assert rec["ddp"]["groups_whole_and_apart"] is False

@@ -3,28 +3,17 @@ evaluator that reports the stored H200 speedups (no GPU, no compiler)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 from cudaperf.refine import make_backend, read_trajectory, refine_many
 from cudaperf.reward import RewardScorer
 from cudaperf.tasks.io import load_sample
+from tests.script_helpers import load_script
 
 from .helpers import report
 from .test_loop import measured_evaluator
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("refine_sample", ROOT / "bench/refine_sample.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 def test_table_rows_rise_with_the_faster_kernels(tmp_path):
-    bench = _bench()
+    bench = load_script("bench/refine_sample.py")
     tasks = [t for t in load_sample() if t.id.endswith(("matmul", "saxpy"))]
     sc = RewardScorer(tasks, evaluator=measured_evaluator([]),
                       analyzer=lambda c: [report(0.5)], analyze="always")  # fmt: skip
@@ -54,7 +43,7 @@ def test_pick_takes_one_task_per_family_of_the_split(tmp_path):
 
     from cudaperf.tasks.io import save_tasks
 
-    bench = _bench()
+    bench = load_script("bench/refine_sample.py")
     tasks = load_sample()
     save_tasks(tasks, tmp_path / "tasks.jsonl")
     fams = sorted({t.family for t in tasks})

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import math
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.script_helpers import load_script
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("summarise", ROOT / "bench/ablation/summarise.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def _script():
+    return load_script("bench/ablation/summarise.py")
 
 
 TASKS = [["a", "b"], ["c", "a"]]  # step 0 draws a, b; step 1 draws c and a again
@@ -58,7 +54,7 @@ def _run(folder: Path, ok: list[list[int]], scores: list[list[float]], gz: bool)
 
 
 def test_two_arms_summarised_paired_and_the_detectable_effect(tmp_path, capsys):
-    mod = _module()
+    mod = _script()
     a = _run(tmp_path / "A", ok=[[4, 1], [2, 3]], scores=[[1.0, 1.0], [1.0, 1.0]], gz=False)
     b = _run(tmp_path / "B", ok=[[2, 2], [0, 4]], scores=[[1.0, 1.0], [1.0, 2.0]], gz=True)
     out = tmp_path / "s.json"
@@ -98,7 +94,7 @@ def test_two_arms_summarised_paired_and_the_detectable_effect(tmp_path, capsys):
 
 @pytest.mark.parametrize("spec", ["unified", "=x", "unified=/no/such/folder"])
 def test_a_bad_run_argument_is_one_line(tmp_path, capsys, spec):
-    rc = _module().main(["--run", spec, "--out", str(tmp_path / "s.json")])
+    rc = _script().main(["--run", spec, "--out", str(tmp_path / "s.json")])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and err.startswith("summarise: --run") and "\n" not in err
 
@@ -106,14 +102,14 @@ def test_a_bad_run_argument_is_one_line(tmp_path, capsys, spec):
 def test_a_folder_without_completions_is_named(tmp_path, capsys):
     run = _run(tmp_path / "A", ok=[[4, 1], [2, 3]], scores=[[1.0] * 2] * 2, gz=False)
     (run / "completions.jsonl").unlink()
-    rc = _module().main(["--run", f"unified={run}", "--out", str(tmp_path / "s.json")])
+    rc = _script().main(["--run", f"unified={run}", "--out", str(tmp_path / "s.json")])
     assert rc == 2 and "no completions.jsonl" in capsys.readouterr().err
 
 
 def test_several_seeds_pool_the_detectable_effect_per_run_and_plot_as_a_band(tmp_path):
     """Two outcome_only runs that drew the same (step, task) with opposite results: within each
     run every group is constant (variance 0); merging the runs' groups would make it 0.25."""
-    mod = _module()
+    mod = _script()
     b0 = _run(tmp_path / "b0", ok=[[4, 4], [4, 4]], scores=[[1.0, 1.0], [1.0, 1.0]], gz=True)
     b1 = _run(tmp_path / "b1", ok=[[0, 0], [0, 0]], scores=[[1.0, 1.0], [1.0, 1.0]], gz=True)
     a0 = _run(tmp_path / "a0", ok=[[4, 1], [2, 3]], scores=[[1.0, 1.0], [1.0, 1.0]], gz=False)
