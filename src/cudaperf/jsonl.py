@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["append_lines", "complete_lines", "cut_tail", "open_append"]
+__all__ = ["append_lines", "complete_lines", "cut_line", "cut_tail", "open_append"]
 
 
 def cut_tail(path: str | Path) -> int | None:
@@ -35,17 +35,16 @@ def cut_tail(path: str | Path) -> int | None:
     newline at the end), else None (no file, an empty one, or one that ends with a newline)."""
     try:
         with open(path, "rb") as fh:
-            end = fh.seek(0, os.SEEK_END)
-            if end == 0:
+            pos = fh.seek(0, os.SEEK_END)
+            if pos == 0:
                 return None
-            pos, block = end, 1 << 16
+            fh.seek(pos - 1)
+            if fh.read(1) == b"\n":  # the common case: one byte read, on every append
+                return None
             while pos > 0:
-                start = max(0, pos - block)
+                start = max(0, pos - (1 << 16))
                 fh.seek(start)
-                chunk = fh.read(pos - start)
-                if pos == end and chunk.endswith(b"\n"):
-                    return None
-                nl = chunk.rfind(b"\n")
+                nl = fh.read(pos - start).rfind(b"\n")
                 if nl >= 0:
                     return start + nl + 1
                 pos = start
@@ -87,15 +86,23 @@ def append_lines(
         fh.write(text)
 
 
+def cut_line(text: str) -> str | None:
+    """The last line of `text` when it has no newline and is not valid JSON (a line cut by an
+    interruption), else None."""
+    tail = text.rpartition("\n")[2]
+    if not tail.strip():
+        return None
+    try:
+        json.loads(tail)
+    except ValueError:
+        return tail
+    return None
+
+
 def complete_lines(text: str) -> list[str]:
-    """`text`'s lines, less a last line that has no newline and is not valid JSON (a line cut
-    by an interruption; a last line that parses is kept, newline or not)."""
+    """`text`'s lines, less a `cut_line` (a last line that parses is kept, newline or not)."""
     lines = text.split("\n")
     tail = lines.pop()  # after the last newline: "" for a file that ends with one
-    if tail.strip():
-        try:
-            json.loads(tail)
-        except ValueError:
-            return lines
+    if tail.strip() and cut_line(text) is None:
         lines.append(tail)
     return lines

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from cudaperf.jsonl import cut_line
 from cudaperf.refine.trajectory import SummaryRecord, TurnRecord, read_trajectory
 from cudaperf.report.rows import TaskMeta
 from cudaperf.tasks.model import Task
@@ -156,26 +157,18 @@ def read_records(path: Path) -> list[TurnRecord | SummaryRecord]:
     if not path.is_file():
         return []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise ValueError(
             f"{path}: not UTF-8 text (byte {e.start}), so not a trajectory written by "
             "cudaperf bench; give a run folder it wrote"
         ) from None
-    if lines and not lines[-1].endswith("\n") and not _parses(lines[-1]):
-        log.warning("%s: skipping a last line cut short (%d chars)", path, len(lines[-1]))
+    if (cut := cut_line(text)) is not None:
+        log.warning("%s: skipping a last line cut short (%d chars)", path, len(cut))
     try:
         return read_trajectory(path)
     except (ValueError, KeyError) as e:
         raise ValueError(f"{path}: not a trajectory written by cudaperf bench ({e})") from None
-
-
-def _parses(line: str) -> bool:
-    try:
-        json.loads(line)
-    except ValueError:
-        return False
-    return True
 
 
 def finished_tasks(path: Path) -> set[str]:
