@@ -112,15 +112,15 @@ def test_canaries_are_timed_every_nth_step_only():
 
     scorer = RewardScorer(tasks, evaluator=evaluator, analyzer=lambda code: [])
     recs = []
-    roll = MultiTurnRollout(tasks, scorer, RolloutOptions(turns=1), on_batch=recs.append,
-                            canaries=tasks[:1], canary_every=10)  # fmt: skip
+    roll = MultiTurnRollout(tasks, scorer, RolloutOptions(turns=1, canary_every=10),
+                            on_batch=recs.append, canaries=tasks[:1])  # fmt: skip
     gen = ScriptedPolicy(first=[GOOD], later=[GOOD])
     for step in (0, 3, 10):
         roll.run(_prompts(tasks, 2), 2, gen, step=step)
     assert ["canary" in r for r in recs] == [True, False, True]
     assert timed == ["// canary of step 0", "// canary of step 10"]
     with pytest.raises(ValueError, match="--canary-every 0"):
-        MultiTurnRollout(tasks, scorer, canary_every=0)
+        RolloutOptions(canary_every=0)
 
 
 def test_timing_is_sequenced_after_generation_and_the_step_breakdown_is_reported():

@@ -99,7 +99,8 @@ class GrpoOptions:
         object.__setattr__(self, "tasks", Path(self.tasks))
         if self.preset not in PRESETS:
             raise ValueError(f"--preset {self.preset!r}: unknown; use one of {sorted(PRESETS)}")
-        RolloutOptions(self.turns, self.gamma, generation=self.generation)  # validates them
+        RolloutOptions(self.turns, self.gamma, generation=self.generation,  # validates them
+                       canary_every=self.canary_every)  # fmt: skip
         if self.num_generations < 2 or self.num_generations % self.turns:
             raise ValueError(
                 f"--num-generations {self.num_generations}: use >= 2 and a multiple of "
@@ -112,8 +113,6 @@ class GrpoOptions:
             raise ValueError(f"--eval-gpus {self.eval_gpus}: give GPU indices such as 1 or 1,2")
         if self.canaries < 0:
             raise ValueError(f"--canaries {self.canaries}: use 0 (none) or more tasks")
-        if self.canary_every < 1:
-            raise ValueError(f"--canary-every {self.canary_every}: use >= 1 (1: every step)")
         if self.pool is not None and self.pool < 1:
             raise ValueError(f"--pool {self.pool}: use >= 1 (or leave it out for all tasks)")
 
@@ -294,11 +293,11 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     pool = choose_pool(hold, opts, policy.tokenizer)
     opts.out.mkdir(parents=True, exist_ok=True)
     steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.time_budget_s)
-    ropts = RolloutOptions(opts.turns, opts.gamma, generation=opts.generation)
+    ropts = RolloutOptions(opts.turns, opts.gamma, generation=opts.generation,
+                           canary_every=opts.canary_every)  # fmt: skip
     rollout = MultiTurnRollout(pool, None, ropts,
                                generate=generate, on_batch=steplog.add,
-                               canaries=pool[: opts.canaries],
-                               canary_every=opts.canary_every)  # fmt: skip
+                               canaries=pool[: opts.canaries])  # fmt: skip
     new_lora = opts.lora_r and opts.adapter is None
     trainer = GRPOTrainer(
         model=policy.model, reward_funcs=[TurnReturn()], args=_config(opts),

@@ -31,8 +31,8 @@ process reports, so a run's log has one record per step however many processes t
 
 Canaries: the naive implementation of each `canaries` task, changed by a comment naming the
 step (so the result cache never answers it), is timed after the last turn of every
-`canary_every`-th step (steps 0, N, 2N, ...): the same known kernels, timed where the candidates
-are, tell whether a layout disturbs timing, or the timing drifts over a run.
+`RolloutOptions.canary_every`-th step (steps 0, N, 2N, ...): the same known kernels, timed
+where the candidates are, tell whether a layout disturbs timing, or the timing drifts.
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ class RolloutOptions:
     gamma: float = 0.4  # discount of later turns' scores
     keep_exchanges: int = 1  # earlier (reply, feedback) exchanges kept in a turn's prompt
     generation: str = "auto"  # cudaperf.generation mode of the policy's sampling
+    canary_every: int = 1  # time the canaries at steps 0, N, 2N, ... (module doc)
 
     def __post_init__(self) -> None:
         from cudaperf.generation import check_mode
@@ -78,6 +79,8 @@ class RolloutOptions:
             raise ValueError(f"--turns {self.turns}, keep_exchanges {self.keep_exchanges}: >= 1")
         if not 0 <= self.gamma <= 1:
             raise ValueError(f"--gamma {self.gamma}: use a discount in [0, 1] (e.g. 0.4)")
+        if self.canary_every < 1:
+            raise ValueError(f"--canary-every {self.canary_every}: use >= 1 (1: every step)")
 
 
 def discounted_returns(scores: Sequence[float | None], gamma: float) -> list[float | None]:
@@ -112,7 +115,6 @@ class MultiTurnRollout:
         generate: Generate | None = None,
         on_batch: Callable[[dict], None] | None = None,
         canaries: Sequence[Task] = (),
-        canary_every: int = 1,
     ) -> None:
         """`scorer` may be attached later (`attach`), once the trainer has set up processes."""
         self.tasks = list(tasks)
@@ -124,9 +126,6 @@ class MultiTurnRollout:
         self.generate = generate
         self.on_batch = on_batch
         self.canaries = [(t, c) for t in canaries if (c := naive_implementation(t)) is not None]
-        if canary_every < 1:
-            raise ValueError(f"--canary-every {canary_every}: use >= 1 (1: every step)")
-        self.canary_every = canary_every
         self.gather: Callable[[dict], list[dict]] | None = None
         self.main = True
         self.__name__ = "cudaperf_multi_turn_rollout"
@@ -215,7 +214,7 @@ class MultiTurnRollout:
 
     def _canaries(self, step: int) -> dict:
         """Time the canaries (module doc); their per-config medians and the seconds taken."""
-        if not self.canaries or step % self.canary_every:
+        if not self.canaries or step % self.options.canary_every:
             return {}
         t = time.perf_counter()
         jobs = [(task, Candidate(code=f"{c.code}\n// canary of step {step}\n", id="canary"))
