@@ -45,7 +45,7 @@ from statistics import NormalDist
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from cudaperf.train.curves import read_steps  # noqa: E402
+from cudaperf.train.curves import mean_band, paired_change, read_steps  # noqa: E402
 
 DESIGN = {"seeds": 3, "tasks": 60, "samples": 4, "alpha": 0.05, "power": 0.8}
 SEED_SD = (0.0, 0.025, 0.05, 0.1)  # assumed seed-to-seed SD of one run's primary metric
@@ -91,15 +91,7 @@ def first_last_ok(samples: list[dict]) -> dict:
         if len(visits) >= 2:
             steps = sorted(visits)
             pairs.append((ok_share(visits[steps[0]]), ok_share(visits[steps[-1]])))
-    if not pairs:
-        return {"tasks": 0}
-    diffs = [b - a for a, b in pairs]
-    n, m = len(diffs), sum(diffs) / len(diffs)
-    se = math.sqrt(sum((d - m) ** 2 for d in diffs) / (n - 1) / n) if n > 1 else None
-    return {"tasks": n, "first_mean": round(sum(a for a, _ in pairs) / n, 4),
-            "last_mean": round(sum(b for _, b in pairs) / n, 4), "diff_mean": round(m, 4),
-            "diff_se": round(se, 4) if se is not None else None,
-            "rose": sum(d > 0 for d in diffs), "fell": sum(d < 0 for d in diffs)}  # fmt: skip
+    return paired_change(pairs)
 
 
 def canary_drift(rows: list[dict]) -> dict:
@@ -252,15 +244,8 @@ def plot(summaries: list[dict], path: Path) -> None:
 
 def _band(tables: list[list[dict]], key: str) -> tuple[list[int], list[float], list[float]]:
     """Per step the runs have in common: the mean of `key` and 1.96 standard errors."""
-    steps = sorted(set.intersection(*({p["step"] for p in t} for t in tables)))
-    mean, half = [], []
-    for st in steps:
-        v = [p[key] for t in tables for p in t if p["step"] == st and p.get(key) is not None]
-        m = sum(v) / len(v) if v else float("nan")
-        se = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1) / len(v)) if len(v) > 1 else 0
-        mean.append(m)
-        half.append(1.96 * se)
-    return steps, mean, half
+    common = sorted(set.intersection(*({p["step"] for p in t} for t in tables)))
+    return mean_band(tables, key, common)
 
 
 def parse_runs(specs: list[str]) -> list[tuple[str, Path]]:

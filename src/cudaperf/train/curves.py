@@ -22,7 +22,8 @@ from pathlib import Path
 
 from cudaperf.jsonl import complete_lines
 
-__all__ = ["first_last_by_task", "plot_runs", "read_steps", "summary"]
+__all__ = ["first_last_by_task", "mean_band", "paired_change", "plot_runs", "read_steps",
+           "summary"]  # fmt: skip
 
 # seconds of a step, by part (stacked in the plot: generate, analyse, eval, canary, update)
 BREAKDOWN = ("generate_s", "analyse_s", "eval_s", "evaluator_s", "eval_wait_s", "canary_s",
@@ -129,7 +130,12 @@ def first_last_by_task(rows: list[dict]) -> dict:
         for task, v in (row.get("score_by_task") or {}).items():
             if v.get("score") is not None:
                 seen.setdefault(task, []).append(v["score"])
-    pairs = [(v[0], v[-1]) for v in seen.values() if len(v) >= 2]
+    return paired_change([(v[0], v[-1]) for v in seen.values() if len(v) >= 2])
+
+
+def paired_change(pairs: list[tuple[float, float]]) -> dict:
+    """(first, last) per task: how many, the mean first and last, the mean and standard error
+    of last - first, and how many rose or fell (`first_last_by_task`'s statistics)."""
     if not pairs:
         return {"tasks": 0}
     diffs = [b - a for a, b in pairs]
@@ -233,17 +239,28 @@ def _times(ax, steps, rows) -> None:
 
 
 def _band(ax, tables, key) -> None:
-    steps = sorted({r["step"] for t in tables for r in t})
     for t in tables:
         ax.plot([r["step"] for r in t], [r.get(key) for r in t], lw=0.6, alpha=0.5)
-    mean, lo, hi = [], [], []
+    steps, mean, half = mean_band(tables, key)
+    ax.plot(steps, mean, color="black", label=f"mean of {len(tables)} runs")
+    ax.fill_between(steps, [m - h for m, h in zip(mean, half, strict=True)],
+                    [m + h for m, h in zip(mean, half, strict=True)], alpha=0.25,
+                    label="95% band")  # fmt: skip
+
+
+def mean_band(
+    tables: list[list[dict]], key: str, steps: list[int] | None = None
+) -> tuple[list[int], list[float], list[float]]:
+    """Per step (`steps`, default every step some table has): the mean of `key` over the
+    tables' rows of that step and 1.96 standard errors (0 for one value; a NaN mean for none)."""
+    if steps is None:
+        steps = sorted({r["step"] for t in tables for r in t})
+    mean, half = [], []
     for s in steps:
         v = [r[key] for t in tables for r in t if r["step"] == s and r.get(key) is not None]
         m = sum(v) / len(v) if v else float("nan")
         se = (math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1) / len(v))
               if len(v) > 1 else 0.0)  # fmt: skip
         mean.append(m)
-        lo.append(m - 1.96 * se)
-        hi.append(m + 1.96 * se)
-    ax.plot(steps, mean, color="black", label=f"mean of {len(tables)} runs")
-    ax.fill_between(steps, lo, hi, alpha=0.25, label="95% band")
+        half.append(1.96 * se)
+    return steps, mean, half
