@@ -48,13 +48,14 @@ PARENT = textwrap.dedent("""
 """)
 
 
-def _start_parent(tmp_path, source: str) -> subprocess.Popen:
-    """Run `source` as a script in its own session (stdout read line by line)."""
+def _start_parent(tmp_path, source: str, *args: str) -> subprocess.Popen:
+    """Run `source` as a script (with `args`) in its own session (stdout read line by line)."""
     script = tmp_path / "parent.py"
     script.write_text(source)
     env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONUNBUFFERED="1")
-    return subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
-                            stderr=subprocess.PIPE, env=env, start_new_session=True)  # fmt: skip
+    return subprocess.Popen([sys.executable, str(script), *args], stdout=subprocess.PIPE,
+                            text=True, stderr=subprocess.PIPE, env=env,
+                            start_new_session=True)  # fmt: skip
 
 
 def test_sigint_to_the_parent_alone_stops_every_worker(tmp_path):
@@ -195,11 +196,11 @@ WAIT_PARENT = textwrap.dedent("""
 
 @pytest.mark.parametrize("what", ["queue", "batch"])
 def test_a_wait_for_the_next_item_acts_on_a_sigint_another_thread_got(tmp_path, what):
-    script = tmp_path / "parent.py"
-    script.write_text(WAIT_PARENT)
-    env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONUNBUFFERED="1")
-    r = subprocess.run([sys.executable, str(script), what], capture_output=True, text=True,
-                       env=env, timeout=60)  # fmt: skip
-    out = r.stdout.strip()
-    assert out.startswith("interrupted"), (out, r.stderr[-2000:])
+    p = _start_parent(tmp_path, WAIT_PARENT, what)
+    try:
+        out, err = p.communicate(timeout=60)
+    finally:
+        kill_group(p)
+    out = out.strip()
+    assert out.startswith("interrupted"), (out, err[-2000:])
     assert float(out.split()[1]) < 10  # not after the 30 s item
