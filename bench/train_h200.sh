@@ -89,11 +89,12 @@ replies() {  # held-out replies of model $1 (base, sft or grpo); resumes, batche
     | grep -v "it/s" | tail -8 | tee -a "$OUT/stage.log"
 }
 pack() {  # the newest complete GRPO checkpoint into $OUT/ckpt: adapter pieces + rest.tar.gz
-  local c="" d
-  # complete: trainer_state.json is written after the weights, and 5 s old (bgwatch packs
-  # while the run may be saving its next checkpoint)
+  local c="" d live=${1:-}
+  # complete: trainer_state.json is written after the weights; with `pack live` (bgwatch, the
+  # run still going, perhaps saving its next checkpoint) also 5 s old
   for d in $(ls -d "$W"/$RUN/checkpoint-* 2>/dev/null | sort -V -r); do
-    if [ -f "$d/trainer_state.json" ] && [ $(( $(date +%s) - $(stat -c %Y "$d/trainer_state.json") )) -ge 5 ]; then
+    [ -f "$d/trainer_state.json" ] || continue
+    if [ -z "$live" ] || [ $(( $(date +%s) - $(stat -c %Y "$d/trainer_state.json") )) -ge 5 ]; then
       c=$d; break
     fi
   done
@@ -186,13 +187,15 @@ bgwatch)  # follow bgstart's run for WATCH_S seconds (default 540), then bring b
   done
   cp "$W/$RUN/steps.jsonl" "$OUT/grpo_steps.jsonl" 2>/dev/null
   grep -v "it/s" "$W/$RUN/bg_stderr.txt" | tail -40 > "$OUT/grpo_stderr.txt"
+  # every call packs: a machine taken away loses only the steps since this call's checkpoint
   if kill -0 "$pid" 2>/dev/null; then
     log "$RUN still running: $(grep -c '"kind": "step"' "$W/$RUN/steps.jsonl" 2>/dev/null) step records"
+    pack live
   else
     cp "$W/$RUN/bg_report.json" "$OUT/grpo_report.json"
     log "$RUN ended: $(head -c 300 "$W/$RUN/bg_report.json" | tr '\n' ' ')"
+    pack
   fi
-  pack  # every call: a machine taken away loses only the steps since this call's checkpoint
   ;;
 pack) pack ;;
 packsft)  # the SFT adapter into $OUT/sft_final (its pieces + rest.tar.gz with holdout.json)
