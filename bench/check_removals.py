@@ -162,7 +162,7 @@ M = [
         "child discarded after each job",
         "src/cudaperf/execute/torch_trusted.py",
         "    finally:\n        child.close()",
-        "    finally:\n        globals()['_KEEP'] = child\n        import cudaperf.execute.torch_proc as tp; tp._spare = child",
+        "    finally:\n        globals()['_KEEP'] = child\n        import cudaperf.execute.torch_proc as tp; tp._SPARE.child = child",
         "tests/execute/test_worker.py::test_torch_faults_end_with_their_status_and_the_next_candidate_runs_fresh",
     ),
     (
@@ -171,6 +171,20 @@ M = [
         "                restart = e.died or any(k in e.message for k in _CUDA_ERROR)",
         "                restart = False",
         "tests/execute/test_worker.py::test_torch_faults_end_with_their_status_and_the_next_candidate_runs_fresh",
+    ),
+    (
+        "C candidate in a fresh process (spawn, not a copy of the worker)",
+        "src/cudaperf/execute/c_proc.py",
+        'super().__init__(multiprocessing.get_context("spawn"), child_main)',
+        'super().__init__(multiprocessing.get_context("fork"), child_main)',
+        "tests/execute/test_measure.py::test_a_candidate_that_runs_python_in_its_process_finds_no_answer",
+    ),
+    (
+        "Python C API static check",
+        "src/cudaperf/execute/checks.py",
+        '    "python_api",\n    "network",\n',
+        '    "network",\n',
+        "tests/execute/test_checks.py::test_calls_into_the_python_interpreter_are_fatal",
     ),
     (
         "second reference run (inputs.py)",

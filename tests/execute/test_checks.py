@@ -12,6 +12,7 @@ CHEATS = {
     "process_calls": 'system("ls");',
     "file_io": 'FILE* f = fopen("/tmp/x", "w");',
     "dynamic_loading": 'void* h = dlopen("libref.so", 1);',
+    "python_api": 'extern "C" int PyRun_SimpleString(const char*); PyRun_SimpleString("1");',
     "network": "int s = socket(2, 1, 0);",
     "device_reset": "cudaDeviceReset();",
     "process_exit": "exit(0);",
@@ -41,6 +42,15 @@ def test_includes_outside_the_candidate_are_rejected(src, bad):
 @pytest.mark.parametrize("name", sorted(CHECKS))
 def test_each_check_fires_on_its_cheat(name):
     assert name in [f.rule for f in run_checks(CHEATS[name])]
+
+
+def test_calls_into_the_python_interpreter_are_fatal():
+    """The `peek` cheat of tests/execute/conftest.py (PyGILState_Ensure, PyRun_SimpleString)
+    is refused before it is built; a pybind11 module and names that merely start with Py are
+    not findings."""
+    found = run_checks("void f() { int g = PyGILState_Ensure(); PyRun_SimpleString(c); }")
+    assert [(f.rule, f.severity) for f in found] == [("python_api", Severity.ERROR)]
+    assert run_checks("PYBIND11_MODULE(m, x) { x.def(\"f\", &f); } int Pyramid = 1;") == []
 
 
 def test_clean_candidate_and_comments_pass():

@@ -313,3 +313,65 @@ def test_sets_too_large_to_hold_at_once_are_not_prefetched(cpu_config, monkeypat
     assert measure.prefetch_sets(task, req, measure.Libs(), ref) == 0
     monkeypatch.setattr(measure, "_MAX_SET_BYTES", 2 * need)
     assert measure.prefetch_sets(task, req, measure.Libs(), ref) == 12
+
+
+def test_a_candidate_that_runs_python_in_its_process_finds_no_answer(c_run, cpu_config, fake_libs):
+    """The `peek` library calls the Python C API from its host code and copies the answer out
+    of the reference cache (`Libs.sets`) of the process it runs in. Loaded in a process that
+    holds the cache (as the worker once loaded candidates), it passes on a wrong computation's
+    place; in the evaluator it runs in a candidate process of its own, finds nothing, and its
+    untouched `inout` output is judged wrong."""
+    import ctypes
+
+    import numpy as np
+
+    from cudaperf.execute import measure
+    from cudaperf.execute.c_child import call_harness
+    from cudaperf.execute.harness import ROLE_CODES, RUN_SYMBOL
+
+    task = saxpy_task()
+    libs, ref = measure.Libs(), ctypes.CDLL(build_reference(task, cpu_config).lib)
+    inputs, want = measure._input_set(task, task.configs[0], 0, 1234, libs, ref)
+    bufs = measure._buffers(task, inputs, True)
+    fn = getattr(ctypes.CDLL(fake_libs["peek"]), RUN_SYMBOL)
+    codes = [ROLE_CODES[p.role] for p in task.signature]
+    got = call_harness(fn, [b.ctypes.data for b in bufs], [b.nbytes for b in bufs], codes)
+    assert got["rc"] == 0
+    assert np.array_equal(bufs[3], want[3])  # in a process holding the answer, the peek works
+    res = c_run("peek")
+    assert res.status is Status.WRONG_OUTPUT, res.feedback
+
+
+_FAIL = '  snprintf(err, errlen, "fake: cudaErrorIllegalAddress"); return 700;\n'
+CUDA_ERROR_FILL_FAKE = SLOW_FILL_FAKE.replace(
+    "  if (trials == 0) {", _FAIL + "  if (trials == 0) {"
+).replace("/* The harness", "#include <stdio.h>\n/* The harness")
+
+
+def test_a_candidates_cuda_error_keeps_the_workers_reference_sets(
+    cpu_config, tmp_path, monkeypatch
+):
+    """After a candidate's CUDA error the job ends `runtime_error` without asking for a worker
+    restart, and the next candidate of the task is judged on the sets already drawn (no
+    reference run again): a training run's task pool stays cached across such errors."""
+    from cudaperf.execute import measure
+    from cudaperf.execute.protocol import parse_request
+
+    task = _slow_task()
+    cfg = replace(cpu_config, compile_only=None, trials=10, run_timeout_s=20, cpu_trials=1)
+    ev = Evaluator(cfg, Env("full", (0,), "FAKE", "sm_90", {}, 1))
+    drawn = []
+    draw = measure._draw_set
+    monkeypatch.setattr(measure, "_draw_set", lambda *a: drawn.append(a[1].name) or draw(*a))
+    libs = measure.Libs()
+
+    def job(name: str, source: str):
+        p = _prepared(task, name, _fake_lib(tmp_path, name, source), cfg)
+        return measure.run_job(parse_request(ev.request(p)), libs)
+
+    bad = job("err", CUDA_ERROR_FILL_FAKE)
+    assert bad.status is Status.RUNTIME_ERROR and "IllegalAddress" in bad.message
+    assert bad.restart is False and len(drawn) == 12  # 4 configs x sets 0, 1, 2
+    good = job("fill", SLOW_FILL_FAKE)
+    assert good.status is Status.OK and good.restart is False
+    assert len(drawn) == 12  # nothing drawn again

@@ -1,6 +1,7 @@
 """Fault recovery in the GPU worker, on the CPU: a candidate's sticky CUDA error, crash,
 flood or hang ends that candidate with its status, and the next candidate is evaluated on a
-fresh process (C→CUDA: a fresh worker; PyTorch→CUDA: a fresh candidate process)."""
+fresh candidate process (both tracks); the worker stays unless a PyTorch→CUDA child died
+holding its buffers."""
 
 import tempfile
 import time
@@ -106,8 +107,11 @@ def test_torch_hang_times_out_and_the_next_candidate_is_served(torch_worker):
     assert ask(FRESH_ONLY)["status"] == "ok"
 
 
-def test_c_sticky_error_replaces_the_worker(cpu_config, fake_libs):
-    cfg = replace(cpu_config, compile_only=None, trials=5, run_timeout_s=10)
+def test_c_faults_end_only_the_candidates_process_and_the_worker_stays(cpu_config, fake_libs):
+    """A C→CUDA candidate's sticky CUDA error, host crash or output flood ends its own process
+    with its status; the worker (which holds the reference sets) is the same one after each,
+    and the next candidate is served."""
+    cfg = replace(cpu_config, compile_only=None, trials=5, run_timeout_s=10, max_output_mb=2)
     ev = Evaluator(cfg, Env("full", (0,), "FAKE", "sm_90", {}, 1))
     task = saxpy_task()
     ref = build_reference(task, cfg).lib
@@ -122,8 +126,11 @@ def test_c_sticky_error_replaces_the_worker(cpu_config, fake_libs):
         pid = h.request({"op": "hello"}, 30)["pid"]
         bad = run("cuda_error")
         assert bad.status is Status.RUNTIME_ERROR and "IllegalAddress" in bad.feedback[0]
-        assert h.proc is None  # the reply asked for a restart: the worker is gone
+        segv = run("segv")
+        assert segv.status is Status.RUNTIME_ERROR and "segmentation fault" in segv.feedback[0]
+        flood = run("flood")
+        assert flood.status is Status.RUNTIME_ERROR and "output limit" in flood.feedback[0]
         assert run("ok").status is Status.OK
-        assert h.request({"op": "hello"}, 30)["pid"] != pid and h.restarts == 0
+        assert h.request({"op": "hello"}, 30)["pid"] == pid and h.restarts == 0
     finally:
         h.close()

@@ -61,6 +61,15 @@ def dynamic_loading(src: str) -> str | None:
     return f"loads code dynamically ({', '.join(found)})" if found else None
 
 
+def python_api(src: str) -> str | None:
+    # Host code loaded into a Python process can call the interpreter's C API (PyRun_*,
+    # PyImport_*, PyGILState_*) and run Python there: in the evaluator that could look for
+    # the reference outputs. Candidates run in processes that hold no answer (`c_proc`,
+    # `torch_trusted`); this refuses the obvious attempt before it is built.
+    found = sorted(set(re.findall(r"\b(_?Py[A-Z_][A-Za-z0-9_]*)\s*\(", src)))
+    return f"calls the Python interpreter's C API ({', '.join(found[:3])})" if found else None
+
+
 def network(src: str) -> str | None:
     # Nothing in an evaluation needs the network; it could leak or fetch answers.
     found = _calls(src, ["socket", "connect", "gethostbyname", "getaddrinfo"])
@@ -161,6 +170,7 @@ CHECKS: dict[str, Callable[[str], str | None]] = {
     "process_calls": process_calls,
     "file_io": file_io,
     "dynamic_loading": dynamic_loading,
+    "python_api": python_api,
     "network": network,
     "device_reset": device_reset,
     "process_exit": process_exit,
@@ -177,6 +187,7 @@ FATAL: list[str] = [
     "process_calls",
     "file_io",
     "dynamic_loading",
+    "python_api",
     "network",
     "device_reset",
     "process_exit",

@@ -6,7 +6,7 @@ set 1 into the same buffers' shapes, which catches outputs cached across calls; 
 wall-clock cross-check (work that escapes the timing events is rejected) and a roofline check
 (a time implying more input bytes per second than `max_bandwidth_gbs` is rejected). Every
 config is checked, held-out ones included; after a wrong output the remaining configs are
-still checked but not timed. A CUDA error stops the job and asks for a worker restart.
+still checked but not timed. A CUDA error or a crash of the candidate stops the job.
 A held-out config's message has its numbers redacted (`feedback.redact_sizes`). The escape
 bound uses the harness's own measured timing overhead (an empty timed call).
 
@@ -19,15 +19,16 @@ them in an LRU bounded by bytes (`Libs.max_set_bytes`: `EvalConfig.set_cache_gib
 its steps when the bound holds the pool (the #17 pilot's 16 C→CUDA tasks: ~38 GiB of sets, so
 the 8 GiB default redrew them every step; the training preset sizes it from host memory).
 
-How the reference is protected on this track: the candidate's host code is linked with the
-harness and runs in this worker process, which holds the salt and (cached) inputs and
-reference outputs. What stands between them: the static checks refuse file, process, dynamic
-loading, environment and /proc or /dev access before anything is compiled (`checks.FATAL`),
-the candidate sees only device copies of the inputs through the harness ABI (it gets no host
-pointer, no reference output and no seed), and every input set is drawn with the secret salt
-in this process only. A candidate that walks its own process's host memory without any of
-those calls is not stopped here; the PyTorch→CUDA track closes that by process separation
-(`torch_trusted`).
+How the reference is protected on this track: by process separation, as on the PyTorch→CUDA
+track (`torch_trusted`). This worker holds the salt, the cached inputs and the reference
+outputs, and never loads candidate code: the candidate's library (its host code linked with the
+harness) is loaded only in a spawned process of its own (`c_child`, through `c_proc`), which
+gets each call's input arrays and output buffers in a shared segment and nothing else. Every
+output is judged here on a private copy. So a candidate that walks its process's memory, or
+runs Python in it through the interpreter's C API, finds no answer there. The static checks
+(`checks.FATAL`: file, process, dynamic loading, environment, /proc and /dev, the Python C
+API) refuse the obvious before anything is compiled; the worker's confinement (`confine`:
+no ptrace or process_vm_readv, not dumpable) keeps the child out of this process.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from cudaperf.execute.c_proc import CProcess, NativeRun, take_c_child
+from cudaperf.execute.child_proc import ChildError
 from cudaperf.execute.feedback import redact_sizes
-from cudaperf.execute.harness import IN_NO_DOWNLOAD, ROLE_CODES, RUN_SYMBOL
 from cudaperf.execute.inputs import compare, reference_finite, run_reference, time_reference
 from cudaperf.execute.protocol import JobReply, RunRequest
 from cudaperf.execute.sanity import escape_message, roofline_message
@@ -49,7 +51,7 @@ from cudaperf.execute.types import ConfigResult, Status, Timing
 from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.model import InputConfig, Role, Task, eval_length
 
-__all__ = ["Libs", "NativeRun", "call_native", "prefetch_sets", "run_job"]
+__all__ = ["Libs", "prefetch_sets", "run_job"]
 
 _READ = (Role.IN, Role.INOUT)  # roles whose bytes a call must read
 _MAX_SETS = 4096  # cached (inputs, reference outputs) per worker, at most ...
@@ -72,53 +74,6 @@ class Libs:
         if path not in self.libs:
             self.libs[path] = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
         return self.libs[path]
-
-
-class NativeRun:
-    """Result of one `__cudaperf_run` call."""
-
-    def __init__(
-        self, rc: int, error: str, event_us: list[float], wall_us: list[float],
-        overhead_us: float = 0.0,
-    ):  # fmt: skip
-        self.rc = rc  # 0 on success, else a CUDA error code (or -1)
-        self.error = error  # harness message when rc != 0
-        self.event_us = event_us  # per-trial event times (timing mode)
-        self.wall_us = wall_us  # per-trial host wall times (timing mode)
-        self.overhead_us = overhead_us  # median (wall - event) of an empty timed call
-
-
-def call_native(
-    fn,
-    task: Task,
-    arrays: list[np.ndarray],
-    warmup: int = 0,
-    trials: int = 0,
-    budget_ms: float = 0.0,
-    download_inputs: bool = True,
-) -> NativeRun:
-    """Call the harness entry on host `arrays` (out/inout, and in when asked, are overwritten)."""
-    n = len(arrays)
-    host = (ctypes.c_void_p * n)(*[a.ctypes.data for a in arrays])
-    nbytes = (ctypes.c_longlong * n)(*[a.nbytes for a in arrays])
-    codes = [ROLE_CODES[p.role] for p in task.signature]
-    if not download_inputs:
-        codes = [IN_NO_DOWNLOAD if c == ROLE_CODES[Role.IN] else c for c in codes]
-    roles = (ctypes.c_int * n)(*codes)
-    ev = (ctypes.c_float * max(trials, 1))()
-    wall = (ctypes.c_double * (max(trials, 1) + 1))()  # [trials]: the timing overhead
-    done, err = ctypes.c_int(0), ctypes.create_string_buffer(1024)
-    fn.restype = ctypes.c_int
-    rc = fn(host, nbytes, roles, n, warmup, trials, ctypes.c_double(budget_ms), ev, wall,
-            ctypes.byref(done), err, 1024)  # fmt: skip
-    k = done.value
-    return NativeRun(
-        rc,
-        err.value.decode(errors="replace"),
-        [x * 1e3 for x in ev[:k]],
-        [x * 1e3 for x in wall[:k]],
-        max(wall[max(trials, 0)] * 1e3, 0.0) if trials > 0 else 0.0,
-    )
 
 
 def _task_key(task: Task) -> str:
@@ -207,28 +162,30 @@ def _buffers(task: Task, inputs: list[np.ndarray], download_inputs: bool) -> lis
 
 
 def _check(
-    fn, task, inputs, want, download_inputs: bool = True, held_out: bool = False,
+    proc: CProcess, task, inputs, want, download_inputs: bool = True, held_out: bool = False,
     signed: bool = False,
 ) -> tuple[NativeRun, object]:  # fmt: skip
     bufs = _buffers(task, inputs, download_inputs)
-    run = call_native(fn, task, bufs, download_inputs=download_inputs)
+    run = proc.run(task, bufs, download_inputs=download_inputs)
     return run, (compare(task, inputs, bufs, want, held_out, signed) if run.rc == 0 else None)
 
 
 def _one_config(
-    fn, task: Task, cfg: InputConfig, req: RunRequest, libs: Libs, ref_lib, timed: bool
-):
-    """Returns (status, ConfigResult, needs_restart)."""
+    proc: CProcess, task: Task, cfg: InputConfig, req: RunRequest, libs: Libs, ref_lib,
+    timed: bool,
+):  # fmt: skip
+    """Returns (status, ConfigResult, stop): `stop` after a CUDA error (the candidate's process
+    is not used again). A candidate process that dies raises ChildError."""
     base = {"config": cfg.name, "held_out": cfg.held_out}
     inputs, want = _input_set(task, cfg, 0, req.salt, libs, ref_lib)
-    run, cmp = _check(fn, task, inputs, want, held_out=cfg.held_out)
+    run, cmp = _check(proc, task, inputs, want, held_out=cfg.held_out)
     if run.rc != 0:
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=False, message=run.error), True
     errs = {"max_abs_err": cmp.max_abs_err, "max_rel_err": cmp.max_rel_err}
     if not cmp.correct:
         st = Status.REJECTED if cmp.inputs_modified else Status.WRONG_OUTPUT
         return st, ConfigResult(**base, correct=False, **errs, message=cmp.message), False
-    sep = _separating_check(fn, task, cfg, req, libs, ref_lib, base)
+    sep = _separating_check(proc, task, cfg, req, libs, ref_lib, base)
     if sep is not None:
         return sep
     if not timed:
@@ -237,7 +194,7 @@ def _one_config(
     if ckey not in libs.cpu:
         libs.cpu[ckey] = time_reference(task, ref_lib, inputs, req.cpu_trials, req.cpu_budget_s)
     cpu = Timing.of(libs.cpu[ckey])
-    tr = call_native(fn, task, inputs, req.warmup, req.trials, req.budget_ms)
+    tr = proc.run(task, inputs, req.warmup, req.trials, req.budget_ms)
     if tr.rc != 0 or not tr.event_us:
         msg = tr.error or "no timed trial completed"
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=True, **errs, message=msg), True
@@ -252,7 +209,7 @@ def _one_config(
         return Status.REJECTED, ConfigResult(**res, message=hack), False
     if req.check_after:
         inputs1, want1 = _input_set(task, cfg, 1, req.salt, libs, ref_lib)
-        run, cmp = _check(fn, task, inputs1, want1, False, cfg.held_out)
+        run, cmp = _check(proc, task, inputs1, want1, False, cfg.held_out)
         if run.rc != 0:
             return Status.RUNTIME_ERROR, ConfigResult(**res, message=run.error), True
         if not cmp.correct:
@@ -262,13 +219,13 @@ def _one_config(
     return Status.OK, ConfigResult(**res), False
 
 
-def _separating_check(fn, task, cfg, req, libs, ref_lib, base):
+def _separating_check(proc, task, cfg, req, libs, ref_lib, base):
     """Correctness on the second input distribution (`tasks.inputs.separating_distribution`), where
     the reference stays finite on it; None when it passes or does not apply."""
     inputs, want = _input_set(task, cfg, 2, req.salt, libs, ref_lib, sep=True)
     if not reference_finite(task, want):
         return None
-    run, cmp = _check(fn, task, inputs, want, held_out=cfg.held_out, signed=True)
+    run, cmp = _check(proc, task, inputs, want, held_out=cfg.held_out, signed=True)
     if run.rc != 0:
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=False, message=run.error), True
     if cmp.correct:
@@ -279,21 +236,35 @@ def _separating_check(fn, task, cfg, req, libs, ref_lib, base):
     return st, ConfigResult(**base, correct=False, **errs, message=msg), False
 
 
-def run_job(req: RunRequest, libs: Libs) -> JobReply:
-    """Check and time one candidate library on every config of `req.task`."""
+def run_job(req: RunRequest, libs: Libs, spare: bool = False) -> JobReply:
+    """Check and time one candidate library on every config of `req.task`. The library runs in
+    a candidate process of its own (`c_proc`), closed when the job ends; `spare` starts the
+    next job's process now. The reply never asks for a worker restart: a CUDA error or a crash
+    of the candidate ends only its process (RUNTIME_ERROR), and this worker keeps its sets."""
     task = req.task
-    fn = getattr(libs.lib(req.lib), RUN_SYMBOL)
     ref_lib = libs.lib(req.ref_lib)
     prefetch_sets(task, req, libs, ref_lib)
-    status, results, restart = Status.OK, [], False
-    for cfg in task.configs:
-        st, cr, restart = _one_config(fn, task, cfg, req, libs, ref_lib, status is Status.OK)
-        if cfg.held_out:  # feedback must not give a held-out config's size away
-            cr = cr.model_copy(update={"message": redact_sizes(cr.message)})
-        results.append(cr)
-        if status is Status.OK:
-            status = st
-        if restart:
-            break
+    status, results = Status.OK, []
+    proc = take_c_child(spare)
+    try:
+        for i, cfg in enumerate(task.configs):
+            try:
+                if i == 0:
+                    proc.start_job(req.lib, req.workdir, req.cpu_limit_s)
+                st, cr, stop = _one_config(proc, task, cfg, req, libs, ref_lib,
+                                           status is Status.OK)  # fmt: skip
+            except ChildError as e:
+                st, stop = Status.RUNTIME_ERROR, True
+                cr = ConfigResult(config=cfg.name, held_out=cfg.held_out, correct=False,
+                                  message=e.message)  # fmt: skip
+            if cfg.held_out:  # feedback must not give a held-out config's size away
+                cr = cr.model_copy(update={"message": redact_sizes(cr.message)})
+            results.append(cr)
+            if status is Status.OK:
+                status = st
+            if stop:
+                break
+    finally:
+        proc.close()
     msg = next((r.message for r in results if r.message), "")
-    return JobReply(status=status, configs=results, message=msg, restart=restart)
+    return JobReply(status=status, configs=results, message=msg)

@@ -33,13 +33,13 @@ launched kernel names are the one claim taken from here, backed by the static ch
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
 from typing import Any
 
 from cudaperf.execute import confine
+from cudaperf.execute.child_proc import serve
 
 __all__ = ["child_main"]
 
@@ -170,17 +170,4 @@ def child_main(conn) -> None:
     """Serve requests until the connection closes or ``("exit",)`` arrives."""
     signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it; the output limit kills
     st = _State()
-    while True:
-        try:
-            msg = conn.recv()
-        except (EOFError, OSError):
-            return
-        kind, arg = msg[0], (msg[1] if len(msg) > 1 else None)
-        if kind == "exit":
-            return
-        try:
-            reply: list = ["ok", _serve(st, kind, arg)]
-            data = json.dumps(reply).encode()
-        except BaseException as e:  # noqa: BLE001 - the candidate's error is the reply
-            data = json.dumps(["error", f"{type(e).__name__}: {str(e)[:500]}"]).encode()
-        conn.send_bytes(data)
+    serve(conn, lambda kind, arg: _serve(st, kind, arg))

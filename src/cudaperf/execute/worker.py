@@ -6,12 +6,14 @@ validated by `protocol` (a request that does not parse is answered with an infra
 own stdout and stderr are redirected, per job, to `output.log` in the job's temp dir (its
 cwd), so nothing a candidate prints can corrupt the protocol. Limits: file size (SIGXFSZ
 kills a candidate that writes too much), open files, processes (fork bombs), CPU seconds per
-job, and a private network namespace where the OS allows (as root). After any CUDA error of
-a C→CUDA candidate (its host code runs in this process) the reply carries `restart: true`
-and the worker exits, so a broken context never meets the next candidate; a PyTorch→CUDA
-candidate runs in a child process of its own (see `torch_trusted`), which is discarded after
-every job.
-A candidate that crashes or hangs the process is handled by the parent (exit code, timeout).
+job, and a private network namespace where the OS allows (as root). This process is the
+trusted side of both tracks: it holds the secret salt, the inputs and the reference outputs,
+and never runs candidate code. Each candidate runs in a spawned process of its own, discarded
+after every job (C→CUDA: `c_proc`, PyTorch→CUDA: `torch_trusted`), so a broken CUDA context or
+a crash ends only that process, and a spare one is started for the next job. A reply asks for
+a restart (`restart: true`, the worker exits) only after an error of the worker itself, or a
+PyTorch→CUDA candidate process that died holding this process's CUDA buffers.
+A candidate that hangs is handled by the parent (timeout: the worker's whole process group).
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ def handle(raw: object, libs: measure.Libs) -> dict:
             from cudaperf.execute.torch_trusted import time_baselines  # imports torch
 
             return time_baselines(req).wire()
-        return measure.run_job(req, libs).wire()
+        return measure.run_job(req, libs, spare=True).wire()
     except Exception as e:  # noqa: BLE001 - the reply must always come back
         msg = f"{type(e).__name__}: {e}"
         return JobReply(status=Status.INFRA_ERROR, message=msg, restart=True).wire()
