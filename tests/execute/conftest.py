@@ -35,12 +35,16 @@ FAKE_HARNESS = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 /* A CPU stand-in for the native harness ABI (saxpy only) so the worker can be tested here. */
 int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n, int warmup,
                    int trials, double budget_ms, float* event_ms, double* wall_ms, int* done,
                    char* err, int errlen) {
   int nn = *(int*)host[0]; float a = *(float*)host[1];
   float* x = (float*)host[2]; float* y = (float*)host[3];
+#if defined(FAKE_LEAK)
+  while (dup(0) >= 0) {}  /* every free file descriptor, left open */
+#endif
 #if defined(FAKE_HANG)
   for (;;) {}
 #elif defined(FAKE_SEGV)
@@ -112,7 +116,7 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
 @pytest.fixture(scope="session")
 def fake_libs(tmp_path_factory) -> dict[str, str]:
     """Fake harness libraries built with gcc: ok, wrong, hang, segv, flood, cuda_error, mutate,
-    escape, abs, stale, short_escape, too_fast, peek."""
+    escape, abs, stale, short_escape, too_fast, peek, leak."""
     d = tmp_path_factory.mktemp("fake")
     (d / "fake.c").write_text(FAKE_HARNESS)
     variants = {
@@ -129,7 +133,11 @@ def fake_libs(tmp_path_factory) -> dict[str, str]:
         # 10 us of events, 45 us of wall: hidden work a fixed 50 us allowance let through
         "short_escape": ["-DFAKE_A=1", "-DFAKE_EVENT_MS=0.010f", "-DFAKE_WALL_MS=0.045"],
         "too_fast": ["-DFAKE_A=1", "-DFAKE_EVENT_MS=0.0001f", "-DFAKE_WALL_MS=0.0001"],
-        "peek": ["-DFAKE_A=1", "-DFAKE_PEEK"],  # the answer from its process's Python heap
+        "peek": ["-DFAKE_A=1", "-DFAKE_PEEK"],
+        "leak": [
+            "-DFAKE_A=1",
+            "-DFAKE_LEAK",
+        ],  # takes every free file descriptor  # the answer from its process's Python heap
     }
     out = {}
     for name, flags in variants.items():

@@ -50,7 +50,7 @@ def test_calls_into_the_python_interpreter_are_fatal():
     not findings."""
     found = run_checks("void f() { int g = PyGILState_Ensure(); PyRun_SimpleString(c); }")
     assert [(f.rule, f.severity) for f in found] == [("python_api", Severity.ERROR)]
-    assert run_checks("PYBIND11_MODULE(m, x) { x.def(\"f\", &f); } int Pyramid = 1;") == []
+    assert run_checks('PYBIND11_MODULE(m, x) { x.def("f", &f); } int Pyramid = 1;') == []
 
 
 def test_clean_candidate_and_comments_pass():

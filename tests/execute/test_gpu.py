@@ -147,3 +147,27 @@ def test_honest_short_kernels_pass_the_scaled_escape_bound(gpu_config):
     res = evaluate(task, Candidate(code=SAXPY_NAIVE, id="naive_short"), gpu_config)
     assert res.status is Status.OK, res.feedback
     assert res.launched is None  # the C harness does not observe kernel names
+
+
+def test_a_cuda_error_ends_only_the_candidates_process(gpu_config):
+    """A real illegal address in a C→CUDA candidate ends `runtime_error` in the candidate's own
+    process: the worker that holds the reference sets is the same process afterwards, and the
+    next candidate is timed `ok` by it (before 2026-12-04 the worker exited after every CUDA
+    error and the next job redrew the task's sets)."""
+    from cudaperf.execute.evaluator import Evaluator, Prepared
+    from cudaperf.execute.sandbox import WorkerHandle
+
+    ev = Evaluator(gpu_config)
+    task = saxpy_task()
+    h = WorkerHandle(0, gpu_config)
+    try:
+        pid = h.request({"op": "hello"}, 60)["pid"]
+        for code, want in ((FAULTS["illegal_address"][0], Status.RUNTIME_ERROR),
+                           (saxpy_variant(), Status.OK)):  # fmt: skip
+            p = ev.prepare(task, Candidate(code=code))
+            assert isinstance(p, Prepared), p
+            res = ev.finish(p, h.request(ev.request(p), gpu_config.run_timeout_s))
+            assert res.status is want, res.feedback
+        assert h.request({"op": "hello"}, 60)["pid"] == pid and h.restarts == 0
+    finally:
+        h.close()

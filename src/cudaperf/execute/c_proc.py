@@ -28,9 +28,9 @@ import numpy as np
 
 from cudaperf.execute.child_proc import ChildError, Spare, SpawnedChild
 from cudaperf.execute.harness import IN_NO_DOWNLOAD, ROLE_CODES
-from cudaperf.tasks.model import Role, Task
+from cudaperf.tasks.model import InputConfig, Role, Task, eval_length
 
-__all__ = ["CProcess", "NativeRun", "take_c_child"]
+__all__ = ["CProcess", "NativeRun", "segment_bytes", "take_c_child"]
 
 _ALIGN = 256  # bytes between the segment's arrays
 _MIN_SEGMENT = 1 << 16
@@ -76,12 +76,27 @@ def _native_run(value, trials: int) -> NativeRun:
     return NativeRun(rc, error[:1024], ev, wall, float(over))
 
 
+def _span(nbytes: int) -> int:
+    return -(-max(int(nbytes), 1) // _ALIGN) * _ALIGN
+
+
 def _slots(arrays: list[np.ndarray]) -> tuple[list[tuple[int, int]], int]:
     out, off = [], 0
     for a in arrays:
         out.append((off, int(a.nbytes)))
-        off += -(-max(int(a.nbytes), 1) // _ALIGN) * _ALIGN
+        off += _span(a.nbytes)
     return out, max(off, _MIN_SEGMENT)
+
+
+def segment_bytes(task: Task, cfg: InputConfig) -> int:
+    """The segment one call on `cfg` needs (`_slots` of its arrays), from the signature."""
+    n = 0
+    for p in task.signature:
+        item = np.dtype(p.dtype).itemsize
+        n += _span(
+            item if p.role is Role.SCALAR else eval_length(p.length or "0", cfg.sizes) * item
+        )
+    return max(n, _MIN_SEGMENT)
 
 
 def _memfd() -> int:
@@ -103,7 +118,11 @@ class CProcess(SpawnedChild):
         self.mm: mmap.mmap | None = None
         self.size = 0
 
-    def start_job(self, lib: str, workdir: str, cpu_limit_s: int) -> None:
+    def start_job(self, task: Task, lib: str, workdir: str, cpu_limit_s: int) -> None:
+        """Map a segment for the task's largest config, then load the candidate's library. In
+        that order: no file descriptor has to reach the child after candidate code has run
+        there (its constructors or calls may leak descriptors up to the open-file limit)."""
+        self._segment(max(segment_bytes(task, cfg) for cfg in task.configs))
         self.ask("job", {"lib": lib, "workdir": workdir, "cpu_limit_s": cpu_limit_s})
 
     def _segment(self, size: int) -> None:
