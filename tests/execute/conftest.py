@@ -36,6 +36,7 @@ FAKE_HARNESS = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 /* A CPU stand-in for the native harness ABI (saxpy only) so the worker can be tested here. */
 int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n, int warmup,
                    int trials, double budget_ms, float* event_ms, double* wall_ms, int* done,
@@ -51,6 +52,15 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
   *(volatile int*)0 = 1;
 #elif defined(FAKE_FLOOD)
   for (long j = 0; j < (1L << 30); ++j) printf("flood flood flood %ld\n", j);
+#elif defined(FAKE_BIGFILE)
+  /* lifts its file-size limit as far as it may, then writes 64 MiB to a file of its own */
+  struct rlimit lim = {RLIM_INFINITY, RLIM_INFINITY};
+  if (setrlimit(RLIMIT_FSIZE, &lim) != 0) {
+    getrlimit(RLIMIT_FSIZE, &lim); lim.rlim_cur = lim.rlim_max; setrlimit(RLIMIT_FSIZE, &lim);
+  }
+  FILE* big = fopen("big.bin", "wb"); static char block[1 << 20];
+  for (int j = 0; big && j < 64; ++j) fwrite(block, 1, sizeof block, big);
+  if (big) fclose(big);
 #elif defined(FAKE_CUDA_ERROR)
   snprintf(err, errlen, "running the candidate: cudaErrorIllegalAddress (fake)"); return 700;
 #endif
@@ -116,7 +126,7 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
 @pytest.fixture(scope="session")
 def fake_libs(tmp_path_factory) -> dict[str, str]:
     """Fake harness libraries built with gcc: ok, wrong, hang, segv, flood, cuda_error, mutate,
-    escape, abs, stale, short_escape, too_fast, peek, leak."""
+    escape, abs, stale, short_escape, too_fast, peek, leak, bigfile."""
     d = tmp_path_factory.mktemp("fake")
     (d / "fake.c").write_text(FAKE_HARNESS)
     variants = {
@@ -125,6 +135,7 @@ def fake_libs(tmp_path_factory) -> dict[str, str]:
         "hang": ["-DFAKE_A=1", "-DFAKE_HANG"],
         "segv": ["-DFAKE_A=1", "-DFAKE_SEGV"],
         "flood": ["-DFAKE_A=1", "-DFAKE_FLOOD"],
+        "bigfile": ["-DFAKE_A=1", "-DFAKE_BIGFILE"],  # raises its limit, writes a 64 MiB file
         "cuda_error": ["-DFAKE_A=1", "-DFAKE_CUDA_ERROR"],
         "mutate": ["-DFAKE_A=1", "-DFAKE_MUTATE"],
         "escape": ["-DFAKE_A=1", "-DFAKE_ESCAPE"],  # writes/reads paths from the environment

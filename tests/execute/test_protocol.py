@@ -61,7 +61,7 @@ def test_a_request_with_a_misspelt_or_missing_field_is_refused():
         parse_request({"op": "hello", "pid": 1})
     with pytest.raises(MalformedMessage, match="malformed worker request"):
         parse_request({"op": "nope"})
-    with pytest.raises(MalformedMessage, match=r"run.task: Field required \(and 12 more\)"):
+    with pytest.raises(MalformedMessage, match=r"run.task: Field required \(and 13 more\)"):
         parse_request({"op": "run"})
 
 

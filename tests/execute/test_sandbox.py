@@ -26,8 +26,8 @@ def rig(request, cpu_config, fake_libs):
     ref = build_reference(task, cfg).lib
     h = WorkerHandle(None, cfg)
 
-    def run(name: str):
-        p = Prepared(task, Candidate(code=name), "k", fake_libs[name], ref, "", [], [],
+    def run(name: str, t=task):
+        p = Prepared(t, Candidate(code=name), "k", fake_libs[name], ref, "", [], [],
                      tempfile.mkdtemp(), time.monotonic())  # fmt: skip
         return ev.finish(p, h.request(ev.request(p), cfg.run_timeout_s))
 
@@ -60,6 +60,25 @@ def test_faults_are_recorded_and_the_worker_recovers(rig):
     assert cuda.status is Status.RUNTIME_ERROR and "IllegalAddress" in cuda.feedback[0]
     assert run("ok").status is Status.OK
     assert h.limits["fsize_mb"] == 2 and h.limits["nofile"] == 256
+
+
+@pytest.mark.parametrize("rig", [True, False], indirect=True)
+def test_a_call_segment_larger_than_the_output_limit_is_not_the_candidate_s_output(rig):
+    """The output limit (2 MiB here, RLIMIT_FSIZE) bounds what the candidate writes, never the
+    worker's own call segment: a task whose largest config needs 16 MiB of arrays evaluates
+    (it ended runtime_error "wrote more than the output limit" for every candidate while the
+    worker ran under the limit), and a candidate that writes past the limit, to stdout or to
+    a file after trying to lift its limit, still ends runtime_error."""
+    run, h = rig
+    big = saxpy_task(sizes=(1000, 2_000_000), held_out=1_500_000)
+    ok = run("ok", big)
+    assert ok.status is Status.OK, ok.feedback
+    assert [c.correct and c.timing is not None for c in ok.configs] == [True, True, True]
+    for name in ("flood", "bigfile"):
+        res = run(name, big)
+        assert res.status is Status.RUNTIME_ERROR, (name, res.feedback)
+        assert "output limit of 2 MiB" in res.feedback[0], name
+    assert run("ok", big).status is Status.OK
 
 
 def test_a_function_right_only_on_the_config_s_inputs_is_wrong(rig):

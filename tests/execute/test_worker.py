@@ -76,7 +76,11 @@ def torch_worker(cpu_config):
     task = relu_task()
 
     def ask(code: str, timeout: float = 60.0) -> dict:
-        req = {"op": "torch", "task": task.model_dump(mode="json"), **request(code)}
+        req = {
+            "op": "torch",
+            "task": task.model_dump(mode="json"),
+            **request(code, output_limit_mb=cfg.max_output_mb),
+        }
         return h.request(req, timeout)
 
     yield ask, h

@@ -45,7 +45,7 @@ def relu_task(
 def request(code: str, workdir: str | None = None, **kw) -> dict:
     base = dict(
         code=code, salt=SALT, workdir=workdir or tempfile.mkdtemp(prefix="cudaperf-test-"),
-        cpu_limit_s=60, warmup=1, trials=6, budget_ms=200.0, normwise_rtol=1e-2,
+        cpu_limit_s=60, output_limit_mb=64, warmup=1, trials=6, budget_ms=200.0, normwise_rtol=1e-2,
         max_bandwidth_gbs=1e4, min_kernel_share=0.5, correctness_trials=3, torch_compile=False,
         baseline_cache=None, device="cpu",
     )  # fmt: skip

@@ -5,8 +5,10 @@ worker's memory, so no secret salt, cached input sets, reference outputs or requ
 The candidate's host code, linked with the native harness (`harness`), runs here and only
 here. Requests, one at a time (`child_proc.serve`):
 
-- ``("job", {workdir, cpu_limit_s, lib})``: redirect stdout/stderr to the job's `output.log`,
-  limit CPU seconds, load the library (its harness entry `RUN_SYMBOL`).
+- ``("job", {workdir, cpu_limit_s, output_limit_mb, lib})``: redirect stdout/stderr to the
+  job's `output.log`, limit CPU seconds and file size (`confine.limit_output`: what the
+  candidate writes, never the trusted side's segment), load the library (its harness entry
+  `RUN_SYMBOL`).
 - ``("segment", size)`` followed by a file descriptor (`multiprocessing.reduction`): map the
   trusted side's shared memory segment, where it writes each call's arrays. It holds one
   call's inputs and output buffers, never an answer.
@@ -27,7 +29,6 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
-import signal
 import sys
 from typing import Any
 
@@ -75,6 +76,7 @@ class _State:
     def job(self, msg: dict) -> None:
         _redirect(str(msg["workdir"]))
         confine.limit_cpu(int(msg["cpu_limit_s"]))
+        confine.limit_output(int(msg["output_limit_mb"]))
         from cudaperf.execute.harness import RUN_SYMBOL
 
         lib = ctypes.CDLL(str(msg["lib"]), mode=os.RTLD_LOCAL | os.RTLD_NOW)
@@ -129,6 +131,5 @@ def _serve(st: _State, kind: str, arg: Any) -> Any:
 
 def child_main(conn) -> None:
     """Serve requests until the connection closes or ``("exit",)`` arrives."""
-    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it; the output limit kills
     st = _State(conn)
     serve(conn, lambda kind, arg: _serve(st, kind, arg))

@@ -118,12 +118,20 @@ class CProcess(SpawnedChild):
         self.mm: mmap.mmap | None = None
         self.size = 0
 
-    def start_job(self, task: Task, lib: str, workdir: str, cpu_limit_s: int) -> None:
+    def start_job(
+        self, task: Task, lib: str, workdir: str, cpu_limit_s: int, output_limit_mb: int
+    ) -> None:
         """Map a segment for the task's largest config, then load the candidate's library. In
         that order: no file descriptor has to reach the child after candidate code has run
-        there (its constructors or calls may leak descriptors up to the open-file limit)."""
+        there (its constructors or calls may leak descriptors up to the open-file limit).
+        The segment is sized here, in the trusted process, which has no file-size limit; the
+        child's limit (`output_limit_mb`, set before the library loads) bounds only what the
+        candidate writes."""
         self._segment(max(segment_bytes(task, cfg) for cfg in task.configs))
-        self.ask("job", {"lib": lib, "workdir": workdir, "cpu_limit_s": cpu_limit_s})
+        self.output_mb = output_limit_mb
+        msg = {"lib": lib, "workdir": workdir, "cpu_limit_s": cpu_limit_s,
+               "output_limit_mb": output_limit_mb}  # fmt: skip
+        self.ask("job", msg)
 
     def _segment(self, size: int) -> None:
         """A segment of at least `size` bytes, mapped here and in the child."""

@@ -43,6 +43,7 @@ class SpawnedChild:
 
     def __init__(self, ctx, target: Callable) -> None:
         self.conn, theirs = ctx.Pipe(duplex=True)
+        self.output_mb: int | None = None  # the child's file-size limit once its job set it
         self.proc = ctx.Process(target=target, args=(theirs,), daemon=True)
         # A spawned child starts in the parent's working directory, which is the current job's
         # folder: a spare outlives that job, and its folder is removed when the job ends (the
@@ -87,7 +88,7 @@ class SpawnedChild:
 
     def _death(self) -> str:
         self.proc.join(10)
-        return death_message(self.proc.exitcode, "the candidate's process")
+        return death_message(self.proc.exitcode, "the candidate's process", self.output_mb)
 
     def alive(self) -> bool:
         return self.proc.is_alive()

@@ -35,6 +35,7 @@ import logging
 import os
 import platform
 import resource
+import signal
 import struct
 import sys
 from dataclasses import asdict, dataclass, field
@@ -344,6 +345,16 @@ def limit_cpu(seconds: int) -> None:
     if hard != resource.RLIM_INFINITY:
         soft = min(soft, hard)
     resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+def limit_output(mb: int) -> None:
+    """Let this process write files of at most `mb` MiB (RLIMIT_FSIZE, soft and hard, so it
+    cannot be raised again; SIGXFSZ kills at the limit). For a candidate's process only, before
+    its code loads: the limit also applies to `ftruncate`, so a trusted process under it could
+    not size the shared call segments that carry a large config's arrays (`c_proc`)."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it; the limit must kill
+    size = int(mb) << 20
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
 
 
 def apply(policy: Policy, quiet: bool = False) -> Protections:

@@ -250,7 +250,8 @@ def run_job(req: RunRequest, libs: Libs, spare: bool = False) -> JobReply:
         for i, cfg in enumerate(task.configs):
             try:
                 if i == 0:
-                    proc.start_job(task, req.lib, req.workdir, req.cpu_limit_s)
+                    proc.start_job(task, req.lib, req.workdir, req.cpu_limit_s,
+                                   req.output_limit_mb)  # fmt: skip
                 st, cr, stop = _one_config(proc, task, cfg, req, libs, ref_lib,
                                            status is Status.OK)  # fmt: skip
             except ChildError as e:

@@ -65,6 +65,9 @@ class _JobRequest(_Message):
     budget_ms: float  # max milliseconds of timed trials per config (>= 5 trials)
     max_bandwidth_gbs: float  # roofline: a time implying more input bytes/s is rejected
     cpu_limit_s: int  # RLIMIT_CPU seconds for the job
+    # RLIMIT_FSIZE of the candidate's process, MiB (what its code writes: files, stdout,
+    # stderr); never applied to the worker, whose call segments are files of any size
+    output_limit_mb: int
 
 
 class RunRequest(_JobRequest):
@@ -116,6 +119,7 @@ class ChildJob(_Message):
     ext_dir: str = ""  # TORCH_EXTENSIONS_DIR of a prebuilt load_inline candidate
     workdir: str  # the job's folder: cwd and output.log of the candidate's process
     cpu_limit_s: int  # RLIMIT_CPU seconds
+    output_limit_mb: int  # RLIMIT_FSIZE, MiB (`_JobRequest.output_limit_mb`)
     device: Literal["cuda", "cpu"] = "cuda"
     kernel_names: list[str] = []  # the candidate's own __global__ names (for the profiler)
 

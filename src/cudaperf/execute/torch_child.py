@@ -6,7 +6,7 @@ serves one job over a `multiprocessing` connection, one message at a time:
 
 - ``("probe", [tensor])``: the sum of a shared tensor (sent before the candidate is loaded).
 - ``("job", protocol.ChildJob as a dict)``: redirect stdout/stderr to the job's `output.log`,
-  load the candidate module.
+  limit CPU seconds and file size, load the candidate module.
 - ``("config", {init, seed, inputs, outs})``: build `ModelNew(*init)` under `seed` and keep
   the trusted side's input and output buffers (CUDA IPC handles on a GPU, shared memory on the
   CPU). The trusted side writes fresh values into the same input buffers before each request.
@@ -34,7 +34,6 @@ launched kernel names are the one claim taken from here, backed by the static ch
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from typing import Any
 
@@ -73,6 +72,7 @@ def _job(st: _State, raw: dict) -> None:
     msg = ChildJob.model_validate(raw)
     _redirect(msg.workdir)
     confine.limit_cpu(msg.cpu_limit_s)
+    confine.limit_output(msg.output_limit_mb)  # what the candidate writes (files, stdout)
     if msg.ext_dir:  # where the build pool left a load_inline candidate's extension
         os.environ["TORCH_EXTENSIONS_DIR"] = msg.ext_dir
     st.device = msg.device
@@ -168,6 +168,5 @@ def _serve(st: _State, kind: str, arg: Any) -> Any:
 
 def child_main(conn) -> None:
     """Serve requests until the connection closes or ``("exit",)`` arrives."""
-    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it; the output limit kills
     st = _State()
     serve(conn, lambda kind, arg: _serve(st, kind, arg))

@@ -318,7 +318,8 @@ def _job_message(req: TorchRequest) -> dict:
     """The candidate process's `job` message (`protocol.ChildJob`, as a plain dict)."""
     return ChildJob(
         code=req.code, ext_dir=req.ext_dir, workdir=req.workdir, cpu_limit_s=req.cpu_limit_s,
-        device=req.device, kernel_names=sorted(rt.kernel_names(req.code)),
+        output_limit_mb=req.output_limit_mb, device=req.device,
+        kernel_names=sorted(rt.kernel_names(req.code)),
     ).wire()  # fmt: skip
 
 
@@ -355,6 +356,7 @@ def run_torch_job(req: TorchRequest, spare: bool = False) -> JobReply:
             stop = False
             try:
                 if i == 0:
+                    child.output_mb = req.output_limit_mb  # names the limit if it kills
                     child.ask("job", _job_message(req))
                 cr, seen = _one_config(child, task, cfg, req, status is Status.OK, i == 0)
                 st, launched = Status.OK, seen if seen is not None else launched

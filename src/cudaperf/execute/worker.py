@@ -4,9 +4,10 @@ Started by `pool.WorkerHandle` as `python -m cudaperf.execute.worker RFD WFD`; i
 JSON request per line from RFD and writes one JSON reply per line to WFD, both typed and
 validated by `protocol` (a request that does not parse is answered with an infra_error). Its
 own stdout and stderr are redirected, per job, to `output.log` in the job's temp dir (its
-cwd), so nothing a candidate prints can corrupt the protocol. Limits: file size (SIGXFSZ
-kills a candidate that writes too much), open files, processes (fork bombs), CPU seconds per
-job, and a private network namespace where the OS allows (as root). This process is the
+cwd), so nothing a candidate prints can corrupt the protocol. Limits: open files, processes
+(fork bombs), CPU seconds per job, and a private network namespace where the OS allows (as
+root); the file-size limit (SIGXFSZ kills a candidate that writes too much) is set in each
+candidate's process, not here (`apply_limits` says why). This process is the
 trusted side of both tracks: it holds the secret salt, the inputs and the reference outputs,
 and never runs candidate code. Each candidate runs in a spawned process of its own, discarded
 after every job (C→CUDA: `c_proc`, PyTorch→CUDA: `torch_trusted`), so a broken CUDA context or
@@ -23,7 +24,6 @@ import json
 import logging
 import os
 import resource
-import signal
 import sys
 
 from cudaperf.execute import confine, measure
@@ -60,12 +60,14 @@ def _count_user_tasks() -> int:
 
 
 def apply_limits(max_output_mb: int, max_open_files: int, isolate_network: bool) -> dict:
-    """Set the worker's resource limits; returns what could be applied."""
-    applied = {}
-    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it; we want the kill
-    size = max_output_mb << 20
-    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-    applied["fsize_mb"] = max_output_mb
+    """Set the worker's resource limits; returns what could be applied. `max_output_mb` is not
+    applied here: it bounds what candidate code writes, and is set in each candidate's own
+    process (`confine.limit_output`, from the job request). This process is the trusted side
+    and writes files the limit must not bound: RLIMIT_FSIZE also applies to `ftruncate`, so a
+    worker under it could not size a call segment larger than the limit (`c_proc`), and every
+    task whose largest config needs more (88% of the dataset's C→CUDA tasks at 64 MiB) failed
+    every candidate with "wrote more than the output limit"."""
+    applied: dict = {"fsize_mb": max_output_mb}  # the candidates' limit, set in their processes
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     n = max_open_files if hard == resource.RLIM_INFINITY else min(max_open_files, hard)
     resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
