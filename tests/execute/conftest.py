@@ -52,6 +52,20 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
   *(volatile int*)0 = 1;
 #elif defined(FAKE_FLOOD)
   for (long j = 0; j < (1L << 30); ++j) printf("flood flood flood %ld\n", j);
+#elif defined(FAKE_PROBE)
+  /* prints its sizes (stdout, buffered, and stderr), then fails on any size it was not shown:
+     the held-out n would reach the next prompt through its output or its error text */
+  printf("probe stdout n=%d\n", nn); fprintf(stderr, "probe stderr n=%d\n", nn);
+  if (nn != 1000 && nn != 100003) {
+#  if FAKE_PROBE == 3
+    fflush(stdout); for (;;) {}
+#  elif FAKE_PROBE == 2
+    snprintf(err, errlen, "size was n=%d (%s)", nn, nn == 4096 ? "four-oh-nine-six" : "?");
+    return 700;
+#  else
+    *(volatile int*)0 = 1;
+#  endif
+  }
 #elif defined(FAKE_BIGFILE)
   /* lifts its file-size limit as far as it may, then writes 64 MiB to a file of its own */
   struct rlimit lim = {RLIM_INFINITY, RLIM_INFINITY};
@@ -126,7 +140,8 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
 @pytest.fixture(scope="session")
 def fake_libs(tmp_path_factory) -> dict[str, str]:
     """Fake harness libraries built with gcc: ok, wrong, hang, segv, flood, cuda_error, mutate,
-    escape, abs, stale, short_escape, too_fast, peek, leak, bigfile."""
+    escape, abs, stale, short_escape, too_fast, peek, leak, bigfile, probe, probe_err,
+    probe_hang."""
     d = tmp_path_factory.mktemp("fake")
     (d / "fake.c").write_text(FAKE_HARNESS)
     variants = {
@@ -135,7 +150,10 @@ def fake_libs(tmp_path_factory) -> dict[str, str]:
         "hang": ["-DFAKE_A=1", "-DFAKE_HANG"],
         "segv": ["-DFAKE_A=1", "-DFAKE_SEGV"],
         "flood": ["-DFAKE_A=1", "-DFAKE_FLOOD"],
-        "bigfile": ["-DFAKE_A=1", "-DFAKE_BIGFILE"],  # raises its limit, writes a 64 MiB file
+        "bigfile": ["-DFAKE_A=1", "-DFAKE_BIGFILE"],  # lifts its limit, writes a 64 MiB file
+        "probe": ["-DFAKE_A=1", "-DFAKE_PROBE=1"],  # prints n, crashes on unseen sizes
+        "probe_err": ["-DFAKE_A=1", "-DFAKE_PROBE=2"],  # prints n, puts it in its error text
+        "probe_hang": ["-DFAKE_A=1", "-DFAKE_PROBE=3"],  # prints n, hangs on unseen sizes
         "cuda_error": ["-DFAKE_A=1", "-DFAKE_CUDA_ERROR"],
         "mutate": ["-DFAKE_A=1", "-DFAKE_MUTATE"],
         "escape": ["-DFAKE_A=1", "-DFAKE_ESCAPE"],  # writes/reads paths from the environment

@@ -81,6 +81,33 @@ def test_a_call_segment_larger_than_the_output_limit_is_not_the_candidate_s_outp
     assert run("ok", big).status is Status.OK
 
 
+@pytest.mark.parametrize("rig", [True, False], indirect=True)
+def test_what_a_candidate_prints_on_a_held_out_config_never_reaches_a_result(rig):
+    """A host function that prints its sizes and fails on any size it was not shown: the
+    held-out n (4096) must reach neither the runtime log, the feedback, the config messages
+    (what refine's feedback quotes); what it printed on the visible configs still does. Also
+    when the held-out config comes first in the task, and when the candidate hangs there (a
+    timeout kills the worker: what it printed before comes from the worker's early line).
+    Its own error text on the held-out config is withheld (letters encode a size too)."""
+    from cudaperf.execute.held_out import WITHHELD
+
+    run, _ = rig
+    task = saxpy_task()
+    first = task.model_copy(update={"configs": [task.configs[-1], *task.configs[:-1]]})
+    for name, t in (("probe", task), ("probe_err", task), ("probe", first), ("probe_hang", task)):
+        res = run(name, t)
+        want = Status.TIMEOUT if name == "probe_hang" else Status.RUNTIME_ERROR
+        assert res.status is want, (name, res.feedback)
+        if name != "probe_hang":  # (a timeout has no per-config results)
+            held = next(c for c in res.configs if c.held_out)
+            assert not held.correct and len(res.configs) == 3  # visible configs ran first
+        assert "probe stderr n=1000" in res.runtime_log and "n=100003" in res.runtime_log, name
+        text = "\n".join([res.runtime_log, *res.feedback, *(c.message for c in res.configs)])
+        assert "4096" not in text and "four-oh" not in text, (name, text)
+        if name == "probe_err":
+            assert held.message == WITHHELD
+
+
 def test_a_function_right_only_on_the_config_s_inputs_is_wrong(rig):
     """|x| instead of x is right on saxpy's positive inputs; the second, signed input set
     (tasks.inputs.separating_distribution) exposes it on every config."""

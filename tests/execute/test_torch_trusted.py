@@ -526,3 +526,32 @@ def test_a_pointer_cache_of_the_correctness_trials_fails_on_fresh_values():
     reply, _ = run(POINTER_CACHE_WHILE_CHECKED, relu_task(SQRT_REF))
     assert reply["status"] == "wrong_output", reply
     assert not reply["configs"][0]["correct"]
+
+
+PROBE = """import sys, torch
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        print("probe n=%d" % x.numel())
+        print("probe stderr n=%d" % x.numel(), file=sys.stderr)
+        if x.numel() != 1000:
+            raise ValueError("n=%d, in words five-oh-oh-three" % x.numel())
+        return torch.clamp(x, min=0.0)
+"""
+
+
+def test_what_a_candidate_prints_on_a_held_out_config_stays_out_of_the_reply():
+    """Visible configs run first; the reply's output is what the candidate printed before the
+    first held-out call (so the held-out N = 5003 is not in it), and its exception text on the
+    held-out config is withheld, also when the task lists the held-out config first."""
+    from cudaperf.execute.held_out import WITHHELD
+
+    task = relu_task()
+    first = task.model_copy(update={"configs": task.configs[::-1]})
+    for t in (task, first):
+        reply, log = run(PROBE, t)
+        assert reply["status"] == "runtime_error", reply
+        assert "5003" in log  # it did print the held-out size ...
+        assert "probe n=1000" in reply["output"] and "5003" not in reply["output"]  # ... unseen
+        held = next(c for c in reply["configs"] if c["held_out"])
+        assert held["message"] == WITHHELD and "five" not in reply["message"]
+        assert [c["config"] for c in reply["configs"]] == [c.name for c in t.configs]

@@ -82,6 +82,9 @@ class FakeGpuChild:
     def close(self) -> None:
         pass
 
+    def flush(self) -> None:
+        self.asked.append("flush")
+
     def _copy_out(self) -> None:
         for buf, g in zip(self.outs, self.last, strict=True):
             buf.copy_(g)

@@ -119,20 +119,29 @@ def test_per_config_probabilities_are_antisymmetric():
     assert not np.allclose(pair_probabilities(pairs, s), 0.5)
 
 
-def test_score_averages_the_probability_over_the_configs():
+def test_score_averages_the_probability_over_the_visible_configs():
+    """Over the visible configs only: a held-out config's sizes (which feedback must not give
+    away) neither enter the average nor the relative sizes; moving them changes nothing."""
     tasks = _flip_tasks()
     m = train_feature_ranker(tasks, SPLITS, NO_PTXAS)
     t = [t for t in tasks if t.family == "fam5"][0]
     cands = [kernel(unroll=1), kernel(unroll=3)]
     got = score_many(t, cands, m)
-    u = m.config_strengths(t, [i.code for i in t.implementations] + cands)
+    visible = t.model_copy(update={"configs": [c for c in t.configs if not c.held_out]})
+    u = m.config_strengths(visible, [i.code for i in t.implementations] + cands)
+    assert len(visible.configs) < len(t.configs)
+    for n_held in (7, 10**6):
+        moved = t.model_copy(update={"configs": [
+            c.model_copy(update={"sizes": {**c.sizes, "n": n_held}}) if c.held_out else c
+            for c in t.configs]})  # fmt: skip
+        assert [r.score for r in score_many(moved, cands, m)] == [r.score for r in got]
     n = len(t.implementations)
     for k, rs in enumerate(got):
         p = 1 / (1 + np.exp(-(u[:, n + k][:, None] - u[:, :n])))
         assert rs.score == pytest.approx(float(p.mean())) and 0 <= rs.score <= 1
         assert rs.compared == n and rs.model == m.id
     assert score(t, cands[0], m).score == pytest.approx(got[0].score, rel=1e-12)
-    np.testing.assert_allclose(m.strengths(t, cands), u[:, n:].mean(axis=0))
+    np.testing.assert_allclose(m.strengths(visible, cands), u[:, n:].mean(axis=0))
 
 
 @pytest.mark.parametrize("objective", ["bt", "lambdarank", "ensemble"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cudaperf.execute.types import ConfigResult, Status
+from cudaperf.execute.types import ConfigResult, Status, Timing
 from cudaperf.refine import render_feedback
 from cudaperf.reward import RewardScorer, Scored, extract_candidate
 from cudaperf.tasks.io import load_sample
@@ -101,9 +101,20 @@ def test_rejected_says_why():
 
 
 def test_ok_shows_speedups_findings_and_ranker():
-    ok = result(Status.OK, CODE, SAXPY.id, speedup_vs_cpu=40.0, speedup_vs_naive=0.8)
+    """The speedups are geomeans over the visible configs: the held-out config's times (10x
+    vs naive here, which would make it 2.83x over all configs) stay out of the text."""
+    t = lambda v: Timing.of([v])  # noqa: E731
+    configs = [
+        ConfigResult(config="small", held_out=False, correct=True, timing=t(10.0),
+                     cpu_timing=t(400.0), naive_timing=t(8.0)),
+        ConfigResult(config="heldout", held_out=True, correct=True, timing=t(100.0),
+                     cpu_timing=t(100.0), naive_timing=t(1000.0)),
+    ]  # fmt: skip
+    ok = result(Status.OK, CODE, SAXPY.id, configs=configs, speedup_vs_cpu=20.0,
+                speedup_vs_naive=2.83)  # fmt: skip
     text = render(ok, [report(0.4, [finding(3)])], rank(0.25))
-    assert "Correct on all 1 configs" in text
+    assert "2.83x" not in text and "20.00x" not in text
+    assert "Correct on all 2 configs" in text
     assert "40.00x vs the serial C reference" in text and "0.80x vs the naive CUDA" in text
     assert "slower than a baseline" in text
     assert (

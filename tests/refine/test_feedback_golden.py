@@ -38,10 +38,23 @@ def _cfg(name, held_out=False, correct=False, **kw) -> ConfigResult:
     return ConfigResult(config=name, held_out=held_out, correct=correct, **kw)
 
 
-def _ok_configs() -> list[ConfigResult]:
-    return [_cfg("small", correct=True, timing=Timing.of([10.0, 11.0])),
-            _cfg("medium", correct=True, timing=Timing.of([120.0, 125.0, 130.0])),
-            _cfg("heldout", held_out=True, correct=True, timing=Timing.of([900.0]))]  # fmt: skip
+def _ok_configs(torch: bool = False) -> list[ConfigResult]:
+    """Visible configs at 40x the CPU and 0.8x naive (C), or 1.7x eager and 1.1x torch.compile
+    (PyTorch); the held-out one far off all four (the feedback's speedups must not move with
+    it)."""
+    t = lambda *v: Timing.of(list(v))  # noqa: E731
+    base = (
+        [dict(eager_timing=t(17.85), compile_timing=t(11.55)),
+         dict(eager_timing=t(212.5), compile_timing=t(137.5)),
+         dict(eager_timing=t(90.0), compile_timing=t(90000.0))]
+        if torch else
+        [dict(cpu_timing=t(420.0), naive_timing=t(8.4)),
+         dict(cpu_timing=t(5000.0), naive_timing=t(100.0)),
+         dict(cpu_timing=t(9.0), naive_timing=t(9000.0))]
+    )  # fmt: skip
+    return [_cfg("small", correct=True, timing=t(10.0, 11.0), **base[0]),
+            _cfg("medium", correct=True, timing=t(120.0, 125.0, 130.0), **base[1]),
+            _cfg("heldout", held_out=True, correct=True, timing=t(900.0), **base[2])]  # fmt: skip
 
 
 def cases() -> dict[str, tuple]:
@@ -70,7 +83,7 @@ def cases() -> dict[str, tuple]:
         "ok": (SAXPY, r(Status.OK, configs=_ok_configs(), speedup_vs_cpu=40.0,
                         speedup_vs_naive=0.8),
                (report(0.4, [finding(3), finding(0, "low-occupancy")]), report(0.9)), rank(0.25)),
-        "ok_torch": (SOFTMAX, result(Status.OK, CODE, SOFTMAX.id, configs=_ok_configs(),
+        "ok_torch": (SOFTMAX, result(Status.OK, CODE, SOFTMAX.id, configs=_ok_configs(True),
                                      speedup_vs_eager=1.7, speedup_vs_compile=1.1),
                      (report(1.0),), None),
         "compiled": (SAXPY, r(Status.COMPILED, mode="compile-only"), (), None),

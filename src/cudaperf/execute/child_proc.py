@@ -28,6 +28,7 @@ __all__ = ["ChildError", "Spare", "SpawnedChild"]
 log = logging.getLogger(__name__)
 
 _MAX_REPLY = 1 << 20  # bytes; a reply is metadata and numbers, never arrays
+_FLUSH_S = 2.0  # seconds a child gets to flush its stdio before its output is read
 
 
 class ChildError(Exception):
@@ -93,6 +94,18 @@ class SpawnedChild:
     def alive(self) -> bool:
         return self.proc.is_alive()
 
+    def flush(self, wait_s: float = _FLUSH_S) -> None:
+        """Ask the child to flush its stdio buffers (`flush_stdio`); ChildError when it has not
+        answered within `wait_s` (a later reply would be taken for the next request's)."""
+        self.send("flush")
+        try:
+            ready = self.conn.poll(wait_s)
+        except OSError:
+            ready = True  # the read below names the death
+        if not ready:
+            raise ChildError("the candidate's process did not flush its output in time")
+        self.reply()
+
     def close(self) -> None:
         """Stop the child (idempotent): ask it to exit, then kill it."""
         if self.proc.is_alive():
@@ -127,9 +140,20 @@ class Spare:
         return child
 
 
+def flush_stdio() -> None:
+    """Flush Python's and C's stdio buffers (what the candidate printed reaches output.log)."""
+    import ctypes
+    import sys
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    ctypes.CDLL(None).fflush(None)
+
+
 def serve(conn, handle: Callable[[str, Any], Any]) -> None:
     """The child's loop: each request `(kind, arg)` is answered `["ok", handle(kind, arg)]` or
-    `["error", message]` as JSON bytes, until the connection closes or `("exit",)` arrives."""
+    `["error", message]` as JSON bytes, until the connection closes or `("exit",)` arrives.
+    `("flush",)` is answered here for every child (`flush_stdio`)."""
     while True:
         try:
             msg = conn.recv()
@@ -139,7 +163,8 @@ def serve(conn, handle: Callable[[str, Any], Any]) -> None:
         if kind == "exit":
             return
         try:
-            data = json.dumps(["ok", handle(kind, arg)]).encode()
+            value = flush_stdio() if kind == "flush" else handle(kind, arg)
+            data = json.dumps(["ok", value]).encode()
         except BaseException as e:  # noqa: BLE001 - the candidate's error is the reply
             data = json.dumps(["error", f"{type(e).__name__}: {str(e)[:500]}"]).encode()
         conn.send_bytes(data)

@@ -28,6 +28,7 @@ from cudaperf.execute.build import (
 )
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.feedback import redact_held_out, status_feedback, timing_feedback
+from cudaperf.execute.held_out import WITHHELD_OUTPUT
 from cudaperf.execute.protocol import (
     JobReply,
     MalformedMessage,
@@ -289,13 +290,14 @@ class Evaluator:
         shutil.rmtree(p.workdir, ignore_errors=True)
         try:
             reply = parse_reply(raw)
+            if reply.output is not None:  # held-out configs ran: only what came before them
+                out = truncate(reply.output, self.config.max_log_chars) + "\n" + WITHHELD_OUTPUT
         except MalformedMessage as e:
             log.error("%s: %s", p.task.id, e)
             fb = [f"{e}; this is the evaluator's fault, not the candidate's"]
-            rlog = truncate(out, self.config.max_log_chars)
-            return self.result(
+            return self.result(  # no runtime log: it may hold what held-out configs printed
                 p.task, p.cand, Status.INFRA_ERROR, p.t0, compile_log=p.compile_log,
-                runtime_log=rlog, feedback=fb, findings=p.findings, form=p.form,
+                feedback=fb, findings=p.findings, form=p.form,
             )  # fmt: skip
         status, configs = reply.status, reply.configs
         configs, runtime = redact_held_out(configs, reply.message)  # every track, here only

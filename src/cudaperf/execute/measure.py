@@ -5,9 +5,10 @@ Per config: (1) a checked call on input set 0 (secret seed), compared with the C
 set 1 into the same buffers' shapes, which catches outputs cached across calls; (4) the
 wall-clock cross-check (work that escapes the timing events is rejected) and a roofline check
 (a time implying more input bytes per second than `max_bandwidth_gbs` is rejected). Every
-config is checked, held-out ones included; after a wrong output the remaining configs are
-still checked but not timed. A CUDA error or a crash of the candidate stops the job.
-A held-out config's message has its numbers redacted (`feedback.redact_sizes`). The escape
+config is checked, held-out ones included (after the visible ones: `held_out`); after a wrong
+output the remaining configs are still checked but not timed. A CUDA error or a crash of the
+candidate stops the job. A held-out config's message keeps only this side's words, without
+numbers, and the candidate's output is what it printed before the first held-out call. The escape
 bound uses the harness's own measured timing overhead (an empty timed call).
 
 References: the input sets a job needs that the worker has not cached yet (every config's set
@@ -37,13 +38,14 @@ import ctypes
 import hashlib
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from cudaperf.execute.c_proc import CProcess, NativeRun, take_c_child
 from cudaperf.execute.child_proc import ChildError
-from cudaperf.execute.feedback import redact_sizes
+from cudaperf.execute.held_out import held_out_message, snapshot_output, visible_first
 from cudaperf.execute.inputs import compare, reference_finite, run_reference, time_reference
 from cudaperf.execute.protocol import JobReply, RunRequest
 from cudaperf.execute.sanity import escape_message, roofline_message
@@ -236,36 +238,56 @@ def _separating_check(proc, task, cfg, req, libs, ref_lib, base):
     return st, ConfigResult(**base, correct=False, **errs, message=msg), False
 
 
-def run_job(req: RunRequest, libs: Libs, spare: bool = False) -> JobReply:
+def run_job(
+    req: RunRequest, libs: Libs, spare: bool = False, on_output: Callable[[str], None] | None = None
+) -> JobReply:
     """Check and time one candidate library on every config of `req.task`. The library runs in
     a candidate process of its own (`c_proc`), closed when the job ends; `spare` starts the
     next job's process now. The reply never asks for a worker restart: a CUDA error or a crash
-    of the candidate ends only its process (RUNTIME_ERROR), and this worker keeps its sets."""
+    of the candidate ends only its process (RUNTIME_ERROR), and this worker keeps its sets.
+    Visible configs run first (`held_out`); the candidate's output up to the first held-out
+    call is the reply's `output`, also handed to `on_output` as soon as it is taken."""
     task = req.task
     ref_lib = libs.lib(req.ref_lib)
     prefetch_sets(task, req, libs, ref_lib)
-    status, results = Status.OK, []
+    status, results, output = Status.OK, {}, None
     proc = take_c_child(spare)
     try:
-        for i, cfg in enumerate(task.configs):
+        for i in visible_first(task.configs):
+            cfg = task.configs[i]
+            trusted = True
             try:
-                if i == 0:
+                if not results:
                     proc.start_job(task, req.lib, req.workdir, req.cpu_limit_s,
                                    req.output_limit_mb)  # fmt: skip
+                if cfg.held_out and output is None:
+                    output = _visible_output(proc, req.workdir, on_output)
                 st, cr, stop = _one_config(proc, task, cfg, req, libs, ref_lib,
                                            status is Status.OK)  # fmt: skip
+                trusted = st is not Status.RUNTIME_ERROR  # else the harness's text (the child's)
             except ChildError as e:
-                st, stop = Status.RUNTIME_ERROR, True
+                st, stop, trusted = Status.RUNTIME_ERROR, True, e.died
                 cr = ConfigResult(config=cfg.name, held_out=cfg.held_out, correct=False,
                                   message=e.message)  # fmt: skip
             if cfg.held_out:  # feedback must not give a held-out config's size away
-                cr = cr.model_copy(update={"message": redact_sizes(cr.message)})
-            results.append(cr)
+                cr = cr.model_copy(update={"message": held_out_message(cr.message, trusted)})
+            results[i] = cr
             if status is Status.OK:
                 status = st
             if stop:
                 break
     finally:
         proc.close()
-    msg = next((r.message for r in results if r.message), "")
-    return JobReply(status=status, configs=results, message=msg)
+    configs = [results[i] for i in sorted(results)]
+    msg = next((r.message for r in configs if r.message and not r.correct), "")
+    msg = msg or next((r.message for r in configs if r.message), "")
+    return JobReply(status=status, configs=configs, message=msg, output=output)
+
+
+def _visible_output(proc: CProcess, workdir: str, on_output) -> str:
+    """The candidate's output before any held-out call (`held_out.snapshot_output`)."""
+    proc.flush()
+    out = snapshot_output(workdir)
+    if on_output is not None:
+        on_output(out)
+    return out

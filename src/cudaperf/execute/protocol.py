@@ -31,6 +31,7 @@ __all__ = [
     "Request",
     "RunRequest",
     "TorchRequest",
+    "VisibleOutput",
     "parse_reply",
     "parse_request",
 ]
@@ -139,6 +140,14 @@ class Ready(_Message):
     limits: dict[str, Any]  # worker.apply_limits' account (values: int, bool or None)
 
 
+class VisibleOutput(_Message):
+    """A line the worker sends ahead of its reply, once a job's held-out configs are about to
+    run: the candidate's output so far (`held_out.snapshot_output`). The reply repeats it; a job
+    that times out or kills the worker gets it from here (`WorkerHandle`)."""
+
+    visible_output: str
+
+
 class HelloReply(_Message):
     """The answer to a `HelloRequest`."""
 
@@ -160,6 +169,9 @@ class JobReply(_Message):
     protections: dict[str, Any] | None = None  # set by WorkerHandle: confine.Protections
     device_id: str | None = None  # a baselines reply: GPU name and torch version
     new_baselines: list[dict[str, Any]] | None = None  # a baselines reply: the new records
+    # the end of what the candidate printed before its first held-out call (`held_out`); None
+    # when no held-out config ran (then all of output.log was written without one's sizes)
+    output: str | None = None
 
 
 def _one_line(kind: str, e: ValidationError) -> MalformedMessage:

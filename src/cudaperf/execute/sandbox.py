@@ -16,6 +16,9 @@ into the worker's private view at the same paths, and copies `output.log` back a
 the worker never sees another candidate's folder. The PyTorch baseline cache is never staged:
 its records travel in the request, and new ones come only from a `baselines` request to a
 worker process that has served no candidate (`baseline_job` says why).
+A job's `VisibleOutput` line (the candidate's output before its first held-out config) is
+kept and put into a timeout's or a crash's reply as `output`, so what the candidate printed
+with a held-out size in hand never reaches a result (`held_out`).
 Every reply (timeouts and crashes included) carries `protections`: the `confine.Protections`
 the worker reported when it started (set here, never read from the worker's own reply), which
 `Evaluator.finish` puts into `ExecResult.protections` as the "run" stage.
@@ -35,6 +38,7 @@ from pathlib import Path
 
 from cudaperf.execute import baseline_job, confine
 from cudaperf.execute.config import EvalConfig
+from cudaperf.execute.protocol import VisibleOutput
 from cudaperf.execute.supervise import LineChild, death_message, gpu_env
 
 log = logging.getLogger(__name__)
@@ -306,25 +310,38 @@ class WorkerHandle:
         self.tainted |= req.get("op") in ("run", "torch")  # candidate code reaches it
         prot = dict(self.protections)  # what this request's candidate ran under (every path)
         self._stage(req)
+        ahead: dict = {}  # the candidate's output before its held-out configs (`held_out`)
         try:
-            line = self.child.readline(time.monotonic() + timeout) if self.child.send(req) else None
+            line = self._reply_line(req, time.monotonic() + timeout, ahead)
         except TimeoutError:
             self._unstage(req)
             self.kill()
             msg = f"no result within {timeout:.0f} s"
-            return {"status": "timeout", "message": msg, "configs": [], "protections": prot}
+            return {"status": "timeout", "message": msg, "configs": [], "protections": prot,
+                    **ahead}  # fmt: skip
         self._unstage(req)
         if line is None:
             msg = self._death()
             self._close()
             return {"status": "runtime_error", "message": msg, "configs": [], "crashed": True,
-                    "protections": prot}  # fmt: skip
+                    "protections": prot, **ahead}  # fmt: skip
         reply = json.loads(line)
         reply["protections"] = prot  # set here, never taken from the worker's own reply
         reply["sandbox"] = confine.Protections(**prot).summary() if prot else "none"
         if reply.get("restart"):
             self.kill()
         return reply
+
+    def _reply_line(self, req: dict, deadline: float, ahead: dict) -> str | None:
+        """Send `req`; the reply's line (None: the worker died). `VisibleOutput` lines before
+        it are kept in `ahead` as {"output": text}. Raises TimeoutError at `deadline`."""
+        if not self.child.send(req):
+            return None
+        while True:
+            line = self.child.readline(deadline)
+            if line is None or not line.startswith('{"visible_output"'):
+                return line
+            ahead["output"] = VisibleOutput.model_validate_json(line).visible_output
 
     def close(self) -> None:
         self.kill()

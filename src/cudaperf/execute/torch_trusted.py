@@ -43,11 +43,12 @@ import hashlib
 import logging
 import math
 import time
+from collections.abc import Callable
 
 import torch
 
 from cudaperf.execute import torch_runtime as rt
-from cudaperf.execute.feedback import redact_sizes
+from cudaperf.execute.held_out import held_out_message, snapshot_output, visible_first
 from cudaperf.execute.protocol import BaselinesRequest, ChildJob, JobReply, TorchRequest
 from cudaperf.execute.sanity import escape_message, outside_clock_message, roofline_message
 from cudaperf.execute.torch_baselines import baselines, device_id
@@ -65,11 +66,12 @@ _CUDA_ERROR = ("CUDA error", "cudaError", "illegal memory access", "device-side 
 
 
 class _Fail(Exception):
-    """A check failed: carries the status and message for this config."""
+    """A check failed: carries the status and message for this config; `trusted`: False when
+    the message quotes what the candidate's process sent (withheld on a held-out config)."""
 
-    def __init__(self, status: Status, message: str):
+    def __init__(self, status: Status, message: str, trusted: bool = True):
         super().__init__(message)
-        self.status, self.message = status, message
+        self.status, self.message, self.trusted = status, message, trusted
 
 
 def _seed(salt: int, cfg: InputConfig, trial: int) -> int:
@@ -174,7 +176,7 @@ class _Config:
         meta = self.child.ask("call")
         bad = self.bufs.meta_message(meta)
         if bad:
-            raise _Fail(Status.WRONG_OUTPUT, bad)
+            raise _Fail(Status.WRONG_OUTPUT, bad, trusted=False)  # shapes and dtypes it sent
         got = self.bufs.read_outs()
         if mutated(xs, self.bufs.inputs):
             raise _Fail(Status.REJECTED, "the candidate modified its inputs; write only outputs")
@@ -224,7 +226,7 @@ class _Config:
                 break
         tampered = self.child.ask("timers")
         if tampered:
-            raise _Fail(Status.REJECTED, str(tampered))
+            raise _Fail(Status.REJECTED, str(tampered), trusted=False)
         self.checked_call(2000, _OWN)  # the output check after timing, on fresh inputs
         timing, wall_t = Timing.of(ev), Timing.of(wall)
         overhead = _overhead(self.child.ask("calibrate"))
@@ -337,33 +339,42 @@ def _probe_sharing(child: CandidateProcess, device: str) -> None:
         raise RuntimeError(f"sharing buffers with the candidate's process failed (sum {got})")
 
 
-def run_torch_job(req: TorchRequest, spare: bool = False) -> JobReply:
+def run_torch_job(
+    req: TorchRequest, spare: bool = False, on_output: Callable[[str], None] | None = None
+) -> JobReply:
     """Check and time one PyTorch→CUDA candidate on every config of `req.task`.
 
     `spare`: start the next job's candidate process now. Returns the worker reply: status,
-    per-config results (messages of held-out configs without sizes), message, launched,
-    restart (True after the candidate's process died or hit a CUDA error: buffers it had
-    mapped may never be released, so the worker is replaced; the candidate itself never ran
-    here). Errors of this process propagate.
+    per-config results (messages of held-out configs without sizes or the candidate's text),
+    message, launched, restart (True after the candidate's process died or hit a CUDA error:
+    buffers it had mapped may never be released, so the worker is replaced; the candidate
+    itself never ran here), and `output` (`held_out`: visible configs run first, and what the
+    candidate printed before the first held-out one is all a result shows; also handed to
+    `on_output` when taken). Errors of this process propagate.
     """
     task = req.task
     rt.pin_precision()
     child = take_child(spare)
-    status, results, launched, restart = Status.OK, [], None, False
+    status, results, launched, restart, output = Status.OK, {}, None, False, None
     try:
         _probe_sharing(child, req.device)
-        for i, cfg in enumerate(task.configs):
-            stop = False
+        for i in visible_first(task.configs):
+            cfg, stop, trusted = task.configs[i], False, True
             try:
-                if i == 0:
+                if not results:
                     child.output_mb = req.output_limit_mb  # names the limit if it kills
                     child.ask("job", _job_message(req))
-                cr, seen = _one_config(child, task, cfg, req, status is Status.OK, i == 0)
+                if cfg.held_out and output is None:
+                    child.flush()
+                    output = snapshot_output(req.workdir)
+                    if on_output is not None:
+                        on_output(output)
+                cr, seen = _one_config(child, task, cfg, req, status is Status.OK, not results)
                 st, launched = Status.OK, seen if seen is not None else launched
             except _Fail as f:
-                st, msg = f.status, f.message
+                st, msg, trusted = f.status, f.message, f.trusted
             except ChildError as e:
-                st, msg, stop = Status.RUNTIME_ERROR, e.message, True
+                st, msg, stop, trusted = Status.RUNTIME_ERROR, e.message, True, e.died
                 # A child that died (or broke its CUDA context) while mapping this process's
                 # buffers may never release them: a fresh worker keeps memory from leaking.
                 restart = e.died or any(k in e.message for k in _CUDA_ERROR)
@@ -371,17 +382,18 @@ def run_torch_job(req: TorchRequest, spare: bool = False) -> JobReply:
                 cr = ConfigResult(config=cfg.name, held_out=cfg.held_out, correct=False,
                                   message=msg)  # fmt: skip
             if cfg.held_out:
-                cr = cr.model_copy(update={"message": redact_sizes(cr.message)})
-            results.append(cr)
+                cr = cr.model_copy(update={"message": held_out_message(cr.message, trusted)})
+            results[i] = cr
             if status is Status.OK:
                 status = st
             if stop:
                 break
     finally:
         child.close()
-    msg = next((r.message for r in results if r.message and not r.correct), "")
-    return JobReply(status=status, configs=results, message=msg, launched=launched,
-                    restart=restart)  # fmt: skip
+    configs = [results[i] for i in sorted(results)]
+    msg = next((r.message for r in configs if r.message and not r.correct), "")
+    return JobReply(status=status, configs=configs, message=msg, launched=launched,
+                    restart=restart, output=output)  # fmt: skip
 
 
 def time_baselines(req: BaselinesRequest) -> JobReply:

@@ -25,6 +25,7 @@ import logging
 import os
 import resource
 import sys
+from collections.abc import Callable
 
 from cudaperf.execute import confine, measure
 from cudaperf.execute.protocol import (
@@ -34,6 +35,7 @@ from cudaperf.execute.protocol import (
     JobReply,
     Ready,
     TorchRequest,
+    VisibleOutput,
     parse_request,
 )
 from cudaperf.execute.supervise import exit_with_parent
@@ -93,10 +95,16 @@ def _redirect_output(workdir: str) -> None:
     os.close(fd)
 
 
-def handle(raw: object, libs: measure.Libs) -> dict:
+def handle(raw: object, libs: measure.Libs, emit: Callable[[dict], None] | None = None) -> dict:
     """Serve one decoded request line; returns the reply's wire form and never raises. A
     malformed request, or an error of the worker itself, becomes an infra_error reply with
-    `restart: true`: whatever broke (a CUDA context, a library) is not reused."""
+    `restart: true`: whatever broke (a CUDA context, a library) is not reused. `emit` sends a
+    line ahead of the reply (`protocol.VisibleOutput`)."""
+
+    def on_output(text: str) -> None:
+        if emit is not None:
+            emit(VisibleOutput(visible_output=text).wire())
+
     try:
         req = parse_request(raw)
         if isinstance(req, HelloRequest):
@@ -104,12 +112,12 @@ def handle(raw: object, libs: measure.Libs) -> dict:
         _redirect_output(req.workdir)
         confine.limit_cpu(req.cpu_limit_s)
         if isinstance(req, TorchRequest):
-            return _torch_job(req).wire()
+            return _torch_job(req, on_output).wire()
         if isinstance(req, BaselinesRequest):  # the task's reference only, no candidate
             from cudaperf.execute.torch_trusted import time_baselines  # imports torch
 
             return time_baselines(req).wire()
-        return measure.run_job(req, libs, spare=True).wire()
+        return measure.run_job(req, libs, spare=True, on_output=on_output).wire()
     except Exception as e:  # noqa: BLE001 - the reply must always come back
         msg = f"{type(e).__name__}: {e}"
         return JobReply(status=Status.INFRA_ERROR, message=msg, restart=True).wire()
@@ -118,14 +126,14 @@ def handle(raw: object, libs: measure.Libs) -> dict:
         libc.fflush(None)
 
 
-def _torch_job(req: TorchRequest) -> JobReply:
+def _torch_job(req: TorchRequest, on_output: Callable[[str], None]) -> JobReply:
     """A PyTorch→CUDA candidate. This process is the trusted side (`torch_trusted`): the
     candidate runs in a spawned process of its own, discarded after the job, so a sticky
     CUDA error, a crash or leftover global state of the candidate never reaches this process
     or the next candidate. A spare candidate process is started for the next job."""
     from cudaperf.execute.torch_trusted import run_torch_job
 
-    reply = run_torch_job(req, spare=True)
+    reply = run_torch_job(req, spare=True, on_output=on_output)
     import gc
 
     import torch
@@ -147,10 +155,14 @@ def main(argv: list[str]) -> int:
     with os.fdopen(rfd, "r") as rf, os.fdopen(wfd, "w") as wf:
         wf.write(json.dumps(Ready(limits=applied).wire()) + "\n")
         wf.flush()
-        for line in rf:
-            reply = handle(json.loads(line), libs)
-            wf.write(json.dumps(reply) + "\n")
+
+        def send(obj: dict) -> None:
+            wf.write(json.dumps(obj) + "\n")
             wf.flush()
+
+        for line in rf:
+            reply = handle(json.loads(line), libs, send)
+            send(reply)
             if reply.get("restart"):
                 return 0
     return 0

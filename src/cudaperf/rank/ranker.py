@@ -19,10 +19,11 @@ size (`<feature>*s.rel`) and the launch features (also times both sizes); Lambda
 features, the config and the launch columns and learns the interactions itself. So the
 predicted order may differ between a small and a large config, as the measured one does.
 
-`score` of a config-aware model averages the probability over the task's configs (all of them,
-held-out ones too: each is a config the evaluator times, and a candidate is rewarded for
-being fast across them, not on the largest one alone). A config-free model (format v1 files)
-scores as before.
+`score` of a config-aware model averages the probability over the task's visible configs (a
+candidate is rewarded for being fast across them, not on the largest one alone). Held-out
+configs stay out, relative sizes included (`visible_task`): the score is quoted in a model's
+feedback, and would otherwise move with sizes the model is never shown. A config-free model
+(format v1 files) scores as before.
 
 Guaranteed: training is deterministic (same tasks, splits and settings → identical weights);
 `score` is the mean predicted probability that the candidate beats each of the task's known
@@ -305,6 +306,7 @@ def score_many(task: Task, candidates: list[str], model: PairwiseRanker) -> list
     n = len(task.implementations)
     if n == 0:
         return [RankScore(score=0.5, compared=0, model=model.id) for _ in candidates]
+    task = visible_task(task)
     codes = [i.code for i in task.implementations] + list(candidates)
     if hasattr(model, "config_strengths"):  # (configs, codes); one row when config-free
         u = np.asarray(model.config_strengths(task, codes), dtype=float)
@@ -317,9 +319,18 @@ def score_many(task: Task, candidates: list[str], model: PairwiseRanker) -> list
             for v in p.mean(axis=(0, 2))]  # fmt: skip
 
 
+def visible_task(task: Task) -> Task:
+    """`task` with its visible configs only (itself when it has no other): a score must not
+    move with sizes a model is never shown (it is quoted in feedback and paid as reward)."""
+    visible = [c for c in task.configs if not c.held_out]
+    if not visible or len(visible) == len(task.configs):
+        return task
+    return task.model_copy(update={"configs": visible})
+
+
 def score(task: Task, candidate_code: str, model: PairwiseRanker) -> RankScore:
     """Mean P(candidate faster than implementation) over the task's known implementations
-    (and, for a config-aware model, over the task's configs).
+    (and, for a config-aware model, over the task's visible configs).
 
     A task without implementations gives 0.5 with `compared=0` (no opinion).
     """

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from cudaperf.analyze.types import Finding, Severity
 from cudaperf.execute.build import COMPILER_ERROR
-from cudaperf.execute.types import SPEEDUPS, ConfigResult, ExecResult, Status
+from cudaperf.execute.types import SPEEDUPS, ConfigResult, ExecResult, Status, geomean
 from cudaperf.rank.types import RankScore
 from cudaperf.reward.scorer import Scored
 from cudaperf.tasks.model import Task, TaskKind
@@ -28,7 +28,7 @@ __all__ = ["compile_errors", "render_feedback"]
 _SEVERITY = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 _LABELS = {"cpu": "the serial C reference on the CPU", "naive": "the naive CUDA implementation",
            "eager": "eager PyTorch", "compile": "torch.compile"}  # fmt: skip
-_SPEEDUPS = tuple((SPEEDUPS[k][0], label) for k, label in _LABELS.items())
+_SPEEDUPS = tuple((SPEEDUPS[k][1], label) for k, label in _LABELS.items())
 
 
 def render_feedback(scored: Scored, task: Task, max_findings: int = 5) -> str:
@@ -130,19 +130,30 @@ def _wrong(c: ConfigResult | None, task: Task, res: ExecResult) -> str:
 
 def _ok(res: ExecResult, task: Task) -> str:
     lines = [f"Correct on all {len(res.configs)} configs (held-out included)."]
-    sp = [f"{getattr(res, a):.2f}x vs {name}" for a, name in _SPEEDUPS if getattr(res, a)]
+    visible = [c for c in res.configs if not c.held_out and c.timing is not None]
+    speed = {name: _visible_speedup(visible, base) for base, name in _SPEEDUPS}
+    sp = [f"{v:.2f}x vs {name}" for name, v in speed.items() if v]
     if sp:
-        lines.append("Speedups (geomean over configs): " + "; ".join(sp) + ".")
+        lines.append("Speedups (geomean over the visible configs): " + "; ".join(sp) + ".")
     times = [
         f"`{c.config}` {c.timing.median_us:.1f} us" for c in res.configs
         if c.timing is not None and not c.held_out
     ]  # fmt: skip
     if times:
         lines.append("Time per visible config: " + ", ".join(times) + ".")
-    slow = [a for a in ("speedup_vs_naive", "speedup_vs_eager") if (getattr(res, a) or 2) < 1]
+    slow = [k for k in (_LABELS["naive"], _LABELS["eager"]) if (speed.get(k) or 2) < 1]
     if slow:
         lines.append("It is slower than a baseline above: that is the first thing to fix.")
     return "\n".join(lines)
+
+
+def _visible_speedup(visible: list[ConfigResult], base: str) -> float | None:
+    """Geomean of `base` time / candidate time over the visible configs (None unless every
+    one has both). Held-out times stay out: they move with sizes the model is not shown."""
+    pairs = [(getattr(c, base), c.timing) for c in visible]
+    if not pairs or any(b is None for b, _ in pairs):
+        return None
+    return geomean([b.median_us / t.median_us for b, t in pairs])
 
 
 def _findings(scored: Scored, code: str, limit: int) -> str:

@@ -1,0 +1,68 @@
+"""What a candidate may learn about held-out configs: nothing it could copy into a later reply.
+
+A held-out config's sizes are never in a prompt; the evaluator still runs the candidate on
+them, and anything the candidate writes while it runs there is candidate-controlled text that
+may carry those sizes (a host function that prints `n` and then crashes on every size it was
+not shown). Three rules, used by both tracks' trusted sides (`measure`, `torch_trusted`):
+
+- `visible_first`: the visible configs run first, the held-out ones after them, so everything
+  the candidate printed before the first held-out call was written without knowing any
+  held-out size.
+- `snapshot_output`: before the first held-out call the trusted side asks the candidate's
+  process to flush its stdio, then copies the end of `output.log`. That copy is the only
+  candidate output a result carries (`JobReply.output`; the worker also sends it ahead as a
+  `visible_output` line, so a job that then times out or kills the worker still has it). Text
+  written later, or written over the file's start later, is never read.
+- `held_out_message`: a held-out config's message keeps only the trusted side's own words
+  (comparisons, limits, signals) with its numbers removed (`feedback.redact_sizes`); text that
+  came from the candidate's process (a harness error string, an exception message) is
+  replaced by a fixed sentence: letters can encode a size as well as digits can.
+
+Guaranteed: with these, no text from the candidate's process written after a held-out
+config's sizes reached it is in an `ExecResult`. Not guaranteed: the status itself, and
+whether the candidate crashed, are still per job (one bit that any evaluation gives away).
+"""
+
+from __future__ import annotations
+
+import os
+
+from cudaperf.execute.feedback import redact_sizes
+from cudaperf.tasks.model import InputConfig
+
+__all__ = ["WITHHELD", "held_out_message", "snapshot_output", "visible_first"]
+
+WITHHELD = (
+    "the candidate failed on a held-out config; its own error text there is withheld "
+    "(held-out sizes stay secret)"
+)
+WITHHELD_OUTPUT = "[output the candidate printed while held-out configs ran is withheld]"
+_SNAPSHOT_BYTES = 64 << 10  # the end of output.log kept (results keep at most max_log_chars)
+
+
+def visible_first(configs: list[InputConfig]) -> list[int]:
+    """Indices of `configs` in run order: visible ones, then held-out ones (each in task
+    order)."""
+    return sorted(range(len(configs)), key=lambda i: (configs[i].held_out, i))
+
+
+def held_out_message(message: str, trusted: bool) -> str:
+    """A held-out config's message: the trusted side's own text without its numbers, or
+    `WITHHELD` for text that came from the candidate's process."""
+    if not message:
+        return message
+    return redact_sizes(message) if trusted else WITHHELD
+
+
+def snapshot_output(workdir: str = ".", limit: int = _SNAPSHOT_BYTES) -> str:
+    """The last `limit` bytes of the job's `output.log` (in `workdir`) as text ("" if none)."""
+    path = os.path.join(workdir, "output.log")
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - limit))
+            data = f.read(limit)
+    except OSError:
+        return ""
+    cut = f"[... {size - limit} bytes cut]\n" if size > limit else ""
+    return cut + data.decode(errors="replace")
