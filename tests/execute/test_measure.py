@@ -75,6 +75,22 @@ def test_held_out_feedback_carries_no_size(c_run):
     assert "4096" not in held.message and not any(ch.isdigit() for ch in held.message)
 
 
+def test_the_worker_reply_itself_carries_no_held_out_size(cpu_config, fake_libs):
+    """The worker redacts before its reply leaves it (the evaluator redacts again): a reply
+    is also read by tools that never call `Evaluator.finish`."""
+    cfg = replace(cpu_config, compile_only=None, trials=5, run_timeout_s=10)
+    ev = Evaluator(cfg, Env("full", (0,), "FAKE", "sm_90", {}, 1))
+    h = WorkerHandle(None, cfg)
+    try:
+        p = _prepared(saxpy_task(), "wrong", fake_libs["wrong"], cfg)
+        reply = h.request(ev.request(p), cfg.run_timeout_s)
+    finally:
+        h.close()
+    held = [c for c in reply["configs"] if c["held_out"]]
+    assert reply["status"] == "wrong_output" and len(held) == 1
+    assert held[0]["message"] and not any(ch.isdigit() for ch in held[0]["message"])
+
+
 def test_reference_outputs_equal_to_the_poison_pattern_are_still_compared(cpu_config):
     """`inputs.run_reference`'s second run on zero-filled outputs tells an element the
     reference wrote as all-ones bits (here -1) from one it never wrote; without it a

@@ -40,7 +40,9 @@ class EvalConfig:
     cpu_time_budget_s: float = _f(2.0, "max seconds of CPU-baseline runs per config")
     check_after_timing: bool = _f(True, "re-check outputs on fresh inputs after timing")
     max_log_chars: int = _f(4000, "compile/runtime logs are truncated to this many characters")
-    max_output_mb: int = _f(64, "file-size limit of the worker (stdout, stderr, files), MiB")
+    max_output_mb: int = _f(
+        64, "file-size limit of each candidate process (files, stdout, stderr it writes), MiB"
+    )
     max_open_files: int = _f(256, "open-file limit of the worker")
     max_cpu_s_per_job: int = _f(300, "CPU-seconds limit of the worker per candidate")
     isolate_network: bool = _f(True, "run workers in a new network namespace where allowed")

@@ -1,0 +1,267 @@
+"""Does every family of the dataset evaluate? A smoke test of the evaluator on real sizes (GPU).
+
+For every family of `data/tasks.jsonl.gz` (both kinds): one task drawn by a fixed seed, and
+the family's task whose largest config needs the most memory (C→CUDA: the call segment,
+`c_proc.segment_bytes`; PyTorch→CUDA: the bytes of `get_inputs()`, shapes read on torch's
+meta device). Each task's naive implementation and its fastest (lowest geomean of its stored
+H200 medians) run through `EvalSession`, the evaluator training and `cudaperf bench` use, on
+every config (the largest and the held-out ones included). Passed: every job ends `ok` with
+a measured time on every config.
+
+Imported suites: `--kernelbench DIR` (a KernelBench checkout) adds level 1's problems that
+have a hand-written native candidate (`bench/kernelbench_candidates`).
+
+The JSON is rewritten after every family (`--out`), and a rerun skips the families it
+already holds (`--fresh` starts over), so a cut call resumes. Ctrl-C stops after the job in
+flight.
+
+    python bench/eval_dataset_smoke.py --out bench/results/eval_dataset_smoke_h200.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling, when loaded as a module
+from eval_c2cuda_common import ROOT, header  # noqa: E402
+
+from cudaperf.execute import Candidate, EvalConfig  # noqa: E402
+from cudaperf.execute.api import naive_implementation  # noqa: E402
+from cudaperf.execute.c_proc import segment_bytes  # noqa: E402
+from cudaperf.execute.session import EvalSession, training_config  # noqa: E402
+from cudaperf.tasks.io import load_tasks  # noqa: E402
+from cudaperf.tasks.model import Task, TaskKind  # noqa: E402
+
+MIB = 1 << 20
+GPU = "NVIDIA H200"
+
+
+_BYTES: dict[tuple[str, str], int] = {}
+
+
+def task_bytes(task: Task) -> int:
+    """Bytes the task's largest config moves into one call (see the module doc)."""
+    key = (task.id, task.source)
+    if key not in _BYTES:
+        if task.kind is TaskKind.C2CUDA:
+            _BYTES[key] = max(segment_bytes(task, c) for c in task.configs)
+        else:
+            _BYTES[key] = max(_torch_input_bytes(task, c.sizes) for c in task.configs)
+    return _BYTES[key]
+
+
+def _torch_input_bytes(task: Task, sizes: dict) -> int:
+    try:
+        import torch
+
+        from cudaperf.tasks.pymodule import exec_with_sizes
+
+        mod = exec_with_sizes(task.source, sizes, "smoke_task")
+        with torch.device("meta"):
+            ins = mod.get_inputs()
+        return sum(t.numel() * t.element_size() for t in ins if isinstance(t, torch.Tensor))
+    except Exception:  # noqa: BLE001 - no torch, or a module meta tensors cannot run: a proxy
+        return 4 * math.prod(int(v) for v in sizes.values() if isinstance(v, int) and v > 0)
+
+
+def _ranked(task: Task, gpu: str) -> list:
+    """Implementations measured on every config on `gpu`, fastest first (geomean of medians)."""
+    names = {c.name for c in task.configs}
+    out = []
+    for impl in task.implementations:
+        by = {m.config: m.median_us for m in impl.measurements if m.gpu == gpu}
+        if set(by) >= names and all(by[n] > 0 for n in names):
+            out.append((math.exp(sum(math.log(by[n]) for n in names) / len(names)), impl.id, impl))
+    return [impl for _, _, impl in sorted(out, key=lambda x: x[:2])]
+
+
+def fastest_implementation(task: Task, gpu: str = GPU) -> Candidate | None:
+    """The implementation with the lowest geomean of its stored `gpu` medians over every
+    config (only implementations measured on all of them)."""
+    ranked = _ranked(task, gpu)
+    return Candidate(code=ranked[0].code, id=ranked[0].id) if ranked else None
+
+
+def naive_or_slowest(task: Task, gpu: str = GPU) -> Candidate | None:
+    """The naive implementation (`api.naive_implementation`, the speedup baseline); where the
+    task has none (its naive one did not verify), the slowest measured implementation."""
+    naive = naive_implementation(task)
+    if naive is not None:
+        return naive
+    ranked = _ranked(task, gpu)
+    return Candidate(code=ranked[-1].code, id=ranked[-1].id) if ranked else None
+
+
+def pick(tasks: list[Task], seed: int) -> dict[str, list[Task]]:
+    """Family -> [the seed's task, the largest task] (one task when they coincide)."""
+    fams: dict[str, list[Task]] = {}
+    for t in sorted(tasks, key=lambda t: t.id):
+        fams.setdefault(t.family, []).append(t)
+    out = {}
+    for fam, ts in sorted(fams.items()):
+        drawn = random.Random(f"{seed}:{fam}").choice(ts)
+        largest = max(ts, key=lambda t: (task_bytes(t), t.id))
+        out[fam] = [drawn] if drawn.id == largest.id else [drawn, largest]
+    return out
+
+
+def _status(results: list) -> str:
+    """One status for several results: ok when all are, else the first other one."""
+    return next((r.status.value for r in results if not r.ok), "ok")
+
+
+def _timed_ok(res) -> bool:
+    return res.ok and bool(res.configs) and all(c.timing is not None for c in res.configs)
+
+
+def family_row(tasks: list[Task], session: EvalSession) -> dict:
+    """Evaluate the family's tasks' naive and fastest implementations; the family's row."""
+    jobs, roles = [], []
+    for t in tasks:
+        for role, cand in (("naive", naive_or_slowest(t)), ("fastest", fastest_implementation(t))):
+            if cand is None:
+                continue
+            jobs.append((t, cand))
+            roles.append(role)
+    t0 = time.perf_counter()
+    results = session(jobs)
+    by_role: dict[str, list] = {"naive": [], "fastest": []}
+    for role, res in zip(roles, results, strict=True):
+        by_role[role].append(res)
+    failures = [
+        {"task": r.task_id, "candidate": r.candidate_id, "status": r.status.value,
+         "feedback": r.feedback[:2]}
+        for r in results if not _timed_ok(r)
+    ]  # fmt: skip
+    per_task = {len(by_role["naive"]), len(by_role["fastest"])}
+    return {
+        "kind": tasks[0].kind.value,
+        "tasks": [t.id for t in tasks],
+        "implementations": [[t.id, c.id] for t, c in jobs],
+        "naive": _status(by_role["naive"]) if by_role["naive"] else "missing",
+        "fastest": _status(by_role["fastest"]) if by_role["fastest"] else "missing",
+        "configs_ok": sum(1 for r in results for c in r.configs if c.correct and c.timing),
+        "configs": sum(len(t.configs) for t, _ in jobs),
+        "max_segment_mib": round(max(task_bytes(t) for t in tasks) / MIB, 1),
+        "jobs": len(jobs),
+        "passed": per_task == {len(tasks)} and not failures,
+        "failures": failures,
+        "wall_s": round(time.perf_counter() - t0, 1),
+    }
+
+
+def _config(preset: str, gpus: tuple[int, ...] | None) -> EvalConfig:
+    if preset == "training":
+        return training_config(gpus=gpus)
+    return EvalConfig(gpus=gpus)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", default=str(ROOT / "data" / "tasks.jsonl.gz"))
+    ap.add_argument("--out", default="bench/results/eval_dataset_smoke.json")
+    ap.add_argument("--seed", type=int, default=0, help="draws one task per family")
+    ap.add_argument("--families", default="", help="comma-separated subset (default: all)")
+    ap.add_argument(
+        "--preset",
+        choices=("training", "report"),
+        default="training",
+        help="evaluator settings: training's (as GRPO) or EvalConfig defaults (bench)",
+    )
+    ap.add_argument("--kernelbench", default="", help="a KernelBench checkout (level 1)")
+    ap.add_argument("--fresh", action="store_true", help="ignore families already in --out")
+    a = ap.parse_args(argv)  # fmt: skip
+    logging.basicConfig(level=logging.WARNING)
+    try:
+        tasks = load_tasks(a.data)
+    except (OSError, ValueError) as e:
+        print(f"error: {a.data}: {e}; pass --data PATH to a task file", file=sys.stderr)
+        return 2
+    chosen = pick(tasks, a.seed)
+    if a.families:
+        want = set(a.families.split(","))
+        unknown = want - set(chosen)
+        if unknown:
+            print(
+                f"error: unknown families {sorted(unknown)}; see the dataset card", file=sys.stderr
+            )
+            return 2
+        chosen = {f: ts for f, ts in chosen.items() if f in want}
+    out = Path(a.out)
+    doc = {"families": {}}
+    if out.exists() and not a.fresh:
+        doc = json.loads(out.read_text())
+    cfg = _config(a.preset, None)
+    doc.update(header(cfg), preset=a.preset, seed=a.seed, data=str(a.data))
+    todo = [f for f in chosen if f not in doc["families"]]
+    session = EvalSession(cfg)
+    try:
+        if session.mode != "full":
+            print(
+                "error: no GPU here: the smoke test needs one (nothing is timed)", file=sys.stderr
+            )
+            return 2
+        for i, fam in enumerate(todo, 1):
+            row = family_row(chosen[fam], session)
+            doc["families"][fam] = row
+            _finish(doc, out, len(chosen))
+            print(f"[{i}/{len(todo)}] {fam:28s} naive={row['naive']:13s} "
+                  f"fastest={row['fastest']:13s} configs {row['configs_ok']}/{row['configs']} "
+                  f"max {row['max_segment_mib']} MiB, {row['wall_s']} s", flush=True)  # fmt: skip
+        if a.kernelbench:
+            doc["suites"] = {"kernelbench_level1": kernelbench_rows(a.kernelbench, session)}
+        else:
+            doc.setdefault("suites", {"kernelbench_level1": "not run: no checkout (--kernelbench)"})
+        _finish(doc, out, len(chosen))
+    except KeyboardInterrupt:
+        print(f"interrupted: {len(doc['families'])} families kept in {out}; rerun to resume")
+        return 130
+    finally:
+        session.close()
+    print(f"passed: {doc['passed']} ({doc['families_passed']}/{len(chosen)} families) -> {out}")
+    return 0 if doc["passed"] else 1
+
+
+def _finish(doc: dict, out: Path, n_families: int) -> None:
+    rows = doc["families"].values()
+    doc["families_passed"] = sum(1 for r in rows if r["passed"])
+    suites = doc.get("suites", {}).get("kernelbench_level1")
+    suite_ok = not isinstance(suites, dict) or suites.get("passed", False)
+    doc["passed"] = len(doc["families"]) == n_families and all(r["passed"] for r in rows)
+    doc["passed"] = doc["passed"] and suite_ok
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n")
+    tmp.replace(out)
+
+
+def kernelbench_rows(path: str, session: EvalSession) -> dict:
+    """KernelBench level 1 problems with a native candidate in bench/kernelbench_candidates."""
+    from cudaperf.tasks.importers.kernelbench import import_kernelbench
+
+    index = json.loads((ROOT / "bench/kernelbench_candidates/index.json").read_text())
+    native = {e["problem"]: e["native"] for e in index if e["level"] == 1}
+    tasks = import_kernelbench(path, levels=(1,)).tasks
+    jobs = []
+    for t in tasks:
+        name = t.id.rsplit("/", 1)[-1]
+        rel = native.get(name) or native.get(name + ".py")
+        if rel:
+            code = (ROOT / "bench/kernelbench_candidates" / rel).read_text()
+            jobs.append((t, Candidate(code=code, id=name)))
+    results = session(jobs) if jobs else []
+    bad = [{"task": r.task_id, "status": r.status.value, "feedback": r.feedback[:2]}
+           for r in results if not _timed_ok(r)]  # fmt: skip
+    return {"tasks": len(jobs), "ok": len(jobs) - len(bad), "failures": bad,
+            "passed": bool(jobs) and not bad}  # fmt: skip
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""bench/eval_dataset_smoke.py: which tasks and implementations it picks (CPU), and the smoke
+itself on the dataset's largest configs (GPU)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from cudaperf.tasks.io import load_tasks
+from cudaperf.tasks.model import Implementation, Measurement
+from tests.script_helpers import ROOT, load_script
+
+smoke = load_script("bench/eval_dataset_smoke.py")
+DATA = ROOT / "data" / "tasks.jsonl.gz"
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    return load_tasks(DATA)
+
+
+def test_every_family_gets_a_drawn_task_and_its_largest_one(tasks):
+    chosen = smoke.pick(tasks, seed=0)
+    assert len(chosen) == len({t.family for t in tasks}) == 43
+    assert chosen == smoke.pick(tasks, seed=0)  # fixed by the seed
+    assert chosen != smoke.pick(tasks, seed=1)
+    for fam, picked in chosen.items():
+        family = [t for t in tasks if t.family == fam]
+        assert picked[-1].id == max(family, key=lambda t: (smoke.task_bytes(t), t.id)).id
+        assert all(t.family == fam for t in picked) and 1 <= len(picked) <= 2
+    # the C→CUDA task with the largest call segment of the dataset is in the smoke
+    c_tasks = [t for t in tasks if t.kind.value == "c2cuda"]
+    biggest = max(c_tasks, key=smoke.task_bytes)
+    assert biggest.id in {t.id for ts in chosen.values() for t in ts}
+    assert smoke.task_bytes(biggest) > 64 << 20  # over the old output limit
+
+
+def _measured(task, impl_id: str, us: float) -> Implementation:
+    ms = [Measurement(config=c.name, gpu=smoke.GPU, median_us=us, iqr_us=0.0, trials=5,
+                      date="2026-12-04") for c in task.configs]  # fmt: skip
+    return Implementation(id=impl_id, code=f"// {impl_id}", strategies=["x"], measurements=ms)
+
+
+def test_fastest_is_the_lowest_geomean_and_naive_falls_back_to_the_slowest(tasks):
+    t = tasks[0]
+    impls = [_measured(t, "slow", 30.0), _measured(t, "fast", 10.0), _measured(t, "mid", 20.0)]
+    t = t.model_copy(update={"implementations": impls})
+    assert smoke.fastest_implementation(t).id == "fast"
+    assert smoke.naive_or_slowest(t).id == "slow"  # no naive implementation
+    naive = impls[2].model_copy(update={"id": "naive", "strategies": ["naive"]})
+    t2 = t.model_copy(update={"implementations": [*impls, naive]})
+    assert smoke.naive_or_slowest(t2).id == "naive"
+    unmeasured = impls[1].model_copy(update={"id": "fastest_unmeasured", "measurements": []})
+    t3 = t.model_copy(update={"implementations": [*impls, unmeasured]})
+    assert smoke.fastest_implementation(t3).id == "fast"  # only fully measured ones compete
+
+
+def test_without_a_gpu_it_says_so_in_one_line_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "smoke.json"
+    assert smoke.main(["--families", "gemm", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no GPU" in err[0] and not out.exists()
+    assert smoke.main(["--families", "no_such_family", "--out", str(out)]) == 2
+    assert "unknown families" in capsys.readouterr().err
+
+
+# The families with the largest call segments (C→CUDA, 0.6-1.2 GB) and two PyTorch ones: the
+# sizes that a 64 MiB limit on the worker broke. The whole dataset: the script itself.
+BIG = "resize2d,stencil3d,permute,elementwise_expr,torch_cross_entropy,torch_masked_softmax"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="no NVIDIA GPU visible")
+def test_the_largest_tasks_naive_and_fastest_evaluate_ok_on_every_config(tmp_path):
+    out = tmp_path / "smoke.json"
+    rc = smoke.main(["--families", BIG, "--out", str(out)])
+    doc = json.loads(out.read_text())
+    bad = {f: r["failures"] for f, r in doc["families"].items() if not r["passed"]}
+    assert rc == 0 and doc["passed"], bad
+    assert all(r["configs_ok"] == r["configs"] for r in doc["families"].values())
