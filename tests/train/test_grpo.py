@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
 
 import pytest
 
@@ -211,3 +212,129 @@ def test_pool_fits_keeps_only_tasks_whose_fastest_reply_fits_in_max_new_tokens(t
         training_pool(_opts(tmp_path, tiny, pool=None, pool_fits=True, max_new_tokens=2), tok)
     with pytest.raises(ValueError, match="tokenizer"):
         training_pool(_opts(tmp_path, tiny, pool_fits=True))
+
+
+def _advantages(monkeypatch) -> list[list[float]]:
+    """Every step's advantages as TRL computed them (its batch dict after scoring)."""
+    from trl import GRPOTrainer
+
+    seen, real = [], GRPOTrainer._generate_and_score_completions
+
+    def spy(self, *a, **k):
+        out = real(self, *a, **k)
+        seen.append([float(x) for x in out["advantages"].reshape(-1)])
+        return out
+
+    monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", spy)
+    return seen
+
+
+def _completions(tmp_path) -> list[dict]:
+    text = (tmp_path / "run" / "completions.jsonl").read_text().splitlines()
+    return [json.loads(x) for x in text]
+
+
+def test_a_failure_gets_no_advantage_from_its_turn_in_a_real_step(tmp_path, tiny, monkeypatch):
+    """Issue 44's repro through run_grpo: every reply a compile error (score -0.5), two turns.
+    TRL's group normalisation over both turns gave -0.865 (turn 1) and +0.865 (turn 2); per
+    (task, turn) every advantage is 0."""
+    from transformers import AutoTokenizer
+
+    seen = _advantages(monkeypatch)
+    tok = AutoTokenizer.from_pretrained(str(tiny))
+    bad = ScriptedPolicy(first=[reply("no kernel")], later=[reply("none")], tokenizer=tok)
+    rep = run_grpo(_opts(tmp_path, tiny, turns=2, num_generations=4), evaluator=FakeEvaluator(),
+                   generate=bad)  # fmt: skip
+    assert rep["steps"] == 1 and len(seen) == 1 and len(seen[0]) == 4
+    rows = _completions(tmp_path)
+    assert {r["status"] for r in rows} == {"compile_error"}
+    assert sorted({round(r["return"], 3) for r in rows}) == [-0.7, -0.5]  # two scales ...
+    assert seen[0] == pytest.approx([0.0] * 4, abs=1e-6)  # ... and no bias from either
+
+
+def test_advantages_are_each_rows_return_standardised_within_its_task_and_turn(
+    tmp_path, tiny, monkeypatch
+):
+    """Three chains of two turns with different outcomes: each row's advantage is its
+    discounted return standardised among the same turn's rows of its task. Fails when TRL
+    rescales again (scale_rewards group or batch), when the reward is the turn's own score
+    instead of the return, and when the return drops the speed, structure or ranker terms."""
+    from transformers import AutoTokenizer
+
+    seen = _advantages(monkeypatch)
+    tok = AutoTokenizer.from_pretrained(str(tiny))
+    ok = reply('__global__ void k(int n) {}\nextern "C" void f() {}')
+    wrong = reply("__global__ void k(int n) {} // WRONG")
+    ce = reply("no kernel")
+    policy = ScriptedPolicy(first=[ok, ce, wrong], later=[ce, ok, ok], tokenizer=tok)
+    opts = _opts(tmp_path, tiny, turns=2, num_generations=6, gamma=0.4)
+    run_grpo(opts, evaluator=FakeEvaluator(), generate=policy)
+    rows = _completions(tmp_path)
+    assert [r["turn"] for r in rows] == [1, 2] * 3  # per chain: turn 1 then turn 2
+    for first, second in zip(rows[::2], rows[1::2], strict=True):
+        assert first["return"] == pytest.approx(first["score"] + 0.4 * second["score"])
+    from cudaperf.reward import RewardConfig
+
+    correct = RewardConfig.preset("unified").correct  # the outcome level of an ok row
+    assert all(r["score"] > correct for r in rows if r["status"] == "ok")  # + speed (2x)
+    want = []
+    for r in rows:
+        cell = [x["return"] for x in rows if x["turn"] == r["turn"]]
+        want.append((r["return"] - statistics.mean(cell)) / (statistics.stdev(cell) + 1e-4))
+    assert seen[0] == pytest.approx(want, abs=1e-4)
+
+
+def test_the_seed_fixes_the_evaluators_salt_and_no_seed_keeps_it_secret(tmp_path, tiny):
+    """PROTOCOL.md: seed s fixes the evaluator's input salt (a resumed process redraws
+    nothing; arms of one seed see the same inputs); a run without --seed keeps the secret
+    random salt the evaluator draws itself."""
+    from cudaperf.train.grpo import make_scorer, seed_salt
+    from tests.train.helpers import sample_c_tasks
+
+    tasks = sample_c_tasks()[:2]
+
+    def salt(**kw):
+        opts = _opts(tmp_path, tiny, compile_only=True, **kw)
+        return make_scorer(opts, tasks).evaluator.inner.config.seed_salt
+
+    assert salt(seed=0) == salt(seed=0) == seed_salt(0) and seed_salt(0) is not None
+    assert salt(seed=1) != salt(seed=0) and salt(seed=2) != salt(seed=1)
+    assert salt() is None and GrpoOptions(out=tmp_path).seed is None
+
+
+def test_the_trainer_learns_on_the_ids_generated_from_eos_included(tmp_path, tiny, monkeypatch):
+    """The prompt ids TRL trains on are the ids the policy generated from (chat template
+    applied once, no token dropped), and each completion keeps its EOS (the token that ends the
+    reply is a decision the policy learns too)."""
+    from transformers import AutoTokenizer
+
+    import cudaperf.generation as gen
+
+    tok = AutoTokenizer.from_pretrained(str(tiny))
+    made, seen = [], []
+    reply_ids = tok("Plan: none.", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+
+    def fake_generate(model, ids, *a, **k):
+        made.append(([list(i) for i in ids], [list(reply_ids) for _ in ids]))
+        return made[-1][1]
+
+    from trl import GRPOTrainer
+
+    real = GRPOTrainer._generate_and_score_completions
+
+    def spy(self, *a, **k):
+        out = real(self, *a, **k)
+        seen.append(out)
+        return out
+
+    monkeypatch.setattr(gen, "generate_ids", fake_generate)
+    monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", spy)
+    run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator())
+    ((prompts, comps),), (out,) = made, seen
+
+    def kept(ids, mask):
+        return [row[m.bool()].tolist() for row, m in zip(ids, mask, strict=True)]
+
+    assert kept(out["prompt_ids"], out["prompt_mask"]) == prompts
+    assert kept(out["completion_ids"], out["completion_mask"]) == comps
+    assert all(c[-1] == tok.eos_token_id for c in comps)

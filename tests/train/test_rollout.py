@@ -29,7 +29,10 @@ def _prompts(tasks, g):
 
 def test_discounted_returns():
     assert discounted_returns([1.0, 0.0, 2.0], 0.5) == [1.5, 1.0, 2.0]
-    assert discounted_returns([1.0, None, 2.0], 0.5) == [1.0 + 0.25 * 2.0, None, 2.0]
+    # a turn the evaluator could not score has no return, and neither have the turns before
+    # it: reading it as 0 would pay them for the evaluator's failure
+    assert discounted_returns([1.0, None, 2.0], 0.5) == [None, None, 2.0]
+    assert discounted_returns([1.0, 2.0, None], 0.5) == [None, None, None]
     assert discounted_returns([3.0], 0.4) == [3.0]
 
 
@@ -121,6 +124,10 @@ def test_canaries_are_timed_every_nth_step_only():
     assert timed == ["// canary of step 0", "// canary of step 10"]
     with pytest.raises(ValueError, match="--canary-every 0"):
         RolloutOptions(canary_every=0)
+    from cudaperf.train.grpo import GrpoOptions
+
+    assert RolloutOptions().canary_every == 10  # the protocol's, by default
+    assert GrpoOptions(out="x").canary_every == 10
 
 
 def test_timing_is_sequenced_after_generation_and_the_step_breakdown_is_reported():
@@ -131,8 +138,8 @@ def test_timing_is_sequenced_after_generation_and_the_step_breakdown_is_reported
     scorer = RewardScorer(tasks, evaluator=MeteredEvaluator(clock.wrap("eval", FakeEvaluator())),
                           analyzer=lambda code: [])  # fmt: skip
     recs = []
-    roll = MultiTurnRollout(tasks, scorer, RolloutOptions(turns=2), on_batch=recs.append,
-                            canaries=tasks[:1])  # fmt: skip
+    roll = MultiTurnRollout(tasks, scorer, RolloutOptions(turns=2, canary_every=1),
+                            on_batch=recs.append, canaries=tasks[:1])  # fmt: skip
     gen = clock.wrap("gen", ScriptedPolicy(first=[BAD, WRONG], later=[GOOD]))
     out = roll.run(_prompts(tasks, 4), 4, gen, step=3)
     kinds = [w for w, _, _ in clock.spans]

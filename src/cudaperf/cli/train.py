@@ -143,14 +143,17 @@ def grpo_command(
     lora_r: int = typer.Option(0, "--lora-r", help="New LoRA adapter rank (0: none)."),
     save_steps: int = typer.Option(10, "--save-steps"),
     val_families: int = ValFamOpt, holdout_share: float = HoldOpt,
-    seed: int = typer.Option(0, "--seed", help="Prompt order and sampling."),
+    seed: int | None = typer.Option(
+        None, "--seed", help="Prompt order, sampling and the evaluator's input salt "
+        "(fixed per seed, so a resume redraws nothing); unset: order and sampling as 0, salt "
+        "secret and random."),
     split_seed: int = typer.Option(
         0, "--split-seed", help="Holdout and pool: the SFT run's --seed (checked)."),
     eval_gpus: str | None = typer.Option(None, "--eval-gpus", help="GPUs for timing, e.g. 1."),
     canaries: int = typer.Option(
         0, "--canaries", help="Pool tasks whose naive kernel is re-timed (see --canary-every)."),
     canary_every: int = typer.Option(
-        1, "--canary-every", help="Time the canaries at steps 0, N, 2N, ... (1: every step)."),
+        10, "--canary-every", help="Time the canaries at steps 0, N, 2N, ... (1: every step)."),
     compile_only: bool = typer.Option(False, "--compile-only", help="Rewards from compiling."),
     time_budget: float | None = BudgetOpt, pieces_mib: float | None = PiecesOpt,
     resume: bool = ResumeOpt,

@@ -34,6 +34,7 @@ step written by the main process, and only the main process saves checkpoints' m
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -80,11 +81,13 @@ class GrpoOptions:
     save_steps: int = 10
     val_families: int = 3  # the same holdout as the SFT run's
     holdout_share: float = 0.05
-    seed: int = 0  # prompt order and sampling (the ablation's seeds)
+    # prompt order, sampling and the evaluator's input salt (`seed_salt`: the ablation's seeds);
+    # None: prompt order and sampling as seed 0, and a secret random salt
+    seed: int | None = None
     split_seed: int = 0  # the holdout and the pool: must be the SFT run's --seed (checked)
     eval_gpus: tuple[int, ...] | None = None  # timing GPUs (nvidia-smi indices); train.layout
     canaries: int = 0  # pool tasks whose naive kernel is re-timed (layout and drift checks)
-    canary_every: int = 1  # ... at steps 0, N, 2N, ... (one timing costs ~10 s on an H200)
+    canary_every: int = 10  # ... at steps 0, N, 2N, ... (one timing costs ~10 s on an H200)
     compile_only: bool = False  # evaluate by compiling only (CPU machines, smoke runs)
     prepare: bool = True  # evaluate the pool's naive implementations before step 1
     time_budget_s: float | None = None
@@ -189,11 +192,22 @@ def check_same_holdout(hold, opts: GrpoOptions) -> None:
         )
 
 
+def seed_salt(seed: int | None) -> int | None:
+    """The evaluator's input salt for a run seed (bench/ablation/PROTOCOL.md: the seed fixes
+    it, so a resumed process redraws nothing and arms with one seed see the same inputs); None
+    for None (the evaluator then draws a secret one). The policy never sees either."""
+    if seed is None:
+        return None
+    digest = hashlib.sha256(f"cudaperf grpo evaluator salt {int(seed)}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 62) - 1)
+
+
 def make_scorer(opts: GrpoOptions, tasks, evaluator=None, layout=None):
     """The reward scorer: a persistent evaluator session (unless `evaluator` is given) timing
     on `layout.eval_gpus` (a `train.layout.Layout`; None: every GPU it sees), metered for the
-    step-time breakdown and locked per batch when the layout says so; the analyzer for every
-    candidate (feedback shows findings), the ranker, the preset."""
+    step-time breakdown and locked per batch when the layout says so, with the salt of
+    `opts.seed` (`seed_salt`); the analyzer for every candidate (feedback shows findings), the
+    ranker, the preset."""
     from cudaperf.execute.session import EvalSession, training_config
     from cudaperf.reward import RewardConfig, RewardScorer
     from cudaperf.reward.scorer import ranker_from_spec
@@ -201,7 +215,8 @@ def make_scorer(opts: GrpoOptions, tasks, evaluator=None, layout=None):
     from cudaperf.train.layout import GpuLock, MeteredEvaluator
 
     gpus = layout.eval_gpus if layout is not None else opts.eval_gpus
-    cfg = training_config(compile_only=True if opts.compile_only else None, gpus=gpus)
+    cfg = training_config(compile_only=True if opts.compile_only else None, gpus=gpus,
+                          seed_salt=seed_salt(opts.seed))  # fmt: skip
     if evaluator is None:
         evaluator = EvalSession(cfg)
     lock = None
@@ -264,8 +279,11 @@ def _config(opts: GrpoOptions):
         per_device_train_batch_size=opts.groups_per_step * opts.num_generations,
         num_generations=opts.num_generations, max_completion_length=opts.max_new_tokens,
         temperature=opts.temperature, max_steps=opts.max_steps, save_steps=opts.save_steps,
-        save_strategy="steps", logging_steps=1, report_to="none", seed=opts.seed,
-        bf16=cuda, use_cpu=not cuda, scale_rewards="group",
+        save_strategy="steps", logging_steps=1, report_to="none",
+        seed=opts.seed if opts.seed is not None else 0,
+        # "none": TurnReturn's values are already advantages per (task, turn); TRL only
+        # subtracts each block's mean, which is 0 (train.rewards says why)
+        bf16=cuda, use_cpu=not cuda, scale_rewards="none",
         gradient_checkpointing=False, **extra,
     )  # fmt: skip
 
@@ -300,7 +318,8 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
                                canaries=pool[: opts.canaries])  # fmt: skip
     new_lora = opts.lora_r and opts.adapter is None
     trainer = GRPOTrainer(
-        model=policy.model, reward_funcs=[TurnReturn()], args=_config(opts),
+        model=policy.model, reward_funcs=[TurnReturn(group_size=opts.num_generations)],
+        args=_config(opts),
         train_dataset=prompt_dataset(pool), processing_class=policy.tokenizer,
         peft_config=lora_config(opts.lora_r) if new_lora else None, rollout_func=rollout,
         callbacks=[steplog, budget],

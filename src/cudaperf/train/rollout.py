@@ -4,8 +4,9 @@ TRL 1.16's contract (`GRPOTrainer._generate`): the function gets the per-process
 each dataset row already repeated `num_generations` times, the copies of one prompt next to
 each other — and the trainer; it returns a dict with one entry per incoming row for
 `prompt_ids`, `completion_ids` and `logprobs` (None: the trainer recomputes them), and any
-other key is copied into each row's inputs, so it reaches the reward functions. Rewards are
-normalised over consecutive blocks of `num_generations` rows.
+other key is copied into each row's inputs, so it reaches the reward functions. TRL subtracts
+the mean over consecutive blocks of `num_generations` rows (and scales by their standard
+deviation unless `scale_rewards="none"`, which `train.grpo` sets).
 
 Here a block of G = `num_generations` rows of one task becomes m = G / n chains of n turns
 (`turns`). Turn k of every chain of the batch is generated in one batch, analysed at once when the
@@ -14,8 +15,9 @@ evaluator batch (`episode.step`): generation and timing never overlap. Each turn
 its prompt is the conversation of that turn (the task, the earlier replies and the
 evaluator's feedback, visible configurations only), its completion the reply, and its reward
 the discounted return R_k = s_k + γ s_{k+1} + γ² s_{k+2} + ... over the chain's later turns
-(Kevin-32B's recipe; γ = 0.4 by default). Since every row of a block is of the same task, the
-group normalisation compares samples of one task only.
+(Kevin-32B's recipe; γ = 0.4 by default). The reward function (`train.rewards.TurnReturn`)
+turns returns into advantages among the rows of one task *and one turn*: returns of different
+turns live on different scales and must not be normalised together.
 
 Keys added per row: `cudaperf_return` (the reward), `cudaperf_score` (that turn's own total),
 `cudaperf_<component>`, `cudaperf_status`, `cudaperf_turn`, `task_id`.
@@ -69,7 +71,7 @@ class RolloutOptions:
     gamma: float = 0.4  # discount of later turns' scores
     keep_exchanges: int = 1  # earlier (reply, feedback) exchanges kept in a turn's prompt
     generation: str = "auto"  # cudaperf.generation mode of the policy's sampling
-    canary_every: int = 1  # time the canaries at steps 0, N, 2N, ... (module doc)
+    canary_every: int = 10  # time the canaries at steps 0, N, 2N, ... (module doc)
 
     def __post_init__(self) -> None:
         from cudaperf.generation import check_mode
@@ -84,14 +86,15 @@ class RolloutOptions:
 
 
 def discounted_returns(scores: Sequence[float | None], gamma: float) -> list[float | None]:
-    """R_k = sum_{j >= k} gamma^(j-k) s_j; a turn without a score (evaluator failure) has no
-    return and adds nothing to earlier turns'."""
+    """R_k = sum_{j >= k} gamma^(j-k) s_j. A turn without a score (evaluator failure) has no
+    return, and neither has any earlier turn of the chain: its return would need that score,
+    and reading the missing one as 0 would pay the earlier turn for the evaluator's failure."""
     out: list[float | None] = [None] * len(scores)
-    acc = 0.0
+    acc: float | None = 0.0
     for k in range(len(scores) - 1, -1, -1):
         s = scores[k]
-        acc = (s if s is not None else 0.0) + gamma * acc
-        out[k] = acc if s is not None else None
+        acc = s + gamma * acc if s is not None and acc is not None else None
+        out[k] = acc
     return out
 
 
