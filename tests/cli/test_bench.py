@@ -19,7 +19,7 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc
 
 def bench_run(tmp_path, model: str, out: str, *extra: str):
     args = ["bench", "run", "--model", model, "--suite", "sample", "--samples", "2",
-            "--turns", "2", "--limit", "4", "--compile-only", "--bootstrap", "50",
+            "--turns", "2", "--limit", "4", "--compile-only",
             "--cache-dir", str(tmp_path / "cache"), "--ranker", "none",
             "--out", str(tmp_path / out), *extra]  # fmt: skip
     return runner.invoke(app, args)
@@ -43,13 +43,21 @@ def test_bench_run_resume_report_and_compare_compile_only(tmp_path):
 
     html = (tmp_path / "best/report.html").read_text()
     assert "Compile-only run: there was no GPU" in html
-    rep = runner.invoke(app, ["bench", "report", str(tmp_path / "best"), "--bootstrap", "20"])
+    rep = runner.invoke(app, ["bench", "report", str(tmp_path / "best")])
     assert rep.exit_code == 0 and "report:" in rep.stdout
 
     assert bench_run(tmp_path, "scripted:naive", "naive").exit_code == 0
-    cmp = runner.invoke(app, ["bench", "compare", str(tmp_path / "naive"),
-                              str(tmp_path / "best"), "--out", str(tmp_path / "cmp"),
-                              "--bootstrap", "50"])  # fmt: skip
+    cmp = runner.invoke(
+        app,
+        [
+            "bench",
+            "compare",
+            str(tmp_path / "naive"),
+            str(tmp_path / "best"),
+            "--out",
+            str(tmp_path / "cmp"),
+        ],
+    )
     assert cmp.exit_code == 0, cmp.output
     assert "paired on 4 task(s)" in cmp.stdout and (tmp_path / "cmp/report.html").is_file()
 
@@ -92,7 +100,7 @@ def test_several_suites_in_one_run_and_scripted_models_leave_out_bare_tasks(tmp_
 @needs_nvcc
 def test_no_compile_baseline_is_recorded_and_kept_by_the_resume_command(tmp_path):
     args = ["bench", "run", "--model", "scripted:naive", "--suite", "sample", "--samples", "1",
-            "--turns", "1", "--limit", "1", "--compile-only", "--bootstrap", "20",
+            "--turns", "1", "--limit", "1", "--compile-only",
             "--cache-dir", str(tmp_path / "cache"), "--ranker", "none",
             "--no-compile-baseline", "--out", str(tmp_path / "r")]  # fmt: skip
     res = runner.invoke(app, args)
@@ -133,8 +141,6 @@ def test_run_checks_its_outputs_model_ranker_and_gpu_before_any_work(tmp_path):
         (["--model", "scripted:best", "--out", tmp_path / "r", "--compile-only", "--ranker",
           broken], ["--ranker", "cannot read the ranker model"], 2),
         (["--model", "scripted:best", "--out", tmp_path / "r", "--full"], ["--full needs"], 1),
-        (["--model", "scripted:best", "--out", tmp_path / "r", "--bootstrap", "-1"],
-         ["--bootstrap"], 2),
     ]  # fmt: skip
     for extra, needles, code in cases:
         user_error(cli(*base, *extra, CUDA_VISIBLE_DEVICES=""), *needles, code=code)

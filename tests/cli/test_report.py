@@ -52,3 +52,51 @@ def test_a_result_field_of_the_wrong_type_is_named_not_a_traceback(tmp_path):
     user_error(cli("report", res), "r.jsonl:1", "'configs' is not a list", code=2)
     res.write_text(json.dumps(_row(task_id=7)) + "\n")
     user_error(cli("tasks", "attach", res, "--out", tmp_path / "t.jsonl"), "'task_id'", code=2)
+
+
+def test_gzipped_results_are_read_and_bad_gzip_is_one_line(tmp_path):
+    import gzip
+
+    gz = tmp_path / "results.jsonl.gz"
+    gz.write_bytes(gzip.compress((json.dumps(_row()) + "\n").encode()))
+    res = cli("report", gz, "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["measured_results"] == 0
+    bad = tmp_path / "bad.jsonl.gz"
+    bad.write_text("not gzip")
+    user_error(cli("report", bad), "not a readable gzip file", code=2)
+
+
+def test_eval_backend_ray_without_ray_is_one_line(monkeypatch):
+    import sys
+
+    import pytest
+
+    from cudaperf.cli.common import UserError
+    from cudaperf.cli.eval import _run
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    with pytest.raises(UserError, match=r"pip install 'cudaperf\[ray\]'"):
+        _run([], None, None, "ray", None, False)
+
+
+def test_bench_tables_keep_bracketed_intervals():
+    from rich.console import Console
+
+    import cudaperf.cli.bench as bench
+
+    con = Console(record=True, width=200)
+    s = {"title": "m on [s]", "mode": "full", "metrics": [
+        {"metric": "geomean", "value": 1.5, "ci": [1.0, 2.45], "ci_note": "", "kind": "speedup",
+         "tasks": 3}]}  # fmt: skip
+    old, bench.stdout = bench.stdout, con
+    try:
+        bench._print_summary(s, "r.html")
+    finally:
+        bench.stdout = old
+    t = bench.Table()
+    t.add_column("paired")
+    bench._row(t, "x1.41 [x0.50, x4.00]")  # compare's paired ratio, as paired_text writes it
+    con.print(t)
+    text = con.export_text()
+    assert "[1.00x, 2.45x]" in text and "m on [s]" in text and "[x0.50, x4.00]" in text

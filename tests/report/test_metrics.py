@@ -8,10 +8,12 @@ from itertools import combinations
 import numpy as np
 import pytest
 
+from cudaperf.report.intervals import cluster_t
 from cudaperf.report.metrics import (
+    FAIL_FLOOR,
     Metric,
-    bootstrap,
-    paired_bootstrap,
+    interval,
+    paired_interval,
     pass_at_k,
     rejected_reasons,
     standard_metrics,
@@ -80,20 +82,61 @@ def test_known_answers_on_hand_made_rows():
     geo = math.exp((math.log(1.5) + math.log(3.0)) / 2)
     assert val("geomean speedup vs naive, correct turn-1 samples") == pytest.approx(geo)
     assert val("median speedup vs naive, correct turn-1 samples") == pytest.approx(2.25)
-    all_geo = "geomean speedup vs naive, all tasks (best of 4x2; failure = 1x)"
+    all_geo = "geomean speedup vs naive, all tasks (best of 4x2; failure = 0.1x floor)"
     assert val(all_geo) == pytest.approx(math.sqrt(5.0 * 0.5))
     all_med = "median speedup vs naive, all tasks (best of 4x2; failure = 0)"
     assert val(all_med) == pytest.approx((5.0 + 0.5) / 2)
 
 
-def test_failures_count_as_one_in_the_geomean_and_zero_in_the_median():
+GEO_ALL = "geomean speedup vs naive, all tasks (best of 1x1; failure = 0.1x floor)"
+
+
+def test_failures_count_as_the_floor_in_the_geomean_and_zero_in_the_median():
     rows = [row("a", 1, 0, naive=4.0), row("b", 1, 0, "compile_error")]
     v = views(rows, [meta("a"), meta("b")])
     m = by_name(standard_metrics(1, 1, ["naive"]))
-    assert value(m["geomean speedup vs naive, all tasks (best of 1x1; failure = 1x)"], v) == (
-        pytest.approx(2.0)
-    )  # sqrt(4 * 1)
+    assert value(m[GEO_ALL], v) == pytest.approx(math.sqrt(4 * FAIL_FLOOR))
     assert value(m["median speedup vs naive, all tasks (best of 1x1; failure = 0)"], v) == 2.0
+
+
+def test_no_failure_ranks_above_a_correct_kernel_in_the_all_tasks_geomean():
+    m = by_name(standard_metrics(1, 1, ["naive"]))[GEO_ALL]
+    metas = [meta("a"), meta("b")]
+    for slow in (0.5, FAIL_FLOOR / 2):  # a slow correct kernel, and one below the floor
+        failed = views([row("a", 1, 0, naive=2.0), row("b", 1, 0, "wrong_output")], metas)
+        correct = views([row("a", 1, 0, naive=2.0), row("b", 1, 0, naive=slow)], metas)
+        assert value(m, correct) >= value(m, failed)  # 1x for the failure ranked it above 0.5x
+    assert value(m, views([row("a", 1, 0, naive=0.5)], metas[:1])) > FAIL_FLOOR
+
+
+def test_infra_errors_count_in_no_rate():
+    rows = [row("a", 1, 0, naive=2.0), row("a", 1, 1, "infra_error"),
+            row("b", 1, 0, "infra_error"), row("b", 1, 1, "infra_error")]  # fmt: skip
+    v = views(rows, [meta("a"), meta("b")])
+    m = by_name(standard_metrics(2, 1, ["naive"]))
+    for name in ("compile rate (turn 1)", "correct rate (turn 1)", "correct, best of 2x1",
+                 "fast_1 vs naive (turn 1)", "fast_1 vs naive (best of 2x1)"):  # fmt: skip
+        assert value(m[name], v) == 1.0, name  # a alone: b has no scored sample
+        assert [bool(m[name].per_task(t)) for t in v] == [True, False], name
+    assert value(m["pass@2 (turn 1)"], v) is None  # a has one scored sample: pass@2 undefined
+    assert value(m[f"geomean speedup vs naive, all tasks (best of 2x1; failure = "
+                   f"{FAIL_FLOOR:g}x floor)"], v) == pytest.approx(2.0)  # fmt: skip
+    share, _ = rejected_reasons([*rows, row("c", 1, 0, "rejected")])
+    assert share == pytest.approx(1 / 2)  # of a's ok and c's rejection; infra errors left out
+
+
+def test_a_task_whose_baseline_was_not_timed_takes_no_part_in_its_metrics():
+    # a: correct, but the evaluator could not time the naive baseline (no speedup recorded)
+    rows = [row("a", 1, 0), row("b", 1, 0, naive=3.0)]
+    v = views(rows, [meta("a"), meta("b")])
+    m = by_name(standard_metrics(1, 1, ["naive"]))
+    assert v[0].unmeasured("naive") and not v[1].unmeasured("naive")
+    for name in ("fast_1 vs naive (turn 1)", "fast_1 vs naive (best of 1x1)", GEO_ALL,
+                 "median speedup vs naive, all tasks (best of 1x1; failure = 0)"):  # fmt: skip
+        assert [bool(m[name].per_task(t)) for t in v] == [False, True], name
+    assert value(m["fast_1 vs naive (turn 1)"], v) == 1.0  # not 0.5: a is not "not fast"
+    assert value(m[GEO_ALL], v) == pytest.approx(3.0)  # not sqrt(3 * 1)
+    assert value(m["correct rate (turn 1)"], v) == 1.0  # correctness is still counted
 
 
 def test_per_turn_best_so_far_rises_and_never_falls():
@@ -101,7 +144,7 @@ def test_per_turn_best_so_far_rises_and_never_falls():
     t1, t2 = (by_name(turn_metrics(t, ["naive"])) for t in (1, 2))
     assert value(t1["correct by turn 1"], v) == pytest.approx(2 / 3)
     assert value(t2["correct by turn 2"], v) == 1.0
-    assert value(t1["geomean vs naive by turn 1"], v) == pytest.approx(math.sqrt(3.0 * 1.0))
+    assert value(t1["geomean vs naive by turn 1"], v) == pytest.approx(math.sqrt(3 * FAIL_FLOOR))
     assert value(t2["geomean vs naive by turn 2"], v) == pytest.approx(math.sqrt(5.0 * 0.5))
     # a later turn that is worse than the best so far does not lower it
     worse = [*ROWS, *[row("a", 3, i, "compile_error") for i in range(4)]]
@@ -131,39 +174,60 @@ def synthetic(p: float, n_tasks: int, rng, families: int | None = None):
     return views(rows, metas)
 
 
-def test_bootstrap_interval_covers_the_true_rate_about_95_percent_of_the_time():
+def test_a_metric_interval_is_the_cluster_t_interval_of_its_family_sums():
     rng = np.random.default_rng(1)
     m = by_name(standard_metrics(1, 1, []))["correct rate (turn 1)"]
-    hits, reps = 0, 160
-    for r in range(reps):
-        lo, hi = bootstrap(m, synthetic(0.3, 60, rng), n_boot=300, seed=r)
-        hits += lo <= 0.3 <= hi
-    assert 0.88 <= hits / reps <= 0.995  # nominal 0.95; percentile bootstrap, n = 60
+    v = synthetic(0.3, 60, rng, families=6)
+    sums = [sum(t.turns[1][0].correct for t in v if t.meta.family == f"f{k}") for k in range(6)]
+    _, want = cluster_t(np.array(sums, float), np.full(6, 10.0), 0.95, rate=True)
+    assert interval(m, v) == want and want.two_sided
 
 
-def test_bootstrap_clusters_by_family():
+def test_one_family_gives_no_interval_and_tasks_within_it_do():
     rng = np.random.default_rng(2)
     m = by_name(standard_metrics(1, 1, []))["correct rate (turn 1)"]
     one_family = synthetic(0.5, 40, rng, families=1)
-    assert bootstrap(m, one_family, n_boot=200) == (value(m, one_family),) * 2  # one cluster
-    lo, hi = bootstrap(m, one_family, n_boot=200, by="task")
-    assert hi - lo > 0.1
+    iv = interval(m, one_family)
+    assert iv.lo is None and iv.hi is None and "one family" in iv.note  # not [x, x]
+    iv = interval(m, one_family, by="task")
+    assert iv.two_sided and iv.hi - iv.lo > 0.1
 
 
-def test_paired_bootstrap_of_identical_runs_is_zero_and_of_a_better_run_excludes_zero():
+def test_every_task_correct_gives_a_one_sided_bound_not_a_zero_width_interval():
+    rows = [row(f"t{i}", 1, 0, family=f"f{i % 3}", naive=2.0) for i in range(9)]
+    v = views(rows, [meta(f"t{i}", family=f"f{i % 3}") for i in range(9)])
+    m = by_name(standard_metrics(1, 1, []))["correct rate (turn 1)"]
+    iv = interval(m, v)
+    assert iv.note == "one-sided" and iv.hi is None and iv.lo == pytest.approx(0.05 ** (1 / 3))
+
+
+def test_medians_get_no_interval():
+    rng = np.random.default_rng(4)
+    m = by_name(standard_metrics(1, 1, ["naive"]))
+    v = synthetic(0.5, 30, rng, families=5)
+    iv = interval(m["median speedup vs naive, correct turn-1 samples"], v)
+    assert iv.lo is None and "median" in iv.note
+
+
+def test_paired_interval_of_identical_runs_is_none_and_of_a_better_run_excludes_zero():
     rng = np.random.default_rng(3)
     m = by_name(standard_metrics(1, 1, []))["correct rate (turn 1)"]
-    a = synthetic(0.3, 80, rng)
-    assert paired_bootstrap(m, a, a, n_boot=200) == (0.0, (0.0, 0.0))
+    a = synthetic(0.3, 80, rng, families=8)
+    d, iv = paired_interval(m, a, a)
+    assert d == 0.0 and iv.lo is None and "same difference" in iv.note
     better = [row(t.meta.id, 1, 0, family=t.meta.family, naive=2.0) for t in a]
     b = views(better, [t.meta for t in a])
-    d, (lo, hi) = paired_bootstrap(m, a, b, n_boot=300)
-    assert d == pytest.approx(1 - value(m, a)) and lo > 0
+    d, iv = paired_interval(m, a, b)
+    assert d == pytest.approx(1 - value(m, a)) and iv.lo > 0
 
 
-def test_paired_bootstrap_of_speedups_is_a_ratio():
-    a = views([row("t", 1, 0, naive=2.0), row("u", 1, 0, naive=3.0)], [meta("t"), meta("u")])
-    b = views([row("t", 1, 0, naive=4.0), row("u", 1, 0, naive=6.0)], [meta("t"), meta("u")])
+def test_paired_interval_of_speedups_is_a_ratio():
+    ids = ["t", "u", "w", "x"]
+    ms = [meta(i, family=f"f{k}") for k, i in enumerate(ids)]
+    a = views([row(i, 1, 0, family=f"f{k}", naive=2.0 + k) for k, i in enumerate(ids)], ms)
+    b = views([row(i, 1, 0, family=f"f{k}", naive=(2.0 + k) * (1.8 + 0.1 * k))
+               for k, i in enumerate(ids)], ms)  # fmt: skip
     m = by_name(standard_metrics(1, 1, ["naive"]))
-    d, ci = paired_bootstrap(m["geomean speedup vs naive, correct turn-1 samples"], a, b, 100)
-    assert d == pytest.approx(2.0) and ci == pytest.approx((2.0, 2.0))
+    d, iv = paired_interval(m["geomean speedup vs naive, correct turn-1 samples"], a, b)
+    assert d == pytest.approx(math.prod(1.8 + 0.1 * k for k in range(4)) ** 0.25)
+    assert 1.5 < iv.lo < d < iv.hi < 2.5 and iv.lo * iv.hi == pytest.approx(d * d)  # log scale

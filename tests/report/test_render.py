@@ -49,8 +49,8 @@ def reports(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("reports")
     a = _run(tmp, "naive", make_bench_backend("scripted:naive", TASKS))
     b = _run(tmp, "mixed", HalfBroken(TASKS))
-    run_html = write_run_report(summarize(b, n_boot=100), b.path)
-    cmp_html = write_compare_report(compare([a, b], n_boot=100), tmp / "cmp")
+    run_html = write_run_report(summarize(b), b.path)
+    cmp_html = write_compare_report(compare([a, b]), tmp / "cmp")
     return run_html, cmp_html
 
 
@@ -107,6 +107,31 @@ def test_without_matplotlib_the_tables_are_still_written(tmp_path, monkeypatch):
     run = _run(tmp_path, "naive", make_bench_backend("scripted:naive", TASKS))
     monkeypatch.setattr(figures, "have_matplotlib", lambda: False)
     monkeypatch.setattr(render, "have_matplotlib", lambda: False)
-    html = write_run_report(summarize(run, n_boot=20), tmp_path / "out").read_text()
+    html = write_run_report(summarize(run), tmp_path / "out").read_text()
     assert "Plots left out: matplotlib is not installed" in html and "<img" not in html
     assert "<td>compile rate (turn 1)</td>" in html
+
+
+def test_the_first_screen_answers_correct_fast_against_what_and_how_sure(reports):
+    text = reports[0].read_text()
+    head = text[: text.index("<h2>")]  # before the first table
+    assert "Correct: " in head and "of turn-1 samples" in head
+    assert "Fast, against the task&#x27;s naive CUDA kernel" in head
+    assert "families; 95% intervals over families" in head
+    assert "limit none (all tasks)" in text and "limit None" not in text
+    speed, plot = text.index("<h2>Speed vs"), text.index("data:image/png")
+    assert speed < plot  # the speed results come before the plots
+
+
+def test_compile_only_reports_do_not_claim_a_rejected_share():
+    from cudaperf.report.render import _run_sections, headline
+
+    s = {"mode": "compile-only", "rejected": {"share": 0.0, "reasons": {}}, "metrics": [
+        {"metric": "compile rate (turn 1)", "value": 0.5, "ci": None, "ci_note": "one family: "
+         "no interval", "kind": "rate", "tasks": 2, "doc": "", "baseline": ""}],
+         "baselines": {}, "per_turn": [], "groups": {}, "statuses": {},
+         "tasks": {"finished": 2, "families": 1}}  # fmt: skip
+    heads = [h for h, _, _ in _run_sections(s)]
+    assert not any("0.0% of evaluated samples rejected" in h for h in heads)
+    assert any("not checked (compile-only" in h for h in heads)
+    assert headline(s)[0].startswith("Compiles: 50.0% n/a (one family: no interval)")

@@ -96,7 +96,7 @@ def test_a_rerun_with_other_settings_is_refused(tmp_path):
 
 def test_summary_of_scripted_best_matches_the_stored_measurements(tmp_path):
     bench(tmp_path / "best")
-    s = summarize(read_run(tmp_path / "best"), n_boot=200)
+    s = summarize(read_run(tmp_path / "best"))
     m = {e["metric"]: e for e in s["metrics"]}
     want = math.exp(
         sum(math.log(stored_speedup(t, pick_reference(t, "best").code)) for t in TASKS) / 12
@@ -112,20 +112,22 @@ def test_summary_of_scripted_best_matches_the_stored_measurements(tmp_path):
 def test_compare_pairs_the_same_tasks_and_samples(tmp_path):
     bench(tmp_path / "naive", model="scripted:naive", samples=3, turns=1)
     bench(tmp_path / "best", model="scripted:best", samples=2, turns=2)
-    c = compare([read_run(tmp_path / "naive"), read_run(tmp_path / "best")], n_boot=200)
+    c = compare([read_run(tmp_path / "naive"), read_run(tmp_path / "best")])
     assert (c["samples"], c["turns"], c["tasks"]) == (2, 1, 12)
     m = {e["metric"]: e for e in c["metrics"]}
     fast = m["fast_1 vs naive (turn 1)"]
     assert fast["values"] == [0.0, 1.0]  # naive vs itself is 1.0x, never > 1
-    assert fast["diffs"][0]["diff"] == 1.0 and fast["diffs"][0]["ci"] == [1.0, 1.0]
+    # the same difference in every family: no interval, not a zero-width one
+    assert fast["diffs"][0] == {"diff": 1.0, "ci": None,
+                                "ci_note": "the same difference in every family"}  # fmt: skip
     same = m["correct rate (turn 1)"]["diffs"][0]
-    assert same == {"diff": 0.0, "ci": [0.0, 0.0]}
+    assert same == {"diff": 0.0, "ci": None, "ci_note": "the same difference in every family"}
     fams = c["by_family"]  # one task per sample family
     assert [f["family"] for f in fams] == sorted(t.family for t in TASKS)
     for f in fams:
         e = {x["metric"]: x for x in f["metrics"]}
         assert e["fast_1 vs naive (best of 2x1)"]["values"] == [0.0, 1.0]
-        geo = e["geomean speedup vs naive, all tasks (best of 2x1; failure = 1x)"]
+        geo = e["geomean speedup vs naive, all tasks (best of 2x1; failure = 0.1x floor)"]
         task = next(t for t in TASKS if t.family == f["family"])
         want = stored_speedup(task, pick_reference(task, "best").code)
         assert geo["values"] == pytest.approx([1.0, want])
@@ -142,7 +144,7 @@ def test_compile_only_runs_report_compile_rates_only(tmp_path):
     st = BenchSettings(model="scripted:naive", suite="sample", samples=1, turns=1)
     sc = RewardScorer(TASKS, evaluator=ev, analyzer=lambda c: [], analyze="always")
     run_bench(st, TASKS, META, tmp_path / "r", make_bench_backend(st.model, TASKS), sc)
-    s = summarize(read_run(tmp_path / "r"), n_boot=50)
+    s = summarize(read_run(tmp_path / "r"))
     assert s["mode"] == "compile-only"
     assert [e["metric"] for e in s["metrics"]] == ["compile rate (turn 1)"]
     assert s["speedups"] == {} and s["per_turn"] == []
@@ -160,7 +162,7 @@ def test_a_run_of_only_format_errors_takes_the_mode_the_run_recorded(tmp_path):
     info = {"mode": "compile-only"}
     run_bench(st, TASKS[:2], {k: META[k] for k in list(META)[:2]}, tmp_path / "r",
               ScriptedBackend(["no code here"]), scorer([]), info=info)  # fmt: skip
-    s = summarize(read_run(tmp_path / "r"), n_boot=20)
+    s = summarize(read_run(tmp_path / "r"))
     assert s["mode"] == "compile-only" and s["statuses"] == {"format_error": 2}
     assert [e["metric"] for e in s["metrics"]] == ["compile rate (turn 1)"]
 
@@ -170,7 +172,7 @@ def test_per_suite_and_per_family_tables_when_a_run_spans_suites(tmp_path):
            for i, (k, m) in enumerate(META.items())}  # fmt: skip
     st = BenchSettings(model="scripted:best", suite="A + B", samples=1, turns=1)
     run_bench(st, TASKS, two, tmp_path / "r", make_bench_backend(st.model, TASKS), scorer([]))
-    s = summarize(read_run(tmp_path / "r"), n_boot=50)
+    s = summarize(read_run(tmp_path / "r"))
     assert [(g["group"], g["tasks"]) for g in s["groups"]["suite"]] == [("A", 6), ("B", 6)]
     assert len(s["groups"]["family"]) == 12 and s["groups"]["level"] == []
 
@@ -225,13 +227,13 @@ def test_a_run_without_the_compile_baseline_records_it_and_reports_it_absent(tmp
     r = read_run(tmp_path / "r")
     assert r.settings["compile_baseline"] is False
     assert all("compile" not in m.baselines for m in r.meta.values())
-    s = summarize(r, n_boot=20)
+    s = summarize(r)
     assert "compile" not in s["baselines"] and "eager" in s["baselines"]
     assert s["baselines_absent"] == {"compile": "not timed (--no-compile-baseline)"}
     md = (write_run_report(s, tmp_path / "r").parent / "report.md").read_text()
     assert "baselines absent: torch.compile (not timed (--no-compile-baseline))" in md
     bench(tmp_path / "full", samples=1, turns=1)
-    c = compare([read_run(tmp_path / "full"), r], n_boot=20)
+    c = compare([read_run(tmp_path / "full"), r])
     assert c["baselines_absent"] == {"compile": "not timed (--no-compile-baseline)"}
     with pytest.raises(ValueError, match="compile_baseline=False there, True now"):
         bench(tmp_path / "r", samples=1, turns=1)
@@ -246,4 +248,21 @@ def test_a_run_json_without_compile_baseline_resumes_as_the_default(tmp_path):
     del doc["settings"]["compile_baseline"]  # written before the setting existed
     rj.write_text(json.dumps(doc))
     assert bench(tmp_path / "r", samples=1, turns=1) == 0
-    assert summarize(read_run(tmp_path / "r"), n_boot=20)["baselines_absent"] == {}
+    assert summarize(read_run(tmp_path / "r"))["baselines_absent"] == {}
+
+
+def test_the_report_says_what_it_left_out_as_the_harness_failures():
+    from cudaperf.report.render import left_out_text
+    from cudaperf.report.summary import left_out
+
+    from .helpers import meta, row, views
+
+    rows = [row("a", 1, 0), row("b", 1, 0, naive=2.0), row("b", 1, 1, "infra_error"),
+            row("c", 1, 0, "infra_error")]  # fmt: skip
+    v = views(rows, [meta("a"), meta("b"), meta("c")])
+    lo = left_out(rows, v, ["naive"])
+    assert lo == {"infra_error_samples": 2, "infra_error_tasks": 1,
+                  "baseline_unmeasured": {"naive": 1}}  # fmt: skip
+    text = " ".join(left_out_text(lo, {"naive": "the naive kernel"}))
+    assert "infra errors: 2 sample(s)" in text and "1 task(s) with no other sample" in text
+    assert "the naive kernel could not be timed for 1 task(s)" in text

@@ -8,6 +8,7 @@ import math
 import pytest
 
 from cudaperf.report.figures import family_dots
+from cudaperf.report.metrics import FAIL_FLOOR as FAIL
 from cudaperf.report.render import _family_sections
 from cudaperf.report.summary import family_metrics, family_table
 
@@ -26,51 +27,56 @@ B = [row("a1", 1, 0, family="F", naive=2.0), row("a1", 1, 1, family="F", naive=8
      row("g1", 1, 0, family="G", naive=4.0),
      row("g1", 1, 1, "wrong_output", family="G")]  # fmt: skip
 MS = family_metrics(2, 1, "naive", "full")
+GEO = "geomean speedup vs naive, all tasks (best of 2x1; failure = 0.1x floor)"
 
 
 @pytest.fixture(scope="module")
 def table():
-    t = family_table([views(A, METAS), views(B, METAS)], MS, n_boot=4000, seed=1)
+    t = family_table([views(A, METAS), views(B, METAS)], MS)
     return {f["family"]: {m["metric"]: m for m in f["metrics"]} for f in t}, t
 
 
 def test_the_columns_are_correct_rate_fast_1_and_geomean_against_the_primary_baseline():
     assert [m.name for m in MS] == [
         "correct rate (turn 1)", "fast_1 vs naive (best of 2x1)",
-        "geomean speedup vs naive, all tasks (best of 2x1; failure = 1x)",
+        "geomean speedup vs naive, all tasks (best of 2x1; failure = 0.1x floor)",
     ]  # fmt: skip
     assert [m.name for m in family_metrics(2, 1, "naive", "compile-only")] == [
         "compile rate (turn 1)"
     ]
 
 
-def test_correct_rate_per_family_with_task_bootstrap_and_paired_difference(table):
+def test_correct_rate_per_family_with_task_intervals_and_paired_difference(table):
     by, rows = table
     assert [(f["family"], f["tasks"]) for f in rows] == [("F", 2), ("G", 1)]
     c = by["F"]["correct rate (turn 1)"]
-    # A: (1/2 + 0)/2; B: (1 + 1/2)/2. Bootstrap over 2 tasks: means of {0.5, 0} are 0, 0.25,
-    # 0.5 with probabilities 1/4, 1/2, 1/4, so the 95% interval is [0, 0.5]; B's [0.5, 1]
-    assert c["values"] == [0.25, 0.75]
-    assert c["cis"] == [[0.0, 0.5], [0.5, 1.0]]
-    # each task gains exactly 0.5 in B, so every paired replicate's difference is 0.5 (an
-    # unpaired interval would span [0, 1])
-    assert c["diffs"] == [{"diff": 0.5, "ci": [0.5, 0.5]}]
-    g = by["G"]["correct rate (turn 1)"]
-    assert g["values"] == [1.0, 0.5] and g["diffs"] == [{"diff": -0.5, "ci": [-0.5, -0.5]}]
+    assert c["values"] == [0.25, 0.75]  # A: (1/2 + 0)/2; B: (1 + 1/2)/2
+    # two tasks: a t interval on 1 degree of freedom spans almost everything, as it should
+    assert all(lo < 0.01 and hi > 0.99 for lo, hi in c["cis"]) and c["ci_notes"] == ["", ""]
+    # each task gains exactly 0.5 in B: no interval (never the zero-width [0.5, 0.5])
+    assert c["diffs"] == [{"diff": 0.5, "ci": None,
+                           "ci_note": "the same difference in every task"}]  # fmt: skip
+    g = by["G"]["correct rate (turn 1)"]  # one task: no interval, and the note says so
+    assert g["values"] == [1.0, 0.5] and g["cis"] == [None, None]
+    assert g["ci_notes"] == ["one task: no interval"] * 2
+    assert g["diffs"] == [{"diff": -0.5, "ci": None, "ci_note": "one task: no interval"}]
 
 
 def test_fast_1_and_geomean_per_family(table):
     by, _ = table
     f1 = by["F"]["fast_1 vs naive (best of 2x1)"]
-    assert f1["values"] == [0.5, 0.5] and f1["diffs"] == [{"diff": 0.0, "ci": [0.0, 0.0]}]
-    geo = by["F"]["geomean speedup vs naive, all tasks (best of 2x1; failure = 1x)"]
-    # A: best 2x and a failure (1x) -> sqrt(2); B: best 8x and 0.5x -> sqrt(4) = 2
-    assert geo["values"] == pytest.approx([math.sqrt(2), 2.0])
-    # paired ratio B/A = 2/sqrt(2); per-task ratios 4 (a1) and 0.5 (a2): a replicate drawing
-    # a1 twice gives 4, a2 twice 0.5, one of each sqrt(2) -> interval [0.5, 4]
+    assert f1["values"] == [0.5, 0.5] and f1["diffs"][0]["diff"] == 0.0
+    assert f1["diffs"][0]["ci"] is None
+    geo = by["F"][GEO]
+    # A: best 2x and a failure -> sqrt(2 * floor); B: best 8x and 0.5x -> sqrt(4) = 2
+    assert geo["values"] == pytest.approx([math.sqrt(2 * FAIL), 2.0])
+    # paired ratio B/A = 2/sqrt(2 * floor); per-task ratios 4 (a1) and 0.5/floor (a2): a
+    # log-symmetric interval around it
     d = geo["diffs"][0]
-    assert d["diff"] == pytest.approx(math.sqrt(2)) and d["ci"] == pytest.approx([0.5, 4.0])
-    g = by["G"]["geomean speedup vs naive, all tasks (best of 2x1; failure = 1x)"]
+    assert d["diff"] == pytest.approx(2 / math.sqrt(2 * FAIL))
+    assert d["ci"][0] < d["diff"] < d["ci"][1]
+    assert d["ci"][0] * d["ci"][1] == pytest.approx(d["diff"] ** 2)
+    g = by["G"][GEO]
     assert g["values"] == pytest.approx([4.0, 4.0]) and g["diffs"][0]["diff"] == pytest.approx(1)
 
 
@@ -82,14 +88,15 @@ def test_the_tables_and_the_dot_plot_show_every_family(table):
     assert [h for h, _, _ in secs] == [
         "By family: correct rate (turn 1)",
         "By family: fast_1 vs naive (best of 2x1) (baseline: the task's naive CUDA kernel)",
-        "By family: geomean speedup vs naive, all tasks (best of 2x1; failure = 1x) "
+        "By family: geomean speedup vs naive, all tasks (best of 2x1; failure = 0.1x floor) "
         "(baseline: the task's naive CUDA kernel)",
     ]
     head, body = secs[0][1], secs[0][2]
     assert head == ["family", "tasks", "A [95% CI]", "B [95% CI]", "B vs A (paired) [95% CI]"]
-    assert body[0] == ["F", "2", "25.0% [0.0%, 50.0%]", "75.0% [50.0%, 100.0%]",
-                       "+50.0 pts [+50.0, +50.0]"]  # fmt: skip
-    assert secs[2][2][0][4] == "x1.41 [x0.50, x4.00]"
+    assert body[0] == ["F", "2", "25.0% [0.0%, 100.0%]", "75.0% [0.0%, 100.0%]",
+                       "+50.0 pts n/a (the same difference in every task)"]  # fmt: skip
+    assert body[1][2] == "100.0% n/a (one task: no interval)"  # not [100.0%, 100.0%]
+    assert secs[2][2][1][4] == "x1.00 n/a (one task: no interval)"
     pytest.importorskip("matplotlib")
     png = family_dots(c)
     assert png is not None and png.startswith(b"\x89PNG")

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from cudaperf.cli.common import (
     GenerationOpt,
@@ -24,7 +25,7 @@ from cudaperf.cli.reward import RankerOpt, load_ranker_option
 __all__ = ["bench_app"]
 
 bench_app = typer.Typer(
-    help="Benchmark a model over a suite (metrics with 95% CIs, HTML + Markdown report).",
+    help="Benchmark a model over a suite (metrics with 95% intervals, HTML + Markdown report).",
     no_args_is_help=True,
 )
 
@@ -33,9 +34,6 @@ _SUITE_HELP = (
     "data/tasks.jsonl.gz), train-unseen (a training run's unseen tasks: --suite-path "
     "RUN/holdout.json), kernelbench, "
     "kernelbench:1 (levels 1-3), babeltower, polybench-acc, pareval (with --suite-path)."
-)
-BootOpt = typer.Option(
-    1000, "--bootstrap", min=0, help="Bootstrap replicates for the CIs (0: no intervals)."
 )
 _MODEL_HELP = (
     "smollm2, a Hugging Face name or checkpoint folder, an http(s):// OpenAI-compatible URL, "
@@ -160,16 +158,20 @@ def _info(suites, left_out: str, env, eval_opts: dict, command: str) -> dict:
     }  # fmt: skip
 
 
-def _print_summary(s: dict, html: Path) -> None:
-    from cudaperf.report.summary import fmt_value
+def _row(t: Table, *cells: str) -> None:
+    """A table row of plain text: Rich would read "[x1.00, x2.45]" as markup and drop it."""
+    t.add_row(*(Text(c) for c in cells))
 
-    t = Table(title=s["title"], title_justify="left")
+
+def _print_summary(s: dict, html: Path) -> None:
+    from cudaperf.report.summary import fmt_ci, fmt_value
+
+    t = Table(title=Text(s["title"]), title_justify="left")
     for col in ("metric", "value", "95% CI", "tasks"):
         t.add_column(col)
     for e in s["metrics"]:
-        ci = e["ci"]
-        cis = f"[{fmt_value(ci[0], e['kind'])}, {fmt_value(ci[1], e['kind'])}]" if ci else "n/a"
-        t.add_row(e["metric"], fmt_value(e["value"], e["kind"]), cis, str(e["tasks"]))
+        _row(t, e["metric"], fmt_value(e["value"], e["kind"]),
+             fmt_ci(e["ci"], e.get("ci_note", ""), e["kind"]), str(e["tasks"]))  # fmt: skip
     stdout.print(t)
     if s["mode"] == "compile-only":
         stdout.print(
@@ -224,7 +226,6 @@ def run(
     temperature: float = typer.Option(0.8, "--temperature", min=0.0, help="Sampling temperature."),
     max_tokens: int = typer.Option(2048, "--max-tokens", help="Tokens per reply."),
     generation: str = GenerationOpt,
-    n_boot: int = BootOpt,
 ) -> None:
     """Run a model over a suite; every sample of every turn evaluated on every config."""
     from cudaperf.report.render import write_run_report
@@ -269,14 +270,13 @@ def run(
         raise typer.Exit(130) from None
     if n == 0:
         console.print(f"every task was already finished in {out}; rebuilding the report")
-    summary = summarize(read_run(out), n_boot=n_boot, seed=seed)
+    summary = summarize(read_run(out))
     _print_summary(summary, write_run_report(summary, out))
 
 
 @bench_app.command("report")
 def report(
     run_dir: Path = typer.Argument(..., help="A run folder of `cudaperf bench run`."),
-    n_boot: int = BootOpt,
 ) -> None:
     """Rebuild a run's report (report.html, report.md, summary.json) from its files."""
     from cudaperf.report.render import write_run_report
@@ -287,7 +287,7 @@ def report(
         r = read_run(run_dir)
     except ValueError as e:
         fail(str(e))
-    s = summarize(r, n_boot=n_boot)
+    s = summarize(r)
     _print_summary(s, write_run_report(s, run_dir))
 
 
@@ -295,7 +295,6 @@ def report(
 def compare(
     runs: list[Path] = typer.Argument(..., help="Two or more run folders; the first is the base."),
     out: Path = typer.Option(..., "--out", help="Folder for the comparison report."),
-    n_boot: int = BootOpt,
 ) -> None:
     """The same metrics side by side, with paired differences and their 95% intervals."""
     from cudaperf.report.render import paired_text, write_compare_report
@@ -310,15 +309,15 @@ def compare(
         fail(f"--out {out} is a run folder of `cudaperf bench run`; give a new folder for the "
              "comparison")  # fmt: skip
     try:
-        c = compare_runs([read_run(r) for r in runs], n_boot=n_boot)
+        c = compare_runs([read_run(r) for r in runs])
     except ValueError as e:
         fail(str(e))
     html = write_compare_report(c, out)
-    t = Table(title=c["title"], title_justify="left")
+    t = Table(title=Text(c["title"]), title_justify="left")
     for col in ["metric", *c["names"], *[f"{n} vs {c['names'][0]}" for n in c["names"][1:]]]:
         t.add_column(col)
     for m in c["metrics"]:
         diffs = [paired_text(d, m["kind"]) for d in m["diffs"]]
-        t.add_row(m["metric"], *[fmt_value(v, m["kind"]) for v in m["values"]], *diffs)
+        _row(t, m["metric"], *[fmt_value(v, m["kind"]) for v in m["values"]], *diffs)
     stdout.print(t)
     stdout.print(f"paired on {c['tasks']} task(s); report: {html}")

@@ -186,7 +186,9 @@ def eval_command(
 def _run(jobs, cfg: EvalConfig, out, backend: str, address, show: bool) -> list[ExecResult]:
     be = None
     if backend == "ray":
-        try:
+        try:  # the backend module imports ray only when used: check here, not in a traceback
+            import ray  # noqa: F401
+
             from cudaperf.execute.ray_backend import RayBackend
         except ImportError:
             fail("--backend ray needs ray; install it with: pip install 'cudaperf[ray]'")

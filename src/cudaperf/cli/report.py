@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import gzip
+import shutil
+import tempfile
 from pathlib import Path
 
 import typer
 from rich.table import Table
 
-from cudaperf.cli.common import check_out_file, console, emit_json, read_eval_results, stdout
+from cudaperf.cli.common import (
+    check_out_file,
+    console,
+    emit_json,
+    fail,
+    read_eval_results,
+    stdout,
+)
 
 __all__ = ["report_command"]
 
@@ -15,8 +25,24 @@ __all__ = ["report_command"]
 _MEASURED = ("correct_fraction", "geomean_", "fast_")
 
 
+def _gunzip(path: Path, folder: Path) -> Path:
+    """`path` (gzipped JSONL, as the project's result files are) decompressed into `folder`
+    under its name without .gz; one line when it is not gzip or cannot be read."""
+    if not path.is_file():
+        fail(f"RESULTS {path} does not exist or is not a file; give the path of a results file")
+    out = folder / path.name.removesuffix(".gz")
+    try:
+        with gzip.open(path, "rb") as src, out.open("wb") as dst:
+            shutil.copyfileobj(src, dst)
+    except (OSError, EOFError) as e:
+        fail(f"RESULTS {path}: not a readable gzip file ({e}); give a .jsonl or .jsonl.gz")
+    return out
+
+
 def report_command(
-    results: Path = typer.Argument(..., help="Results JSONL written by `cudaperf eval --out`."),
+    results: Path = typer.Argument(
+        ..., help="Results JSONL (or .jsonl.gz) written by `cudaperf eval --out`."
+    ),
     plot: Path = typer.Option(None, "--plot", help="Write the speedup distributions to a PNG."),
     title: str = typer.Option("", "--title", help="Plot title."),
     json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout."),
@@ -28,7 +54,11 @@ def report_command(
     from cudaperf.report import plot_speedups, summarise
 
     check_out_file(plot, "--plot", (".png",))
-    rows = read_eval_results(results)
+    if results.name.endswith(".gz"):
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = read_eval_results(_gunzip(results, Path(tmp)))
+    else:
+        rows = read_eval_results(results)
     summary = summarise(rows)
     full = [r for r in rows if r.get("mode") != "compile-only"]
     summary["measured_results"] = len(full)

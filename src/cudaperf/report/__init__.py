@@ -2,8 +2,9 @@
 
 Benchmarks (`cudaperf bench`): `suites` (what `--suite` names, fixed subsets), `scripted`
 (the scripted:best / scripted:naive references), `run` (resumable runs over refine), `rows`
-and `metrics` (every metric once, with its formula; bootstrap intervals), `summary` (one run,
-or several compared), `figures` and `render` (self-contained HTML and Markdown reports).
+and `metrics` (every metric once, with its formula), `intervals` (cluster t intervals),
+`summary` (one run, or several compared), `figures` and `render` (self-contained HTML and
+Markdown reports).
 """
 
 from cudaperf.report.speedups import BASELINES, load_results, plot_speedups, summarise

@@ -58,15 +58,17 @@ def _curve_axes(curves_by_run: list[dict], labels: list[str], baselines: dict, k
     for ax, b in zip(axes[0], bl, strict=True):
         for i, (c, lab) in enumerate(zip(curves_by_run, labels, strict=True)):
             if b in c:
-                ax.plot(P_GRID, c[b][key], color=_COLORS[i % 6], label=lab)
+                ax.plot(P_GRID, c[b][key], color=_COLORS[i % 6],
+                        label=f"{lab}: share of tasks (best sample)")  # fmt: skip
                 if key == "best" and len(curves_by_run) == 1:
-                    ax.plot(P_GRID, c[b]["turn1"], color=_COLORS[1], ls="--", label="turn 1")
+                    ax.plot(P_GRID, c[b]["turn1"], color=_COLORS[1], ls="--",
+                            label="turn 1: mean share of samples per task")  # fmt: skip
         ax.set_xscale("log", base=2)
         ax.axvline(1.0, color="grey", lw=0.8)
         ax.set_ylim(0, 1)
         ax.set_title(f"fast_p vs {baselines[b]}", fontsize=9)
         ax.set_xlabel("p (speedup threshold)")
-        ax.set_ylabel("share of tasks")
+        ax.set_ylabel("fast_p")
         ax.legend(fontsize=7)
     return _png(fig)
 
@@ -93,8 +95,20 @@ def per_turn(turn_values: list[list[dict]], labels: list[str], prefixes: list[st
         ax.set_xticks(sorted({t for _, pts in lines for t, _ in pts}))
         ax.set_xlabel("turn")
         ax.set_title(f"{prefix.removesuffix(' by')} (best so far)", fontsize=9)
+        if prefix.startswith("correct"):
+            ax.set_ylim(0, 1.02)  # a share: from 0, so a rise is not magnified
         ax.legend(fontsize=7)
     return _png(fig)
+
+
+def _bar(v: float, ci: list | None, top: float) -> tuple[float, float]:
+    """Error-bar lengths below and above `v`: none without an interval; a one-sided bound
+    draws to `top` (a rate's 100%) or to 0 on its open side."""
+    if ci is None:
+        return 0.0, 0.0
+    lo = 0.0 if ci[0] is None else ci[0]
+    hi = max(top, v) if ci[1] is None else ci[1]
+    return v - lo, hi - v
 
 
 def family_bars(s: dict) -> bytes | None:
@@ -103,16 +117,17 @@ def family_bars(s: dict) -> bytes | None:
     if not fams:
         return None
     want = "compile rate" if s["mode"] == "compile-only" else "correct, best"
-    names, vals, lo, hi = [], [], [], []
+    names, vals, lo, hi, label = [], [], [], [], want
     for g in fams:
         m = next((e for e in g["metrics"] if e["metric"].startswith(want)), None)
         if m is None or m["value"] is None:
             continue
         names.append(f"{g['group']} ({g['tasks']})")
+        label = m["metric"]  # e.g. "correct, best of 4x2": says it is the best-of share
         vals.append(m["value"])
-        ci = m["ci"] or [m["value"], m["value"]]
-        lo.append(m["value"] - ci[0])
-        hi.append(ci[1] - m["value"])
+        a, b = _bar(m["value"], m["ci"], 1.0)
+        lo.append(a)
+        hi.append(b)
     if not names:
         return None
     plt = _plt()
@@ -120,7 +135,7 @@ def family_bars(s: dict) -> bytes | None:
     ax.barh(names, vals, xerr=[lo, hi], color=_COLORS[2], capsize=2)
     ax.set_xlim(0, 1)
     ax.invert_yaxis()
-    ax.set_xlabel(f"{want} (95% CI over the family's tasks)")
+    ax.set_xlabel(f"{label} (95% interval over the family's tasks)")
     ax.tick_params(axis="y", labelsize=7)
     return _png(fig)
 
@@ -145,11 +160,11 @@ def family_dots(c: dict) -> bytes | None:
                 v, ci = e["values"][r], e["cis"][r]
                 if v is None:
                     continue
-                ci = ci or [v, v]
                 ys.append(y + (r - (runs - 1) / 2) * 0.8 / max(runs, 2))
                 xs.append(v)
-                lo.append(v - ci[0])
-                hi.append(ci[1] - v)
+                a, b = _bar(v, ci, 1.0 if kind == "rate" else v)
+                lo.append(a)
+                hi.append(b)
             ax.errorbar(xs, ys, xerr=[lo, hi], fmt="o", ms=4, capsize=2,
                         color=_COLORS[r % 6], label=lab)  # fmt: skip
         if kind == "rate":
@@ -191,7 +206,9 @@ def run_figures(s: dict) -> dict[str, bytes]:
         "fast_p over p (solid: best of all samples and turns; dashed: turn-1 samples)":
             _curve_axes([s.get("fast_p_curves", {})], ["best of all"], s["baselines"], "best"),
         "Per-turn improvement": per_turn([_turn_values(s)], ["run"], _turn_prefixes(s)),
-        "Per-family " + ("compile rate" if s["mode"] == "compile-only" else "correct share"):
+        "Per-family " + ("compile rate (turn 1)" if s["mode"] == "compile-only" else
+                         f"correct share, best of {s['settings']['samples']} samples x "
+                         f"{s['settings']['turns']} turn(s)"):
             family_bars(s),
     }  # fmt: skip
     return {k: v for k, v in figs.items() if v is not None}
@@ -207,7 +224,7 @@ def compare_figures(c: dict) -> dict[str, bytes]:
             if c.get("fast_p_curves") else None,
         "Per-turn improvement":
             per_turn(c["per_turn"], c["names"], _turn_prefixes(c)) if c.get("per_turn") else None,
-        "Per family, each run with its 95% interval (bootstrap over the family's tasks)":
+        "Per family, each run with its 95% interval (t interval over the family's tasks)":
             family_dots(c),
     }  # fmt: skip
     return {k: v for k, v in figs.items() if v is not None}

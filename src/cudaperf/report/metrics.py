@@ -10,13 +10,20 @@ over every sample of turns 1..t (what the multi-turn loop delivers by turn t).
 Every metric is a `Metric`: `per_task(task) -> values` (what one task contributes; an empty
 list = the task does not take part, e.g. a task without the baseline) and `combine(values)`
 over the values of all participating tasks, concatenated. The value of a run is
-`combine(concat(per_task(i) for i))`, and a bootstrap replicate resamples tasks, so every
-interval comes from the same definition as the point value.
+`combine(concat(per_task(i) for i))`; `combine` is a mean, a geomean (of logs) or a median,
+and intervals exist for the first two.
 
-Intervals: 95% percentile bootstrap over tasks, clustered by family (a replicate draws
-families with replacement and takes all their tasks), because tasks of one family share a
-generator and are not independent. With one task per family this is the plain task
-bootstrap. Few families give coarse, wide intervals; the tables print the family count.
+Left out, as the harness's failures rather than the model's (the report counts them): samples
+with status infra_error, from every rate (`scored`); and from baseline b's metrics, a task
+one of whose correct samples has no speedup against b (`TaskView.unmeasured`: the evaluator
+could not time b there, so the task is neither "not fast" nor 1x). An all-tasks geomean counts
+a failure as FAIL_FLOOR and clamps slower correct samples to it, so no failure ranks above a
+correct kernel.
+
+Intervals (`interval`, `paired_interval`): 95% cluster-robust t intervals with families as
+clusters, because tasks of one family share a generator and are not independent; the method,
+why it and where none is given are in `report.intervals`. Few families give wide intervals;
+the tables print the family count.
 """
 
 from __future__ import annotations
@@ -28,17 +35,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cudaperf.report.intervals import Interval, cluster_t, paired_cluster_t
 from cudaperf.report.rows import BenchRow, TaskMeta
 
 __all__ = [
+    "FAIL_FLOOR",
     "FAST_P",
     "Metric",
     "TaskView",
-    "bootstrap",
     "fast_p",
-    "paired_bootstrap",
+    "interval",
+    "paired_interval",
     "pass_at_k",
     "rejected_reasons",
+    "scored",
     "standard_metrics",
     "task_views",
     "turn_metrics",
@@ -46,6 +56,11 @@ __all__ = [
 ]
 
 FAST_P = (1.0, 1.2, 2.0)  # the p of the fast_p table (KernelBench's fast_1, plus 1.2 and 2)
+# An all-tasks geomean counts a task without a correct sample as this speedup, and a correct
+# sample slower than it as it too, so no failure ever ranks above a correct kernel (counting a
+# failure as 1x did: it beat a correct kernel at 0.5x).
+FAIL_FLOOR = 0.1
+INFRA = "infra_error"  # ExecResult status of the evaluator's own failures
 
 
 @dataclass(frozen=True)
@@ -56,13 +71,29 @@ class TaskView:
     turns: dict[int, list[BenchRow]] = field(default_factory=dict)
 
     def upto(self, t: int) -> list[BenchRow]:
-        """Every row of turns 1..t."""
-        return [r for k in sorted(self.turns) if k <= t for r in self.turns[k]]
+        """Every scored row of turns 1..t (infra errors left out: `scored`)."""
+        return [r for k in sorted(self.turns) if k <= t for r in scored(self.turns[k])]
+
+    def unmeasured(self, baseline: str) -> bool:
+        """A correct sample has no speedup against `baseline`: the evaluator could not time
+        it for this task, so the task takes no part in that baseline's metrics."""
+        rows = (r for rs in self.turns.values() for r in rs)
+        return any(r.correct and baseline not in r.speedups for r in rows)
+
+    def has(self, baseline: str) -> bool:
+        """The task has `baseline` and the evaluator timed it (see `unmeasured`)."""
+        return baseline in self.meta.baselines and not self.unmeasured(baseline)
 
     def best_speedup(self, baseline: str, t: int) -> float | None:
         """max s^b over correct samples of turns 1..t (None: no correct, timed sample)."""
         vals = [r.speedups[baseline] for r in self.upto(t) if r.correct and baseline in r.speedups]
         return max(vals, default=None)
+
+
+def scored(rows: Sequence[BenchRow]) -> list[BenchRow]:
+    """The rows that score the model: an infra error is the evaluator's failure, not the
+    model's, so it counts in no rate (neither numerator nor denominator)."""
+    return [r for r in rows if r.status != INFRA]
 
 
 def task_views(rows: Sequence[BenchRow], meta: dict[str, TaskMeta]) -> list[TaskView]:
@@ -108,7 +139,7 @@ def value(m: Metric, tasks: Sequence[TaskView]) -> float | None:
 
 
 def _clusters(tasks: Sequence[TaskView], by: str = "family") -> list[list[int]]:
-    """Task indices per resampling unit: per family (`by="family"`) or one per task."""
+    """Task indices per cluster: per family (`by="family"`) or one per task."""
     if by not in ("family", "task"):
         raise ValueError(f"by={by!r}; use family or task")
     groups: dict[str, list[int]] = defaultdict(list)
@@ -117,73 +148,61 @@ def _clusters(tasks: Sequence[TaskView], by: str = "family") -> list[list[int]]:
     return list(groups.values())
 
 
-def _replicates(
-    parts: list[list[list[float]]], clusters: list[list[int]], combines, n_boot: int, seed: int
-) -> list[list[float]]:
-    """For each replicate (clusters drawn with replacement), each metric's combined value."""
-    rng = np.random.default_rng(seed)
-    out: list[list[float]] = [[] for _ in parts]
-    for _ in range(n_boot):
-        pick = rng.integers(0, len(clusters), len(clusters))
-        idx = [i for c in pick for i in clusters[c]]
-        for k, (p, comb) in enumerate(zip(parts, combines, strict=True)):
-            vals = [v for i in idx for v in p[i]]
-            out[k].append(comb(np.asarray(vals, dtype=float)) if vals else math.nan)
-    return out
+def _form(m: Metric) -> str:
+    """ "mean", "log" (a geomean: the mean of logs) or "median"."""
+    return {_mean: "mean", _geo: "log"}.get(m.combine, "median")
 
 
-def _interval(xs: list[float], level: float) -> tuple[float, float] | None:
-    a = np.asarray([x for x in xs if not math.isnan(x)], dtype=float)
-    if a.size < len(xs) * 0.5 or a.size == 0:  # the metric is undefined on most replicates
-        return None
-    lo, hi = np.quantile(a, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
+def _sums(m: Metric, tasks: Sequence[TaskView], clusters: list[list[int]]):
+    """(sum of values, number of values) of `m` per cluster."""
+    vals = [[v for i in c for v in m.per_task(tasks[i])] for c in clusters]
+    return np.array([sum(v) for v in vals], float), np.array([len(v) for v in vals], float)
 
 
-def bootstrap(
-    m: Metric,
-    tasks: Sequence[TaskView],
-    n_boot: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-    by: str = "family",
-) -> tuple[float, float] | None:
-    """Percentile interval of `m` by bootstrap over families (clusters of tasks; `by="task"`
-    resamples single tasks); None when the metric is undefined (no participating task) on
-    half the replicates or more."""
-    if not tasks:
-        return None
-    parts = [[m.per_task(t) for t in tasks]]
-    (reps,) = _replicates(parts, _clusters(tasks, by), [m.combine], n_boot, seed)
-    return _interval(reps, level)
+def _exp(iv: Interval) -> Interval:
+    return Interval(*(None if x is None else math.exp(x) for x in (iv.lo, iv.hi)), iv.note)
 
 
-def paired_bootstrap(
+def interval(
+    m: Metric, tasks: Sequence[TaskView], level: float = 0.95, by: str = "family"
+) -> Interval:
+    """The `level` interval of `m` over `tasks`: the cluster-robust t interval of
+    `report.intervals` with families as clusters (`by="task"`: single tasks, for a table
+    within one family); a median, or a set where it does not exist, gets none with the
+    reason (`Interval.note`)."""
+    if _form(m) == "median":
+        return Interval.none("median: no interval")
+    sums, counts = _sums(m, tasks, _clusters(tasks, by))
+    _, iv = cluster_t(sums, counts, level, rate=m.kind == "rate", unit=by)
+    return _exp(iv) if _form(m) == "log" else iv
+
+
+def paired_interval(
     m: Metric,
     a: Sequence[TaskView],
     b: Sequence[TaskView],
-    n_boot: int = 1000,
-    seed: int = 0,
     level: float = 0.95,
     by: str = "family",
-) -> tuple[float | None, tuple[float, float] | None]:
-    """(m(b) - m(a), its interval) on the tasks both runs hold, one replicate drawing the
-    same families (`by="task"`: the same tasks) for both runs (a paired bootstrap: shared
-    task difficulty cancels). For a speedup metric (`kind == "speedup"`) the paired statistic
-    is the ratio m(b) / m(a)."""
+) -> tuple[float | None, Interval]:
+    """(m(b) - m(a), its interval) on the tasks both runs hold, clusters (families; `by=
+    "task"`: tasks) paired so that shared task difficulty cancels (`intervals.paired_cluster_t`).
+    For a speedup metric (`kind == "speedup"`) it is the ratio m(b) / m(a) (a difference of
+    logs). A median gets the difference without an interval."""
     ids = [t.meta.id for t in a if t.meta.id in {x.meta.id for x in b}]
     ia, ib = {t.meta.id: t for t in a}, {t.meta.id: t for t in b}
     ta, tb = [ia[i] for i in ids], [ib[i] for i in ids]
     va, vb = value(m, ta), value(m, tb)
     if not ids or va is None or vb is None:
-        return None, None
-    parts = [[m.per_task(t) for t in ta], [m.per_task(t) for t in tb]]
-    ra, rb = _replicates(parts, _clusters(ta, by), [m.combine] * 2, n_boot, seed)
-    if m.kind == "speedup":
-        ratios = [y / x if x > 0 else math.nan for x, y in zip(ra, rb, strict=True)]
-        return (vb / va if va > 0 else None), _interval(ratios, level)
-    diffs = [y - x for x, y in zip(ra, rb, strict=True)]
-    return vb - va, _interval(diffs, level)
+        return None, Interval.none("no task takes part in both")
+    ratio = m.kind == "speedup"
+    point = (vb / va if va > 0 else None) if ratio else vb - va
+    if _form(m) == "median":
+        return point, Interval.none("median: no interval")
+    cl = _clusters(ta, by)
+    d, iv = paired_cluster_t(_sums(m, ta, cl), _sums(m, tb, cl), level, unit=by)
+    if _form(m) == "log":
+        return (math.exp(d) if d is not None else None), _exp(iv)
+    return point, iv
 
 
 # --- the metric definitions ------------------------------------------------------------------
@@ -200,7 +219,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def _turn1(t: TaskView) -> list[BenchRow]:
-    return t.turns.get(1, [])
+    return scored(t.turns.get(1, []))
 
 
 def _share(pred: Callable[[BenchRow], bool]) -> Callable[[TaskView], list[float]]:
@@ -224,16 +243,16 @@ def _pass_k(k: int) -> Callable[[TaskView], list[float]]:
 def _fast_sample(p: float, b: str) -> Callable[[TaskView], list[float]]:
     def per_task(t: TaskView) -> list[float]:
         rows = _turn1(t)
-        if b not in t.meta.baselines or not rows:
+        if not t.has(b) or not rows:
             return []
-        return [sum(r.correct and r.speedups.get(b, 0.0) > p for r in rows) / len(rows)]
+        return [sum(r.correct and r.speedups[b] > p for r in rows) / len(rows)]
 
     return per_task
 
 
 def _fast_best(p: float, b: str, turn: int) -> Callable[[TaskView], list[float]]:
     def per_task(t: TaskView) -> list[float]:
-        if b not in t.meta.baselines or not t.turns:
+        if not t.has(b) or not t.upto(turn):
             return []
         s = t.best_speedup(b, turn)
         return [float(s is not None and s > p)]
@@ -242,24 +261,31 @@ def _fast_best(p: float, b: str, turn: int) -> Callable[[TaskView], list[float]]
 
 
 def _correct_best(turn: int) -> Callable[[TaskView], list[float]]:
-    return lambda t: [float(any(r.correct for r in t.upto(turn)))] if t.turns else []
+    def per_task(t: TaskView) -> list[float]:
+        rows = t.upto(turn)
+        return [float(any(r.correct for r in rows))] if rows else []
+
+    return per_task
 
 
 def _log_correct(b: str) -> Callable[[TaskView], list[float]]:
-    return lambda t: [math.log(r.speedups[b]) for r in _turn1(t) if r.correct and b in r.speedups]
+    return lambda t: [math.log(r.speedups[b]) for r in _turn1(t) if r.correct] if t.has(b) else []
 
 
 def _raw_correct(b: str) -> Callable[[TaskView], list[float]]:
-    return lambda t: [r.speedups[b] for r in _turn1(t) if r.correct and b in r.speedups]
+    return lambda t: [r.speedups[b] for r in _turn1(t) if r.correct] if t.has(b) else []
 
 
-def _all_tasks(b: str, turn: int, fail: float, log: bool) -> Callable[[TaskView], list[float]]:
+def _all_tasks(b: str, turn: int, log: bool) -> Callable[[TaskView], list[float]]:
+    """Best speedup per task; a failure is FAIL_FLOOR (log) or 0 (median), see FAIL_FLOOR."""
+
     def per_task(t: TaskView) -> list[float]:
-        if b not in t.meta.baselines or not t.turns:
+        if not t.has(b) or not t.upto(turn):
             return []
         s = t.best_speedup(b, turn)
-        v = fail if s is None else s
-        return [math.log(v) if log else v]
+        if log:
+            return [math.log(FAIL_FLOOR if s is None else max(s, FAIL_FLOOR))]
+        return [0.0 if s is None else s]
 
     return per_task
 
@@ -310,16 +336,20 @@ def _speed_metrics(b: str, samples: int, turns: int) -> list[Metric]:
                f"exp(mean log s^{b}) over correct turn-1 samples", "speedup"),
         Metric(f"median speedup vs {b}, correct turn-1 samples", _raw_correct(b), _median,
                f"median s^{b} over correct turn-1 samples", "speedup"),
-        Metric(f"geomean speedup vs {b}, all tasks ({best}; failure = 1x)",
-               _all_tasks(b, turns, 1.0, True), _geo,
-               f"exp(mean over tasks of log best s^{b}), a task without a correct sample "
-               "counted as 1x", "speedup"),
+        Metric(f"geomean speedup vs {b}, all tasks ({best}; {_FLOOR_NAME})",
+               _all_tasks(b, turns, True), _geo,
+               f"exp(mean over tasks of log max(best s^{b}, {FAIL_FLOOR:g})): a task without a "
+               f"correct sample counts {FAIL_FLOOR:g}x, a slower correct one too, so no failure "
+               "ranks above a correct kernel", "speedup"),
         Metric(f"median speedup vs {b}, all tasks ({best}; failure = 0)",
-               _all_tasks(b, turns, 0.0, False), _median,
+               _all_tasks(b, turns, False), _median,
                f"median over tasks of best s^{b}, a task without a correct sample counted as 0",
                "speedup"),
     ]  # fmt: skip
     return [_with_baseline(m, b) for m in out]
+
+
+_FLOOR_NAME = f"failure = {FAIL_FLOOR:g}x floor"
 
 
 def _with_baseline(m: Metric, b: str) -> Metric:
@@ -327,7 +357,8 @@ def _with_baseline(m: Metric, b: str) -> Metric:
 
 
 def turn_metrics(turn: int, baselines: Sequence[str]) -> list[Metric]:
-    """Best-so-far by turn t: correct share, fast_1 and geomean (failure = 1x) per baseline."""
+    """Best-so-far by turn t: correct share, fast_1 and geomean (failure = FAIL_FLOOR) per
+    baseline."""
     ms = [Metric(f"correct by turn {turn}", _correct_best(turn), _mean,
                  f"share of tasks with a correct sample in turns 1..{turn}")]  # fmt: skip
     for b in baselines:
@@ -339,9 +370,11 @@ def turn_metrics(turn: int, baselines: Sequence[str]) -> list[Metric]:
                 f"share of tasks whose best correct sample by turn {turn} beats {b}",
             )
         )
-        doc = (f"exp(mean over tasks with baseline {b} of log best s^{b} by turn {turn}), a "
-               "task without a correct sample counted as 1x")  # fmt: skip
-        per = _all_tasks(b, turn, 1.0, True)
+        doc = (
+            f"exp(mean over tasks with baseline {b} of log max(best s^{b} by turn {turn}, "
+            f"{FAIL_FLOOR:g})), a task without a correct sample counted as {FAIL_FLOOR:g}x"
+        )
+        per = _all_tasks(b, turn, True)
         ms.append(Metric(f"geomean vs {b} by turn {turn}", per, _geo, doc, "speedup"))
     return ms
 
@@ -349,7 +382,7 @@ def turn_metrics(turn: int, baselines: Sequence[str]) -> list[Metric]:
 def rejected_reasons(rows: Sequence[BenchRow]) -> tuple[float, Counter[str]]:
     """(share of evaluated samples with status rejected, count of each fired check id among
     them); the reward-hacking watch."""
-    evaluated = [r for r in rows if r.status not in ("format_error", "screened")]
+    evaluated = [r for r in rows if r.status not in ("format_error", "screened", INFRA)]
     rej = [r for r in evaluated if r.status == "rejected"]
     reasons: Counter[str] = Counter(f for r in rej for f in (r.findings or ["(no check id)"]))
     return (len(rej) / len(evaluated) if evaluated else 0.0), reasons

@@ -16,9 +16,16 @@ from pathlib import Path
 
 from cudaperf.report.figures import compare_figures, have_matplotlib, run_figures
 from cudaperf.report.rows import BASELINE_LABELS
-from cudaperf.report.summary import fmt_value
+from cudaperf.report.summary import fmt_ci, fmt_value
 
-__all__ = ["absent_text", "paired_text", "write_compare_report", "write_run_report"]
+__all__ = [
+    "absent_text",
+    "headline",
+    "left_out_text",
+    "paired_text",
+    "write_compare_report",
+    "write_run_report",
+]
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1150px;color:#222}
 table{border-collapse:collapse;margin:8px 0 18px}td,th{border:1px solid #ccc;padding:3px 8px;
@@ -34,8 +41,7 @@ def _esc(x) -> str:
 
 
 def _ci(e: dict) -> str:
-    ci = e.get("ci")
-    return f"[{fmt_value(ci[0], e['kind'])}, {fmt_value(ci[1], e['kind'])}]" if ci else "n/a"
+    return fmt_ci(e.get("ci"), e.get("ci_note", ""), e["kind"])
 
 
 def _table(head: list[str], rows: list[list[str]], cls_num: set[int] = frozenset()) -> str:
@@ -98,7 +104,12 @@ def _run_sections(s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
             [g["group"], str(g["tasks"])] + [f"{fmt_value(e['value'], e['kind'])} {_ci(e)}"
                                              for e in g["metrics"]] for g in groups]))  # fmt: skip
     rj = s["rejected"]
-    out.append((f"Reward-hacking watch: {100 * rj['share']:.1f}% of evaluated samples rejected",
+    watch = (
+        f"{100 * rj['share']:.1f}% of evaluated samples rejected"
+        if s["mode"] != "compile-only"
+        else "not checked (compile-only: nothing ran, so no run-time check fired)"
+    )
+    out.append((f"Reward-hacking watch: {watch}",
                 ["check that fired", "samples"],
                 [[k, str(v)] for k, v in rj["reasons"].items()] or [["(none)", "0"]]))  # fmt: skip
     defs = [[e["metric"], e["doc"]] for e in s["metrics"]]
@@ -106,11 +117,52 @@ def _run_sections(s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
         for e in s["per_turn"][0]["metrics"]:
             doc = e["doc"].replace("1..1", "1..t").replace("by turn 1", "by turn t")
             defs.append([e["metric"].replace(" by turn 1", " by turn t"), doc])
-    out.append(("Definitions (intervals: 95% bootstrap over tasks, clustered by family)",
+    out.append(("Definitions (intervals: 95% cluster-robust t intervals, families as clusters; "
+                "one-sided bounds and n/a where no two-sided interval exists)",
                 ["metric", "formula"], defs))  # fmt: skip
     out.append(("Statuses (all samples, all turns)", ["status", "samples"],
                 [[k, str(v)] for k, v in s["statuses"].items()]))  # fmt: skip
     return out
+
+
+def _opt(v) -> str:
+    return "none (all tasks)" if v is None else str(v)
+
+
+def _find(s: dict, prefix: str) -> dict | None:
+    return next((e for e in s["metrics"] if e["metric"].startswith(prefix)), None)
+
+
+def headline(s: dict) -> list[str]:
+    """The first screen: how often correct, how fast, against what, how sure."""
+    t = s["tasks"]
+    sure = (f"{t['finished']} tasks in {t['families']} families; 95% intervals over families "
+            "(fewer families, wider intervals; n/a where none can be given)")  # fmt: skip
+    if s["mode"] == "compile-only":
+        e = _find(s, "compile rate")
+        return [f"Compiles: {_val(e)} of turn-1 samples. Nothing was run: no correctness or "
+                "speed was measured (no GPU).", sure]  # fmt: skip
+    out = []
+    c1, cb = _find(s, "correct rate (turn 1)"), _find(s, "correct, best")
+    if c1:
+        out.append(f"Correct: {_val(c1)} of turn-1 samples"
+                   + (f"; {_val(cb)} of tasks with a correct sample ({cb['metric']})"
+                      if cb else ""))  # fmt: skip
+    prim = s.get("primary_baseline")
+    if prim:
+        f1 = _find(s, f"fast_1 vs {prim} (best")
+        geo = _find(s, f"geomean speedup vs {prim}, correct")
+        parts = []
+        if f1:
+            parts.append(f"{_val(f1)} of tasks beat it ({f1['metric']})")
+        if geo:
+            parts.append(f"correct turn-1 samples run {_val(geo)} its speed (geomean)")
+        out.append(f"Fast, against {s['baselines'][prim]}: " + "; ".join(parts))
+    return [*out, sure]
+
+
+def _val(e: dict | None) -> str:
+    return "n/a" if e is None else f"{fmt_value(e['value'], e['kind'])} {_ci(e)}"
 
 
 def _header(s: dict) -> tuple[str, list[str]]:
@@ -121,7 +173,8 @@ def _header(s: dict) -> tuple[str, list[str]]:
         f"tasks: {s['tasks']['finished']} finished of {s['tasks']['selected']} selected, "
         f"{s['tasks']['families']} families; {st['samples']} samples x {st['turns']} turn(s); "
         f"{s['samples_evaluated']} samples evaluated",
-        f"subset: seed {st['seed']}, limit {st['limit']}, per family {st['tasks_per_family']}",
+        f"subset: seed {st['seed']}, limit {_opt(st['limit'])}, per family "
+        f"{_opt(st['tasks_per_family'])}",
         f"evaluator: {s['mode']}; GPU {s['info'].get('gpu') or 'none'}; started "
         f"{s['info'].get('started', '?')}",
     ]
@@ -129,7 +182,22 @@ def _header(s: dict) -> tuple[str, list[str]]:
         facts.append(f"left out: {s['info']['left_out']}")
     if s.get("baselines_absent"):
         facts.append(absent_text(s["baselines_absent"]))
+    facts += left_out_text(s.get("left_out", {}), s["baselines"])
     return s["title"], facts
+
+
+def left_out_text(lo: dict, labels: dict[str, str]) -> list[str]:
+    """The header lines naming what the metrics leave out as the harness's failures."""
+    out = []
+    if lo.get("infra_error_samples"):
+        out.append(f"infra errors: {lo['infra_error_samples']} sample(s) failed in the "
+                   "evaluator, not the model; left out of every rate"
+                   + (f" ({lo['infra_error_tasks']} task(s) with no other sample left out "
+                      "entirely)" if lo.get("infra_error_tasks") else ""))  # fmt: skip
+    for b, n in lo.get("baseline_unmeasured", {}).items():
+        out.append(f"baseline not measured: {labels.get(b, b)} could not be timed for {n} "
+                   "task(s); they are left out of its speed metrics")  # fmt: skip
+    return out
 
 
 def absent_text(absent: dict[str, str]) -> str:
@@ -142,15 +210,18 @@ def _b64(png: bytes) -> str:
     return base64.b64encode(png).decode()
 
 
-def _page(title, facts, note, sections, figs, extra_html="") -> str:
-    parts = [f"<h1>{_esc(title)}</h1><ul>" + "".join(f"<li>{_esc(f)}</li>" for f in facts)
-             + "</ul>"]  # fmt: skip
+def _page(title, facts, note, sections, figs, extra_html="", top=(), plots_after=0) -> str:
+    parts = [f"<h1>{_esc(title)}</h1>"]
+    if top:
+        parts.append('<div class="head">' + "".join(f"<p><b>{_esc(x)}</b></p>" for x in top)
+                     + "</div>")  # fmt: skip
     if note:
         parts.append(f'<div class="banner">{_esc(note)}</div>')
+    parts.append("<ul>" + "".join(f"<li>{_esc(f)}</li>" for f in facts) + "</ul>")
     for i, (head, cols, rows) in enumerate(sections):
         nums = set(range(1, len(cols)))
         parts.append(f"<h2>{_esc(head)}</h2>" + _table(cols, rows, nums))
-        if i == 0:  # the plots right after the headline table
+        if i == plots_after:  # the plots after the correctness and speed tables
             parts += [
                 f'<h2>{_esc(cap)}</h2><img alt="{_esc(cap)}" '
                 f'src="data:image/png;base64,{_b64(png)}">'
@@ -204,11 +275,15 @@ def write_run_report(s: dict, folder: str | Path) -> Path:
     sections = _run_sections(s)
     figs = run_figures(s)
     fail_html, fail_md = _failures_html(s)
-    md = [f"# {title}\n", *[f"- {f}" for f in facts], ""]
+    top = headline(s)
+    md = [f"# {title}\n", *[f"**{x}**\n" for x in top]]
     if note:
         md.append(f"> **{note}**\n")
+    md += [*[f"- {f}" for f in facts], ""]
     md += [f"## {h}\n\n{_md_table(c, r)}\n" for h, c, r in sections] + fail_md
-    return _write(Path(folder), _page(title, facts, note, sections, figs, fail_html), md, figs, s)
+    speed = sum(h.startswith(("Summary", "Speed vs")) for h, _, _ in sections) - 1
+    page = _page(title, facts, note, sections, figs, fail_html, top, max(speed, 0))
+    return _write(Path(folder), page, md, figs, s)
 
 
 def _family_sections(c: dict) -> list[tuple[str, list[str], list[list[str]]]]:
@@ -227,8 +302,9 @@ def _family_sections(c: dict) -> list[tuple[str, list[str], list[list[str]]]]:
         rows = []
         for f in fams:
             e = f["metrics"][k]
-            cells = [f"{fmt_value(v, e['kind'])} {_ci({'ci': ci, 'kind': e['kind']})}"
-                     for v, ci in zip(e["values"], e["cis"], strict=True)]  # fmt: skip
+            notes = e.get("ci_notes") or [""] * len(e["cis"])
+            cells = [f"{fmt_value(v, e['kind'])} {fmt_ci(ci, n, e['kind'])}"
+                     for v, ci, n in zip(e["values"], e["cis"], notes, strict=True)]  # fmt: skip
             rows.append([f["family"], str(f["tasks"]), *cells,
                          *[paired_text(d, e["kind"]) for d in e["diffs"]]])  # fmt: skip
         named = vs if prim and f"vs {prim}" in m0["metric"] else ""
@@ -266,10 +342,11 @@ def write_compare_report(c: dict, folder: str | Path) -> Path:
 
 def paired_text(d: dict, kind: str) -> str:
     """A paired difference: rate metrics in percentage points, speedups as a ratio."""
-    v, ci = d["diff"], d["ci"]
+    v, ci, note = d["diff"], d["ci"], d.get("ci_note", "")
     if v is None:
         return "n/a"
+    none = f"n/a ({note})" if note else "n/a"
     if kind == "rate":
         return f"{100 * v:+.1f} pts " + (f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci
-                                         else "n/a")  # fmt: skip
-    return f"x{v:.2f} " + (f"[x{ci[0]:.2f}, x{ci[1]:.2f}]" if ci else "n/a")
+                                         else none)  # fmt: skip
+    return f"x{v:.2f} " + (f"[x{ci[0]:.2f}, x{ci[1]:.2f}]" if ci else none)

@@ -17,12 +17,14 @@ import numpy as np
 
 from cudaperf.refine.trajectory import SummaryRecord
 from cudaperf.report.metrics import (
+    INFRA,
     Metric,
     TaskView,
-    bootstrap,
     fast_p,
-    paired_bootstrap,
+    interval,
+    paired_interval,
     rejected_reasons,
+    scored,
     standard_metrics,
     task_views,
     turn_metrics,
@@ -32,7 +34,7 @@ from cudaperf.report.rows import BASELINE_FIELDS, BASELINE_LABELS, BenchRow, row
 from cudaperf.report.run import RunFiles
 
 __all__ = ["FAILURE_ORDER", "P_GRID", "absent_baselines", "compare", "family_metrics",
-           "family_table", "load_views", "summarize"]  # fmt: skip
+           "family_table", "fmt_ci", "fmt_value", "load_views", "summarize"]  # fmt: skip
 
 P_GRID = [round(float(p), 3) for p in np.geomspace(0.25, 128.0, 46)]  # fast_p curve abscissae
 FAILURE_ORDER = ["rejected", "wrong_output", "runtime_error", "timeout", "compile_error",
@@ -61,10 +63,16 @@ def _measured(ms: list[Metric], mode: str) -> list[Metric]:
     return [m for m in ms if "compile rate" in m.name] if mode == "compile-only" else ms
 
 
-def _entry(m: Metric, views: Sequence[TaskView], n_boot: int, seed: int, by="family") -> dict:
-    ci = bootstrap(m, views, n_boot=n_boot, seed=seed, by=by)
+def _ci(iv) -> dict:
+    """An `intervals.Interval` as JSON: "ci" [lo, hi] (an end None for a one-sided bound;
+    None when there is no interval) and "ci_note" ("" two-sided, "one-sided", or why none)."""
+    ci = None if iv.lo is None and iv.hi is None else [iv.lo, iv.hi]
+    return {"ci": ci, "ci_note": iv.note}
+
+
+def _entry(m: Metric, views: Sequence[TaskView], by="family") -> dict:
     n = sum(bool(m.per_task(v)) for v in views)
-    return {"metric": m.name, "value": value(m, views), "ci": list(ci) if ci else None,
+    return {"metric": m.name, "value": value(m, views), **_ci(interval(m, views, by=by)),
             "tasks": n, "kind": m.kind, "doc": m.doc, "baseline": m.baseline}  # fmt: skip
 
 
@@ -81,7 +89,7 @@ def _group_metrics(samples: int, turns: int, prim: str | None, mode: str) -> lis
     return _measured([m for m in ms if m.name.startswith(tuple(want))], mode)
 
 
-def _groups(views: list[TaskView], key: str, ms: list[Metric], n_boot: int, seed: int) -> list:
+def _groups(views: list[TaskView], key: str, ms: list[Metric]) -> list:
     vals = sorted({getattr(v.meta, key) for v in views})
     if key != "family" and len(vals) < 2:
         return []
@@ -90,8 +98,22 @@ def _groups(views: list[TaskView], key: str, ms: list[Metric], n_boot: int, seed
         sub = [v for v in views if getattr(v.meta, key) == g]
         by = "task" if key == "family" else "family"  # within one family: tasks resampled
         out.append({"group": g, "tasks": len(sub),
-                    "metrics": [_entry(m, sub, n_boot, seed, by) for m in ms]})  # fmt: skip
+                    "metrics": [_entry(m, sub, by) for m in ms]})  # fmt: skip
     return out
+
+
+def left_out(rows: Sequence[BenchRow], views: Sequence[TaskView], baselines) -> dict:
+    """What the metrics leave out as the harness's failures, not the model's: samples with an
+    infra error (in no rate) and the tasks with no scored sample at all; per baseline, the
+    tasks that have it but whose correct samples it could not be timed for."""
+    infra = [r for r in rows if r.status == INFRA]
+    return {
+        "infra_error_samples": len(infra),
+        "infra_error_tasks": sum(bool(v.turns) and not scored([r for rs in v.turns.values()
+                                 for r in rs]) for v in views),
+        "baseline_unmeasured": {b: n for b in baselines if (n := sum(
+            b in v.meta.baselines and v.unmeasured(b) for v in views))},
+    }  # fmt: skip
 
 
 def _failures(rows: list[BenchRow], limit: int = 12) -> list[dict]:
@@ -137,7 +159,7 @@ def absent_baselines(present: Sequence[str], runs: Sequence[RunFiles]) -> dict[s
     return {b: why[b] or "not in every run" for b in BASELINE_FIELDS if b not in present}
 
 
-def summarize(run: RunFiles, n_boot: int = 1000, seed: int = 0) -> dict:
+def summarize(run: RunFiles) -> dict:
     """Everything a run's report shows (see the module doc)."""
     st = run.settings
     rows, views, baselines, mode = load_views(run)
@@ -150,7 +172,7 @@ def summarize(run: RunFiles, n_boot: int = 1000, seed: int = 0) -> dict:
     if mode != "compile-only":
         for t in range(1, turns + 1):
             per_turn.append({"turn": t, "metrics": [
-                _entry(m, views, n_boot, seed) for m in turn_metrics(t, baselines)]})  # fmt: skip
+                _entry(m, views) for m in turn_metrics(t, baselines)]})  # fmt: skip
     return {
         "title": f"{st['model']} on {run.info.get('suite_label', st['suite'])}",
         "settings": st, "info": run.info, "mode": mode,
@@ -160,9 +182,10 @@ def summarize(run: RunFiles, n_boot: int = 1000, seed: int = 0) -> dict:
         "baselines": {b: BASELINE_LABELS[b] for b in baselines}, "primary_baseline": prim,
         "baselines_absent": absent_baselines(baselines, [run]),
         "statuses": dict(Counter(r.status for r in rows).most_common()),
-        "metrics": [_entry(m, views, n_boot, seed) for m in ms],
+        "left_out": left_out(rows, views, baselines),
+        "metrics": [_entry(m, views) for m in ms],
         "per_turn": per_turn,
-        "groups": {k: _groups(views, k, group_ms, n_boot, seed) for k in ("suite", "level",
+        "groups": {k: _groups(views, k, group_ms) for k in ("suite", "level",
                                                                             "family")},
         "rejected": {"share": share, "reasons": dict(reasons.most_common())},
         "failures": _failures(rows),
@@ -175,7 +198,7 @@ def summarize(run: RunFiles, n_boot: int = 1000, seed: int = 0) -> dict:
 def family_metrics(samples: int, turns: int, prim: str | None, mode: str) -> list[Metric]:
     """The columns of a comparison's per-family table: correct rate (turn 1), and against the
     primary baseline fast_1 (best of all samples and turns) and the geomean speedup over all
-    tasks (failure = 1x); only the compile rate when a run was not evaluated in full."""
+    tasks (failure = the 0.1x floor); only the compile rate when a run was not evaluated in full."""
     if mode != "full":
         return [m for m in standard_metrics(samples, turns, []) if "compile rate" in m.name]
     want = ["correct rate (turn 1)"]
@@ -185,33 +208,32 @@ def family_metrics(samples: int, turns: int, prim: str | None, mode: str) -> lis
     return [m for m in ms if m.name.startswith(tuple(want))]
 
 
-def family_table(
-    views: Sequence[Sequence[TaskView]], ms: list[Metric], n_boot: int = 1000, seed: int = 0
-) -> list[dict]:
+def family_table(views: Sequence[Sequence[TaskView]], ms: list[Metric]) -> list[dict]:
     """Per family of the first run's tasks (sorted), for each metric of `ms`: each run's value
-    and 95% interval (bootstrap over the family's tasks), and each later run's paired
-    difference against the first (`paired_bootstrap` drawing the same tasks for both; a
-    ratio for speedups). `views`: one list of task views per run, on the same tasks."""
+    and 95% interval (the family's tasks as clusters), and each later run's paired
+    difference against the first (`paired_interval` pairing the same tasks; a ratio for
+    speedups). `views`: one list of task views per run, on the same tasks."""
     out = []
     for fam in sorted({v.meta.family for v in views[0]}):
         sub = [[v for v in vs if v.meta.family == fam] for vs in views]
         rows = []
         for m in ms:
-            es = [_entry(m, s, n_boot, seed, by="task") for s in sub]
+            es = [_entry(m, s, by="task") for s in sub]
             diffs = []
             for s in sub[1:]:
-                d, ci = paired_bootstrap(m, sub[0], s, n_boot=n_boot, seed=seed, by="task")
-                diffs.append({"diff": d, "ci": list(ci) if ci else None})
+                d, iv = paired_interval(m, sub[0], s, by="task")
+                diffs.append({"diff": d, **_ci(iv)})
             rows.append({"metric": m.name, "kind": m.kind, "values": [e["value"] for e in es],
-                         "cis": [e["ci"] for e in es], "diffs": diffs})  # fmt: skip
+                         "cis": [e["ci"] for e in es],
+                         "ci_notes": [e["ci_note"] for e in es], "diffs": diffs})  # fmt: skip
         out.append({"family": fam, "tasks": len(sub[0]), "metrics": rows})
     return out
 
 
-def compare(runs: Sequence[RunFiles], n_boot: int = 1000, seed: int = 0) -> dict:
+def compare(runs: Sequence[RunFiles]) -> dict:
     """The first run against each later one: every metric of both on the tasks both finished,
     the samples both have (index < the smaller `samples`) and the turns both ran, with the
-    paired difference (later - first) and its paired bootstrap interval; `by_family` holds
+    paired difference (later - first) and its paired interval; `by_family` holds
     the same per family (`family_table` of `family_metrics`)."""
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
@@ -238,8 +260,8 @@ def compare(runs: Sequence[RunFiles], n_boot: int = 1000, seed: int = 0) -> dict
         row = {"metric": m.name, "kind": m.kind, "doc": m.doc,
                "values": [value(m, v) for v in views], "diffs": []}  # fmt: skip
         for v in views[1:]:
-            d, ci = paired_bootstrap(m, views[0], v, n_boot=n_boot, seed=seed)
-            row["diffs"].append({"diff": d, "ci": list(ci) if ci else None})
+            d, iv = paired_interval(m, views[0], v)
+            row["diffs"].append({"diff": d, **_ci(iv)})
         table.append(row)
     per_turn = []
     if mode == "full":
@@ -254,10 +276,23 @@ def compare(runs: Sequence[RunFiles], n_boot: int = 1000, seed: int = 0) -> dict
         "baselines": {b: BASELINE_LABELS[b] for b in baselines}, "metrics": table,
         "baselines_absent": absent_baselines(baselines, runs),
         "per_turn": per_turn,
-        "by_family": family_table(views, family_metrics(samples, turns, _primary(baselines), mode),
-                                  n_boot, seed),  # fmt: skip
+        "by_family": family_table(views, family_metrics(samples, turns, _primary(baselines),
+                                                        mode)),  # fmt: skip
         "fast_p_curves": [_curves(v, baselines, turns) for v in views] if mode == "full" else [],
     }  # fmt: skip
+
+
+def fmt_ci(ci: list | None, note: str, kind: str) -> str:
+    """An interval as the tables print it: "[lo, hi]", a one-sided bound ">= lo (one-sided)",
+    or "n/a (why)"; never a zero-width interval (`report.intervals` gives none instead)."""
+    if ci is None:
+        return f"n/a ({note})" if note else "n/a"
+    lo, hi = ci
+    if hi is None:
+        return f">= {fmt_value(lo, kind)} (one-sided)"
+    if lo is None:
+        return f"<= {fmt_value(hi, kind)} (one-sided)"
+    return f"[{fmt_value(lo, kind)}, {fmt_value(hi, kind)}]"
 
 
 def fmt_value(v: float | None, kind: str) -> str:
