@@ -89,7 +89,7 @@ else
   echo "bench_suite: runs go to $RUNS, apart from GPU runs."
 fi
 CP=("$PY" -m cudaperf)
-COMMON=(--samples "$S" --turns 1 --seed 0 --ranker none --bootstrap 1000 "--$EVMODE" "${EV[@]}")
+COMMON=(--samples "$S" --turns 1 --seed 0 --ranker none "--$EVMODE" "${EV[@]}")
 mkdir -p "$RUNS/logs"
 
 sync_out() {  # the runs into $OUT (a device call's return folder), when there is one
@@ -198,7 +198,7 @@ run_step() {  # run_step SUITE RUN
     echo "bench_suite: $s/$r already finished ($(progress "$dir") tasks, report.html there)"; return 0
   fi
   if finished "$dir"; then  # killed while writing its report: rebuild it from the files
-    "${CP[@]}" bench report "$dir" --bootstrap 1000 >>"$log" 2>&1 || STATE=failed
+    "${CP[@]}" bench report "$dir" >>"$log" 2>&1 || STATE=failed
     tail -n 5 "$log"; return 0
   fi
   left=$((BUDGET_S - (SECONDS - T0)))
@@ -232,7 +232,7 @@ compare_step() {  # compare_step SUITE: every finished run of the suite, naive f
   [ "$left" -ge 30 ] || left=30  # a comparison takes seconds: let it run
   echo "== [$((SECONDS - T0)) s] compare ${runs[*]}"
   local log="$RUNS/logs/${s}_compare.log" n0; n0=$(mark "$log" "compare ${runs[*]}")
-  timeout --signal=INT --kill-after=30 "$left" "${CP[@]}" bench compare "${runs[@]}" --out "$RUNS/$s/compare" --bootstrap 1000 \
+  timeout --signal=INT --kill-after=30 "$left" "${CP[@]}" bench compare "${runs[@]}" --out "$RUNS/$s/compare" \
     >>"$log" 2>&1 || { echo "bench_suite: $s/compare failed (see $log)"; STATE=failed; }
   tail -n +"$n0" "$log" | tail -n 30
 }

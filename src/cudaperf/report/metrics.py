@@ -1,4 +1,4 @@
-"""Benchmark metrics, each defined once here with its formula, and bootstrap intervals.
+"""Benchmark metrics, each defined once here with its formula, and their intervals.
 
 Notation: a run has tasks i = 1..T; task i has, in turn t, samples j = 1..n with outcome
 `BenchRow` r_itj. `correct` means status ok (every config, held-out ones included, within the

@@ -48,7 +48,7 @@ class TaskMeta(_Frozen):
 
     id: str  # Task.id
     suite: str  # suite label, e.g. "heldout", "kernelbench:1", a task file's name
-    family: str  # Task.family (the bootstrap's cluster)
+    family: str  # Task.family (the intervals' cluster)
     kind: str  # "c2cuda" or "torch2cuda"
     level: str = ""  # KernelBench level ("1", "2", "3"); "" for other suites
     baselines: list[str] = []  # baselines this task can be measured against (BASELINE_FIELDS)
