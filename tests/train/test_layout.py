@@ -191,5 +191,7 @@ def test_the_newest_complete_checkpoint_is_resumed(tmp_path):
         (tmp_path / f"checkpoint-{n}" / "trainer_state.json").write_text("{}")
     (tmp_path / "checkpoint-12").mkdir()  # a save cut short: no trainer state yet
     (tmp_path / "checkpoint-12" / "model.safetensors").write_text("x")
+    (tmp_path / "checkpoint-old").mkdir()  # a user's copy: no step number, passed over
+    (tmp_path / "checkpoint-old" / "trainer_state.json").write_text("{}")
     assert last_checkpoint(tmp_path) == str(tmp_path / "checkpoint-10")  # 10 > 9 (numbers)
     assert last_checkpoint(tmp_path / "none") is None

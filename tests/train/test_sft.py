@@ -152,19 +152,28 @@ def test_ctrl_c_saves_checkpoint_n_that_resume_continues(tmp_path, tiny, monkeyp
 
 
 def test_the_time_budget_counts_loading_the_model(tmp_path, tiny, monkeypatch):
-    """Loading is part of the budget: a run whose loading took the whole budget stops after
-    its first step (the budget used to start after loading, so this run trained on)."""
+    """Loading is part of the budget: the budget's clock starts before the model loads (it
+    used to start after, so a slow load ran past an outside limit), and a run whose loading
+    took the whole budget stops after its first step."""
     import time
 
-    from cudaperf.train import models
+    from cudaperf.train import models, runlog
 
-    load = models.load_policy
+    load, made, loading = models.load_policy, [], []
+
+    class Budget(runlog.TimeBudget):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            made.append(self)
 
     def slow_load(*a, **k):
+        loading.append(time.perf_counter())
         time.sleep(2.0)
         return load(*a, **k)
 
     monkeypatch.setattr(models, "load_policy", slow_load)
+    monkeypatch.setattr(runlog, "TimeBudget", Budget)
     rep = run_sft(_opts(tmp_path, tiny, val_families=0, epochs=3, batch_size=1,
                         time_budget_s=2.0))  # fmt: skip
+    assert made[0].t0 < loading[0]
     assert rep["stopped_by_time_budget"] and rep["steps"] == 1
