@@ -43,9 +43,73 @@ def test_target_file_that_does_not_exist(tmp_path):
 
 
 def test_default_best_out_is_checked_before_the_work(tmp_path):
-    (tmp_path / "saxpy_best.cu").mkdir()  # where the best kernel would go by default
+    (tmp_path / "traj_best").write_text("x")  # where the best kernel would go by default
     r = cli("refine", "saxpy", "--model", "scripted:implementations", cwd=tmp_path)
-    user_error(r, "--best-out", "is a folder")
+    user_error(r, "--best-out", "traj_best", "is a file")
+    assert not (tmp_path / "traj.jsonl").exists()
+
+
+def test_an_existing_best_out_is_refused_before_the_work_unless_overwrite(tmp_path):
+    mine = tmp_path / "saxpy_best.cu"
+    mine.write_text("my kernel")
+    r = cli("refine", "saxpy", "--model", "scripted:best", "--out", tmp_path / "t.jsonl",
+            "--best-out", mine)  # fmt: skip
+    user_error(r, f"--best-out {mine} exists", "--overwrite", code=2)
+    assert mine.read_text() == "my kernel" and not (tmp_path / "t.jsonl").exists()
+
+
+def _fake_refine(monkeypatch, make_file=None):
+    """`refine` replaced by one that returns a best kernel at once (after making `make_file`,
+    as another process could while refine runs)."""
+    from cudaperf.refine import loop
+    from cudaperf.refine.trajectory import SummaryRecord
+
+    def fake(task, backend, scorer, **kw):
+        if make_file is not None:
+            make_file.parent.mkdir(parents=True, exist_ok=True)
+            make_file.write_text("theirs")
+        summary = SummaryRecord(task_id=task.id, model="m", turns=1, stopped="turns",
+                                best_turn=1, best_index=0, best_total=1.0, best_status="ok",
+                                best_speedup=2.0, best_code="// new", reward_config="unified",
+                                mode="full")  # fmt: skip
+        return loop.RefineResult(task.id, summary=summary)
+
+    monkeypatch.setattr(loop, "refine", fake)
+
+
+def _invoke(tmp_path, *extra):
+    from typer.testing import CliRunner
+
+    from cudaperf.cli import app
+
+    args = ["refine", "saxpy", "--model", "scripted:best", "--compile-only", "--ranker",
+            "none", "--out", str(tmp_path / "t.jsonl"), *map(str, extra)]  # fmt: skip
+    return CliRunner().invoke(app, args)
+
+
+def test_the_default_best_kernel_never_replaces_a_file(tmp_path, monkeypatch):
+    """The default goes beside the trajectory (t.jsonl -> t_best/), numbered when taken, even
+    when the name was taken while refine ran; --overwrite replaces."""
+    first = tmp_path / "t_best" / "saxpy_best.cu"
+    _fake_refine(monkeypatch, make_file=first)
+    res = _invoke(tmp_path)
+    assert res.exit_code == 0, res.output
+    assert first.read_text() == "theirs"
+    assert (tmp_path / "t_best" / "saxpy_best-2.cu").read_text() == "// new"
+    assert "saxpy_best-2.cu" in res.stdout
+    _fake_refine(monkeypatch)
+    assert _invoke(tmp_path).exit_code == 0
+    assert (tmp_path / "t_best" / "saxpy_best-3.cu").read_text() == "// new"
+    assert _invoke(tmp_path, "--overwrite").exit_code == 0
+    assert first.read_text() == "// new" and not (tmp_path / "t_best" / "saxpy_best-4.cu").exists()
+
+
+def test_a_best_out_made_during_the_run_is_not_replaced(tmp_path, monkeypatch):
+    best = tmp_path / "best.cu"
+    _fake_refine(monkeypatch, make_file=best)
+    res = _invoke(tmp_path, "--best-out", best)
+    assert res.exit_code == 1 and f"--best-out {best} was made while refine ran" in res.output
+    assert best.read_text() == "theirs"
 
 
 @needs_nvcc

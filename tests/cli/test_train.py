@@ -1,6 +1,9 @@
 """`cudaperf train`: a run folder that cannot be made, option values no run can use, a
 ranker file that cannot be read and steps files that are not one are each one line, before
-any model is loaded (else a traceback, or minutes of training with the value ignored)."""
+any model is loaded (else a traceback, or minutes of training with the value ignored). A run
+folder is append-only in spirit: a folder holding a run is continued (--resume) or replaced
+(--overwrite), never silently mixed with a new run, and Ctrl-C keeps a resumable checkpoint
+and exits 130."""
 
 from __future__ import annotations
 
@@ -8,7 +11,8 @@ import json
 
 import pytest
 
-from tests.cli.helpers import cli, user_error
+from tests.cli.helpers import cli, interrupt, start, user_error, wait_for
+from tests.train.helpers import make_tiny_model, write_task_file
 
 
 @pytest.mark.parametrize("trainer", ["sft", "grpo"])
@@ -68,3 +72,90 @@ def test_report_names_the_steps_file_and_line_and_checks_its_plot(tmp_path):
         user_error(cli("train", "report", tmp_path), needle, "cudaperf train", code=2)
     steps.write_text(good + "\n")
     user_error(cli("train", "report", steps, "--plot", tmp_path / "c.jpg"), ".png", code=2)
+
+
+def _files(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}  # fmt: skip
+
+
+@pytest.mark.parametrize("trainer", ["sft", "grpo"])
+def test_a_folder_holding_a_run_is_refused_and_left_as_it_was(tmp_path, trainer):
+    run = tmp_path / "run"
+    (run / "final").mkdir(parents=True)
+    (run / "final" / "adapter_model.safetensors").write_bytes(b"trained")
+    (run / "steps.jsonl").write_text('{"kind": "step", "step": 1}\n')
+    before = _files(run)
+    r = cli("train", trainer, "--out", run, timeout=60)
+    user_error(r, f"--out {run} holds a run", "final/", "--resume", "--overwrite",
+               "another --out", code=2)  # fmt: skip
+    r = cli("train", trainer, "--out", run, "--resume", "--overwrite", timeout=60)
+    user_error(r, "--resume and --overwrite", code=2)
+    # --overwrite with a value no run can use: refused before anything is removed
+    bad = ["--epochs", "0"] if trainer == "sft" else ["--num-generations", "3"]
+    r = cli("train", trainer, "--out", run, "--overwrite", "--tasks",
+            write_task_file(tmp_path), *bad, timeout=60)  # fmt: skip
+    user_error(r, bad[0], code=2)
+    assert _files(run) == before
+
+
+def test_grpo_overwrite_removes_the_earlier_run_before_training(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from cudaperf.cli import app
+    from cudaperf.train import grpo
+
+    run = tmp_path / "run"
+    (run / "checkpoint-4").mkdir(parents=True)
+    (run / "checkpoint-4" / "trainer_state.json").write_text("{}")
+    (run / "steps.jsonl").write_text("{}\n")
+    (run / "notes.txt").write_text("mine")
+    seen = {}
+
+    def fake(opts):
+        seen["files"] = sorted(p.name for p in opts.out.iterdir())
+        return {"steps": 0, "seconds": 0.0, "final": str(opts.out / "final")}
+
+    monkeypatch.setattr(grpo, "run_grpo", fake)
+    args = ["train", "grpo", "--out", str(run), "--tasks", str(write_task_file(tmp_path))]
+    res = CliRunner().invoke(app, [*args, "--overwrite"])
+    assert res.exit_code == 0, res.output
+    assert seen["files"] == ["notes.txt"]  # the run went, the user's file stayed
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    pytest.importorskip("trl")
+    return make_tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+def _step_rows(path) -> list[int]:
+    if not path.is_file():
+        return []
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.endswith("}")]
+    return [r["step"] for r in rows if r.get("kind") == "step"]
+
+
+def test_ctrl_c_saves_a_checkpoint_exits_130_and_resume_continues(tmp_path, tiny):
+    """The issue's case: Ctrl-C after the first step exited 0 with final/ and no checkpoint,
+    so --resume refused to continue."""
+    run = tmp_path / "run"
+    args = ["train", "sft", "--out", run, "--model", tiny, "--tasks", write_task_file(tmp_path),
+            "--epochs", "30", "--batch-size", "1", "--lora-r", "2", "--val-families", "0",
+            "--holdout-share", "0"]  # fmt: skip
+    p = start(*args)
+    wait_for(lambda: _step_rows(run / "steps.jsonl") or p.poll() is not None, 120, "a step")
+    _, _, err = interrupt(p, limit_s=60)
+    assert p.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and "continue with the same command and --resume" in err
+    saved = [c for c in run.glob("checkpoint-*") if (c / "trainer_state.json").is_file()]
+    assert len(saved) == 1 and f"saved {saved[0]}" in err
+    assert not (run / "final").exists() and not (run / "report.json").exists()
+    before = _files(run)
+    user_error(cli(*args, timeout=60), "holds a run", "--resume", code=2)
+    assert _files(run) == before
+    r = cli(*args, "--resume", timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rep = json.loads(r.stdout)
+    assert rep["resumed_from"] == str(saved[0]) and rep["steps"] == 150  # 5 rows x 30 epochs
+    assert _step_rows(run / "steps.jsonl") == list(range(1, 151))  # each step once

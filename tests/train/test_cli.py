@@ -38,7 +38,10 @@ def test_train_sft_smoke_run_and_clear_errors(tmp_path, tiny):
     (tmp_path / "t").mkdir()
     only_test = write_task_file(tmp_path / "t", families=("histogram",))
     bad = runner.invoke(app, [*args[:7], str(only_test), *args[8:]])
+    assert bad.exit_code == 2 and "holds a run" in bad.output  # the run above is kept
+    bad = runner.invoke(app, [*args[:7], str(only_test), *args[8:], "--overwrite"])
     assert bad.exit_code == 2 and "training-split" in bad.output
+    assert (tmp_path / "run" / "final").is_dir()  # refused before anything was removed
 
 
 def test_train_grpo_rejects_unknown_preset_and_bad_gpus(tmp_path):

@@ -134,3 +134,64 @@ def test_the_session_binds_its_worker_to_the_eval_gpu(tmp_path, monkeypatch):
         assert b"CUDA_VISIBLE_DEVICES=1" in env
     finally:
         scorer.evaluator.close()
+
+
+def _run_folder(out: Path, *names: str) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    for n in names:
+        if n.endswith("/"):
+            (out / n).mkdir()
+            (out / n / "x").write_text("x")
+        else:
+            (out / n).write_text("x")
+    return out
+
+
+@pytest.mark.parametrize(
+    "marker", ["steps.jsonl", "completions.jsonl", "report.json", "final/", "checkpoint-3/"]
+)
+def test_a_folder_holding_a_run_is_refused_unless_resumed_or_overwritten(tmp_path, marker):
+    from cudaperf.train.layout import check_run_folder
+
+    out = _run_folder(tmp_path / "run", marker, "holdout.json")
+    with pytest.raises(ValueError, match="holds a run") as e:
+        check_run_folder(out, resume=False, overwrite=False)
+    for fix in ("--resume", "--overwrite", "another --out", str(out), marker):
+        assert fix in str(e.value)
+    check_run_folder(out, resume=True, overwrite=False)
+    check_run_folder(out, resume=False, overwrite=True)
+    with pytest.raises(ValueError, match="give one"):
+        check_run_folder(out, resume=True, overwrite=True)
+
+
+def test_a_new_empty_or_foreign_folder_and_a_lone_holdout_are_no_run(tmp_path):
+    from cudaperf.train.layout import check_run_folder
+
+    check_run_folder(tmp_path / "new", resume=False, overwrite=False)
+    check_run_folder(_run_folder(tmp_path / "a", "notes.txt", "checkpoints.md"), False, False)
+    check_run_folder(_run_folder(tmp_path / "b", "holdout.json"), False, False)
+
+
+def test_overwrite_removes_the_run_and_nothing_else(tmp_path):
+    from cudaperf.train.layout import clear_run
+
+    out = _run_folder(tmp_path / "run", "steps.jsonl", "report.json", "holdout.json", "final/",
+                      "checkpoint-2/", "checkpoint-4/", "notes.txt", "data/")  # fmt: skip
+    gone = clear_run(out)
+    assert len(gone) == 6
+    assert sorted(p.name for p in out.iterdir()) == ["data", "notes.txt"]
+    assert clear_run(tmp_path / "missing") == []
+
+
+def test_the_newest_complete_checkpoint_is_resumed(tmp_path):
+    from cudaperf.train.layout import last_checkpoint
+
+    for n in (3, 9, 10):
+        (tmp_path / f"checkpoint-{n}").mkdir()
+        (tmp_path / f"checkpoint-{n}" / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-12").mkdir()  # a save cut short: no trainer state yet
+    (tmp_path / "checkpoint-12" / "model.safetensors").write_text("x")
+    (tmp_path / "checkpoint-old").mkdir()  # a user's copy: no step number, passed over
+    (tmp_path / "checkpoint-old" / "trainer_state.json").write_text("{}")
+    assert last_checkpoint(tmp_path) == str(tmp_path / "checkpoint-10")  # 10 > 9 (numbers)
+    assert last_checkpoint(tmp_path / "none") is None

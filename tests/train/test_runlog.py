@@ -157,3 +157,79 @@ def test_processes_meet_and_destroy_their_group_after_a_run_not_after_an_interru
     end_processes(Acc(2), interrupted=True)  # one process may be stuck in a collective
     end_processes(Acc(1), interrupted=False)  # nothing to destroy
     assert calls == []
+
+
+def test_the_time_to_save_is_counted_so_the_stop_ends_inside_the_budget(monkeypatch):
+    """Steps of 10 s, a checkpoint save of 20 s: after step 2 (at 40 s) one more step and the
+    two saves of a stop (checkpoint, final) would end at 40 + 30 + 40 = 110 s > 100 s, so the
+    run stops there and ends near 80 s. Predicting 1.5 steps alone went on to step 3 (70 s)
+    and, with its saves, ended at 110 s."""
+    from transformers import TrainerControl, TrainerState
+
+    from cudaperf.train import runlog
+
+    now = [0.0]
+    monkeypatch.setattr(runlog.time, "perf_counter", lambda: now[0])
+    budget = runlog.TimeBudget(100.0)
+    assert _steps(budget, [10.0], now) == [False]
+    now[0] += 20.0  # the checkpoint save after step 1
+    budget.on_save(None, TrainerState(), TrainerControl())
+    assert budget.saves == [20.0] and budget.stopping == 40.0
+    assert _steps(budget, [10.0], now) == [True]  # step 2 ends at 40 s (30 s since step 1)
+    assert now[0] + budget.stopping <= 100.0
+
+
+def test_the_budget_counts_from_the_given_start(monkeypatch):
+    from cudaperf.train import runlog
+
+    now = [50.0]
+    monkeypatch.setattr(runlog.time, "perf_counter", lambda: now[0])
+    # the run started at 0 s; 50 s went on loading before the budget object was made
+    assert _steps(runlog.TimeBudget(100.0, started=0.0), [20.0], now) == [True]  # 70 + 30
+    now[0] = 50.0
+    assert _steps(runlog.TimeBudget(100.0), [20.0], now) == [False]  # 20 + 30 from 50 s
+
+
+class _Interrupted:
+    """A trainer whose `train` is stopped by Ctrl-C after `steps` steps."""
+
+    def __init__(self, out, steps: int, processes: int = 1, signal_in_save: bool = False):
+        from types import SimpleNamespace
+
+        self.out, self.signal_in_save = out, signal_in_save
+        self.state = SimpleNamespace(global_step=steps)
+        self.accelerator = SimpleNamespace(num_processes=processes)
+        self.model = object()
+        self.saved = []
+
+    def train(self, resume_from_checkpoint=None):
+        raise KeyboardInterrupt
+
+    def _save_checkpoint(self, model, trial):
+        import os
+        import signal
+
+        if self.signal_in_save:  # a second Ctrl-C while the checkpoint is written
+            os.kill(os.getpid(), signal.SIGINT)
+        (self.out / f"checkpoint-{self.state.global_step}").mkdir()
+        self.saved.append(self.state.global_step)
+
+
+def test_ctrl_c_saves_a_resumable_checkpoint_and_stops_as_interrupted(tmp_path):
+    from cudaperf.train.runlog import RunInterrupted, train_until_stopped
+
+    trainer = _Interrupted(tmp_path, steps=3, signal_in_save=True)
+    try:
+        train_until_stopped(trainer, tmp_path, resume=False)
+    except RunInterrupted as e:
+        got = e
+    except KeyboardInterrupt:
+        pytest.fail("a second Ctrl-C cut the checkpoint's save short")
+    assert isinstance(got, KeyboardInterrupt)  # the CLI's Ctrl-C handling still applies
+    assert trainer.saved == [3] and got.checkpoint == str(tmp_path / "checkpoint-3")
+    assert got.step == 3
+    for steps, procs in ((0, 1), (3, 2)):  # nothing trained; a save others would not join
+        trainer = _Interrupted(tmp_path, steps=steps, processes=procs)
+        with pytest.raises(RunInterrupted) as e:
+            train_until_stopped(trainer, tmp_path, resume=False)
+        assert trainer.saved == [] and e.value.checkpoint is None and e.value.step == steps

@@ -41,7 +41,7 @@ def test_rows_over_the_cap_are_dropped_and_counted(tmp_path, tiny):
     assert 0 < rep["dropped_over_cap"] < rep["rows"]
     assert rep["dropped_share"] == round(rep["dropped_over_cap"] / rep["rows"], 4)
     with pytest.raises(ValueError, match="max-length"):
-        run_sft(_opts(tmp_path, tiny, max_length=64, lora_r=0, val_families=0))
+        run_sft(_opts(tmp_path, tiny, max_length=64, lora_r=0, val_families=0, overwrite=True))
 
 
 def test_full_fine_tune_resumes_from_its_checkpoint(tmp_path, tiny):
@@ -85,3 +85,95 @@ def test_validation_rows_over_the_cap_leave_no_held_out_loss_but_training_rows_a
     assert len(ds) == 0 and dropped == 2
     with pytest.raises(ValueError, match="every one of the 2 training rows is longer"):
         sft._dataset(rows, [900, 1000], 512)
+
+
+def _files(folder):
+    """Every file under `folder` with its bytes (a folder 'unchanged' is this unchanged)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}  # fmt: skip
+
+
+def test_a_second_run_into_a_folder_holding_one_is_refused_unless_overwrite(tmp_path, tiny):
+    """The issue's case: rerunning without --resume replaced final/ and report.json and
+    appended to the old steps.jsonl. Now it is refused and the folder stays byte for byte;
+    overwrite replaces the whole run, so the folder tells of one run only."""
+    run_sft(_opts(tmp_path, tiny, val_families=0))
+    out = tmp_path / "run"
+    before = _files(out)
+    with pytest.raises(ValueError, match="holds a run.*--resume.*--overwrite"):
+        run_sft(_opts(tmp_path, tiny, val_families=0, epochs=2))
+    assert _files(out) == before
+    # overwrite, but a refusal after loading (every row over the cap): nothing removed yet
+    with pytest.raises(ValueError, match="max-length"):
+        run_sft(_opts(tmp_path, tiny, val_families=0, max_length=64, overwrite=True))
+    assert _files(out) == before
+    rep = run_sft(_opts(tmp_path, tiny, val_families=0, epochs=2, overwrite=True))
+    steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
+    numbers = [r["step"] for r in steps if r["kind"] == "step"]
+    assert numbers == list(range(1, rep["steps"] + 1))  # this run's steps, once each
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == [f"checkpoint-{rep['steps']}"]
+
+
+class _CtrlC:
+    """A callback pressing Ctrl-C (SIGINT to this process) at the end of step `at`."""
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+
+    def __getattr__(self, name):  # every other trainer event: nothing to do
+        return lambda *a, **k: None
+
+    def on_step_end(self, args, state, control, **kw):
+        import os
+        import signal
+
+        if state.global_step == self.at:
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_ctrl_c_saves_checkpoint_n_that_resume_continues(tmp_path, tiny, monkeypatch):
+    from cudaperf.train import sft
+    from cudaperf.train.runlog import RunInterrupted
+
+    make = sft._trainer
+    monkeypatch.setattr(sft, "_trainer", lambda *a: make(*a[:-1], [*a[-1], _CtrlC(2)]))
+    with pytest.raises(RunInterrupted) as e:
+        run_sft(_opts(tmp_path, tiny, val_families=0, epochs=3, batch_size=1))
+    out = tmp_path / "run"
+    assert e.value.step == 2 and e.value.checkpoint == str(out / "checkpoint-2")
+    assert (out / "checkpoint-2" / "trainer_state.json").is_file()
+    assert (out / "checkpoint-2" / "optimizer.pt").is_file()
+    assert not (out / "final").exists() and not (out / "report.json").exists()
+    monkeypatch.setattr(sft, "_trainer", make)
+    rep = run_sft(_opts(tmp_path, tiny, val_families=0, epochs=3, batch_size=1, resume=True))
+    assert rep["resumed_from"] == str(out / "checkpoint-2") and rep["steps"] > 2
+    steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in steps if r["kind"] == "step"] == list(range(1, rep["steps"] + 1))
+
+
+def test_the_time_budget_counts_loading_the_model(tmp_path, tiny, monkeypatch):
+    """Loading is part of the budget: the budget's clock starts before the model loads (it
+    used to start after, so a slow load ran past an outside limit), and a run whose loading
+    took the whole budget stops after its first step."""
+    import time
+
+    from cudaperf.train import models, runlog
+
+    load, made, loading = models.load_policy, [], []
+
+    class Budget(runlog.TimeBudget):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            made.append(self)
+
+    def slow_load(*a, **k):
+        loading.append(time.perf_counter())
+        time.sleep(2.0)
+        return load(*a, **k)
+
+    monkeypatch.setattr(models, "load_policy", slow_load)
+    monkeypatch.setattr(runlog, "TimeBudget", Budget)
+    rep = run_sft(_opts(tmp_path, tiny, val_families=0, epochs=3, batch_size=1,
+                        time_budget_s=2.0))  # fmt: skip
+    assert made[0].t0 < loading[0]
+    assert rep["stopped_by_time_budget"] and rep["steps"] == 1

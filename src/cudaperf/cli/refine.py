@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import typer
@@ -107,9 +108,36 @@ def _connection_errors() -> tuple[type[BaseException], ...]:
     return (openai.APIConnectionError,)
 
 
-def _best_path(task: Task, target: str, best_out: Path | None) -> Path:
+def _best_path(task: Task, target: str, best_out: Path | None, out: Path) -> Path:
+    """--best-out, or by default `<task>_best.cu` (.py for PyTorch tasks) in a folder beside
+    the trajectory named after it (`traj.jsonl` -> `traj_best/`), so a run never writes
+    into the current folder's files."""
     ext = ".cu" if task.kind is TaskKind.C2CUDA else ".py"
-    return best_out or Path(Path(target).stem.replace("/", "_") + "_best" + ext)
+    name = Path(target).stem.replace("/", "_") + "_best" + ext
+    return best_out or out.parent / f"{out.stem}_best" / name
+
+
+def _write_new(path: Path, text: str, overwrite: bool, numbered: bool, out: Path) -> Path:
+    """Write `text` to `path` without replacing a file there (unless `overwrite`): with
+    `numbered` (the default --best-out) to the first free one of `path`, `<stem>-2<ext>`, ...;
+    else an existing file (one that appeared during the run: an existing one was refused
+    before it) is one line. The file is created exclusively, so nothing is replaced."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if overwrite:
+        path.write_text(text, encoding="utf-8")
+        return path
+    for n in itertools.count(1):
+        p = path if n == 1 else path.with_name(f"{path.stem}-{n}{path.suffix}")
+        try:
+            with p.open("x", encoding="utf-8") as f:
+                f.write(text)
+            return p
+        except FileExistsError:
+            if not numbered:
+                fail(f"--best-out {path} was made while refine ran; it is left as it is (the "
+                     f"best kernel is in the trajectory {out}); add --overwrite to replace "
+                     "it", code=1)  # fmt: skip
+    raise AssertionError("unreachable")
 
 
 _MODEL_HELP = (
@@ -135,7 +163,14 @@ def refine_command(
     ),
     out: Path = typer.Option(Path("traj.jsonl"), "--out", help="Trajectory JSONL (appended)."),
     best_out: Path = typer.Option(
-        None, "--best-out", help="Best kernel file (default: from TARGET)."
+        None,
+        "--best-out",
+        help="Best kernel file; an existing one is refused unless --overwrite. Default: "
+        "<task>_best.cu (or .py) in a folder named after --out (traj.jsonl -> traj_best/), "
+        "numbered <task>_best-2.cu, ... when taken, so no run replaces another's kernel.",
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the --best-out file if it exists."
     ),
     tasks_path: Path = typer.Option(
         None, "--tasks", help=f"Task file or folder (default: {SAMPLE_DEFAULT})."
@@ -173,8 +208,11 @@ def refine_command(
     check_out_dir(model_cache, "--model-cache")
     check_model_spec(model, "--model", gguf_file)
     task = _target(target, tasks_path, function, sizes, lengths)
-    best_path = _best_path(task, target, best_out)
+    best_path = _best_path(task, target, best_out, out)
     check_out_file(best_path, "--best-out")
+    if best_out is not None and best_out.exists() and not overwrite:
+        fail(f"--best-out {best_out} exists; add --overwrite to replace it, or give another "
+             "--best-out (or leave it out: the default never replaces a file)")  # fmt: skip
     scorer = scorer_for(task, preset, compile_only, cache_dir, ranker)
     if adapter is not None and (model.startswith(("http://", "https://", "scripted:"))):
         fail(f"--adapter works with a Hugging Face --model (name or path), not {model!r}")
@@ -230,10 +268,10 @@ def refine_command(
         except _connection_errors() as e:  # the server went away mid-run
             fail(f"--model {model}: the server stopped answering ({e}); the turns finished "
                  f"so far are in {out}", code=1)  # fmt: skip
-    _finish(res, best_path, out)
+    _finish(res, best_path, out, overwrite, numbered=best_out is None)
 
 
-def _finish(res, path: Path, out: Path) -> None:
+def _finish(res, path: Path, out: Path, overwrite: bool, numbered: bool) -> None:
     s = res.summary
     if s.mode == "compile-only":
         stdout.print(
@@ -244,7 +282,7 @@ def _finish(res, path: Path, out: Path) -> None:
     if s.best_code is None:
         stdout.print("no reply held a candidate with a valid reward; no kernel written")
         raise typer.Exit(1)
-    path.write_text(s.best_code, encoding="utf-8")
+    path = _write_new(path, s.best_code, overwrite, numbered, out)
     stdout.print(
         f"best: turn {s.best_turn}, reward {s.best_total:+.3f} ({s.best_status}) -> {path}"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
@@ -20,6 +21,7 @@ from cudaperf.cli.common import (
     jsonl_rows,
     measured_dataset,
 )
+from cudaperf.cli.group import INTERRUPTED
 
 __all__ = ["train_app"]
 
@@ -37,26 +39,45 @@ SplitsOpt = typer.Option(None, "--splits", help="splits.json (default: beside --
 KindsOpt = typer.Option(None, "--kind", help="Only this task kind (c2cuda, torch2cuda); repeat.")
 LoraOpt = typer.Option(16, "--lora-r", help="LoRA rank on all linear layers; 0: full fine-tune.")
 BudgetOpt = typer.Option(
-    None, "--time-budget", help="Seconds; save and stop cleanly before this much time passes."
-)
+    None, "--time-budget",
+    help="Seconds from the start, loading included. A step cannot be cut short, so a step "
+    "starts only when it and the saves after it are expected to end inside the budget (from "
+    "the slowest step after the first and the slowest save so far); else the run saves a "
+    "checkpoint and stops. The first step always runs.",
+)  # fmt: skip
 PiecesOpt = typer.Option(
     None, "--pieces-mib", help="Save final files larger than this (MiB) in pieces, e.g. 15."
 )
-ResumeOpt = typer.Option(False, "--resume", help="Continue from the newest checkpoint in --out.")
+ResumeOpt = typer.Option(
+    False, "--resume",
+    help="Continue from the newest checkpoint in --out (Ctrl-C saves one and exits 130).",
+)  # fmt: skip
+OverwriteOpt = typer.Option(
+    False, "--overwrite",
+    help="Replace the run in --out (its checkpoints, final/, logs and report are removed "
+    "first). Without it or --resume, an --out that holds a run is refused.",
+)  # fmt: skip
 ValFamOpt = typer.Option(3, "--val-families", help="Training families held out whole.")
 HoldOpt = typer.Option(0.05, "--holdout-share", help="Share of other families' tasks held out.")
 SeedOpt = typer.Option(0, "--seed")
 
 
-def _check_run_options(out: Path, model: str, pieces_mib: float | None, resume: bool) -> None:
+def _check_run_options(
+    out: Path, model: str, pieces_mib: float | None, resume: bool, overwrite: bool
+) -> None:
     """What both trainers can refuse before loading a model: a run folder that cannot be
     made, a model path that is no checkpoint, a --pieces-mib that is not a size, a --resume
-    with no checkpoint to resume (else a silent new run over the old folder)."""
+    with no checkpoint to resume (else a silent new run over the old folder), a folder that
+    holds a run without --resume or --overwrite (`train.layout.check_run_folder`)."""
+    from cudaperf.train.layout import check_run_folder, last_checkpoint
+
     check_out_dir(out, "--out")
     check_model_spec(model, "--model")
-    if resume:  # runlog imports transformers (~5 s), which a resumed run loads next anyway
-        from cudaperf.train.runlog import last_checkpoint
-
+    try:
+        check_run_folder(out, resume, overwrite)
+    except ValueError as e:
+        fail(str(e))
+    if resume:
         if last_checkpoint(out) is None:
             fail(f"--resume: {out} holds no checkpoint-N folder to continue from; leave "
                  "--resume out to start a new run there, or give the --out of the run to "
@@ -66,18 +87,44 @@ def _check_run_options(out: Path, model: str, pieces_mib: float | None, resume: 
              "to save files whole")  # fmt: skip
 
 
-def _run(fn, opts_cls, **kw):
+def _run(fn, opts_cls, clear: bool = False, **kw):
+    """`fn(opts_cls(**kw))`; with `clear`, the run in `kw["out"]` is removed once the options
+    are valid (`--overwrite` for a trainer that has no such option)."""
     try:
         opts = opts_cls(**kw)
     except ValueError as e:
         fail(str(e))
+    if clear:
+        from cudaperf.train.layout import clear_run
+
+        if gone := clear_run(opts.out):
+            console.print(f"--overwrite: removed the earlier run's {len(gone)} files and "
+                          f"folders from {opts.out}", highlight=False)  # fmt: skip
     try:
+        from cudaperf.train.runlog import RunInterrupted  # transformers: fn loads it anyway
+
         with contextlib.redirect_stdout(sys.stderr):  # trainer progress prints; stdout = JSON
             return fn(opts)
     except ValueError as e:
         fail(str(e))
     except ImportError as e:
         fail(f"{e}; install the training extra: pip install 'cudaperf[train]'")
+    except RunInterrupted as e:
+        _interrupted(opts.out, e)
+
+
+def _interrupted(out: Path, e) -> NoReturn:
+    """Ctrl-C during training: one line saying what was kept and how to go on; exit 130."""
+    if e.checkpoint:
+        line = f"saved {e.checkpoint}; continue with the same command and --resume"
+    elif e.step == 0:
+        line = (
+            f"nothing was trained yet; start again with --overwrite (or another --out than {out})"
+        )
+    else:
+        line = f"no checkpoint saved (several processes); --resume continues from {out}'s newest"
+    console.print(f"interrupted after step {e.step}: {line}", highlight=False)
+    raise typer.Exit(INTERRUPTED)
 
 
 @train_app.command("sft")
@@ -94,12 +141,12 @@ def sft_command(
     limit: int | None = typer.Option(
         None, "--limit", min=1, help="At most this many rows (smoke)."),
     time_budget: float | None = BudgetOpt, pieces_mib: float | None = PiecesOpt,
-    resume: bool = ResumeOpt, seed: int = SeedOpt,
+    resume: bool = ResumeOpt, overwrite: bool = OverwriteOpt, seed: int = SeedOpt,
 ) -> None:  # fmt: skip
     """Supervised warm start on training-split tasks (refine's prompt → fastest kernel)."""
     from cudaperf.train.sft import SftOptions, run_sft
 
-    _check_run_options(out, model, pieces_mib, resume)
+    _check_run_options(out, model, pieces_mib, resume, overwrite)
     tasks = tasks or measured_dataset()
     console.print(f"SFT of {model} on {tasks} (training-split families only) → {out}")
     rep = _run(
@@ -107,7 +154,7 @@ def sft_command(
         kinds=tuple(kind or ()), targets=targets, lora_r=lora_r, epochs=epochs, lr=lr,
         batch_size=batch_size, grad_accum=grad_accum, max_length=max_length,
         val_families=val_families, holdout_share=holdout_share, limit=limit, seed=seed,
-        time_budget_s=time_budget, pieces_mib=pieces_mib, resume=resume,
+        time_budget_s=time_budget, pieces_mib=pieces_mib, resume=resume, overwrite=overwrite,
     )  # fmt: skip
     if "final" not in rep:  # a non-main process under accelerate launch
         return
@@ -156,7 +203,7 @@ def grpo_command(
         10, "--canary-every", help="Time the canaries at steps 0, N, 2N, ... (1: every step)."),
     compile_only: bool = typer.Option(False, "--compile-only", help="Rewards from compiling."),
     time_budget: float | None = BudgetOpt, pieces_mib: float | None = PiecesOpt,
-    resume: bool = ResumeOpt,
+    resume: bool = ResumeOpt, overwrite: bool = OverwriteOpt,
 ) -> None:  # fmt: skip
     """Multi-turn GRPO (TRL) with the unified reward and one persistent evaluator.
 
@@ -169,7 +216,7 @@ def grpo_command(
         gpus = tuple(int(g) for g in eval_gpus.split(",")) if eval_gpus else None
     except ValueError:
         fail(f"--eval-gpus {eval_gpus!r}: give GPU indices such as 1 or 1,2")
-    _check_run_options(out, model, pieces_mib, resume)
+    _check_run_options(out, model, pieces_mib, resume, overwrite)
     if not lr > 0:
         fail(f"--lr {lr}: use a learning rate > 0 (e.g. 1e-5)")
     if beta < 0:
@@ -182,8 +229,8 @@ def grpo_command(
         load_ranker_option(ranker)
     tasks = tasks or measured_dataset()
     console.print(f"GRPO of {model} on up to {pool or 'all'} training tasks → {out}")
-    rep = _run(
-        run_grpo, GrpoOptions, out=out, model=model, adapter=adapter, tasks=tasks,
+    rep = _run(  # run_grpo has no --overwrite: the CLI removes the earlier run
+        run_grpo, GrpoOptions, clear=overwrite, out=out, model=model, adapter=adapter, tasks=tasks,
         splits=splits, kinds=tuple(kind or ("c2cuda",)), pool=pool or None, pool_fits=pool_fits,
         preset=preset,
         ranker=ranker, turns=turns, gamma=gamma, num_generations=num_generations,

@@ -1,4 +1,12 @@
-"""Where a GRPO run generates, trains and times: its GPU layout, and the evaluator it scores with.
+"""Where a training run puts its work: the run folder's files, and, for GRPO, where it generates,
+trains and times (its GPU layout) and the evaluator it scores with.
+
+Run folders (`check_run_folder`, `clear_run`; both trainers, called before any model loads):
+a folder holds a run once it has any of `RUN_FILES` or a `checkpoint-N` folder. Such a folder
+is continued only with `resume` and replaced only with `overwrite` (which removes those files
+and nothing else); otherwise the new run is refused, so a run never silently writes over
+another's adapter, report or checkpoints, and never appends its steps to another's log.
+`holdout.json` alone is no run: it is derived from the options and rewritten by every start.
 
 GPU numbers are nvidia-smi's indices, the ones `--eval-gpus` names and the evaluator binds its
 workers to (each worker starts with CUDA_VISIBLE_DEVICES=<index>, `execute.supervise.gpu_env`).
@@ -27,13 +35,81 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import time
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["GpuLock", "Layout", "MeteredEvaluator", "physical_gpu", "plan_layout"]
+__all__ = [
+    "RUN_FILES",
+    "GpuLock",
+    "Layout",
+    "MeteredEvaluator",
+    "check_run_folder",
+    "clear_run",
+    "last_checkpoint",
+    "physical_gpu",
+    "plan_layout",
+    "run_files",
+]
+
+# What a run writes into its folder besides checkpoint-N/ (holdout.json: see the module doc)
+RUN_FILES = ("steps.jsonl", "completions.jsonl", "report.json", "final")
+
+
+def run_files(out: str | Path) -> list[Path]:
+    """The files and folders of a run in `out` (RUN_FILES and checkpoint-N/), sorted."""
+    out = Path(out)
+    if not out.is_dir():
+        return []
+    found = [out / n for n in RUN_FILES if (out / n).exists()]
+    found += [p for p in out.glob("checkpoint-*") if p.is_dir()]
+    return sorted(found)
+
+
+def last_checkpoint(out: str | Path) -> str | None:
+    """The newest complete `checkpoint-N` folder under `out` (None when there is none).
+    Complete: it holds `trainer_state.json`, which the trainer writes after the model and
+    optimizer files, so a save cut short (a process killed while saving) is passed over."""
+    found = [
+        p
+        for p in Path(out).glob("checkpoint-*")
+        if p.name.split("-")[-1].isdigit() and (p / "trainer_state.json").is_file()
+    ]
+    return str(max(found, key=lambda p: int(p.name.split("-")[-1]))) if found else None
+
+
+def check_run_folder(out: str | Path, resume: bool, overwrite: bool) -> None:
+    """Raise ValueError (one line: the folder and the fixes) when a new run would reuse a
+    folder that holds a run (see the module doc), or when both `resume` and `overwrite` are
+    asked. Changes nothing."""
+    if resume and overwrite:
+        raise ValueError("--resume and --overwrite: give one (--resume continues the run in "
+                         "--out, --overwrite replaces it)")  # fmt: skip
+    found = run_files(out)
+    if found and not (resume or overwrite):
+        names = ", ".join(p.name + ("/" if p.is_dir() else "") for p in found[:4])
+        more = f" and {len(found) - 4} more" if len(found) > 4 else ""
+        raise ValueError(
+            f"--out {out} holds a run ({names}{more}); add --resume to continue it, "
+            "--overwrite to replace it, or give another --out"
+        )
+
+
+def clear_run(out: str | Path) -> list[Path]:
+    """Remove a run's files from `out` (RUN_FILES, holdout.json, checkpoint-N/) and nothing
+    else; returns what was removed."""
+    gone = run_files(out)
+    if (Path(out) / "holdout.json").is_file():
+        gone.append(Path(out) / "holdout.json")
+    for p in gone:
+        if p.is_dir():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+    return gone
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,12 @@
   rollout's replies: task, turn, status, score, text) go to `<out>/completions.jsonl` instead,
   one line per reply with the record's step, so the log of numbers stays small and the replies
   behind them can still be read. Only the main process writes.
-- `TimeBudget`: saves a checkpoint and stops training cleanly once `budget_s` minus the
-  longest step seen so far has passed since the budget was made (so model loading and GRPO's
+- `TimeBudget`: saves a checkpoint and stops training before a step that would not end, with
+  the saves after it, inside `budget_s` from the run's start (model loading and GRPO's
   `prepare` count: the save lands before an outside wall-clock limit of `budget_s`); under
   several processes they `agree` (any one's stop stops all at the same step).
+- `train_until_stopped`: trains, and on Ctrl-C saves a resumable `checkpoint-N` and raises
+  `RunInterrupted` (the CLI exits 130).
 - `save_final`: the trained model (or adapter) and tokenizer under `<out>/final`, large files
   optionally in pieces (`train.pieces`).
 """
@@ -19,18 +21,29 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
+import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 
 from transformers import TrainerCallback
 
 from cudaperf.jsonl import append_lines
+from cudaperf.train.layout import last_checkpoint
 from cudaperf.train.pieces import split_large_files
 
 log = logging.getLogger(__name__)
 
-__all__ = ["StepLog", "TimeBudget", "last_checkpoint", "save_final", "train_until_stopped"]
+__all__ = [
+    "RunInterrupted",
+    "StepLog",
+    "TimeBudget",
+    "last_checkpoint",
+    "save_final",
+    "train_until_stopped",
+]
 
 
 class StepLog(TrainerCallback):
@@ -91,24 +104,39 @@ def _synchronize() -> None:
 
 
 class TimeBudget(TrainerCallback):
-    """Stop (saving first) when the next step would likely overrun `budget_s` seconds. With
-    several processes set `agree` (each process's wish -> whether any process wishes it; a
-    collective, called by every process after every step), so all stop at the same step.
+    """Stop (saving first) before a step that would not end inside `budget_s`. A step cannot
+    be cut short, so after every step the rule asks whether one more step and then stopping
+    would still end inside the budget:
 
-    The next step is predicted from this process's later steps: its first step pays once for
-    what later steps reuse (compiling generation, drawing every task's input sets), so it is
-    the prediction only until a second step has run. Predicting from the longest step stopped
-    two resumed H200 calls of 520 s after 274 and 271 s, two steps each, when their warm steps
-    took 94 and 81 s against a first step of 170 and 190 s (2026-12-04)."""
+        elapsed + next step + stopping  <=  budget_s   (else save and stop now)
 
-    def __init__(self, budget_s: float | None) -> None:
+    - elapsed counts from `started` (a `time.perf_counter()` value; default: when the budget
+      is made), so loading the model and GRPO's `prepare` spend the same clock as the steps;
+    - the next step is predicted as the slowest of this process's later steps (a step's time
+      runs from one step's end to the next: the logging, evaluation and saving between them
+      included). Its first step pays once for what later steps reuse (compiling generation,
+      drawing every task's input sets), so it is the prediction only until a second step has
+      run: predicting from it stopped two resumed H200 calls of 520 s after 274 and 271 s, two
+      steps each, when their warm steps took 94 and 81 s against first steps of 170 and 190 s
+      (2026-12-04);
+    - stopping costs a checkpoint save and the final save: twice the slowest checkpoint save
+      seen so far (timed from the step's end to `on_save`, an evaluation there included), or
+      half a step before any save was seen.
+
+    Not guaranteed: the first step always runs (nothing is measured before it), and a step or
+    save slower than every one before it can still overrun. With several processes set
+    `agree` (each process's wish -> whether any process wishes it; a collective, called by
+    every process after every step), so all stop at the same step."""
+
+    def __init__(self, budget_s: float | None, started: float | None = None) -> None:
         if budget_s is not None and not budget_s > 0:
             raise ValueError(f"--time-budget {budget_s}: give seconds > 0 (or leave it out)")
         self.budget_s = budget_s
         self.agree: Callable[[bool], bool] | None = None
-        self.t0 = time.perf_counter()
+        self.t0 = time.perf_counter() if started is None else started
         self._last = self.t0
         self.steps: list[float] = []  # this process's step seconds
+        self.saves: list[float] = []  # seconds from a step's end to its checkpoint's on_save
         self.stopped = False
 
     @property
@@ -117,47 +145,89 @@ class TimeBudget(TrainerCallback):
         later = self.steps[1:] or self.steps
         return max(later, default=0.0)
 
+    @property
+    def stopping(self) -> float:
+        """Seconds expected from a step's end until the run has saved and stopped."""
+        return 2 * max(self.saves) if self.saves else 0.5 * self.expected
+
     def on_train_begin(self, args, state, control, **kw):
-        # t0 stays at construction: what ran before training (loading the model, GRPO's
+        # t0 stays where it was set: what ran before training (loading the model, GRPO's
         # prepare: 85 s for 8 tasks on an H200) spends the same wall clock as the steps
         self._last = time.perf_counter()
+
+    def on_save(self, args, state, control, **kw):
+        self.saves.append(time.perf_counter() - self._last)
 
     def on_step_end(self, args, state, control, **kw):
         now = time.perf_counter()
         self.steps.append(now - self._last)
         self._last = now
-        stop = self.budget_s is not None and now - self.t0 + 1.5 * self.expected > self.budget_s
+        ends = now - self.t0 + self.expected + self.stopping
+        stop = self.budget_s is not None and ends > self.budget_s
         if self.agree is not None:
             stop = self.agree(stop)
         if stop:
-            log.info("time budget %s s reached after step %d: saving and stopping",
-                     self.budget_s, state.global_step)  # fmt: skip
+            log.info("time budget %s s: the next step would end near %.0f s; saving and "
+                     "stopping after step %d", self.budget_s, ends, state.global_step)  # fmt: skip
             control.should_save = True
             control.should_training_stop = True
             self.stopped = True
         return control
 
 
-def last_checkpoint(out: str | Path) -> str | None:
-    """The newest `checkpoint-N` folder under `out` (None when there is none)."""
-    found = sorted((p for p in Path(out).glob("checkpoint-*") if p.is_dir()),
-                   key=lambda p: int(p.name.split("-")[-1]))  # fmt: skip
-    return str(found[-1]) if found else None
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C ended training; `checkpoint` is the resumable checkpoint saved for it (None
+    when none could be: no step had ended, or several processes train), `step` the steps
+    done. A KeyboardInterrupt, so whatever does not know it still stops as for Ctrl-C."""
+
+    def __init__(self, checkpoint: str | None, step: int) -> None:
+        super().__init__(checkpoint, step)
+        self.checkpoint = checkpoint
+        self.step = step
 
 
 def train_until_stopped(trainer, out: str | Path, resume: bool) -> tuple[str | None, bool]:
-    """Run `trainer.train`, from the newest checkpoint in `out` when `resume`; Ctrl-C ends
-    it early so that what was trained can still be saved. Returns (the checkpoint resumed
-    from or None, whether it was interrupted)."""
+    """Run `trainer.train`, from the newest checkpoint in `out` when `resume`. Returns (the
+    checkpoint resumed from or None, False: a run that returns was not interrupted).
+
+    Ctrl-C (KeyboardInterrupt) raises `RunInterrupted` after saving `checkpoint-N` (N = the
+    steps done), the trainer's own resumable checkpoint (model, optimizer, scheduler, RNG and
+    trainer state), so `--resume` continues from step N; the micro-batches of an unfinished
+    step are redone. Further Ctrl-Cs during that save are ignored. Not saved: when no step
+    has ended (nothing trained), and under several processes (the save is a collective that a
+    process stopped elsewhere would never join; the newest periodic checkpoint is then the
+    one to resume). Not guaranteed: a Ctrl-C between the optimizer's update and the trainer's
+    step count would save step N+1's weights as checkpoint-N."""
     start = last_checkpoint(out) if resume else None
     if resume and start is None:
         raise ValueError(f"resume: {out} holds no checkpoint-N folder to continue from")
     try:
         trainer.train(resume_from_checkpoint=start)
-    except KeyboardInterrupt:
-        log.warning("interrupted: saving what was trained to %s/final", out)
-        return start, True
+    except KeyboardInterrupt as e:
+        step = trainer.state.global_step
+        saved = None
+        if step > 0 and trainer.accelerator.num_processes == 1:
+            with _sigint_ignored():
+                trainer._save_checkpoint(trainer.model, trial=None)
+            saved = str(Path(out) / f"checkpoint-{step}")
+            log.warning("interrupted after step %d: saved %s", step, saved)
+        raise RunInterrupted(saved, step) from e
     return start, False
+
+
+@contextmanager
+def _sigint_ignored():
+    """Ctrl-C is ignored inside the block (the run stops right after it anyway; a save cut
+    short would leave a checkpoint that cannot be resumed). Only the main thread can set
+    handlers: elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def end_processes(acc, interrupted: bool) -> None:

@@ -11,8 +11,11 @@ training families are held out and evaluated every epoch; the checkpoint with th
 held-out loss is the one kept (`load_best_model_at_end`). Test families are never read.
 
 Outputs under `out`: `holdout.json` (which families/tasks were held out), `steps.jsonl`
-(trainer logs), `checkpoint-N/` (per epoch; `resume=True` continues from the newest),
-`final/` (model or LoRA adapter + tokenizer) and `report.json`.
+(trainer logs), `checkpoint-N/` (per epoch, at a time-budget stop and at Ctrl-C; `resume=True`
+continues from the newest), `final/` (model or LoRA adapter + tokenizer) and `report.json`,
+both written only by a run that ends without Ctrl-C. An `out` that holds a run is refused
+unless `resume` or `overwrite` (`train.layout.check_run_folder`); `overwrite` removes that
+run's files once the model and rows are loaded, just before the first write.
 """
 
 from __future__ import annotations
@@ -55,7 +58,8 @@ class SftOptions:
     dtype: str = "auto"
     time_budget_s: float | None = None
     pieces_mib: float | None = None  # save final files in pieces of at most this many MiB
-    resume: bool = False
+    resume: bool = False  # continue the run in `out` from its newest checkpoint
+    overwrite: bool = False  # replace the run in `out` (else a folder holding one is refused)
     extra: dict = field(default_factory=dict)  # more SFTConfig fields (expert use)
 
     def __post_init__(self) -> None:
@@ -133,6 +137,7 @@ def _trainer(opts: SftOptions, policy, train_ds, eval_ds, cap: int, callbacks):
 
 def run_sft(opts: SftOptions) -> dict:
     """Train; returns (and writes to `<out>/report.json`) what was done and measured."""
+    from cudaperf.train.layout import check_run_folder, clear_run
     from cudaperf.train.models import load_policy
     from cudaperf.train.runlog import (
         StepLog,
@@ -143,12 +148,11 @@ def run_sft(opts: SftOptions) -> dict:
     )
 
     t0 = time.perf_counter()
+    check_run_folder(opts.out, opts.resume, opts.overwrite)
     hold = split_training(
         load_training_tasks(opts.tasks, opts.splits, opts.kinds),
         opts.val_families, opts.holdout_share, opts.seed,
     )  # fmt: skip
-    opts.out.mkdir(parents=True, exist_ok=True)
-    write_manifest(hold, opts.out / "holdout.json")
     rows = sft_rows(hold.fit, opts.targets)[: opts.limit]
     val_rows = sft_rows(hold.val_families, "fastest")[: opts.limit]
     policy = load_policy(opts.model, opts.dtype)
@@ -162,7 +166,13 @@ def run_sft(opts: SftOptions) -> dict:
     if eval_ds is not None and not len(eval_ds):
         log.warning("every validation row is longer than --max-length %d: no held-out loss", cap)
         eval_ds = None
-    budget = TimeBudget(opts.time_budget_s)
+    if opts.overwrite:  # every refusal above left the folder as it was
+        if gone := clear_run(opts.out):
+            log.warning("overwrite: removed the earlier run's %s from %s",
+                        ", ".join(p.name for p in gone), opts.out)  # fmt: skip
+    opts.out.mkdir(parents=True, exist_ok=True)
+    write_manifest(hold, opts.out / "holdout.json")
+    budget = TimeBudget(opts.time_budget_s, started=t0)
     trainer = _trainer(opts, policy, train_ds, eval_ds, cap, [StepLog(opts.out, "sft"), budget])
     resume, interrupted = train_until_stopped(trainer, opts.out, opts.resume)
     if not trainer.accelerator.is_main_process:  # one process writes the model and report
