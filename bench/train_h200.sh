@@ -140,7 +140,7 @@ sft)
   unpack_model || exit 4
   versions
   log "sft"
-  timeout $(( ${SFT_BUDGET:-150} + 100 )) python3 -m cudaperf train sft --out "$W/sft" --kind c2cuda --targets ${SFTTARGETS:-fastest} --lora-r 32 --epochs 2 \
+  timeout $(( ${SFT_BUDGET:-150} + 100 )) python3 -m cudaperf train sft --out "$W/sft" --overwrite --kind c2cuda --targets ${SFTTARGETS:-fastest} --lora-r 32 --epochs 2 \
     --lr 4e-4 --batch-size 16 --time-budget ${SFT_BUDGET:-150} --pieces-mib 15 > "$OUT/sft_report.json" 2> >(tail -40 > "$OUT/sft_stderr.txt")
   cp "$W/sft/steps.jsonl" "$OUT/sft_steps.jsonl" 2>/dev/null  # holdout.json: stage packsft
   log "sft done: $(python3 -c "import json; r=json.load(open('$OUT/sft_report.json')); print(r['rows_trained'], r['max_length'], r['dropped_share'], r['eval_loss_per_epoch'], r['seconds'])")"
@@ -252,7 +252,7 @@ evalspeed)  # one batch of EVALN (default 64) candidates scored cold and warm (b
 step64)  # one single-turn GRPO step of 64 completions (8 tasks x 8): its time breakdown
   [ -d "$W/sft/final" ] || { echo "the SFT run is gone: machine went cold"; exit 3; }
   log "grpo step of 64 completions"
-  timeout ${STEP_S:-400} python3 -m cudaperf train grpo --out "$W/step64" --adapter "$W/sft/final" \
+  timeout ${STEP_S:-400} python3 -m cudaperf train grpo --out "$W/step64" --overwrite --adapter "$W/sft/final" \
     --kind c2cuda --pool 8 --turns 1 --num-generations 8 --groups-per-step 8 --max-steps 1 \
     --max-new-tokens ${MAXTOK:-1024} --generation ${GENMODE:-auto} --lr 1e-5 \
     > "$OUT/step64_report.json" 2> >(grep -v "it/s" | tail -20 > "$OUT/step64_stderr.txt")

@@ -338,3 +338,27 @@ def test_the_trainer_learns_on_the_ids_generated_from_eos_included(tmp_path, tin
     assert kept(out["prompt_ids"], out["prompt_mask"]) == prompts
     assert kept(out["completion_ids"], out["completion_mask"]) == comps
     assert all(c[-1] == tok.eos_token_id for c in comps)
+
+
+def test_a_folder_holding_a_run_is_refused_and_the_budget_counts_loading(
+    tmp_path, tiny, monkeypatch
+):
+    """run_grpo itself refuses to start over a run without resume (the CLI's --overwrite
+    clears it first), and its time budget counts from the start, loading and preparing the
+    pool included (the step after which the run stops must still end inside the budget)."""
+    import cudaperf.train.runlog as runlog
+
+    starts, real = [], runlog.TimeBudget
+
+    class Spy(real):
+        def __init__(self, budget_s, started=None):
+            starts.append(started)
+            super().__init__(budget_s, started)
+
+    monkeypatch.setattr(runlog, "TimeBudget", Spy)
+    run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator())
+    assert starts and starts[0] is not None  # the run's own start, not the budget's creation
+    before = sorted(p.name for p in (tmp_path / "run").iterdir())
+    with pytest.raises(ValueError, match="holds a run.*--resume"):
+        run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator())
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before

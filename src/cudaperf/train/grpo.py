@@ -293,6 +293,7 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     `generate` replace the evaluator session and the policy's generation (tests)."""
     from trl import GRPOTrainer
 
+    from cudaperf.train.layout import check_run_folder
     from cudaperf.train.models import load_policy, lora_config
     from cudaperf.train.rewards import TurnReturn
     from cudaperf.train.rollout import MultiTurnRollout
@@ -305,12 +306,14 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     )
 
     t0 = time.perf_counter()
+    check_run_folder(opts.out, opts.resume, overwrite=False)  # the CLI's --overwrite cleared it
     hold = training_holdout(opts)
     check_same_holdout(hold, opts)  # before the model loads: a refusal comes at once
     policy = load_policy(opts.model, adapter=opts.adapter)
     pool = choose_pool(hold, opts, policy.tokenizer)
     opts.out.mkdir(parents=True, exist_ok=True)
-    steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.time_budget_s)
+    # the budget counts from the start: loading and preparing the pool are inside it too
+    steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.time_budget_s, started=t0)
     ropts = RolloutOptions(opts.turns, opts.gamma, generation=opts.generation,
                            canary_every=opts.canary_every)  # fmt: skip
     rollout = MultiTurnRollout(pool, None, ropts,
