@@ -61,6 +61,17 @@ def test_bench_run_resume_report_and_compare_compile_only(tmp_path):
     assert cmp.exit_code == 0, cmp.output
     assert "paired on 4 task(s)" in cmp.stdout and (tmp_path / "cmp/report.html").is_file()
 
+    # a run measured with other evaluator code is refused, unless asked, and then flagged
+    doc = json.loads((tmp_path / "best/run.json").read_text())
+    doc["versions"]["cudaperf"] += "-other"
+    (tmp_path / "best/run.json").write_text(json.dumps(doc))
+    args = ["bench", "compare", str(tmp_path / "naive"), str(tmp_path / "best"), "--out"]
+    user_error(cli(*args, tmp_path / "cmp2"), "measured differently", "cudaperf", code=2)
+    assert not (tmp_path / "cmp2").exists()
+    ok = runner.invoke(app, [*args, str(tmp_path / "cmp3"), "--allow-setup-mismatch"])
+    assert ok.exit_code == 0, ok.output
+    assert "measured differently" in (tmp_path / "cmp3/report.html").read_text()
+
 
 def test_bad_input_gives_one_line_errors(tmp_path):
     cases = [

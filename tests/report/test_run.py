@@ -266,3 +266,29 @@ def test_the_report_says_what_it_left_out_as_the_harness_failures():
     text = " ".join(left_out_text(lo, {"naive": "the naive kernel"}))
     assert "infra errors: 2 sample(s)" in text and "1 task(s) with no other sample" in text
     assert "the naive kernel could not be timed for 1 task(s)" in text
+
+
+def test_compare_names_every_difference_in_how_the_runs_were_measured(tmp_path):
+    """Runs timed on another GPU, with other evaluator settings or another toolchain or
+    evaluator code measure different things: `setup_differences` names each (machine-local
+    options such as the cache folder and GPU indices excepted)."""
+    from cudaperf.report.summary import setup_differences
+
+    bench(tmp_path / "a", model="scripted:naive", samples=1, turns=1)
+    bench(tmp_path / "b", model="scripted:best", samples=1, turns=1)
+    setup = {"gpu": "NVIDIA H200", "mode": "full",
+             "evaluator": {"trials": "100", "cache_dir": "/a", "gpus": "(0,)"},
+             "versions": {"nvcc": "13.0", "cudaperf": "0.1.0+abc"}}  # fmt: skip
+    for name, info in (("a", setup), ("b", {**setup, "evaluator": {
+            "trials": "100", "cache_dir": "/elsewhere", "gpus": "(1,)"}})):  # fmt: skip
+        doc = json.loads((tmp_path / name / "run.json").read_text())
+        doc.update(info)
+        (tmp_path / name / "run.json").write_text(json.dumps(doc))
+    runs = [read_run(tmp_path / "a"), read_run(tmp_path / "b")]
+    assert setup_differences(runs) == [] and compare(runs)["setup_differences"] == []
+    doc = json.loads((tmp_path / "b" / "run.json").read_text())
+    doc["gpu"] = "NVIDIA H100"
+    doc["versions"]["cudaperf"] = "0.1.0+def"
+    (tmp_path / "b" / "run.json").write_text(json.dumps(doc))
+    diffs = setup_differences([read_run(tmp_path / "a"), read_run(tmp_path / "b")])
+    assert len(diffs) == 2 and "H100" in diffs[0] and "0.1.0+def" in diffs[1]

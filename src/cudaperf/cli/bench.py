@@ -295,6 +295,12 @@ def report(
 def compare(
     runs: list[Path] = typer.Argument(..., help="Two or more run folders; the first is the base."),
     out: Path = typer.Option(..., "--out", help="Folder for the comparison report."),
+    allow_setup_mismatch: bool = typer.Option(
+        False,
+        "--allow-setup-mismatch",
+        help="Compare runs measured on another GPU, evaluator setting, toolchain or evaluator "
+        "code (refused by default; the report then says how they differ).",
+    ),
 ) -> None:
     """The same metrics side by side, with paired differences and their 95% intervals."""
     from cudaperf.report.render import paired_text, write_compare_report
@@ -312,6 +318,11 @@ def compare(
         c = compare_runs([read_run(r) for r in runs])
     except ValueError as e:
         fail(str(e))
+    diffs = c["setup_differences"]
+    if diffs and not allow_setup_mismatch:
+        more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
+        fail(f"the runs were measured differently: {diffs[0]}{more}; compare runs of one GPU, "
+             "evaluator and toolchain, or pass --allow-setup-mismatch")  # fmt: skip
     html = write_compare_report(c, out)
     t = Table(title=Text(c["title"]), title_justify="left")
     for col in ["metric", *c["names"], *[f"{n} vs {c['names'][0]}" for n in c["names"][1:]]]:

@@ -327,7 +327,16 @@ def write_compare_report(c: dict, folder: str | Path) -> Path:
              f"speedup baselines: {base}", f"evaluator: {c['mode']}"]  # fmt: skip
     if c.get("baselines_absent"):
         facts.append(absent_text(c["baselines_absent"]))
+    diffs = c.get("setup_differences") or []
     note = _mode_note(c["mode"] if c["mode"] != "full" else "")
+    if diffs:  # compared anyway (--allow-setup-mismatch): say so first
+        note = (
+            f"the runs were measured differently ({len(diffs)} difference(s): "
+            + "; ".join(diffs[:3])
+            + "): differences may be the setup's"
+            + ". "
+            + note
+        )
     sections = [
         ("Side by side: paired differences (rates, in points) and ratios (speedups)", head, rows),
         *_family_sections(c),

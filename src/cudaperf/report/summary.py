@@ -230,6 +230,32 @@ def family_table(views: Sequence[Sequence[TaskView]], ms: list[Metric]) -> list[
     return out
 
 
+# What run.json records about how a run was measured (cli.bench._info): runs that differ in
+# any of these measure different things. Machine-local evaluator options are left out.
+_SETUP = ("gpu", "mode", "evaluator", "versions")
+_LOCAL_OPTIONS = ("cache_dir", "gpus")
+
+
+def setup_differences(runs: Sequence[RunFiles]) -> list[str]:
+    """How each later run's measurement setup differs from the first's: GPU, evaluator mode,
+    evaluator settings, toolchain and evaluator code (`versions`: nvcc, gcc, driver, cudaperf
+    with its evaluator fingerprint); one line per difference, [] when none."""
+    out = []
+    base = runs[0]
+    for r in runs[1:]:
+        for key in _SETUP:
+            a, b = base.info.get(key), r.info.get(key)
+            if isinstance(a, dict) or isinstance(b, dict):
+                a, b = a or {}, b or {}
+                for k in sorted(set(a) | set(b)):
+                    if k not in _LOCAL_OPTIONS and a.get(k) != b.get(k):
+                        out.append(f"{r.path.name}: {key} {k} = {b.get(k)!r}, "
+                                   f"{base.path.name}: {a.get(k)!r}")  # fmt: skip
+            elif a != b:
+                out.append(f"{r.path.name}: {key} = {b!r}, {base.path.name}: {a!r}")
+    return out
+
+
 def compare(runs: Sequence[RunFiles]) -> dict:
     """The first run against each later one: every metric of both on the tasks both finished,
     the samples both have (index < the smaller `samples`) and the turns both ran, with the
@@ -275,6 +301,7 @@ def compare(runs: Sequence[RunFiles]) -> dict:
         "samples": samples, "turns": turns,
         "baselines": {b: BASELINE_LABELS[b] for b in baselines}, "metrics": table,
         "baselines_absent": absent_baselines(baselines, runs),
+        "setup_differences": setup_differences(runs),
         "per_turn": per_turn,
         "by_family": family_table(views, family_metrics(samples, turns, _primary(baselines),
                                                         mode)),  # fmt: skip
