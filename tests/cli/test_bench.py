@@ -83,6 +83,7 @@ def test_bad_input_gives_one_line_errors(tmp_path):
         (["--suite", "sample", "--gpus", "0,0"], "distinct non-negative GPU indices"),
         (["--suite", "sample", "--gpus", "0", "--compile-only"], "or drop --compile-only"),
         (["--suite", "sample", "--gpus", "99"], "no GPU 99 here"),
+        (["--suite", "sample", "--kind", "fortran"], "use c2cuda or torch2cuda"),
     ]
     for extra, message in cases:
         args = ["bench", "run", "--model", "scripted:best", "--out", str(tmp_path / "r"), *extra]
@@ -184,3 +185,17 @@ def test_run_files_that_are_not_what_bench_wrote_are_named(tmp_path):
         (run / name).write_bytes(content)
         user_error(cli("bench", "report", run), needle, code=2)
         user_error(cli("bench", "compare", run, run, "--out", tmp_path / "c"), needle, code=2)
+
+
+@needs_nvcc
+def test_kind_keeps_one_kind_before_the_subset_and_the_command_repeats_it(tmp_path):
+    res = bench_run(tmp_path, "scripted:best", "c", "--kind", "c2cuda")
+    assert res.exit_code == 0, res.output
+    run = json.loads((tmp_path / "c/run.json").read_text())
+    assert len(run["tasks"]) == 4
+    assert {v["kind"] for v in run["tasks"].values()} == {"c2cuda"}
+    assert "--kind c2cuda" in run["command"] and run["settings"]["kind"] == "c2cuda"
+    torch = bench_run(tmp_path, "scripted:best", "t", "--kind", "torch2cuda")
+    assert torch.exit_code == 0, torch.output
+    kinds = {v["kind"] for v in json.loads((tmp_path / "t/run.json").read_text())["tasks"].values()}
+    assert kinds == {"torch2cuda"}

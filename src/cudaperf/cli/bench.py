@@ -42,15 +42,20 @@ _MODEL_HELP = (
 )
 
 
-def _tasks(suites, suite_paths, dataset, limit, per_family, seed, model, compile_baseline=True):
-    """(suites, tasks, meta, note on left-out tasks); the subset options apply per suite."""
+def _tasks(suites, suite_paths, dataset, limit, per_family, seed, model, compile_baseline=True,
+           kind=None):  # fmt: skip
+    """(suites, tasks, meta, note on left-out tasks); `kind` filters, then the subset options
+    apply per suite."""
     from cudaperf.refine.scripted import REFERENCE_SPECS, replayable
     from cudaperf.report.rows import task_meta
     from cudaperf.report.suites import load_suites, select
 
+    def of_kind(ts):
+        return [t for t in ts if kind is None or t.kind.value == kind]
+
     try:
         loaded = load_suites(suites, suite_paths or [], dataset)
-        picked = [(s, select(s.tasks, limit, per_family, seed)) for s in loaded]
+        picked = [(s, select(of_kind(s.tasks), limit, per_family, seed)) for s in loaded]
     except (ValueError, FileNotFoundError, ImportError) as e:
         fail(str(e))
     left_out = ""
@@ -62,8 +67,9 @@ def _tasks(suites, suite_paths, dataset, limit, per_family, seed, model, compile
             console.print(f"{model}: leaving out {left_out} to replay")
     tasks = [t for _, ts in picked for t in ts]
     if not tasks:
-        fail(f"--suite {' '.join(suites)}: no task to run (after --limit/--tasks-per-family and, "
-             "for scripted models, dropping tasks without implementations)")  # fmt: skip
+        fail(f"--suite {' '.join(suites)}: no task to run (after --kind/--limit/"
+             "--tasks-per-family and, for scripted models, dropping tasks without "
+             "implementations)")  # fmt: skip
     meta = {t.id: task_meta(t, s.label, compile_baseline) for s, ts in picked for t in ts}
     return loaded, tasks, meta, left_out
 
@@ -137,7 +143,8 @@ def _command(st, out: Path, suite_paths: list[Path] | None, dataset: Path | None
     args += ["--samples", str(st.samples),
             "--turns", str(st.turns), "--seed", str(st.seed), "--preset", st.preset]  # fmt: skip
     for flag, v in (("--limit", st.limit), ("--tasks-per-family", st.tasks_per_family),
-                    ("--adapter", st.adapter), ("--dataset", dataset)):  # fmt: skip
+                    ("--adapter", st.adapter), ("--dataset", dataset),
+                    ("--kind", st.kind)):  # fmt: skip
         if v is not None:
             args += [flag, str(v)]
     if not st.compile_baseline:
@@ -196,6 +203,9 @@ def run(
     limit: int = typer.Option(None, "--limit", help="At most this many tasks (fixed subset)."),
     per_family: int = typer.Option(None, "--tasks-per-family", help="At most N per family."),
     seed: int = typer.Option(0, "--seed", help="Seed of the subset (same seed, same tasks)."),
+    kind: str = typer.Option(
+        None, "--kind", help="Only c2cuda or torch2cuda tasks (applied before --limit)."
+    ),
     batch_tasks: int = typer.Option(16, "--batch-tasks", help="Tasks generated/scored at once."),
     preset: str = typer.Option(
         "unified", "--preset", help="Reward preset (picks each turn's continuation)."
@@ -235,7 +245,7 @@ def run(
     try:
         settings = BenchSettings(model=model, suite=" + ".join(suite), samples=samples, turns=turns,
                                  seed=seed, limit=limit, tasks_per_family=per_family,
-                                 adapter=adapter, preset=preset,
+                                 adapter=adapter, preset=preset, kind=kind,
                                  compile_baseline=not no_compile_baseline)  # fmt: skip
     except ValueError as e:
         fail(str(e))
@@ -247,7 +257,7 @@ def run(
     if model.startswith(("http://", "https://")):
         check_server(model)
     suites, tasks, meta, left_out = _tasks(suite, suite_path, dataset, limit, per_family, seed,
-                                           model, settings.compile_baseline)  # fmt: skip
+                                           model, settings.compile_baseline, kind)  # fmt: skip
     eval_opts = dict(compile_only=compile_only, cache_dir=cache_dir, trials=trials,
                      time_budget_s=time_budget, cpu_time_budget_s=cpu_time_budget, gpus=gpu_ids,
                      compile_baseline=False if no_compile_baseline else None)  # fmt: skip

@@ -60,10 +60,13 @@ class BenchSettings:
     preset: str = "unified"  # reward preset (which sample a turn continues from)
     compile_baseline: bool = True  # PyTorch tasks: torch.compile timed (False: the baseline
     # is absent from the run and its reports, to save device time)
+    kind: str | None = None  # only tasks of this kind (c2cuda | torch2cuda), before the subset
 
     def __post_init__(self) -> None:
         if self.samples < 1 or self.turns < 1:
             raise ValueError(f"samples={self.samples}, turns={self.turns}: use at least 1 of each")
+        if self.kind not in (None, "c2cuda", "torch2cuda"):
+            raise ValueError(f"--kind {self.kind}: use c2cuda or torch2cuda (or leave it out)")
         if self.adapter and self.model.startswith(("scripted:", "http://", "https://")):
             raise ValueError(
                 "--adapter loads on top of a Hugging Face model; drop it for scripted or URL models"
