@@ -80,3 +80,50 @@ def test_the_largest_tasks_naive_and_fastest_evaluate_ok_on_every_config(tmp_pat
     bad = {f: r["failures"] for f, r in doc["families"].items() if not r["passed"]}
     assert rc == 0 and doc["passed"], bad
     assert all(r["configs_ok"] == r["configs"] for r in doc["families"].values())
+
+
+RELU = """# A problem file in KernelBench's format, written for cudaperf's tests.
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+n = 4096
+
+
+def get_inputs():
+    return [torch.randn(n)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_kernelbench_problems_are_paired_with_their_hand_written_candidates(tmp_path):
+    """A level-1 problem whose file name has a native candidate in bench/kernelbench_candidates
+    is evaluated with it; a problem without one is not; a failure fails the suite."""
+    from cudaperf.execute.types import ConfigResult, ExecResult, Status, Timing
+
+    lvl = tmp_path / "KernelBench" / "level1"
+    lvl.mkdir(parents=True)
+    (lvl / "19_ReLU.py").write_text(RELU)
+    (lvl / "9999_Unknown.py").write_text(RELU)
+
+    def session(status):
+        def run(jobs):
+            return [ExecResult(status=status, mode="full", task_id=t.id, candidate_hash=c.hash,
+                               configs=[ConfigResult(config=k.name, held_out=k.held_out,
+                                                     correct=True, timing=Timing.of([1.0]))
+                                        for k in t.configs]) for t, c in jobs]  # fmt: skip
+
+        return run
+
+    good = smoke.kernelbench_rows(str(tmp_path), session(Status.OK))
+    assert good == {"tasks": 1, "ok": 1, "failures": [], "passed": True}
+    bad = smoke.kernelbench_rows(str(tmp_path), session(Status.WRONG_OUTPUT))
+    assert bad["passed"] is False and bad["failures"][0]["status"] == "wrong_output"
