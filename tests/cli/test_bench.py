@@ -199,3 +199,27 @@ def test_kind_keeps_one_kind_before_the_subset_and_the_command_repeats_it(tmp_pa
     assert torch.exit_code == 0, torch.output
     kinds = {v["kind"] for v in json.loads((tmp_path / "t/run.json").read_text())["tasks"].values()}
     assert kinds == {"torch2cuda"}
+
+
+@needs_nvcc
+def test_a_run_uses_one_evaluator_for_every_turn_and_chunk(tmp_path, monkeypatch):
+    """One EvalSession per `bench run`: its workers, secret salt, input sets and C baselines
+    are made once. Before, every evaluator call (each turn of each --batch-tasks chunk) started
+    a new backend with a new salt."""
+    import cudaperf.execute.pool as pool
+
+    made, real = [], pool.LocalBackend
+
+    class Counting(real):
+        def __init__(self, *a, **k):
+            made.append(1)
+            super().__init__(*a, **k)
+
+    import cudaperf.execute.api as api
+    import cudaperf.execute.session as session
+
+    for module in (pool, api, session):  # every place a backend is made from
+        monkeypatch.setattr(module, "LocalBackend", Counting)
+    res = bench_run(tmp_path, "scripted:best", "one", "--batch-tasks", "2")  # 2 chunks x 2 turns
+    assert res.exit_code == 0, res.output
+    assert len(made) == 1

@@ -100,6 +100,7 @@ def _gpus(spec: str | None, compile_only: bool | None) -> tuple[int, ...] | None
 def _scorer(tasks, preset, ranker, **eval_opts):
     from cudaperf.execute.config import EvalConfig
     from cudaperf.execute.evaluator import detect_env
+    from cudaperf.execute.session import EvalSession
     from cudaperf.reward import RewardConfig, RewardScorer
 
     try:
@@ -111,7 +112,9 @@ def _scorer(tasks, preset, ranker, **eval_opts):
     rk = None
     if cfg.ranker_weight > 0:  # a ranker file that cannot be read is an error, not a warning
         rk = load_ranker_option(ranker)
-    sc = RewardScorer(tasks, config=cfg, eval_config=ev, ranker=rk, analyze="always")
+    # one evaluator for the whole run: its workers, secret salt, input sets, C references and
+    # baselines are made once, not again for every turn of every chunk (close: `run`)
+    sc = RewardScorer(tasks, config=cfg, evaluator=EvalSession(ev), ranker=rk, analyze="always")
     return sc, env
 
 
@@ -278,6 +281,8 @@ def run(
         console.print(f"interrupted: finished tasks are kept in {out}; rerun the same command "
                       "to resume")  # fmt: skip
         raise typer.Exit(130) from None
+    finally:
+        scorer.evaluator.close()  # the run's one evaluator session
     if n == 0:
         console.print(f"every task was already finished in {out}; rebuilding the report")
     summary = summarize(read_run(out))
