@@ -110,6 +110,8 @@ grpo_args() {  # GRPO: the command line of stages grpo and bgstart; AD: its star
   [ -f "$W/$RUN/restored" ] && AD=$(cat "$W/$RUN/restored")  # stage restore's checkpoint
   [ -d "$AD" ] || { echo "the SFT run is gone: machine went cold (or run stage restore)"; exit 3; }
   res=(); ls -d "$W"/$RUN/checkpoint-* >/dev/null 2>&1 && res=(--resume)  # a later call resumes
+  # a call cut before its first checkpoint kept nothing to resume: start that run over
+  [ ${#res[@]} -eq 0 ] && [ -e "$W/$RUN/steps.jsonl" ] && res=(--overwrite)
   if [ -n "${CHUNK:-}" ]; then  # train to the next multiple of CHUNK steps (at most TOTAL)
     local last
     last=$(ls -d "$W"/$RUN/checkpoint-* 2>/dev/null | sed 's/.*checkpoint-//' | sort -n | tail -1)
