@@ -29,11 +29,10 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
-import sys
 from typing import Any
 
 from cudaperf.execute import confine
-from cudaperf.execute.child_proc import serve
+from cudaperf.execute.child_proc import redirect_output, serve
 
 __all__ = ["call_harness", "child_main"]
 
@@ -74,7 +73,7 @@ class _State:
         self.base: ctypes.Array | None = None  # exported view of `mm` (its address)
 
     def job(self, msg: dict) -> None:
-        _redirect(str(msg["workdir"]))
+        redirect_output(str(msg["workdir"]))
         confine.limit_cpu(int(msg["cpu_limit_s"]))
         confine.limit_output(int(msg["output_limit_mb"]))
         from cudaperf.execute.harness import RUN_SYMBOL
@@ -105,16 +104,6 @@ class _State:
             [int(c) for c in msg["codes"]], int(msg["warmup"]), int(msg["trials"]),
             float(msg["budget_ms"]),
         )  # fmt: skip
-
-
-def _redirect(workdir: str) -> None:
-    os.chdir(workdir)
-    fd = os.open("output.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
 
 
 def _serve(st: _State, kind: str, arg: Any) -> Any:

@@ -23,7 +23,7 @@ from typing import Any
 
 from cudaperf.execute.supervise import death_message
 
-__all__ = ["ChildError", "Spare", "SpawnedChild"]
+__all__ = ["ChildError", "Spare", "SpawnedChild", "flush_stdio", "redirect_output", "serve"]
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +138,22 @@ class Spare:
         if spare:
             self.child = self.make()
         return child
+
+
+def redirect_output(workdir: str, truncate: bool = False) -> None:
+    """Make `workdir` the cwd and its `output.log` this process's stdout and stderr (what
+    was buffered is flushed first). The worker truncates it at the start of a job; a
+    candidate's process appends to it, so both write one log."""
+    import sys
+
+    os.chdir(workdir)
+    mode = os.O_TRUNC if truncate else os.O_APPEND
+    fd = os.open("output.log", os.O_WRONLY | os.O_CREAT | mode, 0o600)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
 
 
 def flush_stdio() -> None:

@@ -34,11 +34,10 @@ launched kernel names are the one claim taken from here, backed by the static ch
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 from cudaperf.execute import confine
-from cudaperf.execute.child_proc import serve
+from cudaperf.execute.child_proc import redirect_output, serve
 
 __all__ = ["child_main"]
 
@@ -55,22 +54,12 @@ class _State:
         self.flush = None
 
 
-def _redirect(workdir: str) -> None:
-    os.chdir(workdir)
-    fd = os.open("output.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-
-
 def _job(st: _State, raw: dict) -> None:
     from cudaperf.execute import torch_runtime as rt
     from cudaperf.execute.protocol import ChildJob
 
     msg = ChildJob.model_validate(raw)
-    _redirect(msg.workdir)
+    redirect_output(msg.workdir)
     confine.limit_cpu(msg.cpu_limit_s)
     confine.limit_output(msg.output_limit_mb)  # what the candidate writes (files, stdout)
     if msg.ext_dir:  # where the build pool left a load_inline candidate's extension

@@ -28,6 +28,7 @@ import sys
 from collections.abc import Callable
 
 from cudaperf.execute import confine, measure
+from cudaperf.execute.child_proc import redirect_output
 from cudaperf.execute.protocol import (
     BaselinesRequest,
     HelloReply,
@@ -87,14 +88,6 @@ def apply_limits(max_output_mb: int, max_open_files: int, isolate_network: bool)
     return applied
 
 
-def _redirect_output(workdir: str) -> None:
-    os.chdir(workdir)
-    fd = os.open("output.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-
-
 def handle(raw: object, libs: measure.Libs, emit: Callable[[dict], None] | None = None) -> dict:
     """Serve one decoded request line; returns the reply's wire form and never raises. A
     malformed request, or an error of the worker itself, becomes an infra_error reply with
@@ -109,7 +102,7 @@ def handle(raw: object, libs: measure.Libs, emit: Callable[[dict], None] | None 
         req = parse_request(raw)
         if isinstance(req, HelloRequest):
             return HelloReply(pid=os.getpid()).wire()
-        _redirect_output(req.workdir)
+        redirect_output(req.workdir, truncate=True)
         confine.limit_cpu(req.cpu_limit_s)
         if isinstance(req, TorchRequest):
             return _torch_job(req, on_output).wire()
