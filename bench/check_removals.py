@@ -210,8 +210,8 @@ M = [
     (
         "candidate output after a held-out call withheld",
         "src/cudaperf/execute/evaluator.py",
-        "            if reply.output is not None:",
-        "            if False:",
+        "        if reply.output is not None:",
+        "        if False:",
         "tests/execute/test_sandbox.py::test_what_a_candidate_prints_on_a_held_out_config_never_reaches_a_result",
     ),
     (

@@ -19,11 +19,14 @@ import json
 import logging
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from cudaperf.execute.supervise import death_message
 
-__all__ = ["ChildError", "Spare", "SpawnedChild", "flush_stdio", "redirect_output", "serve"]
+__all__ = [
+    "ChildError", "Spare", "SpawnedChild", "flush_stdio", "read_log", "redirect_output", "serve",
+]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +157,19 @@ def redirect_output(workdir: str, truncate: bool = False) -> None:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
+
+
+def read_log(workdir: str | Path, limit: int) -> str:
+    """The tail of a job's `output.log` (what the candidate printed), at most `limit` bytes
+    ("" when there is none)."""
+    p = Path(workdir) / "output.log"
+    if not p.exists():
+        return ""
+    size = p.stat().st_size
+    with open(p, "rb") as f:
+        f.seek(max(0, size - limit))
+        text = f.read().decode(errors="replace")
+    return (f"[... {size - limit} bytes cut]\n" if size > limit else "") + text
 
 
 def flush_stdio() -> None:

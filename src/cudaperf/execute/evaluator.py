@@ -16,7 +16,6 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from cudaperf.execute import checks, torch_build, torch_static
 from cudaperf.execute.build import (
@@ -26,6 +25,7 @@ from cudaperf.execute.build import (
     first_error,
     toolchain_versions,
 )
+from cudaperf.execute.child_proc import read_log
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.feedback import redact_held_out, status_feedback, timing_feedback
 from cudaperf.execute.held_out import WITHHELD_OUTPUT
@@ -37,7 +37,6 @@ from cudaperf.execute.protocol import (
     parse_reply,
 )
 from cudaperf.execute.results import ResultCache, result_key, truncate
-from cudaperf.execute.sandbox import read_log
 from cudaperf.execute.types import (
     SPEEDUPS,
     Candidate,
@@ -286,19 +285,21 @@ class Evaluator:
         """Build the ExecResult from a worker reply. A reply that does not follow
         `protocol.JobReply` is an INFRA_ERROR naming the bad field. The naive baseline's
         timings and speedup are `api.finalize`'s (it has the naive job's result)."""
-        out = read_log(Path(p.workdir), self.config.max_log_chars)
-        shutil.rmtree(p.workdir, ignore_errors=True)
         try:
             reply = parse_reply(raw)
-            if reply.output is not None:  # held-out configs ran: only what came before them
-                out = truncate(reply.output, self.config.max_log_chars) + "\n" + WITHHELD_OUTPUT
         except MalformedMessage as e:
+            shutil.rmtree(p.workdir, ignore_errors=True)
             log.error("%s: %s", p.task.id, e)
             fb = [f"{e}; this is the evaluator's fault, not the candidate's"]
             return self.result(  # no runtime log: it may hold what held-out configs printed
                 p.task, p.cand, Status.INFRA_ERROR, p.t0, compile_log=p.compile_log,
                 feedback=fb, findings=p.findings, form=p.form,
             )  # fmt: skip
+        if reply.output is not None:  # held-out configs ran: only what came before them
+            out = truncate(reply.output, self.config.max_log_chars) + "\n" + WITHHELD_OUTPUT
+        else:
+            out = read_log(p.workdir, self.config.max_log_chars)
+        shutil.rmtree(p.workdir, ignore_errors=True)
         status, configs = reply.status, reply.configs
         configs, runtime = redact_held_out(configs, reply.message)  # every track, here only
         fb = status_feedback(status, configs, runtime)

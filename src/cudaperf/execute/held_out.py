@@ -8,7 +8,7 @@ not shown). Three rules, used by both tracks' trusted sides (`measure`, `torch_t
 - `visible_first`: the visible configs run first, the held-out ones after them, so everything
   the candidate printed before the first held-out call was written without knowing any
   held-out size.
-- `snapshot_output`: before the first held-out call the trusted side asks the candidate's
+- `visible_output`: before the first held-out call the trusted side asks the candidate's
   process to flush its stdio, then copies the end of `output.log`. That copy is the only
   candidate output a result carries (`JobReply.output`; the worker also sends it ahead as a
   `visible_output` line, so a job that then times out or kills the worker still has it). Text
@@ -25,12 +25,11 @@ whether the candidate crashed, are still per job (one bit that any evaluation gi
 
 from __future__ import annotations
 
-import os
-
+from cudaperf.execute.child_proc import SpawnedChild, read_log
 from cudaperf.execute.feedback import redact_sizes
 from cudaperf.tasks.model import InputConfig
 
-__all__ = ["WITHHELD", "held_out_message", "snapshot_output", "visible_first"]
+__all__ = ["WITHHELD", "held_out_message", "visible_first", "visible_output"]
 
 WITHHELD = (
     "the candidate failed on a held-out config; its own error text there is withheld "
@@ -54,15 +53,12 @@ def held_out_message(message: str, trusted: bool) -> str:
     return redact_sizes(message) if trusted else WITHHELD
 
 
-def snapshot_output(workdir: str = ".", limit: int = _SNAPSHOT_BYTES) -> str:
-    """The last `limit` bytes of the job's `output.log` (in `workdir`) as text ("" if none)."""
-    path = os.path.join(workdir, "output.log")
-    try:
-        with open(path, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - limit))
-            data = f.read(limit)
-    except OSError:
-        return ""
-    cut = f"[... {size - limit} bytes cut]\n" if size > limit else ""
-    return cut + data.decode(errors="replace")
+def visible_output(child: SpawnedChild, workdir: str, on_output=None) -> str:
+    """What the candidate printed before any held-out call: its process's stdio flushed
+    (ChildError when it does not answer), then the end of `output.log` in `workdir`, also
+    handed to `on_output(text)` when given."""
+    child.flush()
+    out = read_log(workdir, _SNAPSHOT_BYTES)
+    if on_output is not None:
+        on_output(out)
+    return out

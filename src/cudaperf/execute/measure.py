@@ -45,7 +45,7 @@ import numpy as np
 
 from cudaperf.execute.c_proc import CProcess, NativeRun, take_c_child
 from cudaperf.execute.child_proc import ChildError
-from cudaperf.execute.held_out import held_out_message, snapshot_output, visible_first
+from cudaperf.execute.held_out import held_out_message, visible_first, visible_output
 from cudaperf.execute.inputs import compare, reference_finite, run_reference, time_reference
 from cudaperf.execute.protocol import JobReply, RunRequest
 from cudaperf.execute.sanity import escape_message, roofline_message
@@ -261,7 +261,7 @@ def run_job(
                     proc.start_job(task, req.lib, req.workdir, req.cpu_limit_s,
                                    req.output_limit_mb)  # fmt: skip
                 if cfg.held_out and output is None:
-                    output = _visible_output(proc, req.workdir, on_output)
+                    output = visible_output(proc, req.workdir, on_output)
                 st, cr, stop = _one_config(proc, task, cfg, req, libs, ref_lib,
                                            status is Status.OK)  # fmt: skip
                 trusted = st is not Status.RUNTIME_ERROR  # else the harness's text (the child's)
@@ -282,12 +282,3 @@ def run_job(
     msg = next((r.message for r in configs if r.message and not r.correct), "")
     msg = msg or next((r.message for r in configs if r.message), "")
     return JobReply(status=status, configs=configs, message=msg, output=output)
-
-
-def _visible_output(proc: CProcess, workdir: str, on_output) -> str:
-    """The candidate's output before any held-out call (`held_out.snapshot_output`)."""
-    proc.flush()
-    out = snapshot_output(workdir)
-    if on_output is not None:
-        on_output(out)
-    return out

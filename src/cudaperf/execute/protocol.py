@@ -142,7 +142,7 @@ class Ready(_Message):
 
 class VisibleOutput(_Message):
     """A line the worker sends ahead of its reply, once a job's held-out configs are about to
-    run: the candidate's output so far (`held_out.snapshot_output`). The reply repeats it; a job
+    run: the candidate's output so far (`held_out.visible_output`). The reply repeats it; a job
     that times out or kills the worker gets it from here (`WorkerHandle`)."""
 
     visible_output: str

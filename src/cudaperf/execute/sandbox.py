@@ -345,15 +345,3 @@ class WorkerHandle:
 
     def close(self) -> None:
         self.kill()
-
-
-def read_log(workdir: Path, limit: int) -> str:
-    """The tail of a job's output.log (what the candidate printed), at most `limit` chars."""
-    p = Path(workdir) / "output.log"
-    if not p.exists():
-        return ""
-    size = p.stat().st_size
-    with open(p, "rb") as f:
-        f.seek(max(0, size - limit))
-        text = f.read().decode(errors="replace")
-    return (f"[... {size - limit} bytes cut]\n" if size > limit else "") + text

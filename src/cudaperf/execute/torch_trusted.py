@@ -48,7 +48,7 @@ from collections.abc import Callable
 import torch
 
 from cudaperf.execute import torch_runtime as rt
-from cudaperf.execute.held_out import held_out_message, snapshot_output, visible_first
+from cudaperf.execute.held_out import held_out_message, visible_first, visible_output
 from cudaperf.execute.protocol import BaselinesRequest, ChildJob, JobReply, TorchRequest
 from cudaperf.execute.sanity import escape_message, outside_clock_message, roofline_message
 from cudaperf.execute.torch_baselines import baselines, device_id
@@ -365,10 +365,7 @@ def run_torch_job(
                     child.output_mb = req.output_limit_mb  # names the limit if it kills
                     child.ask("job", _job_message(req))
                 if cfg.held_out and output is None:
-                    child.flush()
-                    output = snapshot_output(req.workdir)
-                    if on_output is not None:
-                        on_output(output)
+                    output = visible_output(child, req.workdir, on_output)
                 cr, seen = _one_config(child, task, cfg, req, status is Status.OK, not results)
                 st, launched = Status.OK, seen if seen is not None else launched
             except _Fail as f:

@@ -322,7 +322,7 @@ def score_many(task: Task, candidates: list[str], model: PairwiseRanker) -> list
 def visible_task(task: Task) -> Task:
     """`task` with its visible configs only (itself when it has no other): a score must not
     move with sizes a model is never shown (it is quoted in feedback and paid as reward)."""
-    visible = [c for c in task.configs if not c.held_out]
+    visible = task.visible_configs
     if not visible or len(visible) == len(task.configs):
         return task
     return task.model_copy(update={"configs": visible})
