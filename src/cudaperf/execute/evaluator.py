@@ -46,6 +46,7 @@ from cudaperf.execute.types import (
     Severity,
     Status,
     geomean,
+    speedup_over,
 )
 from cudaperf.tasks.measurements import EVALUATOR_PROTOCOL
 from cudaperf.tasks.model import Task, TaskKind
@@ -324,11 +325,8 @@ def torch_speedups(configs: list[ConfigResult]) -> dict:
     """Geomean speedups against eager PyTorch and torch.compile (when every config has one)."""
     out = {}
     for key, field_ in (SPEEDUPS["eager"], SPEEDUPS["compile"]):
-        base = [getattr(c, field_) for c in configs]
-        if configs and all(b is not None and c.timing for b, c in zip(base, configs, strict=True)):
-            out[key] = geomean(
-                [b.median_us / c.timing.median_us for b, c in zip(base, configs, strict=True)]
-            )
+        if (v := speedup_over(configs, field_)) is not None:
+            out[key] = v
     return out
 
 

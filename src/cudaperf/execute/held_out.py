@@ -29,7 +29,9 @@ from cudaperf.execute.child_proc import SpawnedChild, read_log
 from cudaperf.execute.feedback import redact_sizes
 from cudaperf.tasks.model import InputConfig
 
-__all__ = ["WITHHELD", "held_out_message", "visible_first", "visible_output"]
+__all__ = [
+    "WITHHELD", "WITHHELD_OUTPUT", "held_out_message", "visible_first", "visible_output",
+]  # fmt: skip
 
 WITHHELD = (
     "the candidate failed on a held-out config; its own error text there is withheld "

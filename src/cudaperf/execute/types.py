@@ -31,6 +31,7 @@ __all__ = [
     "Status",
     "Timing",
     "geomean",
+    "speedup_over",
     "protections_line",
 ]
 
@@ -204,6 +205,15 @@ def geomean(xs: list[float]) -> float | None:
     if not xs:
         return None
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def speedup_over(configs: list[ConfigResult], baseline: str) -> float | None:
+    """Geomean over `configs` of baseline time / candidate time, `baseline` a ConfigResult
+    timing field (`SPEEDUPS`' second item); None unless every config has both timings."""
+    pairs = [(getattr(c, baseline), c.timing) for c in configs]
+    if not pairs or any(b is None or t is None for b, t in pairs):
+        return None
+    return geomean([b.median_us / t.median_us for b, t in pairs])
 
 
 # The speedups an ExecResult reports, the one list of them: baseline name -> (the ExecResult

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from cudaperf.analyze.types import Finding, Severity
 from cudaperf.execute.build import COMPILER_ERROR
-from cudaperf.execute.types import SPEEDUPS, ConfigResult, ExecResult, Status, geomean
+from cudaperf.execute.types import SPEEDUPS, ConfigResult, ExecResult, Status, speedup_over
 from cudaperf.rank.types import RankScore
 from cudaperf.reward.scorer import Scored
 from cudaperf.tasks.model import Task, TaskKind
@@ -131,7 +131,8 @@ def _wrong(c: ConfigResult | None, task: Task, res: ExecResult) -> str:
 def _ok(res: ExecResult, task: Task) -> str:
     lines = [f"Correct on all {len(res.configs)} configs (held-out included)."]
     visible = [c for c in res.configs if not c.held_out and c.timing is not None]
-    speed = {name: _visible_speedup(visible, base) for base, name in _SPEEDUPS}
+    # held-out times stay out: they move with sizes the model is not shown
+    speed = {name: speedup_over(visible, base) for base, name in _SPEEDUPS}
     sp = [f"{v:.2f}x vs {name}" for name, v in speed.items() if v]
     if sp:
         lines.append("Speedups (geomean over the visible configs): " + "; ".join(sp) + ".")
@@ -145,15 +146,6 @@ def _ok(res: ExecResult, task: Task) -> str:
     if slow:
         lines.append("It is slower than a baseline above: that is the first thing to fix.")
     return "\n".join(lines)
-
-
-def _visible_speedup(visible: list[ConfigResult], base: str) -> float | None:
-    """Geomean of `base` time / candidate time over the visible configs (None unless every
-    one has both). Held-out times stay out: they move with sizes the model is not shown."""
-    pairs = [(getattr(c, base), c.timing) for c in visible]
-    if not pairs or any(b is None for b, _ in pairs):
-        return None
-    return geomean([b.median_us / t.median_us for b, t in pairs])
 
 
 def _findings(scored: Scored, code: str, limit: int) -> str:
