@@ -222,6 +222,13 @@ M = [
         "tests/execute/test_sandbox.py::test_what_a_candidate_prints_on_a_held_out_config_never_reaches_a_result tests/execute/test_torch_trusted.py::test_what_a_candidate_prints_on_a_held_out_config_stays_out_of_the_reply",
     ),
     (
+        "C: text from the candidate's process (not its death) withheld on a held-out config",
+        "src/cudaperf/execute/measure.py",
+        "                st, stop, trusted = Status.RUNTIME_ERROR, True, e.died",
+        "                st, stop, trusted = Status.RUNTIME_ERROR, True, True",
+        "tests/execute/test_sandbox.py::test_what_a_candidate_prints_on_a_held_out_config_never_reaches_a_result",
+    ),
+    (
         "output limit in the candidate's process",
         "src/cudaperf/execute/c_child.py",
         '        confine.limit_output(int(msg["output_limit_mb"]))',

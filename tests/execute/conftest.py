@@ -37,6 +37,7 @@ FAKE_HARNESS = r"""
 #include <string.h>
 #include <unistd.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 /* A CPU stand-in for the native harness ABI (saxpy only) so the worker can be tested here. */
 int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n, int warmup,
                    int trials, double budget_ms, float* event_ms, double* wall_ms, int* done,
@@ -57,7 +58,19 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
      the held-out n would reach the next prompt through its output or its error text */
   printf("probe stdout n=%d\n", nn); fprintf(stderr, "probe stderr n=%d\n", nn);
   if (nn != 1000 && nn != 100003) {
-#  if FAKE_PROBE == 3
+#  if FAKE_PROBE == 4
+    /* forges its process's reply: a multiprocessing message (4-byte big-endian length, then
+       JSON) ["error", text] on every socket it holds, then returns as if all went well */
+    char msg[128];
+    int len = snprintf(msg + 4, sizeof msg - 4, "[\"error\", \"n=%d %s\"]", nn,
+                       nn == 4096 ? "four-oh-nine-six" : "?");
+    msg[0] = 0; msg[1] = 0; msg[2] = (char)(len >> 8); msg[3] = (char)len;
+    for (int fd = 3; fd < 256; ++fd) {
+      struct stat st;
+      if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) (void)!write(fd, msg, 4 + len);
+    }
+    return 0;
+#  elif FAKE_PROBE == 3
     fflush(stdout); for (;;) {}
 #  elif FAKE_PROBE == 2
     snprintf(err, errlen, "size was n=%d (%s)", nn, nn == 4096 ? "four-oh-nine-six" : "?");
@@ -141,7 +154,7 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
 def fake_libs(tmp_path_factory) -> dict[str, str]:
     """Fake harness libraries built with gcc: ok, wrong, hang, segv, flood, cuda_error, mutate,
     escape, abs, stale, short_escape, too_fast, peek, leak, bigfile, probe, probe_err,
-    probe_hang."""
+    probe_hang, probe_forge."""
     d = tmp_path_factory.mktemp("fake")
     (d / "fake.c").write_text(FAKE_HARNESS)
     variants = {
@@ -154,6 +167,7 @@ def fake_libs(tmp_path_factory) -> dict[str, str]:
         "probe": ["-DFAKE_A=1", "-DFAKE_PROBE=1"],  # prints n, crashes on unseen sizes
         "probe_err": ["-DFAKE_A=1", "-DFAKE_PROBE=2"],  # prints n, puts it in its error text
         "probe_hang": ["-DFAKE_A=1", "-DFAKE_PROBE=3"],  # prints n, hangs on unseen sizes
+        "probe_forge": ["-DFAKE_A=1", "-DFAKE_PROBE=4"],  # forges an error reply naming n
         "cuda_error": ["-DFAKE_A=1", "-DFAKE_CUDA_ERROR"],
         "mutate": ["-DFAKE_A=1", "-DFAKE_MUTATE"],
         "escape": ["-DFAKE_A=1", "-DFAKE_ESCAPE"],  # writes/reads paths from the environment

@@ -88,13 +88,16 @@ def test_what_a_candidate_prints_on_a_held_out_config_never_reaches_a_result(rig
     (what refine's feedback quotes); what it printed on the visible configs still does. Also
     when the held-out config comes first in the task, and when the candidate hangs there (a
     timeout kills the worker: what it printed before comes from the worker's early line).
-    Its own error text on the held-out config is withheld (letters encode a size too)."""
+    Its own error text on the held-out config is withheld (letters encode a size too), also
+    an error reply it forges on its process's connection."""
     from cudaperf.execute.held_out import WITHHELD
 
     run, _ = rig
     task = saxpy_task()
     first = task.model_copy(update={"configs": [task.configs[-1], *task.configs[:-1]]})
-    for name, t in (("probe", task), ("probe_err", task), ("probe", first), ("probe_hang", task)):
+    cases = (("probe", task), ("probe_err", task), ("probe", first), ("probe_hang", task),
+             ("probe_forge", task))  # fmt: skip
+    for name, t in cases:
         res = run(name, t)
         want = Status.TIMEOUT if name == "probe_hang" else Status.RUNTIME_ERROR
         assert res.status is want, (name, res.feedback)
@@ -104,8 +107,8 @@ def test_what_a_candidate_prints_on_a_held_out_config_never_reaches_a_result(rig
         assert "probe stderr n=1000" in res.runtime_log and "n=100003" in res.runtime_log, name
         text = "\n".join([res.runtime_log, *res.feedback, *(c.message for c in res.configs)])
         assert "4096" not in text and "four-oh" not in text, (name, text)
-        if name == "probe_err":
-            assert held.message == WITHHELD
+        if name in ("probe_err", "probe_forge"):  # text from its process, not a death
+            assert held.message == WITHHELD, name
 
 
 def test_a_function_right_only_on_the_config_s_inputs_is_wrong(rig):
