@@ -34,7 +34,7 @@ from eval_c2cuda_common import ROOT, header  # noqa: E402
 
 from cudaperf.execute import Candidate, EvalConfig  # noqa: E402
 from cudaperf.execute.api import naive_implementation  # noqa: E402
-from cudaperf.execute.c_proc import segment_bytes  # noqa: E402
+from cudaperf.execute.c.proc import segment_bytes  # noqa: E402
 from cudaperf.execute.session import EvalSession, training_config  # noqa: E402
 from cudaperf.tasks.io import load_tasks  # noqa: E402
 from cudaperf.tasks.model import Task, TaskKind  # noqa: E402

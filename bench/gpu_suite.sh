@@ -16,7 +16,7 @@ run() {  # run GROUP WALL_S PER_TEST_S PATHS...
   echo "rc=$?" >> "$OUT/gpu_$g.log"
   grep -E "FAILED|ERROR|passed|failed|rc=" "$OUT/gpu_$g.log" | tail -12
 }
-T=tests/execute/test_torch_gpu.py  # its three batch tests build ~20 extensions each
+T=tests/execute/pytorch/test_gpu.py  # its three batch tests build ~20 extensions each
 HEAVY=("$T::test_adversarial_corpus" "$T::test_sample_torch_implementations_pass_the_evaluator"
        "$T::test_torch_faults_get_their_status_and_the_next_candidate_is_ok")
 [ $# -gt 0 ] || set -- fast execute torch

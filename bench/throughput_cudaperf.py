@@ -62,7 +62,7 @@ def cudaperf_row(res) -> dict:
 def drop_native_builds(codes: list[str], root: Path) -> int:
     """Remove cached native builds (~/.cache/cudaperf/native/<key>/kernel.cu) of these
     candidates' sources, so the native pass starts cold like the others; other entries stay."""
-    from cudaperf.execute.torch_build import native_sources
+    from cudaperf.execute.pytorch.build import native_sources
 
     srcs = {s for c in codes for s in native_sources(c)}
     n = 0

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from cudaperf.execute import EvalConfig
 from cudaperf.execute.build import build_reference
-from cudaperf.execute.inputs import compare, output_scale, reference_finite, run_reference
+from cudaperf.execute.c.reference import compare, output_scale, reference_finite, run_reference
 from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.io import load_tasks
 from cudaperf.tasks.model import Role, TaskKind

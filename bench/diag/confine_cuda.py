@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-_SRC = Path(__file__).resolve().parents[2] / "src/cudaperf/execute/confine.py"
+_SRC = Path(__file__).resolve().parents[2] / "src/cudaperf/execute/isolation/confine.py"
 _spec = importlib.util.spec_from_file_location("confine", _SRC)
 c = sys.modules["confine"] = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(c)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cudaperf.execute.native import parse_prototypes
-from cudaperf.execute.torch_static import check_torch_candidate
+from cudaperf.execute.pytorch.static import check_torch_candidate
 from cudaperf.execute.types import Severity
 
 ROOT = Path(__file__).resolve().parents[2] / "bench" / "kernelbench_candidates"

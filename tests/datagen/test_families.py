@@ -38,7 +38,7 @@ def test_c_reference_compiles_and_runs(name):
 @pytest.mark.parametrize("name", [f for f in FAMS if FAMILIES[f].kind is TaskKind.TORCH2CUDA])
 def test_torch_reference_runs_and_candidates_pass_static_checks(name):
     torch = pytest.importorskip("torch")
-    from cudaperf.execute.torch_static import check_torch_candidate
+    from cudaperf.execute.pytorch.static import check_torch_candidate
     from cudaperf.execute.types import Severity
     from cudaperf.tasks.pymodule import exec_with_sizes
 

@@ -25,7 +25,7 @@ def test_sampled_implementations_compile():
 
 
 def test_c_implementation_compiles_inside_the_evaluator_harness():
-    from cudaperf.execute.harness import harness_source
+    from cudaperf.execute.c.harness import harness_source
 
     name = next(f for f in sorted(FAMILIES) if FAMILIES[f].kind is TaskKind.C2CUDA)
     t = generate_one(FAMILIES[name], 0, 0)

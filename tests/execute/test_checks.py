@@ -5,7 +5,7 @@ from catalog import FAULTS, SAXPY_NAIVE
 
 import cudaperf.analyze
 from cudaperf.execute.checks import CHECKS, FATAL, run_checks
-from cudaperf.execute.torch_static import check_torch_candidate
+from cudaperf.execute.pytorch.static import check_torch_candidate
 from cudaperf.execute.types import Severity
 
 CHEATS = {

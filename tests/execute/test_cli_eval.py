@@ -4,11 +4,11 @@ import json
 
 from catalog import SAXPY_NAIVE, saxpy_task
 from conftest import needs_nvcc
-from test_confine import WHY
 from typer.testing import CliRunner
 
 from cudaperf.cli import app
 from cudaperf.tasks.io import save_jsonl
+from tests.execute.isolation.test_confine import WHY
 
 runner = CliRunner()
 

@@ -155,7 +155,7 @@ def test_a_cuda_error_ends_only_the_candidates_process(gpu_config):
     next candidate is timed `ok` by it (before 2026-12-04 the worker exited after every CUDA
     error and the next job redrew the task's sets)."""
     from cudaperf.execute.evaluator import Evaluator, Prepared
-    from cudaperf.execute.sandbox import WorkerHandle
+    from cudaperf.execute.isolation.sandbox import WorkerHandle
 
     ev = Evaluator(gpu_config)
     task = saxpy_task()

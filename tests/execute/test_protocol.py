@@ -10,8 +10,9 @@ import pytest
 from catalog import saxpy_task
 from torch_cpu import relu_task
 
+from cudaperf.execute.c.trusted import Libs
 from cudaperf.execute.evaluator import Env, Evaluator, Prepared
-from cudaperf.execute.measure import Libs
+from cudaperf.execute.isolation.worker import handle
 from cudaperf.execute.protocol import (
     HelloRequest,
     JobReply,
@@ -22,7 +23,6 @@ from cudaperf.execute.protocol import (
     parse_request,
 )
 from cudaperf.execute.types import Candidate, ConfigResult, Status, Timing
-from cudaperf.execute.worker import handle
 
 
 def _evaluator(cpu_config) -> Evaluator:
@@ -123,8 +123,8 @@ def test_the_candidate_process_gets_a_typed_job_message_without_secrets(tmp_path
     from torch_cpu import HONEST, request
 
     from cudaperf.execute.protocol import ChildJob
-    from cudaperf.execute.torch_proc import CandidateProcess, ChildError
-    from cudaperf.execute.torch_trusted import _job_message
+    from cudaperf.execute.pytorch.proc import CandidateProcess, ChildError
+    from cudaperf.execute.pytorch.trusted import _job_message
 
     req = TorchRequest(task=relu_task(), **request(HONEST, workdir=str(tmp_path)))
     msg = _job_message(req)

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from cudaperf.execute.protocol import TorchRequest
-from cudaperf.execute.torch_trusted import run_torch_job
+from cudaperf.execute.pytorch.trusted import run_torch_job
 from cudaperf.tasks.model import Task
 
 SALT = 918273645077
@@ -118,7 +118,7 @@ def run_fake(child: FakeGpuChild, task: Task | None = None, **kw) -> dict:
     """The trusted side's reply for a candidate whose process is `child` (`run`'s request)."""
     from unittest import mock
 
-    from cudaperf.execute import torch_trusted
+    from cudaperf.execute.pytorch import trusted as torch_trusted
 
     req = request("# the candidate runs in FakeGpuChild", **kw)
     with mock.patch.object(torch_trusted, "take_child", lambda spare: child):

@@ -115,14 +115,14 @@ def pick_config(task: Task, name: str | None) -> InputConfig:
 
 def c_driver_source(task: Task, code: str) -> str:
     """One .cu: the evaluator's harness translation unit (with the candidate) plus `main()`."""
-    from cudaperf.execute.harness import harness_source
+    from cudaperf.execute.c.harness import harness_source
 
     return harness_source(task, code) + f'#line 1 "{MAIN_FILE}"\n' + _MAIN
 
 
 def write_c_inputs(task: Task, cfg: InputConfig, path: Path) -> int:
     """Write the driver's input file for `cfg`; returns its size in bytes."""
-    from cudaperf.execute.harness import ROLE_CODES
+    from cudaperf.execute.c.harness import ROLE_CODES
     from cudaperf.tasks.inputs import make_inputs
 
     arrays = make_inputs(task, cfg, 0, 0)
@@ -229,7 +229,7 @@ def run_torch_driver(spec: dict) -> None:
     """The PyTorch→CUDA driver's body: warm-up forward, then one profiled forward."""
     import torch
 
-    from cudaperf.execute.torch_runtime import load_module
+    from cudaperf.execute.pytorch.runtime import load_module
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

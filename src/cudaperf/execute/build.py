@@ -22,13 +22,14 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudaperf import __version__
-from cudaperf.execute.build_confine import run_compiler
+from cudaperf.execute.c.harness import CANDIDATE_FILE, HARNESS_FILE, harness_source
 from cudaperf.execute.config import EvalConfig
-from cudaperf.execute.harness import CANDIDATE_FILE, HARNESS_FILE, harness_source
+from cudaperf.execute.isolation.build_confine import run_compiler
 from cudaperf.tasks.model import Task
 from cudaperf.toolchain import tool_version
 
@@ -43,6 +44,7 @@ __all__ = [
     "detect_gpus",
     "first_error",
     "toolchain_versions",
+    "torch_arch_list",
 ]
 
 
@@ -97,8 +99,10 @@ def detect_gpus() -> list[GpuInfo]:
 @functools.cache
 def evaluator_fingerprint() -> str:
     """Hash of the evaluator's own source files, so a changed evaluator never reuses old results."""
+    here = Path(__file__).parent
     h = hashlib.sha256()
-    for f in sorted(Path(__file__).parent.glob("*.py")):
+    for f in sorted(here.rglob("*.py")):  # the subpackages (c/, pytorch/, isolation/, ...) too
+        h.update(f.relative_to(here).as_posix().encode() + b"\0")
         h.update(f.read_bytes())
     return h.hexdigest()[:12]
 
@@ -113,6 +117,16 @@ def toolchain_versions(config: EvalConfig, driver: str = "") -> dict[str, str]:
     if driver:
         v["driver"] = driver
     return v
+
+
+def torch_arch_list(arch: str, environ: Mapping[str, str]) -> str:
+    """TORCH_CUDA_ARCH_LIST for both the prebuild and the worker: the environment's value when
+    it has one (what torch in the worker would read), else the one for `arch` ("sm_90a" ->
+    "9.0a")."""
+    if environ.get("TORCH_CUDA_ARCH_LIST"):
+        return environ["TORCH_CUDA_ARCH_LIST"]
+    m = re.fullmatch(r"sm_(\d+)(\d)([a-z]?)", arch)
+    return f"{m.group(1)}.{m.group(2)}{m.group(3)}" if m else "9.0"
 
 
 def cache_key(*parts: str) -> str:

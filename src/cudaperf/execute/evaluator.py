@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from cudaperf.execute import checks, torch_build, torch_static
+from cudaperf.execute import checks
 from cudaperf.execute.build import (
     build_candidate,
     build_reference,
@@ -25,10 +25,10 @@ from cudaperf.execute.build import (
     first_error,
     toolchain_versions,
 )
-from cudaperf.execute.child_proc import read_log
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.feedback import redact_held_out, status_feedback, timing_feedback
 from cudaperf.execute.held_out import WITHHELD_OUTPUT
+from cudaperf.execute.isolation.child_proc import read_log
 from cudaperf.execute.protocol import (
     JobReply,
     MalformedMessage,
@@ -36,6 +36,8 @@ from cudaperf.execute.protocol import (
     TorchRequest,
     parse_reply,
 )
+from cudaperf.execute.pytorch import build as torch_build
+from cudaperf.execute.pytorch import static as torch_static
 from cudaperf.execute.results import ResultCache, result_key, truncate
 from cudaperf.execute.types import (
     SPEEDUPS,

@@ -25,8 +25,8 @@ whether the candidate crashed, are still per job (one bit that any evaluation gi
 
 from __future__ import annotations
 
-from cudaperf.execute.child_proc import SpawnedChild, read_log
 from cudaperf.execute.feedback import redact_sizes
+from cudaperf.execute.isolation.child_proc import SpawnedChild, read_log
 from cudaperf.tasks.model import InputConfig
 
 __all__ = [

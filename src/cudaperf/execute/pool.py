@@ -20,7 +20,7 @@ from typing import Protocol
 from cudaperf.execute.build import ToolchainError
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.evaluator import Env, Evaluator, Prepared
-from cudaperf.execute.sandbox import WorkerHandle
+from cudaperf.execute.isolation.sandbox import WorkerHandle
 from cudaperf.execute.types import Candidate, ExecResult, Status
 from cudaperf.procpool import wait_get
 from cudaperf.tasks.model import Task

@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.evaluator import Evaluator
+from cudaperf.execute.isolation.sandbox import WorkerHandle
 from cudaperf.execute.pool import Backend, Job, infra_result, prepare_cached, run_prepared
-from cudaperf.execute.sandbox import WorkerHandle
 from cudaperf.execute.types import Candidate, ExecResult
 from cudaperf.tasks.model import Task
 

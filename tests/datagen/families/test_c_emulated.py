@@ -36,8 +36,8 @@ import pytest
 
 from cudaperf.datagen import FAMILIES, generate_one
 from cudaperf.execute.build import build_reference
+from cudaperf.execute.c.reference import _call_args, compare, run_reference
 from cudaperf.execute.config import EvalConfig
-from cudaperf.execute.inputs import _call_args, compare, run_reference
 from cudaperf.tasks.inputs import make_inputs
 from tests.datagen import emulator
 

@@ -22,7 +22,7 @@ torch = pytest.importorskip("torch")
 
 from cudaperf.datagen import FAMILIES, generate_one  # noqa: E402
 from cudaperf.execute.native import _SCALARS, parse_prototypes  # noqa: E402
-from cudaperf.execute.torch_runtime import compare_outputs  # noqa: E402
+from cudaperf.execute.pytorch.runtime import compare_outputs  # noqa: E402
 from cudaperf.tasks.pymodule import exec_with_sizes  # noqa: E402
 from tests.datagen import emulator  # noqa: E402
 

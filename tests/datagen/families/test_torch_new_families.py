@@ -13,7 +13,7 @@ import pytest
 
 from cudaperf.datagen import FAMILIES, generate_one
 from cudaperf.datagen.verify import cuda_units, smallest_config
-from cudaperf.execute.torch_static import check_torch_candidate
+from cudaperf.execute.pytorch.static import check_torch_candidate
 from cudaperf.execute.types import Severity
 from cudaperf.tasks.model import TaskKind
 

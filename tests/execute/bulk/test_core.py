@@ -28,9 +28,9 @@ from cudaperf.execute.bulk.source import (
     unit_log,
     unpack_args,
 )
+from cudaperf.execute.c.harness import _unpack
+from cudaperf.execute.c.reference import compare
 from cudaperf.execute.config import EvalConfig
-from cudaperf.execute.harness import _unpack
-from cudaperf.execute.inputs import compare
 from cudaperf.execute.types import ExecResult, Status
 from cudaperf.tasks.measurements import measurements_from_results
 from cudaperf.tasks.model import Implementation, InputConfig, Param, Role, Task, Tolerance

@@ -1,5 +1,5 @@
 """Both C drivers (the evaluator's harness and the bulk batch library) are built from one copy
-of the timing loop and argument unpacking (`cudaperf.execute.harness`), and the generated source
+of the timing loop and argument unpacking (`cudaperf.execute.c.harness`), and the generated source
 is byte for byte what each produced before they shared it (hashes taken before the change, over
 the first six C→CUDA tasks of the packaged dataset: 18 implementations)."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cudaperf.execute.bulk.source import BATCH_DRIVER, BatchUnit, batch_source
-from cudaperf.execute.harness import harness_source, trial_loop, unpack_args, warmup_loop
+from cudaperf.execute.c.harness import harness_source, trial_loop, unpack_args, warmup_loop
 from cudaperf.tasks.model import Task
 
 DATA = Path(__file__).resolve().parents[3] / "data" / "tasks.jsonl.gz"

@@ -16,7 +16,7 @@ import pytest
 from cudaperf.datagen import FAMILIES, generate_one
 from cudaperf.execute.bulk.torch_tasks import Prebuilt, _gpu_row, _Run, measure_torch_tasks
 from cudaperf.execute.native import load_cuda
-from cudaperf.execute.torch_build import native_sources
+from cudaperf.execute.pytorch.build import native_sources
 from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Status, Timing
 from cudaperf.tasks.measurements import measurements_from_results, read_results
 from cudaperf.tasks.model import Implementation, Task

@@ -107,7 +107,7 @@ def test_references_compile_with_gcc(report, tmp_path):
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_implementations_compile_with_nvcc(report, tmp_path):
-    from cudaperf.execute.harness import harness_source
+    from cudaperf.execute.c.harness import harness_source
 
     for t in report.tasks:
         src = harness_source(t, t.implementations[0].code)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cudaperf.execute.inputs import run_reference
+from cudaperf.execute.c.reference import run_reference
 from cudaperf.tasks.importers import IMPORTERS
 from cudaperf.tasks.importers.pareval import c_eval, import_pareval
 from cudaperf.tasks.inputs import make_inputs

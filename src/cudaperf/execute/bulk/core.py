@@ -12,7 +12,7 @@ time; this module measures a whole generated dataset on one machine with the sam
    handed over as .npy files in a scratch folder (on /dev/shm when it has room).
 3. **One runner per GPU** (`runner`, driven by `drive`): inputs are uploaded
    once per task and config; each implementation is checked on the device against the
-   reference (the rule of `cudaperf.execute.inputs.compare`), timed (L2 flushed per trial),
+   reference (the rule of `cudaperf.execute.c.reference.compare`), timed (L2 flushed per trial),
    cross-checked (wall clock, roofline) and checked again; a CUDA error restarts the runner.
 4. **Rows.** One `ExecResult` JSON line per (task, implementation), appended and fsynced, so
    `cudaperf tasks attach` takes the file unchanged; a rerun skips pairs already measured

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudaperf.execute.supervise import LineChild, death_message, gpu_env
+from cudaperf.execute.isolation.supervise import LineChild, death_message, gpu_env
 from cudaperf.execute.types import ConfigResult, Status
 from cudaperf.tasks.model import Implementation, Task
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from cudaperf.execute.build import build_reference
+from cudaperf.execute.c.reference import run_reference, time_reference
 from cudaperf.execute.config import EvalConfig
-from cudaperf.execute.inputs import run_reference, time_reference
 from cudaperf.procpool import worker_init
 from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.model import Role, Task, eval_length

@@ -13,7 +13,7 @@ Per task and config: the prepared inputs are uploaded once ("pristine") and the 
 outputs once. Per implementation: pristine in/inout arrays are copied device-to-device into
 working buffers and out arrays are poisoned with 0xFF bytes (NaN), the implementation is
 called once and the device synchronised, outputs are compared on the device with the rule of
-`cudaperf.execute.inputs.compare` and `in` arrays checked for modification; then, if it has
+`cudaperf.execute.c.reference.compare` and `in` arrays checked for modification; then, if it has
 been correct so far, it is timed (`cp_time`: warm-up, trials with an L2 flush before each),
 checked against the wall clock and the roofline (`cudaperf.execute.sanity`), and checked again
 after timing on restored inputs (catches state corrupted by repeated calls). After a wrong
@@ -34,9 +34,9 @@ import time
 import numpy as np
 
 from cudaperf.execute.bulk.runtime import CudaFault, Runtime
-from cudaperf.execute.inputs import Comparison
+from cudaperf.execute.c.reference import Comparison
+from cudaperf.execute.isolation.supervise import exit_with_parent
 from cudaperf.execute.sanity import escape_message, roofline_message
-from cudaperf.execute.supervise import exit_with_parent
 from cudaperf.execute.types import ConfigResult, Status, Timing
 from cudaperf.tasks.model import Role, Task
 
@@ -111,7 +111,7 @@ class ConfigBuffers:
 
 
 def device_compare(rt: Runtime, task: Task, bufs: ConfigBuffers) -> Comparison:
-    """`cudaperf.execute.inputs.compare` on device buffers (same rule, numbers and messages)."""
+    """`execute.c.reference.compare` on device buffers (same rule, numbers and messages)."""
     tol = task.tolerance
     worst_abs, worst_rel, first = 0.0, 0.0, ""
     for i, p in enumerate(task.signature):

@@ -4,7 +4,7 @@ Compiled once per run with nvcc (cached by content like every build) and loaded 
 runner. Device pointers it returns are valid in every batch library of the same process (all
 use the device's primary context).
 
-`cprt_compare` applies, on the device, the rule of `cudaperf.execute.inputs.compare` to one
+`cprt_compare` applies, on the device, the rule of `cudaperf.execute.c.reference.compare` to one
 out/inout array: an element is bad unless |got - want| <= atol + rtol * |want| (NaN never
 passes, except where the reference itself made a NaN), with floats computed in their own
 precision (float32 stays float32, with the tolerances rounded to float32 as numpy does with
@@ -99,7 +99,7 @@ CP_HD double d_div(double a, double b) {
 }
 
 // One element: ok?, and (when the error is finite) its abs error and its rel error
-// (rel = 0 unless |want| > atol). Mirrors cudaperf.execute.inputs._errors.
+// (rel = 0 unless |want| > atol). Mirrors cudaperf.execute.c.reference._errors.
 struct CpElem { bool ok, finite; double abs_err, rel_err; };
 
 CP_HD CpElem cp_rule_f32(float g, float w, float atol, float rtol) {

@@ -22,7 +22,7 @@ The library exports (see `BATCH_DRIVER`):
                   int* done, char* err, int errlen);
 
 `args[i]` is a device pointer (arrays) or a host pointer to the value (scalars), as in the
-evaluator's harness (`cudaperf.execute.harness`), whose timing loop `cp_time` repeats: warm-up
+evaluator's harness (`cudaperf.execute.c.harness`), whose timing loop `cp_time` repeats: warm-up
 calls, then per trial an L2 flush (memset of `flush`, 2x the L2), a device-wide sync, a start
 event, the call, an end event, a device-wide sync, and the host wall time as a cross-check;
 at least 5 trials, then until `trials` or `budget_ms`. Unlike the harness, device buffers are
@@ -31,7 +31,7 @@ task and config, not once per implementation.
 
 The *runtime library* (`RUNTIME_SOURCE`, compiled once per run) gives the runner memory
 helpers and the output comparison on the device, with the same rule as
-`cudaperf.execute.inputs.compare` (see `cprt_compare`); its host twin `cprt_compare_host`
+`cudaperf.execute.c.reference.compare` (see `cprt_compare`); its host twin `cprt_compare_host`
 runs the very same element rule on the CPU so tests can check it against `compare`.
 """
 
@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cudaperf.execute.harness import driver_helpers, trial_loop, unpack_args, warmup_loop
+from cudaperf.execute.c.harness import driver_helpers, trial_loop, unpack_args, warmup_loop
 from cudaperf.tasks.model import Task
 
 __all__ = [
@@ -307,7 +307,7 @@ _DRIVER_TAIL = r"""done:
 """
 
 # The batch library's driver: the evaluator harness's error check, clock, warm-up loop and
-# timed-trial loop (`cudaperf.execute.harness`), around a function table instead of one call.
+# timed-trial loop (`cudaperf.execute.c.harness`), around a function table instead of one call.
 BATCH_DRIVER = (
     "\n"
     + driver_helpers("cp_")

@@ -69,11 +69,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cudaperf.execute import torch_build, torch_static
 from cudaperf.execute.build import detect_gpus, first_error, toolchain_versions
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.evaluator import reference_names, torch_speedups
 from cudaperf.execute.feedback import status_feedback, timing_feedback
+from cudaperf.execute.pytorch import build as torch_build
+from cudaperf.execute.pytorch import static as torch_static
 from cudaperf.execute.results import truncate
 from cudaperf.execute.sanity import escape_message, roofline_message
 from cudaperf.execute.types import Candidate, ConfigResult, ExecResult, Severity, Status, Timing
@@ -395,7 +396,7 @@ class _Gpu:
     def __init__(self, device: int, arch: str | None) -> None:
         import torch
 
-        from cudaperf.execute import torch_runtime
+        from cudaperf.execute.pytorch import runtime as torch_runtime
 
         if not torch.cuda.is_available():
             raise RuntimeError(

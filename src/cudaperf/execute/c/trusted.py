@@ -1,0 +1,284 @@
+"""One candidate on every config, inside the worker: check, time, re-check, cross-check.
+
+Per config: (1) a checked call on input set 0 (secret seed), compared with the C reference;
+(2) warm-up and timed trials in the native harness; (3) a second checked call on fresh input
+set 1 into the same buffers' shapes, which catches outputs cached across calls; (4) the
+wall-clock cross-check (work that escapes the timing events is rejected) and a roofline check
+(a time implying more input bytes per second than `max_bandwidth_gbs` is rejected). Every
+config is checked, held-out ones included (after the visible ones: `held_out`); after a wrong
+output the remaining configs are still checked but not timed. A CUDA error or a crash of the
+candidate stops the job. A held-out config's message keeps only this side's words, without
+numbers, and the candidate's output is what it printed before the first held-out call. The escape
+bound uses the harness's own measured timing overhead (an empty timed call).
+
+References: the input sets a job needs that the worker has not cached yet (every config's set
+0 and separating set 2, and set 1 when outputs are re-checked) are drawn and run through the C
+reference at the start of the job, in threads (the serial C reference and numpy release the
+GIL: a task's configs cost about the slowest one's time instead of their sum). The worker keeps
+them in an LRU bounded by bytes (`Libs.max_set_bytes`: `EvalConfig.set_cache_gib`, default
+`_MAX_SET_BYTES`), not by count, so the references of a training run's task pool stay across
+its steps when the bound holds the pool (the #17 pilot's 16 C→CUDA tasks: ~38 GiB of sets, so
+the 8 GiB default redrew them every step; the training preset sizes it from host memory).
+
+How the reference is protected on this track: by process separation, as on the PyTorch→CUDA
+track (`torch_trusted`). This worker holds the salt, the cached inputs and the reference
+outputs, and never loads candidate code: the candidate's library (its host code linked with the
+harness) is loaded only in a spawned process of its own (`c_child`, through `c_proc`), which
+gets each call's input arrays and output buffers in a shared segment and nothing else. Every
+output is judged here on a private copy. So a candidate that walks its process's memory, or
+runs Python in it through the interpreter's C API, finds no answer there. The static checks
+(`checks.FATAL`: file, process, dynamic loading, environment, /proc and /dev, the Python C
+API) refuse the obvious before anything is compiled; the worker's confinement (`confine`:
+no ptrace or process_vm_readv, not dumpable) keeps the child out of this process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from cudaperf.execute.c.proc import CProcess, NativeRun, take_c_child
+from cudaperf.execute.c.reference import compare, reference_finite, run_reference, time_reference
+from cudaperf.execute.held_out import held_out_message, visible_first, visible_output
+from cudaperf.execute.isolation.child_proc import ChildError
+from cudaperf.execute.protocol import JobReply, RunRequest
+from cudaperf.execute.sanity import escape_message, roofline_message
+from cudaperf.execute.types import ConfigResult, Status, Timing
+from cudaperf.tasks.inputs import make_inputs
+from cudaperf.tasks.model import InputConfig, Role, Task, eval_length
+
+__all__ = ["Libs", "prefetch_sets", "run_job"]
+
+_READ = (Role.IN, Role.INOUT)  # roles whose bytes a call must read
+_MAX_SETS = 4096  # cached (inputs, reference outputs) per worker, at most ...
+_MAX_SET_BYTES = 8 << 30  # ... and at most this many bytes of them (the newest always stays)
+_PREFETCH_THREADS = 8
+
+
+class Libs:
+    """What a worker keeps between jobs: loaded shared libraries, and cached inputs with their
+    reference outputs (small LRU) and CPU-baseline times."""
+
+    def __init__(self, max_set_bytes: int | None = None) -> None:
+        self.max_set_bytes = max_set_bytes  # the sets' byte bound (None: _MAX_SET_BYTES)
+        self.libs: dict[str, ctypes.CDLL] = {}
+        self.sets: OrderedDict[tuple, tuple[list[np.ndarray], list[np.ndarray]]] = OrderedDict()
+        self.set_bytes = 0  # bytes held in `sets`
+        self.cpu: dict[tuple, list[float]] = {}
+
+    def lib(self, path: str) -> ctypes.CDLL:
+        if path not in self.libs:
+            self.libs[path] = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        return self.libs[path]
+
+
+def _task_key(task: Task) -> str:
+    return hashlib.sha256(task.model_dump_json().encode()).hexdigest()[:16]
+
+
+def _draw_set(task: Task, cfg: InputConfig, index: int, salt: int, ref_lib, sep: bool):
+    inputs = make_inputs(task, cfg, index, salt, separating=sep)
+    return inputs, run_reference(task, ref_lib, inputs)
+
+
+def _set_bytes(entry) -> int:
+    return sum(a.nbytes for arrays in entry for a in arrays)
+
+
+def _keep(libs: Libs, key: tuple, entry) -> None:
+    """Cache one set; evict the least recently used beyond the count and byte bounds."""
+    if key in libs.sets:
+        libs.set_bytes -= _set_bytes(libs.sets[key])
+    libs.sets[key] = entry
+    libs.sets.move_to_end(key)
+    libs.set_bytes += _set_bytes(entry)
+    limit = _set_limit(libs)
+    while len(libs.sets) > 1 and (len(libs.sets) > _MAX_SETS or libs.set_bytes > limit):
+        _, old = libs.sets.popitem(last=False)
+        libs.set_bytes -= _set_bytes(old)
+
+
+def _set_limit(libs: Libs) -> int:
+    return libs.max_set_bytes if libs.max_set_bytes is not None else _MAX_SET_BYTES
+
+
+def _estimate_bytes(task: Task, cfg: InputConfig) -> int:
+    """Bytes of one input set and its reference outputs (each array twice), before drawing."""
+    n = 0
+    for p in task.signature:
+        if p.role is not Role.SCALAR:
+            n += eval_length(p.length or "0", cfg.sizes) * np.dtype(p.dtype).itemsize
+    return 2 * n
+
+
+def _set_key(task_key: str, cfg: InputConfig, index: int, salt: int, sep: bool) -> tuple:
+    """The worker cache's key of one input set (`_input_set` and `prefetch_sets` share it)."""
+    return (task_key, cfg.name, index, salt, sep)
+
+
+def _input_set(
+    task: Task, cfg: InputConfig, index: int, salt: int, libs: Libs, ref_lib, sep: bool = False
+):
+    key = _set_key(_task_key(task), cfg, index, salt, sep)
+    if key not in libs.sets:
+        _keep(libs, key, _draw_set(task, cfg, index, salt, ref_lib, sep))
+    libs.sets.move_to_end(key)
+    return libs.sets[key]
+
+
+def prefetch_sets(task: Task, req: RunRequest, libs: Libs, ref_lib) -> int:
+    """Draw and run the reference on every input set of `task` the job may need and the worker
+    has not cached, in threads (module docstring); returns how many were computed."""
+    tk = _task_key(task)
+    want = []
+    for cfg in task.configs:
+        for index, sep in ((0, False), (2, True)) + (((1, False),) if req.check_after else ()):
+            if _set_key(tk, cfg, index, req.salt, sep) not in libs.sets:
+                want.append((cfg, index, sep))
+    if len(want) < 2 or sum(_estimate_bytes(task, w[0]) for w in want) > _set_limit(libs) // 2:
+        return 0  # nothing to overlap, or too large at once: `_input_set` draws each in turn
+    with ThreadPoolExecutor(min(_PREFETCH_THREADS, len(want))) as ex:
+        sets = list(ex.map(lambda w: _draw_set(task, w[0], w[1], req.salt, ref_lib, w[2]), want))
+    for (cfg, index, sep), entry in zip(want, sets, strict=True):
+        _keep(libs, _set_key(tk, cfg, index, req.salt, sep), entry)
+    return len(want)
+
+
+def _buffers(task: Task, inputs: list[np.ndarray], download_inputs: bool) -> list[np.ndarray]:
+    """Host buffers for a checked call: copies only of what the harness will overwrite."""
+    out = []
+    for p, a in zip(task.signature, inputs, strict=True):
+        if p.role is Role.OUT:
+            out.append(np.empty_like(a))  # the device side is poisoned; all of it is downloaded
+        elif p.role is Role.INOUT or (p.role is Role.IN and download_inputs):
+            out.append(a.copy())
+        else:
+            out.append(a)  # scalars, and inputs the harness only reads
+    return out
+
+
+def _check(
+    proc: CProcess, task, inputs, want, download_inputs: bool = True, held_out: bool = False,
+    signed: bool = False,
+) -> tuple[NativeRun, object]:  # fmt: skip
+    bufs = _buffers(task, inputs, download_inputs)
+    run = proc.run(task, bufs, download_inputs=download_inputs)
+    return run, (compare(task, inputs, bufs, want, held_out, signed) if run.rc == 0 else None)
+
+
+def _one_config(
+    proc: CProcess, task: Task, cfg: InputConfig, req: RunRequest, libs: Libs, ref_lib,
+    timed: bool,
+):  # fmt: skip
+    """Returns (status, ConfigResult, stop): `stop` after a CUDA error (the candidate's process
+    is not used again). A candidate process that dies raises ChildError."""
+    base = {"config": cfg.name, "held_out": cfg.held_out}
+    inputs, want = _input_set(task, cfg, 0, req.salt, libs, ref_lib)
+    run, cmp = _check(proc, task, inputs, want, held_out=cfg.held_out)
+    if run.rc != 0:
+        return Status.RUNTIME_ERROR, ConfigResult(**base, correct=False, message=run.error), True
+    errs = {"max_abs_err": cmp.max_abs_err, "max_rel_err": cmp.max_rel_err}
+    if not cmp.correct:
+        st = Status.REJECTED if cmp.inputs_modified else Status.WRONG_OUTPUT
+        return st, ConfigResult(**base, correct=False, **errs, message=cmp.message), False
+    sep = _separating_check(proc, task, cfg, req, libs, ref_lib, base)
+    if sep is not None:
+        return sep
+    if not timed:
+        return Status.OK, ConfigResult(**base, correct=True, **errs), False
+    ckey = (_task_key(task), cfg.name)
+    if ckey not in libs.cpu:
+        libs.cpu[ckey] = time_reference(task, ref_lib, inputs, req.cpu_trials, req.cpu_budget_s)
+    cpu = Timing.of(libs.cpu[ckey])
+    tr = proc.run(task, inputs, req.warmup, req.trials, req.budget_ms)
+    if tr.rc != 0 or not tr.event_us:
+        msg = tr.error or "no timed trial completed"
+        return Status.RUNTIME_ERROR, ConfigResult(**base, correct=True, **errs, message=msg), True
+    timing = Timing.of(tr.event_us)
+    res = dict(base, correct=True, **errs, timing=timing, cpu_timing=cpu)
+    read = sum(a.nbytes for p, a in zip(task.signature, inputs, strict=True)
+               if p.role in _READ and not p.partial_read)  # fmt: skip
+    hack = escape_message(timing, Timing.of(tr.wall_us), tr.overhead_us) or roofline_message(
+        read, timing, req.max_bandwidth_gbs
+    )
+    if hack:
+        return Status.REJECTED, ConfigResult(**res, message=hack), False
+    if req.check_after:
+        inputs1, want1 = _input_set(task, cfg, 1, req.salt, libs, ref_lib)
+        run, cmp = _check(proc, task, inputs1, want1, False, cfg.held_out)
+        if run.rc != 0:
+            return Status.RUNTIME_ERROR, ConfigResult(**res, message=run.error), True
+        if not cmp.correct:
+            msg = "after timing, on fresh inputs: " + cmp.message
+            st = Status.REJECTED if cmp.inputs_modified else Status.WRONG_OUTPUT
+            return st, ConfigResult(**dict(res, correct=False), message=msg), False
+    return Status.OK, ConfigResult(**res), False
+
+
+def _separating_check(proc, task, cfg, req, libs, ref_lib, base):
+    """Correctness on the second input distribution (`tasks.inputs.separating_distribution`), where
+    the reference stays finite on it; None when it passes or does not apply."""
+    inputs, want = _input_set(task, cfg, 2, req.salt, libs, ref_lib, sep=True)
+    if not reference_finite(task, want):
+        return None
+    run, cmp = _check(proc, task, inputs, want, held_out=cfg.held_out, signed=True)
+    if run.rc != 0:
+        return Status.RUNTIME_ERROR, ConfigResult(**base, correct=False, message=run.error), True
+    if cmp.correct:
+        return None
+    msg = "on signed, wider-range inputs (same shapes): " + cmp.message
+    st = Status.REJECTED if cmp.inputs_modified else Status.WRONG_OUTPUT
+    errs = {"max_abs_err": cmp.max_abs_err, "max_rel_err": cmp.max_rel_err}
+    return st, ConfigResult(**base, correct=False, **errs, message=msg), False
+
+
+def run_job(
+    req: RunRequest, libs: Libs, spare: bool = False, on_output: Callable[[str], None] | None = None
+) -> JobReply:
+    """Check and time one candidate library on every config of `req.task`. The library runs in
+    a candidate process of its own (`c_proc`), closed when the job ends; `spare` starts the
+    next job's process now. The reply never asks for a worker restart: a CUDA error or a crash
+    of the candidate ends only its process (RUNTIME_ERROR), and this worker keeps its sets.
+    Visible configs run first (`held_out`); the candidate's output up to the first held-out
+    call is the reply's `output`, also handed to `on_output` as soon as it is taken."""
+    task = req.task
+    ref_lib = libs.lib(req.ref_lib)
+    prefetch_sets(task, req, libs, ref_lib)
+    status, results, output = Status.OK, {}, None
+    proc = take_c_child(spare)
+    try:
+        for i in visible_first(task.configs):
+            cfg = task.configs[i]
+            trusted = True
+            try:
+                if not results:
+                    proc.start_job(task, req.lib, req.workdir, req.cpu_limit_s,
+                                   req.output_limit_mb)  # fmt: skip
+                if cfg.held_out and output is None:
+                    output = visible_output(proc, req.workdir, on_output)
+                st, cr, stop = _one_config(proc, task, cfg, req, libs, ref_lib,
+                                           status is Status.OK)  # fmt: skip
+                trusted = st is not Status.RUNTIME_ERROR  # else the harness's text (the child's)
+            except ChildError as e:
+                st, stop, trusted = Status.RUNTIME_ERROR, True, e.died
+                cr = ConfigResult(config=cfg.name, held_out=cfg.held_out, correct=False,
+                                  message=e.message)  # fmt: skip
+            if cfg.held_out:  # feedback must not give a held-out config's size away
+                cr = cr.model_copy(update={"message": held_out_message(cr.message, trusted)})
+            results[i] = cr
+            if status is Status.OK:
+                status = st
+            if stop:
+                break
+    finally:
+        proc.close()
+    configs = [results[i] for i in sorted(results)]
+    msg = next((r.message for r in configs if r.message and not r.correct), "")
+    msg = msg or next((r.message for r in configs if r.message), "")
+    return JobReply(status=status, configs=configs, message=msg, output=output)
