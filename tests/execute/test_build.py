@@ -50,3 +50,20 @@ def test_compile_only_results_carry_the_build_s_protections_and_hits_keep_them(c
     assert first.status is Status.COMPILED and [p.stage for p in first.protections] == ["build"]
     hit = prepare_cached(ev, saxpy_task(), cand)
     assert hit.cached and hit.protections == first.protections
+
+
+def test_the_evaluator_fingerprint_covers_its_subpackages(tmp_path):
+    """A change to a module in a subfolder of execute/ (the C track, the PyTorch track, the
+    isolation) is a changed evaluator: the fingerprint must change, and a moved module too."""
+    from cudaperf.execute.build import evaluator_fingerprint, source_hash
+
+    (tmp_path / "c").mkdir()
+    (tmp_path / "top.py").write_text("x = 1\n")
+    (tmp_path / "c" / "trusted.py").write_text("y = 1\n")
+    before = source_hash(tmp_path)
+    (tmp_path / "c" / "trusted.py").write_text("y = 2\n")
+    edited = source_hash(tmp_path)
+    (tmp_path / "c" / "trusted.py").rename(tmp_path / "trusted.py")
+    moved = source_hash(tmp_path)
+    assert len({before, edited, moved}) == 3
+    assert len(evaluator_fingerprint()) == 12

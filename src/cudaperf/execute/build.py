@@ -99,10 +99,15 @@ def detect_gpus() -> list[GpuInfo]:
 @functools.cache
 def evaluator_fingerprint() -> str:
     """Hash of the evaluator's own source files, so a changed evaluator never reuses old results."""
-    here = Path(__file__).parent
+    return source_hash(Path(__file__).parent)
+
+
+def source_hash(root: Path) -> str:
+    """12 hex digits over every .py under `root`, subfolders included (c/, pytorch/,
+    isolation/, bulk/), each with its path: a moved or edited module changes it."""
     h = hashlib.sha256()
-    for f in sorted(here.rglob("*.py")):  # the subpackages (c/, pytorch/, isolation/, ...) too
-        h.update(f.relative_to(here).as_posix().encode() + b"\0")
+    for f in sorted(root.rglob("*.py")):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0")
         h.update(f.read_bytes())
     return h.hexdigest()[:12]
 

@@ -3,7 +3,8 @@
 A held-out config's sizes are never in a prompt; the evaluator still runs the candidate on
 them, and anything the candidate writes while it runs there is candidate-controlled text that
 may carry those sizes (a host function that prints `n` and then crashes on every size it was
-not shown). Three rules, used by both tracks' trusted sides (`measure`, `torch_trusted`):
+not shown). Three rules, used by both tracks' trusted sides (`c.trusted`, `pytorch.trusted`),
+which fold their per-config results the same way (`JobFold`):
 
 - `visible_first`: the visible configs run first, the held-out ones after them, so everything
   the candidate printed before the first held-out call was written without knowing any
@@ -25,13 +26,21 @@ whether the candidate crashed, are still per job (one bit that any evaluation gi
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from cudaperf.execute.feedback import redact_sizes
 from cudaperf.execute.isolation.child_proc import SpawnedChild, read_log
+from cudaperf.execute.types import ConfigResult, Status
 from cudaperf.tasks.model import InputConfig
 
 __all__ = [
-    "WITHHELD", "WITHHELD_OUTPUT", "held_out_message", "visible_first", "visible_output",
-]  # fmt: skip
+    "WITHHELD",
+    "WITHHELD_OUTPUT",
+    "JobFold",
+    "held_out_message",
+    "visible_first",
+    "visible_output",
+]
 
 WITHHELD = (
     "the candidate failed on a held-out config; its own error text there is withheld "
@@ -64,3 +73,32 @@ def visible_output(child: SpawnedChild, workdir: str, on_output=None) -> str:
     if on_output is not None:
         on_output(out)
     return out
+
+
+@dataclass
+class JobFold:
+    """One job's per-config results, folded alike by both tracks as the configs run (in
+    `visible_first` order): a held-out config's message is `held_out_message`'d before it is
+    kept; the job's status and message are those of the first config that did not end OK (the
+    message therefore always explains the status); `configs()` lists results in task order."""
+
+    status: Status = Status.OK
+    message: str = ""
+    results: dict[int, ConfigResult] = field(default_factory=dict)
+
+    def add(self, i: int, cfg: InputConfig, st: Status, cr: ConfigResult, trusted: bool) -> None:
+        """Config `i` ended with `st` and `cr`; `trusted`: its message is the trusted side's
+        own text (False: it came from the candidate's process)."""
+        if cfg.held_out:  # feedback must not give a held-out config's size away
+            cr = cr.model_copy(update={"message": held_out_message(cr.message, trusted)})
+        self.results[i] = cr
+        if self.status is Status.OK and st is not Status.OK:
+            self.status, self.message = st, cr.message
+
+    @property
+    def started(self) -> bool:
+        """Whether any config has ended (the job's first call has been made)."""
+        return bool(self.results)
+
+    def configs(self) -> list[ConfigResult]:
+        return [self.results[i] for i in sorted(self.results)]

@@ -45,7 +45,7 @@ import numpy as np
 
 from cudaperf.execute.c.proc import CProcess, NativeRun, take_c_child
 from cudaperf.execute.c.reference import compare, reference_finite, run_reference, time_reference
-from cudaperf.execute.held_out import held_out_message, visible_first, visible_output
+from cudaperf.execute.held_out import JobFold, visible_first, visible_output
 from cudaperf.execute.isolation.child_proc import ChildError
 from cudaperf.execute.protocol import JobReply, RunRequest
 from cudaperf.execute.sanity import escape_message, roofline_message
@@ -250,35 +250,28 @@ def run_job(
     task = req.task
     ref_lib = libs.lib(req.ref_lib)
     prefetch_sets(task, req, libs, ref_lib)
-    status, results, output = Status.OK, {}, None
+    fold, output = JobFold(), None
     proc = take_c_child(spare)
     try:
         for i in visible_first(task.configs):
             cfg = task.configs[i]
-            trusted = True
             try:
-                if not results:
+                if not fold.started:
                     proc.start_job(task, req.lib, req.workdir, req.cpu_limit_s,
                                    req.output_limit_mb)  # fmt: skip
                 if cfg.held_out and output is None:
                     output = visible_output(proc, req.workdir, on_output)
                 st, cr, stop = _one_config(proc, task, cfg, req, libs, ref_lib,
-                                           status is Status.OK)  # fmt: skip
+                                           fold.status is Status.OK)  # fmt: skip
                 trusted = st is not Status.RUNTIME_ERROR  # else the harness's text (the child's)
             except ChildError as e:
                 st, stop, trusted = Status.RUNTIME_ERROR, True, e.died
                 cr = ConfigResult(config=cfg.name, held_out=cfg.held_out, correct=False,
                                   message=e.message)  # fmt: skip
-            if cfg.held_out:  # feedback must not give a held-out config's size away
-                cr = cr.model_copy(update={"message": held_out_message(cr.message, trusted)})
-            results[i] = cr
-            if status is Status.OK:
-                status = st
+            fold.add(i, cfg, st, cr, trusted)
             if stop:
                 break
     finally:
         proc.close()
-    configs = [results[i] for i in sorted(results)]
-    msg = next((r.message for r in configs if r.message and not r.correct), "")
-    msg = msg or next((r.message for r in configs if r.message), "")
-    return JobReply(status=status, configs=configs, message=msg, output=output)
+    return JobReply(status=fold.status, configs=fold.configs(), message=fold.message,
+                    output=output)  # fmt: skip

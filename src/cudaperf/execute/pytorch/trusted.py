@@ -47,7 +47,7 @@ from collections.abc import Callable
 
 import torch
 
-from cudaperf.execute.held_out import held_out_message, visible_first, visible_output
+from cudaperf.execute.held_out import JobFold, visible_first, visible_output
 from cudaperf.execute.protocol import BaselinesRequest, ChildJob, JobReply, TorchRequest
 from cudaperf.execute.pytorch import runtime as rt
 from cudaperf.execute.pytorch.baselines import baselines, device_id
@@ -355,18 +355,19 @@ def run_torch_job(
     task = req.task
     rt.pin_precision()
     child = take_child(spare)
-    status, results, launched, restart, output = Status.OK, {}, None, False, None
+    fold, launched, restart, output = JobFold(), None, False, None
     try:
         _probe_sharing(child, req.device)
         for i in visible_first(task.configs):
             cfg, stop, trusted = task.configs[i], False, True
             try:
-                if not results:
+                if not fold.started:
                     child.output_mb = req.output_limit_mb  # names the limit if it kills
                     child.ask("job", _job_message(req))
                 if cfg.held_out and output is None:
                     output = visible_output(child, req.workdir, on_output)
-                cr, seen = _one_config(child, task, cfg, req, status is Status.OK, not results)
+                cr, seen = _one_config(child, task, cfg, req, fold.status is Status.OK,
+                                       not fold.started)  # fmt: skip
                 st, launched = Status.OK, seen if seen is not None else launched
             except _Fail as f:
                 st, msg, trusted = f.status, f.message, f.trusted
@@ -378,19 +379,13 @@ def run_torch_job(
             if st is not Status.OK:
                 cr = ConfigResult(config=cfg.name, held_out=cfg.held_out, correct=False,
                                   message=msg)  # fmt: skip
-            if cfg.held_out:
-                cr = cr.model_copy(update={"message": held_out_message(cr.message, trusted)})
-            results[i] = cr
-            if status is Status.OK:
-                status = st
+            fold.add(i, cfg, st, cr, trusted)
             if stop:
                 break
     finally:
         child.close()
-    configs = [results[i] for i in sorted(results)]
-    msg = next((r.message for r in configs if r.message and not r.correct), "")
-    return JobReply(status=status, configs=configs, message=msg, launched=launched,
-                    restart=restart, output=output)  # fmt: skip
+    return JobReply(status=fold.status, configs=fold.configs(), message=fold.message,
+                    launched=launched, restart=restart, output=output)  # fmt: skip
 
 
 def time_baselines(req: BaselinesRequest) -> JobReply:
