@@ -19,6 +19,13 @@ PY = sys.executable
 # (check, file, text that implements it, text without it, tests that must then fail)
 M = [
     (
+        "evaluator fingerprint covers execute/'s subpackages",
+        "src/cudaperf/execute/build.py",
+        'for f in sorted(root.rglob("*.py")):',
+        'for f in sorted(root.glob("*.py")):',
+        "tests/execute/test_build.py::test_the_evaluator_fingerprint_covers_its_subpackages",
+    ),
+    (
         "C re-check after timing",
         "src/cudaperf/execute/c/trusted.py",
         "    if req.check_after:",

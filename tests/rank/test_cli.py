@@ -77,3 +77,35 @@ def test_ship_writes_packaged_weights_with_provenance(tmp_path, monkeypatch):
     monkeypatch.setattr(formats, "default_weights_path", lambda: target)
     r = run("rank", "eval", "--tasks", p, "--json", "--cache-dir", tmp_path / "cache")
     assert r.exit_code == 0 and json.loads(r.stdout)["pairwise_accuracy"] == 1.0
+
+
+def test_exclude_keeps_the_named_tasks_out_of_training_and_records_it(tmp_path):
+    """`--exclude holdout.json`: the SFT run's unseen tasks (the ablation's primary subset)
+    are not trained on; the saved ranker records the file, its hash and the count."""
+    tasks = unroll_tasks()
+    train_ids = [t.id for t in tasks if SPLITS[t.family] == "train"]
+    p = _data(tmp_path, tasks)
+    full = run("rank", "train", "--tasks", p, "--out", tmp_path / "a", "--no-resources", "--json")
+    assert full.exit_code == 0, full.output
+    hold = tmp_path / "holdout.json"
+    hold.write_text(json.dumps({"unseen_tasks": train_ids[:2], "fit_tasks": train_ids[2:]}))
+    r = run("rank", "train", "--tasks", p, "--out", tmp_path / "b", "--no-resources", "--json",
+            "--exclude", hold)  # fmt: skip
+    assert r.exit_code == 0, r.output
+    rep, base = json.loads(r.stdout), json.loads(full.stdout)
+    assert rep["tasks"] == base["tasks"] - 2 and rep["pairs"] < base["pairs"]
+    saved = json.loads((tmp_path / "b" / "feature_ranker.json").read_text())["training"]
+    assert saved["excluded_tasks"]["tasks"] == 2 and len(saved["excluded_tasks"]["sha256"]) == 64
+    assert saved["dataset"] == str(p) and "--exclude" in saved["command"]
+    # a list of ids works too; ids the task set lacks, or a non-list, are one clear line
+    ids = tmp_path / "ids.json"
+    ids.write_text(json.dumps(train_ids[:1]))
+    r = run("rank", "train", "--tasks", p, "--out", tmp_path / "c", "--no-resources", "--json",
+            "--exclude", ids)  # fmt: skip
+    assert r.exit_code == 0 and json.loads(r.stdout)["tasks"] == base["tasks"] - 1
+    ids.write_text(json.dumps(["t/nope/0"]))
+    r = run("rank", "train", "--tasks", p, "--out", tmp_path / "d", "--exclude", ids)
+    assert r.exit_code == 2 and "not in the task set" in r.output
+    ids.write_text(json.dumps({"fit_tasks": train_ids}))
+    r = run("rank", "train", "--tasks", p, "--out", tmp_path / "e", "--exclude", ids)
+    assert r.exit_code == 2 and "unseen_tasks" in r.output and "Traceback" not in r.output

@@ -106,6 +106,40 @@ def _progress(what: str):
     return update
 
 
+def read_exclusions(path: Path) -> list[str]:
+    """Task ids a ranker must not train on, from `--exclude`: a JSON list of ids, or an SFT
+    run's holdout.json, whose `unseen_tasks` are the tasks that run held out for evaluation
+    (the ablation's primary subset: a ranker in the reward must not have seen them)."""
+    import json
+
+    try:
+        doc = json.loads(read_text(path, "--exclude"))
+    except json.JSONDecodeError as e:
+        fail(f"--exclude {path}: not JSON ({e}); give a list of task ids or an SFT run's "
+             "holdout.json")  # fmt: skip
+    ids = doc.get("unseen_tasks") if isinstance(doc, dict) else doc
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids) or not ids:
+        fail(f"--exclude {path}: expected a non-empty JSON list of task ids, or an object with "
+             "one under 'unseen_tasks' (an SFT run's holdout.json)")  # fmt: skip
+    return sorted(set(ids))
+
+
+def without_tasks(tasks: list, ids: list[str], path: Path) -> tuple[list, dict]:
+    """`tasks` without those `ids` name, and the record of it for the ranker's provenance; an
+    id the task set lacks is an error (a stale or mistyped file would exclude nothing)."""
+    import hashlib
+
+    known = {t.id for t in tasks}
+    missing = [i for i in ids if i not in known]
+    if missing:
+        fail(f"--exclude {path}: {len(missing)} of its {len(ids)} task ids are not in the task "
+             f"set (first: {missing[0]}); was it written for another dataset?")  # fmt: skip
+    drop = set(ids)
+    record = {"file": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+              "tasks": len(drop)}  # fmt: skip
+    return [t for t in tasks if t.id not in drop], record
+
+
 def _train_feature(tasks, splits, out, l2, min_ratio, no_resources, arch, workers, cache, src,
                    objective):  # fmt: skip
     from cudaperf.rank.ranker import TrainConfig, train_feature_ranker
@@ -174,6 +208,12 @@ def train(
     lr: float = typer.Option(2e-4, "--lr", help="Neural: peak learning rate."),
     lora_r: int = typer.Option(16, "--lora-r", help="Neural: LoRA rank."),
     device: str | None = typer.Option(None, "--device", help="Neural: cuda/cpu (default: auto)."),
+    exclude: Path | None = typer.Option(
+        None,
+        "--exclude",
+        help="JSON list of task ids not to train on, or an SFT run's holdout.json (its "
+        "unseen_tasks): a ranker used in a reward must not have seen the evaluation's tasks.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout."),
 ) -> None:
     """Train a ranker on measured pairs of the training families; evaluate on held-out ones."""
@@ -185,7 +225,11 @@ def train(
 
     _check_train_options(kind, ship, force, out, cache_dir, backbone, arch, device)
     tasks_path = tasks_path or measured_dataset()
+    excluded_ids = read_exclusions(exclude) if exclude is not None else None
     tasks = load_task_set(tasks_path)
+    excluded = None
+    if excluded_ids is not None:
+        tasks, excluded = without_tasks(tasks, excluded_ids, exclude)
     split_map = _splits(tasks_path, splits)
     src = str(tasks_path)
     params = ctx.params
@@ -193,6 +237,8 @@ def train(
         f"--{k.replace('_', '-')}={shlex.quote(str(v))}" for k, v in params.items() if v is not None
     )
     prov = provenance(tasks_path, _splits_path(tasks_path, splits), cmd)
+    if excluded is not None:
+        prov["excluded_tasks"] = excluded
     try:
         if kind == "feature":
             model, path = _train_feature(tasks, split_map, out, l2, min_ratio, not resources,
@@ -228,10 +274,14 @@ def train(
         report["features"] = len(model.names)
         report["top_weights"] = [{k: r[k] for k in ("feature", "coef")}
                                  for r in model.weights_table()[:10]]  # fmt: skip
+    if excluded is not None:
+        report["excluded_tasks"] = excluded
+    if kind == "feature":  # the file records where it came from, as the packaged one does
+        model = dataclasses.replace(model, training={**model.training, **prov,
+                                                     "heldout_metrics": metrics})  # fmt: skip
+        model.save(path)
     if ship:
-        shipped = dataclasses.replace(model, training={**model.training, **prov,
-                                                       "heldout_metrics": metrics})  # fmt: skip
-        report["shipped"] = str(shipped.save(formats.default_weights_path()))
+        report["shipped"] = str(model.save(formats.default_weights_path()))
     if as_json:
         emit_json(report)
     else:
