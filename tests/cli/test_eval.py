@@ -132,9 +132,11 @@ def test_ctrl_c_stops_eval_keeps_finished_rows_and_a_rerun_resumes(tmp_path):
     path = slow_nvcc_path(tmp_path)
     p = start(*args, PATH=path)
     wait_for(lambda: finished_lines(out) >= 1, 90, "the first result")
-    seconds, _, err = interrupt(p, limit_s=10)
+    seconds, _, err = interrupt(p, limit_s=30)
     assert p.returncode == 130, err
-    assert seconds < 5, f"took {seconds:.1f} s to stop"
+    # Stopped, not finished: the 6+ compiles left take >= 2 s each one at a time (>= 12 s), so
+    # a run that waited for them cannot pass; the bound leaves room for a loaded machine.
+    assert seconds < 10, f"took {seconds:.1f} s to stop"
     assert "Traceback" not in err and "run the same command again to resume" in err
     kept = lines(out)
     assert 1 <= len(kept) < 8 and all(r["status"] == "compiled" for r in kept)
@@ -170,19 +172,21 @@ def test_no_isolation_reaches_the_evaluator_config(monkeypatch, tmp_path):
 def test_ctrl_c_stops_eval_on_the_ray_backend_and_keeps_finished_rows(tmp_path):
     pytest.importorskip("ray")
     code = _saxpy_naive()
-    rows = [{"task_id": "saxpy", "code": f"// r{k}\n{code}", "id": f"r{k}"} for k in range(8)]
+    rows = [{"task_id": "saxpy", "code": f"// r{k}\n{code}", "id": f"r{k}"} for k in range(16)]
     c = _cands(tmp_path / "c.jsonl", rows)
     out = tmp_path / "o.jsonl"
     args = ["eval", "--candidates", c, "--compile-only", "--jobs", "1", "--backend", "ray",
             "--out", out, "--cache-dir", tmp_path / "cache"]  # fmt: skip
     p = start(*args, PATH=slow_nvcc_path(tmp_path))
     wait_for(lambda: finished_lines(out) >= 1, 180, "the first result")
-    seconds, _, err = interrupt(p, limit_s=30)
+    seconds, _, err = interrupt(p, limit_s=45)
     assert p.returncode == 130, err
-    assert seconds < 10, f"took {seconds:.1f} s to stop"
+    # Stopped, not finished: the 14+ compiles left take >= 2 s each one at a time (>= 28 s);
+    # the bound leaves room for Ray's own shutdown on a loaded machine (11.6 s was seen).
+    assert seconds < 20, f"took {seconds:.1f} s to stop"
     assert "Traceback" not in err and "run the same command again to resume" in err
     kept = lines(out)
-    assert 1 <= len(kept) < 8 and all(r["status"] == "compiled" for r in kept)
+    assert 1 <= len(kept) < 16 and all(r["status"] == "compiled" for r in kept)
 
 
 def test_the_summary_has_a_geomean_per_speedup_field_in_order():
