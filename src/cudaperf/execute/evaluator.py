@@ -25,6 +25,7 @@ from cudaperf.execute.build import (
     first_error,
     toolchain_versions,
 )
+from cudaperf.execute.c import baselines as c_baselines
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.feedback import redact_held_out, status_feedback, timing_feedback
 from cudaperf.execute.held_out import WITHHELD_OUTPUT
@@ -278,6 +279,7 @@ class Evaluator:
         return RunRequest(
             **common, lib=p.lib, ref_lib=p.ref_lib, cpu_trials=c.cpu_trials,
             cpu_budget_s=c.cpu_time_budget_s, check_after=c.check_after_timing,
+            cpu_baseline_cache=str(c.cache_dir.expanduser() / c_baselines.FILE),
         )  # fmt: skip
 
     def request(self, p: Prepared) -> dict:

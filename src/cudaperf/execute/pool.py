@@ -20,6 +20,7 @@ from typing import Protocol
 from cudaperf.execute.build import ToolchainError
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.evaluator import Env, Evaluator, Prepared
+from cudaperf.execute.gate import QuietGate, busy
 from cudaperf.execute.isolation.sandbox import WorkerHandle
 from cudaperf.execute.types import Candidate, ExecResult, Status
 from cudaperf.procpool import wait_get
@@ -56,9 +57,11 @@ def infra_result(ev: Evaluator, job: Job, err: BaseException) -> ExecResult:
 
 
 def prepare_cached(
-    ev: Evaluator, task: Task, cand: Candidate, stop: threading.Event | None = None
-) -> ExecResult | Prepared | None:
-    """Result-cache lookup, then `Evaluator.prepare`; fresh early results are cached.
+    ev: Evaluator, task: Task, cand: Candidate, stop: threading.Event | None = None,
+    gate: QuietGate | None = None,
+) -> ExecResult | Prepared | None:  # fmt: skip
+    """Result-cache lookup, then `Evaluator.prepare` (a `busy` section of `gate`: no CPU
+    baseline is timed while it compiles); fresh early results are cached.
 
     None when `stop` was set before or during the work: an interrupted build is no verdict
     on the code, so nothing is cached for it."""
@@ -67,7 +70,8 @@ def prepare_cached(
     hit = ev.cache.get(ev.key(task, cand))
     if hit is not None:
         return hit.model_copy(update={"cached": True, "candidate_id": cand.id})
-    res = ev.prepare(task, cand)
+    with busy(gate):
+        res = ev.prepare(task, cand)
     if stop is not None and stop.is_set():
         return None
     if isinstance(res, ExecResult):
@@ -137,7 +141,9 @@ class LocalBackend(Backend):
         self.evaluator = Evaluator(config, env)
         arch = self.evaluator.env.arch  # the prebuilds target it (TORCH_CUDA_ARCH_LIST)
         gpus = self.evaluator.env.gpus
-        self.handles = [WorkerHandle(g, config, arch=arch, peers=len(gpus)) for g in gpus]
+        self.gate = QuietGate()  # CPU baselines are timed with this backend's compiles paused
+        self.handles = [WorkerHandle(g, config, arch=arch, peers=len(gpus), gate=self.gate)
+                        for g in gpus]  # fmt: skip
         self.compile_jobs = config.compile_jobs or os.cpu_count() or 1
 
     def run(self, jobs: list[Job]) -> Iterator[tuple[int, ExecResult]]:
@@ -174,7 +180,7 @@ class LocalBackend(Backend):
         finished = False
         try:
             for i, (task, cand) in enumerate(jobs):
-                pool.submit(prepare_cached, ev, task, cand, stop).add_done_callback(
+                pool.submit(prepare_cached, ev, task, cand, stop, self.gate).add_done_callback(
                     lambda f, i=i: route(i, f)
                 )
             for _ in range(len(jobs)):

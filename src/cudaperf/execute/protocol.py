@@ -22,6 +22,7 @@ from cudaperf.tasks.model import Task
 
 __all__ = [
     "BaselinesRequest",
+    "CBaselinesRequest",
     "ChildJob",
     "HelloReply",
     "HelloRequest",
@@ -80,6 +81,27 @@ class RunRequest(_JobRequest):
     cpu_trials: int  # timed runs of the C reference per config (CPU baseline)
     cpu_budget_s: float  # max seconds of CPU-baseline runs per config
     check_after: bool  # re-check outputs on fresh inputs after timing
+    # JSONL file of cached CPU baselines (`c.baselines`): the parent's handle replaces it with
+    # the task's records (`cpu_baselines`) and the worker never sees it
+    cpu_baseline_cache: str | None = None
+    # config name -> Timing of the serial C reference, timed in a `c_baselines` request that
+    # ran no candidate; when given, the job times no CPU baseline itself (a config missing
+    # here has none). None: the job times it (tests, callers without a cache)
+    cpu_baselines: dict[str, dict[str, Any]] | None = None
+
+
+class CBaselinesRequest(_JobRequest):
+    """A C→CUDA task's reference only, no candidate (`c.baselines`): phase `draw` runs the
+    reference on the task's input sets (kept in the worker for its jobs); phase `time` times
+    the serial reference per config, replying records keyed `key_prefix` + config name."""
+
+    op: Literal["c_baselines"] = "c_baselines"
+    ref_lib: str
+    cpu_trials: int
+    cpu_budget_s: float
+    check_after: bool
+    phase: Literal["draw", "time"]
+    key_prefix: str
 
 
 class TorchRequest(_JobRequest):
@@ -125,12 +147,9 @@ class ChildJob(_Message):
     kernel_names: list[str] = []  # the candidate's own __global__ names (for the profiler)
 
 
-Request = Annotated[
-    HelloRequest | RunRequest | TorchRequest | BaselinesRequest, Field(discriminator="op")
-]
-_REQUEST: TypeAdapter[HelloRequest | RunRequest | TorchRequest | BaselinesRequest] = TypeAdapter(
-    Request
-)
+AnyRequest = HelloRequest | RunRequest | TorchRequest | BaselinesRequest | CBaselinesRequest
+Request = Annotated[AnyRequest, Field(discriminator="op")]
+_REQUEST: TypeAdapter[AnyRequest] = TypeAdapter(Request)
 
 
 class Ready(_Message):
@@ -181,7 +200,7 @@ def _one_line(kind: str, e: ValidationError) -> MalformedMessage:
     return MalformedMessage(f"malformed worker {kind}: {where}: {err['msg']}{more}")
 
 
-def parse_request(raw: object) -> HelloRequest | RunRequest | TorchRequest | BaselinesRequest:
+def parse_request(raw: object) -> AnyRequest:
     """The typed request of a decoded JSON line; raises MalformedMessage."""
     try:
         return _REQUEST.validate_python(raw)

@@ -14,8 +14,8 @@ import pytest
 from conftest import needs_gpu
 from torch_cpu import HONEST, relu_task, request
 
+from cudaperf.execute import baseline_records
 from cudaperf.execute.isolation.sandbox import WorkerHandle
-from cudaperf.execute.pytorch import baseline_job
 from tests.execute.isolation.test_confine import needs_ns
 
 FORGED_US = 1e9
@@ -57,9 +57,9 @@ def test_only_version_2_records_of_the_task_are_read_or_accepted(tmp_path):
         json.dumps({"key": "t:abc:z", "timing": {"median_us": "slow"}, "v": 2}),
         "not json",
     ]))  # fmt: skip
-    assert list(baseline_job.read_records(path, "t:abc:")) == ["t:abc:y"]
+    assert list(baseline_records.read_records(path, "t:abc:")) == ["t:abc:y"]
     reply = {"new_baselines": [{"key": "t:abc:q", "timing": t}, {"key": "u:1:q", "timing": t}]}
-    assert list(baseline_job.accepted(reply, "t:abc:")) == ["t:abc:q"]
+    assert list(baseline_records.accepted(reply, "t:abc:")) == ["t:abc:q"]
 
 
 @pytest.fixture()

@@ -47,7 +47,7 @@ from cudaperf.execute.c.proc import CProcess, NativeRun, take_c_child
 from cudaperf.execute.c.reference import compare, reference_finite, run_reference, time_reference
 from cudaperf.execute.held_out import JobFold, visible_first, visible_output
 from cudaperf.execute.isolation.child_proc import ChildError
-from cudaperf.execute.protocol import JobReply, RunRequest
+from cudaperf.execute.protocol import CBaselinesRequest, JobReply, RunRequest
 from cudaperf.execute.sanity import escape_message, roofline_message
 from cudaperf.execute.types import ConfigResult, Status, Timing
 from cudaperf.tasks.inputs import make_inputs
@@ -132,7 +132,7 @@ def _input_set(
     return libs.sets[key]
 
 
-def prefetch_sets(task: Task, req: RunRequest, libs: Libs, ref_lib) -> int:
+def prefetch_sets(task: Task, req: RunRequest | CBaselinesRequest, libs: Libs, ref_lib) -> int:
     """Draw and run the reference on every input set of `task` the job may need and the worker
     has not cached, in threads (module docstring); returns how many were computed."""
     tk = _task_key(task)
@@ -192,10 +192,15 @@ def _one_config(
         return sep
     if not timed:
         return Status.OK, ConfigResult(**base, correct=True, **errs), False
-    ckey = (_task_key(task), cfg.name)
-    if ckey not in libs.cpu:
-        libs.cpu[ckey] = time_reference(task, ref_lib, inputs, req.cpu_trials, req.cpu_budget_s)
-    cpu = Timing.of(libs.cpu[ckey])
+    if req.cpu_baselines is not None:  # timed in a request that ran no candidate (c.baselines)
+        rec = req.cpu_baselines.get(cfg.name)
+        cpu = Timing.model_validate(rec) if rec else None
+    else:
+        ckey = (_task_key(task), cfg.name)
+        if ckey not in libs.cpu:
+            libs.cpu[ckey] = time_reference(task, ref_lib, inputs, req.cpu_trials,
+                                            req.cpu_budget_s)  # fmt: skip
+        cpu = Timing.of(libs.cpu[ckey])
     tr = proc.run(task, inputs, req.warmup, req.trials, req.budget_ms)
     if tr.rc != 0 or not tr.event_us:
         msg = tr.error or "no timed trial completed"
@@ -236,6 +241,24 @@ def _separating_check(proc, task, cfg, req, libs, ref_lib, base):
     st = Status.REJECTED if cmp.inputs_modified else Status.WRONG_OUTPUT
     errs = {"max_abs_err": cmp.max_abs_err, "max_rel_err": cmp.max_rel_err}
     return st, ConfigResult(**base, correct=False, **errs, message=msg), False
+
+
+def time_cpu_baselines(req: CBaselinesRequest, libs: Libs) -> JobReply:
+    """Worker op `c_baselines` (`c.baselines`): the task's reference only, no candidate.
+    Phase `draw` runs the reference on the task's input sets (kept in `libs` for its jobs);
+    phase `time` times the serial reference on set 0 of every config and replies the records
+    (`key_prefix` + config name -> Timing)."""
+    task = req.task
+    ref_lib = libs.lib(req.ref_lib)
+    if req.phase == "draw":
+        prefetch_sets(task, req, libs, ref_lib)
+        return JobReply(status=Status.OK, new_baselines=[])
+    new = []
+    for cfg in task.configs:
+        inputs, _ = _input_set(task, cfg, 0, req.salt, libs, ref_lib)
+        times = time_reference(task, ref_lib, inputs, req.cpu_trials, req.cpu_budget_s)
+        new.append({"key": req.key_prefix + cfg.name, "timing": Timing.of(times).model_dump()})
+    return JobReply(status=Status.OK, new_baselines=new)
 
 
 def run_job(

@@ -36,7 +36,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from cudaperf.execute import baseline_records
+from cudaperf.execute.c import baselines as c_baselines
 from cudaperf.execute.config import EvalConfig
+from cudaperf.execute.gate import QuietGate, quiet
 from cudaperf.execute.isolation import confine
 from cudaperf.execute.isolation.supervise import LineChild, death_message, gpu_env
 from cudaperf.execute.protocol import VisibleOutput
@@ -80,7 +83,7 @@ class WorkerHandle:
 
     def __init__(
         self, gpu: int | None, config: EvalConfig, python: str = sys.executable,
-        arch: str | None = None, peers: int = 1,
+        arch: str | None = None, peers: int = 1, gate: QuietGate | None = None,
     ):  # fmt: skip
         self.gpu = gpu  # CUDA_VISIBLE_DEVICES for the worker (None: inherit)
         self.config = config
@@ -98,6 +101,8 @@ class WorkerHandle:
         self.tainted = False  # the current process has been sent candidate code
         self._baselined: set[str] = set()  # tasks (content prefix) whose baselines were asked
         self._device_id: str | None = None  # baseline key's device part, from a clean reply
+        self.gate = gate  # CPU baselines are timed in gate.quiet() (the compile pool idle)
+        self._host: str | None = None  # CPU-baseline key's host part (`c_baselines.host_id`)
 
     def policy(self) -> confine.Policy | None:
         """The worker's confinement (None when `isolate_files` is off)."""
@@ -259,14 +264,51 @@ class WorkerHandle:
         instead (see `baseline_job`); its own reply's baseline claims are never read."""
         if req.get("op") == "torch" and req.get("baseline_cache"):
             req = self._with_baselines(req)
+        elif req.get("op") == "run" and req.get("cpu_baseline_cache"):
+            req = self._with_cpu_baselines(req)
         return self._send(req, timeout)
+
+    def _with_cpu_baselines(self, req: dict) -> dict:
+        """`req` without the cache path, with its task's CPU baselines (`c.baselines`): read
+        from the host file, the missing ones first timed in clean `c_baselines` requests."""
+        path, task = req["cpu_baseline_cache"], req["task"]
+        if self._host is None:
+            self._host = c_baselines.host_id(self.config.gcc, req["cpu_trials"],
+                                             req["cpu_budget_s"])  # fmt: skip
+        prefix = c_baselines.key_prefix(task, self._host)
+        records = baseline_records.read_records(path, prefix)
+        if prefix not in self._baselined and c_baselines.missing(task, records, prefix):
+            self._baselined.add(prefix)  # asked once per handle, whatever the answer
+            records |= self._clean_cpu_baselines(req, path, prefix)
+        out = {k: v for k, v in req.items() if k != "cpu_baseline_cache"}
+        return out | {"cpu_baselines": {k[len(prefix) :]: t for k, t in records.items()}}
+
+    def _clean_cpu_baselines(self, req: dict, path: str, prefix: str) -> dict:
+        """Draw the task's input sets (the compile pool running), then time the reference with
+        the pool quiet (`gate`); the new records, also appended to the host file. A phase that
+        fails adds none: the task's jobs then report no CPU baseline, never a noisy one."""
+        timeout = self.config.run_timeout_s + self.config.baseline_timeout_s
+        for phase in ("draw", "time"):
+            workdir = tempfile.mkdtemp(prefix="cudaperf-cbase-")
+            try:
+                with quiet(self.gate if phase == "time" else None):
+                    reply = self._send(c_baselines.request(req, workdir, phase, prefix), timeout)
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
+            if reply.get("status") != "ok":
+                log.warning("CPU baselines of %s (%s) failed: %s", req["task"]["id"], phase,
+                            reply.get("message"))  # fmt: skip
+                return {}
+        got = baseline_records.accepted(reply, prefix)
+        baseline_records.append_records(path, got)
+        return got
 
     def _with_baselines(self, req: dict) -> dict:
         """`req` without the cache path, with its task's cached records and `time_baselines`
         False; first asks a clean worker process for the task's missing baselines."""
         path, task = req["baseline_cache"], req["task"]
-        prefix = baseline_job.task_prefix(task["id"], task["source"])
-        records = baseline_job.read_records(path, prefix)
+        prefix = baseline_records.task_prefix(task["id"], task["source"])
+        records = baseline_records.read_records(path, prefix)
         torch_compile = bool(req.get("torch_compile", True))
         if prefix not in self._baselined and baseline_job.missing(
             task, records, self._device_id, torch_compile
@@ -297,8 +339,8 @@ class WorkerHandle:
                 log.warning("baselines of %s failed: %s", req["task"]["id"], reply.get("message"))
                 continue
             self._device_id = str(reply.get("device_id") or "") or None
-            got = baseline_job.accepted(reply, prefix)
-            baseline_job.append_records(path, got)
+            got = baseline_records.accepted(reply, prefix)
+            baseline_records.append_records(path, got)
             new |= got
         return new
 

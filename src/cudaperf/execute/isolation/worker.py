@@ -33,6 +33,7 @@ from cudaperf.execute.isolation.child_proc import redirect_output
 from cudaperf.execute.isolation.supervise import exit_with_parent
 from cudaperf.execute.protocol import (
     BaselinesRequest,
+    CBaselinesRequest,
     HelloReply,
     HelloRequest,
     JobReply,
@@ -111,6 +112,8 @@ def handle(raw: object, libs: measure.Libs, emit: Callable[[dict], None] | None 
             from cudaperf.execute.pytorch.trusted import time_baselines  # imports torch
 
             return time_baselines(req).wire()
+        if isinstance(req, CBaselinesRequest):  # the task's C reference only, no candidate
+            return measure.time_cpu_baselines(req, libs).wire()
         return measure.run_job(req, libs, spare=True, on_output=on_output).wire()
     except Exception as e:  # noqa: BLE001 - the reply must always come back
         msg = f"{type(e).__name__}: {e}"

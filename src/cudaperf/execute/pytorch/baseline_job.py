@@ -20,78 +20,27 @@ so the rule is about provenance instead:
 - Lines of the host file are used only when they carry `"v": 2` (written this way); older
   lines may have come from a candidate through the old merge and are timed again.
 
-The parent-side half (`read_records`, `append_records`, `missing`, `request`) imports no torch;
+The parent-side half (`missing`, `request`, and the record file of `baseline_records`, which the
+C→CUDA track's CPU baselines share) imports no torch;
 The worker's op is `torch_trusted.time_baselines` (it draws the inputs the trusted side draws).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-from pathlib import Path
 
-from cudaperf.execute.types import Timing
-from cudaperf.jsonl import append_lines
+from cudaperf.execute.baseline_records import task_prefix
 
-__all__ = [
-    "VERSION", "append_records", "baseline_key", "missing", "read_records", "request",
-    "task_prefix",
-]  # fmt: skip
+__all__ = ["KINDS", "baseline_key", "missing", "request"]
 
 log = logging.getLogger(__name__)
 
-VERSION = 2  # cache lines written by the parent from a clean baselines request
 KINDS = ("eager", "compile")
-
-
-def task_prefix(task_id: str, source: str) -> str:
-    """The part of every baseline key that names the task (id and content)."""
-    return f"{task_id}:{hashlib.sha256(source.encode()).hexdigest()[:12]}:"
 
 
 def baseline_key(task_id: str, source: str, config: str, device_id: str, kind: str) -> str:
     """One baseline's cache key: task, content, config, device (GPU name and torch version)."""
     return f"{task_prefix(task_id, source)}{config}:{device_id}:{kind}"
-
-
-def read_records(path: str | Path, prefix: str = "") -> dict[str, dict]:
-    """The host cache's valid version-2 records whose key starts with `prefix` (key -> Timing
-    as a dict); malformed and older lines are skipped."""
-    out: dict[str, dict] = {}
-    p = Path(path)
-    if not p.is_file():
-        return out
-    for line in p.read_text().splitlines():
-        try:
-            rec = json.loads(line)
-            if rec.get("v") != VERSION or not str(rec["key"]).startswith(prefix):
-                continue
-            out[str(rec["key"])] = Timing.model_validate(rec["timing"]).model_dump()
-        except (ValueError, KeyError, TypeError, AttributeError):
-            continue
-    return out
-
-
-def accepted(reply: dict, prefix: str) -> dict[str, dict]:
-    """The records of a clean `baselines` reply that belong to its task (others dropped)."""
-    got = reply.get("new_baselines")
-    out: dict[str, dict] = {}
-    for rec in got if isinstance(got, list) else []:
-        try:
-            if str(rec["key"]).startswith(prefix):
-                out[str(rec["key"])] = Timing.model_validate(rec["timing"]).model_dump()
-        except (ValueError, KeyError, TypeError):
-            continue
-    return out
-
-
-def append_records(path: str | Path, records: dict[str, dict]) -> None:
-    """Append records as version-2 lines (one write, so parallel appenders do not interleave)."""
-    if not records:
-        return
-    append_lines(path, (json.dumps({"key": k, "timing": t, "v": VERSION})
-                        for k, t in records.items()), shared=True)  # fmt: skip
 
 
 def missing(task: dict, records: dict, device_id: str | None, torch_compile: bool) -> bool:
