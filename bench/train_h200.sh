@@ -124,7 +124,7 @@ grpo_args() {  # GRPO: the command line of stages grpo and bgstart; AD: its star
     --preset "${PRESET:-unified}" --seed "${SEED:-0}" --pool 16 --turns 2 --num-generations "${NGEN:-4}"
     ${POOLFITS:+--pool-fits} --groups-per-step "${NGROUPS:-4}" --max-new-tokens "${MAXTOK:-1024}" --lr 1e-5
     --max-steps "${STEPS:-30}" --save-steps 2 --canaries 2 --canary-every "${CANARY_EVERY:-10}"
-    --generation "${GENMODE:-auto}" --time-budget "${GRPO_BUDGET:-480}" --pieces-mib 15 "${res[@]}")
+    --generation "${GENMODE:-auto}" --wall-budget "${GRPO_BUDGET:-480}" --pieces-mib 15 "${res[@]}")
 }
 case "$stage" in
 probe)
@@ -143,7 +143,7 @@ sft)
   versions
   log "sft"
   timeout $(( ${SFT_BUDGET:-150} + 100 )) python3 -m cudaperf train sft --out "$W/sft" --overwrite --kind c2cuda --targets ${SFTTARGETS:-fastest} --lora-r 32 --epochs 2 \
-    --lr 4e-4 --batch-size 16 --time-budget ${SFT_BUDGET:-150} --pieces-mib 15 > "$OUT/sft_report.json" 2> >(tail -40 > "$OUT/sft_stderr.txt")
+    --lr 4e-4 --batch-size 16 --wall-budget ${SFT_BUDGET:-150} --pieces-mib 15 > "$OUT/sft_report.json" 2> >(tail -40 > "$OUT/sft_stderr.txt")
   cp "$W/sft/steps.jsonl" "$OUT/sft_steps.jsonl" 2>/dev/null  # holdout.json: stage packsft
   log "sft done: $(python3 -c "import json; r=json.load(open('$OUT/sft_report.json')); print(r['rows_trained'], r['max_length'], r['dropped_share'], r['eval_loss_per_epoch'], r['seconds'])")"
   if [ -n "${GEN-sft}" ]; then  # GEN= trains only (5 files in $OUT: room for stage speed)

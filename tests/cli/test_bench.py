@@ -80,7 +80,7 @@ def test_bad_input_gives_one_line_errors(tmp_path):
         (["--suite", "sample", "--adapter", "a"], "--adapter loads on top of a Hugging Face"),
         (["--suite", "sample", "--samples", "0"], "use at least 1"),
         (["--suite", "sample", "--gpus", "a,b"], "give GPU indices such as 0,1"),
-        (["--suite", "sample", "--gpus", "0,0"], "distinct non-negative GPU indices"),
+        (["--suite", "sample", "--gpus", "0,0"], "GPU 0 is named twice"),
         (["--suite", "sample", "--gpus", "0", "--compile-only"], "or drop --compile-only"),
         (["--suite", "sample", "--gpus", "99"], "no GPU 99 here"),
         (["--suite", "sample", "--kind", "fortran"], "use c2cuda or torch2cuda"),

@@ -29,6 +29,8 @@ def test_a_run_folder_that_cannot_be_made_is_refused(tmp_path, trainer):
     [
         (["sft", "--limit", "0"], ["'--limit'", "greater than or equal to 1"]),
         (["sft", "--pieces-mib", "0"], ["--pieces-mib 0.0", "MiB > 0"]),
+        (["sft", "--wall-budget", "0"], ["--wall-budget 0.0", "seconds > 0"]),
+        (["grpo", "--wall-budget", "-5"], ["--wall-budget -5.0", "seconds > 0"]),
         (["grpo", "--pieces-mib", "-1"], ["--pieces-mib -1.0"]),
         (["grpo", "--lr", "0"], ["--lr 0.0", "> 0"]),
         (["grpo", "--beta", "-1"], ["--beta -1.0", ">= 0"]),

@@ -110,3 +110,23 @@ def test_the_default_analyzer_tells_no_kernel_from_a_failure(monkeypatch):
     assert an.analyse("int main() { return 0; }") == [] == an("int main() { return 0; }")
     monkeypatch.setattr(api, "find_kernels", lambda *a: 1 / 0)
     assert an.analyse(kernel(1)) is None and an(kernel(1)) == []
+
+
+def test_build_scorer_is_every_commands_scorer():
+    """`build_scorer`: the given reward and evaluator as they are, every candidate analysed
+    (feedback shows findings, also of a failing one), the ranker a spec names or the one
+    given."""
+    from cudaperf.reward import RewardConfig
+    from cudaperf.reward.scorer import StructureAnalyzer, build_scorer
+
+    seen = []
+    bad = lambda jobs: [result(Status.COMPILE_ERROR, c.code, t.id) for t, c in jobs]  # noqa: E731
+    cfg = RewardConfig.preset("outcome_only")
+    sc = build_scorer([SAXPY], cfg, bad, "none", analyzer=lambda code: seen.append(code) or [])
+    assert sc.config is cfg and sc.evaluator is bad and sc.ranker is None
+    sc.score_code(SAXPY, [kernel(1)])
+    assert seen == [kernel(1)]  # analysed though it failed and the structure weight is 0
+    mine = make_ranker(load_ranker())
+    assert build_scorer([SAXPY], cfg, bad, mine).ranker is mine
+    assert build_scorer([SAXPY], cfg, bad).ranker is not None  # "default": the packaged one
+    assert isinstance(build_scorer([SAXPY], cfg, bad).analyzer, StructureAnalyzer)

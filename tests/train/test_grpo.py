@@ -38,10 +38,16 @@ def _log(tmp_path):
 
 
 def test_single_turn_step_with_the_policy_generating_and_a_fake_evaluator(tmp_path, tiny):
-    rep = run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator())
+    from dataclasses import asdict
+
+    from cudaperf.reward import RewardConfig
+
+    reward = RewardConfig.preset("outcome_only", ["structure_weight=0.5"])
+    rep = run_grpo(_opts(tmp_path, tiny, reward=reward), evaluator=FakeEvaluator())
     assert rep["steps"] == 1
     # the returned report is report.json's (the H200 GPU test once failed on (0,) == [0])
     assert rep == json.loads((tmp_path / "run" / "report.json").read_text())
+    assert rep["options"]["reward"] == asdict(reward)  # the whole reward, not a preset name
     roll = [r for r in _log(tmp_path) if r["kind"] == "rollout"]
     assert roll and roll[0]["rows"] == 2 and roll[0]["completion_tokens"] > 0
     assert roll[0]["status_share"] == {"format_error": 1.0}  # a random model writes no block
@@ -113,8 +119,13 @@ def test_resume_without_optimizer_state_keeps_the_step_and_learning_rate(tmp_pat
 
 
 def test_bad_options_are_clear(tmp_path, tiny):
-    with pytest.raises(ValueError, match="preset"):
-        _opts(tmp_path, tiny, preset="fastest")
+    with pytest.raises(ValueError, match="give a RewardConfig"):
+        _opts(tmp_path, tiny, reward="outcome_only")  # a preset name is the CLI's business
+    for kw, flag in (({"lr": 0.0}, "--lr 0.0"), ({"beta": -1.0}, "--beta -1.0"),
+                     ({"temperature": 0.0}, "--temperature 0.0"),
+                     ({"wall_budget_s": 0.0}, "--wall-budget 0.0")):  # fmt: skip
+        with pytest.raises(ValueError, match=flag):
+            _opts(tmp_path, tiny, **kw)
     with pytest.raises(ValueError, match="multiple of --turns"):
         _opts(tmp_path, tiny, turns=2, num_generations=3)
     with pytest.raises(ValueError, match="--canaries"):

@@ -20,7 +20,16 @@ from cudaperf.cli.common import (
     fail,
     stdout,
 )
-from cudaperf.cli.reward import RankerOpt, load_ranker_option
+from cudaperf.cli.options import (
+    OLD_TIMING_BUDGET,
+    PresetOpt,
+    TimingBudgetOpt,
+    eval_config,
+    gpu_list,
+    renamed,
+    reward_config,
+)
+from cudaperf.cli.reward import RankerOpt, command_scorer
 
 __all__ = ["bench_app"]
 
@@ -75,47 +84,24 @@ def _tasks(suites, suite_paths, dataset, limit, per_family, seed, model, compile
 
 
 def _gpus(spec: str | None, compile_only: bool | None) -> tuple[int, ...] | None:
-    """The --gpus indices (None: all visible); one clear line when they are not indices, are
-    given with --compile-only, or name a GPU this machine lacks."""
-    if spec is None:
-        return None
-    try:
-        ids = tuple(int(g) for g in spec.split(","))
-    except ValueError:
-        fail(f"--gpus {spec!r}: give GPU indices such as 0,1 (as nvidia-smi numbers them)")
-    if any(g < 0 for g in ids) or len(set(ids)) < len(ids):
-        fail(f"--gpus {spec!r}: give distinct non-negative GPU indices such as 0,1")
-    if compile_only:
+    """The --gpus indices (None: all visible): `gpu_list`'s checks, GPUs this machine has, and
+    never with --compile-only."""
+    if spec is not None and compile_only:
         fail("--gpus picks the GPUs that time candidates; drop it or drop --compile-only")
-    from cudaperf.execute.build import detect_gpus
-
-    have = [g.index for g in detect_gpus()]
-    if missing := [g for g in ids if g not in have]:
-        there = ", ".join(map(str, have)) if have else "none"
-        fail(f"--gpus {spec}: no GPU {', '.join(map(str, missing))} here (GPUs: {there}); "
-             "give indices nvidia-smi lists, or leave --gpus out")  # fmt: skip
-    return ids
+    return gpu_list(spec, "--gpus", present=True)
 
 
-def _scorer(tasks, preset, ranker, **eval_opts):
-    from cudaperf.execute.config import EvalConfig
+def _scorer(tasks, reward, ranker, **eval_opts):
+    """The run's scorer (`command_scorer`: one evaluator session for the whole run, closed by
+    `run`) and the evaluator's environment (GPU, mode, versions) for run.json."""
     from cudaperf.execute.evaluator import detect_env
-    from cudaperf.execute.session import EvalSession
-    from cudaperf.reward import RewardConfig, RewardScorer
 
+    ev = eval_config(**eval_opts)
     try:
-        cfg = RewardConfig.preset(preset)
-        ev = EvalConfig(**{k: v for k, v in eval_opts.items() if v is not None})
         env = detect_env(ev)
     except (ValueError, RuntimeError) as e:
         fail(str(e))
-    rk = None
-    if cfg.ranker_weight > 0:  # a ranker file that cannot be read is an error, not a warning
-        rk = load_ranker_option(ranker)
-    # one evaluator for the whole run: its workers, secret salt, input sets, C references and
-    # baselines are made once, not again for every turn of every chunk (close: `run`)
-    sc = RewardScorer(tasks, config=cfg, evaluator=EvalSession(ev), ranker=rk, analyze="always")
-    return sc, env
+    return command_scorer(tasks, reward, ev, ranker), env
 
 
 def _backend(model, tasks, adapter, server_model, api_key, temperature, max_tokens, gguf_file,
@@ -210,9 +196,7 @@ def run(
         None, "--kind", help="Only c2cuda or torch2cuda tasks (applied before --limit)."
     ),
     batch_tasks: int = typer.Option(16, "--batch-tasks", help="Tasks generated/scored at once."),
-    preset: str = typer.Option(
-        "unified", "--preset", help="Reward preset (picks each turn's continuation)."
-    ),  # fmt: skip
+    preset: str = PresetOpt,
     ranker: str = RankerOpt,
     compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
     gpus: str = typer.Option(
@@ -229,7 +213,8 @@ def run(
     ),  # fmt: skip
     cache_dir: Path = typer.Option(None, "--cache-dir", help="Build and result cache directory."),
     trials: int = typer.Option(None, "--trials", help="Evaluator: timed trials per config."),
-    time_budget: float = typer.Option(None, "--time-budget", help="Evaluator: s per config."),
+    timing_budget: float = TimingBudgetOpt,
+    old_timing_budget: float = OLD_TIMING_BUDGET,
     cpu_time_budget: float = typer.Option(
         None, "--cpu-time-budget", help="Evaluator: s of C-reference timing per config."
     ),
@@ -256,15 +241,17 @@ def run(
     check_out_dir(cache_dir, "--cache-dir")
     check_model_spec(model, "--model", gguf_file)
     gpu_ids = _gpus(gpus, compile_only)
+    timing_budget = renamed("--time-budget", old_timing_budget, "--timing-budget", timing_budget)
+    reward = reward_config(preset)
     check_toolchain(compile_only)
     if model.startswith(("http://", "https://")):
         check_server(model)
     suites, tasks, meta, left_out = _tasks(suite, suite_path, dataset, limit, per_family, seed,
                                            model, settings.compile_baseline, kind)  # fmt: skip
     eval_opts = dict(compile_only=compile_only, cache_dir=cache_dir, trials=trials,
-                     time_budget_s=time_budget, cpu_time_budget_s=cpu_time_budget, gpus=gpu_ids,
+                     time_budget_s=timing_budget, cpu_time_budget_s=cpu_time_budget, gpus=gpu_ids,
                      compile_baseline=False if no_compile_baseline else None)  # fmt: skip
-    scorer, env = _scorer(tasks, preset, ranker, **eval_opts)
+    scorer, env = _scorer(tasks, reward, ranker, **eval_opts)
     backend = _backend(model, tasks, adapter, server_model, api_key, temperature, max_tokens,
                        gguf_file, seed, generation)  # fmt: skip
     info = _info(suites, left_out, env, eval_opts, _command(settings, out, suite_path, dataset))

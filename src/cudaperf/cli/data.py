@@ -19,6 +19,8 @@ from cudaperf.cli.common import (
     fail,
     stdout,
 )
+from cudaperf.cli.options import field_help, gpu_list, renamed
+from cudaperf.execute.config import EvalConfig
 
 data_app = typer.Typer(help="Generate and check the generated task set.", no_args_is_help=True)
 JsonOpt = typer.Option(False, "--json", help="Print one JSON document to stdout, nothing else.")
@@ -164,7 +166,13 @@ def measure(
     gpus: str = typer.Option("all", "--gpus", help="GPU indices such as 0,1, or all."),
     trials: int = typer.Option(20, "--trials", min=1, help="Timed trials per config."),
     warmup: int = typer.Option(3, "--warmup", help="Untimed calls before the trials."),
-    budget_ms: float = typer.Option(50.0, "--budget-ms", help="Timed-trial budget per config."),
+    timing_budget: float = typer.Option(
+        None,
+        "--timing-budget",
+        show_default="0.05, the bulk default",
+        help=field_help(EvalConfig, "time_budget_s") + " (seconds).",
+    ),
+    budget_ms: float = typer.Option(None, "--budget-ms", hidden=True),  # old name, in ms
     shard: str = typer.Option("", "--shard", help="i/n: only tasks with index % n == i."),
     kinds: str = typer.Option("c2cuda,torch2cuda", "--kinds", help="Task kinds to measure."),
     limit: int = typer.Option(None, "--limit", min=1, help="Only the first N selected tasks."),
@@ -206,11 +214,13 @@ def measure(
             "them here",
             code=1,
         )
+    timing_budget = renamed("--budget-ms", budget_ms, "--timing-budget", timing_budget,
+                            lambda ms: ms / 1e3)  # fmt: skip
+    gpu_ids = None if gpus.strip() == "all" else gpu_list(gpus, "--gpus", not compile_only)
     try:
-        gpu_ids = None if gpus.strip() == "all" else _gpu_list(gpus)
         config = measure_config(
             out=out, batch_tasks=batch_tasks, jobs=jobs, gpus=gpu_ids, trials=trials,
-            warmup=warmup, budget_ms=budget_ms, compile_only=compile_only, arch=arch,
+            warmup=warmup, timing_budget=timing_budget, compile_only=compile_only, arch=arch,
             cache_dir=cache_dir, scratch=scratch, seed_salt=seed_salt, run_timeout=run_timeout,
             max_inflight_gb=max_inflight_gb, cpu_trials=cpu_trials,
         )  # fmt: skip
@@ -280,20 +290,25 @@ def measure(
 
 
 def measure_config(*, out: Path, batch_tasks: int, jobs: int | None, gpus, trials: int,
-                   warmup: int, budget_ms: float, compile_only: bool, arch: str | None,
+                   warmup: int, timing_budget: float | None, compile_only: bool,
+                   arch: str | None,
                    cache_dir: Path, scratch: Path | None, seed_salt: int | None,
                    run_timeout: float, max_inflight_gb: float, cpu_trials: int):  # fmt: skip
     """`data measure`'s flags as a `BulkConfig`: the settings the evaluator shares go into its
-    `EvalConfig` (--trials, --warmup, --budget-ms as time_budget_s, --compile-only, --arch,
-    --cache-dir, --seed-salt, --gpus), the rest into the bulk's own fields (--run-timeout is
-    `silence_timeout_s`). Raises ValueError naming a bad value."""
+    `EvalConfig` (--trials, --warmup, --timing-budget as time_budget_s, --compile-only,
+    --arch, --cache-dir, --seed-salt, --gpus), the rest into the bulk's own fields
+    (--run-timeout is `silence_timeout_s`); --timing-budget None: the bulk default. Raises
+    ValueError naming a bad value."""
     from cudaperf.execute.bulk import BulkConfig, bulk_eval_config
 
-    if not budget_ms > 0:  # named by its flag: EvalConfig would name time_budget_s
-        raise ValueError(f"--budget-ms {budget_ms}: must be > 0 ms, e.g. 50")
+    budget = {}
+    if timing_budget is not None:
+        if not timing_budget > 0:  # named by its flag: EvalConfig would name time_budget_s
+            raise ValueError(f"--timing-budget {timing_budget}: must be > 0 seconds, e.g. 0.05")
+        budget["time_budget_s"] = timing_budget
     ev = bulk_eval_config(
-        trials=trials, warmup=warmup, time_budget_s=budget_ms / 1e3, compile_only=compile_only,
-        arch=arch, cache_dir=cache_dir, seed_salt=seed_salt, gpus=gpus,
+        trials=trials, warmup=warmup, compile_only=compile_only, arch=arch, cache_dir=cache_dir,
+        seed_salt=seed_salt, gpus=gpus, **budget,
     )  # fmt: skip
     return BulkConfig(
         out=out, eval=ev, batch_tasks=batch_tasks, jobs=jobs, scratch=scratch,
@@ -317,10 +332,3 @@ def _select_for_measure(tasks: list, kinds: str, shard: str, limit: int | None) 
             raise ValueError(f"--shard {shard!r}: need 0 <= i < n")
         tasks = tasks[i::n]
     return tasks[:limit] if limit is not None else tasks
-
-
-def _gpu_list(gpus: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(g) for g in gpus.split(","))
-    except ValueError:
-        fail(f"--gpus {gpus!r}: give GPU indices such as 0,1 (as nvidia-smi numbers them), or all")

@@ -24,6 +24,7 @@ from cudaperf.cli.common import (
     select_tasks,
     stdout,
 )
+from cudaperf.cli.options import OLD_TIMING_BUDGET, TimingBudgetOpt, eval_config, renamed
 from cudaperf.execute import Candidate, EvalConfig, ExecResult, Status, evaluate_batch
 from cudaperf.execute.types import SPEEDUP_FIELDS, SPEEDUPS, geomean, protections_line
 from cudaperf.tasks.model import Task
@@ -59,13 +60,6 @@ def _read_candidates(path: Path, tasks: list[Task]) -> list[tuple[Task, Candidat
     if not jobs:
         fail(f"--candidates {path} holds no candidates; write one JSON object per line")
     return jobs
-
-
-def _config(**kw) -> EvalConfig:
-    try:
-        return EvalConfig(**{k: v for k, v in kw.items() if v is not None})
-    except ValueError as e:
-        fail(str(e))
 
 
 def _summary(results: list[ExecResult], skipped: list[dict]) -> dict:
@@ -124,7 +118,8 @@ def eval_command(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout."),
     compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
     trials: int = typer.Option(None, "--trials", min=1, help=_HELP["trials"]),
-    time_budget_s: float = typer.Option(None, "--time-budget", help=_HELP["time_budget_s"]),
+    timing_budget: float = TimingBudgetOpt,
+    old_timing_budget: float = OLD_TIMING_BUDGET,
     cpu_time_budget_s: float = typer.Option(
         None, "--cpu-time-budget", help=_HELP["cpu_time_budget_s"]
     ),
@@ -150,8 +145,9 @@ def eval_command(
         fail("give exactly one of --candidates PATH or --implementations")
     if backend not in ("local", "ray"):
         fail(f"--backend {backend!r} is unknown; use 'local' or 'ray'")
-    cfg = _config(
-        compile_only=compile_only, trials=trials, time_budget_s=time_budget_s,
+    timing_budget = renamed("--time-budget", old_timing_budget, "--timing-budget", timing_budget)
+    cfg = eval_config(
+        compile_only=compile_only, trials=trials, time_budget_s=timing_budget,
         cpu_time_budget_s=cpu_time_budget_s, run_timeout_s=run_timeout_s, arch=arch,
         compile_jobs=compile_jobs, cache_dir=cache_dir,
         use_result_cache=False if no_cache else None,

@@ -20,9 +20,9 @@ from cudaperf.cli.common import (
     select_task,
     stdout,
 )
+from cudaperf.cli.options import PresetOpt
 from cudaperf.cli.reward import RankerOpt, scorer_for
 from cudaperf.refine.scripted import SCRIPTED
-from cudaperf.reward import PRESETS
 from cudaperf.tasks.model import Task, TaskKind
 
 __all__ = ["refine_command"]
@@ -181,7 +181,7 @@ def refine_command(
     patience: int = typer.Option(
         1, "--patience", min=1, help="Stop after this many turns without gain."
     ),
-    preset: str = typer.Option("unified", "--preset", help=f"Reward: one of {sorted(PRESETS)}."),
+    preset: str = PresetOpt,
     server_model: str = typer.Option("default", "--server-model", help="Model name on the server."),
     api_key: str = typer.Option("EMPTY", "--api-key", envvar="OPENAI_API_KEY", help="Server key."),
     gguf_file: str = typer.Option(None, "--gguf-file", help="HF: GGUF file inside --model."),
@@ -268,6 +268,8 @@ def refine_command(
         except _connection_errors() as e:  # the server went away mid-run
             fail(f"--model {model}: the server stopped answering ({e}); the turns finished "
                  f"so far are in {out}", code=1)  # fmt: skip
+        finally:
+            scorer.evaluator.close()  # the command's one evaluator session
     _finish(res, best_path, out, overwrite, numbered=best_out is None)
 
 

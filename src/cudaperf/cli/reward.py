@@ -18,33 +18,40 @@ from cudaperf.cli.common import (
     select_task,
     stdout,
 )
+from cudaperf.cli.options import PresetOpt, RewardOpt, eval_config, reward_config
 from cudaperf.execute.config import EvalConfig
 from cudaperf.refine.feedback import render_feedback
-from cudaperf.reward import PRESETS, RewardConfig, RewardScorer, extract_candidate
-from cudaperf.reward.scorer import ranker_from_spec
+from cudaperf.reward import RewardConfig, extract_candidate
+from cudaperf.reward.scorer import RewardScorer, build_scorer, ranker_from_spec
 
-__all__ = ["RankerOpt", "load_ranker_option", "reward_command", "scorer_for"]
+__all__ = ["RankerOpt", "command_scorer", "load_ranker_option", "reward_command", "scorer_for"]
 
 _CACHE_HELP = EvalConfig.help()["cache_dir"]
 
 
-def scorer_for(task, preset: str, compile_only: bool | None, cache_dir: Path | None,
-               ranker: str = "default"):  # fmt: skip
-    """A scorer for one task with the named preset; exits with a message on bad values.
+def command_scorer(tasks, reward: RewardConfig, ev: EvalConfig, ranker: str = "default"):
+    """The scorer of a command (`bench run`, `refine`, `reward`): `build_scorer` over one
+    `EvalSession(ev)` for the whole command (its workers, salt and baselines made once; close
+    it with `scorer.evaluator.close()`), and the ranker --ranker names, loaded only when the
+    reward weighs it (a file that cannot be read is one error line)."""
+    from cudaperf.execute.session import EvalSession
+
+    rk = load_ranker_option(ranker) if reward.ranker_weight > 0 else None
+    return build_scorer(tasks, reward, EvalSession(ev), rk)
+
+
+def scorer_for(task, preset: str | RewardConfig, compile_only: bool | None,
+               cache_dir: Path | None, ranker: str = "default") -> RewardScorer:  # fmt: skip
+    """`command_scorer` for one task: `preset` (a preset name or a `RewardConfig`), the
+    evaluator's defaults but for --compile-only/--full and --cache-dir; exits with one line on
+    bad values or a missing toolchain.
 
     ranker: "default" (the packaged feature ranker), "none", or a ranker file/folder."""
     check_out_dir(cache_dir, "--cache-dir")
-    try:
-        cfg = RewardConfig.preset(preset)
-        given = {"compile_only": compile_only, "cache_dir": cache_dir}
-        ev = EvalConfig(**{k: v for k, v in given.items() if v is not None})
-    except (ValueError, RuntimeError) as e:
-        fail(str(e))
+    cfg = preset if isinstance(preset, RewardConfig) else reward_config(preset)
+    ev = eval_config(compile_only=compile_only, cache_dir=cache_dir)
     check_toolchain(ev.compile_only, ev.nvcc)
-    rk = None
-    if cfg.ranker_weight > 0:
-        rk = load_ranker_option(ranker)
-    return RewardScorer([task], config=cfg, eval_config=ev, ranker=rk, analyze="always")
+    return command_scorer([task], cfg, ev, ranker)
 
 
 def load_ranker_option(spec: str):
@@ -72,7 +79,8 @@ def reward_command(
     tasks_path: Path = typer.Option(
         None, "--tasks", help=f"Task file or folder (default: {SAMPLE_DEFAULT})."
     ),
-    preset: str = typer.Option("unified", "--preset", help=f"One of {sorted(PRESETS)}."),
+    preset: str = PresetOpt,
+    reward: list[str] | None = RewardOpt,
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document to stdout."),
     compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
     cache_dir: Path = typer.Option(None, "--cache-dir", help=_CACHE_HELP),
@@ -86,8 +94,11 @@ def reward_command(
     code = extract_candidate(text, task.kind).code if "```" in text else text
     if code is None:
         fail(f"{candidate}: {extract_candidate(text, task.kind).error}")
-    scorer = scorer_for(task, preset, compile_only, cache_dir, ranker)
-    (s,) = scorer.score_code(task, [code])
+    scorer = scorer_for(task, reward_config(preset, reward), compile_only, cache_dir, ranker)
+    try:
+        (s,) = scorer.score_code(task, [code])
+    finally:
+        scorer.evaluator.close()  # the command's one evaluator session
     bd = s.breakdown
     if as_json:
         emit_json(

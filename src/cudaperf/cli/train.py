@@ -22,6 +22,15 @@ from cudaperf.cli.common import (
     measured_dataset,
 )
 from cudaperf.cli.group import INTERRUPTED
+from cudaperf.cli.options import (
+    PresetOpt,
+    RewardOpt,
+    gpu_list,
+    options_of,
+    renamed,
+    reward_config,
+)
+from cudaperf.train.grpo import GrpoOptions  # light: no torch or TRL until a run starts
 
 __all__ = ["train_app"]
 
@@ -38,13 +47,10 @@ TasksOpt = typer.Option(
 SplitsOpt = typer.Option(None, "--splits", help="splits.json (default: beside --tasks).")
 KindsOpt = typer.Option(None, "--kind", help="Only this task kind (c2cuda, torch2cuda); repeat.")
 LoraOpt = typer.Option(16, "--lora-r", help="LoRA rank on all linear layers; 0: full fine-tune.")
-BudgetOpt = typer.Option(
-    None, "--time-budget",
-    help="Seconds from the start, loading included. A step cannot be cut short, so a step "
-    "starts only when it and the saves after it are expected to end inside the budget (from "
-    "the slowest step after the first and the slowest save so far); else the run saves a "
-    "checkpoint and stops. The first step always runs.",
-)  # fmt: skip
+# a run's wall clock (`--time-budget` before: eval and bench time each config within theirs)
+GRPO = options_of(GrpoOptions, wall_budget_s="--wall-budget")  # GRPO.turns: `--turns`
+WallBudgetOpt = GRPO.wall_budget_s
+OLD_WALL_BUDGET = typer.Option(None, "--time-budget", hidden=True)
 PiecesOpt = typer.Option(
     None, "--pieces-mib", help="Save final files larger than this (MiB) in pieces, e.g. 15."
 )
@@ -140,12 +146,16 @@ def sft_command(
     val_families: int = ValFamOpt, holdout_share: float = HoldOpt,
     limit: int | None = typer.Option(
         None, "--limit", min=1, help="At most this many rows (smoke)."),
-    time_budget: float | None = BudgetOpt, pieces_mib: float | None = PiecesOpt,
+    wall_budget: float | None = WallBudgetOpt, old_wall_budget: float | None = OLD_WALL_BUDGET,
+    pieces_mib: float | None = PiecesOpt,
     resume: bool = ResumeOpt, overwrite: bool = OverwriteOpt, seed: int = SeedOpt,
 ) -> None:  # fmt: skip
     """Supervised warm start on training-split tasks (refine's prompt → fastest kernel)."""
     from cudaperf.train.sft import SftOptions, run_sft
 
+    wall_budget = renamed("--time-budget", old_wall_budget, "--wall-budget", wall_budget)
+    if wall_budget is not None and not wall_budget > 0:  # train.runlog would name the old flag
+        fail(f"--wall-budget {wall_budget}: give seconds > 0 (or leave it out)")
     _check_run_options(out, model, pieces_mib, resume, overwrite)
     tasks = tasks or measured_dataset()
     console.print(f"SFT of {model} on {tasks} (training-split families only) → {out}")
@@ -154,7 +164,7 @@ def sft_command(
         kinds=tuple(kind or ()), targets=targets, lora_r=lora_r, epochs=epochs, lr=lr,
         batch_size=batch_size, grad_accum=grad_accum, max_length=max_length,
         val_families=val_families, holdout_share=holdout_share, limit=limit, seed=seed,
-        time_budget_s=time_budget, pieces_mib=pieces_mib, resume=resume, overwrite=overwrite,
+        time_budget_s=wall_budget, pieces_mib=pieces_mib, resume=resume, overwrite=overwrite,
     )  # fmt: skip
     if "final" not in rep:  # a non-main process under accelerate launch
         return
@@ -168,61 +178,35 @@ def sft_command(
 
 @train_app.command("grpo")
 def grpo_command(
-    out: Path = OutOpt, model: str = ModelOpt,
-    adapter: Path | None = typer.Option(None, "--adapter", help="LoRA adapter to continue."),
+    out: Path = OutOpt, model: str = GRPO.model, adapter: Path | None = GRPO.adapter,
     tasks: Path | None = TasksOpt, splits: Path | None = SplitsOpt,
-    kind: list[str] | None = KindsOpt,
-    pool: int | None = typer.Option(64, "--pool", help="Training tasks in the pool (0: all)."),
-    pool_fits: bool = typer.Option(
-        False, "--pool-fits",
-        help="Pool only tasks whose fastest implementation fits in --max-new-tokens."),
-    preset: str = typer.Option("unified", "--preset", help="Reward: unified or outcome_only."),
-    ranker: str = typer.Option("default", "--ranker", help="default, none or a ranker file."),
-    turns: int = typer.Option(2, "--turns", help="Turns per chain."),
-    gamma: float = typer.Option(0.4, "--gamma", help="Discount of later turns' scores."),
-    num_generations: int = typer.Option(8, "--num-generations", help="Rows per task group."),
-    groups_per_step: int = typer.Option(2, "--groups-per-step", help="Tasks per step."),
-    max_steps: int = typer.Option(30, "--max-steps"),
-    max_new_tokens: int = typer.Option(1024, "--max-new-tokens"),
-    temperature: float = typer.Option(1.0, "--temperature"),
-    generation: str = GenerationOpt,
-    lr: float = typer.Option(1e-5, "--lr"), beta: float = typer.Option(0.0, "--beta"),
-    lora_r: int = typer.Option(0, "--lora-r", help="New LoRA adapter rank (0: none)."),
-    save_steps: int = typer.Option(10, "--save-steps"),
-    val_families: int = ValFamOpt, holdout_share: float = HoldOpt,
-    seed: int | None = typer.Option(
-        None, "--seed", help="Prompt order, sampling and the evaluator's input salt "
-        "(fixed per seed, so a resume redraws nothing); unset: order and sampling as 0, salt "
-        "secret and random."),
-    split_seed: int = typer.Option(
-        0, "--split-seed", help="Holdout and pool: the SFT run's --seed (checked)."),
-    eval_gpus: str | None = typer.Option(None, "--eval-gpus", help="GPUs for timing, e.g. 1."),
-    canaries: int = typer.Option(
-        0, "--canaries", help="Pool tasks whose naive kernel is re-timed (see --canary-every)."),
-    canary_every: int = typer.Option(
-        10, "--canary-every", help="Time the canaries at steps 0, N, 2N, ... (1: every step)."),
-    compile_only: bool = typer.Option(False, "--compile-only", help="Rewards from compiling."),
-    time_budget: float | None = BudgetOpt, pieces_mib: float | None = PiecesOpt,
-    resume: bool = ResumeOpt, overwrite: bool = OverwriteOpt,
+    kind: list[str] | None = KindsOpt, pool: int | None = GRPO.pool,
+    pool_fits: bool = GRPO.pool_fits, preset: str = PresetOpt,
+    reward: list[str] | None = RewardOpt, ranker: str = GRPO.ranker, turns: int = GRPO.turns,
+    gamma: float = GRPO.gamma, num_generations: int = GRPO.num_generations,
+    groups_per_step: int = GRPO.groups_per_step, max_steps: int = GRPO.max_steps,
+    max_new_tokens: int = GRPO.max_new_tokens, temperature: float = GRPO.temperature,
+    generation: str = GenerationOpt, lr: float = GRPO.lr, beta: float = GRPO.beta,
+    lora_r: int = GRPO.lora_r, save_steps: int = GRPO.save_steps,
+    val_families: int = GRPO.val_families, holdout_share: float = GRPO.holdout_share,
+    seed: int | None = GRPO.seed, split_seed: int = GRPO.split_seed,
+    eval_gpus: str | None = GRPO.eval_gpus,
+    canaries: int = GRPO.canaries, canary_every: int = GRPO.canary_every,
+    compile_only: bool = GRPO.compile_only, wall_budget: float | None = WallBudgetOpt,
+    old_wall_budget: float | None = OLD_WALL_BUDGET, pieces_mib: float | None = GRPO.pieces_mib,
+    resume: bool = GRPO.resume, overwrite: bool = OverwriteOpt,
 ) -> None:  # fmt: skip
     """Multi-turn GRPO (TRL) with the unified reward and one persistent evaluator.
 
     GPUs: generation and training on the process's GPU; timing on --eval-gpus (nvidia-smi
     indices; default: every GPU with one process, each process's own GPU under accelerate
     launch). Timing on a training GPU runs after that step's generation, never beside it."""
-    from cudaperf.train.grpo import GrpoOptions, run_grpo
+    from cudaperf.train.grpo import run_grpo
 
-    try:
-        gpus = tuple(int(g) for g in eval_gpus.split(",")) if eval_gpus else None
-    except ValueError:
-        fail(f"--eval-gpus {eval_gpus!r}: give GPU indices such as 1 or 1,2")
+    gpus = gpu_list(eval_gpus, "--eval-gpus")
+    wall_budget = renamed("--time-budget", old_wall_budget, "--wall-budget", wall_budget)
     _check_run_options(out, model, pieces_mib, resume, overwrite)
-    if not lr > 0:
-        fail(f"--lr {lr}: use a learning rate > 0 (e.g. 1e-5)")
-    if beta < 0:
-        fail(f"--beta {beta}: the KL coefficient is >= 0 (0: no reference model)")
-    if not temperature > 0:
-        fail(f"--temperature {temperature}: GRPO samples its replies; use a value > 0 (e.g. 1.0)")
+    reward_cfg = reward_config(preset, reward)
     if ranker not in ("default", "none"):  # else a file that cannot be read only warns
         from cudaperf.cli.reward import load_ranker_option
 
@@ -232,16 +216,13 @@ def grpo_command(
     rep = _run(  # run_grpo has no --overwrite: the CLI removes the earlier run
         run_grpo, GrpoOptions, clear=overwrite, out=out, model=model, adapter=adapter, tasks=tasks,
         splits=splits, kinds=tuple(kind or ("c2cuda",)), pool=pool or None, pool_fits=pool_fits,
-        preset=preset,
-        ranker=ranker, turns=turns, gamma=gamma, num_generations=num_generations,
-        groups_per_step=groups_per_step, max_steps=max_steps, max_new_tokens=max_new_tokens,
-        temperature=temperature, generation=generation, lr=lr, beta=beta, lora_r=lora_r,
-        save_steps=save_steps,
-        val_families=val_families, holdout_share=holdout_share, seed=seed,
-        split_seed=split_seed, eval_gpus=gpus,
+        reward=reward_cfg, ranker=ranker, turns=turns, gamma=gamma,
+        num_generations=num_generations, groups_per_step=groups_per_step, max_steps=max_steps,
+        max_new_tokens=max_new_tokens, temperature=temperature, generation=generation, lr=lr,
+        beta=beta, lora_r=lora_r, save_steps=save_steps, val_families=val_families,
+        holdout_share=holdout_share, seed=seed, split_seed=split_seed, eval_gpus=gpus,
         canaries=canaries, canary_every=canary_every, compile_only=compile_only,
-        time_budget_s=time_budget,
-        pieces_mib=pieces_mib, resume=resume,
+        wall_budget_s=wall_budget, pieces_mib=pieces_mib, resume=resume,
     )  # fmt: skip
     if "final" not in rep:  # a non-main process under accelerate launch
         return

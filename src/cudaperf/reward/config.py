@@ -10,6 +10,7 @@ and raises a `ValueError` that names the field, the value and how to fix it.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Literal
 
@@ -106,16 +107,47 @@ class RewardConfig:
         return replace(self, **changes)
 
     @classmethod
-    def preset(cls, name: str) -> RewardConfig:
-        """A named preset: `unified` (all components) or `outcome_only` (ablation)."""
+    def preset(cls, name: str, overrides: Sequence[str] = ()) -> RewardConfig:
+        """A named preset: `unified` (all components) or `outcome_only` (ablation), with
+        `overrides`, each `field=value` (the CLI's `--reward structure_weight=0.5`). An
+        overridden config is named after the preset and its overrides (its breakdowns say it
+        is not the preset). Raises `ValueError` naming a bad preset, field or value."""
         if name not in PRESETS:
             raise ValueError(f"unknown reward preset {name!r}; use one of {sorted(PRESETS)}")
-        return PRESETS[name]
+        changes: dict[str, object] = {}
+        for item in overrides:
+            key, sep, text = (part.strip() for part in item.partition("="))
+            if not sep or not key:
+                raise ValueError(f"--reward {item!r}: write FIELD=VALUE, e.g. structure_weight=0.5")
+            changes[key] = _parse_field(key, text, item)
+        if changes and "name" not in changes:
+            changes["name"] = name + "+" + ",".join(f"{k}={v}" for k, v in changes.items())
+        try:
+            return replace(PRESETS[name], **changes)
+        except ValueError as e:
+            raise ValueError(f"--reward {', '.join(overrides)}: {e}") from None
 
     @classmethod
     def help(cls) -> dict[str, str]:
         """Field name → help text (for the CLI)."""
         return {f.name: f.metadata.get("help", "") for f in fields(cls)}
+
+
+def _parse_field(key: str, text: str, item: str) -> object:
+    """The value of `--reward key=text` in the field's type (float, or the string fields)."""
+    known = {f.name: f for f in fields(RewardConfig)}
+    if key not in known:
+        raise ValueError(f"--reward {item!r}: no reward field {key!r}; use one of "
+                         f"{sorted(known)} (`cudaperf train grpo --help` lists them)")  # fmt: skip
+    if key in ("name", "baseline"):
+        if not text:
+            raise ValueError(f"--reward {item!r}: give a value after '='")
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"--reward {item!r}: {key} takes a number, e.g. {key}="
+                         f"{known[key].default:g}") from None  # fmt: skip
 
 
 PRESETS: dict[str, RewardConfig] = {

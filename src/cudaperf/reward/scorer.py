@@ -50,6 +50,7 @@ __all__ = [
     "RewardScorer",
     "Scored",
     "StructureAnalyzer",
+    "build_scorer",
     "default_analyzer",
     "default_evaluator",
     "default_ranker",
@@ -126,6 +127,25 @@ def ranker_from_spec(spec: str) -> Ranker | None:
     if spec == "none":
         return None
     return default_ranker(None if spec == "default" else spec)
+
+
+def build_scorer(
+    tasks: Iterable[Task],
+    config: RewardConfig,
+    evaluator: Evaluator,
+    ranker: str | Ranker | None = "default",
+    analyzer: Analyzer | None = None,
+) -> RewardScorer:
+    """The scorer of every command (`bench run`, `refine`, `reward`, `train grpo`): the reward
+    `config`, the command's one `evaluator` (an `execute.session.EvalSession` or a wrapper of
+    one: the evaluator's settings stay with the caller, they do not pass through this
+    package), the structural analyzer on every candidate (feedback shows its findings;
+    `analyzer`: default `StructureAnalyzer`) and the ranker: a loaded `Ranker`, None, or a spec
+    for `ranker_from_spec` ("default", "none", a ranker file or folder)."""
+    rk = ranker_from_spec(ranker) if isinstance(ranker, str) else ranker
+    return RewardScorer(
+        tasks, config=config, evaluator=evaluator, analyzer=analyzer, ranker=rk, analyze="always"
+    )
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,10 @@ the same holdout settings never train on the held-out tasks). Each step takes
 task's rows into `num_generations / turns` chains of `turns` turns through
 `refine.episode`, scored by one persistent evaluator (`execute.session.EvalSession`, the
 `TRAINING` preset, on the GPUs `train.layout.plan_layout` gives), the structural analyzer (a
-turn's candidates at once in a process pool, `train.analysis`) and the ranker, with the
-`unified` or `outcome_only` reward preset. The reward function (`train.rewards.TurnReturn`)
-returns each turn's discounted return.
+turn's candidates at once in a process pool, `train.analysis`) and the ranker, with the reward
+`opts.reward` (a `RewardConfig`: a preset, `unified` or `outcome_only`, with any field changed;
+`report.json` records all of it under `options.reward`). The reward function
+(`train.rewards.TurnReturn`) returns each turn's discounted return.
 
 Before the first step the pool's naive implementations are evaluated once (`prepare`): the
 per-task baselines are then cached, so a step pays for compiling and timing candidates only.
@@ -43,6 +44,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from cudaperf.reward.config import RewardConfig
 from cudaperf.train.data import load_training_tasks, split_training, write_manifest
 from cudaperf.train.rollout import RolloutOptions
 
@@ -51,57 +53,84 @@ log = logging.getLogger(__name__)
 __all__ = ["GrpoOptions", "prompt_dataset", "run_grpo", "training_pool"]
 
 
+def _o(default, help: str):  # noqa: A002 - `help` reads best at the fields
+    """A field with the help text the CLI shows (`cudaperf train grpo --help`)."""
+    if isinstance(default, dict):
+        return field(default_factory=dict, metadata={"help": help})
+    return field(default=default, metadata={"help": help})
+
+
 @dataclass(frozen=True)
 class GrpoOptions:
-    """Everything `run_grpo` needs; validated on creation."""
+    """Everything `run_grpo` needs; validated on creation. Each field's `metadata["help"]` is
+    the text of its `cudaperf train grpo` option, whose default is the field's."""
 
-    out: Path
-    model: str = "smollm2"  # base model (or a full fine-tune's folder)
-    adapter: Path | None = None  # a LoRA adapter to continue (e.g. the SFT run's final/)
-    tasks: Path = Path("data/tasks.jsonl.gz")
-    splits: Path | None = None
-    kinds: tuple[str, ...] = ("c2cuda",)
-    pool: int | None = 64  # tasks in the training pool (seeded choice); None = all
-    # pool only tasks whose fastest implementation, as the SFT reply, fits in max_new_tokens
-    # under the policy's tokenizer (a policy imitating its SFT targets is then not cut off)
-    pool_fits: bool = False
-    preset: str = "unified"  # reward preset: unified or outcome_only
-    ranker: str = "default"  # default, none, or a ranker file
-    turns: int = 2
-    gamma: float = 0.4
-    num_generations: int = 8
-    groups_per_step: int = 2
-    max_steps: int = 30
-    max_new_tokens: int = 1024
-    temperature: float = 1.0
-    generation: str = "auto"  # cudaperf.generation mode: auto, dynamic, static, compile, continuous
-    lr: float = 1e-5
-    beta: float = 0.0  # KL to the reference model (0: none, no reference copy kept)
-    lora_r: int = 0  # LoRA rank for a new adapter (0: train all weights or the given adapter)
-    save_steps: int = 10
-    val_families: int = 3  # the same holdout as the SFT run's
-    holdout_share: float = 0.05
-    # prompt order, sampling and the evaluator's input salt (`seed_salt`: the ablation's seeds);
-    # None: prompt order and sampling as seed 0, and a secret random salt
-    seed: int | None = None
-    split_seed: int = 0  # the holdout and the pool: must be the SFT run's --seed (checked)
-    eval_gpus: tuple[int, ...] | None = None  # timing GPUs (nvidia-smi indices); train.layout
-    canaries: int = 0  # pool tasks whose naive kernel is re-timed (layout and drift checks)
-    canary_every: int = 10  # ... at steps 0, N, 2N, ... (one timing costs ~10 s on an H200)
-    compile_only: bool = False  # evaluate by compiling only (CPU machines, smoke runs)
-    prepare: bool = True  # evaluate the pool's naive implementations before step 1
-    time_budget_s: float | None = None
-    pieces_mib: float | None = None
-    resume: bool = False
-    extra: dict = field(default_factory=dict)  # more GRPOConfig fields (expert use)
+    out: Path = field(metadata={"help": "Run folder (checkpoints, steps.jsonl, final/)."})
+    model: str = _o("smollm2", "smollm2 (bundled SmolLM2-135M-Instruct), a HF name or a path.")
+    adapter: Path | None = _o(None, "LoRA adapter to continue (e.g. the SFT run's final/).")
+    tasks: Path = _o(Path("data/tasks.jsonl.gz"), "Task file (training split used).")
+    splits: Path | None = _o(None, "splits.json (default: beside the task file).")
+    kinds: tuple[str, ...] = _o(("c2cuda",), "Only these task kinds (c2cuda, torch2cuda).")
+    pool: int | None = _o(64, "Training tasks in the pool (a seeded choice; CLI 0 or None: all).")
+    pool_fits: bool = _o(
+        False, "Pool only tasks whose fastest implementation, as the SFT reply, fits in "
+        "--max-new-tokens under the policy's tokenizer (a policy imitating its SFT targets is "
+        "then not cut off).",
+    )  # fmt: skip
+    reward: RewardConfig = _o(
+        RewardConfig(), "The reward: levels, weights and transforms (--preset, --reward)."
+    )
+    ranker: str = _o("default", "Ranker term: default (packaged), none, or a ranker file/folder.")
+    turns: int = _o(2, "Turns per chain.")
+    gamma: float = _o(0.4, "Discount of later turns' scores.")
+    num_generations: int = _o(8, "Rows per task group (chains x turns).")
+    groups_per_step: int = _o(2, "Tasks per step.")
+    max_steps: int = _o(30, "Training steps.")
+    max_new_tokens: int = _o(1024, "Tokens per reply.")
+    temperature: float = _o(1.0, "Sampling temperature (> 0: GRPO samples its replies).")
+    generation: str = _o("auto", "cudaperf.generation mode: auto, dynamic, static, compile, "
+                         "continuous.")  # fmt: skip
+    lr: float = _o(1e-5, "Learning rate (constant).")
+    beta: float = _o(0.0, "KL coefficient to the reference model (0: none, no reference copy).")
+    lora_r: int = _o(0, "New LoRA adapter rank (0: train all weights or the given adapter).")
+    save_steps: int = _o(10, "Save a checkpoint every N steps.")
+    val_families: int = _o(3, "Training families held out whole (the SFT run's holdout).")
+    holdout_share: float = _o(0.05, "Share of other families' tasks held out.")
+    seed: int | None = _o(
+        None, "Prompt order, sampling and the evaluator's input salt (fixed per seed, so a "
+        "resume redraws nothing); unset: order and sampling as 0, salt secret and random.",
+    )  # fmt: skip
+    split_seed: int = _o(0, "Holdout and pool: the SFT run's --seed (checked).")
+    eval_gpus: tuple[int, ...] | None = _o(
+        None, "GPUs for timing (nvidia-smi indices, e.g. 1 or 1,2; train.layout)."
+    )
+    canaries: int = _o(0, "Pool tasks whose naive kernel is re-timed (see --canary-every).")
+    canary_every: int = _o(
+        10, "Time the canaries at steps 0, N, 2N, ... (1: every step; one timing costs ~10 s "
+        "on an H200).",
+    )  # fmt: skip
+    compile_only: bool = _o(False, "Rewards from compiling only (CPU machines, smoke runs).")
+    prepare: bool = _o(True, "Evaluate the pool's naive implementations before step 1.")
+    wall_budget_s: float | None = _o(
+        None, "Seconds from the start, loading included. A step cannot be cut short, so a step "
+        "starts only when it and the saves after it are expected to end inside the budget (from "
+        "the slowest step after the first and the slowest save so far); else the run saves a "
+        "checkpoint and stops. The first step always runs.",
+    )  # fmt: skip
+    pieces_mib: float | None = _o(
+        None, "Save final files larger than this (MiB) in pieces, e.g. 15."
+    )
+    resume: bool = _o(
+        False, "Continue from the newest checkpoint in --out (Ctrl-C saves one and exits 130)."
+    )
+    extra: dict = _o({}, "More GRPOConfig fields (expert use).")
 
     def __post_init__(self) -> None:
-        from cudaperf.reward.config import PRESETS
-
         object.__setattr__(self, "out", Path(self.out))
         object.__setattr__(self, "tasks", Path(self.tasks))
-        if self.preset not in PRESETS:
-            raise ValueError(f"--preset {self.preset!r}: unknown; use one of {sorted(PRESETS)}")
+        if not isinstance(self.reward, RewardConfig):
+            raise ValueError(f"reward={self.reward!r}: give a RewardConfig (e.g. "
+                             "RewardConfig.preset('outcome_only'))")  # fmt: skip
         RolloutOptions(self.turns, self.gamma, generation=self.generation,  # validates them
                        canary_every=self.canary_every)  # fmt: skip
         if self.num_generations < 2 or self.num_generations % self.turns:
@@ -112,12 +141,23 @@ class GrpoOptions:
         for name in ("groups_per_step", "max_steps", "max_new_tokens", "save_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} {getattr(self, name)}: use >= 1")
+        if not self.lr > 0:
+            raise ValueError(f"--lr {self.lr}: use a learning rate > 0 (e.g. 1e-5)")
+        if self.beta < 0:
+            raise ValueError(f"--beta {self.beta}: the KL coefficient is >= 0 (0: no reference "
+                             "model)")  # fmt: skip
+        if not self.temperature > 0:
+            raise ValueError(f"--temperature {self.temperature}: GRPO samples its replies; use "
+                             "a value > 0 (e.g. 1.0)")  # fmt: skip
         if self.eval_gpus is not None and (not self.eval_gpus or min(self.eval_gpus) < 0):
             raise ValueError(f"--eval-gpus {self.eval_gpus}: give GPU indices such as 1 or 1,2")
         if self.canaries < 0:
             raise ValueError(f"--canaries {self.canaries}: use 0 (none) or more tasks")
         if self.pool is not None and self.pool < 1:
             raise ValueError(f"--pool {self.pool}: use >= 1 (or leave it out for all tasks)")
+        if self.wall_budget_s is not None and not self.wall_budget_s > 0:
+            raise ValueError(f"--wall-budget {self.wall_budget_s}: give seconds > 0 (or leave "
+                             "it out)")  # fmt: skip
 
 
 def prompt_dataset(tasks):
@@ -203,14 +243,15 @@ def seed_salt(seed: int | None) -> int | None:
 
 
 def make_scorer(opts: GrpoOptions, tasks, evaluator=None, layout=None):
-    """The reward scorer: a persistent evaluator session (unless `evaluator` is given) timing
-    on `layout.eval_gpus` (a `train.layout.Layout`; None: every GPU it sees), metered for the
-    step-time breakdown and locked per batch when the layout says so, with the salt of
-    `opts.seed` (`seed_salt`); the analyzer for every candidate (feedback shows findings), the
-    ranker, the preset."""
+    """The reward scorer (`reward.scorer.build_scorer`, as every command's): a persistent
+    evaluator session (unless `evaluator` is given) timing on `layout.eval_gpus` (a
+    `train.layout.Layout`; None: every GPU it sees), metered for the step-time breakdown and
+    locked per batch when the layout says so, with the salt of `opts.seed` (`seed_salt`); the
+    analyzer for every candidate in a process pool (feedback shows findings), the ranker
+    `opts.ranker` names (whatever its weight: its opinion also reaches feedback and the
+    continuation choice), `opts.reward`."""
     from cudaperf.execute.session import EvalSession, training_config
-    from cudaperf.reward import RewardConfig, RewardScorer
-    from cudaperf.reward.scorer import ranker_from_spec
+    from cudaperf.reward.scorer import build_scorer
     from cudaperf.train.analysis import PooledAnalyzer
     from cudaperf.train.layout import GpuLock, MeteredEvaluator
 
@@ -222,10 +263,8 @@ def make_scorer(opts: GrpoOptions, tasks, evaluator=None, layout=None):
     lock = None
     if layout is not None and layout.lock_eval and layout.eval_gpus:
         lock = GpuLock(cfg.cache_dir / "locks", layout.eval_gpus)
-    return RewardScorer(
-        tasks, config=RewardConfig.preset(opts.preset), evaluator=MeteredEvaluator(evaluator, lock),
-        analyzer=PooledAnalyzer(), ranker=ranker_from_spec(opts.ranker), analyze="always",
-    )  # fmt: skip
+    return build_scorer(tasks, opts.reward, MeteredEvaluator(evaluator, lock), opts.ranker,
+                        analyzer=PooledAnalyzer())  # fmt: skip
 
 
 def layout_of(opts: GrpoOptions, acc):
@@ -313,7 +352,7 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     pool = choose_pool(hold, opts, policy.tokenizer)
     opts.out.mkdir(parents=True, exist_ok=True)
     # the budget counts from the start: loading and preparing the pool are inside it too
-    steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.time_budget_s, started=t0)
+    steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.wall_budget_s, started=t0)
     ropts = RolloutOptions(opts.turns, opts.gamma, generation=opts.generation,
                            canary_every=opts.canary_every)  # fmt: skip
     rollout = MultiTurnRollout(pool, None, ropts,

@@ -16,13 +16,13 @@ from cudaperf.execute.bulk import BULK_EVAL_DEFAULTS, BulkConfig, bulk_eval_conf
 from cudaperf.execute.config import EvalConfig
 
 # Every flag of `data measure` (the set before BulkConfig contained EvalConfig).
-FLAGS = {"--out", "--batch-tasks", "--jobs", "--gpus", "--trials", "--warmup", "--budget-ms",
+FLAGS = {"--out", "--batch-tasks", "--jobs", "--gpus", "--trials", "--warmup", "--timing-budget",
          "--shard", "--kinds", "--limit", "--compile-only", "--arch", "--cache-dir", "--scratch",
          "--max-inflight-gb", "--cpu-trials", "--run-timeout", "--seed-salt", "--summary",
          "--progress-every", "--json"}  # fmt: skip
 
 CLI_DEFAULTS = dict(out=Path("measure_results.jsonl"), batch_tasks=32, jobs=None, gpus=None,
-                    trials=20, warmup=3, budget_ms=50.0, compile_only=False, arch=None,
+                    trials=20, warmup=3, timing_budget=0.05, compile_only=False, arch=None,
                     cache_dir=Path("~/.cache/cudaperf"), scratch=None, seed_salt=None,
                     run_timeout=120.0, max_inflight_gb=16.0, cpu_trials=0)  # fmt: skip
 
@@ -45,7 +45,7 @@ def test_cli_values_land_in_eval_config_and_bulk_fields():
         120.0, 900.0, 0, 16.0)  # fmt: skip
     # the single-candidate builds of the bisection keep the evaluator's compile limit
     assert ev.compile_timeout_s == EvalConfig().compile_timeout_s
-    c = measure_config(**CLI_DEFAULTS | dict(trials=7, warmup=0, budget_ms=12.5, arch="sm_80",
+    c = measure_config(**CLI_DEFAULTS | dict(trials=7, warmup=0, timing_budget=0.0125, arch="sm_80",
                                              seed_salt=5, gpus=(0, 1), compile_only=True,
                                              run_timeout=8.0, cpu_trials=2))  # fmt: skip
     assert (c.eval.trials, c.eval.warmup, c.budget_ms, c.eval.arch) == (7, 0, 12.5, "sm_80")
@@ -55,7 +55,7 @@ def test_cli_values_land_in_eval_config_and_bulk_fields():
 
 @pytest.mark.parametrize("ms", [50.0, 12.5, 0.1, 250.0, 33.3, 1000.0])
 def test_budget_ms_round_trips(ms):
-    assert measure_config(**CLI_DEFAULTS | {"budget_ms": ms}).budget_ms == ms
+    assert measure_config(**CLI_DEFAULTS | {"timing_budget": ms / 1e3}).budget_ms == ms
 
 
 def test_bulk_declares_no_setting_the_evaluator_has():
@@ -66,8 +66,9 @@ def test_bulk_declares_no_setting_the_evaluator_has():
 
 @pytest.mark.parametrize(
     "kw, word",
-    [({"trials": 0}, "trials"), ({"warmup": -1}, "warmup"), ({"budget_ms": 0.0}, "--budget-ms"),
-     ({"arch": "90"}, "arch"), ({"cpu_trials": -1}, "cpu_trials"),
+    [({"trials": 0}, "trials"), ({"warmup": -1}, "warmup"),
+     ({"timing_budget": 0.0}, "--timing-budget"), ({"arch": "90"}, "arch"),
+     ({"cpu_trials": -1}, "cpu_trials"),
      ({"run_timeout": 0.0}, "silence_timeout_s"), ({"batch_tasks": 0}, "batch_tasks"),
      ({"out": Path("x.txt")}, ".jsonl")],
 )  # fmt: skip
