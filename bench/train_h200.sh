@@ -26,6 +26,7 @@
 # main runs (PROTOCOL.md, 2026-12-04 note): CHUNK=12 TOTAL=60 sets STEPS to the next multiple
 # of 12 after the run's newest checkpoint, e.g.
 #   RUN=abl_unified_s0 PRESET=unified SEED=0 NGEN=8 NGROUPS=4 POOLFITS=1 CHUNK=12 TOTAL=60 \
+#     RANKER=bench/ablation/ranker/feature_ranker.json \
 #     GRPO_BUDGET=1400 bash bench/train_h200.sh bgstart
 # The SFT adapter travels the same way: stage packsft ($OUT/sft_final: 3 pieces + rest.tar.gz;
 # save as .models/sft_final), then carry it and run stage restoresft instead of training again.
@@ -40,7 +41,8 @@
 # before GRPO in stage grpo), GRPO_BUDGET, GENMODE (cudaperf.generation mode of GRPO's sampling
 # and of the held-out replies, default auto: compile on the GPU), PACK, SPEED_S (seconds of stage speed), NGEN,
 # NGROUPS (groups per step: not GROUPS, which bash keeps as the user's group ids, 0 for root),
-# MAXTOK, STEPS, PRESET, SEED, POOLFITS (set: --pool-fits), CANARY_EVERY (default 10, as the
+# MAXTOK, STEPS, PRESET, SEED, POOLFITS (set: --pool-fits), RANKER (--ranker FILE; the ablation's
+# arm A: bench/ablation/ranker/feature_ranker.json, PROTOCOL.md 2026-12-05), CANARY_EVERY (default 10, as the
 # ablation protocol's watch says; the 2026-12-04 pilot timed them every step, 6-15 s of each),
 # SFTTARGETS (sft --targets; pairs:
 # 4,408 rows, 8.56 M tokens, 2.4x fastest's 2,204 rows / 3.55 M; at the 2026-12-02 SFT run's
@@ -122,7 +124,7 @@ grpo_args() {  # GRPO: the command line of stages grpo and bgstart; AD: its star
   # reply a format error in a CPU run of this stage's command, compile-only, 2026-12-01)
   GRPO=(python3 -m cudaperf train grpo --out "$W/$RUN" --adapter "$AD" --kind c2cuda
     --preset "${PRESET:-unified}" --seed "${SEED:-0}" --pool 16 --turns 2 --num-generations "${NGEN:-4}"
-    ${POOLFITS:+--pool-fits} --groups-per-step "${NGROUPS:-4}" --max-new-tokens "${MAXTOK:-1024}" --lr 1e-5
+    ${POOLFITS:+--pool-fits} ${RANKER:+--ranker "$RANKER"} --groups-per-step "${NGROUPS:-4}" --max-new-tokens "${MAXTOK:-1024}" --lr 1e-5
     --max-steps "${STEPS:-30}" --save-steps 2 --canaries 2 --canary-every "${CANARY_EVERY:-10}"
     --generation "${GENMODE:-auto}" --wall-budget "${GRPO_BUDGET:-480}" --pieces-mib 15 "${res[@]}")
 }

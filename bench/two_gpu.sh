@@ -107,7 +107,7 @@ grpo() {
     run "$name" $(( BUDGET + 240 )) "${launch[@]}" train grpo --out "$W/$name" --model "$MODEL" \
       $(adapter_args) --pool "$POOL" --turns 2 --num-generations 4 --groups-per-step 2 \
       --max-new-tokens 384 --max-steps "$STEPS" --save-steps 2 --canaries 2 \
-      --time-budget "$BUDGET" --resume ${GRPO_EXTRA:-} "${extra[@]}"
+      --wall-budget "$BUDGET" --resume ${GRPO_EXTRA:-} "${extra[@]}"
   fi
   mkdir -p "$OUT/$name"
   cp "$W/$name"/{steps.jsonl,report.json} "$OUT/$name/" 2>/dev/null

@@ -130,7 +130,7 @@ class TimeBudget(TrainerCallback):
 
     def __init__(self, budget_s: float | None, started: float | None = None) -> None:
         if budget_s is not None and not budget_s > 0:
-            raise ValueError(f"--time-budget {budget_s}: give seconds > 0 (or leave it out)")
+            raise ValueError(f"--wall-budget {budget_s}: give seconds > 0 (or leave it out)")
         self.budget_s = budget_s
         self.agree: Callable[[bool], bool] | None = None
         self.t0 = time.perf_counter() if started is None else started
