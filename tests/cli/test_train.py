@@ -101,7 +101,9 @@ def test_a_folder_holding_a_run_is_refused_and_left_as_it_was(tmp_path, trainer)
     assert _files(run) == before
 
 
-def test_grpo_overwrite_removes_the_earlier_run_before_training(tmp_path, monkeypatch):
+def test_grpo_overwrite_reaches_the_trainer_and_the_cli_removes_nothing(tmp_path, monkeypatch):
+    """The trainer removes the run it replaces, after its inputs are checked (as SFT does): a
+    CLI that cleared first would lose the run when the tasks then fail to load."""
     from typer.testing import CliRunner
 
     from cudaperf.cli import app
@@ -116,13 +118,14 @@ def test_grpo_overwrite_removes_the_earlier_run_before_training(tmp_path, monkey
 
     def fake(opts):
         seen["files"] = sorted(p.name for p in opts.out.iterdir())
+        seen["overwrite"] = opts.overwrite
         return {"steps": 0, "seconds": 0.0, "final": str(opts.out / "final")}
 
     monkeypatch.setattr(grpo, "run_grpo", fake)
     args = ["train", "grpo", "--out", str(run), "--tasks", str(write_task_file(tmp_path))]
     res = CliRunner().invoke(app, [*args, "--overwrite"])
     assert res.exit_code == 0, res.output
-    assert seen["files"] == ["notes.txt"]  # the run went, the user's file stayed
+    assert seen == {"files": ["checkpoint-4", "notes.txt", "steps.jsonl"], "overwrite": True}
 
 
 @pytest.fixture(scope="module")

@@ -354,9 +354,10 @@ def test_the_trainer_learns_on_the_ids_generated_from_eos_included(tmp_path, tin
 def test_a_folder_holding_a_run_is_refused_and_the_budget_counts_loading(
     tmp_path, tiny, monkeypatch
 ):
-    """run_grpo itself refuses to start over a run without resume (the CLI's --overwrite
-    clears it first), and its time budget counts from the start, loading and preparing the
-    pool included (the step after which the run stops must still end inside the budget)."""
+    """run_grpo itself refuses to start over a run without resume or overwrite; overwrite
+    removes the run only after the inputs loaded (tasks that cannot load leave it whole); and
+    its time budget counts from the start, loading and preparing the pool included (the step
+    after which the run stops must still end inside the budget)."""
     import cudaperf.train.runlog as runlog
 
     starts, real = [], runlog.TimeBudget
@@ -373,3 +374,12 @@ def test_a_folder_holding_a_run_is_refused_and_the_budget_counts_loading(
     with pytest.raises(ValueError, match="holds a run.*--resume"):
         run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator())
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before
+    with pytest.raises(ValueError, match="no such task file"):
+        run_grpo(_opts(tmp_path, tiny, overwrite=True, tasks=tmp_path / "gone.jsonl"),
+                 evaluator=FakeEvaluator())  # fmt: skip
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before
+    (tmp_path / "run" / "notes.txt").write_text("mine")
+    run_grpo(_opts(tmp_path, tiny, overwrite=True), evaluator=FakeEvaluator())
+    assert (tmp_path / "run" / "notes.txt").read_text() == "mine"  # the user's file stays
+    steps = [json.loads(x) for x in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in steps if r.get("kind") == "step"] == [1]  # the new run's only

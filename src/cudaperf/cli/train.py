@@ -93,19 +93,13 @@ def _check_run_options(
              "to save files whole")  # fmt: skip
 
 
-def _run(fn, opts_cls, clear: bool = False, **kw):
-    """`fn(opts_cls(**kw))`; with `clear`, the run in `kw["out"]` is removed once the options
-    are valid (`--overwrite` for a trainer that has no such option)."""
+def _run(fn, opts_cls, **kw):
+    """`fn(opts_cls(**kw))`, its refusals as one line each; the trainer itself removes the run
+    that `--overwrite` replaces, once its inputs are loaded and checked."""
     try:
         opts = opts_cls(**kw)
     except ValueError as e:
         fail(str(e))
-    if clear:
-        from cudaperf.train.layout import clear_run
-
-        if gone := clear_run(opts.out):
-            console.print(f"--overwrite: removed the earlier run's {len(gone)} files and "
-                          f"folders from {opts.out}", highlight=False)  # fmt: skip
     try:
         from cudaperf.train.runlog import RunInterrupted  # transformers: fn loads it anyway
 
@@ -213,8 +207,8 @@ def grpo_command(
         load_ranker_option(ranker)
     tasks = tasks or measured_dataset()
     console.print(f"GRPO of {model} on up to {pool or 'all'} training tasks → {out}")
-    rep = _run(  # run_grpo has no --overwrite: the CLI removes the earlier run
-        run_grpo, GrpoOptions, clear=overwrite, out=out, model=model, adapter=adapter, tasks=tasks,
+    rep = _run(
+        run_grpo, GrpoOptions, out=out, model=model, adapter=adapter, tasks=tasks,
         splits=splits, kinds=tuple(kind or ("c2cuda",)), pool=pool or None, pool_fits=pool_fits,
         reward=reward_cfg, ranker=ranker, turns=turns, gamma=gamma,
         num_generations=num_generations, groups_per_step=groups_per_step, max_steps=max_steps,
@@ -222,7 +216,7 @@ def grpo_command(
         beta=beta, lora_r=lora_r, save_steps=save_steps, val_families=val_families,
         holdout_share=holdout_share, seed=seed, split_seed=split_seed, eval_gpus=gpus,
         canaries=canaries, canary_every=canary_every, compile_only=compile_only,
-        wall_budget_s=wall_budget, pieces_mib=pieces_mib, resume=resume,
+        wall_budget_s=wall_budget, pieces_mib=pieces_mib, resume=resume, overwrite=overwrite,
     )  # fmt: skip
     if "final" not in rep:  # a non-main process under accelerate launch
         return

@@ -123,6 +123,10 @@ class GrpoOptions:
     resume: bool = _o(
         False, "Continue from the newest checkpoint in --out (Ctrl-C saves one and exits 130)."
     )
+    overwrite: bool = _o(
+        False, "Replace the run in --out: its checkpoints, final/, logs and report are removed "
+        "once the inputs are loaded and checked (a refusal leaves them as they were).",
+    )  # fmt: skip
     extra: dict = _o({}, "More GRPOConfig fields (expert use).")
 
     def __post_init__(self) -> None:
@@ -332,7 +336,7 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     `generate` replace the evaluator session and the policy's generation (tests)."""
     from trl import GRPOTrainer
 
-    from cudaperf.train.layout import check_run_folder
+    from cudaperf.train.layout import check_run_folder, clear_run
     from cudaperf.train.models import load_policy, lora_config
     from cudaperf.train.rewards import TurnReturn
     from cudaperf.train.rollout import MultiTurnRollout
@@ -345,11 +349,15 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     )
 
     t0 = time.perf_counter()
-    check_run_folder(opts.out, opts.resume, overwrite=False)  # the CLI's --overwrite cleared it
+    check_run_folder(opts.out, opts.resume, opts.overwrite)
     hold = training_holdout(opts)
     check_same_holdout(hold, opts)  # before the model loads: a refusal comes at once
     policy = load_policy(opts.model, adapter=opts.adapter)
     pool = choose_pool(hold, opts, policy.tokenizer)
+    if opts.overwrite:  # as SFT: every refusal above left the folder as it was
+        if gone := clear_run(opts.out):
+            log.warning("overwrite: removed the earlier run's %s from %s",
+                        ", ".join(p.name for p in gone), opts.out)  # fmt: skip
     opts.out.mkdir(parents=True, exist_ok=True)
     # the budget counts from the start: loading and preparing the pool are inside it too
     steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.wall_budget_s, started=t0)
