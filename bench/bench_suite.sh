@@ -123,7 +123,7 @@ suites() {  # the suites whose inputs are given
 
 suite_args() {  # suite_args SUITE: its --suite arguments into SARGS; 1 (saying why) if not given
   case "$1" in
-    heldout) SARGS=(--suite heldout) ;;
+    heldout) SARGS=(--suite test-families) ;;
     kernelbench) SARGS=(--suite kernelbench:1,2 --suite-path "${KB:-}"); need KB "$1" "PATH (your KernelBench checkout)" ;;
     train-unseen) SARGS=(--suite train-unseen --suite-path "${HOLDOUT:-}"); need HOLDOUT "$1" "RUN/holdout.json (the manifest cudaperf train wrote)" ;;
     babeltower) SARGS=(--suite babeltower --suite-path "${BT:-}"); need BT "$1" "FILE (the BabelTower test JSONL)" ;;

@@ -177,7 +177,7 @@ benchrun)
     ad=(); [ -f "$A/adapter_config.json" ] && ad=(--adapter "$A")
     if [ -f "$d.done" ]; then log "$name: finished before; kept"; else
       rm -rf "$d" "$d.cache"  # a throughput needs one uninterrupted run from a fresh cache
-      run "$name" 250 python3 -m cudaperf bench run --model smollm2 "${ad[@]}" --suite heldout \
+      run "$name" 250 python3 -m cudaperf bench run --model smollm2 "${ad[@]}" --suite test-families \
         --dataset data/tasks.jsonl.gz --limit "${BTASKS:-16}" --samples 4 --turns 1 \
         --max-tokens 512 --out "$d" --cache-dir "$d.cache" "${sel[@]}" && touch "$d.done"
     fi

@@ -26,7 +26,7 @@ SUBSETS = {
     "train_unseen": {"suite": "train-unseen", "suite_path": MANIFEST, "kind": None,
                      "limit": 60, "seed": 0},
     # secondary: 60 C→CUDA tasks of the five C→CUDA test families
-    "test_families": {"suite": "heldout", "suite_path": None, "kind": "c2cuda",
+    "test_families": {"suite": "test-families", "suite_path": None, "kind": "c2cuda",
                       "limit": 60, "seed": 0},
 }  # fmt: skip
 

@@ -18,10 +18,15 @@ SPLITS = SPLIT_DOC["families"]
 
 @pytest.fixture(scope="module")
 def heldout():
-    return load_suite("heldout")
+    return load_suite("test-families")
 
 
-def test_heldout_is_exactly_the_test_families(heldout):
+def test_test_families_is_exactly_the_test_families_and_heldout_still_names_it(heldout):
+    assert heldout.label == "test-families"
+    old = load_suite("heldout")  # the suite's former name
+    assert old.label == "test-families" and [t.id for t in old.tasks] == [
+        t.id for t in heldout.tasks
+    ]
     fams = {t.family for t in heldout.tasks}
     assert fams == {f for f, s in SPLITS.items() if s == "test"}
     assert sorted(t.id for t in heldout.tasks) == sorted(SPLIT_DOC["tasks"]["test"])
@@ -81,7 +86,7 @@ def test_bad_specs_say_how_to_fix_them(tmp_path):
     with pytest.raises(ValueError, match="use 1, 2 and/or 3"):
         load_suite("kernelbench:4", tmp_path)
     with pytest.raises(FileNotFoundError, match="--dataset"):
-        load_suite("heldout", dataset=tmp_path / "missing.jsonl.gz")
+        load_suite("test-families", dataset=tmp_path / "missing.jsonl.gz")
 
 
 def test_several_suites_take_their_paths_in_order(tmp_path):

@@ -39,8 +39,8 @@ bench_app = typer.Typer(
 )
 
 _SUITE_HELP = (
-    "A task file or folder, or a suite name: sample (bundled), heldout (test families of "
-    "data/tasks.jsonl.gz), train-unseen (a training run's unseen tasks: --suite-path "
+    "A task file or folder, or a suite name: sample (bundled), test-families (the test "
+    "split's families in data/tasks.jsonl.gz; formerly heldout), train-unseen (a training run's unseen tasks: --suite-path "
     "RUN/holdout.json), kernelbench, "
     "kernelbench:1 (levels 1-3), babeltower, polybench-acc, pareval (with --suite-path)."
 )
@@ -57,11 +57,14 @@ def _tasks(suites, suite_paths, dataset, limit, per_family, seed, model, compile
     apply per suite."""
     from cudaperf.refine.scripted import REFERENCE_SPECS, replayable
     from cudaperf.report.rows import task_meta
-    from cudaperf.report.suites import load_suites, select
+    from cudaperf.report.suites import RENAMED, load_suites, select
 
     def of_kind(ts):
         return [t for t in ts if kind is None or t.kind.value == kind]
 
+    for old in sorted(set(suites) & set(RENAMED)):
+        console.print(f"--suite {old} is now --suite {RENAMED[old]} (same tasks)", highlight=False)
+    suites = [RENAMED.get(s, s) for s in suites]
     try:
         loaded = load_suites(suites, suite_paths or [], dataset)
         picked = [(s, select(of_kind(s.tasks), limit, per_family, seed)) for s in loaded]
@@ -188,7 +191,7 @@ def run(
     suite_path: list[Path] = typer.Option(
         None, "--suite-path", help="Your checkout of each imported suite, in --suite order."
     ),
-    dataset: Path = typer.Option(None, "--dataset", help="heldout/train-unseen: the dataset."),
+    dataset: Path = typer.Option(None, "--dataset", help="test-families/train-unseen: the dataset."),
     limit: int = typer.Option(None, "--limit", help="At most this many tasks (fixed subset)."),
     per_family: int = typer.Option(None, "--tasks-per-family", help="At most N per family."),
     seed: int = typer.Option(0, "--seed", help="Seed of the subset (same seed, same tasks)."),

@@ -4,8 +4,9 @@ A suite is one of:
 
 - a task file or folder (anything `tasks.io.load_tasks` reads); `sample`: the bundled sample
   set (12 hand-written tasks, for a quick check);
-- `heldout`: the tasks of our dataset (`data/tasks.jsonl.gz`, or `dataset=`) whose family is
-  in the **test** split of the `splits.json` beside it. Validation families are not in it:
+- `test-families` (formerly `heldout`, still accepted: `RENAMED`): the tasks of our dataset
+  (`data/tasks.jsonl.gz`, or `dataset=`) whose family is in the **test** split of the
+  `splits.json` beside it. Validation families are not in it:
   they are for choosing settings, and a benchmark number must not have been chosen on;
 - `train-unseen`: unseen tasks of **training** families: exactly the `unseen_tasks` of the
   holdout manifest a training run wrote (`cudaperf train ... --out RUN` writes
@@ -35,6 +36,7 @@ from cudaperf.tasks.splits import read_splits
 
 __all__ = [
     "NAMED",
+    "RENAMED",
     "Suite",
     "load_suite",
     "load_suites",
@@ -43,7 +45,10 @@ __all__ = [
 ]
 
 IMPORTED = ("kernelbench", "babeltower", "polybench-acc", "pareval")
-NAMED = ("sample", "heldout", "train-unseen", *IMPORTED)
+NAMED = ("sample", "test-families", "train-unseen", *IMPORTED)
+# Old suite names, still read: "heldout" also named held-out configs and, in `rank`, the
+# validation + test families together; as a suite it meant the test families only.
+RENAMED = {"heldout": "test-families"}
 _WITH_PATH = (*IMPORTED, "train-unseen")  # suites that read a path the user gives
 
 
@@ -51,7 +56,7 @@ _WITH_PATH = (*IMPORTED, "train-unseen")  # suites that read a path the user giv
 class Suite:
     """The tasks of a suite and how they were found (recorded in run.json)."""
 
-    label: str  # e.g. "heldout", "kernelbench:1", "tasks.jsonl"
+    label: str  # e.g. "test-families", "kernelbench:1", "tasks.jsonl"
     tasks: list[Task]  # in the suite's order, before `select`
     source: str  # where they were read from
     skipped: dict[str, int]  # importer skip reasons -> count (empty for files)
@@ -61,7 +66,7 @@ def _dataset(dataset: Path | None) -> tuple[list[Task], dict[str, str], Path]:
     path = dataset or dataset_path()
     if path is None or not Path(path).exists():
         raise FileNotFoundError(
-            "the heldout and train-unseen suites read our dataset (data/tasks.jsonl.gz); run "
+            "the test-families and train-unseen suites read our dataset (data/tasks.jsonl.gz); run "
             "from the cudaperf checkout or pass --dataset PATH"
         )
     path = Path(path)
@@ -128,7 +133,8 @@ def load_suite(spec: str, suite_path: Path | None = None, dataset: Path | None =
         return _imported(spec, "", suite_path)
     if spec == "sample":
         return Suite("sample", load_sample(), str(sample_path()), {})
-    if spec == "heldout":
+    spec = RENAMED.get(spec, spec)
+    if spec == "test-families":
         tasks, splits, path = _dataset(dataset)
         return Suite(spec, [t for t in tasks if splits.get(t.family) == "test"], str(path), {})
     if spec == "train-unseen":
