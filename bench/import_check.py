@@ -12,7 +12,7 @@ task's array lengths and calls the entry function once:
 
 Inputs are made by `cudaperf.tasks.inputs.make_inputs` (set 0, a fixed salt), out arrays
 zeroed as the evaluator's reference run does; the driver and inputs are those of the BabelTower
-importer's own reference check (`cudaperf.tasks.importers.babel_check`), which drops failing
+importer's own reference check (`cudaperf.tasks.importers.babeltower.check`), which drops failing
 configs at import time; this script is the independent re-check of an imported file (it times
 every config at -O2, not only the slow ones). No GPU is used; the CUDA side is not checked.
 
@@ -32,7 +32,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from cudaperf.tasks.importers.babel_check import driver_source, write_inputs
+from cudaperf.tasks.importers.babeltower.check import driver_source, write_inputs
 from cudaperf.tasks.io import load_tasks
 from cudaperf.tasks.model import Task
 

@@ -5,7 +5,11 @@ import math
 
 import numpy as np
 import pytest
+import sympy as sp
 
+from cudaperf.analyze import index
+from cudaperf.analyze.index import _DIV, TX, TY
+from cudaperf.rank import config_features as cf
 from cudaperf.rank.bt import BTModel
 from cudaperf.rank.config_features import (
     CONFIG_NAMES,
@@ -37,9 +41,11 @@ def _flip_tasks(families: int = 6, per_family: int = 2) -> list[Task]:
             small = {("small", H200): 1.0, ("big", H200): 10.0, ("heldout", H200): 5.0}
             unrolled = {("small", H200): 2.0, ("big", H200): 4.0, ("heldout", H200): 3.0}
             mid = {("small", H200): 1.5, ("big", H200): 6.0, ("heldout", H200): 4.0}
-            impls = {"plain": (kernel(unroll=0, pad=(f + j) % 3), small),
-                     "mid": (kernel(unroll=1, pad=(f + j + 2) % 3), mid),
-                     "unrolled": (kernel(unroll=2, pad=(f + j + 1) % 3), unrolled)}  # fmt: skip
+            impls = {
+                "plain": (kernel(unroll=0, pad=(f + j) % 3), small),
+                "mid": (kernel(unroll=1, pad=(f + j + 2) % 3), mid),
+                "unrolled": (kernel(unroll=2, pad=(f + j + 1) % 3), unrolled),
+            }
             out.append(task(f"t/fam{f}/{j}", f"fam{f}", impls))
     return out
 
@@ -101,8 +107,9 @@ def test_a_flip_between_small_and_large_configs_is_learnt(objective):
     assert rep["pairwise_accuracy"] == 1.0
     assert set(rep["by_config"]) == {"small", "big", "heldout"}
     # a config-free model cannot: it predicts one order on every config (2 of 3 at best)
-    free = train_feature_ranker(tasks, SPLITS, TrainConfig(resources=False, objective=objective,
-                                                           config_aware=False))  # fmt: skip
+    free = train_feature_ranker(
+        tasks, SPLITS, TrainConfig(resources=False, objective=objective, config_aware=False)
+    )
     assert not free.config_aware
     assert pairwise_accuracy(build_pairs(held), strength_table(held, free)) <= 2 / 3
 
@@ -113,8 +120,10 @@ def test_per_config_probabilities_are_antisymmetric():
     held = [t for t in tasks if t.family == "fam5"]
     pairs = build_pairs(held)
     s = strength_table(held, m)
-    swapped = [p.__class__(p.task_id, p.family, p.config, p.gpu, p.b, p.a, p.time_b_us,
-                           p.time_a_us) for p in pairs]  # fmt: skip
+    swapped = [
+        p.__class__(p.task_id, p.family, p.config, p.gpu, p.b, p.a, p.time_b_us, p.time_a_us)
+        for p in pairs
+    ]
     np.testing.assert_allclose(pair_probabilities(pairs, s) + pair_probabilities(swapped, s), 1.0)
     assert not np.allclose(pair_probabilities(pairs, s), 0.5)
 
@@ -131,9 +140,11 @@ def test_score_averages_the_probability_over_the_visible_configs():
     u = m.config_strengths(visible, [i.code for i in t.implementations] + cands)
     assert len(visible.configs) < len(t.configs)
     for n_held in (7, 10**6):
-        moved = t.model_copy(update={"configs": [
+        configs = [
             c.model_copy(update={"sizes": {**c.sizes, "n": n_held}}) if c.held_out else c
-            for c in t.configs]})  # fmt: skip
+            for c in t.configs
+        ]
+        moved = t.model_copy(update={"configs": configs})
         assert [r.score for r in score_many(moved, cands, m)] == [r.score for r in got]
     n = len(t.implementations)
     for k, rs in enumerate(got):
@@ -157,9 +168,16 @@ def test_config_aware_models_save_and_load(tmp_path, objective):
 
 
 def test_old_format_weights_still_load_and_score(tmp_path):
-    doc = {"format": "cudaperf-feature-ranker-v1", "names": ["c.unroll_pragmas"], "means": [0.0],
-           "stds": [1.0], "coef": [3.0], "l2": 0.01, "analyzer": {"resources": False},
-           "training": {}}  # fmt: skip
+    doc = {
+        "format": "cudaperf-feature-ranker-v1",
+        "names": ["c.unroll_pragmas"],
+        "means": [0.0],
+        "stds": [1.0],
+        "coef": [3.0],
+        "l2": 0.01,
+        "analyzer": {"resources": False},
+        "training": {},
+    }
     p = tmp_path / "v1.json"
     p.write_text(json.dumps(doc))
     m = load_model(p)
@@ -178,3 +196,51 @@ def test_a_newer_format_fails_with_a_clear_message(tmp_path):
     p.write_text(json.dumps({"format": "cudaperf-feature-ranker-v9", "names": []}))
     with pytest.raises(ValueError, match="upgrade cudaperf or retrain"):
         load_model(p)
+
+
+# ---- the size-expression evaluator (analyze.index.fold) -----------------------------------
+# One table of sympy expressions, folded as `analyze.index.warp_values` does for the lane
+# (TX, TY) = (3, 1) (a symbol without a value gets a generic one, any other node is a uniform
+# opaque term, 0) and as `launch_features` does at the sizes {"n": 1000} (a symbol without a
+# value or another node is unknown: NaN features). `div` is C's integer division in both.
+_n, _m = sp.Symbol("n", integer=True), sp.Symbol("m")
+_BDX = sp.Symbol("BDX", integer=True, nonnegative=True)
+UNKNOWN = "unknown"
+FOLD_CASES = {  # name: (expression, analyze's lane value, the launch features' value)
+    "int": (sp.Integer(7), 7.0, 7.0),
+    "rational": (sp.Rational(1, 2), 0.5, 0.5),
+    "float": (sp.Float(2.5) * sp.Integer(3), 7.5, 7.5),
+    "affine": (_n * 4 + 3, 4099.0, 4003.0),  # n: 1024 (generic) in a lane, 1000 in the config
+    "power": (_n**2, 1024.0**2, 1e6),
+    "div": (_DIV(_n + 255, 256), 4.0, 4.0),
+    "div-negative": (_DIV(-_n, 300), -3.0, -3.0),  # toward zero, as C
+    # A negative divisor truncates toward zero in both (analyze floored it before the two
+    # evaluators were merged: -4 here).
+    "div-by-negative": (_DIV(_n, -300), -3.0, -3.0),
+    "div-by-zero": (_DIV(_n, 0), ZeroDivisionError, ZeroDivisionError),
+    "lane": (TX + 32 * TY, 35.0, UNKNOWN),  # the lane's threadIdx; a config has none
+    "generic": (sp.Symbol("iter@4") + _BDX, 256.0, UNKNOWN),  # loop counter 0, blockDim.x 256
+    "missing-symbol": (_m, 1024.0, UNKNOWN),
+    "min-call": (sp.Function("call_min")(_n, 5), 0.0, 5.0),  # opaque in a lane, folded here
+    "sympy-min": (sp.Min(_n, 5), 0.0, 5.0),
+    "other-call": (sp.Function("call_foo")(_n), 0.0, UNKNOWN),
+    "load": (sp.Function("load")(_n) + 1, 1.0, UNKNOWN),
+}
+
+
+@pytest.mark.parametrize("name", FOLD_CASES)
+def test_size_expressions_fold_alike_in_analyze_and_in_launch_features(name):
+    e, lane, launch = FOLD_CASES[name]
+    if lane is ZeroDivisionError:
+        with pytest.raises(ZeroDivisionError):
+            index._num(e, (3, 1))
+    else:
+        assert index._num(e, (3, 1)) == lane
+    if launch is UNKNOWN:
+        with pytest.raises(cf._Unknown):
+            cf._eval(e, {"n": 1000})
+    elif launch is ZeroDivisionError:
+        with pytest.raises(ZeroDivisionError):
+            cf._eval(e, {"n": 1000})
+    else:
+        assert cf._eval(e, {"n": 1000}) == launch

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
+from cudaperf.execute.native import EXAMPLE
 from cudaperf.refine import first_messages, next_messages, task_prompt
 from cudaperf.tasks.io import load_sample
 
@@ -31,6 +34,16 @@ def test_shape_per_kind():
     torch = next(t for t in TASKS if t.kind.value == "torch2cuda")
     text = task_prompt(torch)
     assert "ModelNew" in text and "load_cuda" in text and "```python" in text
+
+
+def test_torch_shape_shows_the_native_forms_example():
+    """One example of the native form, `execute.native.EXAMPLE`: the prompt shows it whole."""
+    torch = next(t for t in TASKS if t.kind.value == "torch2cuda")
+    head = "```python\n# Example of the shape for a Model whose forward computes x * sigmoid(x).\n"
+    assert head + EXAMPLE + "```" in task_prompt(torch)
+    names = {n.name for n in ast.parse(EXAMPLE).body if isinstance(n, ast.ClassDef)}
+    assert names == {"ModelNew"} and 'extern "C" void swish(' in EXAMPLE
+    assert "# tensors become device pointers, ints become long long\n" in EXAMPLE
 
 
 def test_next_messages_keeps_task_and_recent_exchanges():

@@ -18,7 +18,9 @@ consecutive threadIdx.x rarely crosses a multiple of b), which makes `i / n` and
 from __future__ import annotations
 
 import logging
+import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -32,6 +34,7 @@ __all__ = [
     "TY",
     "TZ",
     "Scope",
+    "fold",
     "thread_dependent",
     "tx_stride",
     "unclamp",
@@ -130,26 +133,41 @@ def warp_values(e: sp.Expr, block_x: int = 32) -> list[int] | None:
 
 
 def _num(e: sp.Expr, t: tuple[int, int]) -> float:
+    """`e` for the lane with threadIdx (x, y) = `t`: other symbols get `_GENERIC` values (loop
+    counters 0, the rest 1024), any node `fold` does not know is a uniform opaque term, 0."""
+
+    def value(s: sp.Symbol) -> float:
+        if s == TX or s == TY:
+            return t[0] if s == TX else t[1]
+        name = str(s)
+        return 0 if name.startswith("iter@") else _GENERIC.get(name, 1024)
+
+    return fold(e, value, lambda _: 0.0)
+
+
+def fold(
+    e: sp.Expr, value: Callable[[sp.Symbol], float], other: Callable[[sp.Expr], float]
+) -> float:
+    """The float value of a size or index expression: numbers, `+`, `*`, `**` and `div(a, b)`
+    (C's integer division: toward zero; ZeroDivisionError for b = 0) are folded; a symbol is
+    `value(symbol)` and any other node (a call, `load`, `Min`) `other(node)`, either of which
+    may raise for "unknown". Shared by `warp_values` and the ranker's launch features."""
     if e.is_Number:
         return float(e)
     if e.is_Symbol:
-        name = str(e)
-        if e == TX or e == TY:
-            return t[0] if e == TX else t[1]
-        return 0 if name.startswith("iter@") else _GENERIC.get(name, 1024)
+        return value(e)
     if e.is_Add:
-        return sum(_num(a, t) for a in e.args)
+        return sum(fold(a, value, other) for a in e.args)
     if e.is_Mul:
         out = 1.0
         for a in e.args:
-            out *= _num(a, t)
+            out *= fold(a, value, other)
         return out
     if e.is_Pow:
-        return _num(e.args[0], t) ** _num(e.args[1], t)
+        return fold(e.args[0], value, other) ** fold(e.args[1], value, other)
     if isinstance(e, sp.Function) and e.func == _DIV:
-        a, b = _num(e.args[0], t), _num(e.args[1], t)
-        return float(int(a) // int(b)) if a >= 0 else float(-(int(-a) // int(b)))
-    return 0.0  # a uniform opaque term
+        return float(math.trunc(fold(e.args[0], value, other) / fold(e.args[1], value, other)))
+    return other(e)
 
 
 @dataclass
@@ -308,17 +326,20 @@ class Scope:
     def _relevant(self, name: str, use: Node) -> list[Def]:
         """The declaration of `name` visible at `use` and the assignments in its scope."""
         decls = [
-            d for d in self.defs[name]
+            d
+            for d in self.defs[name]
             if d.scope is not None and d.node.start_byte < use.start_byte and _within(use, d.scope)
-        ]  # fmt: skip
+        ]
         if not decls:
             return [d for d in self.defs[name] if d.scope is None]
         decl = decls[-1]
         return [decl] + [
-            d for d in self.defs[name]
-            if d.scope is None and d.node.start_byte > decl.node.start_byte
+            d
+            for d in self.defs[name]
+            if d.scope is None
+            and d.node.start_byte > decl.node.start_byte
             and _within(d.node, decl.scope)
-        ]  # fmt: skip
+        ]
 
     def _resolve(self, name: str, use: Node) -> sp.Expr:
         defs = self._relevant(name, use)
@@ -329,10 +350,13 @@ class Scope:
             return self._loop_var(name, loop, defs)
         before = [d for d in defs if d.node.start_byte < use.start_byte]
         base_i = next(
-            (i for i in range(len(before) - 1, -1, -1)
-             if before[i].op == "=" and _encloses(before[i].node, use)),
+            (
+                i
+                for i in range(len(before) - 1, -1, -1)
+                if before[i].op == "=" and _encloses(before[i].node, use)
+            ),
             None,
-        )  # fmt: skip
+        )
         if base_i is None:
             return self._opaque(name, defs)
         base = before[base_i]

@@ -3,36 +3,8 @@
 `torch.utils.cpp_extension.load_inline` compiles against the torch headers and takes 15–50 s
 per build. `load_cuda` compiles plain CUDA with `nvcc -O3 -shared` (1–2 s), caches the
 library by content hash, and calls its `extern "C"` host functions through ctypes, passing
-torch tensors as raw device pointers. This is cudaperf's *fast native form*:
-
-    import torch
-    import torch.nn as nn
-
-    from cudaperf.execute.native import load_cuda
-
-    CUDA_SRC = r'''
-    __global__ void swish_kernel(const float* x, float* y, long long n) {
-        long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-        if (i < n) y[i] = x[i] / (1.0f + expf(-x[i]));
-    }
-
-    extern "C" void swish(const float* x, float* y, long long n) {
-        int block = 256;
-        swish_kernel<<<(unsigned)((n + block - 1) / block), block>>>(x, y, n);
-    }
-    '''
-
-
-    class ModelNew(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lib = load_cuda(CUDA_SRC)
-
-        def forward(self, x):
-            x = x.contiguous()
-            y = torch.empty_like(x)
-            self.lib.swish(x, y, x.numel())  # tensors → device pointers, ints → long long
-            return y
+torch tensors as raw device pointers. This is cudaperf's *fast native form*; `EXAMPLE`
+(below, also the example the refine prompts show) is a whole candidate file in it.
 
 Rules of the form: kernels are launched on the default stream by `extern "C"` host functions
 that take pointers and plain scalars; the forward allocates outputs and reshapes but computes
@@ -62,7 +34,46 @@ from pathlib import Path
 
 from cudaperf.toolchain import tool_version
 
-__all__ = ["NativeBuildError", "NativeCallError", "NativeFunction", "NativeLibrary", "load_cuda"]
+__all__ = [
+    "EXAMPLE",
+    "NativeBuildError",
+    "NativeCallError",
+    "NativeFunction",
+    "NativeLibrary",
+    "load_cuda",
+]
+
+# A whole candidate file in the fast native form (a Model whose forward computes x * sigmoid(x)).
+EXAMPLE = '''\
+import torch
+import torch.nn as nn
+
+from cudaperf.execute.native import load_cuda
+
+CUDA_SRC = r"""
+__global__ void swish_kernel(const float* x, float* y, long long n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] / (1.0f + expf(-x[i]));
+}
+
+extern "C" void swish(const float* x, float* y, long long n) {
+    int block = 256;
+    swish_kernel<<<(unsigned)((n + block - 1) / block), block>>>(x, y, n);
+}
+"""
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lib = load_cuda(CUDA_SRC)
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        self.lib.swish(x, y, x.numel())  # tensors become device pointers, ints become long long
+        return y
+'''
 
 log = logging.getLogger(__name__)
 

@@ -60,8 +60,18 @@ CONFIG_NAMES = ("s.log_bytes", "s.rel")
 LAUNCH_NAMES = ("l.log_threads", "l.threads_per_byte", "l.fill", "l.waves")
 GPU_SMS = 132  # SMs of the dataset's GPU (H200 SXM); `l.fill` and `l.waves` are relative to it
 THREADS_PER_SM = 2048  # resident threads per SM (sm_80 / sm_90)
-_ITEMSIZE = {"float32": 4, "float64": 8, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8,
-             "int8": 1, "uint8": 1, "int16": 2, "uint16": 2}  # fmt: skip
+_ITEMSIZE = {
+    "float32": 4,
+    "float64": 8,
+    "int32": 4,
+    "uint32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "int8": 1,
+    "uint8": 1,
+    "int16": 2,
+    "uint16": 2,
+}
 
 
 def needs_config(name: str) -> bool:
@@ -147,33 +157,24 @@ _MAX = ("Max", "call_max", "call_fmaxf", "call_fmax", "call_umax", "call_std::ma
 
 
 def _eval(e, env: dict) -> float:
-    """A launch expression at concrete sizes (`div` = C integer division); _Unknown else."""
-    if e.is_Number:
-        return float(e)
-    if e.is_Symbol:
-        if e.name in env:
-            return float(env[e.name])
-        raise _Unknown(e.name)
-    if e.is_Add:
-        return sum(_eval(a, env) for a in e.args)
-    if e.is_Mul:
-        out = 1.0
-        for a in e.args:
-            out *= _eval(a, env)
-        return out
-    if e.is_Pow:
-        return _eval(e.args[0], env) ** _eval(e.args[1], env)
-    name = getattr(e.func, "__name__", "")
-    if name == "div":
-        a, b = _eval(e.args[0], env), _eval(e.args[1], env)
-        if b == 0:
-            raise _Unknown("division by zero")
-        return float(math.trunc(a / b))
-    if name in _MIN:
-        return min(_eval(a, env) for a in e.args)
-    if name in _MAX:
-        return max(_eval(a, env) for a in e.args)
-    raise _Unknown(name or str(e))
+    """A launch expression at concrete sizes (`analyze.index.fold`: `div` = C integer
+    division); min/max calls folded too; a size missing from `env` or another node: _Unknown."""
+    from cudaperf.analyze.index import fold
+
+    def value(s) -> float:
+        if s.name in env:
+            return float(env[s.name])
+        raise _Unknown(s.name)
+
+    def other(e) -> float:
+        name = getattr(e.func, "__name__", "")
+        if name in _MIN:
+            return min(_eval(a, env) for a in e.args)
+        if name in _MAX:
+            return max(_eval(a, env) for a in e.args)
+        raise _Unknown(name or str(e))
+
+    return fold(e, value, other)
 
 
 _NAN_LAUNCH = dict.fromkeys(LAUNCH_NAMES, math.nan)
@@ -192,7 +193,7 @@ def launch_features(code: str, task: Task, config: InputConfig) -> dict[str, flo
             g, b = _eval(grid, config.sizes), _eval(block, config.sizes)
             threads += g * b
             blocks += g
-    except (_Unknown, OverflowError, ValueError, TypeError):
+    except (_Unknown, ZeroDivisionError, OverflowError, ValueError, TypeError):
         return dict(_NAN_LAUNCH)
     if not (threads > 0 and blocks > 0 and math.isfinite(threads)):
         return dict(_NAN_LAUNCH)

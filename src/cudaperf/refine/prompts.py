@@ -8,6 +8,7 @@ Messages are OpenAI-style chat dicts: `{"role": ..., "content": ...}`.
 
 from __future__ import annotations
 
+from cudaperf.execute.native import EXAMPLE
 from cudaperf.tasks.model import Role, Task, TaskKind
 
 __all__ = ["SYSTEM", "first_messages", "next_messages", "task_prompt"]
@@ -33,41 +34,17 @@ extern "C" void add(int n, const float* a, const float* b, float* c) {
 }
 ```"""
 
-_TORCH_EXAMPLE = '''\
-```python
-# Example of the shape for a Model whose forward computes x * sigmoid(x).
-import torch
-import torch.nn as nn
+_TORCH_EXAMPLE = (
+    "```python\n# Example of the shape for a Model whose forward computes x * sigmoid(x).\n"
+    + EXAMPLE
+    + "```"
+)
 
-from cudaperf.execute.native import load_cuda
-
-CUDA_SRC = r"""
-__global__ void swish_kernel(const float* x, float* y, long long n) {
-    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (i < n) y[i] = x[i] / (1.0f + expf(-x[i]));
+_ROLE = {
+    Role.IN: "input array",
+    Role.OUT: "output array (write every element)",
+    Role.INOUT: "array read and written in place",
 }
-
-extern "C" void swish(const float* x, float* y, long long n) {
-    int block = 256;
-    swish_kernel<<<(unsigned)((n + block - 1) / block), block>>>(x, y, n);
-}
-"""
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lib = load_cuda(CUDA_SRC)
-
-    def forward(self, x):
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        self.lib.swish(x, y, x.numel())  # tensors become device pointers, ints long long
-        return y
-```'''
-
-_ROLE = {Role.IN: "input array", Role.OUT: "output array (write every element)",
-         Role.INOUT: "array read and written in place"}  # fmt: skip
 
 
 def _c_shape(task: Task) -> str:
@@ -145,5 +122,9 @@ def next_messages(
     if keep < 1:
         raise ValueError(f"keep={keep}; keep at least the latest exchange (1)")
     earlier = history[2:][-2 * (keep - 1) :] if keep > 1 else []
-    return [*history[:2], *earlier, {"role": "assistant", "content": reply},
-            {"role": "user", "content": feedback}]  # fmt: skip
+    return [
+        *history[:2],
+        *earlier,
+        {"role": "assistant", "content": reply},
+        {"role": "user", "content": feedback},
+    ]

@@ -7,25 +7,13 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import cfg, family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import draw_chain
+from cudaperf.datagen.families.torch_common import draw_chain, reference_template
 from cudaperf.datagen.families.torch_linear_act import _ACTS
 from cudaperf.tasks.model import Distribution, TaskKind, Tolerance
 
-_REF = '''
-"""$doc"""
-
-import torch
-import torch.nn as nn
-
-batch_size = $n
-channels = $c
-height = $h
-width = $w
-
-
-class Model(nn.Module):
-    """$doc"""
-
+_REF = reference_template(
+    {"batch_size": "n", "channels": "c", "height": "h", "width": "w"},
+    """
     def __init__(self, channels: int):
         super().__init__()
         self.weight = nn.Parameter(torch.rand(channels) + 0.5)
@@ -44,7 +32,8 @@ def get_inputs():
 
 def get_init_inputs():
     return [channels]
-'''
+""",
+)
 
 _PY = '''
 """$doc"""

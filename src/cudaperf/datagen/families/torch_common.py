@@ -5,7 +5,9 @@
   and calls the extern "C" launchers on tensor pointers).
 - `REDUCE`: warp and block reductions (sum, max) every thread of which gets the result.
 - `ELTWISE`: element-wise operators as (torch statement on y, CUDA expression of v).
-- `torch_configs`: the small / medium / large / heldout configs of a torch task.
+- `reference_template`: the template of a reference file (imports, sizes, `class Model`).
+- `torch_configs`: the small / medium / large / heldout configs of a torch task;
+  `row_configs` those of a (batch_size, dim) row task, `ROW_SHAPES` its large shapes.
 """
 
 from __future__ import annotations
@@ -17,7 +19,25 @@ import textwrap
 from cudaperf.datagen.base import cfg, fill
 from cudaperf.tasks.model import Distribution, InputConfig
 
-__all__ = ["ELTWISE", "REDUCE", "Chain", "draw_chain", "native_module", "torch_configs"]
+__all__ = [
+    "ELTWISE",
+    "REDUCE",
+    "ROW_SHAPES",
+    "Chain",
+    "draw_chain",
+    "native_module",
+    "reference_template",
+    "row_configs",
+    "torch_configs",
+]
+
+_REF_HEAD = '''
+"""$doc"""
+
+import torch
+import torch.nn as nn
+
+'''
 
 _PY = '''
 """$doc"""
@@ -37,6 +57,15 @@ $init_body        self.lib = load_cuda(CUDA_SRC)
 
     def forward(self$fwd_args):
 $fwd_body'''
+
+
+def reference_template(sizes: dict[str, str], body: str) -> str:
+    """The template of a reference file (KernelBench's form): the docstring `$doc`, the torch
+    imports, one module-level `name = $placeholder` line per item of `sizes`, then
+    `class Model(nn.Module)` with the docstring again, followed by `body` (from the blank line
+    before `__init__` on: the methods, `get_inputs`, `get_init_inputs`)."""
+    lines = "".join(f"{name} = ${ph}\n" for name, ph in sizes.items())
+    return _REF_HEAD + lines + '\n\nclass Model(nn.Module):\n    """$doc"""\n' + body
 
 
 def _indent(body: str, spaces: int) -> str:
@@ -154,6 +183,28 @@ def torch_configs(
         cfg("large", large, 3),
         cfg("heldout", heldout, 4, held_out=True, dist=Distribution(kind="normal")),
     ]
+
+
+# The large (batch_size, dim) of a row task: 2**25 floats (128 MiB) each.
+ROW_SHAPES = [(8192, 4096), (16384, 2048), (4096, 8192), (32768, 1024)]
+
+
+def row_configs(
+    rng: random.Random,
+    large: tuple[int, int],
+    medium_rows: int = 1024,
+    medium_dims: tuple[int, ...] = (1024, 2048),
+) -> list[InputConfig]:
+    """`torch_configs` of a (batch_size, dim) row task: small 3–8 rows of an odd 257–1199
+    columns, medium `medium_rows` rows of one of `medium_dims`, `large` (often one of
+    `ROW_SHAPES`), heldout 500–1499 rows of 1001–5999 columns; drawn from `rng` in that order."""
+    r = rng.randrange
+    return torch_configs(
+        {"batch_size": r(3, 9), "dim": r(257, 1200, 2)},
+        {"batch_size": medium_rows, "dim": rng.choice(medium_dims)},
+        {"batch_size": large[0], "dim": large[1]},
+        {"batch_size": r(500, 1500), "dim": r(1001, 6000)},
+    )
 
 
 class Chain:

@@ -13,23 +13,14 @@ from cudaperf.datagen.families.torch_common import (
     REDUCE,
     draw_chain,
     native_module,
+    reference_template,
     torch_configs,
 )
 from cudaperf.tasks.model import TaskKind, Tolerance
 
-_REF = '''
-"""$doc"""
-
-import torch
-import torch.nn as nn
-
-batch_size = $n
-num_classes = $c
-
-
-class Model(nn.Module):
-    """$doc"""
-
+_REF = reference_template(
+    {"batch_size": "n", "num_classes": "c"},
+    """
     def __init__(self):
         super().__init__()
 
@@ -47,7 +38,8 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+""",
+)
 
 _DEV = r"""
 #define EPS_LS $eps

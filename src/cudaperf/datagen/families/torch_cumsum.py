@@ -9,22 +9,18 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import draw_chain, native_module, torch_configs
+from cudaperf.datagen.families.torch_common import (
+    ROW_SHAPES,
+    draw_chain,
+    native_module,
+    reference_template,
+    row_configs,
+)
 from cudaperf.tasks.model import TaskKind, Tolerance
 
-_REF = '''
-"""$doc"""
-
-import torch
-import torch.nn as nn
-
-batch_size = $rows
-dim = $cols
-
-
-class Model(nn.Module):
-    """$doc"""
-
+_REF = reference_template(
+    {"batch_size": "rows", "dim": "cols"},
+    """
     def __init__(self):
         super().__init__()
 
@@ -40,7 +36,8 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+""",
+)
 
 _DEV = r"""
 #define REV $rev
@@ -169,7 +166,7 @@ def torch_cumsum(rng: random.Random, index: int):
     what += f", times {post}" if post is not None else ""
     what += f", then {after.describe()}" if after else ""
     doc = f"Row-wise {what}, on a (batch_size, dim) float32 input."
-    rows_l, cols_l = rng.choice([(8192, 4096), (16384, 2048), (4096, 8192), (32768, 1024)])
+    rows_l, cols_l = rng.choice(ROW_SHAPES)
     src = fill(
         _REF,
         doc=doc,
@@ -213,13 +210,7 @@ def torch_cumsum(rng: random.Random, index: int):
             f"{doc} ({vid.replace('_', ' ')})", dev + fill(tmpl, **extra), "", "", ", x", fwd
         )
         impls.append(impl(vid, code, tags))
-    r = rng.randrange
-    configs = torch_configs(
-        {"batch_size": r(3, 9), "dim": r(257, 1200, 2)},
-        {"batch_size": 1024, "dim": rng.choice([1024, 2048])},
-        {"batch_size": rows_l, "dim": cols_l},
-        {"batch_size": r(500, 1500), "dim": r(1001, 6000)},
-    )
+    configs = row_configs(rng, (rows_l, cols_l))
     desc = (
         f"{doc} Memory-bound scan: each output depends on every earlier element of its row; "
         "inputs are non-negative so prefix sums grow and relative rounding stays small."

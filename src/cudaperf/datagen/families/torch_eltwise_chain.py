@@ -13,25 +13,17 @@ from cudaperf.datagen.base import family, fill, impl, torch_task
 from cudaperf.datagen.families.torch_common import (
     ELTWISE,
     ELTWISE_CONSTS,
+    ROW_SHAPES,
     eltwise,
     native_module,
-    torch_configs,
+    reference_template,
+    row_configs,
 )
 from cudaperf.tasks.model import TaskKind, Tolerance
 
-_REF = '''
-"""$doc"""
-
-import torch
-import torch.nn as nn
-
-batch_size = $rows
-dim = $cols
-
-
-class Model(nn.Module):
-    """$doc"""
-
+_REF = reference_template(
+    {"batch_size": "rows", "dim": "cols"},
+    """
     def __init__(self, dim: int):
         super().__init__()
 $init
@@ -46,7 +38,8 @@ def get_inputs():
 
 def get_init_inputs():
     return [dim]
-'''
+""",
+)
 
 _UNFUSED_OP = r"""
 __global__ void op${k}_kernel(const float* src, float* dst, const float* bias, long long total,
@@ -191,7 +184,7 @@ def torch_eltwise_chain(rng: random.Random, index: int):
     std = rng.choice([1.0, 2.0, 0.5])
     what = "y = x, then " + " -> ".join(names)
     doc = f"Element-wise chain ({len(names)} ops) on a (batch_size, dim) float32 tensor: {what}."
-    rows_l, cols_l = rng.choice([(8192, 4096), (16384, 2048), (4096, 8192), (32768, 1024)])
+    rows_l, cols_l = rng.choice(ROW_SHAPES)
     body = "".join(f"        {t}\n" for t, _ in steps)
     src = fill(_REF, doc=doc, rows=rows_l, cols=cols_l, init=init, body=body, std=std)
     chain_dev = fill(_CHAIN, steps="".join(f"    v = {c};\n" for _, c in steps))
@@ -219,13 +212,7 @@ def torch_eltwise_chain(rng: random.Random, index: int):
             f"{doc} ({vid.replace('_', ' ')})", cuda, ", dim: int", init, ", x", fwd
         )
         impls.append(impl(vid, code, tags))
-    r = rng.randrange
-    configs = torch_configs(
-        {"batch_size": r(3, 9), "dim": r(257, 1200, 2)},
-        {"batch_size": 1024, "dim": rng.choice([1024, 2048])},
-        {"batch_size": rows_l, "dim": cols_l},
-        {"batch_size": r(500, 1500), "dim": r(1001, 6000)},
-    )
+    configs = row_configs(rng, (rows_l, cols_l))
     desc = (
         f"{doc} Memory-bound: fused, the chain is one read and one write per element; "
         "each unfused operator adds a full pass."

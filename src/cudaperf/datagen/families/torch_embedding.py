@@ -8,24 +8,17 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import draw_chain, native_module, torch_configs
+from cudaperf.datagen.families.torch_common import (
+    draw_chain,
+    native_module,
+    reference_template,
+    torch_configs,
+)
 from cudaperf.tasks.model import TaskKind, Tolerance
 
-_REF = '''
-"""$doc"""
-
-import torch
-import torch.nn as nn
-
-batch_size = $b
-seq_len = $s
-vocab_size = $v
-embed_dim = $d
-
-
-class Model(nn.Module):
-    """$doc"""
-
+_REF = reference_template(
+    {"batch_size": "b", "seq_len": "s", "vocab_size": "v", "embed_dim": "d"},
+    """
     def __init__(self, vocab_size: int, embed_dim: int, max_len: int):
         super().__init__()
 $init
@@ -40,7 +33,8 @@ def get_inputs():
 
 def get_init_inputs():
     return [vocab_size, embed_dim, seq_len]
-'''
+""",
+)
 
 _DEV = r"""
 ${post_fn}#define USE_POS $use_pos

@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import cfg, family, fill, impl, torch_task
+from cudaperf.datagen.families.torch_common import reference_template
 from cudaperf.tasks.model import Distribution, TaskKind, Tolerance
 
 # act -> (torch expression of y, CUDA expression of v)
@@ -26,20 +27,9 @@ _ACTS = {
     ),
 }
 
-_REF = '''
-"""$doc"""
-
-import torch
-import torch.nn as nn
-
-batch_size = $m
-in_features = $k
-out_features = $n
-
-
-class Model(nn.Module):
-    """$doc"""
-
+_REF = reference_template(
+    {"batch_size": "m", "in_features": "k", "out_features": "n"},
+    """
     def __init__(self, in_features: int, out_features: int):
         super().__init__()
         self.linear = nn.Linear(in_features, out_features)
@@ -56,7 +46,8 @@ def get_inputs():
 
 def get_init_inputs():
     return [in_features, out_features]
-'''
+""",
+)
 
 _PY = '''
 """$doc"""

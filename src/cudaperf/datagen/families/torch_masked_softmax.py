@@ -13,24 +13,14 @@ from cudaperf.datagen.families.torch_common import (
     REDUCE,
     draw_chain,
     native_module,
+    reference_template,
     torch_configs,
 )
 from cudaperf.tasks.model import TaskKind, Tolerance
 
-_REF = '''
-"""$doc"""
-
-import torch
-import torch.nn as nn
-
-batch_size = $b
-heads = $h
-seq_len = $l
-
-
-class Model(nn.Module):
-    """$doc"""
-
+_REF = reference_template(
+    {"batch_size": "b", "heads": "h", "seq_len": "l"},
+    """
     def __init__(self):
         super().__init__()
 
@@ -47,7 +37,8 @@ $lens_in    return [scores$lens_ret]
 
 def get_init_inputs():
     return []
-'''
+""",
+)
 
 _CAUSAL = (
     "        mask = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool, device=s.device)"

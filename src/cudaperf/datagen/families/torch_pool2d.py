@@ -9,24 +9,12 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import native_module, torch_configs
+from cudaperf.datagen.families.torch_common import native_module, reference_template, torch_configs
 from cudaperf.tasks.model import TaskKind, Tolerance
 
-_REF = '''
-"""$doc"""
-
-import torch
-import torch.nn as nn
-
-batch_size = $n
-channels = $c
-height = $h
-width = $w
-
-
-class Model(nn.Module):
-    """$doc"""
-
+_REF = reference_template(
+    {"batch_size": "n", "channels": "c", "height": "h", "width": "w"},
+    """
     def __init__(self):
         super().__init__()
 
@@ -41,7 +29,8 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+""",
+)
 
 _DEV = r"""
 #define K $k

@@ -11,10 +11,12 @@ import random
 from cudaperf.datagen.base import family, fill, impl, torch_task
 from cudaperf.datagen.families.torch_common import (
     REDUCE,
+    ROW_SHAPES,
     draw_chain,
     eltwise,
     native_module,
-    torch_configs,
+    reference_template,
+    row_configs,
 )
 from cudaperf.tasks.model import TaskKind, Tolerance
 
@@ -22,19 +24,9 @@ from cudaperf.tasks.model import TaskKind, Tolerance
 # but tests/datagen/test_families.py checks a single output tensor; off until it accepts tuples.
 _RETURN_H = False
 
-_REF = '''
-"""$doc"""
-
-import torch
-import torch.nn as nn
-
-batch_size = $rows
-dim = $cols
-
-
-class Model(nn.Module):
-    """$doc"""
-
+_REF = reference_template(
+    {"batch_size": "rows", "dim": "cols"},
+    """
     def __init__(self, dim: int):
         super().__init__()
 $init
@@ -50,7 +42,8 @@ def get_inputs():
 
 def get_init_inputs():
     return [dim]
-'''
+""",
+)
 
 _DEV = r"""
 #define ALPHA $alpha
@@ -237,7 +230,7 @@ def torch_residual_norm(rng: random.Random, index: int):
     what += f", then {post.describe()}" if post else ""
     what += "; returns (y, h)" if ret_h else "; returns y"
     doc = f"Residual add + {kind} on (batch_size, dim) float32 tensors: {what}."
-    rows_l, cols_l = rng.choice([(8192, 4096), (16384, 2048), (4096, 8192), (32768, 1024)])
+    rows_l, cols_l = rng.choice(ROW_SHAPES)
     src = fill(
         _REF,
         doc=doc,
@@ -307,13 +300,7 @@ def torch_residual_norm(rng: random.Random, index: int):
             f"{doc} ({vid.replace('_', ' ')})", cuda, ", dim: int", init, ", x, residual", fwd
         )
         impls.append(impl(vid, code, tags))
-    r = rng.randrange
-    configs = torch_configs(
-        {"batch_size": r(3, 9), "dim": r(257, 1200, 2)},
-        {"batch_size": 512, "dim": rng.choice([1024, 2048, 4096])},
-        {"batch_size": rows_l, "dim": cols_l},
-        {"batch_size": r(500, 1500), "dim": r(1001, 6000)},
-    )
+    configs = row_configs(rng, (rows_l, cols_l), 512, (1024, 2048, 4096))
     desc = (
         f"{doc} Memory-bound: each row needs its statistics before it is written; a fused "
         "kernel reads x and residual once and writes y (and h) once."

@@ -14,7 +14,8 @@ from cudaperf.datagen.families.torch_common import (
     REDUCE,
     draw_chain,
     native_module,
-    torch_configs,
+    reference_template,
+    row_configs,
 )
 from cudaperf.tasks.model import TaskKind, Tolerance
 
@@ -51,19 +52,9 @@ _KINDS = {
     ),
 }
 
-_REF = '''
-"""$doc"""
-
-import torch
-import torch.nn as nn
-
-batch_size = $rows
-dim = $cols
-
-
-class Model(nn.Module):
-    """$doc"""
-
+_REF = reference_template(
+    {"batch_size": "rows", "dim": "cols"},
+    """
     def __init__(self):
         super().__init__()
 
@@ -78,7 +69,8 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+""",
+)
 
 _DEV = r"""
 #define STAT_A $stat_a
@@ -303,13 +295,7 @@ def torch_row_reduce(rng: random.Random, index: int):
         fargs = ", x, target" if two else ", x"
         code = native_module(f"{doc} ({vid.replace('_', ' ')})", cuda, "", "", fargs, fwd)
         impls.append(impl(vid, code, tags))
-    r = rng.randrange
-    configs = torch_configs(
-        {"batch_size": r(3, 9), "dim": r(257, 1200, 2)},
-        {"batch_size": 1024, "dim": rng.choice([1024, 2048])},
-        {"batch_size": rows_l, "dim": cols_l},
-        {"batch_size": r(500, 1500), "dim": r(1001, 6000)},
-    )
+    configs = row_configs(rng, (rows_l, cols_l))
     desc = f"{doc} Memory-bound: one read of each input; the reduction order is free."
     tol = Tolerance(atol=1e-5, rtol=1e-4)
     return torch_task("torch_row_reduce", index, src, configs, tol, impls, desc)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import cfg, family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import draw_chain
+from cudaperf.datagen.families.torch_common import draw_chain, reference_template
 from cudaperf.tasks.model import Distribution, TaskKind, Tolerance
 
 # kind -> (pass-1 combine, identity, element term, finish; pass-2 ...; output expression)
@@ -80,19 +80,9 @@ _KINDS = {
     ),
 }
 
-_REF = '''
-"""$doc"""
-
-import torch
-import torch.nn as nn
-
-batch_size = $rows
-dim = $cols
-
-
-class Model(nn.Module):
-    """$doc"""
-
+_REF = reference_template(
+    {"batch_size": "rows", "dim": "cols"},
+    """
     def __init__(self, dim: int):
         super().__init__()
 $init
@@ -107,7 +97,8 @@ def get_inputs():
 
 def get_init_inputs():
     return [dim]
-'''
+""",
+)
 
 _DEV = r"""
 #define SCALE $scale

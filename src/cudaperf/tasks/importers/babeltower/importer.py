@@ -11,7 +11,7 @@ is whitespace-tokenised). Each row becomes one task:
   only → `out`, except that an array whose every write sits under an `if`/`else` becomes
   `inout` (then the elements the C code leaves alone must keep their values; as `out` they
   would be undefined, which the evaluator does not compare). Non-pointers are scalars.
-- **lengths**: see `babel_lengths` (the wrapper's allocation sizes, checked against the
+- **lengths**: see `lengths` (the wrapper's allocation sizes, checked against the
   declared array sizes of the given tests, or fitted to them). Where nothing over the scalars
   fits, an array as long as a count the C code reads from element 0 of a one-element,
   read-only integer array (equal to its declared length in every test) gets a `Task.dims`
@@ -27,11 +27,11 @@ is whitespace-tokenised). Each row becomes one task:
   1024 threads per block, or a kernel without bounds checks given more threads than array
   elements; one block's threads when that kernel ignores blockIdx) is left out.
 - **implementation** `babeltower`: the row's kernel with the wrapper adapted to our
-  candidate shape (`babel_wrapper`).
+  candidate shape (`wrapper`).
 
 - **reference check** (default when gcc's sanitizers run here; `check_references=False` or
   the CLI's `--no-validate` turns it off): every config is run through the C reference
-  under AddressSanitizer + UBSan (`babel_check`; also with integer arrays at the ends of
+  under AddressSanitizer + UBSan (`check`; also with integer arrays at the ends of
   their value ranges). A config that overruns an array, has
   undefined behaviour (e.g. signed overflow on a given INT_MAX), crashes or is too slow is
   dropped with its reason; a row left without a config is skipped; the last remaining given
@@ -59,10 +59,10 @@ from pathlib import Path
 
 import numpy as np
 
-from cudaperf.tasks.importers import babel_check
-from cudaperf.tasks.importers.babel_inputs import ArrayArg, parse_test
-from cudaperf.tasks.importers.babel_lengths import choose_length
-from cudaperf.tasks.importers.babel_wrapper import Launcher, adapt_wrapper, count_name
+from cudaperf.tasks.importers.babeltower import check as refcheck
+from cudaperf.tasks.importers.babeltower.inputs import ArrayArg, parse_test
+from cudaperf.tasks.importers.babeltower.lengths import choose_length
+from cudaperf.tasks.importers.babeltower.wrapper import Launcher, adapt_wrapper, count_name
 from cudaperf.tasks.importers.common import ImportReport
 from cudaperf.tasks.importers.ctok import (
     CFunction,
@@ -469,7 +469,7 @@ def _row_task(row: dict, prefer_wrapper: bool = False) -> tuple[Task, list[str],
     """The task, the given tests left out (each as `testN: reason`), the C body's tokens.
 
     `prefer_wrapper`: array lengths from the wrapper wherever they fit the tests at all
-    (`babel_lengths.choose_length`)."""
+    (`lengths.choose_length`)."""
     toks = tokenize(row["cpp_code"])
     fn = _entry(row, toks)
     params = _signature(fn, toks)
@@ -544,14 +544,14 @@ def _hold_out(configs: list[InputConfig]) -> list[InputConfig]:
 _CHECK_WHY = {
     "overrun": "C reference overruns {what} (AddressSanitizer)",
     "ub": "C reference has undefined behaviour (UBSan: {detail})",
-    "slow": f"C reference too slow (over {babel_check.SLOW_S:g} s at -O2 or "
-    f"{babel_check.LIMIT_S:g} s under the sanitizers)",
+    "slow": f"C reference too slow (over {refcheck.SLOW_S:g} s at -O2 or "
+    f"{refcheck.LIMIT_S:g} s under the sanitizers)",
     "crash": "C reference crashes",
     "inputs": "its inputs cannot be made",
 }
 
 
-def _check_reason(cfg: str, prob: babel_check.Problem) -> str:
+def _check_reason(cfg: str, prob: refcheck.Problem) -> str:
     generated = cfg in TARGETS
     what = "an inferred array length" if generated else "an array"
     why = _CHECK_WHY[prob.kind].format(what=what, detail=prob.detail)
@@ -559,7 +559,7 @@ def _check_reason(cfg: str, prob: babel_check.Problem) -> str:
 
 
 def _apply_check(
-    task: Task, body: list[str], problems: dict[str, babel_check.Problem]
+    task: Task, body: list[str], problems: dict[str, refcheck.Problem]
 ) -> tuple[Task, list[tuple[str, str]]]:
     """`task` without the configs that failed the reference check, and (config, reason) for
     each dropped; raises _Skip when no config is left."""
@@ -582,14 +582,14 @@ def _apply_check(
     return task.model_copy(update=update), dropped
 
 
-def _clean(task: Task, problems: dict[str, babel_check.Problem]) -> int:
+def _clean(task: Task, problems: dict[str, refcheck.Problem]) -> int:
     return sum(c.name not in problems for c in task.configs)
 
 
 def _retry_with_wrapper_lengths(
     rows: list[tuple[int, Task, list[str], list[str]]],
     raw: list[dict],
-    found: list[dict[str, babel_check.Problem]],
+    found: list[dict[str, refcheck.Problem]],
     jobs: int | None,
 ) -> int:
     """Rows whose C reference overran on some config, rebuilt with the wrapper's array
@@ -606,7 +606,7 @@ def _retry_with_wrapper_lengths(
             continue
         if [p.length for p in alt[0].signature] != [p.length for p in rows[k][1].signature]:
             alts.append((k, alt))
-    checked = babel_check.check_tasks([a[0] for _, a in alts], jobs=jobs)
+    checked = refcheck.check_tasks([a[0] for _, a in alts], jobs=jobs)
     replaced = 0
     for (k, (task, dropped, body)), problems in zip(alts, checked, strict=True):
         if _clean(task, problems) > _clean(rows[k][1], found[k]):
@@ -621,10 +621,10 @@ def _check_mode(check_references: bool | None, validate: bool) -> tuple[bool, st
     wanted = validate if check_references is None else check_references
     if not wanted:
         return False, "skipped (turned off)"
-    why = babel_check.sanitizer_available()
+    why = refcheck.sanitizer_available()
     if why:
         return False, f"skipped ({why})"
-    return True, "gcc " + " ".join(babel_check.SAN_FLAGS)
+    return True, "gcc " + " ".join(refcheck.SAN_FLAGS)
 
 
 def import_babeltower(
@@ -639,7 +639,7 @@ def import_babeltower(
 
     With the reference check (`check_references`; default: `validate`, which the CLI's
     `--no-validate` turns off; skipped when gcc's sanitizers are unavailable) every config
-    is run through the C reference under AddressSanitizer and UBSan (`babel_check`) over
+    is run through the C reference under AddressSanitizer and UBSan (`check`) over
     `jobs` processes: a failing config is dropped with its reason, a row left without one is
     skipped. `summary()["reference_check"]` says what ran.
     """
@@ -674,7 +674,7 @@ def import_babeltower(
         raw.append(row)
     check, mode = _check_mode(check_references, validate)
     t0 = time.monotonic()
-    found = babel_check.check_tasks([t for _, t, _, _ in rows], jobs=jobs) if check else []
+    found = refcheck.check_tasks([t for _, t, _, _ in rows], jobs=jobs) if check else []
     retried = _retry_with_wrapper_lengths(rows, raw, found, jobs) if check else 0
     for k, (rid, task, dropped, body) in enumerate(rows):
         for d in dropped:  # the row is imported without these given tests

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cudaperf.tasks.importers.babel_inputs import ArrayArg
-from cudaperf.tasks.importers.babel_lengths import choose_length
-from tests.tasks.importers.babel_rows import import_rows, imported, needs_gcc, row, wrapper
+from cudaperf.tasks.importers.babeltower.inputs import ArrayArg
+from cudaperf.tasks.importers.babeltower.lengths import choose_length
+from tests.tasks.importers.babeltower.helpers import import_rows, imported, needs_gcc, row, wrapper
 
 
 def _row(i, cpp, cuda, tests, params, body):

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from itertools import combinations_with_replacement
 
-from cudaperf.tasks.importers.babel_inputs import ArrayArg
+from cudaperf.tasks.importers.babeltower.inputs import ArrayArg
 from cudaperf.tasks.model import eval_length, length_names
 
 __all__ = ["candidates", "choose_length"]

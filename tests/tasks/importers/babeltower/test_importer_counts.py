@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from cudaperf.tasks.importers import babel_check
+from cudaperf.tasks.importers.babeltower import check as refcheck
 from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.model import Distribution, InputConfig, Param, Role, Task
-from tests.tasks.importers.babel_rows import imported, needs_gcc, row, wrapper
+from tests.tasks.importers.babeltower.helpers import imported, needs_gcc, row, wrapper
 
 
 def _row(i, cpp, cuda, tests, params, body):
@@ -156,7 +156,7 @@ def test_extreme_inputs_hit_both_ends_of_integer_ranges():
     cfg = t.configs[0]
     arrays = make_inputs(t, cfg, 0, 1)
     w = arrays[1].copy()
-    assert babel_check.extreme_inputs(t, cfg, arrays)
+    assert refcheck.extreme_inputs(t, cfg, arrays)
     assert arrays[0].tolist() == [8, 2, 8, 2, 8] and np.array_equal(arrays[1], w)
     plain = cfg.model_copy(update={"param_distributions": {}})
-    assert not babel_check.extreme_inputs(t, plain, make_inputs(t, plain, 0, 1))
+    assert not refcheck.extreme_inputs(t, plain, make_inputs(t, plain, 0, 1))

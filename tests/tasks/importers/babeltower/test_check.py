@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cudaperf.tasks.importers import babel_check
-from tests.tasks.importers.babel_rows import import_rows, imported, needs_gcc, row, wrapper
+from cudaperf.tasks.importers.babeltower import check as refcheck
+from tests.tasks.importers.babeltower.helpers import import_rows, imported, needs_gcc, row, wrapper
 
 
 def _row(i, cpp, cuda, tests, launch, params):
@@ -113,18 +113,18 @@ def test_summary_says_the_check_ran(checked):
 @needs_gcc
 def test_single_remaining_config_is_not_held_out(tmp_path, monkeypatch):
     def fake(tasks, **_):  # every config fails but test2 and large
-        bad = babel_check.Problem("overrun", "heap-buffer-overflow")
+        bad = refcheck.Problem("overrun", "heap-buffer-overflow")
         keep = {"test2", "large"}
         return [{c.name: bad for c in t.configs if c.name not in keep} for t in tasks]
 
-    monkeypatch.setattr(babel_check, "check_tasks", fake)
+    monkeypatch.setattr(refcheck, "check_tasks", fake)
     _, tasks = _import(tmp_path)
     t = tasks["0"]
     assert [(c.name, c.held_out) for c in t.configs] == [("test2", False), ("large", False)]
 
 
 def test_without_gcc_nothing_is_checked_and_it_is_reported(tmp_path, monkeypatch):
-    monkeypatch.setattr(babel_check.shutil, "which", lambda _: None)
+    monkeypatch.setattr(refcheck.shutil, "which", lambda _: None)
     report, tasks = _import(tmp_path)
     assert report.summary()["reference_check"]["mode"] == "skipped (gcc not found)"
     assert report.summary()["reference_check"]["configs_checked"] == 0
@@ -137,7 +137,7 @@ def test_check_can_be_turned_off(tmp_path, monkeypatch):
     def boom(*_, **__):
         raise AssertionError("checked although turned off")
 
-    monkeypatch.setattr(babel_check, "check_tasks", boom)
+    monkeypatch.setattr(refcheck, "check_tasks", boom)
     report, _ = _import(tmp_path, validate=False)  # the CLI's --no-validate
     assert report.summary()["reference_check"]["mode"] == "skipped (turned off)"
     report, _ = _import(tmp_path, check_references=False)
@@ -145,9 +145,9 @@ def test_check_can_be_turned_off(tmp_path, monkeypatch):
 
 
 def test_classify_sanitizer_reports():
-    c = babel_check.classify
+    c = refcheck.classify
     asan = "==1==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x6 at pc 0x5"
-    assert c(1, asan) == babel_check.Problem("overrun", "heap-buffer-overflow")
+    assert c(1, asan) == refcheck.Problem("overrun", "heap-buffer-overflow")
     ub = "ref.c:3:12: runtime error: signed integer overflow: 2147483647 + 1 cannot be ..."
-    assert c(1, ub) == babel_check.Problem("ub", "signed integer overflow")
+    assert c(1, ub) == refcheck.Problem("ub", "signed integer overflow")
     assert c(-11, "").kind == "crash"

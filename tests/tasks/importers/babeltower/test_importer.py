@@ -11,13 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from cudaperf.cli import app
-from cudaperf.tasks.importers.babel_inputs import ArrayArg, parse_test
-from cudaperf.tasks.importers.babel_lengths import choose_length
-from cudaperf.tasks.importers.babeltower import import_babeltower
+from cudaperf.tasks.importers.babeltower.importer import import_babeltower
+from cudaperf.tasks.importers.babeltower.inputs import ArrayArg, parse_test
+from cudaperf.tasks.importers.babeltower.lengths import choose_length
 from cudaperf.tasks.importers.ctok import access_modes, format_c, tokenize
 from cudaperf.tasks.model import Role, eval_length
 
-FIXTURE = Path(__file__).parents[2] / "fixtures" / "babeltower" / "test.jsonl"
+FIXTURE = Path(__file__).parents[3] / "fixtures" / "babeltower" / "test.jsonl"
 
 
 @pytest.fixture(scope="module")

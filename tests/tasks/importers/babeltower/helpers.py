@@ -7,11 +7,11 @@ import shutil
 
 import pytest
 
-from cudaperf.tasks.importers import babel_check
-from cudaperf.tasks.importers.babeltower import import_babeltower
+from cudaperf.tasks.importers.babeltower import check as refcheck
+from cudaperf.tasks.importers.babeltower.importer import import_babeltower
 
 needs_gcc = pytest.mark.skipif(
-    shutil.which("gcc") is None or babel_check.sanitizer_available() != "",
+    shutil.which("gcc") is None or refcheck.sanitizer_available() != "",
     reason="gcc with AddressSanitizer/UBSan not available",
 )
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from cudaperf.execute.checks import run_checks
-from cudaperf.tasks.importers.babeltower import MAX_WORK
+from cudaperf.tasks.importers.babeltower.importer import MAX_WORK
 from cudaperf.tasks.importers.ctok import loop_work, tokenize
 from cudaperf.tasks.model import Role, eval_length
-from tests.tasks.importers.babel_rows import import_rows, row
+from tests.tasks.importers.babeltower.helpers import import_rows, row
 
 
 def _wrapper(name: str, params: str, body: str) -> str:
