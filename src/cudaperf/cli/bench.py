@@ -40,9 +40,9 @@ bench_app = typer.Typer(
 
 _SUITE_HELP = (
     "A task file or folder, or a suite name: sample (bundled), test-families (the test "
-    "split's families in data/tasks.jsonl.gz; formerly heldout), train-unseen (a training run's unseen tasks: --suite-path "
-    "RUN/holdout.json), kernelbench, "
-    "kernelbench:1 (levels 1-3), babeltower, polybench-acc, pareval (with --suite-path)."
+    "split's families in data/tasks.jsonl.gz; formerly heldout), train-unseen (a training "
+    "run's unseen tasks: --suite-path RUN/holdout.json), kernelbench, kernelbench:1 "
+    "(levels 1-3), babeltower, polybench-acc, pareval (with --suite-path)."
 )
 _MODEL_HELP = (
     "smollm2, a Hugging Face name or checkpoint folder, an http(s):// OpenAI-compatible URL, "
@@ -191,7 +191,9 @@ def run(
     suite_path: list[Path] = typer.Option(
         None, "--suite-path", help="Your checkout of each imported suite, in --suite order."
     ),
-    dataset: Path = typer.Option(None, "--dataset", help="test-families/train-unseen: the dataset."),
+    dataset: Path = typer.Option(
+        None, "--dataset", help="test-families/train-unseen: the dataset."
+    ),
     limit: int = typer.Option(None, "--limit", help="At most this many tasks (fixed subset)."),
     per_family: int = typer.Option(None, "--tasks-per-family", help="At most N per family."),
     seed: int = typer.Option(0, "--seed", help="Seed of the subset (same seed, same tasks)."),
