@@ -173,7 +173,7 @@ WAIT_PARENT = textwrap.dedent("""
         from cudaperf.execute.types import Candidate
         from cudaperf.tasks.io import load_sample
 
-        def slow(ev, task, cand, stop):  # a job that takes 30 s to prepare
+        def slow(ev, task, cand, stop, gate=None):  # a job that takes 30 s to prepare
             time.sleep(30)
             raise RuntimeError("late")
 

@@ -15,7 +15,7 @@ def test_time_budget_saves_and_stops_after_the_first_step(tmp_path, tiny):
     rep = run_sft(opts)
     assert rep["stopped_by_time_budget"] and rep["steps"] == 1
     assert (tmp_path / "run" / "checkpoint-1").is_dir()  # saved before stopping
-    with pytest.raises(ValueError, match="time-budget"):
+    with pytest.raises(ValueError, match="wall-budget"):
         run_sft(SftOptions(out=tmp_path / "r2", model=str(tiny), time_budget_s=-1,
                            tasks=opts.tasks))  # fmt: skip
 

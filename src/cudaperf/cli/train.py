@@ -188,7 +188,7 @@ def grpo_command(
     canaries: int = GRPO.canaries, canary_every: int = GRPO.canary_every,
     compile_only: bool = GRPO.compile_only, wall_budget: float | None = WallBudgetOpt,
     old_wall_budget: float | None = OLD_WALL_BUDGET, pieces_mib: float | None = GRPO.pieces_mib,
-    resume: bool = GRPO.resume, overwrite: bool = OverwriteOpt,
+    resume: bool = GRPO.resume, overwrite: bool = GRPO.overwrite,
 ) -> None:  # fmt: skip
     """Multi-turn GRPO (TRL) with the unified reward and one persistent evaluator.
 
