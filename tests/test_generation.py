@@ -3,6 +3,8 @@ after the first EOS, never longer than max_new_tokens; greedy decoding agrees ac
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 transformers = pytest.importorskip("transformers")
@@ -36,10 +38,23 @@ def test_batched_modes_keep_prompt_order_and_agree_with_one_at_a_time(lm, mode):
     assert len({tuple(g) for g in got}) > 1  # the prompts' completions differ: order is tested
 
 
-def test_continuous_batching_keeps_prompt_order(lm):
+def test_continuous_batching_keeps_prompt_order(lm, monkeypatch):
+    """...and on the CPU sizes its paged cache to the work: left to transformers it takes 90%
+    of the machine's free RAM (this test's process peaked at 14.9 GB)."""
     model, tok, prompts = lm
+    seen, real = [], model.generate_batch
+
+    @functools.wraps(real)  # keeps the signature generate_ids reads
+    def spy(*a, **kw):
+        seen.append(kw.get("continuous_batching_config"))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(model, "generate_batch", spy)
     got = generate_ids(model, prompts, _greedy(), "continuous", tok.pad_token_id)
     assert got == _one_by_one(model, tok, prompts)
+    (cache,) = seen
+    assert cache is not None and cache.num_blocks <= 4 * len(prompts)  # 4 prompts, 10 tokens
+    assert cache.max_batch_tokens <= 8192
 
 
 def test_completion_is_cut_after_the_first_eos_and_capped(lm):

@@ -134,14 +134,31 @@ def generate_ids(
     return out
 
 
+def _cpu_cache_config(prompts, max_new_tokens: int):
+    """The paged cache sized to the work on the CPU. Left to itself, transformers sizes it
+    from the free memory of the device, which on the CPU is the machine's RAM: one small test
+    took 14.9 GB. Here: the blocks every prompt and its completion can need, twice over."""
+    from transformers.generation.configuration_utils import ContinuousBatchingConfig
+
+    page = 256
+    need = sum(-(-(len(p) + max_new_tokens) // page) for p in prompts)
+    tokens = sum(len(p) for p in prompts) + len(prompts) * max_new_tokens
+    return ContinuousBatchingConfig(page_size=page, num_blocks=2 * need + len(prompts),
+                                    max_batch_tokens=max(256, min(8192, tokens)))  # fmt: skip
+
+
 def _continuous(model, prompts, cfg, eos: set[int]) -> list[list[int]]:
     """`generate_batch`; its results are matched to the prompts by request order and checked
     by their prompt ids (a missing or failed request raises)."""
     import inspect
 
     kw = {"progress_bar": False}
-    if "warmup" in inspect.signature(model.generate_batch).parameters:
-        kw["warmup"] = next(model.parameters()).device.type == "cuda"  # CUDA graphs only there
+    params = inspect.signature(model.generate_batch).parameters
+    on_cuda = next(model.parameters()).device.type == "cuda"
+    if "warmup" in params:
+        kw["warmup"] = on_cuda  # CUDA graphs only there
+    if not on_cuda and "continuous_batching_config" in params:
+        kw["continuous_batching_config"] = _cpu_cache_config(prompts, cfg.max_new_tokens)
     res = model.generate_batch([list(p) for p in prompts], generation_config=cfg, **kw)
     outs = list(res.values())
     if len(outs) != len(prompts):
