@@ -35,8 +35,11 @@ STATIC = AnalyzeConfig(resources=False)
 def files() -> list[Path]:
     own = sorted((ROOT / "tests" / "analyze" / "kernels").glob("*.cu"))
     sample = ROOT / "src" / "cudaperf" / "tasks" / "sample"
-    impls = [p for p in sorted(sample.glob("*/*")) if p.suffix in (".cu", ".py")
-             and p.stem != "reference"]  # fmt: skip
+    impls = [
+        p
+        for p in sorted(sample.glob("*/*"))
+        if p.suffix in (".cu", ".py") and p.stem != "reference"
+    ]
     return own + impls
 
 
@@ -70,11 +73,18 @@ def main() -> None:
         src = f.read_text()
         static_s, n = time_static(src, args.reps)
         ptxas_s = time_ptxas(src)
-        rows.append({"file": str(f.relative_to(ROOT)), "kernels": n,
-                     "static_ms_per_kernel": round(static_s * 1e3, 2),
-                     "ptxas_s": round(ptxas_s, 3)})  # fmt: skip
-        print(f"{rows[-1]['file']:70s} {n} kernels  static {static_s * 1e3:6.1f} ms/kernel  "
-              f"ptxas {ptxas_s:5.2f} s")  # fmt: skip
+        rows.append(
+            {
+                "file": str(f.relative_to(ROOT)),
+                "kernels": n,
+                "static_ms_per_kernel": round(static_s * 1e3, 2),
+                "ptxas_s": round(ptxas_s, 3),
+            }
+        )
+        print(
+            f"{rows[-1]['file']:70s} {n} kernels  static {static_s * 1e3:6.1f} ms/kernel  "
+            f"ptxas {ptxas_s:5.2f} s"
+        )
     static = [r["static_ms_per_kernel"] for r in rows]
     ptxas = [r["ptxas_s"] for r in rows]
     summary = {

@@ -88,10 +88,18 @@ def check_occupancy(tmp: Path, log) -> tuple[list[dict], list[dict]]:
             parts = line.split()
             if parts[:1] == ["ATTR"]:
                 r = res[parts[1]][0]
-                attrs.append({"file": f.name, "kernel": parts[1], "ptxas_registers": r.registers,
-                              "api_registers": int(parts[2]), "ptxas_smem": r.smem_bytes,
-                              "api_smem": int(parts[3]), "ptxas_stack": r.stack_bytes,
-                              "api_local": int(parts[4])})  # fmt: skip
+                attrs.append(
+                    {
+                        "file": f.name,
+                        "kernel": parts[1],
+                        "ptxas_registers": r.registers,
+                        "api_registers": int(parts[2]),
+                        "ptxas_smem": r.smem_bytes,
+                        "api_smem": int(parts[3]),
+                        "ptxas_stack": r.stack_bytes,
+                        "api_local": int(parts[4]),
+                    }
+                )
             if parts[:1] == ["OCC"]:
                 name, block, dyn, api, err = (
                     parts[1],
@@ -102,10 +110,18 @@ def check_occupancy(tmp: Path, log) -> tuple[list[dict], list[dict]]:
                 )
                 r = res[name][0]
                 ours = occupancy(ARCH, block, r.registers, r.smem_bytes, dyn)
-                rows.append({"kernel": name, "block": block, "dynamic_smem": dyn,
-                             "api_blocks": api if err == 0 else None, "api_error": err,
-                             "ours_blocks": ours.blocks_per_sm, "limiter": ours.limiter,
-                             "match": err == 0 and api == ours.blocks_per_sm})  # fmt: skip
+                rows.append(
+                    {
+                        "kernel": name,
+                        "block": block,
+                        "dynamic_smem": dyn,
+                        "api_blocks": api if err == 0 else None,
+                        "api_error": err,
+                        "ours_blocks": ours.blocks_per_sm,
+                        "limiter": ours.limiter,
+                        "match": err == 0 and api == ours.blocks_per_sm,
+                    }
+                )
         log(f"occupancy {f.name}: {sum(r['match'] for r in rows)}/{len(rows)} match so far")
     return rows, attrs
 
@@ -120,8 +136,11 @@ def static_expectations(code: str) -> dict[str, dict]:
     block_x = {s.kernel: s.block_x for s in find_launches(root, consts)}
     for k in find_kernels(root, consts):
         scope = Scope.of(k.body, k.params, consts)
-        acc = [a for a in find_accesses(k, scope, block_x.get(k.name))
-               if a.space == "global" and a.kind != "atomic"]  # fmt: skip
+        acc = [
+            a
+            for a in find_accesses(k, scope, block_x.get(k.name))
+            if a.space == "global" and a.kind != "atomic"
+        ]
         for kind in ("load", "store"):
             sel = [a for a in acc if a.kind in (kind, "loadstore") and a.sectors is not None]
             out[k.name][f"static_{kind}"] = {
@@ -149,12 +168,17 @@ def check_ncu(tmp: Path, log, raw: list[str]) -> list[dict]:
             m = ncu_features(metrics.get(name, {}))
             s = static[name]
             row = {"file": f.name, "kernel": name}
-            for kind, key in (("load", "ncu_sectors_per_request_ld"),
-                              ("store", "ncu_sectors_per_request_st")):  # fmt: skip
+            for kind, key in (
+                ("load", "ncu_sectors_per_request_ld"),
+                ("store", "ncu_sectors_per_request_st"),
+            ):
                 exp = s[f"static_{kind}"]
                 meas = m.get(key)
-                row[kind] = {**exp, "ncu_sectors_per_request": meas,
-                             "agree": _agree(exp["sectors_mean"], meas)}  # fmt: skip
+                row[kind] = {
+                    **exp,
+                    "ncu_sectors_per_request": meas,
+                    "agree": _agree(exp["sectors_mean"], meas),
+                }
             sf = s["features"]
             row["bank_conflict_degree_static"] = sf["shared_bank_conflict_degree_max"]
             row["ncu_shared_bank_conflicts"] = m.get("ncu_shared_bank_conflicts")
@@ -183,12 +207,13 @@ def versions() -> dict[str, str]:
 
     ncu = find_ncu()
     return {
-        "nvcc": first(["nvcc", "--version"]).splitlines()[-1] if first(["nvcc", "--version"])
+        "nvcc": first(["nvcc", "--version"]).splitlines()[-1]
+        if first(["nvcc", "--version"])
         else "",
         "ncu": first([ncu, "--version"]).splitlines()[-1] if ncu else "",
         "driver": first(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]),
         "python": platform.python_version(),
-    }  # fmt: skip
+    }
 
 
 def main() -> None:
@@ -202,8 +227,9 @@ def main() -> None:
         print(msg, flush=True)
         logf.write(msg + "\n")
 
-    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip()  # fmt: skip
+    gpu = subprocess.run(
+        ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True
+    ).stdout.strip()
     result: dict = {
         "gpu": gpu,
         "date": datetime.date.today().isoformat(),
@@ -219,19 +245,26 @@ def main() -> None:
             try:
                 if step == "occupancy":
                     occ, attrs = check_occupancy(tmp, log)
-                    result["occupancy"] = {"compared": len(occ),
-                                           "matches": sum(r["match"] for r in occ),
-                                           "mismatches": [r for r in occ if not r["match"]],
-                                           "rows": occ, "attributes": attrs}  # fmt: skip
+                    result["occupancy"] = {
+                        "compared": len(occ),
+                        "matches": sum(r["match"] for r in occ),
+                        "mismatches": [r for r in occ if not r["match"]],
+                        "rows": occ,
+                        "attributes": attrs,
+                    }
                     log(f"occupancy: {result['occupancy']['matches']}/{len(occ)} match")
                 else:
                     rows = check_ncu(tmp, log, raw)
                     checks = [r[k]["agree"] for r in rows for k in ("load", "store")]
-                    result["coalescing"] = {"compared": sum(c is not None for c in checks),
-                                            "agree": sum(c is True for c in checks),
-                                            "rows": rows}  # fmt: skip
-                    log(f"coalescing: {result['coalescing']['agree']} of "
-                        f"{result['coalescing']['compared']} agree")  # fmt: skip
+                    result["coalescing"] = {
+                        "compared": sum(c is not None for c in checks),
+                        "agree": sum(c is True for c in checks),
+                        "rows": rows,
+                    }
+                    log(
+                        f"coalescing: {result['coalescing']['agree']} of "
+                        f"{result['coalescing']['compared']} agree"
+                    )
             except Exception as e:  # keep what the other step produced
                 result[f"{step}_error"] = repr(e)
                 log(f"{step} failed: {e!r}")

@@ -102,8 +102,10 @@ def _speeds(task, gpu: str, mode: str) -> dict[str, float]:
     if not times:
         return {}
     if mode == "geomean":
-        return {i: 1 / math.exp(statistics.mean(math.log(v) for v in t.values())) for i, t in
-                times.items()}  # fmt: skip
+        return {
+            i: 1 / math.exp(statistics.mean(math.log(v) for v in t.values()))
+            for i, t in times.items()
+        }
     largest = max(visible, key=lambda c: statistics.mean(math.log(t[c]) for t in times.values()))
     return {i: 1 / t[largest] for i, t in times.items()}
 
@@ -170,8 +172,14 @@ def summarise(rows: list[dict], families: dict[str, str], min_impls: int) -> dic
     }
 
 
-_HEADLINE = ("tasks_with_rho", "spearman_mean", "spearman_median", "fraction_rho_positive",
-             "pairs_ge_1.2x", "pairwise_accuracy")  # fmt: skip
+_HEADLINE = (
+    "tasks_with_rho",
+    "spearman_mean",
+    "spearman_median",
+    "fraction_rho_positive",
+    "pairs_ge_1.2x",
+    "pairwise_accuracy",
+)
 
 
 def per_split(rows: list[dict], families: dict[str, str], min_impls: int, path: Path) -> dict:
@@ -217,39 +225,64 @@ def main() -> None:
                 {"task": tid, "implementation": impl.id, **(res or {"error": "no kernel"})}
             )
             continue
-        rows.append({"task": tid, "implementation": impl.id, "strategies": impl.strategies,
-                     "speed": speed, **res})  # fmt: skip
+        rows.append(
+            {
+                "task": tid,
+                "implementation": impl.id,
+                "strategies": impl.strategies,
+                "speed": speed,
+                **res,
+            }
+        )
     families = {t.id: t.family for t in tasks}
     summary = summarise(rows, families, args.min_impls)
     if args.splits:
         summary["per_split"] = per_split(rows, families, args.min_impls, args.splits)
     out = {
-        "gpu": args.gpu, "speed": args.speed, "ptxas": not args.no_ptxas,
-        "tasks": len({r["task"] for r in rows}), "implementations": len(rows),
-        "analysis_errors": len(errors), "analysis_seconds": round(time.perf_counter() - t0, 1),
-        "command": " ".join(["python", *sys.argv]), **summary, "errors": errors[:50],
-        "rows": [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()
-                  if k != "features"} for r in rows],
-    }  # fmt: skip
+        "gpu": args.gpu,
+        "speed": args.speed,
+        "ptxas": not args.no_ptxas,
+        "tasks": len({r["task"] for r in rows}),
+        "implementations": len(rows),
+        "analysis_errors": len(errors),
+        "analysis_seconds": round(time.perf_counter() - t0, 1),
+        "command": " ".join(["python", *sys.argv]),
+        **summary,
+        "errors": errors[:50],
+        "rows": [
+            {
+                k: (round(v, 4) if isinstance(v, float) else v)
+                for k, v in r.items()
+                if k != "features"
+            }
+            for r in rows
+        ],
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1))
     _print(out)
 
 
 def _print(out: dict) -> None:
-    print(f"{out['implementations']} implementations of {out['tasks']} tasks on {out['gpu']} "
-          f"(speed: {out['speed']}; {out['analysis_errors']} analysis errors; "
-          f"{out['analysis_seconds']} s)")  # fmt: skip
-    print(f"Spearman(score, speed) over {out['tasks_with_rho']} tasks: mean "
-          f"{out['spearman_mean']}, median {out['spearman_median']}, rho > 0 in "
-          f"{out['fraction_rho_positive']}; tasks with >= 3 implementations: mean "
-          f"{out['spearman_mean_tasks_ge3']}; pairs >= 1.2x ordered: "
-          f"{out['pairwise_accuracy']}")  # fmt: skip
+    print(
+        f"{out['implementations']} implementations of {out['tasks']} tasks on {out['gpu']} "
+        f"(speed: {out['speed']}; {out['analysis_errors']} analysis errors; "
+        f"{out['analysis_seconds']} s)"
+    )
+    print(
+        f"Spearman(score, speed) over {out['tasks_with_rho']} tasks: mean "
+        f"{out['spearman_mean']}, median {out['spearman_median']}, rho > 0 in "
+        f"{out['fraction_rho_positive']}; tasks with >= 3 implementations: mean "
+        f"{out['spearman_mean_tasks_ge3']}; pairs >= 1.2x ordered: "
+        f"{out['pairwise_accuracy']}"
+    )
     for name, v in out.get("per_split", {}).items():
-        print(f"  {name} families ({len(v['families'])}): {v['tasks_with_rho']} tasks, mean "
-              f"{v['spearman_mean']}, median {v['spearman_median']}, rho > 0 in "
-              f"{v['fraction_rho_positive']}, pairs >= 1.2x ordered: "
-              f"{v['pairwise_accuracy']}")  # fmt: skip
+        print(
+            f"  {name} families ({len(v['families'])}): {v['tasks_with_rho']} tasks, mean "
+            f"{v['spearman_mean']}, median {v['spearman_median']}, rho > 0 in "
+            f"{v['fraction_rho_positive']}, pairs >= 1.2x ordered: "
+            f"{v['pairwise_accuracy']}"
+        )
     print("\nper family:  " + ", ".join(f"{k} {v}" for k, v in out["per_family"].items()))
     print(f"\n{'score component':<40}{'mean rho':>10}{'tasks':>7}")
     for k, v in out["components_vs_speed"].items():

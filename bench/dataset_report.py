@@ -48,8 +48,16 @@ def _quantiles(xs: list[float]) -> dict:
     def q(p: float) -> float:
         return xs[min(len(xs) - 1, int(p * (len(xs) - 1) + 0.5))]
 
-    return {"n": len(xs), "p10": q(0.1), "p25": q(0.25), "median": q(0.5), "p75": q(0.75),
-            "p90": q(0.9), "max": xs[-1], "min": xs[0]}  # fmt: skip
+    return {
+        "n": len(xs),
+        "p10": q(0.1),
+        "p25": q(0.25),
+        "median": q(0.5),
+        "p75": q(0.75),
+        "p90": q(0.9),
+        "max": xs[-1],
+        "min": xs[0],
+    }
 
 
 def task_rows(tasks: list[Task]) -> list[dict]:
@@ -65,13 +73,21 @@ def task_rows(tasks: list[Task]) -> list[dict]:
             continue
         fast = min(times, key=lambda k: times[k][0])
         slow = max(times, key=lambda k: times[k][0])
-        rows.append({
-            "task": t.id, "kind": t.kind.value, "family": t.family, "config": cfg,
-            "fastest": fast, "fastest_us": times[fast][0], "fastest_strategies": times[fast][2],
-            "slowest": slow, "slowest_us": times[slow][0],
-            "spread": times[slow][0] / times[fast][0],
-            "rel_iqr_max": max(v[1] / v[0] for v in times.values()),
-        })  # fmt: skip
+        rows.append(
+            {
+                "task": t.id,
+                "kind": t.kind.value,
+                "family": t.family,
+                "config": cfg,
+                "fastest": fast,
+                "fastest_us": times[fast][0],
+                "fastest_strategies": times[fast][2],
+                "slowest": slow,
+                "slowest_us": times[slow][0],
+                "spread": times[slow][0] / times[fast][0],
+                "rel_iqr_max": max(v[1] / v[0] for v in times.values()),
+            }
+        )
     return rows
 
 
@@ -86,8 +102,14 @@ def failures(results: Path) -> tuple[dict, list[dict]]:
         counts[f"{kind}:{r['status']}"] += 1
         if r["status"] != "ok":
             fb = (r.get("feedback") or [""])[0]
-            bad.append({"task": r["task_id"], "implementation": r["candidate_id"],
-                        "status": r["status"], "message": fb[:300]})  # fmt: skip
+            bad.append(
+                {
+                    "task": r["task_id"],
+                    "implementation": r["candidate_id"],
+                    "status": r["status"],
+                    "message": fb[:300],
+                }
+            )
     return dict(sorted(counts.items())), bad
 
 
@@ -124,14 +146,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{a.tasks}: no task has two measured implementations; attach results first")
         return 1
     gpus = Counter(m.gpu for t in tasks for i in t.implementations for m in i.measurements)
-    versions = next((m.versions for t in tasks for i in t.implementations
-                     for m in i.measurements), {})  # fmt: skip
+    versions = next(
+        (m.versions for t in tasks for i in t.implementations for m in i.measurements), {}
+    )
     dates = sorted({m.date for t in tasks for i in t.implementations for m in i.measurements})
     by_kind = defaultdict(list)
     for r in rows:
         by_kind[r["kind"]].append(r)
-    report: dict = {"tasks_file": str(a.tasks), "gpus": dict(gpus), "versions": versions,
-                    "dates": dates, "tasks_with_spread": len(rows)}  # fmt: skip
+    report: dict = {
+        "tasks_file": str(a.tasks),
+        "gpus": dict(gpus),
+        "versions": versions,
+        "dates": dates,
+        "tasks_with_spread": len(rows),
+    }
     for kind, rs in sorted(by_kind.items()):
         report[kind] = {
             "spread": _quantiles([r["spread"] for r in rs]),
@@ -143,27 +171,32 @@ def main(argv: list[str] | None = None) -> int:
             "share_fastest_ge_50us": round(sum(r["fastest_us"] >= 50 for r in rs) / len(rs), 4),
             "winning_strategies": dict(
                 Counter(s for r in rs for s in r["fastest_strategies"]).most_common(12)
-            ),  # fmt: skip
+            ),
             "rel_iqr_max_median": statistics.median(r["rel_iqr_max"] for r in rs),
         }
     fam = defaultdict(list)
     for r in rows:
         fam[r["family"]].append(r["spread"])
-    report["median_spread_by_family"] = {f: round(statistics.median(v), 2)
-                                         for f, v in sorted(fam.items())}  # fmt: skip
+    report["median_spread_by_family"] = {
+        f: round(statistics.median(v), 2) for f, v in sorted(fam.items())
+    }
     if a.results:
         report["result_statuses"], report["failures"] = failures(a.results)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(report, indent=1) + "\n")
     plot(rows, a.plot)
-    print(f"{'kind':12s} {'tasks':>6s} {'spread p10':>10s} {'median':>7s} {'p90':>7s} "
-          f"{'>=1.2x':>7s} {'slowest>=50us':>14s} {'fastest>=50us':>14s}")  # fmt: skip
+    print(
+        f"{'kind':12s} {'tasks':>6s} {'spread p10':>10s} {'median':>7s} {'p90':>7s} "
+        f"{'>=1.2x':>7s} {'slowest>=50us':>14s} {'fastest>=50us':>14s}"
+    )
     for kind in sorted(by_kind):
         k = report[kind]
         s = k["spread"]
-        print(f"{kind:12s} {s['n']:6d} {s['p10']:10.2f} {s['median']:7.2f} {s['p90']:7.2f} "
-              f"{k['share_spread_ge_1.2']:7.3f} {k['share_slowest_ge_50us']:14.3f} "
-              f"{k['share_fastest_ge_50us']:14.3f}")  # fmt: skip
+        print(
+            f"{kind:12s} {s['n']:6d} {s['p10']:10.2f} {s['median']:7.2f} {s['p90']:7.2f} "
+            f"{k['share_spread_ge_1.2']:7.3f} {k['share_slowest_ge_50us']:14.3f} "
+            f"{k['share_fastest_ge_50us']:14.3f}"
+        )
     print(f"wrote {a.out} and {a.plot}")
     return 0
 

@@ -136,10 +136,15 @@ def family_row(tasks: list[Task], session: EvalSession) -> dict:
     for role, res in zip(roles, results, strict=True):
         by_role[role].append(res)
     failures = [
-        {"task": r.task_id, "candidate": r.candidate_id, "status": r.status.value,
-         "feedback": r.feedback[:2]}
-        for r in results if not _timed_ok(r)
-    ]  # fmt: skip
+        {
+            "task": r.task_id,
+            "candidate": r.candidate_id,
+            "status": r.status.value,
+            "feedback": r.feedback[:2],
+        }
+        for r in results
+        if not _timed_ok(r)
+    ]
     per_task = {len(by_role["naive"]), len(by_role["fastest"])}
     return {
         "kind": tasks[0].kind.value,
@@ -177,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--kernelbench", default="", help="a KernelBench checkout (level 1)")
     ap.add_argument("--fresh", action="store_true", help="ignore families already in --out")
-    a = ap.parse_args(argv)  # fmt: skip
+    a = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     try:
         tasks = load_tasks(a.data)
@@ -212,9 +217,12 @@ def main(argv: list[str] | None = None) -> int:
             row = family_row(chosen[fam], session)
             doc["families"][fam] = row
             _finish(doc, out, len(chosen))
-            print(f"[{i}/{len(todo)}] {fam:28s} naive={row['naive']:13s} "
-                  f"fastest={row['fastest']:13s} configs {row['configs_ok']}/{row['configs']} "
-                  f"max {row['max_segment_mib']} MiB, {row['wall_s']} s", flush=True)  # fmt: skip
+            print(
+                f"[{i}/{len(todo)}] {fam:28s} naive={row['naive']:13s} "
+                f"fastest={row['fastest']:13s} configs {row['configs_ok']}/{row['configs']} "
+                f"max {row['max_segment_mib']} MiB, {row['wall_s']} s",
+                flush=True,
+            )
         if a.kernelbench:
             doc["suites"] = {"kernelbench_level1": kernelbench_rows(a.kernelbench, session)}
         else:
@@ -257,10 +265,17 @@ def kernelbench_rows(path: str, session: EvalSession) -> dict:
             code = (ROOT / "bench/kernelbench_candidates" / rel).read_text()
             jobs.append((t, Candidate(code=code, id=name)))
     results = session(jobs) if jobs else []
-    bad = [{"task": r.task_id, "status": r.status.value, "feedback": r.feedback[:2]}
-           for r in results if not _timed_ok(r)]  # fmt: skip
-    return {"tasks": len(jobs), "ok": len(jobs) - len(bad), "failures": bad,
-            "passed": bool(jobs) and not bad}  # fmt: skip
+    bad = [
+        {"task": r.task_id, "status": r.status.value, "feedback": r.feedback[:2]}
+        for r in results
+        if not _timed_ok(r)
+    ]
+    return {
+        "tasks": len(jobs),
+        "ok": len(jobs) - len(bad),
+        "failures": bad,
+        "passed": bool(jobs) and not bad,
+    }
 
 
 if __name__ == "__main__":

@@ -115,16 +115,25 @@ def versions(root: Path) -> dict:
 
     nvcc = _sh(["nvcc", "--version"])
     pyproject = (root / "pyproject.toml").read_text() if (root / "pyproject.toml").is_file() else ""
-    kb_version = next((ln.split("=")[1].strip().strip('"') for ln in pyproject.splitlines()
-                       if ln.startswith("version")), "")  # fmt: skip
+    kb_version = next(
+        (
+            ln.split("=")[1].strip().strip('"')
+            for ln in pyproject.splitlines()
+            if ln.startswith("version")
+        ),
+        "",
+    )
     return {
-        "torch": torch.__version__, "cuda": torch.version.cuda or "",
-        "nvcc": nvcc.splitlines()[-1] if nvcc else "", "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda or "",
+        "nvcc": nvcc.splitlines()[-1] if nvcc else "",
+        "python": sys.version.split()[0],
         "driver": _sh(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]),
         "cudaperf_commit": _sh(["git", "rev-parse", "--short", "HEAD"]) or "unknown",
         "cudaperf_execute_sha": sha12("".join(p.read_text() for p in sorted(EXECUTE.glob("*.py")))),
-        "kernelbench_version": kb_version, "kernelbench_harness_sha": kb_fingerprint(root),
-    }  # fmt: skip
+        "kernelbench_version": kb_version,
+        "kernelbench_harness_sha": kb_fingerprint(root),
+    }
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -189,14 +198,20 @@ def make_plan(args: argparse.Namespace, root: Path, items: list[dict], gpu: str 
     plan: dict = {"keys": {}, "settings": {}, "codes": {}}
     if "kb" not in skip:
         kb_items = items[: args.kb_limit] if args.kb_limit else items
-        plan["jobs"] = kb_jobs(root, kb_items, args.candidates, args.work.expanduser(),
-                               args.kb_gpu_arch)  # fmt: skip
+        plan["jobs"] = kb_jobs(
+            root, kb_items, args.candidates, args.work.expanduser(), args.kb_gpu_arch
+        )
         plan["keys"]["kernelbench"] = [j["key"] for j in plan["jobs"]]
     plan["kb_settings"] = {
-        "harness_sha": kb_fingerprint(root), "gpu_arch": args.kb_gpu_arch, "gpu": gpu,
-        "num_correct_trials": KB_CORRECT_TRIALS, "num_perf_trials": KB_PERF_TRIALS,
-        "seed": KB_SEED, "timeout_s": args.kb_timeout, "timing_method": "cuda_event",
-    }  # fmt: skip
+        "harness_sha": kb_fingerprint(root),
+        "gpu_arch": args.kb_gpu_arch,
+        "gpu": gpu,
+        "num_correct_trials": KB_CORRECT_TRIALS,
+        "num_perf_trials": KB_PERF_TRIALS,
+        "seed": KB_SEED,
+        "timeout_s": args.kb_timeout,
+        "timing_method": "cuda_event",
+    }
     plan["kb_settings_key"] = sha12(json.dumps(plan["kb_settings"], sort_keys=True))
     for name in ("inline", "native"):
         if name in skip:
@@ -205,10 +220,15 @@ def make_plan(args: argparse.Namespace, root: Path, items: list[dict], gpu: str 
         plan["codes"][name] = codes
         plan["keys"][name] = [item_key(it, c) for it, c in zip(items, codes, strict=True)]
         plan["settings"][name] = {
-            "form": FORMS[name], "candidates": plan["keys"][name], "configs": args.configs,
-            "time_budget_s": args.time_budget, "compile_baseline": not args.no_compile_baseline,
-            "trials": 100, "correctness_trials": 5, "gpu": gpu,
-        }  # fmt: skip
+            "form": FORMS[name],
+            "candidates": plan["keys"][name],
+            "configs": args.configs,
+            "time_budget_s": args.time_budget,
+            "compile_baseline": not args.no_compile_baseline,
+            "trials": 100,
+            "correctness_trials": 5,
+            "gpu": gpu,
+        }
     return plan
 
 
@@ -223,12 +243,18 @@ def run_all(args, root: Path, items: list[dict], plan: dict, records: Records, d
             outcome[name] = "recorded earlier"
             continue
         if tasks is None:  # task preparation (configs derived on the CPU) is not timed
-            tasks = [bench_task(root, it["level"], it["problem"], args.configs == "all")
-                     for it in items]  # fmt: skip
+            tasks = [
+                bench_task(root, it["level"], it["problem"], args.configs == "all") for it in items
+            ]
         rec = run_cudaperf_pass(
-            name, tasks, plan["codes"][name], plan["keys"][name], plan["settings"][name],
-            args.work.expanduser(), deadline,
-        )  # fmt: skip
+            name,
+            tasks,
+            plan["codes"][name],
+            plan["keys"][name],
+            plan["settings"][name],
+            args.work.expanduser(),
+            deadline,
+        )
         outcome[name] = "done" if rec else "deadline"
         if rec:
             records.add(rec)
@@ -243,15 +269,29 @@ def write_out(args, root: Path, plan: dict, records: Records, gpu: str | None, c
     s = summarise(records, plan)
     cols = s["columns"]
     out: dict = {
-        "format": FORMAT, "complete": s["complete"], "gpu": gpu, "date": now(),
-        "command": cmd, "calls": records.of("call"), "versions": versions(root),
-        "settings": {"cudaperf": {k: v for k, v in next(iter(plan["settings"].values()), {})
-                                  .items() if k not in ("candidates", "form")},
-                     "kernelbench": plan["kb_settings"]},
-        "table": s["table"], "columns": cols,
-    }  # fmt: skip
-    for name, key in (("native", "cudaperf"), ("inline", "cudaperf_inline"),
-                      ("kernelbench", "kernelbench")):  # fmt: skip
+        "format": FORMAT,
+        "complete": s["complete"],
+        "gpu": gpu,
+        "date": now(),
+        "command": cmd,
+        "calls": records.of("call"),
+        "versions": versions(root),
+        "settings": {
+            "cudaperf": {
+                k: v
+                for k, v in next(iter(plan["settings"].values()), {}).items()
+                if k not in ("candidates", "form")
+            },
+            "kernelbench": plan["kb_settings"],
+        },
+        "table": s["table"],
+        "columns": cols,
+    }
+    for name, key in (
+        ("native", "cudaperf"),
+        ("inline", "cudaperf_inline"),
+        ("kernelbench", "kernelbench"),
+    ):
         if name in cols and cols[name]["n"]:
             out[f"candidates_per_min_{key}"] = cols[name]["candidates_per_min"]
             out[f"n_{key}"], out[f"correct_{key}"] = cols[name]["n"], cols[name]["correct"]
@@ -286,8 +326,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume_from:
         old = json.loads(args.resume_from.read_text())
         if old.get("format") != FORMAT:
-            sys.exit(f"error: {args.resume_from} was not written by this version ({FORMAT}); "
-                     "drop --resume-from to start fresh")  # fmt: skip
+            sys.exit(
+                f"error: {args.resume_from} was not written by this version ({FORMAT}); "
+                "drop --resume-from to start fresh"
+            )
         print(f"resume-from: {records.merge(old['records'])} records adopted", flush=True)
     gpu = _gpu_name()
     if gpu is None and not args.report_only:
@@ -305,8 +347,15 @@ def main(argv: list[str] | None = None) -> int:
         interrupted, call["outcome"] = True, "interrupted (Ctrl-C)"
     finally:
         if not args.report_only:
-            records.add({"type": "call", "command": cmd, "deadline_s": args.deadline_s,
-                         "ended": now(), **call})  # fmt: skip
+            records.add(
+                {
+                    "type": "call",
+                    "command": cmd,
+                    "deadline_s": args.deadline_s,
+                    "ended": now(),
+                    **call,
+                }
+            )
         out = write_out(args, root, plan, records, gpu, cmd)
     print("\n" + "\n".join(out["table"]))
     print(f"wrote {args.out}")

@@ -32,8 +32,10 @@ def jobs(seed: int, n: int) -> list[tuple[str, Candidate, tuple[str, ...]]]:
     """(kind, candidate, allowed statuses) in batch order: faults at seeded random places."""
     faults = sorted(torch_catalog.FAULTS)
     honest = n - len(faults)
-    out = [("honest", Candidate(code=torch_catalog.honest(i), id=f"honest{i}"), ("ok",))
-           for i in range(honest)]  # fmt: skip
+    out = [
+        ("honest", Candidate(code=torch_catalog.honest(i), id=f"honest{i}"), ("ok",))
+        for i in range(honest)
+    ]
     where = sorted(random.Random(seed).sample(range(n), len(faults)))
     for pos, name in zip(where, random.Random(seed + 1).sample(faults, len(faults)), strict=True):
         code, allowed = torch_catalog.FAULTS[name]
@@ -46,11 +48,18 @@ def summary(plan, recorded: dict[str, dict]) -> dict:
     for pos, (kind, cand, allowed) in enumerate(plan):
         r = recorded.get(cand.id)
         status = r["status"] if r else None
-        rows.append({
-            "position": pos, "id": cand.id, "kind": kind, "allowed": list(allowed),
-            "status": status, "right": status in allowed,
-            "feedback": (r["feedback"][:1] if r else []), "wall_s": r["wall_s"] if r else None,
-        })  # fmt: skip
+        rows.append(
+            {
+                "position": pos,
+                "id": cand.id,
+                "kind": kind,
+                "allowed": list(allowed),
+                "status": status,
+                "right": status in allowed,
+                "feedback": (r["feedback"][:1] if r else []),
+                "wall_s": r["wall_s"] if r else None,
+            }
+        )
     faulty = [r for r in rows if r["kind"] != "honest"]
     honest = [r for r in rows if r["kind"] == "honest"]
     return {
@@ -70,8 +79,10 @@ def table(doc: dict) -> str:
         if r["kind"] != "honest" or not r["right"]:
             fb = (r["feedback"] or [""])[0][:70]
             mark = "ok " if r["right"] else "BAD"
-            lines.append(f"{mark} {r['id']:16s} {r['position']:4d} {r['status'] or 'LOST':14s} "
-                         f"{'/'.join(r['allowed'])}  {fb}")  # fmt: skip
+            lines.append(
+                f"{mark} {r['id']:16s} {r['position']:4d} {r['status'] or 'LOST':14s} "
+                f"{'/'.join(r['allowed'])}  {fb}"
+            )
     lines.append(
         f"faulty right {doc['faulty_right_status']}/{doc['faulty_total']}, correct ok "
         f"{doc['correct_ok']}/{doc['correct_total']}, lost {doc['lost']}"
@@ -84,16 +95,25 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=100, help="candidates in all (10 of them faulty)")
     ap.add_argument("--seed", type=int, default=0, help="where the faults go")
     ap.add_argument("--timeout", type=float, default=30.0, help="run_timeout_s per candidate")
-    ap.add_argument("--work", default="~/.cache/cudaperf/bench_torch_faults",
-                    help="build cache and results.jsonl (reruns resume from it)")  # fmt: skip
+    ap.add_argument(
+        "--work",
+        default="~/.cache/cudaperf/bench_torch_faults",
+        help="build cache and results.jsonl (reruns resume from it)",
+    )
     ap.add_argument("--out", default="bench/results/eval_torch_faults.json")
     a = ap.parse_args()
     if a.n <= len(torch_catalog.FAULTS):
         sys.exit(f"--n {a.n} leaves no honest candidate; use more than {len(torch_catalog.FAULTS)}")
     work = Path(a.work).expanduser() / f"seed{a.seed}-n{a.n}"
     work.mkdir(parents=True, exist_ok=True)
-    cfg = EvalConfig(cache_dir=work / "cache", run_timeout_s=a.timeout, trials=30, warmup=3,
-                     compile_baseline=False, baseline_timeout_s=120)  # fmt: skip
+    cfg = EvalConfig(
+        cache_dir=work / "cache",
+        run_timeout_s=a.timeout,
+        trials=30,
+        warmup=3,
+        compile_baseline=False,
+        baseline_timeout_s=120,
+    )
     plan = jobs(a.seed, a.n)
     task = torch_catalog.affine_relu_task()
     jsonl = work / "results.jsonl"
@@ -102,8 +122,11 @@ def main() -> None:
     try:
         for r in evaluate_batch([(task, c) for _, c, _ in plan], cfg, out=jsonl):
             done += 1
-            print(f"[{done}/{len(plan)}] {r.candidate_id:18s} {r.status.value:14s} "
-                  f"{(r.feedback or [''])[0][:60]}", flush=True)  # fmt: skip
+            print(
+                f"[{done}/{len(plan)}] {r.candidate_id:18s} {r.status.value:14s} "
+                f"{(r.feedback or [''])[0][:60]}",
+                flush=True,
+            )
     except KeyboardInterrupt:
         print(f"interrupted after {done} results; rerun to resume ({jsonl})", file=sys.stderr)
     recorded = {}

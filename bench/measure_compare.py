@@ -56,28 +56,40 @@ def kind_of(task_id: str) -> str:
 
 def compare(a: dict, b: dict, by_kind: bool = True) -> dict:
     both = sorted(set(a) & set(b))
-    differ = [{"task": k[0], "impl": k[1], "a": a[k].get("status"), "b": b[k].get("status")}
-              for k in both if a[k].get("status") != b[k].get("status")]  # fmt: skip
+    differ = [
+        {"task": k[0], "impl": k[1], "a": a[k].get("status"), "b": b[k].get("status")}
+        for k in both
+        if a[k].get("status") != b[k].get("status")
+    ]
     ratios = []
     for k in both:
         ta, tb = times(a[k]), times(b[k])
         ratios += [tb[c] / ta[c] for c in ta.keys() & tb.keys()]
-    out = {"pairs": len(both), "only_a": len(set(a) - set(b)), "only_b": len(set(b) - set(a)),
-           "status_differs": differ, "timed_configs": len(ratios)}  # fmt: skip
+    out = {
+        "pairs": len(both),
+        "only_a": len(set(a) - set(b)),
+        "only_b": len(set(b) - set(a)),
+        "status_differs": differ,
+        "timed_configs": len(ratios),
+    }
     if ratios:
         out |= {
             "time_ratio_geomean": math.exp(statistics.fmean(math.log(r) for r in ratios)),
             "time_ratio_median": statistics.median(ratios),
-            "time_ratio_p05": _pct(ratios, 0.05), "time_ratio_p95": _pct(ratios, 0.95),
+            "time_ratio_p05": _pct(ratios, 0.05),
+            "time_ratio_p95": _pct(ratios, 0.95),
             "within_10pct": sum(0.9 <= r <= 1.1 for r in ratios) / len(ratios),
-        }  # fmt: skip
+        }
     kinds = sorted({kind_of(k[0]) for k in both})
     if by_kind and len(kinds) > 1:
         out["by_kind"] = {
-            kind: compare({k: v for k, v in a.items() if kind_of(k[0]) == kind},
-                          {k: v for k, v in b.items() if kind_of(k[0]) == kind}, by_kind=False)
+            kind: compare(
+                {k: v for k, v in a.items() if kind_of(k[0]) == kind},
+                {k: v for k, v in b.items() if kind_of(k[0]) == kind},
+                by_kind=False,
+            )
             for kind in kinds
-        }  # fmt: skip
+        }
     return out
 
 
@@ -99,8 +111,11 @@ def main(argv: list[str] | None = None) -> int:
         p.stem.removeprefix("measure_"): load(p) for p in sorted(args.dir.glob("measure_*.jsonl"))
     }
     if len(runs) < 2:
-        print(f"measure_compare: {args.dir} has {len(runs)} measure_*.jsonl files; need two or "
-              "more (run bench/measure_before_after.sh)", file=sys.stderr)  # fmt: skip
+        print(
+            f"measure_compare: {args.dir} has {len(runs)} measure_*.jsonl files; need two or "
+            "more (run bench/measure_before_after.sh)",
+            file=sys.stderr,
+        )
         return 2
     runs.pop("warm", None)  # fills the build caches; compared with nothing
     known = [r for r in ("after", "before", "after2", "before2") if r in runs]
@@ -114,8 +129,12 @@ def main(argv: list[str] | None = None) -> int:
         g = c.get("time_ratio_geomean")
         cols = ("-", "-", "-", "-")
         if g:
-            cols = (f"{g:.3f}", f"{c['time_ratio_p05']:.2f}", f"{c['time_ratio_p95']:.2f}",
-                    f"{c['within_10pct']:.0%}")  # fmt: skip
+            cols = (
+                f"{g:.3f}",
+                f"{c['time_ratio_p05']:.2f}",
+                f"{c['time_ratio_p95']:.2f}",
+                f"{c['within_10pct']:.0%}",
+            )
         row = (name, c["pairs"], len(c["status_differs"]), c["timed_configs"], *cols)
         print("{:<20} {:>5} {:>8} {:>8} {:>8} {:>6} {:>6} {:>6}".format(*row))
     out = args.out or args.dir / "compare.json"

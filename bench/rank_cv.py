@@ -79,13 +79,18 @@ def holdout_accuracy(model, test, feats) -> dict:
 def _summary(label: str, accs: list[dict]) -> dict:
     """Mean over folds of the overall accuracy, and of each config's; prints one line."""
     mean = {k: float(np.mean([x[k] for x in accs if k in x])) for k in accs[0]}
-    print(f"{label}  CV accuracy {mean['all']:.3f}  folds "
-          + " ".join(f"{x['all']:.3f}" for x in accs) + "  by config "
-          + " ".join(f"{k} {v:.3f}" for k, v in mean.items() if k != "all"),
-          flush=True)  # fmt: skip
-    return {"cv_accuracy": mean["all"], "cv_by_config": {k: v for k, v in mean.items()
-                                                          if k != "all"},
-            "folds": [x["all"] for x in accs]}  # fmt: skip
+    print(
+        f"{label}  CV accuracy {mean['all']:.3f}  folds "
+        + " ".join(f"{x['all']:.3f}" for x in accs)
+        + "  by config "
+        + " ".join(f"{k} {v:.3f}" for k, v in mean.items() if k != "all"),
+        flush=True,
+    )
+    return {
+        "cv_accuracy": mean["all"],
+        "cv_by_config": {k: v for k, v in mean.items() if k != "all"},
+        "folds": [x["all"] for x in accs],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,9 +114,18 @@ def main(argv: list[str] | None = None) -> int:
     folds = [fams[i :: a.folds] for i in range(a.folds)]
     rows = []
     for setting in GRID:
-        accs = [fold_accuracy([t for t in train if t.family not in f],
-                              [t for t in train if t.family in f], feats, crow, names, setting,
-                              a.workers) for f in folds]  # fmt: skip
+        accs = [
+            fold_accuracy(
+                [t for t in train if t.family not in f],
+                [t for t in train if t.family in f],
+                feats,
+                crow,
+                names,
+                setting,
+                a.workers,
+            )
+            for f in folds
+        ]
         rows.append({**setting, **_summary(f"lambdarank {setting}", accs)})
     l2s = []
     for l2 in L2_GRID:
@@ -120,11 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     objectives = []
     for aware in (False, True):
         for objective in ("ensemble", "lambdarank", "bt"):
-            accs = [objective_accuracy(train, f, feats, objective, a, config_aware=aware)
-                    for f in folds]  # fmt: skip
+            accs = [
+                objective_accuracy(train, f, feats, objective, a, config_aware=aware) for f in folds
+            ]
             label = f"objective {objective:10s} config_aware={aware!s:5s}"
-            objectives.append({"objective": objective, "config_aware": aware,
-                               **_summary(label, accs)})  # fmt: skip
+            objectives.append(
+                {"objective": objective, "config_aware": aware, **_summary(label, accs)}
+            )
     best = max(rows, key=lambda r: r["cv_accuracy"])
     best_l2 = max(l2s, key=lambda r: r["cv_accuracy"])["l2"]
     print(f"best bt l2: {best_l2:g}; the shipped default: {TrainConfig().l2:g}")
@@ -132,11 +148,22 @@ def main(argv: list[str] | None = None) -> int:
     chosen = {k: d[k] for k in ("num_leaves", "min_data_in_leaf", "num_iterations")}
     print(f"best: { ({k: best[k] for k in chosen}) }; the shipped default: {chosen}")
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps({"command": "python " + shlex.join(sys.argv), "tasks": str(a.tasks),
-                                 "fold_families": folds, "results": rows, "default": chosen,
-                                 "bt_l2": l2s, "default_l2": TrainConfig().l2,
-                                 "objectives": objectives},
-                                indent=1) + "\n")  # fmt: skip
+    a.out.write_text(
+        json.dumps(
+            {
+                "command": "python " + shlex.join(sys.argv),
+                "tasks": str(a.tasks),
+                "fold_families": folds,
+                "results": rows,
+                "default": chosen,
+                "bt_l2": l2s,
+                "default_l2": TrainConfig().l2,
+                "objectives": objectives,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     return 0
 
 

@@ -36,12 +36,17 @@ from cudaperf.rank.ranker import TrainConfig, provenance, score_many, train_feat
 from cudaperf.tasks.io import load_sample, load_tasks
 from cudaperf.tasks.splits import read_splits, tasks_in_split
 
-ROWS = [("pairwise_accuracy", "acc >= min ratio"), ("all_acc", "acc, all pairs"),
-        ("pairs", "pairs >= min ratio"), ("all_pairs_n", "pairs, all"),
-        ("kendall_tau", "Kendall tau (task mean)"), ("top1_accuracy", "top-1"),
-        ("baseline_structural_accuracy", "baseline: structural score"),
-        ("baseline_length_accuracy", "baseline: longer code"),
-        ("baseline_random_accuracy", "baseline: random")]  # fmt: skip
+ROWS = [
+    ("pairwise_accuracy", "acc >= min ratio"),
+    ("all_acc", "acc, all pairs"),
+    ("pairs", "pairs >= min ratio"),
+    ("all_pairs_n", "pairs, all"),
+    ("kendall_tau", "Kendall tau (task mean)"),
+    ("top1_accuracy", "top-1"),
+    ("baseline_structural_accuracy", "baseline: structural score"),
+    ("baseline_length_accuracy", "baseline: longer code"),
+    ("baseline_random_accuracy", "baseline: random"),
+]
 
 
 def inference_seconds(model, task, n: int = 64, repeats: int = 3) -> tuple[float, float]:
@@ -71,8 +76,12 @@ ROWS += [(f"acc_{c}", f"acc >= min ratio, {c}") for c in CONFIGS]
 
 def _row(rep: dict) -> dict:
     by = {f"acc_{c}": v["pairwise_accuracy"] for c, v in rep.get("by_config", {}).items()}
-    return {**rep, **by, "all_acc": rep["all_pairs"]["pairwise_accuracy"],
-            "all_pairs_n": rep["all_pairs"]["pairs"]}  # fmt: skip
+    return {
+        **rep,
+        **by,
+        "all_acc": rep["all_pairs"]["pairwise_accuracy"],
+        "all_pairs_n": rep["all_pairs"]["pairs"],
+    }
 
 
 def print_table(results: dict[str, dict]) -> None:
@@ -97,10 +106,19 @@ def calibration_figure(curves: dict[str, tuple], path: Path) -> None:
     ax.plot([0, 1], [0, 1], "--", color="grey", lw=1, label="perfect calibration")
     for name, (probs, labels) in curves.items():
         rows = calibration_bins(probs, labels, 10)
-        ax.plot([r["predicted"] for r in rows], [r["observed"] for r in rows], "o-",
-                label=f"{name} ({len(labels)} pairs)")  # fmt: skip
-    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="predicted P(faster)", ylabel="observed win rate",
-           title="ranker calibration, held-out families (all pairs, both orders)")  # fmt: skip
+        ax.plot(
+            [r["predicted"] for r in rows],
+            [r["observed"] for r in rows],
+            "o-",
+            label=f"{name} ({len(labels)} pairs)",
+        )
+    ax.set(
+        xlim=(0, 1),
+        ylim=(0, 1),
+        xlabel="predicted P(faster)",
+        ylabel="observed win rate",
+        title="ranker calibration, held-out families (all pairs, both orders)",
+    )
     ax.title.set_fontsize(9)
     ax.legend(loc="upper left", fontsize=8)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -176,17 +194,30 @@ def main(argv: list[str] | None = None) -> int:
     settings += [(not args.resources, "ensemble", True)] if args.ablate_resources else []
     settings += [(args.resources, "ensemble", False)] if args.ablate_config else []
     for res, objective, aware in settings:
-        name = ("feature+ptxas" if res else "feature") + ("" if objective == "ensemble"
-                                                          else f"-{objective}")  # fmt: skip
+        name = ("feature+ptxas" if res else "feature") + (
+            "" if objective == "ensemble" else f"-{objective}"
+        )
         name += "" if aware else "-codeonly"
-        cfg = TrainConfig(l2=args.l2, resources=res, workers=args.workers,
-                          cache_dir=args.cache_dir, objective=objective,
-                          config_aware=aware)  # fmt: skip
+        cfg = TrainConfig(
+            l2=args.l2,
+            resources=res,
+            workers=args.workers,
+            cache_dir=args.cache_dir,
+            objective=objective,
+            config_aware=aware,
+        )
         t0 = time.perf_counter()
         m = train_feature_ranker(tasks, splits, cfg, source=str(args.tasks or "sample set"))
         train_s = time.perf_counter() - t0
-        results[name] = evaluate(tasks, m, splits, "heldout", args.min_ratio,
-                                 workers=args.workers, cache_dir=args.cache_dir)  # fmt: skip
+        results[name] = evaluate(
+            tasks,
+            m,
+            splits,
+            "heldout",
+            args.min_ratio,
+            workers=args.workers,
+            cache_dir=args.cache_dir,
+        )
         results[name]["train_seconds"] = round(train_s, 1)
         results[name]["training"] = m.training
         results[name]["weights"] = m.weights_table()
@@ -197,17 +228,24 @@ def main(argv: list[str] | None = None) -> int:
         from cudaperf.rank.neural import NeuralConfig, train_neural_ranker
 
         ncfg = NeuralConfig(backbone=args.backbone, max_steps=args.max_steps)
-        neural = train_neural_ranker(tasks, splits, ncfg, out=args.neural_out,
-                                     source=str(args.tasks or "sample set"))  # fmt: skip
+        neural = train_neural_ranker(
+            tasks, splits, ncfg, out=args.neural_out, source=str(args.tasks or "sample set")
+        )
     elif args.neural:
         from cudaperf.rank.neural import NeuralRanker
 
         neural = NeuralRanker.load(args.neural)
     if neural is not None:
-        results["neural"] = evaluate(tasks, neural, splits, "heldout", args.min_ratio,
-                                     workers=args.workers, cache_dir=args.cache_dir)  # fmt: skip
-        results["neural"]["training"] = {k: v for k, v in neural.training.items()
-                                         if k != "losses"}  # fmt: skip
+        results["neural"] = evaluate(
+            tasks,
+            neural,
+            splits,
+            "heldout",
+            args.min_ratio,
+            workers=args.workers,
+            cache_dir=args.cache_dir,
+        )
+        results["neural"]["training"] = {k: v for k, v in neural.training.items() if k != "losses"}
         curves["neural"] = _curve(tasks, splits, neural, args)
     first = models[next(iter(models))]
     held = [t for t in tasks_in_split(tasks, "heldout", splits) if t.implementations]

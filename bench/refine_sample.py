@@ -117,8 +117,13 @@ def build_table(tasks: list[Task], records: list, meta: dict) -> dict:
             got = [t["best_so_far"] for t in row["turns"] if t["turn"] <= k]
             if got and got[-1] is not None and (row["summary"] or len(row["turns"]) >= k):
                 vals.append(got[-1])  # a stopped task carries its best forward
-        per_turn.append({"turn": k, "tasks": len(vals),
-                         "mean_best_so_far": sum(vals) / len(vals) if vals else None})  # fmt: skip
+        per_turn.append(
+            {
+                "turn": k,
+                "tasks": len(vals),
+                "mean_best_so_far": sum(vals) / len(vals) if vals else None,
+            }
+        )
     return meta | {"tasks": list(rows.values()), "per_turn": per_turn}
 
 
@@ -135,8 +140,10 @@ def markdown(table: dict) -> str:
         "(naive CUDA for C, eager PyTorch for torch) / its status.\n\n"
     )
     n = table["turns"]
-    lines = ["| task | " + " | ".join(f"turn {k}" for k in range(1, n + 1)) + " | stopped |",
-             "|---" * (n + 2) + "|"]  # fmt: skip
+    lines = [
+        "| task | " + " | ".join(f"turn {k}" for k in range(1, n + 1)) + " | stopped |",
+        "|---" * (n + 2) + "|",
+    ]
     for row in table["tasks"]:
         cells = []
         for k in range(1, n + 1):
@@ -146,8 +153,9 @@ def markdown(table: dict) -> str:
                 f"{_f(t['best_so_far'])} / {_f(t['turn_best'])} / {sp} / {t['status']}" if t else ""
             )
         stop = row["summary"]["stopped"] if row["summary"] else "(running)"
-        lines.append(f"| {row['task'].removeprefix('sample/')} | " + " | ".join(cells)
-                     + f" | {stop} |")  # fmt: skip
+        lines.append(
+            f"| {row['task'].removeprefix('sample/')} | " + " | ".join(cells) + f" | {stop} |"
+        )
     means = " | ".join(_f(p["mean_best_so_far"]) for p in table["per_turn"])
     lines.append(f"| **mean best so far** | {means} | |")
     return head + "\n".join(lines) + "\n"
@@ -162,8 +170,11 @@ def plot(table: dict, path: Path) -> None:
     except ImportError:
         say("matplotlib is not installed: no plot")
         return
-    pts = [(p["turn"], p["mean_best_so_far"]) for p in table["per_turn"] if p["mean_best_so_far"]
-           is not None]  # fmt: skip
+    pts = [
+        (p["turn"], p["mean_best_so_far"])
+        for p in table["per_turn"]
+        if p["mean_best_so_far"] is not None
+    ]
     fig, ax = plt.subplots(figsize=(5, 3.2))
     for row in table["tasks"]:
         xs = [t["turn"] for t in row["turns"] if t["best_so_far"] is not None]
@@ -172,8 +183,12 @@ def plot(table: dict, path: Path) -> None:
     if pts:
         label = "mean over tasks (a stopped task keeps its best)"
         ax.plot(*zip(*pts, strict=True), "o-", color="C0", lw=2, label=label)
-    ax.set(xlabel="turn", ylabel="best reward so far", xticks=range(1, table["turns"] + 1),
-           title=f"{table['model']} ({table['mode']})")  # fmt: skip
+    ax.set(
+        xlabel="turn",
+        ylabel="best reward so far",
+        xticks=range(1, table["turns"] + 1),
+        title=f"{table['model']} ({table['mode']})",
+    )
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -188,21 +203,38 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--patience", type=int, default=1)
     p.add_argument("--out-dir", type=Path, required=True)
     p.add_argument("--task", action="append", help="only these task ids (or their last parts)")
-    p.add_argument("--tasks", type=Path, help="pick tasks from this task file (e.g. the dataset, "
-                   "data/tasks.jsonl.gz) instead of the sample set")  # fmt: skip
-    p.add_argument("--split", default="heldout", help="with --tasks: families of this split "
-                   "(train, validation, test, heldout; splits.json beside the file)")  # fmt: skip
-    p.add_argument("--min-impls", type=int, default=3, help="with --tasks: at least this many "
-                   "implementations")  # fmt: skip
-    p.add_argument("--limit", type=int, default=12, help="with --tasks: at most this many tasks, "
-                   "one per family, families in name order")  # fmt: skip
+    p.add_argument(
+        "--tasks",
+        type=Path,
+        help="pick tasks from this task file (e.g. the dataset, "
+        "data/tasks.jsonl.gz) instead of the sample set",
+    )
+    p.add_argument(
+        "--split",
+        default="heldout",
+        help="with --tasks: families of this split "
+        "(train, validation, test, heldout; splits.json beside the file)",
+    )
+    p.add_argument(
+        "--min-impls", type=int, default=3, help="with --tasks: at least this many implementations"
+    )
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=12,
+        help="with --tasks: at most this many tasks, one per family, families in name order",
+    )
     p.add_argument("--max-new-tokens", type=int, default=768)
     p.add_argument("--temperature", type=float, default=0.8)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--trials", type=int, default=30, help="timed trials per config")
     p.add_argument("--preset", default="unified")
-    p.add_argument("--ranker", default="default", help="the reward's ranker term: default (the "
-                   "packaged feature ranker), none, or a ranker file/folder")  # fmt: skip
+    p.add_argument(
+        "--ranker",
+        default="default",
+        help="the reward's ranker term: default (the "
+        "packaged feature ranker), none, or a ranker file/folder",
+    )
     p.add_argument("--cache-dir", type=Path, help="evaluator build/result cache")
     p.add_argument("--model-cache", type=Path, default=os.environ.get("CUDAPERF_MODEL_CACHE"))
     p.add_argument("--compile-only", action="store_true", default=None)
@@ -241,10 +273,16 @@ def backend_for(args, tasks: list[Task]):
     if args.model.startswith("scripted:"):
         return make_backend(args.model, tasks=tasks)
     if args.model.startswith(("http://", "https://")):
-        return make_backend(args.model, temperature=args.temperature,
-                            max_tokens=args.max_new_tokens)  # fmt: skip
-    return make_backend(args.model, temperature=args.temperature, seed=args.seed,
-                        max_new_tokens=args.max_new_tokens, cache_dir=args.model_cache)  # fmt: skip
+        return make_backend(
+            args.model, temperature=args.temperature, max_tokens=args.max_new_tokens
+        )
+    return make_backend(
+        args.model,
+        temperature=args.temperature,
+        seed=args.seed,
+        max_new_tokens=args.max_new_tokens,
+        cache_dir=args.model_cache,
+    )
 
 
 def main(argv=None) -> None:
@@ -260,31 +298,54 @@ def main(argv=None) -> None:
     done = {r.task_id for r in kept if isinstance(r, SummaryRecord)}
     todo = [t for t in tasks if t.id not in done]
     ev = {"trials": args.trials, "compile_baseline": False}
-    ev |= {k: v for k, v in (("compile_only", args.compile_only), ("cache_dir", args.cache_dir))
-           if v is not None}  # fmt: skip
+    ev |= {
+        k: v
+        for k, v in (("compile_only", args.compile_only), ("cache_dir", args.cache_dir))
+        if v is not None
+    }
     cfg = EvalConfig(**ev)
     ranker = ranker_from_spec(args.ranker)
-    scorer = RewardScorer(tasks, config=RewardConfig.preset(args.preset), eval_config=cfg,
-                          ranker=ranker, analyze="always")  # fmt: skip
+    scorer = RewardScorer(
+        tasks,
+        config=RewardConfig.preset(args.preset),
+        eval_config=cfg,
+        ranker=ranker,
+        analyze="always",
+    )
     gpu = _gpu()
     mode = "compile-only" if cfg.compile_only or (cfg.compile_only is None and not gpu) else "full"
     say(f"{len(todo)} tasks to refine ({len(done)} done before), {mode}; loading {args.model}")
     backend = Timed(backend_for(args, todo or tasks))
     say(f"backend ready: {backend.name}")
-    meta = {"model": args.model, "task_set": str(args.tasks or "the sample set"),
-            "turns": args.turns, "samples": args.samples,
-            "max_new_tokens": args.max_new_tokens, "preset": args.preset,
-            "ranker": "none" if ranker is None else args.ranker,
-            "mode": mode, "gpu": gpu,
-            "trials": args.trials, "command": " ".join(sys.argv)}  # fmt: skip
+    meta = {
+        "model": args.model,
+        "task_set": str(args.tasks or "the sample set"),
+        "turns": args.turns,
+        "samples": args.samples,
+        "max_new_tokens": args.max_new_tokens,
+        "preset": args.preset,
+        "ranker": "none" if ranker is None else args.ranker,
+        "mode": mode,
+        "gpu": gpu,
+        "trials": args.trials,
+        "command": " ".join(sys.argv),
+    }
 
     def write(_=None) -> dict:
         records = read_trajectory(traj) if traj.exists() else []
-        modes = {s.result.mode for r in records if isinstance(r, TurnRecord) for s in r.samples
-                 if s.result is not None}  # fmt: skip
+        modes = {
+            s.result.mode
+            for r in records
+            if isinstance(r, TurnRecord)
+            for s in r.samples
+            if s.result is not None
+        }
         meta["mode"] = "/".join(sorted(modes)) or meta["mode"]
-        table = build_table(tasks, records, meta | {"elapsed_s": time.perf_counter() - T0,
-                                                    "gen_seconds": backend.seconds})  # fmt: skip
+        table = build_table(
+            tasks,
+            records,
+            meta | {"elapsed_s": time.perf_counter() - T0, "gen_seconds": backend.seconds},
+        )
         (out / "table.json").write_text(json.dumps(table, indent=1), encoding="utf-8")
         (out / "table.md").write_text(markdown(table), encoding="utf-8")
         return table
@@ -293,13 +354,23 @@ def main(argv=None) -> None:
         top = next((s for s in rec.samples if s.index == rec.chosen), None)
         rw = top.reward if top else None
         sp = f"{rw.speedup:.2f}x vs {rw.baseline}" if rw and rw.speedup else "-"
-        say(f"turn {rec.turn} {rec.task_id}: best {_f(rec.best_total)} "
-            f"({rw.status if rw else 'no valid reward'}), speedup {sp}")  # fmt: skip
+        say(
+            f"turn {rec.turn} {rec.task_id}: best {_f(rec.best_total)} "
+            f"({rw.status if rw else 'no valid reward'}), speedup {sp}"
+        )
         write()
 
     if todo:
-        refine_many(todo, backend, scorer, turns=args.turns, samples=args.samples,
-                    patience=args.patience, out=traj, on_turn=on_turn)  # fmt: skip
+        refine_many(
+            todo,
+            backend,
+            scorer,
+            turns=args.turns,
+            samples=args.samples,
+            patience=args.patience,
+            out=traj,
+            on_turn=on_turn,
+        )
     table = write()
     plot(table, out / "reward_per_turn.png")
     print(markdown(table), flush=True)

@@ -74,9 +74,15 @@ def drop_native_builds(codes: list[str], root: Path) -> int:
 
 
 def run_cudaperf_pass(
-    name: str, tasks: list, codes: list[str], keys: list[str], settings: dict, work: Path,
-    deadline: Deadline, evaluate: Callable | None = None,
-) -> dict | None:  # fmt: skip
+    name: str,
+    tasks: list,
+    codes: list[str],
+    keys: list[str],
+    settings: dict,
+    work: Path,
+    deadline: Deadline,
+    evaluate: Callable | None = None,
+) -> dict | None:
     """One cudaperf pass from a cold cache: its record, or None when the deadline stopped it
     (nothing of a stopped pass is kept: its rate only means something whole)."""
     from cudaperf.execute.config import EvalConfig
@@ -88,10 +94,14 @@ def run_cudaperf_pass(
     shutil.rmtree(pdir, ignore_errors=True)  # cold: no builds or rows of an earlier attempt
     dropped = drop_native_builds(codes, Path.home() / ".cache/cudaperf/native")
     config = EvalConfig(
-        trials=100, warmup=10, cache_dir=pdir / "cache", use_result_cache=False,
-        correctness_trials=5, compile_baseline=settings["compile_baseline"],
+        trials=100,
+        warmup=10,
+        cache_dir=pdir / "cache",
+        use_result_cache=False,
+        correctness_trials=5,
+        compile_baseline=settings["compile_baseline"],
         time_budget_s=settings["time_budget_s"],
-    )  # fmt: skip
+    )
     jobs = [(t, Candidate(code=c, id=k)) for t, c, k in zip(tasks, codes, keys, strict=True)]
     rows: dict[str, dict] = {}
     left = deadline.left()
@@ -108,21 +118,30 @@ def run_cudaperf_pass(
             print(f"  cudaperf/{name} {res.candidate_id}: {res.status.value}", flush=True)
     except Stop:
         spent = time.perf_counter() - t0
-        print(f"  cudaperf/{name}: stopped at the deadline after {spent:.0f} s; it reruns whole "
-              "in the next call (if it never fits, select fewer)", flush=True)  # fmt: skip
+        print(
+            f"  cudaperf/{name}: stopped at the deadline after {spent:.0f} s; it reruns whole "
+            "in the next call (if it never fits, select fewer)",
+            flush=True,
+        )
         return None
     finally:
         if alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
     wall = time.perf_counter() - t0
-    named = [{"key": k, "task": t.id, "task_configs": [c.name for c in t.configs]}
-             for t, k in zip(tasks, keys, strict=True)]  # fmt: skip
+    named = [
+        {"key": k, "task": t.id, "task_configs": [c.name for c in t.configs]}
+        for t, k in zip(tasks, keys, strict=True)
+    ]
     return {
-        "type": "pass", "name": name, "settings": settings, "wall_s": round(wall, 3),
+        "type": "pass",
+        "name": name,
+        "settings": settings,
+        "wall_s": round(wall, 3),
         "rows": [rows.get(n["key"], MISSING) | n for n in named],
-        "cold_native_builds_removed": dropped, "finished": now(),
-    }  # fmt: skip
+        "cold_native_builds_removed": dropped,
+        "finished": now(),
+    }
 
 
 MISSING = {"status": "missing", "correct": False, "n_configs": 0, "configs": [], "median_us": None}

@@ -25,8 +25,10 @@ def kb_root(path: Path) -> Path:
     for cand in (path, path.parent):
         if (cand / "src" / "kernelbench" / "eval.py").is_file():
             return cand
-    sys.exit(f"error: {path} is not a KernelBench checkout (no src/kernelbench/eval.py); "
-             "pass its repo root, e.g. --kernelbench .kb")  # fmt: skip
+    sys.exit(
+        f"error: {path} is not a KernelBench checkout (no src/kernelbench/eval.py); "
+        "pass its repo root, e.g. --kernelbench .kb"
+    )
 
 
 def _import_kernelbench(root: Path):
@@ -69,8 +71,12 @@ def _kb_build(job: dict) -> dict:
     kbe = _kb_child(job["root"], job["arch"])
     t0 = time.perf_counter()
     ok, _, err = kbe.build_compile_cache(job["src"], False, job["build_dir"])
-    return {"key": job["key"], "ok": bool(ok), "error": str(err or "")[:300],
-            "seconds": round(time.perf_counter() - t0, 2)}  # fmt: skip
+    return {
+        "key": job["key"],
+        "ok": bool(ok),
+        "error": str(err or "")[:300],
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
 
 
 def _kb_eval(job: dict) -> dict:
@@ -80,10 +86,15 @@ def _kb_eval(job: dict) -> dict:
 
     try:
         r = kbe.eval_kernel_against_ref(
-            job["ref"], job["src"], seed_num=KB_SEED, num_correct_trials=KB_CORRECT_TRIALS,
-            num_perf_trials=KB_PERF_TRIALS, measure_performance=True,
-            build_dir=job["build_dir"], device=torch.device("cuda:0"),
-        )  # fmt: skip
+            job["ref"],
+            job["src"],
+            seed_num=KB_SEED,
+            num_correct_trials=KB_CORRECT_TRIALS,
+            num_perf_trials=KB_PERF_TRIALS,
+            measure_performance=True,
+            build_dir=job["build_dir"],
+            device=torch.device("cuda:0"),
+        )
     except Exception as e:  # noqa: BLE001 - the batch script records the harness's failure too
         return {"compiled": False, "correct": False, "error": f"{type(e).__name__}: {e}"[:300]}
     if r is None:  # the harness's "lock file error, please retry"
@@ -91,11 +102,12 @@ def _kb_eval(job: dict) -> dict:
     timed = bool(r.runtime and r.runtime > 0)  # KernelBench reports mean milliseconds
     meta = {k: str(v)[:200] for k, v in (r.metadata or {}).items() if k != "hardware"}
     return {
-        "compiled": bool(r.compiled), "correct": bool(r.correctness),
+        "compiled": bool(r.compiled),
+        "correct": bool(r.correctness),
         "runtime_us": r.runtime * 1e3 if timed else None,
         "ref_runtime_us": r.ref_runtime * 1e3 if timed and r.ref_runtime > 0 else None,
         "metadata": meta,
-    }  # fmt: skip
+    }
 
 
 def _end_pool(pool) -> None:
@@ -171,10 +183,17 @@ def _built(records: Records, bkey: str, build_dir: Path) -> dict | None:
 
 
 def run_kb_pass(
-    records: Records, jobs: list[dict], settings_key: str, deadline: Deadline, *,
-    build: Callable = spawn_builds, evaluate: Callable = spawn_eval, timeout_s: float = 180.0,
-    first_estimate_s: float = 60.0, min_build_left_s: float = 180.0,
-) -> str:  # fmt: skip
+    records: Records,
+    jobs: list[dict],
+    settings_key: str,
+    deadline: Deadline,
+    *,
+    build: Callable = spawn_builds,
+    evaluate: Callable = spawn_eval,
+    timeout_s: float = 180.0,
+    first_estimate_s: float = 60.0,
+    min_build_left_s: float = 180.0,
+) -> str:
     """KernelBench's harness over `jobs` (each: key, problem, src, ref, build_dir, ...),
     skipping candidates whose row is recorded; 'complete', 'deadline' or 'stopped'."""
     todo = [j for j in jobs if not records.last("kb_row", key=j["key"], settings=settings_key)]
@@ -192,8 +211,15 @@ def run_kb_pass(
 
         finished = build([j | {"key": j["bkey"]} for j in need], deadline, done)
         wall = round(deadline.clock() - t0, 3)
-        records.add({"type": "kb_segment", "segment": seg, "n_jobs": len(need),
-                     "wall_s": wall, "complete": finished})  # fmt: skip
+        records.add(
+            {
+                "type": "kb_segment",
+                "segment": seg,
+                "n_jobs": len(need),
+                "wall_s": wall,
+                "complete": finished,
+            }
+        )
         if not finished:
             return "deadline"
     for j in todo:
@@ -209,12 +235,19 @@ def run_kb_pass(
             row = evaluate(j, deadline, timeout_s)
             if row is None:
                 return "deadline"
-        row |= {"type": "kb_row", "key": j["key"], "settings": settings_key,
-                "problem": j["problem"], "segment": b["segment"] if b else None,
-                "eval_s": round(deadline.clock() - t0, 3)}  # fmt: skip
+        row |= {
+            "type": "kb_row",
+            "key": j["key"],
+            "settings": settings_key,
+            "problem": j["problem"],
+            "segment": b["segment"] if b else None,
+            "eval_s": round(deadline.clock() - t0, 3),
+        }
         records.add(row)
-        print(f"  kernelbench {j['problem']}: correct={row['correct']} ({row['eval_s']:.0f} s)",
-              flush=True)  # fmt: skip
+        print(
+            f"  kernelbench {j['problem']}: correct={row['correct']} ({row['eval_s']:.0f} s)",
+            flush=True,
+        )
     return "complete"
 
 
@@ -225,7 +258,16 @@ def kb_jobs(root: Path, items: list[dict], cand_dir: Path, work: Path, arch: str
         key = item_key(it, src)
         ref = (root / "KernelBench" / f"level{it['level']}" / it["problem"]).read_text()
         bkey = f"{key}|{arch}"
-        jobs.append({"key": key, "bkey": bkey, "problem": it["problem"], "src": src, "ref": ref,
-                     "build_dir": str(work / "kb_build" / sha12(bkey)), "root": str(root),
-                     "arch": arch})  # fmt: skip
+        jobs.append(
+            {
+                "key": key,
+                "bkey": bkey,
+                "problem": it["problem"],
+                "src": src,
+                "ref": ref,
+                "build_dir": str(work / "kb_build" / sha12(bkey)),
+                "root": str(root),
+                "arch": arch,
+            }
+        )
     return jobs

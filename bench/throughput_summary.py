@@ -39,16 +39,24 @@ def kb_column(records: Records, keys: list[str], settings_key: str) -> dict:
     with them, so the rate is never lowered by our splitting into calls)."""
     rows = [r for k in keys if (r := records.last("kb_row", key=k, settings=settings_key))]
     segs = {s["segment"]: s for s in records.of("kb_segment")}
-    build = sum(segs[r["segment"]]["wall_s"] / segs[r["segment"]]["n_jobs"]
-                for r in rows if r.get("segment") in segs)  # fmt: skip
+    build = sum(
+        segs[r["segment"]]["wall_s"] / segs[r["segment"]]["n_jobs"]
+        for r in rows
+        if r.get("segment") in segs
+    )
     wall = sum(r["eval_s"] for r in rows) + build
     return {
-        "n_planned": len(keys), "n": len(rows), "correct": sum(r["correct"] for r in rows),
-        "wall_s": round(wall, 2), "build_share_s": round(build, 2),
-        "candidates_per_min": _rate(len(rows), wall), "configs_per_candidate": 1,
-        "configs": "default only (the problem file's own sizes)", "rows": rows,
+        "n_planned": len(keys),
+        "n": len(rows),
+        "correct": sum(r["correct"] for r in rows),
+        "wall_s": round(wall, 2),
+        "build_share_s": round(build, 2),
+        "candidates_per_min": _rate(len(rows), wall),
+        "configs_per_candidate": 1,
+        "configs": "default only (the problem file's own sizes)",
+        "rows": rows,
         "build_segments": len({r.get("segment") for r in rows if r.get("segment")}),
-    }  # fmt: skip
+    }
 
 
 def cudaperf_column(rec: dict | None, keys: list[str]) -> dict:
@@ -59,16 +67,21 @@ def cudaperf_column(rec: dict | None, keys: list[str]) -> dict:
     trials = [c["trials"] for r in rows for c in r["configs"] if c["trials"]]
     names = sorted({c for r in rows for c in r.get("task_configs", [])})
     return {
-        "n_planned": len(keys), "n": len(rows), "correct": sum(r["correct"] for r in rows),
-        "wall_s": rec["wall_s"], "candidates_per_min": _rate(len(rows), rec["wall_s"]),
+        "n_planned": len(keys),
+        "n": len(rows),
+        "correct": sum(r["correct"] for r in rows),
+        "wall_s": rec["wall_s"],
+        "candidates_per_min": _rate(len(rows), rec["wall_s"]),
         "configs_per_candidate": {"min": min(n_cfg), "max": max(n_cfg), "total": sum(n_cfg)},
         "configs": f"every config of the task ({', '.join(names)}; held-out included)"
-        if rec["settings"]["configs"] == "all" else "default only",
+        if rec["settings"]["configs"] == "all"
+        else "default only",
         "every_config_checked": all(r["n_configs"] == len(r.get("task_configs", [])) for r in rows),
         "timed_trials_per_config": {"min": min(trials), "median": statistics.median(trials)}
-        if trials else None,
+        if trials
+        else None,
         "rows": rows,
-    }  # fmt: skip
+    }
 
 
 def agreement(kb: dict, ours: dict) -> dict:
@@ -76,15 +89,20 @@ def agreement(kb: dict, ours: dict) -> dict:
     mine = {_problem(r["key"]): r for r in ours["rows"]}
     pairs = [(a, mine[_problem(a["key"])]) for a in kb["rows"] if _problem(a["key"]) in mine]
     same = sum(a["correct"] == b["correct"] for a, b in pairs)
-    ratios = [b["median_us"] / a["runtime_us"] for a, b in pairs
-              if a.get("runtime_us") and b.get("median_us")]  # fmt: skip
+    ratios = [
+        b["median_us"] / a["runtime_us"]
+        for a, b in pairs
+        if a.get("runtime_us") and b.get("median_us")
+    ]
     disagree = [_problem(a["key"]) for a, b in pairs if a["correct"] != b["correct"]]
     return {
-        "n": len(pairs), "same_verdict": same, "disagree": disagree,
+        "n": len(pairs),
+        "same_verdict": same,
+        "disagree": disagree,
         "median_time_ratio": round(statistics.median(ratios), 4) if ratios else None,
         "time_ratio_n": len(ratios),
         "time_ratio_is": "cudaperf median (default config) / KernelBench mean, same kernels",
-    }  # fmt: skip
+    }
 
 
 def summarise(records: Records, plan: dict) -> dict:
@@ -119,28 +137,36 @@ def table(cols: dict, summary: dict) -> list[str]:
         cfg = c.get("configs_per_candidate")
         cfg = cfg if isinstance(cfg, int) else (f"{cfg['total'] / c['n']:.2f}" if cfg else "-")
         rate = c.get("candidates_per_min") or "-"
-        lines.append(f"{c['harness']:<22}{c['form']:<13}{c['n']:>4}/{c['n_planned']:<4}"
-                     f"{c['correct']:>9}{cfg:>10}{rate:>10}")  # fmt: skip
+        lines.append(
+            f"{c['harness']:<22}{c['form']:<13}{c['n']:>4}/{c['n_planned']:<4}"
+            f"{c['correct']:>9}{cfg:>10}{rate:>10}"
+        )
     for c in cols.values():
         every = {True: "; every config checked", False: "; NOT every config checked"}
         tt = c.get("timed_trials_per_config")
         tt = f"; timed trials per config: min {tt['min']}, median {tt['median']}" if tt else ""
-        lines.append(f"{c['harness']} ({c['form']}): configs: {c.get('configs', '-')}"
-                     f"{every.get(c.get('every_config_checked'), '')}{tt}")  # fmt: skip
+        lines.append(
+            f"{c['harness']} ({c['form']}): configs: {c.get('configs', '-')}"
+            f"{every.get(c.get('every_config_checked'), '')}{tt}"
+        )
     lines.append(f"KernelBench checks: {CHECKS['kernelbench']}")
     lines.append(f"cudaperf checks: {CHECKS['cudaperf']}")
     st = summary.get("cudaperf_settings")
     if st:
         cb = "on" if st.get("compile_baseline") else "off"
-        lines.append(f"cudaperf settings: time budget {st.get('time_budget_s')} s per config, "
-                     f"torch.compile baseline {cb}")  # fmt: skip
+        lines.append(
+            f"cudaperf settings: time budget {st.get('time_budget_s')} s per config, "
+            f"torch.compile baseline {cb}"
+        )
     same = "yes" if summary["same_problems"] else "NO"
     lines.append(f"same problems in every column: {same}")
     for name in ("inline", "native"):
         a = summary.get(f"agreement_vs_{name}")
         if a:
-            lines.append(f"agreement KernelBench vs cudaperf {FORMS[name]}: {a['same_verdict']}/"
-                         f"{a['n']} same verdict; median time ratio {a['median_time_ratio']} "
-                         f"over {a['time_ratio_n']}")  # fmt: skip
+            lines.append(
+                f"agreement KernelBench vs cudaperf {FORMS[name]}: {a['same_verdict']}/"
+                f"{a['n']} same verdict; median time ratio {a['median_time_ratio']} "
+                f"over {a['time_ratio_n']}"
+            )
     lines.append("complete" if summary["complete"] else "NOT complete: rerun the same command")
     return lines

@@ -94,9 +94,12 @@ def one_task(task_json: str, max_elements: int) -> dict:
                 row[label] = {
                     "pass": compare(task, ins, got, want, signed=sep).correct,
                     "pass_without_floor": compare(task, ins, got, want).correct,
-                    "scale": max(output_scale(w) for p, w in zip(task.signature, want, strict=True)
-                                 if p.role in (Role.OUT, Role.INOUT)),
-                }  # fmt: skip
+                    "scale": max(
+                        output_scale(w)
+                        for p, w in zip(task.signature, want, strict=True)
+                        if p.role in (Role.OUT, Role.INOUT)
+                    ),
+                }
             rec["configs"].append(row)
     return rec
 
@@ -156,17 +159,25 @@ def main() -> None:
         print(f"interrupted; rerun to resume ({lines})", file=sys.stderr)
         sys.exit(130)
     s = summarise([done[t.id] for t in tasks if t.id in done])
-    s |= {"command": " ".join(["python", *sys.argv]), "salt": SALT, "max_elements": a.max_elements,
-          "stand_in": "the C reference compiled with #define double float"}  # fmt: skip
+    s |= {
+        "command": " ".join(["python", *sys.argv]),
+        "salt": SALT,
+        "max_elements": a.max_elements,
+        "stand_in": "the C reference compiled with #define double float",
+    }
     out.write_text(json.dumps(s, indent=1) + "\n")
     print(f"{'family':24s} tasks own_ok signed_fail_before signed_fail_now")
     for name, f in s["families"].items():
         if f.get("tasks"):
-            print(f"{name:24s} {f['tasks']:5d} {f['own_pass']:6d} {f['signed_fail_before']:18d} "
-                  f"{f['signed_fail_now']:15d}")  # fmt: skip
+            print(
+                f"{name:24s} {f['tasks']:5d} {f['own_pass']:6d} {f['signed_fail_before']:18d} "
+                f"{f['signed_fail_now']:15d}"
+            )
     t = s["total"]
-    print(f"{'total':24s} {t.get('tasks', 0):5d} {t.get('own_pass', 0):6d} "
-          f"{t.get('signed_fail_before', 0):18d} {t.get('signed_fail_now', 0):15d}")  # fmt: skip
+    print(
+        f"{'total':24s} {t.get('tasks', 0):5d} {t.get('own_pass', 0):6d} "
+        f"{t.get('signed_fail_before', 0):18d} {t.get('signed_fail_now', 0):15d}"
+    )
     print(f"wrote {out} and {lines}")
 
 

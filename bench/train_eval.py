@@ -71,14 +71,26 @@ def generate(args) -> None:
     from cudaperf.refine.prompts import first_messages
 
     sets = eval_sets(args.tasks, args.holdout, args.per_set)
-    be = HFBackend(args.model, adapter=args.adapter, temperature=args.temperature,
-                   max_new_tokens=args.max_new_tokens, seed=args.seed)  # fmt: skip
+    be = HFBackend(
+        args.model,
+        adapter=args.adapter,
+        temperature=args.temperature,
+        max_new_tokens=args.max_new_tokens,
+        seed=args.seed,
+    )
     tok, model = be.tokenizer, be.model
     done = _done(args.out)
-    rows = [(name, t, k) for name, ts in sets.items() for t in ts for k in range(args.samples)
-            if (args.label, name, t.id, k) not in done]  # fmt: skip
-    say(f"{len(rows)} replies to generate ({len(done)} done), model {be.name}, "
-        f"generation {args.generation}")  # fmt: skip
+    rows = [
+        (name, t, k)
+        for name, ts in sets.items()
+        for t in ts
+        for k in range(args.samples)
+        if (args.label, name, t.id, k) not in done
+    ]
+    say(
+        f"{len(rows)} replies to generate ({len(done)} done), model {be.name}, "
+        f"generation {args.generation}"
+    )
     cfg = sampling_config(model, args.temperature, args.max_new_tokens)
     prompt = {}
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -90,20 +102,32 @@ def generate(args) -> None:
                     prompt[task.id] = chat_ids(tok, first_messages(task))
             ids = [prompt[task.id] for _, task, _ in chunk]
             t = time.perf_counter()
-            comps = generate_ids(model, ids, cfg, args.generation, tok.pad_token_id,
-                                 [tok.eos_token_id], args.batch)  # fmt: skip
+            comps = generate_ids(
+                model, ids, cfg, args.generation, tok.pad_token_id, [tok.eos_token_id], args.batch
+            )
             dt = time.perf_counter() - t
             ntok = sum(map(len, comps))
             for (name, task, k), c in zip(chunk, comps, strict=True):
                 eos = bool(c) and c[-1] == tok.eos_token_id
-                fh.write(json.dumps({
-                    "label": args.label, "set": name, "task_id": task.id, "sample": k,
-                    "tokens": len(c), "eos": eos,
-                    "reply": tok.decode(c, skip_special_tokens=True),
-                }) + "\n")  # fmt: skip
+                fh.write(
+                    json.dumps(
+                        {
+                            "label": args.label,
+                            "set": name,
+                            "task_id": task.id,
+                            "sample": k,
+                            "tokens": len(c),
+                            "eos": eos,
+                            "reply": tok.decode(c, skip_special_tokens=True),
+                        }
+                    )
+                    + "\n"
+                )
             fh.flush()
-            say(f"batch {i // args.batch + 1}: {len(comps)} replies, {ntok} tokens in {dt:.1f}s "
-                f"({ntok / dt:.0f} tok/s)")  # fmt: skip
+            say(
+                f"batch {i // args.batch + 1}: {len(comps)} replies, {ntok} tokens in {dt:.1f}s "
+                f"({ntok / dt:.0f} tok/s)"
+            )
 
 
 def _done(path: Path) -> set[tuple]:
@@ -123,8 +147,9 @@ def evaluate(args) -> None:
     tasks = {t.id: t for t in load_tasks(args.tasks)}
     todo.sort(key=lambda r: r["task_id"])  # one task's candidates together (reference reuse)
     session = EvalSession(training_config())
-    scorer = RewardScorer([tasks[r["task_id"]] for r in todo], evaluator=session,
-                          analyzer=lambda code: [])  # fmt: skip
+    scorer = RewardScorer(
+        [tasks[r["task_id"]] for r in todo], evaluator=session, analyzer=lambda code: []
+    )
     say(f"{len(todo)} replies to evaluate ({len(done)} done); settings {TRAINING}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with session, args.out.open("a", encoding="utf-8") as fh:
@@ -137,17 +162,29 @@ def evaluate(args) -> None:
             scored = scorer.score([(r["task_id"], r["reply"]) for r in chunk])
             for r, s in zip(chunk, scored, strict=True):
                 res = s.result
-                fh.write(json.dumps({
-                    "label": r["label"], "set": r["set"], "task_id": r["task_id"],
-                    "sample": r["sample"], "eos": r["eos"], "tokens": r["tokens"],
-                    "status": s.breakdown.status, "total": s.breakdown.total,
-                    "speedup_vs_naive": res.speedup_vs_naive if res else None,
-                    "wall_s": res.wall_s if res else 0.0,
-                }) + "\n")  # fmt: skip
+                fh.write(
+                    json.dumps(
+                        {
+                            "label": r["label"],
+                            "set": r["set"],
+                            "task_id": r["task_id"],
+                            "sample": r["sample"],
+                            "eos": r["eos"],
+                            "tokens": r["tokens"],
+                            "status": s.breakdown.status,
+                            "total": s.breakdown.total,
+                            "speedup_vs_naive": res.speedup_vs_naive if res else None,
+                            "wall_s": res.wall_s if res else 0.0,
+                        }
+                    )
+                    + "\n"
+                )
             fh.flush()
             st = Counter(s.breakdown.status for s in scored)
-            say(f"chunk {i // args.chunk + 1}: {len(chunk)} in {time.perf_counter() - t:.1f}s "
-                f"{dict(st)}")  # fmt: skip
+            say(
+                f"chunk {i // args.chunk + 1}: {len(chunk)} in {time.perf_counter() - t:.1f}s "
+                f"{dict(st)}"
+            )
     say(f"evaluator: {session.batches} batches, {session.seconds:.1f}s")
 
 
@@ -165,7 +202,8 @@ def summarise_rows(rows: list[dict]) -> dict:
         ok = [r for r in rs if r["status"] == "ok"]
         sp = [r["speedup_vs_naive"] for r in ok if r["speedup_vs_naive"]]
         out.setdefault(label, {})[name] = {
-            "samples": n, "tasks": len({r["task_id"] for r in rs}),
+            "samples": n,
+            "tasks": len({r["task_id"] for r in rs}),
             "format_error": round(st["format_error"] / n, 4),
             "compile_error": round(st["compile_error"] / n, 4),
             "wrong": round(sum(st[s] for s in WRONG) / n, 4),
@@ -173,11 +211,12 @@ def summarise_rows(rows: list[dict]) -> dict:
             "fast_1.0": round(sum(1 for x in sp if x > 1.0) / n, 4),
             "fast_1.2": round(sum(1 for x in sp if x > 1.2) / n, 4),
             "geomean_speedup_correct": round(math.exp(sum(map(math.log, sp)) / len(sp)), 4)
-            if sp else None,
+            if sp
+            else None,
             "tasks_with_a_correct_sample": len({r["task_id"] for r in ok}),
             "ended_with_eos": round(sum(1 for r in rs if r["eos"]) / n, 4),
             "statuses": dict(sorted(st.items())),
-        }  # fmt: skip
+        }
     return out
 
 

@@ -66,11 +66,14 @@ def score_phase(scorer, items) -> dict:
     t2 = time.perf_counter()
     met = scorer.evaluator.take()
     return {
-        "candidates": len(items), "seconds": round(t2 - t0, 2),
-        "analyse_s": round(t1 - t0, 2), "score_s": round(t2 - t1, 2),
-        "evaluator_s": met["evaluator_s"], "cached": met["cached"],
+        "candidates": len(items),
+        "seconds": round(t2 - t0, 2),
+        "analyse_s": round(t1 - t0, 2),
+        "score_s": round(t2 - t1, 2),
+        "evaluator_s": met["evaluator_s"],
+        "cached": met["cached"],
         "statuses": dict(Counter(s.result.status.value for s in scored if s.result)),
-    }  # fmt: skip
+    }
 
 
 def _stop(signum, frame):  # SIGTERM (what `timeout` sends) ends the run as Ctrl-C does
@@ -109,14 +112,29 @@ def main(argv: list[str] | None = None) -> None:
     scorer = make_scorer(opts, pool, evaluator=session)
     start_s = time.perf_counter() - t
     doc = {
-        "date": dt.date.today().isoformat(), "command": "python " + " ".join(sys.argv),
-        "mode": env.mode, "gpu": env.gpu_name,
-        "pool_tasks": len(pool), "cache_dir": str(cache), "session_start_s": round(start_s, 2),
-        "settings": {k: v for k, v in asdict(cfg).items()
-                     if k in ("trials", "warmup", "time_budget_s", "cpu_trials",
-                              "cpu_time_budget_s", "correctness_trials", "run_timeout_s")},
+        "date": dt.date.today().isoformat(),
+        "command": "python " + " ".join(sys.argv),
+        "mode": env.mode,
+        "gpu": env.gpu_name,
+        "pool_tasks": len(pool),
+        "cache_dir": str(cache),
+        "session_start_s": round(start_s, 2),
+        "settings": {
+            k: v
+            for k, v in asdict(cfg).items()
+            if k
+            in (
+                "trials",
+                "warmup",
+                "time_budget_s",
+                "cpu_trials",
+                "cpu_time_budget_s",
+                "correctness_trials",
+                "run_timeout_s",
+            )
+        },
         "phases": {},
-    }  # fmt: skip
+    }
 
     def write() -> None:
         a.out.parent.mkdir(parents=True, exist_ok=True)
@@ -127,8 +145,15 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, _stop)
     t = time.perf_counter()
     try:
-        prep = {"tasks": len(pool), "tasks_done": 0, "candidates": 0, "seconds": 0.0,
-                "evaluator_s": 0.0, "naive_not_ok": {}, "done": False}  # fmt: skip
+        prep = {
+            "tasks": len(pool),
+            "tasks_done": 0,
+            "candidates": 0,
+            "seconds": 0.0,
+            "evaluator_s": 0.0,
+            "naive_not_ok": {},
+            "done": False,
+        }
         doc["phases"]["prepare"] = prep
         for i in range(0, len(pool), a.prepare_chunk):
             part = pool[i : i + a.prepare_chunk]
@@ -144,13 +169,14 @@ def main(argv: list[str] | None = None) -> None:
         write()
         say(f"{'prepare':>14} {prep['candidates']:>5} {prep['seconds']:>8.2f}")
         a_items, b_items = candidates(pool, 0), candidates(pool, 1)
-        for name, items in (("batch_a", a_items), ("batch_b", b_items),
-                            ("batch_a_again", a_items)):  # fmt: skip
+        for name, items in (("batch_a", a_items), ("batch_b", b_items), ("batch_a_again", a_items)):
             r = score_phase(scorer, items)
             doc["phases"][name] = r
             write()
-            say(f"{name:>14} {r['candidates']:>5} {r['seconds']:>8.2f} {r['analyse_s']:>8.2f} "
-                f"{r['evaluator_s']:>8.2f} {r['statuses']}")  # fmt: skip
+            say(
+                f"{name:>14} {r['candidates']:>5} {r['seconds']:>8.2f} {r['analyse_s']:>8.2f} "
+                f"{r['evaluator_s']:>8.2f} {r['statuses']}"
+            )
     except KeyboardInterrupt:
         say("interrupted; the phases done are in the JSON")
     finally:

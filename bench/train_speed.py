@@ -57,13 +57,16 @@ def one_run(model, tok, ids, mode: str, max_new: int, temperature: float) -> dic
     secs = time.perf_counter() - t
     ntok = sum(map(len, comps))
     return {
-        "sequences": len(ids), "new_tokens": ntok, "seconds": round(secs, 3),
+        "sequences": len(ids),
+        "new_tokens": ntok,
+        "seconds": round(secs, 3),
         "tokens_per_s": round(ntok / secs, 1) if secs > 0 else None,
-        "eos_share": round(sum(bool(c) and c[-1] == tok.eos_token_id for c in comps)
-                           / len(comps), 3),
+        "eos_share": round(
+            sum(bool(c) and c[-1] == tok.eos_token_id for c in comps) / len(comps), 3
+        ),
         "prompt_tokens_mean": round(sum(map(len, ids)) / len(ids), 1),
         "peak_mem_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2) if cuda else None,
-    }  # fmt: skip
+    }
 
 
 def summarise(rows: list[dict]) -> dict:
@@ -78,8 +81,9 @@ def summarise(rows: list[dict]) -> dict:
         runs = d.pop("runs")
         ok = [r for r in runs if r.get("error") is None]
         steady = [r for r in ok if r["repeat"] >= 1] or [r for r in ok if r["repeat"] == 0]
-        d["tokens_per_s"] = (round(sum(r["tokens_per_s"] for r in steady) / len(steady), 1)
-                             if steady else None)  # fmt: skip
+        d["tokens_per_s"] = (
+            round(sum(r["tokens_per_s"] for r in steady) / len(steady), 1) if steady else None
+        )
         first = [r for r in ok if r["repeat"] == 0]
         d["first_run_s"] = first[0]["seconds"] if first else None
         d["error"] = next((r["error"] for r in runs if r.get("error")), None)
@@ -94,8 +98,11 @@ def plot(summary: dict, path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for mode in sorted({d["mode"] for d in summary.values()}):
-        pts = sorted((d["batch"], d["tokens_per_s"]) for d in summary.values()
-                     if d["mode"] == mode and d["tokens_per_s"])  # fmt: skip
+        pts = sorted(
+            (d["batch"], d["tokens_per_s"])
+            for d in summary.values()
+            if d["mode"] == mode and d["tokens_per_s"]
+        )
         if pts:
             ax.plot(*zip(*pts, strict=True), marker="o", label=mode)
     ax.set_xscale("log", base=2)
@@ -153,8 +160,11 @@ def main() -> None:
             for rep in range(a.repeats):
                 if (mode, b, rep) in done:
                     continue
-                last = [r["seconds"] for r in rows if r["mode"] == mode and r.get("seconds")
-                        and r["batch"] <= b]  # fmt: skip
+                last = [
+                    r["seconds"]
+                    for r in rows
+                    if r["mode"] == mode and r.get("seconds") and r["batch"] <= b
+                ]
                 need = max(last) if last else 0.0
                 if a.deadline_s and time.perf_counter() - t0 + need > a.deadline_s:
                     say(f"deadline: stopping before {mode} batch {b} repeat {rep}")
@@ -162,8 +172,9 @@ def main() -> None:
                 ids = pool[rep * b : (rep + 1) * b]
                 rec = {"mode": mode, "batch": b, "repeat": rep, "max_new_tokens": a.max_new_tokens}
                 try:
-                    rec |= one_run(be.model, be.tokenizer, ids, mode, a.max_new_tokens,
-                                   a.temperature)  # fmt: skip
+                    rec |= one_run(
+                        be.model, be.tokenizer, ids, mode, a.max_new_tokens, a.temperature
+                    )
                     rec["error"] = None
                 except Exception as e:  # a mode this transformers/torch cannot run
                     rec["error"] = (
@@ -174,9 +185,11 @@ def main() -> None:
                 rows.append(rec)
                 with jsonl.open("a", encoding="utf-8") as fh:
                     fh.write(json.dumps(rec) + "\n")
-                say(f"{mode:>10} {b:>5} {rep:>3} {rec.get('tokens_per_s') or '-':>8} "
+                say(
+                    f"{mode:>10} {b:>5} {rep:>3} {rec.get('tokens_per_s') or '-':>8} "
                     f"{rec.get('seconds', '-'):>7} {rec.get('eos_share', '-'):>5} "
-                    f"{rec['error'] or ''}")  # fmt: skip
+                    f"{rec['error'] or ''}"
+                )
                 _finish(a, rows, be, t0, quiet=True)
     _finish(a, rows, be, t0)
 
@@ -190,19 +203,25 @@ def _finish(a, rows, be, t0: float, quiet: bool = False) -> None:
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
         "date": dt.date.today().isoformat(),
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
-        "model": be.name, "device": be.device, "dtype": str(be.model.dtype),
+        "model": be.name,
+        "device": be.device,
+        "dtype": str(be.model.dtype),
         "command": "python " + " ".join(sys.argv),
         "how": "steady-state tokens/s = mean over repeats >= 1 of generated tokens / seconds "
-               "(one generate call of `batch` prompts, sampled, up to max_new_tokens each)",
-        "summary": list(summary.values()), "runs": rows,
+        "(one generate call of `batch` prompts, sampled, up to max_new_tokens each)",
+        "summary": list(summary.values()),
+        "runs": rows,
         "seconds": round(time.perf_counter() - t0, 1),
-    }  # fmt: skip
+    }
     a.out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     if a.plot:
         plot(summary, a.plot)
     if not quiet:
-        best = max((d for d in summary.values() if d["tokens_per_s"]), default=None,
-                   key=lambda d: d["tokens_per_s"])  # fmt: skip
+        best = max(
+            (d for d in summary.values() if d["tokens_per_s"]),
+            default=None,
+            key=lambda d: d["tokens_per_s"],
+        )
         if best:
             say(f"fastest: {best['mode']} at batch {best['batch']}: {best['tokens_per_s']} tok/s")
         say(f"wrote {a.out}" + (f" and {a.plot}" if a.plot else ""))

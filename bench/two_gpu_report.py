@@ -35,8 +35,13 @@ from cudaperf.train.curves import BREAKDOWN, STACKED, read_steps, summary  # noq
 RUNS = ("split", "shared", "ddp2", "ddp1")
 
 
-PATTERNS = ("env.json", "*/steps.jsonl", "*/report.json",
-            "measure_gpus*/summary.json", "bench_gpus*/run.json")  # fmt: skip
+PATTERNS = (
+    "env.json",
+    "*/steps.jsonl",
+    "*/report.json",
+    "measure_gpus*/summary.json",
+    "bench_gpus*/run.json",
+)
 
 
 def _files(folders: list[Path]) -> dict[str, Path]:
@@ -80,8 +85,10 @@ def _canaries(rows: list[dict]) -> dict[str, dict]:
     for r in rows:
         for c in r.get("canary", []):
             by.setdefault(f"{c['task']}/{c['config']}", []).append(c["median_us"])
-    return {k: {"steps": len(v), "median_us": round(statistics.median(v), 3),
-                "spread": _spread(v)} for k, v in sorted(by.items())}  # fmt: skip
+    return {
+        k: {"steps": len(v), "median_us": round(statistics.median(v), 3), "spread": _spread(v)}
+        for k, v in sorted(by.items())
+    }
 
 
 def _run(files, name) -> dict | None:
@@ -92,26 +99,45 @@ def _run(files, name) -> dict | None:
     logs = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
     layout = next((r for r in reversed(logs) if r.get("kind") == "layout"), None)
     report = _json(files, f"{name}/report.json")
-    return {"rows": rows, "summary": summary([path])[str(path)], "layout": layout,
-            "report": {k: report.get(k) for k in ("steps", "seconds", "prepare_s",
-                                                  "stopped_by_time_budget", "interrupted")}
-            if report else None, "canary": _canaries(rows)}  # fmt: skip
+    return {
+        "rows": rows,
+        "summary": summary([path])[str(path)],
+        "layout": layout,
+        "report": {
+            k: report.get(k)
+            for k in ("steps", "seconds", "prepare_s", "stopped_by_time_budget", "interrupted")
+        }
+        if report
+        else None,
+        "canary": _canaries(rows),
+    }
 
 
 def layout_comparison(runs: dict) -> dict:
     split, shared = runs.get("split"), runs.get("shared")
-    out = {name: {"layout": r["layout"], "breakdown_mean_s": r["summary"], "run": r["report"],
-                  "canary": r["canary"]}
-           for name, r in (("split", split), ("shared", shared)) if r}  # fmt: skip
+    out = {
+        name: {
+            "layout": r["layout"],
+            "breakdown_mean_s": r["summary"],
+            "run": r["report"],
+            "canary": r["canary"],
+        }
+        for name, r in (("split", split), ("shared", shared))
+        if r
+    }
     if split and shared:
         diff = {}
         for k in sorted(set(split["canary"]) & set(shared["canary"])):
             a, b = split["canary"][k], shared["canary"][k]
             rel = (b["median_us"] - a["median_us"]) / a["median_us"]
             noise = max(x for x in (a["spread"], b["spread"], 0.0) if x is not None)
-            diff[k] = {"split_us": a["median_us"], "shared_us": b["median_us"],
-                       "shared_vs_split": round(rel, 4), "noise": noise,
-                       "differs_beyond_noise": abs(rel) > noise}  # fmt: skip
+            diff[k] = {
+                "split_us": a["median_us"],
+                "shared_us": b["median_us"],
+                "shared_vs_split": round(rel, 4),
+                "noise": noise,
+                "differs_beyond_noise": abs(rel) > noise,
+            }
         out["canary_difference"] = diff
     return out
 
@@ -133,8 +159,12 @@ def ddp_comparison(runs: dict) -> dict:
     if not ddp:
         return {}
     name = "ddp2" if runs.get("ddp2") else "ddp1"
-    out = {"run": name, "breakdown_mean_s": ddp["summary"], "layout": ddp["layout"],
-           "groups_whole_and_apart": _groups_whole(ddp["rows"])}  # fmt: skip
+    out = {
+        "run": name,
+        "breakdown_mean_s": ddp["summary"],
+        "layout": ddp["layout"],
+        "groups_whole_and_apart": _groups_whole(ddp["rows"]),
+    }
     for label, r in ((name, ddp), ("one_process", solo)):
         if r:
             rows = r["rows"]
@@ -155,9 +185,17 @@ def throughput(files, cmds: list[dict]) -> dict:
     for g in ("0", "01"):
         s = _json(files, f"measure_gpus{g}/summary.json")
         if s:
-            out[f"measure_gpus{g}"] = {k: s.get(k) for k in (
-                "implementations_measured_this_run", "wall_s", "impls_per_min",
-                "gpu_process_s_per_impl", "interrupted", "command")}  # fmt: skip
+            out[f"measure_gpus{g}"] = {
+                k: s.get(k)
+                for k in (
+                    "implementations_measured_this_run",
+                    "wall_s",
+                    "impls_per_min",
+                    "gpu_process_s_per_impl",
+                    "interrupted",
+                    "command",
+                )
+            }
     one, two = out.get("measure_gpus0"), out.get("measure_gpus01")
     if one and two and one.get("impls_per_min") and two.get("impls_per_min"):
         out["measure_2gpu_vs_1gpu"] = round(two["impls_per_min"] / one["impls_per_min"], 3)
@@ -187,8 +225,12 @@ def plot(runs: dict, thr: dict, path: Path) -> None:
         rows = runs[n]["rows"]
         ax2.plot([r["step"] for r in rows], [r.get("return_mean") for r in rows], label=n)
         for k in runs[n]["canary"]:
-            pts = [(r["step"], c["median_us"]) for r in rows for c in r.get("canary", [])
-                   if f"{c['task']}/{c['config']}" == k]  # fmt: skip
+            pts = [
+                (r["step"], c["median_us"])
+                for r in rows
+                for c in r.get("canary", [])
+                if f"{c['task']}/{c['config']}" == k
+            ]
             ax3.plot(*zip(*pts, strict=True), marker=".", lw=0.7, label=f"{n} {k}")
     ax2.set_ylabel("mean return")
     ax2.set_xlabel("GRPO step")
@@ -218,15 +260,26 @@ def main(argv: list[str] | None = None) -> int:
     thr = throughput(files, cmds)
     env = _json(files, "env.json") or {}
     rec = {
-        "issue": 20, "gpus": env.get("gpus"), "versions": env.get("versions"),
-        "date": env.get("date"), "code": env.get("code"), "commands": cmds,
+        "issue": 20,
+        "gpus": env.get("gpus"),
+        "versions": env.get("versions"),
+        "date": env.get("date"),
+        "code": env.get("code"),
+        "commands": cmds,
         "breakdown_fields": list(BREAKDOWN),
-        "layout": layout_comparison(runs), "ddp": ddp_comparison(runs), "throughput": thr,
-    }  # fmt: skip
-    wanted = {"split": "layout split (needs 2 GPUs)", "shared": "layout shared",
-              "ddp2": "DDP with 2 processes (needs 2 GPUs)",
-              "measure_gpus01": "data measure on 2 GPUs", "measure_gpus0": "data measure on 1 GPU",
-              "bench_gpusall": "bench run", "bench_gpus0": "bench run on GPU 0 alone"}  # fmt: skip
+        "layout": layout_comparison(runs),
+        "ddp": ddp_comparison(runs),
+        "throughput": thr,
+    }
+    wanted = {
+        "split": "layout split (needs 2 GPUs)",
+        "shared": "layout shared",
+        "ddp2": "DDP with 2 processes (needs 2 GPUs)",
+        "measure_gpus01": "data measure on 2 GPUs",
+        "measure_gpus0": "data measure on 1 GPU",
+        "bench_gpusall": "bench run",
+        "bench_gpus0": "bench run on GPU 0 alone",
+    }
     have = set(runs) | set(thr)
     rec["not_run"] = [why for k, why in wanted.items() if k not in have]
     a.out.parent.mkdir(parents=True, exist_ok=True)

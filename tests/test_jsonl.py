@@ -63,8 +63,13 @@ def test_evaluation_results_after_an_interrupted_run_keep_both_runs_rows(tmp_pat
     from cudaperf.execute.types import ExecResult, Status
 
     def row(key: str) -> ExecResult:
-        return ExecResult(task_id="t", candidate_hash=key, status=Status.COMPILED, cache_key=key,
-                          mode="compile-only")  # fmt: skip
+        return ExecResult(
+            task_id="t",
+            candidate_hash=key,
+            status=Status.COMPILED,
+            cache_key=key,
+            mode="compile-only",
+        )
 
     out = tmp_path / "results.jsonl"
     w = JsonlWriter(out)
@@ -92,7 +97,9 @@ def test_a_stopped_refine_trajectory_and_grpo_log_read_back(tmp_path):
     traj.write_text('{"type": "tu')  # ...but a cut last line is what a stopped run leaves
     assert read_trajectory(traj) == []
     steps = tmp_path / "steps.jsonl"
-    rows = [{"kind": "rollout", "step": 0, "processes": 1, "rows": 2, "generate_s": 1.0},
-            {"kind": "step", "step": 1, "step_s": 2.0}]  # fmt: skip
+    rows = [
+        {"kind": "rollout", "step": 0, "processes": 1, "rows": 2, "generate_s": 1.0},
+        {"kind": "step", "step": 1, "step_s": 2.0},
+    ]
     steps.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"kind": "rollout", "st')
     assert [r["step"] for r in read_steps(steps)] == [1]

@@ -53,9 +53,14 @@ def _start_parent(tmp_path, source: str, *args: str) -> subprocess.Popen:
     script = tmp_path / "parent.py"
     script.write_text(source)
     env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONUNBUFFERED="1")
-    return subprocess.Popen([sys.executable, str(script), *args], stdout=subprocess.PIPE,
-                            text=True, stderr=subprocess.PIPE, env=env,
-                            start_new_session=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, str(script), *args],
+        stdout=subprocess.PIPE,
+        text=True,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    )
 
 
 def test_sigint_to_the_parent_alone_stops_every_worker(tmp_path):

@@ -23,12 +23,22 @@ OUT = ROOT / "bench" / "ablation" / "subsets.json"
 MANIFEST = "bench/results/train_sft_h200/holdout.json"  # the shared SFT start's holdout
 SUBSETS = {
     # primary (PROTOCOL.md, 2026-12-05): 60 unseen tasks of training families
-    "train_unseen": {"suite": "train-unseen", "suite_path": MANIFEST, "kind": None,
-                     "limit": 60, "seed": 0},
+    "train_unseen": {
+        "suite": "train-unseen",
+        "suite_path": MANIFEST,
+        "kind": None,
+        "limit": 60,
+        "seed": 0,
+    },
     # secondary: 60 C→CUDA tasks of the five C→CUDA test families
-    "test_families": {"suite": "test-families", "suite_path": None, "kind": "c2cuda",
-                      "limit": 60, "seed": 0},
-}  # fmt: skip
+    "test_families": {
+        "suite": "test-families",
+        "suite_path": None,
+        "kind": "c2cuda",
+        "limit": 60,
+        "seed": 0,
+    },
+}
 
 
 def bench_args(s: dict) -> str:
@@ -54,8 +64,11 @@ def draw(root: Path = ROOT) -> dict:
         fams: dict[str, int] = {}
         for t in chosen:
             fams[t.family] = fams.get(t.family, 0) + 1
-        out[name] = {"bench_args": bench_args(s), "tasks": [t.id for t in chosen],
-                     "families": dict(sorted(fams.items()))}  # fmt: skip
+        out[name] = {
+            "bench_args": bench_args(s),
+            "tasks": [t.id for t in chosen],
+            "families": dict(sorted(fams.items())),
+        }
     return out
 
 
@@ -70,8 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     if a.check:
         if old != drawn:
             bad = [n for n in drawn if (old or {}).get(n) != drawn[n]]
-            print(f"subsets: {', '.join(bad) or 'file missing'} no longer drawn as fixed in "
-                  f"{a.out}; the ablation's subsets must not move", file=sys.stderr)  # fmt: skip
+            print(
+                f"subsets: {', '.join(bad) or 'file missing'} no longer drawn as fixed in "
+                f"{a.out}; the ablation's subsets must not move",
+                file=sys.stderr,
+            )
             return 1
         sizes = ", ".join(f"{n} {len(v['tasks'])} tasks" for n, v in drawn.items())
         print(f"subsets: {sizes} drawn as fixed")
@@ -83,8 +99,11 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    doc = {"fixed": "2026-12-05, before any main run of the ablation (PROTOCOL.md)",
-           "command": "python bench/ablation/subsets.py", "subsets": drawn}  # fmt: skip
+    doc = {
+        "fixed": "2026-12-05, before any main run of the ablation (PROTOCOL.md)",
+        "command": "python bench/ablation/subsets.py",
+        "subsets": drawn,
+    }
     a.out.write_text(json.dumps(doc, indent=1) + "\n")
     for n, v in drawn.items():
         print(f"{n}: {len(v['tasks'])} tasks, {len(v['families'])} families ({v['bench_args']})")

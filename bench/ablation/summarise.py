@@ -116,56 +116,80 @@ def run_summary(arm: str, folder: Path) -> dict:
     per_step = []
     for r in rows:
         share = r.get("status_share", {})
-        neutral = (r["outcome_mean"] + r["speed_mean"]
-                   if r.get("outcome_mean") is not None and r.get("speed_mean") is not None
-                   else None)  # fmt: skip
-        per_step.append({
-            "step": r["step"], "groups_2_correct": r.get("groups_2_correct"),
-            "ok": share.get("ok", 0.0), "rejected": share.get("rejected", 0.0),
-            "status_share": share, "outcome_only_score": _mean([neutral]),
-            "score_by_turn": r.get("score_by_turn"), "step_s": r.get("step_s"),
-            "generate_s": r.get("generate_s"), "eval_s": r.get("eval_s"),
-        })  # fmt: skip
-    g2 = [r["groups_2_correct"] * r.get("groups", 4) for r in rows
-          if r.get("groups_2_correct") is not None]  # fmt: skip
+        neutral = (
+            r["outcome_mean"] + r["speed_mean"]
+            if r.get("outcome_mean") is not None and r.get("speed_mean") is not None
+            else None
+        )
+        per_step.append(
+            {
+                "step": r["step"],
+                "groups_2_correct": r.get("groups_2_correct"),
+                "ok": share.get("ok", 0.0),
+                "rejected": share.get("rejected", 0.0),
+                "status_share": share,
+                "outcome_only_score": _mean([neutral]),
+                "score_by_turn": r.get("score_by_turn"),
+                "step_s": r.get("step_s"),
+                "generate_s": r.get("generate_s"),
+                "eval_s": r.get("eval_s"),
+            }
+        )
+    g2 = [
+        r["groups_2_correct"] * r.get("groups", 4)
+        for r in rows
+        if r.get("groups_2_correct") is not None
+    ]
     n_groups = sum(r.get("groups", 4) for r in rows if r.get("groups_2_correct") is not None)
     turns = [r["score_by_turn"] for r in rows if len(r.get("score_by_turn") or []) >= 2]
     return {
-        "arm": arm, "folder": str(folder), "steps": len(rows),
-        "groups_2_correct": {"first_step": rows[0].get("groups_2_correct"),
-                             "last_step": rows[-1].get("groups_2_correct"),
-                             "pooled": round(sum(g2) / n_groups, 4) if n_groups else None,
-                             "groups": n_groups, "with_2_correct": round(sum(g2))},
+        "arm": arm,
+        "folder": str(folder),
+        "steps": len(rows),
+        "groups_2_correct": {
+            "first_step": rows[0].get("groups_2_correct"),
+            "last_step": rows[-1].get("groups_2_correct"),
+            "pooled": round(sum(g2) / n_groups, 4) if n_groups else None,
+            "groups": n_groups,
+            "with_2_correct": round(sum(g2)),
+        },
         "ok_mean": _mean([p["ok"] for p in per_step]),
         "outcome_only_score_mean": _mean([p["outcome_only_score"] for p in per_step]),
         "turn2_below_turn1_steps": sum(t[1] < t[0] for t in turns),
         "steps_with_2_turns": len(turns),
         "rejected_mean": _mean([p["rejected"] for p in per_step]),
         "turn1_duplicate_share": _mean(dup),
-        "serial_launch": {"samples": sum(bool(SERIAL.search(x.get("text", ""))) for x in samples),
-                          "correct": sum(bool(SERIAL.search(x.get("text", ""))) and
-                                         x.get("status") == "ok" for x in samples)},  # fmt: skip
-        "correct_without_launch": sum(x.get("status") == "ok" and not LAUNCH.search(x["text"])
-                                      for x in samples if "text" in x),  # fmt: skip
+        "serial_launch": {
+            "samples": sum(bool(SERIAL.search(x.get("text", ""))) for x in samples),
+            "correct": sum(
+                bool(SERIAL.search(x.get("text", ""))) and x.get("status") == "ok" for x in samples
+            ),
+        },
+        "correct_without_launch": sum(
+            x.get("status") == "ok" and not LAUNCH.search(x["text"]) for x in samples if "text" in x
+        ),
         "first_last_ok_by_task": first_last_ok(samples),
         "canaries": canary_drift(rows),
         "step_s_mean": _mean([p["step_s"] for p in per_step]),
         "per_step": per_step,
-    }  # fmt: skip
+    }
 
 
 def paired(a: dict, b: dict, sa: list[dict], sb: list[dict]) -> dict:
     """Two runs of one seed: same tasks per step? Correct-share difference a - b per step."""
     ga, gb = groups(sa, None), groups(sb, None)
     steps = sorted({s for s, _ in ga} & {s for s, _ in gb})
-    same = [s for s in steps
-            if {t for st, t in ga if st == s} == {t for st, t in gb if st == s}]  # fmt: skip
+    same = [s for s in steps if {t for st, t in ga if st == s} == {t for st, t in gb if st == s}]
     diff = {}
     for s in same:
         keys = [k for k in ga if k[0] == s]
         diff[s + 1] = round(sum(ok_share(ga[k]) - ok_share(gb[k]) for k in keys) / len(keys), 4)
-    return {"runs": [a["arm"], b["arm"]], "common_steps": len(steps),
-            "steps_with_the_same_tasks": len(same), "ok_diff_by_step": diff}  # fmt: skip
+    return {
+        "runs": [a["arm"], b["arm"]],
+        "common_steps": len(steps),
+        "steps_with_the_same_tasks": len(same),
+        "ok_diff_by_step": diff,
+    }
 
 
 def detectable_effect(runs: list[list[dict]]) -> dict:
@@ -190,17 +214,26 @@ def detectable_effect(runs: list[list[dict]]) -> dict:
     rows = []
     for sd in SEED_SD:
         se = math.sqrt((2 * var_w / (m * n) + 2 * sd**2) / k)
-        rows.append({"seed_sd": sd, "se_of_mean_diff": round(se, 4),
-                     "mde_normal": round(z * se, 4), "mde_t2": round(t * se, 4)})  # fmt: skip
+        rows.append(
+            {
+                "seed_sd": sd,
+                "se_of_mean_diff": round(se, 4),
+                "mde_normal": round(z * se, 4),
+                "mde_t2": round(t * se, 4),
+            }
+        )
     return {
         "source": "turn-1 samples of the outcome_only runs (their score is the outcome_only total)",
-        "runs": len(runs), "groups": len(g), "samples": sum(len(v) for v in g),
+        "runs": len(runs),
+        "groups": len(g),
+        "samples": sum(len(v) for v in g),
         "within_task_sd": round(math.sqrt(var_w), 4),
         "between_task_sd_of_means": round(math.sqrt(var_b), 4) if var_b is not None else None,
-        "design": DESIGN, "by_assumed_seed_sd": rows,
+        "design": DESIGN,
+        "by_assumed_seed_sd": rows,
         "reading": "seed_sd 0 is the floor set by sampling alone; the three seeds of each arm "
-                   "measure the real spread (PROTOCOL.md: noise floor)",
-    }  # fmt: skip
+        "measure the real spread (PROTOCOL.md: noise floor)",
+    }
 
 
 def plot(summaries: list[dict], path: Path) -> None:
@@ -209,9 +242,12 @@ def plot(summaries: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    keys = [("groups_2_correct", "groups with >= 2 correct"), ("ok", "share correct (ok)"),
-            ("outcome_only_score", "outcome_only score (mean)"),
-            ("step_s", "seconds per step")]  # fmt: skip
+    keys = [
+        ("groups_2_correct", "groups with >= 2 correct"),
+        ("ok", "share correct (ok)"),
+        ("outcome_only_score", "outcome_only score (mean)"),
+        ("step_s", "seconds per step"),
+    ]
     arms: dict[str, list[dict]] = {}
     for s in summaries:
         arms.setdefault(s["arm"], []).append(s)
@@ -221,17 +257,32 @@ def plot(summaries: list[dict], path: Path) -> None:
             color = f"C{n}"
             if len(runs) == 1:  # one run (a pilot): its line
                 xs = [p["step"] for p in runs[0]["per_step"]]
-                ax.plot(xs, [p[key] for p in runs[0]["per_step"]], marker="o", ms=3, color=color,
-                        label=f"{arm} ({Path(runs[0]['folder']).name})")  # fmt: skip
+                ax.plot(
+                    xs,
+                    [p[key] for p in runs[0]["per_step"]],
+                    marker="o",
+                    ms=3,
+                    color=color,
+                    label=f"{arm} ({Path(runs[0]['folder']).name})",
+                )
                 continue
             for r in runs:  # several seeds: each thin, their mean with a 95% band
-                ax.plot([p["step"] for p in r["per_step"]], [p[key] for p in r["per_step"]],
-                        lw=0.6, alpha=0.4, color=color)  # fmt: skip
+                ax.plot(
+                    [p["step"] for p in r["per_step"]],
+                    [p[key] for p in r["per_step"]],
+                    lw=0.6,
+                    alpha=0.4,
+                    color=color,
+                )
             xs, mean, half = _band([r["per_step"] for r in runs], key)
             ax.plot(xs, mean, color=color, lw=2, label=f"{arm}: mean of {len(runs)} runs")
-            ax.fill_between(xs, [m - h for m, h in zip(mean, half, strict=True)],
-                            [m + h for m, h in zip(mean, half, strict=True)], color=color,
-                            alpha=0.2)  # fmt: skip
+            ax.fill_between(
+                xs,
+                [m - h for m, h in zip(mean, half, strict=True)],
+                [m + h for m, h in zip(mean, half, strict=True)],
+                color=color,
+                alpha=0.2,
+            )
         ax.set_ylabel(label)
     axes[0].legend(fontsize=7)
     axes[-1].set_xlabel("GRPO step")
@@ -274,32 +325,42 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, KeyError, json.JSONDecodeError) as e:
         print(f"summarise: {e}", file=sys.stderr)
         return 2
-    pairs = [paired(summaries[i], summaries[j], samples[i], samples[j])
-             for i in range(len(runs)) for j in range(i + 1, len(runs))]  # fmt: skip
+    pairs = [
+        paired(summaries[i], summaries[j], samples[i], samples[j])
+        for i in range(len(runs))
+        for j in range(i + 1, len(runs))
+    ]
     outcome = [s for (arm, _), s in zip(runs, samples, strict=True) if arm == "outcome_only"]
     result = {
         "what": "issue #17 ablation runs, training-pool data only (bench/ablation/summarise.py)",
         "written": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "command": args.command or " ".join(["python bench/ablation/summarise.py", *sys.argv[1:]]),
-        "runs": summaries, "pairs": pairs,
+        "runs": summaries,
+        "pairs": pairs,
         "detectable_effect": detectable_effect(outcome) if outcome else None,
-    }  # fmt: skip
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     if args.plot:
         plot(summaries, args.plot)
-    print(f"{'arm':<14}{'steps':>6}{'g>=2 first':>11}{'last':>6}{'pooled':>8}{'ok':>7}"
-          f"{'oo score':>9}{'t2<t1':>7}{'dup':>6}{'step s':>8}")  # fmt: skip
+    print(
+        f"{'arm':<14}{'steps':>6}{'g>=2 first':>11}{'last':>6}{'pooled':>8}{'ok':>7}"
+        f"{'oo score':>9}{'t2<t1':>7}{'dup':>6}{'step s':>8}"
+    )
     for s in summaries:
         g = s["groups_2_correct"]
-        print(f"{s['arm']:<14}{s['steps']:>6}{g['first_step']:>11.2f}{g['last_step']:>6.2f}"
-              f"{g['pooled']:>8.3f}{s['ok_mean']:>7.3f}{s['outcome_only_score_mean']:>9.3f}"
-              f"{s['turn2_below_turn1_steps']:>4}/{s['steps_with_2_turns']:<2}"
-              f"{s['turn1_duplicate_share']:>6.2f}{s['step_s_mean']:>8.1f}")  # fmt: skip
+        print(
+            f"{s['arm']:<14}{s['steps']:>6}{g['first_step']:>11.2f}{g['last_step']:>6.2f}"
+            f"{g['pooled']:>8.3f}{s['ok_mean']:>7.3f}{s['outcome_only_score_mean']:>9.3f}"
+            f"{s['turn2_below_turn1_steps']:>4}/{s['steps_with_2_turns']:<2}"
+            f"{s['turn1_duplicate_share']:>6.2f}{s['step_s_mean']:>8.1f}"
+        )
     de = result["detectable_effect"]
     if de and de.get("groups"):
-        print(f"detectable A-B (80% power, {DESIGN['seeds']} seeds x {DESIGN['tasks']} tasks x "
-              f"{DESIGN['samples']} samples; within-task sd {de['within_task_sd']}):")  # fmt: skip
+        print(
+            f"detectable A-B (80% power, {DESIGN['seeds']} seeds x {DESIGN['tasks']} tasks x "
+            f"{DESIGN['samples']} samples; within-task sd {de['within_task_sd']}):"
+        )
         for r in de["by_assumed_seed_sd"]:
             print(
                 f"  seed sd {r['seed_sd']:<6} normal {r['mde_normal']:.3f}   t(2) {r['mde_t2']:.3f}"

@@ -17,11 +17,25 @@ _spec = importlib.util.spec_from_file_location("confine", _SRC)
 c = sys.modules["confine"] = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(c)
 
-VARIANTS = ["none", "ns", "ns_net", "ns_private", "ns_private_ro", "ns_all_ro_caps",
-            "full", "ro_except:/dev", "ro_except:/proc", "ro_except:/sys",
-            "ro_except:/dev,/dev/shm,/dev/pts",
-            "ro_except:/sys,/sys/fs/cgroup", "ro_except:/", "ro_only:/dev", "ro_only:/proc",
-            "ro_only:/sys", "ro_only:/"]  # fmt: skip
+VARIANTS = [
+    "none",
+    "ns",
+    "ns_net",
+    "ns_private",
+    "ns_private_ro",
+    "ns_all_ro_caps",
+    "full",
+    "ro_except:/dev",
+    "ro_except:/proc",
+    "ro_except:/sys",
+    "ro_except:/dev,/dev/shm,/dev/pts",
+    "ro_except:/sys,/sys/fs/cgroup",
+    "ro_except:/",
+    "ro_only:/dev",
+    "ro_only:/proc",
+    "ro_only:/sys",
+    "ro_only:/",
+]
 
 
 def cuda() -> str:
@@ -78,10 +92,15 @@ def main() -> None:
     if len(sys.argv) > 1:
         child(sys.argv[1])
         return
-    for cmd in ("ls -la /dev | grep -i nvidia", "ls -la /tmp /dev/shm | head -20",
-                "env | grep -i -E 'cuda|nvidia|mps'", "cat /proc/self/mountinfo | head -40",
-                "nvidia-smi -q | grep -i -E 'compute mode|mps|mig mode' | head",
-                "uname -a", "id"):  # fmt: skip
+    for cmd in (
+        "ls -la /dev | grep -i nvidia",
+        "ls -la /tmp /dev/shm | head -20",
+        "env | grep -i -E 'cuda|nvidia|mps'",
+        "cat /proc/self/mountinfo | head -40",
+        "nvidia-smi -q | grep -i -E 'compute mode|mps|mig mode' | head",
+        "uname -a",
+        "id",
+    ):
         print("$", cmd, flush=True)
         subprocess.run(cmd, shell=True, timeout=20)
     for v in VARIANTS:

@@ -31,8 +31,15 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Sequence
 
-__all__ = ["MODES", "chat_ids", "check_mode", "generate_ids", "mode_config", "resolve_mode",
-           "sampling_config"]  # fmt: skip
+__all__ = [
+    "MODES",
+    "chat_ids",
+    "check_mode",
+    "generate_ids",
+    "mode_config",
+    "resolve_mode",
+    "sampling_config",
+]
 
 MODES = ("auto", "dynamic", "static", "compile", "continuous")
 STATIC = ("static", "compile")  # the modes with a preallocated (static) KV cache
@@ -127,8 +134,9 @@ def generate_ids(
                 need = width + cfg.max_new_tokens  # the cache: a power of two that holds it
                 cfg.max_cache_len = max(cfg.max_cache_len or 0, 1 << (need - 1).bit_length())
             x = torch.tensor([[pad_id] * (width - len(p)) + p for p in chunk], device=device)
-            mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk],
-                                device=device)  # fmt: skip
+            mask = torch.tensor(
+                [[0] * (width - len(p)) + [1] * len(p) for p in chunk], device=device
+            )
             seqs = model.generate(input_ids=x, attention_mask=mask, generation_config=cfg)
             out.extend(_cut(row, eos) for row in seqs[:, width:].tolist())
     return out
@@ -143,8 +151,11 @@ def _cpu_cache_config(prompts, max_new_tokens: int):
     page = 256
     need = sum(-(-(len(p) + max_new_tokens) // page) for p in prompts)
     tokens = sum(len(p) for p in prompts) + len(prompts) * max_new_tokens
-    return ContinuousBatchingConfig(page_size=page, num_blocks=2 * need + len(prompts),
-                                    max_batch_tokens=max(256, min(8192, tokens)))  # fmt: skip
+    return ContinuousBatchingConfig(
+        page_size=page,
+        num_blocks=2 * need + len(prompts),
+        max_batch_tokens=max(256, min(8192, tokens)),
+    )
 
 
 def _continuous(model, prompts, cfg, eos: set[int]) -> list[list[int]]:

@@ -184,6 +184,8 @@ def hub_problem(name: str, timeout_s: float = 3.0) -> str:
         socket.create_connection((host, port), timeout=timeout_s).close()
     except OSError as e:
         why = e.strerror or type(e).__name__
-        return (f"{name} is not in the local Hugging Face cache and {host}:{port} cannot be "
-                f"reached ({why}); {fix}")  # fmt: skip
+        return (
+            f"{name} is not in the local Hugging Face cache and {host}:{port} cannot be "
+            f"reached ({why}); {fix}"
+        )
     return ""

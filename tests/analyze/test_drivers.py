@@ -90,8 +90,9 @@ def test_c_driver_build_error_names_the_candidate_line(tmp_path):
 
 
 def test_ncu_command_line():
-    args = ncu_args("ncu", ["k1", "my_k"], ["a.sum"], ["./driver", "in.bin"],
-                    ["--profile-from-start", "off"])  # fmt: skip
+    args = ncu_args(
+        "ncu", ["k1", "my_k"], ["a.sum"], ["./driver", "in.bin"], ["--profile-from-start", "off"]
+    )
     assert args[:3] == ["ncu", "--clock-control", "none"]
     assert args[args.index("-k") + 1] == "regex:^(k1|my_k)(<.*)?$"
     assert args[args.index("--profile-from-start") + 1] == "off"

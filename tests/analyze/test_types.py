@@ -49,10 +49,18 @@ def test_score_components():
     cfg = AnalyzeConfig()
     w, total = cfg.weights, sum(cfg.weights.model_dump().values())
     base = dict.fromkeys(FEATURES)
-    base.update(global_accesses=2, coalesced_fraction=1.0, unknown_accesses=0,
-                vector_width_max=16, shared_bank_conflict_degree_max=1, divergent_barriers=0,
-                spill_bytes=0, theoretical_occupancy=1.0, arithmetic_intensity=1e9,
-                shared_staging=1)  # fmt: skip
+    base.update(
+        global_accesses=2,
+        coalesced_fraction=1.0,
+        unknown_accesses=0,
+        vector_width_max=16,
+        shared_bank_conflict_degree_max=1,
+        divergent_barriers=0,
+        spill_bytes=0,
+        theoretical_occupancy=1.0,
+        arithmetic_intensity=1e9,
+        shared_staging=1,
+    )
     assert score_features(base, cfg) == pytest.approx(1.0)
     assert score_features({**base, "divergent_barriers": 1}, cfg) == pytest.approx(
         1.0 - w.barriers / total
@@ -172,10 +180,18 @@ def test_register_blocking_and_rare_conflicts_are_not_penalised():
     assert f["shared_bank_conflict_degree_max"] == 2  # the transposing store into As
     assert f["shared_bank_conflict_degree_weighted"] < 1.05  # the hot loads are conflict-free
     base = dict.fromkeys(FEATURES)
-    base.update(global_accesses=2, coalesced_fraction=1.0, unknown_accesses=0,
-                vector_width_max=16, shared_bank_conflict_degree_max=1, divergent_barriers=0,
-                spill_bytes=0, theoretical_occupancy=0.25, arithmetic_intensity=1e9,
-                shared_staging=1)  # fmt: skip
+    base.update(
+        global_accesses=2,
+        coalesced_fraction=1.0,
+        unknown_accesses=0,
+        vector_width_max=16,
+        shared_bank_conflict_degree_max=1,
+        divergent_barriers=0,
+        spill_bytes=0,
+        theoretical_occupancy=0.25,
+        arithmetic_intensity=1e9,
+        shared_staging=1,
+    )
     total = sum(cfg.weights.model_dump().values())
     low = score_features(base, cfg)
     assert score_features({**base, "register_tile_elems": 16}, cfg) == pytest.approx(1.0)
@@ -317,8 +333,15 @@ class _EveryKernel(dict):
     def get(self, name, default=None):
         from cudaperf.analyze.resources import Resources
 
-        return [Resources(registers=200, smem_bytes=40000, stack_bytes=32,
-                          spill_store_bytes=96, spill_load_bytes=96)]  # fmt: skip
+        return [
+            Resources(
+                registers=200,
+                smem_bytes=40000,
+                stack_bytes=32,
+                spill_store_bytes=96,
+                spill_load_bytes=96,
+            )
+        ]
 
 
 def test_without_resources_drops_spills_occupancy_and_their_findings(monkeypatch):

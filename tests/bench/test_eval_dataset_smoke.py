@@ -38,8 +38,12 @@ def test_every_family_gets_a_drawn_task_and_its_largest_one(tasks):
 
 
 def _measured(task, impl_id: str, us: float) -> Implementation:
-    ms = [Measurement(config=c.name, gpu=smoke.GPU, median_us=us, iqr_us=0.0, trials=5,
-                      date="2026-12-04") for c in task.configs]  # fmt: skip
+    ms = [
+        Measurement(
+            config=c.name, gpu=smoke.GPU, median_us=us, iqr_us=0.0, trials=5, date="2026-12-04"
+        )
+        for c in task.configs
+    ]
     return Implementation(id=impl_id, code=f"// {impl_id}", strategies=["x"], measurements=ms)
 
 
@@ -116,10 +120,24 @@ def test_kernelbench_problems_are_paired_with_their_hand_written_candidates(tmp_
 
     def session(status):
         def run(jobs):
-            return [ExecResult(status=status, mode="full", task_id=t.id, candidate_hash=c.hash,
-                               configs=[ConfigResult(config=k.name, held_out=k.held_out,
-                                                     correct=True, timing=Timing.of([1.0]))
-                                        for k in t.configs]) for t, c in jobs]  # fmt: skip
+            return [
+                ExecResult(
+                    status=status,
+                    mode="full",
+                    task_id=t.id,
+                    candidate_hash=c.hash,
+                    configs=[
+                        ConfigResult(
+                            config=k.name,
+                            held_out=k.held_out,
+                            correct=True,
+                            timing=Timing.of([1.0]),
+                        )
+                        for k in t.configs
+                    ],
+                )
+                for t, c in jobs
+            ]
 
         return run
 

@@ -63,11 +63,18 @@ def fake_kb(tmp_path: Path) -> Path:
 
 def _jobs(work: Path, n: int, src: str = "ok") -> list[dict]:
     return [
-        {"key": f"level1/p{k}.py@abc", "bkey": f"level1/p{k}.py@abc|Hopper",
-         "problem": f"p{k}.py", "src": src, "ref": "ref", "build_dir": str(work / f"b{k}"),
-         "root": "", "arch": "Hopper"}
+        {
+            "key": f"level1/p{k}.py@abc",
+            "bkey": f"level1/p{k}.py@abc|Hopper",
+            "problem": f"p{k}.py",
+            "src": src,
+            "ref": "ref",
+            "build_dir": str(work / f"b{k}"),
+            "root": "",
+            "arch": "Hopper",
+        }
         for k in range(n)
-    ]  # fmt: skip
+    ]
 
 
 class FakeClock:
@@ -202,8 +209,16 @@ def test_cudaperf_pass_stopped_at_the_deadline_keeps_nothing(tmp_path: Path, mon
         yield from ()
 
     t0 = time.monotonic()
-    rec = tc.run_cudaperf_pass("native", [], [], [], {"compile_baseline": False,
-                               "time_budget_s": 1.0}, tmp_path, tr.Deadline(3.0), slow)  # fmt: skip
+    rec = tc.run_cudaperf_pass(
+        "native",
+        [],
+        [],
+        [],
+        {"compile_baseline": False, "time_budget_s": 1.0},
+        tmp_path,
+        tr.Deadline(3.0),
+        slow,
+    )
     assert rec is None and 2.9 < time.monotonic() - t0 < 12  # stopped by the alarm at 3 s
 
 
@@ -212,8 +227,14 @@ def test_cudaperf_pass_record_from_results(tmp_path: Path, monkeypatch):
     from cudaperf.execute.types import ConfigResult, ExecResult, Status, Timing
     from cudaperf.tasks.model import Task
 
-    task = Task(id="kernelbench/level1/p", kind="torch2cuda", family="p", source="x",
-                entry="Model", configs=[{"name": "default", "sizes": {}}])  # fmt: skip
+    task = Task(
+        id="kernelbench/level1/p",
+        kind="torch2cuda",
+        family="p",
+        source="x",
+        entry="Model",
+        configs=[{"name": "default", "sizes": {}}],
+    )
     t = Timing.of([10.0, 11.0, 12.0])
     seen = {}
 
@@ -221,14 +242,26 @@ def test_cudaperf_pass_record_from_results(tmp_path: Path, monkeypatch):
         seen["config"] = config
         for tk, cand in jobs:
             names = ("small", "default", "heldout")
-            cfgs = [ConfigResult(config=n, held_out=n == "heldout", correct=True, timing=t,
-                                 eager_timing=t) for n in names]  # fmt: skip
-            yield ExecResult(status=Status.OK, mode="full", task_id=tk.id, candidate_hash="h",
-                             candidate_id=cand.id, configs=cfgs, wall_s=1.5)  # fmt: skip
+            cfgs = [
+                ConfigResult(
+                    config=n, held_out=n == "heldout", correct=True, timing=t, eager_timing=t
+                )
+                for n in names
+            ]
+            yield ExecResult(
+                status=Status.OK,
+                mode="full",
+                task_id=tk.id,
+                candidate_hash="h",
+                candidate_id=cand.id,
+                configs=cfgs,
+                wall_s=1.5,
+            )
 
     settings = {"compile_baseline": False, "time_budget_s": 2.0, "configs": "all"}
-    rec = tc.run_cudaperf_pass("inline", [task], ["code"], ["level1/p.py@x"], settings,
-                               tmp_path, tr.Deadline(None), fake)  # fmt: skip
+    rec = tc.run_cudaperf_pass(
+        "inline", [task], ["code"], ["level1/p.py@x"], settings, tmp_path, tr.Deadline(None), fake
+    )
     assert seen["config"].correctness_trials == 5 and seen["config"].trials == 100
     assert seen["config"].use_result_cache is False
     assert seen["config"].cache_dir == tmp_path / "inline" / "cache"
@@ -253,23 +286,60 @@ def _records_for_summary(tmp_path: Path) -> tuple[tr.Records, dict]:
     keys_native = ["level1/a.py@n1", "level1/b.py@n2"]
     recs.add({"type": "kb_segment", "segment": "s0", "n_jobs": 2, "wall_s": 40.0})
     for k, ok in zip(keys_inline, (True, False), strict=True):
-        recs.add({"type": "kb_row", "key": k, "settings": "S", "segment": "s0", "eval_s": 10.0,
-                  "correct": ok, "runtime_us": 100.0 if ok else None})  # fmt: skip
+        recs.add(
+            {
+                "type": "kb_row",
+                "key": k,
+                "settings": "S",
+                "segment": "s0",
+                "eval_s": 10.0,
+                "correct": ok,
+                "runtime_us": 100.0 if ok else None,
+            }
+        )
 
     def row(k, ok, n_cfg):
-        cfgs = [{"config": c, "held_out": c == "heldout", "correct": ok, "trials": 100,
-                 "median_us": 110.0} for c in ("default", "small", "heldout")[:n_cfg]]  # fmt: skip
-        return {"key": k, "correct": ok, "n_configs": n_cfg, "configs": cfgs, "median_us": 110.0,
-                "task_configs": [c["config"] for c in cfgs]}  # fmt: skip
+        cfgs = [
+            {
+                "config": c,
+                "held_out": c == "heldout",
+                "correct": ok,
+                "trials": 100,
+                "median_us": 110.0,
+            }
+            for c in ("default", "small", "heldout")[:n_cfg]
+        ]
+        return {
+            "key": k,
+            "correct": ok,
+            "n_configs": n_cfg,
+            "configs": cfgs,
+            "median_us": 110.0,
+            "task_configs": [c["config"] for c in cfgs],
+        }
 
-    plan = {"keys": {"kernelbench": keys_inline, "inline": keys_inline, "native": keys_native},
-            "kb_settings_key": "S", "settings": {}}  # fmt: skip
+    plan = {
+        "keys": {"kernelbench": keys_inline, "inline": keys_inline, "native": keys_native},
+        "kb_settings_key": "S",
+        "settings": {},
+    }
     for name, keys in (("inline", keys_inline), ("native", keys_native)):
-        settings = {"configs": "all", "candidates": keys, "time_budget_s": 2.0,
-                    "compile_baseline": False}  # fmt: skip
+        settings = {
+            "configs": "all",
+            "candidates": keys,
+            "time_budget_s": 2.0,
+            "compile_baseline": False,
+        }
         plan["settings"][name] = settings
-        recs.add({"type": "pass", "name": name, "settings": settings, "wall_s": 6.0,
-                  "rows": [row(keys[0], True, 3), row(keys[1], True, 1)]})  # fmt: skip
+        recs.add(
+            {
+                "type": "pass",
+                "name": name,
+                "settings": settings,
+                "wall_s": 6.0,
+                "rows": [row(keys[0], True, 3), row(keys[1], True, 1)],
+            }
+        )
     return recs, plan
 
 
@@ -357,8 +427,16 @@ def test_main_report_only_and_no_gpu(fake_kb: Path, tmp_path: Path, monkeypatch,
     entry = {"level": 1, "problem": "p.py", "inline": "inline/1_p.py", "native": "native/1_p.py"}
     (cands / "index.json").write_text(json.dumps([entry]))
     monkeypatch.setattr(et, "_gpu_name", lambda: None)
-    base = ["--kernelbench", str(fake_kb), "--candidates", str(cands),
-            "--work", str(tmp_path / "w"), "--out", str(tmp_path / "o.json")]  # fmt: skip
+    base = [
+        "--kernelbench",
+        str(fake_kb),
+        "--candidates",
+        str(cands),
+        "--work",
+        str(tmp_path / "w"),
+        "--out",
+        str(tmp_path / "o.json"),
+    ]
     with pytest.raises(SystemExit, match="no CUDA GPU visible"):
         et.main(base)
     assert et.main([*base, "--report-only"]) == 0
@@ -368,10 +446,21 @@ def test_main_report_only_and_no_gpu(fake_kb: Path, tmp_path: Path, monkeypatch,
     assert set(out["columns"]) == {"kernelbench", "inline", "native"}
     key = tr.item_key(entry, "inline")  # the candidate's identity: problem + code hash
     settings = tr.sha12(json.dumps(out["settings"]["kernelbench"], sort_keys=True))
-    prior = {"format": et.FORMAT, "records": [
-        {"type": "kb_segment", "segment": "s0", "n_jobs": 1, "wall_s": 30.0},
-        {"type": "kb_row", "key": key, "settings": settings, "segment": "s0", "eval_s": 30.0,
-         "correct": True, "runtime_us": 1.0}]}  # fmt: skip
+    prior = {
+        "format": et.FORMAT,
+        "records": [
+            {"type": "kb_segment", "segment": "s0", "n_jobs": 1, "wall_s": 30.0},
+            {
+                "type": "kb_row",
+                "key": key,
+                "settings": settings,
+                "segment": "s0",
+                "eval_s": 30.0,
+                "correct": True,
+                "runtime_us": 1.0,
+            },
+        ],
+    }
     (tmp_path / "prior.json").write_text(json.dumps(prior))  # a cold machine: the last JSON
     assert et.main([*base, "--report-only", "--resume-from", str(tmp_path / "prior.json")]) == 0
     out = json.loads((tmp_path / "o.json").read_text())

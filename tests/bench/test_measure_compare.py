@@ -8,8 +8,12 @@ import measure_compare  # noqa: E402
 
 
 def _row(task, impl, status, t):
-    return {"task_id": task, "candidate_id": impl, "status": status,
-            "configs": [{"config": "default", "timing": {"median_us": t}}]}  # fmt: skip
+    return {
+        "task_id": task,
+        "candidate_id": impl,
+        "status": status,
+        "configs": [{"config": "default", "timing": {"median_us": t}}],
+    }
 
 
 def test_statuses_that_differ_and_time_ratios_are_reported(tmp_path):

@@ -19,10 +19,21 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc
 
 
 def _cmd(tmp_path, n: int, chunk: int) -> list[str]:
-    return [sys.executable, str(ROOT / "bench/train_eval_speed.py"), "--n", str(n),
-            "--compile-only", "--prepare-chunk", str(chunk), "--tasks",
-            str(ROOT / "data/tasks.jsonl.gz"), "--cache-dir", str(tmp_path / "cache"),
-            "--out", str(tmp_path / "speed.json")]  # fmt: skip
+    return [
+        sys.executable,
+        str(ROOT / "bench/train_eval_speed.py"),
+        "--n",
+        str(n),
+        "--compile-only",
+        "--prepare-chunk",
+        str(chunk),
+        "--tasks",
+        str(ROOT / "data/tasks.jsonl.gz"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--out",
+        str(tmp_path / "speed.json"),
+    ]
 
 
 def _env():
@@ -30,8 +41,9 @@ def _env():
 
 
 def test_every_phase_is_written(tmp_path):
-    r = subprocess.run(_cmd(tmp_path, 3, 2), capture_output=True, text=True, env=_env(),
-                       timeout=600)  # fmt: skip
+    r = subprocess.run(
+        _cmd(tmp_path, 3, 2), capture_output=True, text=True, env=_env(), timeout=600
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     doc = json.loads((tmp_path / "speed.json").read_text())
     assert doc["mode"] == "compile-only" and doc["pool_tasks"] == 3
@@ -43,8 +55,9 @@ def test_every_phase_is_written(tmp_path):
 
 
 def test_sigterm_keeps_the_prepare_batches_done(tmp_path):
-    p = subprocess.Popen(_cmd(tmp_path, 12, 1), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=_env())  # fmt: skip
+    p = subprocess.Popen(
+        _cmd(tmp_path, 12, 1), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()
+    )
     out = tmp_path / "speed.json"
     deadline = time.monotonic() + 300
     try:

@@ -7,14 +7,24 @@ from tests.script_helpers import load_script
 
 
 def _run(mode, batch, rep, tps, secs, error=None):
-    return {"mode": mode, "batch": batch, "repeat": rep, "tokens_per_s": tps, "seconds": secs,
-            "error": error}  # fmt: skip
+    return {
+        "mode": mode,
+        "batch": batch,
+        "repeat": rep,
+        "tokens_per_s": tps,
+        "seconds": secs,
+        "error": error,
+    }
 
 
 def test_summary_reports_the_steady_state_and_the_first_run_apart():
     m = load_script("bench/train_speed.py")
-    rows = [_run("compile", 8, 0, 10.0, 90.0), _run("compile", 8, 1, 400.0, 2.0),
-            _run("compile", 8, 2, 600.0, 1.5), _run("dynamic", 8, 0, 100.0, 8.0)]  # fmt: skip
+    rows = [
+        _run("compile", 8, 0, 10.0, 90.0),
+        _run("compile", 8, 1, 400.0, 2.0),
+        _run("compile", 8, 2, 600.0, 1.5),
+        _run("dynamic", 8, 0, 100.0, 8.0),
+    ]
     s = m.summarise(rows)
     assert s["compile@8"]["tokens_per_s"] == 500.0  # the compile run is not averaged in
     assert s["compile@8"]["first_run_s"] == 90.0

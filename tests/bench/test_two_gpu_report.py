@@ -21,18 +21,37 @@ def _run(folder: Path, name: str, canary: list[float], procs: int = 1) -> None:
     for s, us in enumerate(canary):
         tasks = [[f"t{s}a"], [f"t{s}b"]] if procs == 2 else [[f"t{s}a", f"t{s}b"]]
         lines += [
-            {"kind": "rollout", "step": s, "rows": 16, "processes": procs, "generate_s": 2.0,
-             "eval_s": 1.0, "canary_s": 0.5, "return_mean": 0.1 * s, "tasks_by_process": tasks,
-             "canary": [{"task": "k", "config": "small", "median_us": us}]},
-            {"kind": "step", "step": s + 1, "step_s": 5.0 if procs == 1 else 6.0,
-             "optimizer_s": 0.2},
-        ]  # fmt: skip
+            {
+                "kind": "rollout",
+                "step": s,
+                "rows": 16,
+                "processes": procs,
+                "generate_s": 2.0,
+                "eval_s": 1.0,
+                "canary_s": 0.5,
+                "return_mean": 0.1 * s,
+                "tasks_by_process": tasks,
+                "canary": [{"task": "k", "config": "small", "median_us": us}],
+            },
+            {
+                "kind": "step",
+                "step": s + 1,
+                "step_s": 5.0 if procs == 1 else 6.0,
+                "optimizer_s": 0.2,
+            },
+        ]
     (d / "steps.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
 
 
 def _command(folder: Path, name: str, started: int, seconds: int) -> None:
-    c = {"stage": name, "name": name, "rc": 0, "seconds": seconds, "started": started,
-         "command": f"python3 -m cudaperf {name}"}  # fmt: skip
+    c = {
+        "stage": name,
+        "name": name,
+        "rc": 0,
+        "seconds": seconds,
+        "started": started,
+        "command": f"python3 -m cudaperf {name}",
+    }
     with (folder / "commands.jsonl").open("a") as f:
         f.write(json.dumps(c) + "\n")
 

@@ -47,8 +47,9 @@ def package_copy(tmp_path: Path) -> Path:
     """A throwaway copy of the package (its `src` folder), for tests whose failure would
     write into the package itself (the shipped ranker, the sample set)."""
     dst = tmp_path / "src"
-    shutil.copytree(SRC / "cudaperf", dst / "cudaperf",
-                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    shutil.copytree(
+        SRC / "cudaperf", dst / "cudaperf", ignore=shutil.ignore_patterns("__pycache__")
+    )
     return dst
 
 
@@ -56,9 +57,14 @@ def start(*args, cwd: Path | None = None, **extra_env: str) -> subprocess.Popen:
     """Start `python -m cudaperf ARGS` without waiting (for the Ctrl-C tests)."""
     cmd = [sys.executable, "-m", "cudaperf", *map(str, args)]
     return subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(**extra_env),
-        cwd=cwd or _SCRATCH, start_new_session=True,  # interrupt's cleanup kills the group
-    )  # fmt: skip
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(**extra_env),
+        cwd=cwd or _SCRATCH,
+        start_new_session=True,  # interrupt's cleanup kills the group
+    )
 
 
 def interrupt(p: subprocess.Popen, limit_s: float) -> tuple[float, str, str]:
@@ -73,8 +79,11 @@ def interrupt(p: subprocess.Popen, limit_s: float) -> tuple[float, str, str]:
         # the group: communicate() returns, nothing is left (a group with no member left is
         # fine: the pipes' holders are elsewhere)
         kill_group(p, wait_s=30)
-        pytest.fail(f"children of the process still running {limit_s} s after Ctrl-C"
-                    if dead else f"still running {limit_s} s after Ctrl-C")  # fmt: skip
+        pytest.fail(
+            f"children of the process still running {limit_s} s after Ctrl-C"
+            if dead
+            else f"still running {limit_s} s after Ctrl-C"
+        )
     return time.monotonic() - t0, out, err
 
 
@@ -112,8 +121,9 @@ def slow_nvcc_path(tmp_path: Path) -> str:
     real = shutil.which("nvcc")
     fake = tmp_path / "slowbin" / "nvcc"
     fake.parent.mkdir()
-    fake.write_text(f'#!/bin/sh\ncase "$*" in *--version*) ;; *) sleep 2 ;; esac\n'
-                    f'exec "{real}" "$@"\n')  # fmt: skip
+    fake.write_text(
+        f'#!/bin/sh\ncase "$*" in *--version*) ;; *) sleep 2 ;; esac\nexec "{real}" "$@"\n'
+    )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     return f"{fake.parent}{os.pathsep}{os.environ['PATH']}"
 

@@ -18,10 +18,28 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc
 
 
 def bench_run(tmp_path, model: str, out: str, *extra: str):
-    args = ["bench", "run", "--model", model, "--suite", "sample", "--samples", "2",
-            "--turns", "2", "--limit", "4", "--compile-only",
-            "--cache-dir", str(tmp_path / "cache"), "--ranker", "none",
-            "--out", str(tmp_path / out), *extra]  # fmt: skip
+    args = [
+        "bench",
+        "run",
+        "--model",
+        model,
+        "--suite",
+        "sample",
+        "--samples",
+        "2",
+        "--turns",
+        "2",
+        "--limit",
+        "4",
+        "--compile-only",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--ranker",
+        "none",
+        "--out",
+        str(tmp_path / out),
+        *extra,
+    ]
     return runner.invoke(app, args)
 
 
@@ -99,8 +117,17 @@ def test_bad_input_gives_one_line_errors(tmp_path):
 @needs_nvcc
 def test_several_suites_in_one_run_and_scripted_models_leave_out_bare_tasks(tmp_path):
     kb = Path(__file__).resolve().parents[1] / "fixtures/kernelbench/KernelBench"
-    res = bench_run(tmp_path, "scripted:naive", "r", "--suite", "kernelbench:1",
-                    "--suite-path", str(kb), "--trials", "7")  # fmt: skip
+    res = bench_run(
+        tmp_path,
+        "scripted:naive",
+        "r",
+        "--suite",
+        "kernelbench:1",
+        "--suite-path",
+        str(kb),
+        "--trials",
+        "7",
+    )
     assert res.exit_code == 0, res.output
     assert "leaving out 2 task(s) without implementations" in res.output
     run = json.loads((tmp_path / "r/run.json").read_text())
@@ -111,10 +138,28 @@ def test_several_suites_in_one_run_and_scripted_models_leave_out_bare_tasks(tmp_
 
 @needs_nvcc
 def test_no_compile_baseline_is_recorded_and_kept_by_the_resume_command(tmp_path):
-    args = ["bench", "run", "--model", "scripted:naive", "--suite", "sample", "--samples", "1",
-            "--turns", "1", "--limit", "1", "--compile-only",
-            "--cache-dir", str(tmp_path / "cache"), "--ranker", "none",
-            "--no-compile-baseline", "--out", str(tmp_path / "r")]  # fmt: skip
+    args = [
+        "bench",
+        "run",
+        "--model",
+        "scripted:naive",
+        "--suite",
+        "sample",
+        "--samples",
+        "1",
+        "--turns",
+        "1",
+        "--limit",
+        "1",
+        "--compile-only",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--ranker",
+        "none",
+        "--no-compile-baseline",
+        "--out",
+        str(tmp_path / "r"),
+    ]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     run = json.loads((tmp_path / "r/run.json").read_text())
@@ -144,16 +189,33 @@ def test_run_checks_its_outputs_model_ranker_and_gpu_before_any_work(tmp_path):
     base = ("bench", "run", "--suite", "sample", "--limit", "1", "--samples", "1")
     cases = [
         (["--model", "scripted:best", "--out", f], ["--out", "is a file"], 2),
-        (["--model", "scripted:best", "--out", tmp_path / "r", "--cache-dir", f],
-         ["--cache-dir", "is a file"], 2),
+        (
+            ["--model", "scripted:best", "--out", tmp_path / "r", "--cache-dir", f],
+            ["--cache-dir", "is a file"],
+            2,
+        ),
         (["--model", "./no/such/model", "--out", tmp_path / "r"], ["no such file or folder"], 2),
         (["--model", folder, "--out", tmp_path / "r"], ["holds no config.json"], 2),
-        (["--model", f"http://127.0.0.1:{_closed_port()}/v1", "--out", tmp_path / "r"],
-         ["no server answers there"], 1),
-        (["--model", "scripted:best", "--out", tmp_path / "r", "--compile-only", "--ranker",
-          broken], ["--ranker", "cannot read the ranker model"], 2),
+        (
+            ["--model", f"http://127.0.0.1:{_closed_port()}/v1", "--out", tmp_path / "r"],
+            ["no server answers there"],
+            1,
+        ),
+        (
+            [
+                "--model",
+                "scripted:best",
+                "--out",
+                tmp_path / "r",
+                "--compile-only",
+                "--ranker",
+                broken,
+            ],
+            ["--ranker", "cannot read the ranker model"],
+            2,
+        ),
         (["--model", "scripted:best", "--out", tmp_path / "r", "--full"], ["--full needs"], 1),
-    ]  # fmt: skip
+    ]
     for extra, needles, code in cases:
         user_error(cli(*base, *extra, CUDA_VISIBLE_DEVICES=""), *needles, code=code)
     assert not (tmp_path / "r").exists()

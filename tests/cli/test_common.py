@@ -148,23 +148,43 @@ def test_outputs_inside_the_installed_package_are_refused(tmp_path):
     weights = pkg / "rank" / "weights"
     before = {p: p.read_bytes() for p in (*saxpy.iterdir(), *weights.iterdir()) if p.is_file()}
     runs = {
-        "--out": cli("eval", "--implementations", "-t", "saxpy", "--out",
-                     saxpy / "measurements.jsonl", src=src),
-        "--out ": cli("rank", "train", "--tasks", pkg / "tasks" / "sample", "--out", weights,
-                      src=src),
-        "--best-out": cli("refine", "saxpy", "--model", "scripted:best", "--out",
-                          tmp_path / "t.jsonl", "--best-out", saxpy / "naive.cu", src=src),
-        "--out  ": cli("tasks", "export", "--out", pkg / "tasks" / "sample" / "x.jsonl",
-                       src=src),
-    }  # fmt: skip
+        "--out": cli(
+            "eval",
+            "--implementations",
+            "-t",
+            "saxpy",
+            "--out",
+            saxpy / "measurements.jsonl",
+            src=src,
+        ),
+        "--out ": cli(
+            "rank", "train", "--tasks", pkg / "tasks" / "sample", "--out", weights, src=src
+        ),
+        "--best-out": cli(
+            "refine",
+            "saxpy",
+            "--model",
+            "scripted:best",
+            "--out",
+            tmp_path / "t.jsonl",
+            "--best-out",
+            saxpy / "naive.cu",
+            src=src,
+        ),
+        "--out  ": cli("tasks", "export", "--out", pkg / "tasks" / "sample" / "x.jsonl", src=src),
+    }
     for opt, r in runs.items():
         user_error(r, opt.strip(), "inside the installed cudaperf package", str(pkg), code=2)
     after = {p: p.read_bytes() for p in (*saxpy.iterdir(), *weights.iterdir()) if p.is_file()}
     assert after == before
     # a task folder inside the package is updated in place only with --force
     res = tmp_path / "r.jsonl"
-    res.write_text(json.dumps({"task_id": "t", "candidate_hash": "h", "status": "compiled",
-                               "mode": "compile-only"}) + "\n")  # fmt: skip
+    res.write_text(
+        json.dumps(
+            {"task_id": "t", "candidate_hash": "h", "status": "compiled", "mode": "compile-only"}
+        )
+        + "\n"
+    )
     r = cli("tasks", "attach", res, pkg / "tasks" / "sample", src=src)
     user_error(r, "inside the installed cudaperf package", "--force", code=2)
 
@@ -172,8 +192,12 @@ def test_outputs_inside_the_installed_package_are_refused(tmp_path):
 def test_an_empty_task_file_is_refused_not_run_with_nothing(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    for cmd in (["eval", empty, "--implementations"], ["tasks", "list", empty],
-                ["tasks", "overlap", empty, empty], ["data", "verify", empty]):  # fmt: skip
+    for cmd in (
+        ["eval", empty, "--implementations"],
+        ["tasks", "list", empty],
+        ["tasks", "overlap", empty, empty],
+        ["data", "verify", empty],
+    ):
         user_error(cli(*cmd), f"{empty} holds no tasks", code=2)
     user_error(cli("tasks", "validate", empty), "holds no tasks", code=1)
 

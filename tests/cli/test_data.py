@@ -28,8 +28,19 @@ def test_build_without_out_writes_nothing(tmp_path):
 
 def test_build_with_out_writes_tasks_and_splits_there(tmp_path):
     out = tmp_path / "t.jsonl"
-    r = cli("data", "build", "--per-family", "1", "--families", "gemv",
-            "--max-family-share", "1", "--out", out, "--json")  # fmt: skip
+    r = cli(
+        "data",
+        "build",
+        "--per-family",
+        "1",
+        "--families",
+        "gemv",
+        "--max-family-share",
+        "1",
+        "--out",
+        out,
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["out"] == str(out)
     assert out.is_file() and (tmp_path / "splits.json").is_file()
@@ -67,9 +78,26 @@ def test_ctrl_c_stops_build_at_once_and_leaves_no_partial_file(tmp_path):
 @needs_nvcc
 def test_ctrl_c_during_measure_writes_a_partial_summary_and_keeps_the_rows(tmp_path):
     out, summary = tmp_path / "m.jsonl", tmp_path / "summary.json"
-    p = start("data", "measure", "--compile-only", "--kinds", "c2cuda", "--limit", "40",
-              "--batch-tasks", "1", "--jobs", "1", "--out", out, "--summary", summary,
-              "--cache-dir", tmp_path / "cache", PATH=slow_nvcc_path(tmp_path))  # fmt: skip
+    p = start(
+        "data",
+        "measure",
+        "--compile-only",
+        "--kinds",
+        "c2cuda",
+        "--limit",
+        "40",
+        "--batch-tasks",
+        "1",
+        "--jobs",
+        "1",
+        "--out",
+        out,
+        "--summary",
+        summary,
+        "--cache-dir",
+        tmp_path / "cache",
+        PATH=slow_nvcc_path(tmp_path),
+    )
     wait_for(lambda: finished_lines(out) >= 1, 180, "the first measured row")
     seconds, _, err = interrupt(p, limit_s=30)
     assert p.returncode == 130 and seconds < 10, (seconds, err)

@@ -112,8 +112,17 @@ def test_missing_nvcc_inside_the_evaluator_is_an_infra_error_without_traceback(
 def test_no_cache_rerun_with_the_same_out_does_not_duplicate_rows(tmp_path):
     c = _cands(tmp_path / "c.jsonl", [{"task_id": "saxpy", "code": _saxpy_naive(), "id": "a"}])
     out = tmp_path / "o.jsonl"
-    args = ["eval", "--candidates", c, "--compile-only", "--out", out,
-            "--cache-dir", tmp_path / "cache", "--no-cache"]  # fmt: skip
+    args = [
+        "eval",
+        "--candidates",
+        c,
+        "--compile-only",
+        "--out",
+        out,
+        "--cache-dir",
+        tmp_path / "cache",
+        "--no-cache",
+    ]
     assert cli(*args).returncode == 0
     r = cli(*args)
     assert r.returncode == 0, r.stderr
@@ -127,8 +136,18 @@ def test_ctrl_c_stops_eval_keeps_finished_rows_and_a_rerun_resumes(tmp_path):
     rows = [{"task_id": "saxpy", "code": f"// v{k}\n{code}", "id": f"v{k}"} for k in range(8)]
     c = _cands(tmp_path / "c.jsonl", rows)
     out, cache = tmp_path / "o.jsonl", tmp_path / "cache"
-    args = ["eval", "--candidates", c, "--compile-only", "--jobs", "1", "--out", out,
-            "--cache-dir", cache]  # fmt: skip
+    args = [
+        "eval",
+        "--candidates",
+        c,
+        "--compile-only",
+        "--jobs",
+        "1",
+        "--out",
+        out,
+        "--cache-dir",
+        cache,
+    ]
     path = slow_nvcc_path(tmp_path)
     p = start(*args, PATH=path)
     wait_for(lambda: finished_lines(out) >= 1, 90, "the first result")
@@ -160,8 +179,15 @@ def test_no_isolation_reaches_the_evaluator_config(monkeypatch, tmp_path):
     seen = []
     monkeypatch.setattr(eval_cli, "_run", lambda jobs, cfg, *a, **k: seen.append(cfg) or [])
     monkeypatch.setattr(eval_cli, "check_toolchain", lambda *a: None)
-    args = ["eval", "--implementations", "--task", "saxpy", "--compile-only", "--cache-dir",
-            str(tmp_path / "c")]  # fmt: skip
+    args = [
+        "eval",
+        "--implementations",
+        "--task",
+        "saxpy",
+        "--compile-only",
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
     for extra in ([], ["--no-isolation"]):
         r = CliRunner().invoke(app, [*args, *extra])
         assert r.exit_code == 0, r.output
@@ -175,8 +201,20 @@ def test_ctrl_c_stops_eval_on_the_ray_backend_and_keeps_finished_rows(tmp_path):
     rows = [{"task_id": "saxpy", "code": f"// r{k}\n{code}", "id": f"r{k}"} for k in range(16)]
     c = _cands(tmp_path / "c.jsonl", rows)
     out = tmp_path / "o.jsonl"
-    args = ["eval", "--candidates", c, "--compile-only", "--jobs", "1", "--backend", "ray",
-            "--out", out, "--cache-dir", tmp_path / "cache"]  # fmt: skip
+    args = [
+        "eval",
+        "--candidates",
+        c,
+        "--compile-only",
+        "--jobs",
+        "1",
+        "--backend",
+        "ray",
+        "--out",
+        out,
+        "--cache-dir",
+        tmp_path / "cache",
+    ]
     p = start(*args, PATH=slow_nvcc_path(tmp_path))
     wait_for(lambda: finished_lines(out) >= 1, 180, "the first result")
     seconds, _, err = interrupt(p, limit_s=45)
@@ -193,12 +231,22 @@ def test_the_summary_has_a_geomean_per_speedup_field_in_order():
     from cudaperf.cli.eval import _summary
     from cudaperf.execute.types import ExecResult, Status
 
-    ok = ExecResult(status=Status.OK, mode="full", task_id="t", candidate_hash="h",
-                    speedup_vs_cpu=4.0, speedup_vs_naive=2.0)  # fmt: skip
+    ok = ExecResult(
+        status=Status.OK,
+        mode="full",
+        task_id="t",
+        candidate_hash="h",
+        speedup_vs_cpu=4.0,
+        speedup_vs_naive=2.0,
+    )
     s = _summary([ok, ok.model_copy(update={"speedup_vs_cpu": 1.0})], [])
     keys = [k for k in s if k.startswith("geomean_")]
-    assert keys == ["geomean_speedup_vs_cpu", "geomean_speedup_vs_naive",
-                    "geomean_speedup_vs_eager", "geomean_speedup_vs_compile"]  # fmt: skip
+    assert keys == [
+        "geomean_speedup_vs_cpu",
+        "geomean_speedup_vs_naive",
+        "geomean_speedup_vs_eager",
+        "geomean_speedup_vs_compile",
+    ]
     assert s["geomean_speedup_vs_cpu"] == pytest.approx(2.0)
     assert s["geomean_speedup_vs_naive"] == pytest.approx(2.0)
     assert s["geomean_speedup_vs_eager"] is None

@@ -23,10 +23,22 @@ from tests.train.helpers import write_task_file
 runner = CliRunner()
 
 # The weights GRPO trained with before --reward existed (`--preset unified` / `outcome_only`).
-UNIFIED = dict(name="unified", rejected=-1.0, format_error=-0.75, compile_error=-0.5,
-               compiled=-0.25, runtime_error=-0.25, wrong_output=-0.25, correct=1.0,
-               speed_weight=1.0, speed_cap=16.0, speed_floor=-0.5, baseline="auto",
-               structure_weight=0.25, ranker_weight=0.25)  # fmt: skip
+UNIFIED = dict(
+    name="unified",
+    rejected=-1.0,
+    format_error=-0.75,
+    compile_error=-0.5,
+    compiled=-0.25,
+    runtime_error=-0.25,
+    wrong_output=-0.25,
+    correct=1.0,
+    speed_weight=1.0,
+    speed_cap=16.0,
+    speed_floor=-0.5,
+    baseline="auto",
+    structure_weight=0.25,
+    ranker_weight=0.25,
+)
 OUTCOME_ONLY = UNIFIED | dict(name="outcome_only", structure_weight=0.0, ranker_weight=0.0)
 
 
@@ -41,8 +53,20 @@ def grpo(tmp_path, monkeypatch):
 
     def invoke(*args):
         seen.clear()
-        res = runner.invoke(app, ["train", "grpo", "--out", str(tmp_path / "run"), "--tasks",
-                                  str(tasks), "--ranker", "none", *args])  # fmt: skip
+        res = runner.invoke(
+            app,
+            [
+                "train",
+                "grpo",
+                "--out",
+                str(tmp_path / "run"),
+                "--tasks",
+                str(tasks),
+                "--ranker",
+                "none",
+                *args,
+            ],
+        )
         return res, (seen[0] if seen else None)
 
     return invoke
@@ -54,14 +78,28 @@ def grpo(tmp_path, monkeypatch):
         ([], UNIFIED),
         (["--preset", "unified"], UNIFIED),
         (["--preset", "outcome_only"], OUTCOME_ONLY),
-        (["--reward", "structure_weight=0.5"],
-         UNIFIED | dict(name="unified+structure_weight=0.5", structure_weight=0.5)),
-        (["--preset", "outcome_only", "--reward", "ranker_weight=0.1", "--reward",
-          "baseline=naive"],
-         OUTCOME_ONLY | dict(name="outcome_only+ranker_weight=0.1,baseline=naive",
-                             ranker_weight=0.1, baseline="naive")),
+        (
+            ["--reward", "structure_weight=0.5"],
+            UNIFIED | dict(name="unified+structure_weight=0.5", structure_weight=0.5),
+        ),
+        (
+            [
+                "--preset",
+                "outcome_only",
+                "--reward",
+                "ranker_weight=0.1",
+                "--reward",
+                "baseline=naive",
+            ],
+            OUTCOME_ONLY
+            | dict(
+                name="outcome_only+ranker_weight=0.1,baseline=naive",
+                ranker_weight=0.1,
+                baseline="naive",
+            ),
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_reward_the_cli_hands_to_grpo(grpo, args, want):
     res, opts = grpo(*args)
     assert res.exit_code == 0, res.output
@@ -142,9 +180,19 @@ def test_eval_and_bench_timing_budget_and_its_old_name(monkeypatch, tmp_path):
     monkeypatch.setattr(ev, "eval_config", stop)
     monkeypatch.setattr(bench, "check_toolchain", lambda *a, **k: None)
     monkeypatch.setattr(bench, "_scorer", lambda tasks, reward, ranker, **kw: stop(**kw))
-    cmds = (["eval", "--implementations"],
-            ["bench", "run", "--model", "scripted:best", "--suite", "sample", "--out",
-             str(tmp_path / "b")])  # fmt: skip
+    cmds = (
+        ["eval", "--implementations"],
+        [
+            "bench",
+            "run",
+            "--model",
+            "scripted:best",
+            "--suite",
+            "sample",
+            "--out",
+            str(tmp_path / "b"),
+        ],
+    )
     for cmd in cmds:
         res = runner.invoke(app, [*cmd, "--timing-budget", "0.3"])
         assert "stop here" in res.output and "deprecated" not in res.output
@@ -172,9 +220,22 @@ def test_data_measure_timing_budget_in_seconds_and_the_old_budget_ms(monkeypatch
     from cudaperf.execute.bulk import BULK_EVAL_DEFAULTS
 
     monkeypatch.undo()
-    kw = dict(out=Path("m.jsonl"), batch_tasks=1, jobs=None, gpus=None, trials=20, warmup=3,
-              compile_only=True, arch=None, cache_dir=Path("/tmp"), scratch=None,
-              seed_salt=None, run_timeout=1.0, max_inflight_gb=1.0, cpu_trials=0)  # fmt: skip
+    kw = dict(
+        out=Path("m.jsonl"),
+        batch_tasks=1,
+        jobs=None,
+        gpus=None,
+        trials=20,
+        warmup=3,
+        compile_only=True,
+        arch=None,
+        cache_dir=Path("/tmp"),
+        scratch=None,
+        seed_salt=None,
+        run_timeout=1.0,
+        max_inflight_gb=1.0,
+        cpu_trials=0,
+    )
     default = BULK_EVAL_DEFAULTS["time_budget_s"]
     assert data.measure_config(timing_budget=None, **kw).eval.time_budget_s == default
 
@@ -203,10 +264,14 @@ def test_gpu_list_parses_indices_refuses_repeats_and_checks_presence(monkeypatch
     assert gpu_list("7", "--gpus") == (7,)  # presence only when asked (the layout checks it)
 
 
-@pytest.mark.parametrize("cmd", [["train", "grpo", "--out", "/tmp/x"],
-                                 ["data", "measure", "--compile-only"],
-                                 ["bench", "run", "--model", "scripted:best", "--suite",
-                                  "sample", "--out", "/tmp/x"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        ["train", "grpo", "--out", "/tmp/x"],
+        ["data", "measure", "--compile-only"],
+        ["bench", "run", "--model", "scripted:best", "--suite", "sample", "--out", "/tmp/x"],
+    ],
+)
 def test_every_gpu_option_uses_the_one_parser(cmd):
     flag = "--eval-gpus" if "train" in cmd else "--gpus"
     res = runner.invoke(app, [*cmd, flag, "0,0"])

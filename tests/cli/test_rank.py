@@ -28,24 +28,57 @@ def test_ship_does_not_replace_the_packaged_ranker_without_force(tmp_path):
     shipped = src / default_weights_path().relative_to(SRC)
     assert shipped.is_file()
     before = _sha(shipped)
-    r = cli("rank", "train", "--tasks", _data(tmp_path), "--out", tmp_path / "m", "--ship",
-            "--workers", "1", "--cache-dir", tmp_path / "c", src=src)  # fmt: skip
+    r = cli(
+        "rank",
+        "train",
+        "--tasks",
+        _data(tmp_path),
+        "--out",
+        tmp_path / "m",
+        "--ship",
+        "--workers",
+        "1",
+        "--cache-dir",
+        tmp_path / "c",
+        src=src,
+    )
     user_error(r, "--ship would replace the packaged ranker", "--force", code=2)
     assert _sha(shipped) == before and not (tmp_path / "m").exists()
 
 
 def test_train_prints_lines_and_a_table_not_a_dict(tmp_path):
     p = _data(tmp_path)
-    r = cli("rank", "train", "--tasks", p, "--out", tmp_path / "m", "--no-resources",
-            "--workers", "1", "--cache-dir", tmp_path / "cache")  # fmt: skip
+    r = cli(
+        "rank",
+        "train",
+        "--tasks",
+        p,
+        "--out",
+        tmp_path / "m",
+        "--no-resources",
+        "--workers",
+        "1",
+        "--cache-dir",
+        tmp_path / "cache",
+    )
     assert r.returncode == 0, r.stderr
     assert "{'" not in r.stdout + r.stderr and "held-out families: pairs" in r.stdout
     assert "top weights" in r.stdout and "path: " in r.stdout
 
 
 def test_bad_backbone_path_is_named(tmp_path):
-    r = cli("rank", "train", "--tasks", _data(tmp_path), "--model", "neural", "--backbone",
-            tmp_path / "no-model", "--out", tmp_path / "m")  # fmt: skip
+    r = cli(
+        "rank",
+        "train",
+        "--tasks",
+        _data(tmp_path),
+        "--model",
+        "neural",
+        "--backbone",
+        tmp_path / "no-model",
+        "--out",
+        tmp_path / "m",
+    )
     user_error(r, "--backbone", "no such file or folder", code=2)
 
 
@@ -74,11 +107,36 @@ def test_calibration_plot_pair_count_matches_the_text(tmp_path):
     beside `pairs` (those at --min-ratio), so the two never seem to disagree."""
     p = _data(tmp_path)
     m = tmp_path / "m"
-    assert cli("rank", "train", "--tasks", p, "--out", m, "--no-resources", "--workers", "1",
-               "--no-eval").returncode == 0  # fmt: skip
+    assert (
+        cli(
+            "rank",
+            "train",
+            "--tasks",
+            p,
+            "--out",
+            m,
+            "--no-resources",
+            "--workers",
+            "1",
+            "--no-eval",
+        ).returncode
+        == 0
+    )
     png = tmp_path / "cal.png"
-    r = cli("rank", "eval", "--tasks", p, "--model", m, "--plot", png, "--workers", "1",
-            "--min-ratio", "2")  # fmt: skip
+    r = cli(
+        "rank",
+        "eval",
+        "--tasks",
+        p,
+        "--model",
+        m,
+        "--plot",
+        png,
+        "--workers",
+        "1",
+        "--min-ratio",
+        "2",
+    )
     assert r.returncode == 0, r.stderr
     text = dict(ln.split(": ", 1) for ln in r.stdout.splitlines() if ": " in ln)
     assert png.is_file() and int(text["calibration_pairs"]) > int(text["pairs"])

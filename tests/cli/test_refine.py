@@ -52,8 +52,16 @@ def test_default_best_out_is_checked_before_the_work(tmp_path):
 def test_an_existing_best_out_is_refused_before_the_work_unless_overwrite(tmp_path):
     mine = tmp_path / "saxpy_best.cu"
     mine.write_text("my kernel")
-    r = cli("refine", "saxpy", "--model", "scripted:best", "--out", tmp_path / "t.jsonl",
-            "--best-out", mine)  # fmt: skip
+    r = cli(
+        "refine",
+        "saxpy",
+        "--model",
+        "scripted:best",
+        "--out",
+        tmp_path / "t.jsonl",
+        "--best-out",
+        mine,
+    )
     user_error(r, f"--best-out {mine} exists", "--overwrite", code=2)
     assert mine.read_text() == "my kernel" and not (tmp_path / "t.jsonl").exists()
 
@@ -68,10 +76,20 @@ def _fake_refine(monkeypatch, make_file=None):
         if make_file is not None:
             make_file.parent.mkdir(parents=True, exist_ok=True)
             make_file.write_text("theirs")
-        summary = SummaryRecord(task_id=task.id, model="m", turns=1, stopped="turns",
-                                best_turn=1, best_index=0, best_total=1.0, best_status="ok",
-                                best_speedup=2.0, best_code="// new", reward_config="unified",
-                                mode="full")  # fmt: skip
+        summary = SummaryRecord(
+            task_id=task.id,
+            model="m",
+            turns=1,
+            stopped="turns",
+            best_turn=1,
+            best_index=0,
+            best_total=1.0,
+            best_status="ok",
+            best_speedup=2.0,
+            best_code="// new",
+            reward_config="unified",
+            mode="full",
+        )
         return loop.RefineResult(task.id, summary=summary)
 
     monkeypatch.setattr(loop, "refine", fake)
@@ -82,8 +100,18 @@ def _invoke(tmp_path, *extra):
 
     from cudaperf.cli import app
 
-    args = ["refine", "saxpy", "--model", "scripted:best", "--compile-only", "--ranker",
-            "none", "--out", str(tmp_path / "t.jsonl"), *map(str, extra)]  # fmt: skip
+    args = [
+        "refine",
+        "saxpy",
+        "--model",
+        "scripted:best",
+        "--compile-only",
+        "--ranker",
+        "none",
+        "--out",
+        str(tmp_path / "t.jsonl"),
+        *map(str, extra),
+    ]
     return CliRunner().invoke(app, args)
 
 
@@ -115,10 +143,24 @@ def test_a_best_out_made_during_the_run_is_not_replaced(tmp_path, monkeypatch):
 @needs_nvcc
 def test_ctrl_c_stops_refine_and_keeps_the_finished_turns(tmp_path):
     out = tmp_path / "traj.jsonl"
-    p = start("refine", "c2cuda/matmul", "--model", "scripted:weakest-first", "--turns", "4",
-              "--samples", "2", "--compile-only", "--cache-dir", tmp_path / "cache",
-              "--out", out, "--best-out", tmp_path / "best.cu",
-              PATH=slow_nvcc_path(tmp_path))  # fmt: skip
+    p = start(
+        "refine",
+        "c2cuda/matmul",
+        "--model",
+        "scripted:weakest-first",
+        "--turns",
+        "4",
+        "--samples",
+        "2",
+        "--compile-only",
+        "--cache-dir",
+        tmp_path / "cache",
+        "--out",
+        out,
+        "--best-out",
+        tmp_path / "best.cu",
+        PATH=slow_nvcc_path(tmp_path),
+    )
     wait_for(lambda: finished_lines(out) >= 1, 120, "the first turn")
     seconds, stdout, err = interrupt(p, limit_s=10)
     assert p.returncode == 130 and seconds < 10, (seconds, err)  # a few seconds, under load
@@ -127,9 +169,24 @@ def test_ctrl_c_stops_refine_and_keeps_the_finished_turns(tmp_path):
     assert kept and kept[0]["type"] == "turn" and kept[0]["turn"] == 1
     assert all(r["type"] == "turn" for r in kept) and len(kept) < 4
     # the rerun continues the stopped episode after its last recorded turn
-    r = cli("refine", "c2cuda/matmul", "--model", "scripted:weakest-first", "--turns", "4",
-            "--samples", "2", "--compile-only", "--cache-dir", tmp_path / "cache", "--out", out,
-            "--best-out", tmp_path / "best.cu", timeout=300)  # fmt: skip
+    r = cli(
+        "refine",
+        "c2cuda/matmul",
+        "--model",
+        "scripted:weakest-first",
+        "--turns",
+        "4",
+        "--samples",
+        "2",
+        "--compile-only",
+        "--cache-dir",
+        tmp_path / "cache",
+        "--out",
+        out,
+        "--best-out",
+        tmp_path / "best.cu",
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert f"resuming sample/c2cuda/matmul after turn {len(kept)}" in r.stdout + r.stderr
     turns = [x["turn"] for x in lines(out) if x["type"] == "turn"]
@@ -157,9 +214,22 @@ def test_adapter_is_checked_and_reaches_the_hf_backend(tmp_path, monkeypatch):
         raise ValueError("stop here")
 
     monkeypatch.setattr(backends, "make_backend", fake)
-    out = CliRunner().invoke(app, ["refine", "saxpy", "--model", "org/name", "--adapter",
-                                   str(tmp_path), "--out", str(tmp_path / "t.jsonl"),
-                                   "--compile-only", "--ranker", "none"])  # fmt: skip
+    out = CliRunner().invoke(
+        app,
+        [
+            "refine",
+            "saxpy",
+            "--model",
+            "org/name",
+            "--adapter",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "t.jsonl"),
+            "--compile-only",
+            "--ranker",
+            "none",
+        ],
+    )
     assert out.exit_code == 2 and "stop here" in out.output
     assert seen["spec"] == "org/name" and seen["adapter"] == tmp_path
 
@@ -178,16 +248,28 @@ def test_a_target_that_is_binary_or_a_folder_is_one_line(tmp_path):
     for name in ("port.c", "model.py"):
         bad = tmp_path / name
         bad.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
-        r = cli("refine", bad, "--function", "f", "--sizes", "n=4", "--model", "scripted:best",
-                "--out", tmp_path / "t.jsonl")  # fmt: skip
+        r = cli(
+            "refine",
+            bad,
+            "--function",
+            "f",
+            "--sizes",
+            "n=4",
+            "--model",
+            "scripted:best",
+            "--out",
+            tmp_path / "t.jsonl",
+        )
         user_error(r, f"TARGET {bad} is not UTF-8 text", "save it as UTF-8", code=2)
     r = cli("refine", tmp_path, "--model", "scripted:best", "--out", tmp_path / "t.jsonl")
     user_error(r, f"TARGET {tmp_path} is a folder", "--tasks", code=2)
 
 
 def test_an_out_whose_lines_are_not_records_is_named(tmp_path):
-    for content, needle in (("[1]\n", "expected a JSON object"),
-                            ('{"type": "turn"}\n', "turn record, field 'task_id'")):  # fmt: skip
+    for content, needle in (
+        ("[1]\n", "expected a JSON object"),
+        ('{"type": "turn"}\n', "turn record, field 'task_id'"),
+    ):
         out = tmp_path / "t.jsonl"
         out.write_text(content)
         r = cli("refine", "saxpy", "--model", "scripted:best", "--out", out)

@@ -10,8 +10,14 @@ from tests.tasks.helpers import C_TASK
 
 
 def _row(**kw):
-    return {"task_id": "t", "candidate_hash": "h", "candidate_id": "a", "status": "compiled",
-            "mode": "compile-only", **kw}  # fmt: skip
+    return {
+        "task_id": "t",
+        "candidate_hash": "h",
+        "candidate_id": "a",
+        "status": "compiled",
+        "mode": "compile-only",
+        **kw,
+    }
 
 
 def test_files_that_are_not_eval_results_are_refused(tmp_path):
@@ -86,9 +92,20 @@ def test_bench_tables_keep_bracketed_intervals():
     import cudaperf.cli.bench as bench
 
     con = Console(record=True, width=200)
-    s = {"title": "m on [s]", "mode": "full", "metrics": [
-        {"metric": "geomean", "value": 1.5, "ci": [1.0, 2.45], "ci_note": "", "kind": "speedup",
-         "tasks": 3}]}  # fmt: skip
+    s = {
+        "title": "m on [s]",
+        "mode": "full",
+        "metrics": [
+            {
+                "metric": "geomean",
+                "value": 1.5,
+                "ci": [1.0, 2.45],
+                "ci_note": "",
+                "kind": "speedup",
+                "tasks": 3,
+            }
+        ],
+    }
     old, bench.stdout = bench.stdout, con
     try:
         bench._print_summary(s, "r.html")

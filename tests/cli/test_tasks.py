@@ -102,11 +102,14 @@ def test_attach_measurements_from_results(tmp_path):
     tasks.write_text(json.dumps(C_TASK) + "\n")
     timing = {"median_us": 2.0, "iqr_us": 0.1, "min_us": 2, "max_us": 3, "trials": 100}
     row = {
-        "status": "ok", "mode": "full", "task_id": C_TASK["id"], "candidate_id": "naive",
-        "gpu": "G", "versions": {}, "configs": [
-            {"config": c["name"], "timing": timing} for c in C_TASK["configs"]
-        ],
-    }  # fmt: skip
+        "status": "ok",
+        "mode": "full",
+        "task_id": C_TASK["id"],
+        "candidate_id": "naive",
+        "gpu": "G",
+        "versions": {},
+        "configs": [{"config": c["name"], "timing": timing} for c in C_TASK["configs"]],
+    }
     results = tmp_path / "r.jsonl"
     results.write_text(json.dumps(row) + "\n")
     out = tmp_path / "measured.jsonl"
@@ -116,13 +119,24 @@ def test_attach_measurements_from_results(tmp_path):
     r = run("tasks", "attach", str(results), str(tasks))
     assert r.exit_code == 2 and "give --out" in r.output
     # The one task has one implementation: verified, but a task needs 3 to stay.
-    r = run("tasks", "attach", str(results), str(tasks), "--out", str(out), "--json",
-            "--verified-only")  # fmt: skip
+    r = run(
+        "tasks", "attach", str(results), str(tasks), "--out", str(out), "--json", "--verified-only"
+    )
     rep = json.loads(r.stdout)
     assert rep["tasks_before"] == 1 and rep["tasks"] == 0
     assert rep["dropped"] == {"task left with fewer than 3 verified implementations": 1}
-    r = run("tasks", "attach", str(results), str(tasks), "--out", str(out), "--json",
-            "--verified-only", "--min-implementations", "1")  # fmt: skip
+    r = run(
+        "tasks",
+        "attach",
+        str(results),
+        str(tasks),
+        "--out",
+        str(out),
+        "--json",
+        "--verified-only",
+        "--min-implementations",
+        "1",
+    )
     assert json.loads(r.stdout)["dropped"] == {"task left with fewer than 2 distinct strategies": 1}
 
 
@@ -135,8 +149,9 @@ def test_attach_verified_only_prunes_the_splits_beside_out(tmp_path):
     splits = tmp_path / "splits.json"
     doc = {"families": {C_TASK["family"]: "test"}, "tasks": {"test": [C_TASK["id"]], "train": []}}
     splits.write_text(json.dumps(doc))
-    r = run("tasks", "attach", str(results), str(tasks), "--out", str(out), "--json",
-            "--verified-only")  # fmt: skip
+    r = run(
+        "tasks", "attach", str(results), str(tasks), "--out", str(out), "--json", "--verified-only"
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["splits"] == str(splits)
     after = json.loads(splits.read_text())
@@ -160,8 +175,13 @@ def test_attach_without_a_path_does_not_touch_the_installed_sample_set(tmp_path)
         return h.hexdigest()
 
     results = tmp_path / "r.jsonl"
-    row = {"task_id": "sample/c2cuda/saxpy", "candidate_hash": "h", "candidate_id": "naive",
-           "status": "compiled", "mode": "compile-only"}  # fmt: skip
+    row = {
+        "task_id": "sample/c2cuda/saxpy",
+        "candidate_hash": "h",
+        "candidate_id": "naive",
+        "status": "compiled",
+        "mode": "compile-only",
+    }
     results.write_text(json.dumps(row) + "\n")
     before = digest()
     r = cli("tasks", "attach", results, src=src)

@@ -19,8 +19,11 @@ from tests.train.helpers import make_tiny_model, write_task_file
 def test_a_run_folder_that_cannot_be_made_is_refused(tmp_path, trainer):
     f = tmp_path / "plain.txt"
     f.write_text("x")
-    for out, needle in ((f, "is a file"), (f / "run", "is a file, so nothing"),
-                        ("/proc/cudaperf-run", "nothing can be written")):  # fmt: skip
+    for out, needle in (
+        (f, "is a file"),
+        (f / "run", "is a file, so nothing"),
+        ("/proc/cudaperf-run", "nothing can be written"),
+    ):
         user_error(cli("train", trainer, "--out", out, timeout=60), "--out", needle, code=2)
 
 
@@ -40,8 +43,7 @@ def test_a_run_folder_that_cannot_be_made_is_refused(tmp_path, trainer):
     ids=lambda v: " ".join(v) if isinstance(v, list) and v[0] in ("sft", "grpo") else "",
 )
 def test_values_no_run_can_use_are_refused_before_loading(tmp_path, args, needles):
-    r = cli("train", *(a.format(tmp=tmp_path) for a in args), "--out", tmp_path / "run",
-            timeout=60)  # fmt: skip
+    r = cli("train", *(a.format(tmp=tmp_path) for a in args), "--out", tmp_path / "run", timeout=60)
     user_error(r, *needles, code=2)
     assert not (tmp_path / "run").exists()
 
@@ -77,8 +79,9 @@ def test_report_names_the_steps_file_and_line_and_checks_its_plot(tmp_path):
 
 
 def _files(folder):
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file()}  # fmt: skip
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 @pytest.mark.parametrize("trainer", ["sft", "grpo"])
@@ -89,14 +92,24 @@ def test_a_folder_holding_a_run_is_refused_and_left_as_it_was(tmp_path, trainer)
     (run / "steps.jsonl").write_text('{"kind": "step", "step": 1}\n')
     before = _files(run)
     r = cli("train", trainer, "--out", run, timeout=60)
-    user_error(r, f"--out {run} holds a run", "final/", "--resume", "--overwrite",
-               "another --out", code=2)  # fmt: skip
+    user_error(
+        r, f"--out {run} holds a run", "final/", "--resume", "--overwrite", "another --out", code=2
+    )
     r = cli("train", trainer, "--out", run, "--resume", "--overwrite", timeout=60)
     user_error(r, "--resume and --overwrite", code=2)
     # --overwrite with a value no run can use: refused before anything is removed
     bad = ["--epochs", "0"] if trainer == "sft" else ["--num-generations", "3"]
-    r = cli("train", trainer, "--out", run, "--overwrite", "--tasks",
-            write_task_file(tmp_path), *bad, timeout=60)  # fmt: skip
+    r = cli(
+        "train",
+        trainer,
+        "--out",
+        run,
+        "--overwrite",
+        "--tasks",
+        write_task_file(tmp_path),
+        *bad,
+        timeout=60,
+    )
     user_error(r, bad[0], code=2)
     assert _files(run) == before
 
@@ -145,9 +158,26 @@ def test_ctrl_c_saves_a_checkpoint_exits_130_and_resume_continues(tmp_path, tiny
     """The issue's case: Ctrl-C after the first step exited 0 with final/ and no checkpoint,
     so --resume refused to continue."""
     run = tmp_path / "run"
-    args = ["train", "sft", "--out", run, "--model", tiny, "--tasks", write_task_file(tmp_path),
-            "--epochs", "30", "--batch-size", "1", "--lora-r", "2", "--val-families", "0",
-            "--holdout-share", "0"]  # fmt: skip
+    args = [
+        "train",
+        "sft",
+        "--out",
+        run,
+        "--model",
+        tiny,
+        "--tasks",
+        write_task_file(tmp_path),
+        "--epochs",
+        "30",
+        "--batch-size",
+        "1",
+        "--lora-r",
+        "2",
+        "--val-families",
+        "0",
+        "--holdout-share",
+        "0",
+    ]
     p = start(*args)
     wait_for(lambda: _step_rows(run / "steps.jsonl") or p.poll() is not None, 120, "a step")
     _, _, err = interrupt(p, limit_s=60)

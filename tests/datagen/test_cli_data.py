@@ -56,10 +56,22 @@ def test_emulator_tests_skip_saying_what_to_set_and_why():
     root = Path(__file__).resolve().parents[2]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CUDAPERF_EMULATE")}
     r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
-         "tests/datagen/families/test_torch_emulated.py"],
-        capture_output=True, text=True, cwd=root, env=env, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "tests/datagen/families/test_torch_emulated.py",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=env,
+        timeout=120,
+    )
     skips = [ln for ln in r.stdout.splitlines() if ln.startswith("SKIPPED")]
     assert skips, r.stdout
     assert all("set CUDAPERF_EMULATE=1 to run it" in ln and "slow" in ln for ln in skips)

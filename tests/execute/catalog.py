@@ -194,11 +194,22 @@ def window_dot_task(n: int = 8192) -> Task:
     from cudaperf.tasks.model import Distribution
 
     return Task(
-        id="test/c2cuda/window_dot", kind="c2cuda", family="window_dot", source=WINDOW_DOT_C,
-        entry="window_dot", tolerance=tolerance_for("float", 256),
-        signature=[Param(name="n", ctype="int", role=Role.SCALAR)] + [
+        id="test/c2cuda/window_dot",
+        kind="c2cuda",
+        family="window_dot",
+        source=WINDOW_DOT_C,
+        entry="window_dot",
+        tolerance=tolerance_for("float", 256),
+        signature=[Param(name="n", ctype="int", role=Role.SCALAR)]
+        + [
             Param(name=a, ctype="float", role=Role(r), length="n")
-            for a, r in (("a", "in"), ("b", "in"), ("y", "out"))],
-        configs=[InputConfig(name=f"n{n}", sizes={"n": n},
-                             distribution=Distribution(kind="uniform", low=0.5, high=1.5))],
-    )  # fmt: skip
+            for a, r in (("a", "in"), ("b", "in"), ("y", "out"))
+        ],
+        configs=[
+            InputConfig(
+                name=f"n{n}",
+                sizes={"n": n},
+                distribution=Distribution(kind="uniform", low=0.5, high=1.5),
+            )
+        ],
+    )

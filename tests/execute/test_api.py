@@ -28,8 +28,11 @@ def test_batch_statuses_jsonl_and_cache(cpu_config, tmp_path):
     out = tmp_path / "r.jsonl"
     first = {r.candidate_id: r for r in evaluate_batch(jobs, cpu_config, out=out)}
     assert {k: v.status.value for k, v in first.items()} == {
-        "naive": "compiled", "syntax": "compile_error", "fork": "rejected", "warp": "compiled"
-    }  # fmt: skip
+        "naive": "compiled",
+        "syntax": "compile_error",
+        "fork": "rejected",
+        "warp": "compiled",
+    }
     assert first["syntax"].feedback[0].startswith("compile error at line 1")
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(lines) == 4 and all(x["cache_key"] for x in lines)
@@ -41,9 +44,14 @@ def test_batch_statuses_jsonl_and_cache(cpu_config, tmp_path):
 
 def test_torch_candidates_are_checked_and_built_without_a_gpu(cpu_config):
     corpus = Path(__file__).parents[1] / "adversarial" / "torch"
-    t = Task(id="x/t", kind="torch2cuda", family="f", entry="Model",
-             source=(corpus / "ref_affine_relu.py").read_text(),
-             configs=[{"name": "a", "sizes": {"N": 1000}}])  # fmt: skip
+    t = Task(
+        id="x/t",
+        kind="torch2cuda",
+        family="f",
+        entry="Model",
+        source=(corpus / "ref_affine_relu.py").read_text(),
+        configs=[{"name": "a", "sizes": {"N": 1000}}],
+    )
     r = evaluate(t, "code", cpu_config)
     assert r.status is Status.REJECTED and "ModelNew" in r.feedback[0]
     r = evaluate(t, "class ModelNew(:\n", cpu_config)  # a mistake, not a hack
@@ -72,8 +80,17 @@ class _CountingBackend:
             self.ran.append(c.id)
             timing = Timing.of([10.0 if c.id == "naive" else 5.0])
             cfg = ConfigResult(config="a", held_out=False, correct=True, timing=timing)
-            yield i, ExecResult(status="ok", mode="full", task_id=t.id, candidate_hash=c.hash,
-                                candidate_id=c.id, configs=[cfg])  # fmt: skip
+            yield (
+                i,
+                ExecResult(
+                    status="ok",
+                    mode="full",
+                    task_id=t.id,
+                    candidate_hash=c.hash,
+                    candidate_id=c.id,
+                    configs=[cfg],
+                ),
+            )
 
     def close(self):
         pass

@@ -11,8 +11,9 @@ from cudaperf.execute.types import Candidate, Status
 def _finish(cpu_config, reply: dict, op: str = "torch"):
     ev = Evaluator(cpu_config, Env("full", (0,), "FAKE", "sm_90", {}, 1))
     task = relu_task() if op == "torch" else saxpy_task()  # the job's kind is its task's
-    p = Prepared(task, Candidate(code="x"), "k", "", "", "", [], [], tempfile.mkdtemp(),
-                 time.monotonic())  # fmt: skip
+    p = Prepared(
+        task, Candidate(code="x"), "k", "", "", "", [], [], tempfile.mkdtemp(), time.monotonic()
+    )
     return ev.finish(p, reply)
 
 
@@ -26,8 +27,18 @@ def test_launched_kernels_reach_the_result_only_when_observed(cpu_config):
 
 def test_torch_requests_name_the_device(cpu_config):
     ev = Evaluator(cpu_config, Env("full", (0,), "FAKE", "sm_90", {}, 1))
-    p = Prepared(relu_task(), Candidate(code="x"), "k", "", "", "", [], [], tempfile.mkdtemp(),
-                 time.monotonic())  # fmt: skip
+    p = Prepared(
+        relu_task(),
+        Candidate(code="x"),
+        "k",
+        "",
+        "",
+        "",
+        [],
+        [],
+        tempfile.mkdtemp(),
+        time.monotonic(),
+    )
     req = ev.request(p)
     assert req["device"] == "cuda" and req["salt"] == 1 and req["op"] == "torch"
 
@@ -37,8 +48,12 @@ def test_the_run_s_protections_come_from_the_reply_and_isolation_keys_the_cache(
 
     from torch_cpu import relu_task
 
-    reply = {"status": "wrong_output", "configs": [], "message": "m",
-             "protections": {"active": ["mount_ns"], "missing": {"seccomp": "EINVAL"}}}  # fmt: skip
+    reply = {
+        "status": "wrong_output",
+        "configs": [],
+        "message": "m",
+        "protections": {"active": ["mount_ns"], "missing": {"seccomp": "EINVAL"}},
+    }
     run = [p for p in _finish(cpu_config, reply).protections if p.stage == "run"]
     assert run[0].active == ("mount_ns",) and run[0].missing == ("seccomp: EINVAL",)
     env = Env("full", (0,), "FAKE", "sm_90", {}, 1)

@@ -11,7 +11,9 @@ def test_redact_sizes_removes_every_number_but_keeps_names():
 
 def test_timing_feedback_leaves_held_out_configs_out():
     t = Timing.of([10.0, 11.0])
-    cfgs = [ConfigResult(config="n1000", held_out=False, correct=True, timing=t),
-            ConfigResult(config="heldout", held_out=True, correct=True, timing=t)]  # fmt: skip
+    cfgs = [
+        ConfigResult(config="n1000", held_out=False, correct=True, timing=t),
+        ConfigResult(config="heldout", held_out=True, correct=True, timing=t),
+    ]
     (line,) = timing_feedback(cfgs)
     assert "n1000" in line and "heldout" not in line

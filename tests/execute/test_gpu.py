@@ -162,8 +162,10 @@ def test_a_cuda_error_ends_only_the_candidates_process(gpu_config):
     h = WorkerHandle(0, gpu_config)
     try:
         pid = h.request({"op": "hello"}, 60)["pid"]
-        for code, want in ((FAULTS["illegal_address"][0], Status.RUNTIME_ERROR),
-                           (saxpy_variant(), Status.OK)):  # fmt: skip
+        for code, want in (
+            (FAULTS["illegal_address"][0], Status.RUNTIME_ERROR),
+            (saxpy_variant(), Status.OK),
+        ):
             p = ev.prepare(task, Candidate(code=code))
             assert isinstance(p, Prepared), p
             res = ev.finish(p, h.request(ev.request(p), gpu_config.run_timeout_s))

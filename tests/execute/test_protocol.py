@@ -30,8 +30,18 @@ def _evaluator(cpu_config) -> Evaluator:
 
 
 def _prepared(task) -> Prepared:
-    return Prepared(task, Candidate(code="x"), "k", "/lib.so", "/ref.so", "log", ["f"], ["n"],
-                    tempfile.mkdtemp(), time.monotonic())  # fmt: skip
+    return Prepared(
+        task,
+        Candidate(code="x"),
+        "k",
+        "/lib.so",
+        "/ref.so",
+        "log",
+        ["f"],
+        ["n"],
+        tempfile.mkdtemp(),
+        time.monotonic(),
+    )
 
 
 @pytest.mark.parametrize("op", ["run", "torch"])

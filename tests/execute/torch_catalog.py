@@ -45,8 +45,9 @@ class ModelNew(nn.Module):
 _RIGHT = "if (i < n) y[i] = 2.0f * fmaxf(x[i], 0.0f) + 1.0f;"
 
 
-def native(body: str = _RIGHT, host: str = "", forward: str = "pass", includes: str = "",
-           block: int = 256) -> str:  # fmt: skip
+def native(
+    body: str = _RIGHT, host: str = "", forward: str = "pass", includes: str = "", block: int = 256
+) -> str:
     """An affine-ReLU candidate in the native form with the given pieces."""
     return _SHELL.format(body=body, host=host, forward=forward, includes=includes, block=block)
 
@@ -61,31 +62,44 @@ _HANG_BODY = "long long t0 = clock64(); while (clock64() - t0 >= 0) { } if (i < 
 FAULTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "illegal_write": (native(body="y[i + (1LL << 40)] = x[0];"), ("runtime_error",)),
     "illegal_null_read": (
-        native(body="if (i < n) y[i] = ((const float*)0)[i];"), ("runtime_error",)),
+        native(body="if (i < n) y[i] = ((const float*)0)[i];"),
+        ("runtime_error",),
+    ),
     "misaligned_write": (
-        native(body="if (i < n) *(float*)((char*)y + 1 + 4 * i) = x[i];"), ("runtime_error",)),
+        native(body="if (i < n) *(float*)((char*)y + 1 + 4 * i) = x[i];"),
+        ("runtime_error",),
+    ),
     "device_assert": (
         native(includes="#include <cassert>", body="if (i < n) { assert(x[i] < -1e30f); }"),
-        ("runtime_error",)),
+        ("runtime_error",),
+    ),
     "kernel_hang": (native(body=_HANG_BODY), ("timeout",)),
     "host_segfault": (native(host="*(volatile int*)0 = 1;"), ("runtime_error",)),
     "huge_allocation": (
-        native(forward="big = torch.empty(1 << 44, device=x.device)"), ("runtime_error",)),
+        native(forward="big = torch.empty(1 << 44, device=x.device)"),
+        ("runtime_error",),
+    ),
     "stdout_flood": (
         native(forward="for k in range(10**8): print('flood flood flood flood', k)"),
-        ("runtime_error",)),
+        ("runtime_error",),
+    ),
     "fork": (native(forward="import os; os.fork()"), ("rejected", "runtime_error")),
     "file_write": (
         native(forward="open('/tmp/cudaperf_fault_probe.txt', 'w').write('x')"),
-        ("rejected", "runtime_error")),
-}  # fmt: skip
+        ("rejected", "runtime_error"),
+    ),
+}
 
 
 def affine_relu_task() -> Task:
     """The adversarial corpus's affine-ReLU task (three configs, one held out)."""
     spec = json.loads((CORPUS / "expected.json").read_text())["tasks"]["affine_relu"]
     return Task(
-        id="adversarial/affine_relu", kind="torch2cuda", family="affine_relu", entry="Model",
-        source=(CORPUS / spec["module"]).read_text(), configs=spec["configs"],
+        id="adversarial/affine_relu",
+        kind="torch2cuda",
+        family="affine_relu",
+        entry="Model",
+        source=(CORPUS / spec["module"]).read_text(),
+        configs=spec["configs"],
         tolerance=spec["tolerance"],
-    )  # fmt: skip
+    )

@@ -35,20 +35,37 @@ def relu_task(
     source: str = RELU_REF, held_out: int = 5003, tol: float = 1e-5, base: int = 1000
 ) -> Task:
     return Task(
-        id="test/torch/relu", kind="torch2cuda", family="relu", entry="Model", source=source,
-        configs=[{"name": "base", "sizes": {"N": base}},
-                 {"name": "heldout", "sizes": {"N": held_out}, "held_out": True}],
+        id="test/torch/relu",
+        kind="torch2cuda",
+        family="relu",
+        entry="Model",
+        source=source,
+        configs=[
+            {"name": "base", "sizes": {"N": base}},
+            {"name": "heldout", "sizes": {"N": held_out}, "held_out": True},
+        ],
         tolerance={"atol": tol, "rtol": tol},
-    )  # fmt: skip
+    )
 
 
 def request(code: str, workdir: str | None = None, **kw) -> dict:
     base = dict(
-        code=code, salt=SALT, workdir=workdir or tempfile.mkdtemp(prefix="cudaperf-test-"),
-        cpu_limit_s=60, output_limit_mb=64, warmup=1, trials=6, budget_ms=200.0, normwise_rtol=1e-2,
-        max_bandwidth_gbs=1e4, min_kernel_share=0.5, correctness_trials=3, torch_compile=False,
-        baseline_cache=None, device="cpu",
-    )  # fmt: skip
+        code=code,
+        salt=SALT,
+        workdir=workdir or tempfile.mkdtemp(prefix="cudaperf-test-"),
+        cpu_limit_s=60,
+        output_limit_mb=64,
+        warmup=1,
+        trials=6,
+        budget_ms=200.0,
+        normwise_rtol=1e-2,
+        max_bandwidth_gbs=1e4,
+        min_kernel_share=0.5,
+        correctness_trials=3,
+        torch_compile=False,
+        baseline_cache=None,
+        device="cpu",
+    )
     return base | kw
 
 

@@ -65,8 +65,21 @@ def test_ship_writes_packaged_weights_with_provenance(tmp_path, monkeypatch):
     target = tmp_path / "pkg" / "feature_ranker.json"
     monkeypatch.setattr(formats, "default_weights_path", lambda: target)
     p = _data(tmp_path, unroll_tasks())
-    r = run("rank", "train", "--tasks", p, "--out", tmp_path / "m", "--no-resources", "--ship",
-            "--json", "--cache-dir", tmp_path / "cache", "--workers", 1)  # fmt: skip
+    r = run(
+        "rank",
+        "train",
+        "--tasks",
+        p,
+        "--out",
+        tmp_path / "m",
+        "--no-resources",
+        "--ship",
+        "--json",
+        "--cache-dir",
+        tmp_path / "cache",
+        "--workers",
+        1,
+    )
     assert r.exit_code == 0, r.output
     rep = json.loads(r.stdout)
     assert rep["shipped"] == str(target) and rep["heldout"]["pairwise_accuracy"] == 1.0
@@ -89,8 +102,18 @@ def test_exclude_keeps_the_named_tasks_out_of_training_and_records_it(tmp_path):
     assert full.exit_code == 0, full.output
     hold = tmp_path / "holdout.json"
     hold.write_text(json.dumps({"unseen_tasks": train_ids[:2], "fit_tasks": train_ids[2:]}))
-    r = run("rank", "train", "--tasks", p, "--out", tmp_path / "b", "--no-resources", "--json",
-            "--exclude", hold)  # fmt: skip
+    r = run(
+        "rank",
+        "train",
+        "--tasks",
+        p,
+        "--out",
+        tmp_path / "b",
+        "--no-resources",
+        "--json",
+        "--exclude",
+        hold,
+    )
     assert r.exit_code == 0, r.output
     rep, base = json.loads(r.stdout), json.loads(full.stdout)
     assert rep["tasks"] == base["tasks"] - 2 and rep["pairs"] < base["pairs"]
@@ -100,8 +123,18 @@ def test_exclude_keeps_the_named_tasks_out_of_training_and_records_it(tmp_path):
     # a list of ids works too; ids the task set lacks, or a non-list, are one clear line
     ids = tmp_path / "ids.json"
     ids.write_text(json.dumps(train_ids[:1]))
-    r = run("rank", "train", "--tasks", p, "--out", tmp_path / "c", "--no-resources", "--json",
-            "--exclude", ids)  # fmt: skip
+    r = run(
+        "rank",
+        "train",
+        "--tasks",
+        p,
+        "--out",
+        tmp_path / "c",
+        "--no-resources",
+        "--json",
+        "--exclude",
+        ids,
+    )
     assert r.exit_code == 0 and json.loads(r.stdout)["tasks"] == base["tasks"] - 1
     ids.write_text(json.dumps(["t/nope/0"]))
     r = run("rank", "train", "--tasks", p, "--out", tmp_path / "d", "--exclude", ids)

@@ -36,8 +36,11 @@ def test_fit_learns_a_non_monotone_preference_and_calibrates():
     assert m.prob({"x": 5.2, "noise": 0.0}, {"x": 9.5, "noise": 0.0}) > 0.8
     assert m.prob({"x": 5.2, "noise": 0.0}, {"x": 0.5, "noise": 0.0}) > 0.8
     test_groups, test_pairs = _synthetic(20, seed=1)
-    u = {id(f): v for g in test_groups
-         for (f, _), v in zip(g, m.utility([f for f, _ in g]), strict=True)}  # fmt: skip
+    u = {
+        id(f): v
+        for g in test_groups
+        for (f, _), v in zip(g, m.utility([f for f, _ in g]), strict=True)
+    }
     acc = np.mean([(u[id(a)] > u[id(b)]) == faster for a, b, faster in test_pairs])
     assert acc > 0.85
     assert m.weights_table()[0]["feature"] == "x"

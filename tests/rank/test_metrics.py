@@ -15,9 +15,15 @@ from cudaperf.rank.ranker import NoPairsError, TrainConfig, train_feature_ranker
 from tests.rank.helpers import H200, SPLITS, kernel, task, unroll_tasks
 
 KEYS = {
-    "pairwise_accuracy", "pairs", "kendall_tau", "top1_accuracy", "baseline_structural_accuracy",
-    "baseline_length_accuracy", "baseline_random_accuracy", "all_pairs",
-}  # fmt: skip
+    "pairwise_accuracy",
+    "pairs",
+    "kendall_tau",
+    "top1_accuracy",
+    "baseline_structural_accuracy",
+    "baseline_length_accuracy",
+    "baseline_random_accuracy",
+    "all_pairs",
+}
 
 
 def test_kendall_tau_hand_cases():
@@ -45,14 +51,27 @@ def test_pairwise_accuracy_counts_ties_as_half():
 
 
 def _timed(fast_code, slow_code, families=("fam4", "fam5")):
-    return [task(f"t/{f}/0", f, {"fast": (fast_code, {("small", H200): 1.0}),
-                                 "slow": (slow_code, {("small", H200): 3.0})})
-            for f in families]  # fmt: skip
+    return [
+        task(
+            f"t/{f}/0",
+            f,
+            {
+                "fast": (fast_code, {("small", H200): 1.0}),
+                "slow": (slow_code, {("small", H200): 3.0}),
+            },
+        )
+        for f in families
+    ]
 
 
 def test_baselines():
-    m = BTModel(names=["c.unroll_pragmas"], means=[0.0], stds=[1.0], coef=[1.0],
-                analyzer={"resources": False})  # fmt: skip
+    m = BTModel(
+        names=["c.unroll_pragmas"],
+        means=[0.0],
+        stds=[1.0],
+        coef=[1.0],
+        analyzer={"resources": False},
+    )
     # the fast one is coalesced and longer: both baselines right
     r = evaluate(_timed(kernel(0, pad=5), kernel(0, stride=33)), m, SPLITS)
     assert r["baseline_structural_accuracy"] == 1.0 and r["baseline_length_accuracy"] == 1.0

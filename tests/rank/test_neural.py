@@ -28,8 +28,16 @@ def backbone(tmp_path_factory):
 
 
 def _cfg(backbone, **kw):
-    base = dict(backbone=str(backbone), max_length=160, batch_tasks=4, max_steps=16, lr=3e-3,
-                lora_r=4, device="cpu", log_every=5)  # fmt: skip
+    base = dict(
+        backbone=str(backbone),
+        max_length=160,
+        batch_tasks=4,
+        max_steps=16,
+        lr=3e-3,
+        lora_r=4,
+        device="cpu",
+        log_every=5,
+    )
     return NeuralConfig(**{**base, **kw})
 
 
@@ -79,21 +87,59 @@ def test_cli_train_eval_score_neural(backbone, tmp_path):
     (tmp_path / "splits.json").write_text(json.dumps({"families": SPLITS}))
     run = CliRunner().invoke
     out = tmp_path / "neural"
-    r = run(app, ["rank", "train", "--model", "neural", "--backbone", str(backbone), "--tasks",
-                  str(p), "--out", str(out), "--max-steps", "4", "--lr", "3e-3",
-                  "--max-length", "128", "--lora-r", "4", "--device", "cpu", "--json",
-                  "--cache-dir", str(tmp_path / "cache")])  # fmt: skip
+    r = run(
+        app,
+        [
+            "rank",
+            "train",
+            "--model",
+            "neural",
+            "--backbone",
+            str(backbone),
+            "--tasks",
+            str(p),
+            "--out",
+            str(out),
+            "--max-steps",
+            "4",
+            "--lr",
+            "3e-3",
+            "--max-length",
+            "128",
+            "--lora-r",
+            "4",
+            "--device",
+            "cpu",
+            "--json",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     rep = json.loads(r.stdout)
     assert rep["kind"] == "neural" and rep["steps"] == 4 and rep["heldout"]["pairs"] == 12
-    r = run(app, ["rank", "eval", "--tasks", str(p), "--model", str(out), "--json",
-                  "--cache-dir", str(tmp_path / "cache")])  # fmt: skip
+    r = run(
+        app,
+        [
+            "rank",
+            "eval",
+            "--tasks",
+            str(p),
+            "--model",
+            str(out),
+            "--json",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert KEYS <= set(json.loads(r.stdout))
     cand = tmp_path / "c.cu"
     cand.write_text(unroll_tasks()[0].implementations[2].code)
-    r = run(app, ["rank", "score", "t/fam5/0", str(cand), "--model", str(out), "--tasks", str(p),
-                  "--json"])  # fmt: skip
+    r = run(
+        app,
+        ["rank", "score", "t/fam5/0", str(cand), "--model", str(out), "--tasks", str(p), "--json"],
+    )
     assert r.exit_code == 0, r.output
     assert 0 <= json.loads(r.stdout)["score"] <= 1
     r = run(app, ["rank", "train", "--model", "neural", "--ship", "--tasks", str(p)])

@@ -12,8 +12,13 @@ NO_PTXAS = TrainConfig(resources=False)
 
 
 def _unroll_model(coef=3.0):
-    return BTModel(names=["c.unroll_pragmas"], means=[0.0], stds=[1.0], coef=[coef],
-                   analyzer={"resources": False})  # fmt: skip
+    return BTModel(
+        names=["c.unroll_pragmas"],
+        means=[0.0],
+        stds=[1.0],
+        coef=[coef],
+        analyzer={"resources": False},
+    )
 
 
 def test_features_have_stable_names_and_are_cached():
@@ -44,8 +49,9 @@ def test_score_in_unit_interval_and_monotone_in_a_dominant_feature():
 
 def test_score_without_implementations_is_neutral():
     t = task("t/x/0", "x", {})
-    assert score(t, kernel(1), _unroll_model()) == RankScore(score=0.5, compared=0,
-                                                             model=_unroll_model().id)  # fmt: skip
+    assert score(t, kernel(1), _unroll_model()) == RankScore(
+        score=0.5, compared=0, model=_unroll_model().id
+    )
 
 
 def test_training_learns_the_preference_and_is_deterministic():
@@ -146,9 +152,12 @@ def test_a_scored_candidate_is_analysed_once_and_implementations_once_per_task(m
     ranker = make_ranker(load_ranker())
     clear_cache()
     seen = _count_analyses(monkeypatch)
-    sc = RewardScorer([task], evaluator=lambda jobs: [result(Status.OK, c.code, t.id)
-                                                      for t, c in jobs],
-                      analyzer=default_analyzer(ranker.analyze_config), ranker=ranker)  # fmt: skip
+    sc = RewardScorer(
+        [task],
+        evaluator=lambda jobs: [result(Status.OK, c.code, t.id) for t, c in jobs],
+        analyzer=default_analyzer(ranker.analyze_config),
+        ranker=ranker,
+    )
     cands = [kernel(0), kernel(1)]
     for code in cands:
         (s,) = sc.score_code(task, [code])

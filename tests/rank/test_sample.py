@@ -13,8 +13,10 @@ def test_train_and_eval_on_the_sample_set(tmp_path):
     tasks = load_sample()
     fams = sorted({t.family for t in tasks})
     assert len(fams) == 12
-    splits = {f: ("test" if i % 4 == 0 else "validation" if i % 4 == 1 else "train")
-              for i, f in enumerate(fams)}  # fmt: skip
+    splits = {
+        f: ("test" if i % 4 == 0 else "validation" if i % 4 == 1 else "train")
+        for i, f in enumerate(fams)
+    }
     model = train_feature_ranker(tasks, splits, TrainConfig(resources=False), source="sample")
     assert model.training["pairs"] > 0 and set(model.training["families"]).isdisjoint(
         {f for f, s in splits.items() if s != "train"}

@@ -15,13 +15,20 @@ from .test_loop import measured_evaluator
 def test_table_rows_rise_with_the_faster_kernels(tmp_path):
     bench = load_script("bench/refine_sample.py")
     tasks = [t for t in load_sample() if t.id.endswith(("matmul", "saxpy"))]
-    sc = RewardScorer(tasks, evaluator=measured_evaluator([]),
-                      analyzer=lambda c: [report(0.5)], analyze="always")  # fmt: skip
+    sc = RewardScorer(
+        tasks, evaluator=measured_evaluator([]), analyzer=lambda c: [report(0.5)], analyze="always"
+    )
     out = tmp_path / "trajectories.jsonl"
     be = make_backend("scripted:weakest-first", tasks=tasks)
     refine_many(tasks, be, sc, turns=4, samples=2, out=out)
-    meta = {"model": be.name, "turns": 4, "samples": 2, "mode": "full", "gpu": "test",
-            "elapsed_s": 1.0}  # fmt: skip
+    meta = {
+        "model": be.name,
+        "turns": 4,
+        "samples": 2,
+        "mode": "full",
+        "gpu": "test",
+        "elapsed_s": 1.0,
+    }
     table = bench.build_table(tasks, read_trajectory(out), meta)
     rows = {r["task"]: r for r in table["tasks"]}
     mm = rows["sample/c2cuda/matmul"]["turns"]
@@ -50,12 +57,32 @@ def test_pick_takes_one_task_per_family_of_the_split(tmp_path):
     held = fams[:3]
     doc = {"families": {f: ("test" if f in held else "train") for f in fams}}
     (tmp_path / "splits.json").write_text(json.dumps(doc))
-    args = bench.parse_args(["--out-dir", str(tmp_path / "o"), "--tasks",
-                             str(tmp_path / "tasks.jsonl"), "--min-impls", "2"])  # fmt: skip
+    args = bench.parse_args(
+        [
+            "--out-dir",
+            str(tmp_path / "o"),
+            "--tasks",
+            str(tmp_path / "tasks.jsonl"),
+            "--min-impls",
+            "2",
+        ]
+    )
     got = bench.pick(args)
     assert [t.family for t in got] == held
-    args = bench.parse_args(["--out-dir", "o", "--tasks", str(tmp_path / "tasks.jsonl"),
-                             "--split", "train", "--limit", "2", "--min-impls", "3"])  # fmt: skip
+    args = bench.parse_args(
+        [
+            "--out-dir",
+            "o",
+            "--tasks",
+            str(tmp_path / "tasks.jsonl"),
+            "--split",
+            "train",
+            "--limit",
+            "2",
+            "--min-impls",
+            "3",
+        ]
+    )
     got = bench.pick(args)
     assert len(got) <= 2 and all(len(t.implementations) >= 3 for t in got)
     assert all(doc["families"][t.family] == "train" for t in got)

@@ -46,9 +46,23 @@ def test_refine_scripted_compile_only(tmp_path):
 @needs_nvcc
 def test_refine_scripted_weakest_first_compile_only(tmp_path):
     out = tmp_path / "t.jsonl"
-    args = ["refine", "c2cuda/matmul", "--model", "scripted:weakest-first", "--turns", "4",
-            "--samples", "2", "--out", str(out), "--best-out", str(tmp_path / "b.cu"),
-            "--compile-only", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    args = [
+        "refine",
+        "c2cuda/matmul",
+        "--model",
+        "scripted:weakest-first",
+        "--turns",
+        "4",
+        "--samples",
+        "2",
+        "--out",
+        str(out),
+        "--best-out",
+        str(tmp_path / "b.cu"),
+        "--compile-only",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     lines = [json.loads(x) for x in out.read_text().splitlines()]

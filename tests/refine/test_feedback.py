@@ -105,13 +105,26 @@ def test_ok_shows_speedups_findings_and_ranker():
     vs naive here, which would make it 2.83x over all configs) stay out of the text."""
     t = lambda v: Timing.of([v])  # noqa: E731
     configs = [
-        ConfigResult(config="small", held_out=False, correct=True, timing=t(10.0),
-                     cpu_timing=t(400.0), naive_timing=t(8.0)),
-        ConfigResult(config="heldout", held_out=True, correct=True, timing=t(100.0),
-                     cpu_timing=t(100.0), naive_timing=t(1000.0)),
-    ]  # fmt: skip
-    ok = result(Status.OK, CODE, SAXPY.id, configs=configs, speedup_vs_cpu=20.0,
-                speedup_vs_naive=2.83)  # fmt: skip
+        ConfigResult(
+            config="small",
+            held_out=False,
+            correct=True,
+            timing=t(10.0),
+            cpu_timing=t(400.0),
+            naive_timing=t(8.0),
+        ),
+        ConfigResult(
+            config="heldout",
+            held_out=True,
+            correct=True,
+            timing=t(100.0),
+            cpu_timing=t(100.0),
+            naive_timing=t(1000.0),
+        ),
+    ]
+    ok = result(
+        Status.OK, CODE, SAXPY.id, configs=configs, speedup_vs_cpu=20.0, speedup_vs_naive=2.83
+    )
     text = render(ok, [report(0.4, [finding(3)])], rank(0.25))
     assert "2.83x" not in text and "20.00x" not in text
     assert "Correct on all 2 configs" in text

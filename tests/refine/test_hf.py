@@ -26,9 +26,14 @@ def _save_tiny(path) -> None:
     )
     fast.save_pretrained(path)
     cfg = transformers.GPT2Config(
-        vocab_size=len(vocab), n_positions=256, n_embd=16, n_layer=1, n_head=2,
-        eos_token_id=len(alphabet), bos_token_id=len(alphabet),
-    )  # fmt: skip
+        vocab_size=len(vocab),
+        n_positions=256,
+        n_embd=16,
+        n_layer=1,
+        n_head=2,
+        eos_token_id=len(alphabet),
+        bos_token_id=len(alphabet),
+    )
     transformers.GPT2LMHeadModel(cfg).save_pretrained(path)
 
 
@@ -48,8 +53,7 @@ def test_generate_batch_pads_conversations_of_different_lengths(tmp_path):
 
     _save_tiny(tmp_path)
     be = HFBackend(str(tmp_path), max_new_tokens=4, seed=0, device="cpu", max_batch=3)
-    convs = [MSGS, [{"role": "user", "content": "a much longer request: write a transpose"}],
-             MSGS]  # fmt: skip
+    convs = [MSGS, [{"role": "user", "content": "a much longer request: write a transpose"}], MSGS]
     out = be.generate_batch(convs, 2)  # 6 sequences in batches of at most 3 → one conv each
     assert [len(r) for r in out] == [2, 2, 2] and be.tokenizer.padding_side == "left"
     with pytest.raises(ValueError, match="dtype"):

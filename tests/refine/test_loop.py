@@ -148,13 +148,17 @@ def measured_evaluator(calls):
 def test_weakest_first_orders_by_measured_time_then_by_strategies():
     assert [i.id for i in weakest_first(MATMUL)] == ["naive", "smem_tiled", "register_blocked"]
     assert [i.id for i in weakest_first(TRANSPOSE)] == [
-        "naive", "smem_tiled_conflicts", "smem_tiled_padded"
-    ]  # fmt: skip
+        "naive",
+        "smem_tiled_conflicts",
+        "smem_tiled_padded",
+    ]
     bare = MATMUL.model_copy(
-        update={"implementations": [
-            i.model_copy(update={"measurements": []}) for i in reversed(MATMUL.implementations)
-        ]}
-    )  # fmt: skip
+        update={
+            "implementations": [
+                i.model_copy(update={"measurements": []}) for i in reversed(MATMUL.implementations)
+            ]
+        }
+    )
     assert [i.id for i in weakest_first(bare)] == ["naive", "smem_tiled", "register_blocked"]
     assert [i.id for i in weakest_first(MATMUL, gpu="no such gpu")][0] == "naive"
 
@@ -181,9 +185,11 @@ def test_weakest_first_backend_replays_one_implementation_per_turn():
 def test_refine_many_runs_tasks_in_lockstep_with_rising_rewards(tmp_path):
     calls = []
     sc = RewardScorer(
-        [MATMUL, SAXPY], evaluator=measured_evaluator(calls), analyzer=lambda c: [report(0.5)],
+        [MATMUL, SAXPY],
+        evaluator=measured_evaluator(calls),
+        analyzer=lambda c: [report(0.5)],
         analyze="always",
-    )  # fmt: skip
+    )
     be = make_backend("scripted:weakest-first", tasks=[MATMUL, SAXPY])
     done = []
     out = tmp_path / "traj.jsonl"
@@ -215,14 +221,29 @@ def test_a_stopped_run_resumes_where_it_stopped(tmp_path):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        refine(SAXPY, scripted_from_task(SAXPY), scorer(), turns=3, samples=1, out=out,
-               on_turn=stop_after_first)  # fmt: skip
+        refine(
+            SAXPY,
+            scripted_from_task(SAXPY),
+            scorer(),
+            turns=3,
+            samples=1,
+            out=out,
+            on_turn=stop_after_first,
+        )
     assert [type(r) for r in read_trajectory(out)] == [TurnRecord]
     backend = scripted_from_task(SAXPY)
     backend.generate(first_messages(SAXPY), 1)  # the replay is past the turn already made
     seen = []
-    res = refine(SAXPY, backend, scorer(), turns=3, samples=1, out=out, on_turn=seen.append,
-                 resume=read_trajectory(out))  # fmt: skip
+    res = refine(
+        SAXPY,
+        backend,
+        scorer(),
+        turns=3,
+        samples=1,
+        out=out,
+        on_turn=seen.append,
+        resume=read_trajectory(out),
+    )
     assert [t.turn for t in seen] == [2, 3]  # turn 1 was not made again
     assert [t.best_total for t in res.turns] == [t.best_total for t in whole.turns]
     assert res.summary.best_turn == whole.summary.best_turn == 2
@@ -230,6 +251,7 @@ def test_a_stopped_run_resumes_where_it_stopped(tmp_path):
     assert [r.turn for r in records if isinstance(r, TurnRecord)] == [1, 2, 3]
     assert isinstance(records[-1], SummaryRecord) and records[-1].turns == 3
     # a finished episode is refined anew, not resumed
-    again = refine(SAXPY, scripted_from_task(SAXPY), scorer(), turns=3, samples=1,
-                   resume=read_trajectory(out))  # fmt: skip
+    again = refine(
+        SAXPY, scripted_from_task(SAXPY), scorer(), turns=3, samples=1, resume=read_trajectory(out)
+    )
     assert [t.turn for t in again.turns] == [1, 2, 3]

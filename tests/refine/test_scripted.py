@@ -50,11 +50,27 @@ def test_visible_only_ordering_ignores_held_out_measurements():
     assert [i.id for i in weakest_first(STENCIL, held_out=False)] == ["smem_tiled", "naive"]
     # a held-out time changed beyond recognition moves the default order, never the visible one
     held = {c.name for c in STENCIL.configs if c.held_out}
-    slow = STENCIL.model_copy(update={"implementations": [
-        i.model_copy(update={"measurements": [
-            m.model_copy(update={"median_us": m.median_us * (1e6 if i.id == "smem_tiled" else 1)})
-            if m.config in held else m for m in i.measurements]})
-        for i in STENCIL.implementations]})  # fmt: skip
+    slow = STENCIL.model_copy(
+        update={
+            "implementations": [
+                i.model_copy(
+                    update={
+                        "measurements": [
+                            m.model_copy(
+                                update={
+                                    "median_us": m.median_us * (1e6 if i.id == "smem_tiled" else 1)
+                                }
+                            )
+                            if m.config in held
+                            else m
+                            for m in i.measurements
+                        ]
+                    }
+                )
+                for i in STENCIL.implementations
+            ]
+        }
+    )
     assert [i.id for i in weakest_first(slow)] == ["smem_tiled", "naive"]
     assert [i.id for i in weakest_first(slow, held_out=False)] == ["smem_tiled", "naive"]
 

@@ -16,10 +16,18 @@ def meta(tid: str, family: str = "f", baselines=("naive",), kind="c2cuda") -> Ta
 
 def row(tid: str, turn: int, sample: int, status: str = "ok", family: str = "f", **speedups):
     return BenchRow(
-        task_id=tid, suite="s", family=family, kind="c2cuda", turn=turn, sample=sample,
-        status=status, mode="full", compiled=status in ("ok", "wrong_output", "runtime_error"),
-        correct=status == "ok", speedups=speedups if status == "ok" else {},
-    )  # fmt: skip
+        task_id=tid,
+        suite="s",
+        family=family,
+        kind="c2cuda",
+        turn=turn,
+        sample=sample,
+        status=status,
+        mode="full",
+        compiled=status in ("ok", "wrong_output", "runtime_error"),
+        correct=status == "ok",
+        speedups=speedups if status == "ok" else {},
+    )
 
 
 def views(rows, metas):
@@ -30,8 +38,10 @@ def stored_speedup(task, code: str) -> float:
     """Geomean over configs of naive median / this implementation's median (stored H200)."""
     impl = next(i for i in task.implementations if i.code.strip() == code.strip())
     naive = task.implementation("naive")
-    ratios = [n.median_us / m.median_us
-              for n, m in zip(naive.measurements, impl.measurements, strict=True)]  # fmt: skip
+    ratios = [
+        n.median_us / m.median_us
+        for n, m in zip(naive.measurements, impl.measurements, strict=True)
+    ]
     return math.prod(ratios) ** (1 / len(ratios))
 
 
@@ -49,12 +59,17 @@ def stored_evaluator(calls: list):
                 out.append(ExecResult(status=Status.COMPILE_ERROR, **base, compile_log="error"))
                 continue
             sp = stored_speedup(task, cand.code)
-            cfg = ConfigResult(config="small", held_out=False, correct=True,
-                               timing=Timing.of([10.0]))  # fmt: skip
-            extra = ({"speedup_vs_cpu": 20 * sp} if task.kind.value == "c2cuda"
-                     else {"speedup_vs_eager": sp / 2, "speedup_vs_compile": sp / 3})  # fmt: skip
-            out.append(ExecResult(status=Status.OK, **base, configs=[cfg],
-                                  speedup_vs_naive=sp, **extra))  # fmt: skip
+            cfg = ConfigResult(
+                config="small", held_out=False, correct=True, timing=Timing.of([10.0])
+            )
+            extra = (
+                {"speedup_vs_cpu": 20 * sp}
+                if task.kind.value == "c2cuda"
+                else {"speedup_vs_eager": sp / 2, "speedup_vs_compile": sp / 3}
+            )
+            out.append(
+                ExecResult(status=Status.OK, **base, configs=[cfg], speedup_vs_naive=sp, **extra)
+            )
         return out
 
     return run

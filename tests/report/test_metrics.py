@@ -51,14 +51,19 @@ def test_pass_at_k_rejects_k_above_n():
 # Task b: nothing correct in turn 1 (compile errors, one format error); turn 2 one at 0.5x.
 # Task c (baseline cpu only): turn 1 correct at 10x vs cpu on all samples.
 ROWS = [
-    row("a", 1, 0, naive=1.5), row("a", 1, 1, naive=3.0), row("a", 1, 2, "compile_error"),
+    row("a", 1, 0, naive=1.5),
+    row("a", 1, 1, naive=3.0),
+    row("a", 1, 2, "compile_error"),
     row("a", 1, 3, "wrong_output"),
-    row("a", 2, 0, naive=5.0), *[row("a", 2, i, "compile_error") for i in (1, 2, 3)],
-    *[row("b", 1, i, "compile_error") for i in (0, 1, 2)], row("b", 1, 3, "format_error"),
-    row("b", 2, 0, naive=0.5), *[row("b", 2, i, "runtime_error") for i in (1, 2, 3)],
+    row("a", 2, 0, naive=5.0),
+    *[row("a", 2, i, "compile_error") for i in (1, 2, 3)],
+    *[row("b", 1, i, "compile_error") for i in (0, 1, 2)],
+    row("b", 1, 3, "format_error"),
+    row("b", 2, 0, naive=0.5),
+    *[row("b", 2, i, "runtime_error") for i in (1, 2, 3)],
     *[row("c", 1, i, family="g", cpu=10.0) for i in range(4)],
     *[row("c", 2, i, family="g", cpu=10.0) for i in range(4)],
-]  # fmt: skip
+]
 METAS = [meta("a"), meta("b"), meta("c", family="g", baselines=("cpu",))]
 
 
@@ -110,17 +115,27 @@ def test_no_failure_ranks_above_a_correct_kernel_in_the_all_tasks_geomean():
 
 
 def test_infra_errors_count_in_no_rate():
-    rows = [row("a", 1, 0, naive=2.0), row("a", 1, 1, "infra_error"),
-            row("b", 1, 0, "infra_error"), row("b", 1, 1, "infra_error")]  # fmt: skip
+    rows = [
+        row("a", 1, 0, naive=2.0),
+        row("a", 1, 1, "infra_error"),
+        row("b", 1, 0, "infra_error"),
+        row("b", 1, 1, "infra_error"),
+    ]
     v = views(rows, [meta("a"), meta("b")])
     m = by_name(standard_metrics(2, 1, ["naive"]))
-    for name in ("compile rate (turn 1)", "correct rate (turn 1)", "correct, best of 2x1",
-                 "fast_1 vs naive (turn 1)", "fast_1 vs naive (best of 2x1)"):  # fmt: skip
+    for name in (
+        "compile rate (turn 1)",
+        "correct rate (turn 1)",
+        "correct, best of 2x1",
+        "fast_1 vs naive (turn 1)",
+        "fast_1 vs naive (best of 2x1)",
+    ):
         assert value(m[name], v) == 1.0, name  # a alone: b has no scored sample
         assert [bool(m[name].per_task(t)) for t in v] == [True, False], name
     assert value(m["pass@2 (turn 1)"], v) is None  # a has one scored sample: pass@2 undefined
-    assert value(m[f"geomean speedup vs naive, all tasks (best of 2x1; failure = "
-                   f"{FAIL_FLOOR:g}x floor)"], v) == pytest.approx(2.0)  # fmt: skip
+    assert value(
+        m[f"geomean speedup vs naive, all tasks (best of 2x1; failure = {FAIL_FLOOR:g}x floor)"], v
+    ) == pytest.approx(2.0)
     share, _ = rejected_reasons([*rows, row("c", 1, 0, "rejected")])
     assert share == pytest.approx(1 / 2)  # of a's ok and c's rejection; infra errors left out
 
@@ -131,8 +146,12 @@ def test_a_task_whose_baseline_was_not_timed_takes_no_part_in_its_metrics():
     v = views(rows, [meta("a"), meta("b")])
     m = by_name(standard_metrics(1, 1, ["naive"]))
     assert v[0].unmeasured("naive") and not v[1].unmeasured("naive")
-    for name in ("fast_1 vs naive (turn 1)", "fast_1 vs naive (best of 1x1)", GEO_ALL,
-                 "median speedup vs naive, all tasks (best of 1x1; failure = 0)"):  # fmt: skip
+    for name in (
+        "fast_1 vs naive (turn 1)",
+        "fast_1 vs naive (best of 1x1)",
+        GEO_ALL,
+        "median speedup vs naive, all tasks (best of 1x1; failure = 0)",
+    ):
         assert [bool(m[name].per_task(t)) for t in v] == [False, True], name
     assert value(m["fast_1 vs naive (turn 1)"], v) == 1.0  # not 0.5: a is not "not fast"
     assert value(m[GEO_ALL], v) == pytest.approx(3.0)  # not sqrt(3 * 1)
@@ -225,8 +244,13 @@ def test_paired_interval_of_speedups_is_a_ratio():
     ids = ["t", "u", "w", "x"]
     ms = [meta(i, family=f"f{k}") for k, i in enumerate(ids)]
     a = views([row(i, 1, 0, family=f"f{k}", naive=2.0 + k) for k, i in enumerate(ids)], ms)
-    b = views([row(i, 1, 0, family=f"f{k}", naive=(2.0 + k) * (1.8 + 0.1 * k))
-               for k, i in enumerate(ids)], ms)  # fmt: skip
+    b = views(
+        [
+            row(i, 1, 0, family=f"f{k}", naive=(2.0 + k) * (1.8 + 0.1 * k))
+            for k, i in enumerate(ids)
+        ],
+        ms,
+    )
     m = by_name(standard_metrics(1, 1, ["naive"]))
     d, iv = paired_interval(m["geomean speedup vs naive, correct turn-1 samples"], a, b)
     assert d == pytest.approx(math.prod(1.8 + 0.1 * k for k in range(4)) ** 0.25)

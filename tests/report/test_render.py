@@ -20,8 +20,15 @@ from .helpers import stored_evaluator
 
 TASKS = load_sample()[:6]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 class HalfBroken:
@@ -38,8 +45,9 @@ class HalfBroken:
 def _run(tmp_path, name, backend):
     st = BenchSettings(model=backend.name, suite="sample", samples=2, turns=2)
     meta = {t.id: task_meta(t, "sample") for t in TASKS}
-    sc = RewardScorer(TASKS, evaluator=stored_evaluator([]), analyzer=lambda c: [],
-                      analyze="always")  # fmt: skip
+    sc = RewardScorer(
+        TASKS, evaluator=stored_evaluator([]), analyzer=lambda c: [], analyze="always"
+    )
     run_bench(st, TASKS, meta, tmp_path / name, backend, sc)
     return read_run(tmp_path / name)
 
@@ -126,11 +134,27 @@ def test_the_first_screen_answers_correct_fast_against_what_and_how_sure(reports
 def test_compile_only_reports_do_not_claim_a_rejected_share():
     from cudaperf.report.render import _run_sections, headline
 
-    s = {"mode": "compile-only", "rejected": {"share": 0.0, "reasons": {}}, "metrics": [
-        {"metric": "compile rate (turn 1)", "value": 0.5, "ci": None, "ci_note": "one family: "
-         "no interval", "kind": "rate", "tasks": 2, "doc": "", "baseline": ""}],
-         "baselines": {}, "per_turn": [], "groups": {}, "statuses": {},
-         "tasks": {"finished": 2, "families": 1}}  # fmt: skip
+    s = {
+        "mode": "compile-only",
+        "rejected": {"share": 0.0, "reasons": {}},
+        "metrics": [
+            {
+                "metric": "compile rate (turn 1)",
+                "value": 0.5,
+                "ci": None,
+                "ci_note": "one family: no interval",
+                "kind": "rate",
+                "tasks": 2,
+                "doc": "",
+                "baseline": "",
+            }
+        ],
+        "baselines": {},
+        "per_turn": [],
+        "groups": {},
+        "statuses": {},
+        "tasks": {"finished": 2, "families": 1},
+    }
     heads = [h for h, _, _ in _run_sections(s)]
     assert not any("0.0% of evaluated samples rejected" in h for h in heads)
     assert any("not checked (compile-only" in h for h in heads)

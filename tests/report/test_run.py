@@ -118,8 +118,11 @@ def test_compare_pairs_the_same_tasks_and_samples(tmp_path):
     fast = m["fast_1 vs naive (turn 1)"]
     assert fast["values"] == [0.0, 1.0]  # naive vs itself is 1.0x, never > 1
     # the same difference in every family: no interval, not a zero-width one
-    assert fast["diffs"][0] == {"diff": 1.0, "ci": None,
-                                "ci_note": "the same difference in every family"}  # fmt: skip
+    assert fast["diffs"][0] == {
+        "diff": 1.0,
+        "ci": None,
+        "ci_note": "the same difference in every family",
+    }
     same = m["correct rate (turn 1)"]["diffs"][0]
     assert same == {"diff": 0.0, "ci": None, "ci_note": "the same difference in every family"}
     fams = c["by_family"]  # one task per sample family
@@ -138,8 +141,12 @@ def test_compile_only_runs_report_compile_rates_only(tmp_path):
     from cudaperf.execute.types import ExecResult, Status
 
     def ev(jobs):
-        return [ExecResult(status=Status.COMPILED, mode="compile-only", task_id=t.id,
-                           candidate_hash=c.hash) for t, c in jobs]  # fmt: skip
+        return [
+            ExecResult(
+                status=Status.COMPILED, mode="compile-only", task_id=t.id, candidate_hash=c.hash
+            )
+            for t, c in jobs
+        ]
 
     st = BenchSettings(model="scripted:naive", suite="sample", samples=1, turns=1)
     sc = RewardScorer(TASKS, evaluator=ev, analyzer=lambda c: [], analyze="always")
@@ -160,16 +167,25 @@ def test_a_run_of_only_format_errors_takes_the_mode_the_run_recorded(tmp_path):
 
     st = BenchSettings(model="scripted:talker", suite="sample", samples=1, turns=1)
     info = {"mode": "compile-only"}
-    run_bench(st, TASKS[:2], {k: META[k] for k in list(META)[:2]}, tmp_path / "r",
-              ScriptedBackend(["no code here"]), scorer([]), info=info)  # fmt: skip
+    run_bench(
+        st,
+        TASKS[:2],
+        {k: META[k] for k in list(META)[:2]},
+        tmp_path / "r",
+        ScriptedBackend(["no code here"]),
+        scorer([]),
+        info=info,
+    )
     s = summarize(read_run(tmp_path / "r"))
     assert s["mode"] == "compile-only" and s["statuses"] == {"format_error": 2}
     assert [e["metric"] for e in s["metrics"]] == ["compile rate (turn 1)"]
 
 
 def test_per_suite_and_per_family_tables_when_a_run_spans_suites(tmp_path):
-    two = {k: m.model_copy(update={"suite": "A" if i % 2 else "B"})
-           for i, (k, m) in enumerate(META.items())}  # fmt: skip
+    two = {
+        k: m.model_copy(update={"suite": "A" if i % 2 else "B"})
+        for i, (k, m) in enumerate(META.items())
+    }
     st = BenchSettings(model="scripted:best", suite="A + B", samples=1, turns=1)
     run_bench(st, TASKS, two, tmp_path / "r", make_bench_backend(st.model, TASKS), scorer([]))
     s = summarize(read_run(tmp_path / "r"))
@@ -219,8 +235,9 @@ def test_a_backend_without_batches_gets_concurrent_requests():
 def test_a_run_without_the_compile_baseline_records_it_and_reports_it_absent(tmp_path):
     from cudaperf.report.render import write_run_report
 
-    st = BenchSettings(model="scripted:best", suite="sample", samples=1, turns=1,
-                       compile_baseline=False)  # fmt: skip
+    st = BenchSettings(
+        model="scripted:best", suite="sample", samples=1, turns=1, compile_baseline=False
+    )
     meta = {t.id: task_meta(t, "sample", compile_baseline=False) for t in TASKS}
     sc = scorer([])
     run_bench(st, TASKS, meta, tmp_path / "r", make_bench_backend(st.model, TASKS), sc, 4)
@@ -257,12 +274,19 @@ def test_the_report_says_what_it_left_out_as_the_harness_failures():
 
     from .helpers import meta, row, views
 
-    rows = [row("a", 1, 0), row("b", 1, 0, naive=2.0), row("b", 1, 1, "infra_error"),
-            row("c", 1, 0, "infra_error")]  # fmt: skip
+    rows = [
+        row("a", 1, 0),
+        row("b", 1, 0, naive=2.0),
+        row("b", 1, 1, "infra_error"),
+        row("c", 1, 0, "infra_error"),
+    ]
     v = views(rows, [meta("a"), meta("b"), meta("c")])
     lo = left_out(rows, v, ["naive"])
-    assert lo == {"infra_error_samples": 2, "infra_error_tasks": 1,
-                  "baseline_unmeasured": {"naive": 1}}  # fmt: skip
+    assert lo == {
+        "infra_error_samples": 2,
+        "infra_error_tasks": 1,
+        "baseline_unmeasured": {"naive": 1},
+    }
     text = " ".join(left_out_text(lo, {"naive": "the naive kernel"}))
     assert "infra errors: 2 sample(s)" in text and "1 task(s) with no other sample" in text
     assert "the naive kernel could not be timed for 1 task(s)" in text
@@ -276,11 +300,16 @@ def test_compare_names_every_difference_in_how_the_runs_were_measured(tmp_path):
 
     bench(tmp_path / "a", model="scripted:naive", samples=1, turns=1)
     bench(tmp_path / "b", model="scripted:best", samples=1, turns=1)
-    setup = {"gpu": "NVIDIA H200", "mode": "full",
-             "evaluator": {"trials": "100", "cache_dir": "/a", "gpus": "(0,)"},
-             "versions": {"nvcc": "13.0", "cudaperf": "0.1.0+abc"}}  # fmt: skip
-    for name, info in (("a", setup), ("b", {**setup, "evaluator": {
-            "trials": "100", "cache_dir": "/elsewhere", "gpus": "(1,)"}})):  # fmt: skip
+    setup = {
+        "gpu": "NVIDIA H200",
+        "mode": "full",
+        "evaluator": {"trials": "100", "cache_dir": "/a", "gpus": "(0,)"},
+        "versions": {"nvcc": "13.0", "cudaperf": "0.1.0+abc"},
+    }
+    for name, info in (
+        ("a", setup),
+        ("b", {**setup, "evaluator": {"trials": "100", "cache_dir": "/elsewhere", "gpus": "(1,)"}}),
+    ):
         doc = json.loads((tmp_path / name / "run.json").read_text())
         doc.update(info)
         (tmp_path / name / "run.json").write_text(json.dumps(doc))

@@ -19,13 +19,22 @@ from .helpers import meta, row, views
 # run A:  ok 2x, compile err   2 compile errors    ok 4x, ok 4x
 # run B:  ok 2x, ok 8x         ok 0.5x, compile    ok 4x, wrong output
 METAS = [meta("a1", "F"), meta("a2", "F"), meta("g1", "G")]
-A = [row("a1", 1, 0, family="F", naive=2.0), row("a1", 1, 1, "compile_error", family="F"),
-     row("a2", 1, 0, "compile_error", family="F"), row("a2", 1, 1, "compile_error", family="F"),
-     row("g1", 1, 0, family="G", naive=4.0), row("g1", 1, 1, family="G", naive=4.0)]  # fmt: skip
-B = [row("a1", 1, 0, family="F", naive=2.0), row("a1", 1, 1, family="F", naive=8.0),
-     row("a2", 1, 0, family="F", naive=0.5), row("a2", 1, 1, "compile_error", family="F"),
-     row("g1", 1, 0, family="G", naive=4.0),
-     row("g1", 1, 1, "wrong_output", family="G")]  # fmt: skip
+A = [
+    row("a1", 1, 0, family="F", naive=2.0),
+    row("a1", 1, 1, "compile_error", family="F"),
+    row("a2", 1, 0, "compile_error", family="F"),
+    row("a2", 1, 1, "compile_error", family="F"),
+    row("g1", 1, 0, family="G", naive=4.0),
+    row("g1", 1, 1, family="G", naive=4.0),
+]
+B = [
+    row("a1", 1, 0, family="F", naive=2.0),
+    row("a1", 1, 1, family="F", naive=8.0),
+    row("a2", 1, 0, family="F", naive=0.5),
+    row("a2", 1, 1, "compile_error", family="F"),
+    row("g1", 1, 0, family="G", naive=4.0),
+    row("g1", 1, 1, "wrong_output", family="G"),
+]
 MS = family_metrics(2, 1, "naive", "full")
 GEO = "geomean speedup vs naive, all tasks (best of 2x1; failure = 0.1x floor)"
 
@@ -38,9 +47,10 @@ def table():
 
 def test_the_columns_are_correct_rate_fast_1_and_geomean_against_the_primary_baseline():
     assert [m.name for m in MS] == [
-        "correct rate (turn 1)", "fast_1 vs naive (best of 2x1)",
+        "correct rate (turn 1)",
+        "fast_1 vs naive (best of 2x1)",
         "geomean speedup vs naive, all tasks (best of 2x1; failure = 0.1x floor)",
-    ]  # fmt: skip
+    ]
     assert [m.name for m in family_metrics(2, 1, "naive", "compile-only")] == [
         "compile rate (turn 1)"
     ]
@@ -54,8 +64,7 @@ def test_correct_rate_per_family_with_task_intervals_and_paired_difference(table
     # two tasks: a t interval on 1 degree of freedom spans almost everything, as it should
     assert all(lo < 0.01 and hi > 0.99 for lo, hi in c["cis"]) and c["ci_notes"] == ["", ""]
     # each task gains exactly 0.5 in B: no interval (never the zero-width [0.5, 0.5])
-    assert c["diffs"] == [{"diff": 0.5, "ci": None,
-                           "ci_note": "the same difference in every task"}]  # fmt: skip
+    assert c["diffs"] == [{"diff": 0.5, "ci": None, "ci_note": "the same difference in every task"}]
     g = by["G"]["correct rate (turn 1)"]  # one task: no interval, and the note says so
     assert g["values"] == [1.0, 0.5] and g["cis"] == [None, None]
     assert g["ci_notes"] == ["one task: no interval"] * 2
@@ -82,8 +91,13 @@ def test_fast_1_and_geomean_per_family(table):
 
 def test_the_tables_and_the_dot_plot_show_every_family(table):
     _, rows = table
-    c = {"by_family": rows, "names": ["A", "B"], "primary_baseline": "naive", "mode": "full",
-         "baselines": {"naive": "the task's naive CUDA kernel"}}  # fmt: skip
+    c = {
+        "by_family": rows,
+        "names": ["A", "B"],
+        "primary_baseline": "naive",
+        "mode": "full",
+        "baselines": {"naive": "the task's naive CUDA kernel"},
+    }
     secs = _family_sections(c)
     assert [h for h, _, _ in secs] == [
         "By family: correct rate (turn 1)",
@@ -93,8 +107,13 @@ def test_the_tables_and_the_dot_plot_show_every_family(table):
     ]
     head, body = secs[0][1], secs[0][2]
     assert head == ["family", "tasks", "A [95% CI]", "B [95% CI]", "B vs A (paired) [95% CI]"]
-    assert body[0] == ["F", "2", "25.0% [0.0%, 100.0%]", "75.0% [0.0%, 100.0%]",
-                       "+50.0 pts n/a (the same difference in every task)"]  # fmt: skip
+    assert body[0] == [
+        "F",
+        "2",
+        "25.0% [0.0%, 100.0%]",
+        "75.0% [0.0%, 100.0%]",
+        "+50.0 pts n/a (the same difference in every task)",
+    ]
     assert body[1][2] == "100.0% n/a (one task: no interval)"  # not [100.0%, 100.0%]
     assert secs[2][2][1][4] == "x1.00 n/a (one task: no interval)"
     pytest.importorskip("matplotlib")

@@ -69,6 +69,7 @@ def test_ranker_option_picks_the_packaged_ranker_none_or_a_file(tmp_path):
     assert rs is not None and 0.0 <= rs.score <= 1.0 and rs.model.startswith("feature-")
     assert scorer_for(task, "unified", True, tmp_path, "none").ranker is None
     assert scorer_for(task, "outcome_only", True, tmp_path, "default").ranker is None
-    res = runner.invoke(app, ["reward", "c2cuda/saxpy", str(VEC4), "--ranker",
-                              str(tmp_path / "nope.json")])  # fmt: skip
+    res = runner.invoke(
+        app, ["reward", "c2cuda/saxpy", str(VEC4), "--ranker", str(tmp_path / "nope.json")]
+    )
     assert res.exit_code == 2 and "--ranker" in res.output

@@ -13,10 +13,14 @@ from .helpers import C_TASK
 def _row(status="ok", mode="full", impl="naive"):
     timing = {"median_us": 12.5, "iqr_us": 0.5, "min_us": 12, "max_us": 14, "trials": 100}
     return {
-        "status": status, "mode": mode, "task_id": C_TASK["id"], "candidate_id": impl,
-        "gpu": "NVIDIA H200", "versions": {"nvcc": "13.0"},
+        "status": status,
+        "mode": mode,
+        "task_id": C_TASK["id"],
+        "candidate_id": impl,
+        "gpu": "NVIDIA H200",
+        "versions": {"nvcc": "13.0"},
         "configs": [{"config": c["name"], "timing": timing} for c in C_TASK["configs"]],
-    }  # fmt: skip
+    }
 
 
 def test_only_ok_full_results_become_measurements(tmp_path):

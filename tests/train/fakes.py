@@ -19,14 +19,18 @@ class FakeEvaluator:
         for task, cand in jobs:
             if "WRONG" in cand.code:
                 held = next(c for c in task.configs if c.held_out)
-                cfgs = [ConfigResult(config=held.name, held_out=True, correct=False,
-                                     max_abs_err=3.0)]  # fmt: skip
+                cfgs = [
+                    ConfigResult(config=held.name, held_out=True, correct=False, max_abs_err=3.0)
+                ]
                 out.append(result(Status.WRONG_OUTPUT, cand.code, task.id, configs=cfgs))
             elif "__global__" in cand.code:
                 out.append(result(Status.OK, cand.code, task.id, speedup_vs_naive=2.0))
             else:
-                out.append(result(Status.COMPILE_ERROR, cand.code, task.id,
-                                  compile_log="error: expected ';'"))  # fmt: skip
+                out.append(
+                    result(
+                        Status.COMPILE_ERROR, cand.code, task.id, compile_log="error: expected ';'"
+                    )
+                )
         return out
 
 

@@ -46,21 +46,32 @@ def make_tiny_model(folder: Path, vocab: int = 600) -> Path:
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab, special_tokens=["<unk>", "<s>", "</s>"],
+        vocab_size=vocab,
+        special_tokens=["<unk>", "<s>", "</s>"],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )  # fmt: skip
+    )
     bpe.train_from_iterator(texts, trainer)
     tok = PreTrainedTokenizerFast(
-        tokenizer_object=bpe, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
-        pad_token="</s>", chat_template=TEMPLATE,
-    )  # fmt: skip
+        tokenizer_object=bpe,
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="</s>",
+        chat_template=TEMPLATE,
+    )
     torch.manual_seed(0)
     cfg = LlamaConfig(
-        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=8192,
-        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=8192,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
-    )  # fmt: skip
+    )
     LlamaForCausalLM(cfg).save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder

@@ -85,8 +85,9 @@ def test_train_report_plots_steps(tmp_path):
         lines.append({"kind": "step", "step": s + 1, "step_s": 2.0, "optimizer_s": 0.5})
         lines.append({"kind": "trainer", "step": s + 1, "loss": 0.1})
     (run / "steps.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    res = runner.invoke(app, ["train", "report", str(run), str(run), "--plot",
-                              str(tmp_path / "c.png")])  # fmt: skip
+    res = runner.invoke(
+        app, ["train", "report", str(run), str(run), "--plot", str(tmp_path / "c.png")]
+    )
     assert res.exit_code == 0, res.output
     rep = json.loads(res.stdout)[str(run)]
     assert rep["steps"] == 3 and rep["return_last"] == pytest.approx(0.2)

@@ -17,9 +17,17 @@ def test_rollouts_of_several_processes_merge_by_rows():
         "status_share": {"ok": 1.0},
         "groups_2_correct": 1.0,
     }
-    b = {"rows": 12, "groups": 3, "generate_s": 3.0, "eval_s": 0.5, "prompt_tokens": 30,
-         "completion_tokens": 15, "return_mean": 0.0, "status_share": {"format_error": 1.0},
-         "groups_2_correct": 0.0}  # fmt: skip
+    b = {
+        "rows": 12,
+        "groups": 3,
+        "generate_s": 3.0,
+        "eval_s": 0.5,
+        "prompt_tokens": 30,
+        "completion_tokens": 15,
+        "return_mean": 0.0,
+        "status_share": {"format_error": 1.0},
+        "groups_2_correct": 0.0,
+    }
     m = merge_rollouts([a, b])
     assert m["rows"] == 16 and m["groups"] == 4 and m["processes"] == 2
     assert m["generate_s"] == 3.0 and m["eval_s"] == 1.0 and m["completion_tokens"] == 20
@@ -29,13 +37,35 @@ def test_rollouts_of_several_processes_merge_by_rows():
 
 
 def test_a_merged_record_has_the_fields_of_a_one_process_record():
-    a = {"kind": "rollout", "step": 4, "rows": 4, "groups": 1, "generate_s": 2.0,
-         "analyse_s": 0.5, "eval_s": 1.0, "candidates": 4, "cached": 1, "evaluator_s": 0.9,
-         "eval_wait_s": 0.0, "score_by_turn": [0.2, 0.4], "score_mean": 0.3, "tasks": ["a"],
-         "canary": [{"task": "a", "config": "small", "median_us": 3.0}],
-         "status_share": {"ok": 1.0}, "groups_2_correct": 1.0}  # fmt: skip
-    b = {**a, "rows": 4, "candidates": 2, "cached": 0, "eval_wait_s": 0.7, "tasks": ["b"],
-         "score_by_turn": [0.0, 0.2], "canary": []}  # fmt: skip
+    a = {
+        "kind": "rollout",
+        "step": 4,
+        "rows": 4,
+        "groups": 1,
+        "generate_s": 2.0,
+        "analyse_s": 0.5,
+        "eval_s": 1.0,
+        "candidates": 4,
+        "cached": 1,
+        "evaluator_s": 0.9,
+        "eval_wait_s": 0.0,
+        "score_by_turn": [0.2, 0.4],
+        "score_mean": 0.3,
+        "tasks": ["a"],
+        "canary": [{"task": "a", "config": "small", "median_us": 3.0}],
+        "status_share": {"ok": 1.0},
+        "groups_2_correct": 1.0,
+    }
+    b = {
+        **a,
+        "rows": 4,
+        "candidates": 2,
+        "cached": 0,
+        "eval_wait_s": 0.7,
+        "tasks": ["b"],
+        "score_by_turn": [0.0, 0.2],
+        "canary": [],
+    }
     a["score_by_task"] = {"a": {"score": 0.5, "rows": 4}}
     b["score_by_task"] = {"a": {"score": -1.0, "rows": 2}, "b": {"score": None, "rows": 2}}
     one, two = merge_rollouts([a]), merge_rollouts([a, b])
@@ -49,7 +79,10 @@ def test_a_merged_record_has_the_fields_of_a_one_process_record():
     got = merge_rollouts([{**a, "samples": [{"task": "a"}]}, {**b, "samples": [{"task": "b"}]}])
     assert got["samples"] == [{"task": "a"}, {"task": "b"}]
     assert {k: one[k] for k in ("rows", "candidates", "score_by_turn")} == {
-        "rows": 4, "candidates": 4, "score_by_turn": [0.2, 0.4]}  # fmt: skip
+        "rows": 4,
+        "candidates": 4,
+        "score_by_turn": [0.2, 0.4],
+    }
 
 
 def test_read_steps_numbers_rows_by_trainer_step_and_a_rerun_replaces_a_record(tmp_path):
@@ -57,10 +90,22 @@ def test_read_steps_numbers_rows_by_trainer_step_and_a_rerun_replaces_a_record(t
 
     from cudaperf.train.curves import read_steps
 
-    roll = {"kind": "rollout", "step": 0, "rows": 4, "processes": 1, "generate_s": 1.0,
-            "analyse_s": 0.5, "eval_s": 1.5, "canary_s": 0.5, "return_mean": 0.1}  # fmt: skip
-    lines = [roll, {**roll, "return_mean": 0.7},  # the step's rollout again, after a resume
-             {"kind": "step", "step": 1, "step_s": 5.0, "optimizer_s": 0.25}]  # fmt: skip
+    roll = {
+        "kind": "rollout",
+        "step": 0,
+        "rows": 4,
+        "processes": 1,
+        "generate_s": 1.0,
+        "analyse_s": 0.5,
+        "eval_s": 1.5,
+        "canary_s": 0.5,
+        "return_mean": 0.1,
+    }
+    lines = [
+        roll,
+        {**roll, "return_mean": 0.7},  # the step's rollout again, after a resume
+        {"kind": "step", "step": 1, "step_s": 5.0, "optimizer_s": 0.25},
+    ]
     (tmp_path / "steps.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     (row,) = read_steps(tmp_path)
     assert row["step"] == 1 and row["return_mean"] == 0.7 and "kind" not in row
@@ -75,11 +120,16 @@ def test_first_and_last_visits_of_each_task_are_paired():
     rows = [
         {"score_by_task": {"a": {"score": -1.0, "rows": 4}, "b": {"score": 0.5, "rows": 4}}},
         {"score_by_task": {"c": {"score": 0.2, "rows": 4}, "d": {"score": None, "rows": 4}}},
-        {"score_by_task": {"a": {"score": 0.0, "rows": 4}, "b": {"score": 0.25, "rows": 4},
-                           "d": {"score": 1.0, "rows": 4}}},
+        {
+            "score_by_task": {
+                "a": {"score": 0.0, "rows": 4},
+                "b": {"score": 0.25, "rows": 4},
+                "d": {"score": 1.0, "rows": 4},
+            }
+        },
         {"score_by_task": {"a": {"score": 1.0, "rows": 4}}},
         {},  # a step logged before score_by_task existed
-    ]  # fmt: skip
+    ]
     got = first_last_by_task(rows)
     assert got["tasks"] == 2 and got["rose"] == 1 and got["fell"] == 1
     assert got["first_mean"] == pytest.approx(-0.25) and got["last_mean"] == pytest.approx(0.625)

@@ -70,8 +70,12 @@ def test_pairs_add_a_second_turn_row_without_held_out_configs(tmp_path):
         text = " ".join(m["content"] for m in r["prompt"])
         for cfg in (c for c in task.configs if c.held_out):
             assert f"`{cfg.name}`" not in text
-            held = {m.median_us for i in task.implementations for m in i.measurements
-                    if m.config == cfg.name}  # fmt: skip
+            held = {
+                m.median_us
+                for i in task.implementations
+                for m in i.measurements
+                if m.config == cfg.name
+            }
             assert not any(f"{t:.1f} us" in text for t in held)
     with pytest.raises(ValueError, match="targets"):
         sft_rows(tasks, "best")

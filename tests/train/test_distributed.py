@@ -15,19 +15,57 @@ from tests.train.helpers import write_task_file
 
 pytest.importorskip("trl")
 
-ARGS = ["--pool", "2", "--turns", "1", "--num-generations", "2", "--groups-per-step", "1",
-        "--max-new-tokens", "8", "--compile-only", "--ranker", "none", "--val-families", "0",
-        "--holdout-share", "0", "--save-steps", "1"]  # fmt: skip
+ARGS = [
+    "--pool",
+    "2",
+    "--turns",
+    "1",
+    "--num-generations",
+    "2",
+    "--groups-per-step",
+    "1",
+    "--max-new-tokens",
+    "8",
+    "--compile-only",
+    "--ranker",
+    "none",
+    "--val-families",
+    "0",
+    "--holdout-share",
+    "0",
+    "--save-steps",
+    "1",
+]
 
 
 def _torchrun(tmp_path, tiny, tasks, *extra) -> list[dict]:
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m",
-           "cudaperf", "train", "grpo", "--model", str(tiny), "--tasks", str(tasks), *ARGS,
-           "--out", str(out), *extra]  # fmt: skip
-    env = {"PYTHONPATH": str(Path(__file__).parents[2] / "src"), "HOME": str(tmp_path),
-           "PATH": f"{Path(shutil.which('nvcc')).parent}:/usr/bin:/bin", "OMP_NUM_THREADS": "1",
-           "TRL_EXPERIMENTAL_SILENCE": "1"}  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "-m",
+        "cudaperf",
+        "train",
+        "grpo",
+        "--model",
+        str(tiny),
+        "--tasks",
+        str(tasks),
+        *ARGS,
+        "--out",
+        str(out),
+        *extra,
+    ]
+    env = {
+        "PYTHONPATH": str(Path(__file__).parents[2] / "src"),
+        "HOME": str(tmp_path),
+        "PATH": f"{Path(shutil.which('nvcc')).parent}:/usr/bin:/bin",
+        "OMP_NUM_THREADS": "1",
+        "TRL_EXPERIMENTAL_SILENCE": "1",
+    }
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     return [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
@@ -55,10 +93,21 @@ def test_two_processes_keep_groups_log_like_one_process_and_resume(tmp_path, tin
     ckpt = tmp_path / "run" / "checkpoint-1"
     assert {p.name for p in ckpt.glob("rng_state_*.pth")} == {"rng_state_0.pth", "rng_state_1.pth"}
 
-    one = GrpoOptions(out=tmp_path / "one", model=str(tiny), tasks=tasks, pool=2, turns=1,
-                      num_generations=2, groups_per_step=1, max_steps=1, max_new_tokens=8,
-                      compile_only=True, ranker="none", val_families=0,
-                      holdout_share=0.0)  # fmt: skip
+    one = GrpoOptions(
+        out=tmp_path / "one",
+        model=str(tiny),
+        tasks=tasks,
+        pool=2,
+        turns=1,
+        num_generations=2,
+        groups_per_step=1,
+        max_steps=1,
+        max_new_tokens=8,
+        compile_only=True,
+        ranker="none",
+        val_families=0,
+        holdout_share=0.0,
+    )
     run_grpo(one)
     solo = [json.loads(x) for x in (tmp_path / "one" / "steps.jsonl").read_text().splitlines()]
     for kind in ("rollout", "step", "layout", "prepare"):

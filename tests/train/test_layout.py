@@ -69,8 +69,10 @@ def test_gpu_lock_keeps_three_processes_timing_apart(tmp_path):
     """Processes whose evaluators share timing GPUs: their batches never overlap."""
     ctx = multiprocessing.get_context("fork")
     log = str(tmp_path / "held.txt")
-    procs = [ctx.Process(target=_hold, args=(str(tmp_path / "locks"), g, log))
-             for g in ((0, 1), (1, 0), (1,))]  # fmt: skip
+    procs = [
+        ctx.Process(target=_hold, args=(str(tmp_path / "locks"), g, log))
+        for g in ((0, 1), (1, 0), (1,))
+    ]
     for p in procs:
         p.start()
     for p in procs:
@@ -118,8 +120,9 @@ def test_the_session_binds_its_worker_to_the_eval_gpu(tmp_path, monkeypatch):
     bindir.mkdir()
     (bindir / "nvidia-smi").write_text(FAKE_SMI)
     (bindir / "nvidia-smi").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bindir}:{Path(shutil.which('python3') or '/usr/bin').parent}:"
-                       "/usr/bin:/bin")  # fmt: skip
+    monkeypatch.setenv(
+        "PATH", f"{bindir}:{Path(shutil.which('python3') or '/usr/bin').parent}:/usr/bin:/bin"
+    )
     layout = plan_layout((1,), [0], 0, available=[0, 1])
     opts = GrpoOptions(out=tmp_path / "run", eval_gpus=(1,), ranker="none")
     scorer = make_scorer(opts, sample_c_tasks()[:1], layout=layout)
@@ -175,8 +178,17 @@ def test_a_new_empty_or_foreign_folder_and_a_lone_holdout_are_no_run(tmp_path):
 def test_overwrite_removes_the_run_and_nothing_else(tmp_path):
     from cudaperf.train.layout import clear_run
 
-    out = _run_folder(tmp_path / "run", "steps.jsonl", "report.json", "holdout.json", "final/",
-                      "checkpoint-2/", "checkpoint-4/", "notes.txt", "data/")  # fmt: skip
+    out = _run_folder(
+        tmp_path / "run",
+        "steps.jsonl",
+        "report.json",
+        "holdout.json",
+        "final/",
+        "checkpoint-2/",
+        "checkpoint-4/",
+        "notes.txt",
+        "data/",
+    )
     gone = clear_run(out)
     assert len(gone) == 6
     assert sorted(p.name for p in out.iterdir()) == ["data", "notes.txt"]

@@ -115,8 +115,13 @@ def test_canaries_are_timed_every_nth_step_only():
 
     scorer = RewardScorer(tasks, evaluator=evaluator, analyzer=lambda code: [])
     recs = []
-    roll = MultiTurnRollout(tasks, scorer, RolloutOptions(turns=1, canary_every=10),
-                            on_batch=recs.append, canaries=tasks[:1])  # fmt: skip
+    roll = MultiTurnRollout(
+        tasks,
+        scorer,
+        RolloutOptions(turns=1, canary_every=10),
+        on_batch=recs.append,
+        canaries=tasks[:1],
+    )
     gen = ScriptedPolicy(first=[GOOD], later=[GOOD])
     for step in (0, 3, 10):
         roll.run(_prompts(tasks, 2), 2, gen, step=step)
@@ -135,11 +140,19 @@ def test_timing_is_sequenced_after_generation_and_the_step_breakdown_is_reported
     returned, never beside it; the record carries the breakdown from the metered evaluator."""
     tasks = sample_c_tasks()[:2]
     clock = _Clock()
-    scorer = RewardScorer(tasks, evaluator=MeteredEvaluator(clock.wrap("eval", FakeEvaluator())),
-                          analyzer=lambda code: [])  # fmt: skip
+    scorer = RewardScorer(
+        tasks,
+        evaluator=MeteredEvaluator(clock.wrap("eval", FakeEvaluator())),
+        analyzer=lambda code: [],
+    )
     recs = []
-    roll = MultiTurnRollout(tasks, scorer, RolloutOptions(turns=2, canary_every=1),
-                            on_batch=recs.append, canaries=tasks[:1])  # fmt: skip
+    roll = MultiTurnRollout(
+        tasks,
+        scorer,
+        RolloutOptions(turns=2, canary_every=1),
+        on_batch=recs.append,
+        canaries=tasks[:1],
+    )
     gen = clock.wrap("gen", ScriptedPolicy(first=[BAD, WRONG], later=[GOOD]))
     out = roll.run(_prompts(tasks, 4), 4, gen, step=3)
     kinds = [w for w, _, _ in clock.spans]

@@ -9,15 +9,24 @@ pytest.importorskip("trl")
 
 
 def test_time_budget_saves_and_stops_after_the_first_step(tmp_path, tiny):
-    opts = SftOptions(out=tmp_path / "run", model=str(tiny), tasks=write_task_file(tmp_path),
-                      epochs=3, batch_size=1, lora_r=0, val_families=0, holdout_share=0.0,
-                      time_budget_s=0.001)  # fmt: skip
+    opts = SftOptions(
+        out=tmp_path / "run",
+        model=str(tiny),
+        tasks=write_task_file(tmp_path),
+        epochs=3,
+        batch_size=1,
+        lora_r=0,
+        val_families=0,
+        holdout_share=0.0,
+        time_budget_s=0.001,
+    )
     rep = run_sft(opts)
     assert rep["stopped_by_time_budget"] and rep["steps"] == 1
     assert (tmp_path / "run" / "checkpoint-1").is_dir()  # saved before stopping
     with pytest.raises(ValueError, match="wall-budget"):
-        run_sft(SftOptions(out=tmp_path / "r2", model=str(tiny), time_budget_s=-1,
-                           tasks=opts.tasks))  # fmt: skip
+        run_sft(
+            SftOptions(out=tmp_path / "r2", model=str(tiny), time_budget_s=-1, tasks=opts.tasks)
+        )
 
 
 def test_processes_agree_on_stopping_at_the_same_step():
@@ -116,8 +125,10 @@ def test_a_records_samples_go_to_completions_jsonl_not_steps_jsonl(tmp_path):
     steps = [json.loads(x) for x in (tmp_path / "steps.jsonl").read_text().splitlines()]
     assert [s["kind"] for s in steps] == ["rollout", "step"] and "samples" not in steps[0]
     done = [json.loads(x) for x in (tmp_path / "completions.jsonl").read_text().splitlines()]
-    assert done == [{"step": 3, "task": "t", "turn": 1, "text": "a"},
-                    {"step": 3, "task": "t", "turn": 2}]  # fmt: skip
+    assert done == [
+        {"step": 3, "task": "t", "turn": 1, "text": "a"},
+        {"step": 3, "task": "t", "turn": 2},
+    ]
     StepLog(tmp_path, "grpo", main=False).add({"kind": "rollout", "samples": [{"task": "u"}]})
     assert len((tmp_path / "completions.jsonl").read_text().splitlines()) == 2  # main only
 

@@ -89,8 +89,9 @@ def test_validation_rows_over_the_cap_leave_no_held_out_loss_but_training_rows_a
 
 def _files(folder):
     """Every file under `folder` with its bytes (a folder 'unchanged' is this unchanged)."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file()}  # fmt: skip
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 def test_a_second_run_into_a_folder_holding_one_is_refused_unless_overwrite(tmp_path, tiny):
@@ -173,7 +174,6 @@ def test_the_time_budget_counts_loading_the_model(tmp_path, tiny, monkeypatch):
 
     monkeypatch.setattr(models, "load_policy", slow_load)
     monkeypatch.setattr(runlog, "TimeBudget", Budget)
-    rep = run_sft(_opts(tmp_path, tiny, val_families=0, epochs=3, batch_size=1,
-                        time_budget_s=2.0))  # fmt: skip
+    rep = run_sft(_opts(tmp_path, tiny, val_families=0, epochs=3, batch_size=1, time_budget_s=2.0))
     assert made[0].t0 < loading[0]
     assert rep["stopped_by_time_budget"] and rep["steps"] == 1

@@ -198,8 +198,15 @@ def profile_candidate(
     if not kernels:
         raise ProfileError("the candidate defines no __global__ kernel to profile")
     ic = pick_config(task, config_name)
-    key = [code, task.model_dump_json(exclude={"implementations"}), ic.model_dump_json(),
-           _gpu_name(), _ncu_version(ncu), cfg.arch, ",".join(ALL_METRICS)]  # fmt: skip
+    key = [
+        code,
+        task.model_dump_json(exclude={"implementations"}),
+        ic.model_dump_json(),
+        _gpu_name(),
+        _ncu_version(ncu),
+        cfg.arch,
+        ",".join(ALL_METRICS),
+    ]
     root = Path(cfg.cache_dir) if cfg.cache_dir else Path.home() / ".cache" / "cudaperf" / "analyze"
     cache = _cache_path(root, *key)
     if cache.exists():

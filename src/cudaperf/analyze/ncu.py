@@ -54,10 +54,24 @@ _FP64 = [
     "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
 ]
 STALL_REASONS = [
-    "long_scoreboard", "short_scoreboard", "barrier", "membar", "mio_throttle", "lg_throttle",
-    "math_pipe_throttle", "wait", "not_selected", "selected", "no_instruction", "dispatch_stall",
-    "drain", "imc_miss", "branch_resolving", "sleeping", "tex_throttle",
-]  # fmt: skip
+    "long_scoreboard",
+    "short_scoreboard",
+    "barrier",
+    "membar",
+    "mio_throttle",
+    "lg_throttle",
+    "math_pipe_throttle",
+    "wait",
+    "not_selected",
+    "selected",
+    "no_instruction",
+    "dispatch_stall",
+    "drain",
+    "imc_miss",
+    "branch_resolving",
+    "sleeping",
+    "tex_throttle",
+]
 STALL_METRIC = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
 ALL_METRICS = CORE_METRICS + _FP64 + [STALL_METRIC.format(r) for r in STALL_REASONS]
 
@@ -124,9 +138,26 @@ def ncu_args(
     `extra` goes before the metrics (e.g. `--profile-from-start off`).
     """
     pattern = "regex:^(" + "|".join(re.escape(k) for k in kernels) + ")(<.*)?$"
-    return [ncu, "--clock-control", "none", "--target-processes", "all", "--csv", "--page",
-            "raw", "--print-units", "base", "--kernel-name-base", "function", "-k", pattern,
-            *extra, "--metrics", ",".join(metrics), *cmd]  # fmt: skip
+    return [
+        ncu,
+        "--clock-control",
+        "none",
+        "--target-processes",
+        "all",
+        "--csv",
+        "--page",
+        "raw",
+        "--print-units",
+        "base",
+        "--kernel-name-base",
+        "function",
+        "-k",
+        pattern,
+        *extra,
+        "--metrics",
+        ",".join(metrics),
+        *cmd,
+    ]
 
 
 def explain_failure(stdout: str, stderr: str, kernels: list[str]) -> str:

@@ -112,8 +112,10 @@ def profile_program(
         gpu = cfg.arch.replace("sm_", "compute_")
         b = subprocess.run(
             [cfg.nvcc, "-O3", f"-gencode=arch={gpu},code={cfg.arch}", "-o", str(exe), str(src)],
-            capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if b.returncode != 0:
             raise ProfileError(f"nvcc failed: {b.stderr[-300:].strip()}")
         result = profile_command([str(exe)], kernels, ncu=find_ncu())
@@ -156,9 +158,13 @@ def add_profile(
         findings = list(r.findings)
         if stalls:
             text = ", ".join(f"{k} {v:.1f}" for k, v in stalls)
-            findings.append(Finding(
-                rule="warp-stalls", severity=Severity.INFO, line=r.line,
-                message=f"top warp stall reasons (warp cycles per issued instruction): {text}",
-            ))  # fmt: skip
+            findings.append(
+                Finding(
+                    rule="warp-stalls",
+                    severity=Severity.INFO,
+                    line=r.line,
+                    message=f"top warp stall reasons (warp cycles per issued instruction): {text}",
+                )
+            )
         out.append(r.model_copy(update={"features": {**r.features, **feats}, "findings": findings}))
     return out

@@ -159,13 +159,26 @@ PROFILE_FEATURES.update(
     {
         f"ncu_stall_{r}": ("cycles/instruction", f"warp cycles stalled on {r} per issued instr.")
         for r in (
-            "long_scoreboard", "short_scoreboard", "barrier", "membar", "mio_throttle",
-            "lg_throttle", "math_pipe_throttle", "wait", "not_selected", "selected",
-            "no_instruction", "dispatch_stall", "drain", "imc_miss", "branch_resolving",
-            "sleeping", "tex_throttle",
+            "long_scoreboard",
+            "short_scoreboard",
+            "barrier",
+            "membar",
+            "mio_throttle",
+            "lg_throttle",
+            "math_pipe_throttle",
+            "wait",
+            "not_selected",
+            "selected",
+            "no_instruction",
+            "dispatch_stall",
+            "drain",
+            "imc_miss",
+            "branch_resolving",
+            "sleeping",
+            "tex_throttle",
         )
     }
-)  # fmt: skip
+)
 
 # Rule id → what it flags. Each is implemented by one function in rules.py.
 RULES: dict[str, str] = {
@@ -186,9 +199,13 @@ RULES: dict[str, str] = {
 # ptxas's report and occupancy, the info finding says why it is missing), and through them the
 # score's `spills` and `occupancy` components. Nothing else in a report depends on ptxas.
 RESOURCE_FEATURES = (
-    "registers", "smem_bytes", "stack_bytes", "spill_bytes", "blocks_per_sm",
+    "registers",
+    "smem_bytes",
+    "stack_bytes",
+    "spill_bytes",
+    "blocks_per_sm",
     "theoretical_occupancy",
-)  # fmt: skip
+)
 RESOURCE_RULES = ("register-spill", "low-occupancy", "resources")
 
 
@@ -321,8 +338,9 @@ def without_resources(
         feats = {k: None if k in RESOURCE_FEATURES else v for k, v in r.features.items()}
         kept = [f for f in r.findings if f.rule not in RESOURCE_RULES]
         score = score_features(feats, config)
-        out.append(StructuralReport(name=r.name, line=r.line, features=feats, findings=kept,
-                                    score=score))  # fmt: skip
+        out.append(
+            StructuralReport(name=r.name, line=r.line, features=feats, findings=kept, score=score)
+        )
     return out
 
 

@@ -89,8 +89,10 @@ def analyze_command(
     the_task = _load_task(task, task_id) if task else None
     names = [c.name for c in the_task.configs] if the_task is not None else []
     if input_config is not None and the_task is not None and input_config not in names:
-        fail(f"--config {input_config!r}: task {the_task.id} has no such config; use one of "
-             f"{', '.join(names)}")  # fmt: skip
+        fail(
+            f"--config {input_config!r}: task {the_task.id} has no such config; use one of "
+            f"{', '.join(names)}"
+        )
     if the_task is not None and not profile:
         console.print("[dim]--task is only used with --profile[/]")
     if profile:
@@ -103,8 +105,10 @@ def analyze_command(
     except NoKernelsError:
         if syntax:
             fail(f"{syntax}; fix it so the kernels can be read")
-        fail(f"no __global__ kernel found in {file}; pass CUDA source (or a Python candidate "
-             "whose CUDA string defines one)")  # fmt: skip
+        fail(
+            f"no __global__ kernel found in {file}; pass CUDA source (or a Python candidate "
+            "whose CUDA string defines one)"
+        )
     except ProfileError as e:
         fail(f"profiling failed: {e}")
     if syntax:
@@ -122,11 +126,17 @@ def _check_profiler() -> None:
     from cudaperf.execute.build import detect_gpus
 
     if not detect_gpus():
-        fail("--profile runs the kernels under Nsight Compute and needs an NVIDIA GPU "
-             "(nvidia-smi lists none); drop --profile for the static report", code=1)  # fmt: skip
+        fail(
+            "--profile runs the kernels under Nsight Compute and needs an NVIDIA GPU "
+            "(nvidia-smi lists none); drop --profile for the static report",
+            code=1,
+        )
     if shutil.which("ncu") is None:
-        fail("--profile needs Nsight Compute's ncu on PATH; install it with the CUDA "
-             "toolkit or drop --profile", code=1)  # fmt: skip
+        fail(
+            "--profile needs Nsight Compute's ncu on PATH; install it with the CUDA "
+            "toolkit or drop --profile",
+            code=1,
+        )
 
 
 def _syntax_error(source: str, file: Path) -> str | None:

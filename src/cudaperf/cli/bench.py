@@ -51,8 +51,9 @@ _MODEL_HELP = (
 )
 
 
-def _tasks(suites, suite_paths, dataset, limit, per_family, seed, model, compile_baseline=True,
-           kind=None):  # fmt: skip
+def _tasks(
+    suites, suite_paths, dataset, limit, per_family, seed, model, compile_baseline=True, kind=None
+):
     """(suites, tasks, meta, note on left-out tasks); `kind` filters, then the subset options
     apply per suite."""
     from cudaperf.refine.scripted import REFERENCE_SPECS, replayable
@@ -79,9 +80,11 @@ def _tasks(suites, suite_paths, dataset, limit, per_family, seed, model, compile
             console.print(f"{model}: leaving out {left_out} to replay")
     tasks = [t for _, ts in picked for t in ts]
     if not tasks:
-        fail(f"--suite {' '.join(suites)}: no task to run (after --kind/--limit/"
-             "--tasks-per-family and, for scripted models, dropping tasks without "
-             "implementations)")  # fmt: skip
+        fail(
+            f"--suite {' '.join(suites)}: no task to run (after --kind/--limit/"
+            "--tasks-per-family and, for scripted models, dropping tasks without "
+            "implementations)"
+        )
     meta = {t.id: task_meta(t, s.label, compile_baseline) for s, ts in picked for t in ts}
     return loaded, tasks, meta, left_out
 
@@ -107,18 +110,34 @@ def _scorer(tasks, reward, ranker, **eval_opts):
     return command_scorer(tasks, reward, ev, ranker), env
 
 
-def _backend(model, tasks, adapter, server_model, api_key, temperature, max_tokens, gguf_file,
-             seed, generation="auto"):  # fmt: skip
+def _backend(
+    model,
+    tasks,
+    adapter,
+    server_model,
+    api_key,
+    temperature,
+    max_tokens,
+    gguf_file,
+    seed,
+    generation="auto",
+):
     from cudaperf.report.run import make_bench_backend
 
     if model.startswith(("http://", "https://")):
-        opts = dict(model=server_model, api_key=api_key, temperature=temperature,
-                    max_tokens=max_tokens)  # fmt: skip
+        opts = dict(
+            model=server_model, api_key=api_key, temperature=temperature, max_tokens=max_tokens
+        )
     elif model.startswith("scripted:"):
         opts = {}
     else:
-        opts = dict(gguf_file=gguf_file, temperature=temperature, max_new_tokens=max_tokens,
-                    seed=seed, generation=generation)  # fmt: skip
+        opts = dict(
+            gguf_file=gguf_file,
+            temperature=temperature,
+            max_new_tokens=max_tokens,
+            seed=seed,
+            generation=generation,
+        )
     try:
         return make_bench_backend(model, tasks, adapter=adapter, **opts)
     except (ImportError, ValueError, OSError) as e:
@@ -132,11 +151,23 @@ def _command(st, out: Path, suite_paths: list[Path] | None, dataset: Path | None
         args += ["--suite", spec]
     for p in suite_paths or []:
         args += ["--suite-path", str(p)]
-    args += ["--samples", str(st.samples),
-            "--turns", str(st.turns), "--seed", str(st.seed), "--preset", st.preset]  # fmt: skip
-    for flag, v in (("--limit", st.limit), ("--tasks-per-family", st.tasks_per_family),
-                    ("--adapter", st.adapter), ("--dataset", dataset),
-                    ("--kind", st.kind)):  # fmt: skip
+    args += [
+        "--samples",
+        str(st.samples),
+        "--turns",
+        str(st.turns),
+        "--seed",
+        str(st.seed),
+        "--preset",
+        st.preset,
+    ]
+    for flag, v in (
+        ("--limit", st.limit),
+        ("--tasks-per-family", st.tasks_per_family),
+        ("--adapter", st.adapter),
+        ("--dataset", dataset),
+        ("--kind", st.kind),
+    ):
         if v is not None:
             args += [flag, str(v)]
     if not st.compile_baseline:
@@ -151,10 +182,13 @@ def _info(suites, left_out: str, env, eval_opts: dict, command: str) -> dict:
         "suite_label": " + ".join(s.label for s in suites),
         "source": "; ".join(s.source for s in suites),
         "import_skipped": {s.label: s.skipped for s in suites if s.skipped},
-        "left_out": left_out, "gpu": env.gpu_name, "mode": env.mode,
+        "left_out": left_out,
+        "gpu": env.gpu_name,
+        "mode": env.mode,
         "evaluator": {k: str(v) for k, v in eval_opts.items() if v is not None},
-        "versions": env.versions, "command": command,
-    }  # fmt: skip
+        "versions": env.versions,
+        "command": command,
+    }
 
 
 def _row(t: Table, *cells: str) -> None:
@@ -169,8 +203,13 @@ def _print_summary(s: dict, html: Path) -> None:
     for col in ("metric", "value", "95% CI", "tasks"):
         t.add_column(col)
     for e in s["metrics"]:
-        _row(t, e["metric"], fmt_value(e["value"], e["kind"]),
-             fmt_ci(e["ci"], e.get("ci_note", ""), e["kind"]), str(e["tasks"]))  # fmt: skip
+        _row(
+            t,
+            e["metric"],
+            fmt_value(e["value"], e["kind"]),
+            fmt_ci(e["ci"], e.get("ci_note", ""), e["kind"]),
+            str(e["tasks"]),
+        )
     stdout.print(t)
     if s["mode"] == "compile-only":
         stdout.print(
@@ -209,13 +248,13 @@ def run(
         "--gpus",
         help="GPU indices for the evaluator's workers, such as 0,1 (nvidia-smi "
         "numbering); default: every visible GPU.",
-    ),  # fmt: skip
+    ),
     no_compile_baseline: bool = typer.Option(
         False,
         "--no-compile-baseline",
         help="PyTorch tasks: do not time torch.compile (it costs "
         "device time); run.json records it and the reports list the baseline as absent.",
-    ),  # fmt: skip
+    ),
     cache_dir: Path = typer.Option(None, "--cache-dir", help="Build and result cache directory."),
     trials: int = typer.Option(None, "--trials", help="Evaluator: timed trials per config."),
     timing_budget: float = TimingBudgetOpt,
@@ -236,10 +275,19 @@ def run(
     from cudaperf.report.summary import summarize
 
     try:
-        settings = BenchSettings(model=model, suite=" + ".join(suite), samples=samples, turns=turns,
-                                 seed=seed, limit=limit, tasks_per_family=per_family,
-                                 adapter=adapter, preset=preset, kind=kind,
-                                 compile_baseline=not no_compile_baseline)  # fmt: skip
+        settings = BenchSettings(
+            model=model,
+            suite=" + ".join(suite),
+            samples=samples,
+            turns=turns,
+            seed=seed,
+            limit=limit,
+            tasks_per_family=per_family,
+            adapter=adapter,
+            preset=preset,
+            kind=kind,
+            compile_baseline=not no_compile_baseline,
+        )
     except ValueError as e:
         fail(str(e))
     check_out_dir(out, "--out")
@@ -251,27 +299,58 @@ def run(
     check_toolchain(compile_only)
     if model.startswith(("http://", "https://")):
         check_server(model)
-    suites, tasks, meta, left_out = _tasks(suite, suite_path, dataset, limit, per_family, seed,
-                                           model, settings.compile_baseline, kind)  # fmt: skip
-    eval_opts = dict(compile_only=compile_only, cache_dir=cache_dir, trials=trials,
-                     time_budget_s=timing_budget, cpu_time_budget_s=cpu_time_budget, gpus=gpu_ids,
-                     compile_baseline=False if no_compile_baseline else None)  # fmt: skip
+    suites, tasks, meta, left_out = _tasks(
+        suite, suite_path, dataset, limit, per_family, seed, model, settings.compile_baseline, kind
+    )
+    eval_opts = dict(
+        compile_only=compile_only,
+        cache_dir=cache_dir,
+        trials=trials,
+        time_budget_s=timing_budget,
+        cpu_time_budget_s=cpu_time_budget,
+        gpus=gpu_ids,
+        compile_baseline=False if no_compile_baseline else None,
+    )
     scorer, env = _scorer(tasks, reward, ranker, **eval_opts)
-    backend = _backend(model, tasks, adapter, server_model, api_key, temperature, max_tokens,
-                       gguf_file, seed, generation)  # fmt: skip
+    backend = _backend(
+        model,
+        tasks,
+        adapter,
+        server_model,
+        api_key,
+        temperature,
+        max_tokens,
+        gguf_file,
+        seed,
+        generation,
+    )
     info = _info(suites, left_out, env, eval_opts, _command(settings, out, suite_path, dataset))
-    cols = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn())  # fmt: skip
+    cols = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     try:
         with Progress(*cols, console=console, transient=True) as bar:
             tid = bar.add_task(f"{len(tasks)} task(s) x {turns} turn(s)", total=len(tasks))
-            n = run_bench(settings, tasks, meta, out, backend, scorer, batch_tasks, info,
-                          on_done=lambda res: bar.advance(tid))  # fmt: skip
+            n = run_bench(
+                settings,
+                tasks,
+                meta,
+                out,
+                backend,
+                scorer,
+                batch_tasks,
+                info,
+                on_done=lambda res: bar.advance(tid),
+            )
     except ValueError as e:
         fail(str(e))
     except KeyboardInterrupt:
-        console.print(f"interrupted: finished tasks are kept in {out}; rerun the same command "
-                      "to resume")  # fmt: skip
+        console.print(
+            f"interrupted: finished tasks are kept in {out}; rerun the same command to resume"
+        )
         raise typer.Exit(130) from None
     finally:
         scorer.evaluator.close()  # the run's one evaluator session
@@ -319,8 +398,10 @@ def compare(
         fail("give at least two run folders to compare")
     check_out_dir(out, "--out")
     if (out / "run.json").is_file():  # its report.html and report.md would be replaced
-        fail(f"--out {out} is a run folder of `cudaperf bench run`; give a new folder for the "
-             "comparison")  # fmt: skip
+        fail(
+            f"--out {out} is a run folder of `cudaperf bench run`; give a new folder for the "
+            "comparison"
+        )
     try:
         c = compare_runs([read_run(r) for r in runs])
     except ValueError as e:
@@ -328,8 +409,10 @@ def compare(
     diffs = c["setup_differences"]
     if diffs and not allow_setup_mismatch:
         more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
-        fail(f"the runs were measured differently: {diffs[0]}{more}; compare runs of one GPU, "
-             "evaluator and toolchain, or pass --allow-setup-mismatch")  # fmt: skip
+        fail(
+            f"the runs were measured differently: {diffs[0]}{more}; compare runs of one GPU, "
+            "evaluator and toolchain, or pass --allow-setup-mismatch"
+        )
     html = write_compare_report(c, out)
     t = Table(title=Text(c["title"]), title_justify="left")
     for col in ["metric", *c["names"], *[f"{n} vs {c['names'][0]}" for n in c["names"][1:]]]:

@@ -26,10 +26,11 @@ console = Console(stderr=True)
 stdout = Console()
 
 GenerationOpt = typer.Option(
-    "auto", "--generation",
+    "auto",
+    "--generation",
     help="Hugging Face models' sampling: auto (compile on CUDA, dynamic elsewhere), dynamic, "
     "static, compile (static cache + torch.compile) or continuous (continuous batching).",
-)  # fmt: skip
+)
 SAMPLE_DEFAULT = "the bundled sample set (a demo)"
 DATASET_DEFAULT = "the measured dataset data/tasks.jsonl.gz (or $CUDAPERF_DATASET)"
 
@@ -78,8 +79,10 @@ def read_tasks(path: Path) -> list[Task]:
     make every command succeed with nothing done)."""
     tasks = load_tasks(path)
     if not tasks:
-        raise TaskFileError(f"{path} holds no tasks; give a task file with at least one task "
-                            "(one JSON object per line)")  # fmt: skip
+        raise TaskFileError(
+            f"{path} holds no tasks; give a task file with at least one task "
+            "(one JSON object per line)"
+        )
     return tasks
 
 
@@ -110,8 +113,10 @@ def select_task(tasks: list[Task], task_id: str, option: str = "task id") -> Tas
         return exact[0]
     found = [t for t in tasks if t.id.endswith("/" + task_id)]
     if not found:
-        fail(f"no task {task_id!r} ({option}): no id equals it or ends with /{task_id}; run "
-             "`cudaperf tasks list` to see the ids")  # fmt: skip
+        fail(
+            f"no task {task_id!r} ({option}): no id equals it or ends with /{task_id}; run "
+            "`cudaperf tasks list` to see the ids"
+        )
     if len(found) > 1:
         shown = ", ".join(t.id for t in found[:3])
         fail(
@@ -234,8 +239,11 @@ def check_model_spec(spec: str, option: str, gguf_file: str | None = None) -> No
     if p.is_file() and not p.stat().st_size:
         fail(f"{option} {spec}: the file is empty; {fix}")
     if p.is_dir() and gguf_file is None and not (p / "config.json").is_file():
-        what = ("a LoRA adapter (pass it with --adapter, on top of its base model)"
-                if (p / "adapter_config.json").is_file() else "no checkpoint")  # fmt: skip
+        what = (
+            "a LoRA adapter (pass it with --adapter, on top of its base model)"
+            if (p / "adapter_config.json").is_file()
+            else "no checkpoint"
+        )
         fail(f"{option} {spec}: the folder holds no config.json, so it is {what}; {fix}")
 
 
@@ -250,8 +258,11 @@ def check_server(url: str) -> None:
         return  # something answers (maybe asking for a key): the server is up
     except (urllib.error.URLError, OSError) as e:
         why = getattr(e, "reason", e)
-        fail(f"--model {url}: no server answers there ({why}); start the OpenAI-compatible "
-             "server (e.g. `vllm serve MODEL`) or fix the URL", code=1)  # fmt: skip
+        fail(
+            f"--model {url}: no server answers there ({why}); start the OpenAI-compatible "
+            "server (e.g. `vllm serve MODEL`) or fix the URL",
+            code=1,
+        )
 
 
 def jsonl_rows(path: Path, what: str, hint: str):
@@ -274,11 +285,15 @@ def read_eval_results(path: Path, what: str = "RESULTS", allow_empty: bool = Fal
     rows = []
     for n, row in jsonl_rows(path, what, "give the JSONL that `cudaperf eval --out` wrote"):
         if why := _not_a_result(row):
-            fail(f"{what} {path}:{n} is not an evaluation result ({why}); give the JSONL that "
-                 "`cudaperf eval --out` wrote")  # fmt: skip
+            fail(
+                f"{what} {path}:{n} is not an evaluation result ({why}); give the JSONL that "
+                "`cudaperf eval --out` wrote"
+            )
         if bad := _bad_result_field(row):
-            fail(f"{what} {path}:{n}: {bad}; give the JSONL that `cudaperf eval --out` wrote "
-                 "(unedited)")  # fmt: skip
+            fail(
+                f"{what} {path}:{n}: {bad}; give the JSONL that `cudaperf eval --out` wrote "
+                "(unedited)"
+            )
         rows.append(row)
     if not rows and not allow_empty:
         fail(f"{what} {path} holds no results; run `cudaperf eval ... --out {path}` first")
@@ -292,8 +307,10 @@ def check_results_out(path: Path | None, option: str = "--out") -> None:
     that are not JSON (cut short by an interrupted run) are allowed beside result rows."""
     if path is None or not path.is_file() or not path.stat().st_size:
         return
-    fix = (f"{option} is appended to and resumed from, so give a new file (or the JSONL an "
-           "earlier run of this command wrote)")  # fmt: skip
+    fix = (
+        f"{option} is appended to and resumed from, so give a new file (or the JSONL an "
+        "earlier run of this command wrote)"
+    )
     results = 0
     for n, line in enumerate(read_text(path, option).splitlines(), 1):
         if not line.strip():

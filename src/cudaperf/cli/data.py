@@ -214,16 +214,28 @@ def measure(
             "them here",
             code=1,
         )
-    timing_budget = renamed("--budget-ms", budget_ms, "--timing-budget", timing_budget,
-                            lambda ms: ms / 1e3)  # fmt: skip
+    timing_budget = renamed(
+        "--budget-ms", budget_ms, "--timing-budget", timing_budget, lambda ms: ms / 1e3
+    )
     gpu_ids = None if gpus.strip() == "all" else gpu_list(gpus, "--gpus", not compile_only)
     try:
         config = measure_config(
-            out=out, batch_tasks=batch_tasks, jobs=jobs, gpus=gpu_ids, trials=trials,
-            warmup=warmup, timing_budget=timing_budget, compile_only=compile_only, arch=arch,
-            cache_dir=cache_dir, scratch=scratch, seed_salt=seed_salt, run_timeout=run_timeout,
-            max_inflight_gb=max_inflight_gb, cpu_trials=cpu_trials,
-        )  # fmt: skip
+            out=out,
+            batch_tasks=batch_tasks,
+            jobs=jobs,
+            gpus=gpu_ids,
+            trials=trials,
+            warmup=warmup,
+            timing_budget=timing_budget,
+            compile_only=compile_only,
+            arch=arch,
+            cache_dir=cache_dir,
+            scratch=scratch,
+            seed_salt=seed_salt,
+            run_timeout=run_timeout,
+            max_inflight_gb=max_inflight_gb,
+            cpu_trials=cpu_trials,
+        )
         tasks = _select_for_measure(load_task_set(path, default="dataset"), kinds, shard, limit)
     except ValueError as e:
         fail(f"{e} (check --gpus, --shard, --kinds and the numeric options)")
@@ -258,8 +270,13 @@ def measure(
         fail(str(e), code=1)
     except KeyboardInterrupt:
         if summary:  # what was done before Ctrl-C (the rows themselves are in --out)
-            part = {"interrupted": True, "progress": latest, "command": " ".join(sys.argv),
-                    "estimate": est, "out": str(out)}  # fmt: skip
+            part = {
+                "interrupted": True,
+                "progress": latest,
+                "command": " ".join(sys.argv),
+                "estimate": est,
+                "out": str(out),
+            }
             summary.parent.mkdir(parents=True, exist_ok=True)
             summary.write_text(jsonlib.dumps(part, indent=1, default=str) + "\n")
         raise
@@ -289,11 +306,24 @@ def measure(
         console.print(f"[yellow]note:[/] {note}", highlight=False)
 
 
-def measure_config(*, out: Path, batch_tasks: int, jobs: int | None, gpus, trials: int,
-                   warmup: int, timing_budget: float | None, compile_only: bool,
-                   arch: str | None,
-                   cache_dir: Path, scratch: Path | None, seed_salt: int | None,
-                   run_timeout: float, max_inflight_gb: float, cpu_trials: int):  # fmt: skip
+def measure_config(
+    *,
+    out: Path,
+    batch_tasks: int,
+    jobs: int | None,
+    gpus,
+    trials: int,
+    warmup: int,
+    timing_budget: float | None,
+    compile_only: bool,
+    arch: str | None,
+    cache_dir: Path,
+    scratch: Path | None,
+    seed_salt: int | None,
+    run_timeout: float,
+    max_inflight_gb: float,
+    cpu_trials: int,
+):
     """`data measure`'s flags as a `BulkConfig`: the settings the evaluator shares go into its
     `EvalConfig` (--trials, --warmup, --timing-budget as time_budget_s, --compile-only,
     --arch, --cache-dir, --seed-salt, --gpus), the rest into the bulk's own fields
@@ -307,13 +337,25 @@ def measure_config(*, out: Path, batch_tasks: int, jobs: int | None, gpus, trial
             raise ValueError(f"--timing-budget {timing_budget}: must be > 0 seconds, e.g. 0.05")
         budget["time_budget_s"] = timing_budget
     ev = bulk_eval_config(
-        trials=trials, warmup=warmup, compile_only=compile_only, arch=arch, cache_dir=cache_dir,
-        seed_salt=seed_salt, gpus=gpus, **budget,
-    )  # fmt: skip
+        trials=trials,
+        warmup=warmup,
+        compile_only=compile_only,
+        arch=arch,
+        cache_dir=cache_dir,
+        seed_salt=seed_salt,
+        gpus=gpus,
+        **budget,
+    )
     return BulkConfig(
-        out=out, eval=ev, batch_tasks=batch_tasks, jobs=jobs, scratch=scratch,
-        silence_timeout_s=run_timeout, max_inflight_gb=max_inflight_gb, cpu_trials=cpu_trials,
-    )  # fmt: skip
+        out=out,
+        eval=ev,
+        batch_tasks=batch_tasks,
+        jobs=jobs,
+        scratch=scratch,
+        silence_timeout_s=run_timeout,
+        max_inflight_gb=max_inflight_gb,
+        cpu_trials=cpu_trials,
+    )
 
 
 def _select_for_measure(tasks: list, kinds: str, shard: str, limit: int | None) -> list:

@@ -47,12 +47,16 @@ def _read_candidates(path: Path, tasks: list[Task]) -> list[tuple[Task, Candidat
     jobs = []
     for n, row in jsonl_rows(path, "--candidates", hint):
         if not isinstance(row, dict) or "task_id" not in row or "code" not in row:
-            fail(f"--candidates {path}:{n}: not a JSON object with 'task_id' and 'code' "
-                 "(and optional 'id')")  # fmt: skip
+            fail(
+                f"--candidates {path}:{n}: not a JSON object with 'task_id' and 'code' "
+                "(and optional 'id')"
+            )
         for field in ("task_id", "code"):
             if not isinstance(row[field], str) or not row[field].strip():
-                fail(f"--candidates {path}:{n}: field '{field}' must be a non-empty string, "
-                     f"got {type(row[field]).__name__}")  # fmt: skip
+                fail(
+                    f"--candidates {path}:{n}: field '{field}' must be a non-empty string, "
+                    f"got {type(row[field]).__name__}"
+                )
         if not isinstance(row.get("id", ""), (str, int)):
             fail(f"--candidates {path}:{n}: field 'id' must be a string label")
         task = select_task(tasks, row["task_id"], option=f"{path}:{n} task_id")
@@ -73,7 +77,7 @@ def _summary(results: list[ExecResult], skipped: list[dict]) -> dict:
         **{
             f"geomean_{f}": geomean([getattr(r, f) for r in ok if getattr(r, f)])
             for f in SPEEDUP_FIELDS
-        },  # fmt: skip
+        },
     }
 
 
@@ -81,8 +85,11 @@ def _print_table(results: list[ExecResult], summary: dict, skipped: list[dict]) 
     t = Table(
         title=f"cudaperf eval ({summary['mode']}{', ' + summary['gpu'] if summary['gpu'] else ''})"
     )
-    speeds = [(_SPEED_COLUMNS[b], f) for b, (f, _) in SPEEDUPS.items()
-              if any(getattr(r, f) for r in results)]  # fmt: skip
+    speeds = [
+        (_SPEED_COLUMNS[b], f)
+        for b, (f, _) in SPEEDUPS.items()
+        if any(getattr(r, f) for r in results)
+    ]
     for col in ("task", "candidate", "status", *(n for n, _ in speeds), "feedback"):
         t.add_column(col, overflow="fold")
     quiet = (Status.OK, Status.COMPILED)
@@ -147,13 +154,18 @@ def eval_command(
         fail(f"--backend {backend!r} is unknown; use 'local' or 'ray'")
     timing_budget = renamed("--time-budget", old_timing_budget, "--timing-budget", timing_budget)
     cfg = eval_config(
-        compile_only=compile_only, trials=trials, time_budget_s=timing_budget,
-        cpu_time_budget_s=cpu_time_budget_s, run_timeout_s=run_timeout_s, arch=arch,
-        compile_jobs=compile_jobs, cache_dir=cache_dir,
+        compile_only=compile_only,
+        trials=trials,
+        time_budget_s=timing_budget,
+        cpu_time_budget_s=cpu_time_budget_s,
+        run_timeout_s=run_timeout_s,
+        arch=arch,
+        compile_jobs=compile_jobs,
+        cache_dir=cache_dir,
         use_result_cache=False if no_cache else None,
         compile_baseline=False if no_compile_baseline else None,
         isolate_files=False if no_isolation else None,
-    )  # fmt: skip
+    )
     check_out_file(out, "--out", (".jsonl",))
     check_results_out(out)
     check_out_dir(cfg.cache_dir, "--cache-dir")
@@ -165,14 +177,22 @@ def eval_command(
     if backend == "local":  # Ray workers bring their own GPUs and nvcc
         check_toolchain(cfg.compile_only, cfg.nvcc)
     if no_cache and out is not None and out.is_file() and out.stat().st_size:
-        console.print(f"--no-cache: results already in {out} are kept, not recomputed; give a "
-                      "new --out to evaluate them again", highlight=False)  # fmt: skip
+        console.print(
+            f"--no-cache: results already in {out} are kept, not recomputed; give a "
+            "new --out to evaluate them again",
+            highlight=False,
+        )
     skipped: list[dict] = []
     results = _run(jobs, cfg, out, backend, address, show=not as_json)
     summary = _summary(results, skipped)
     if as_json:
-        emit_json({"summary": summary, "skipped": skipped,
-                   "results": [r.model_dump(mode="json") for r in results]})  # fmt: skip
+        emit_json(
+            {
+                "summary": summary,
+                "skipped": skipped,
+                "results": [r.model_dump(mode="json") for r in results],
+            }
+        )
     else:
         _print_table(results, summary, skipped)
     bad = summary["statuses"].get(Status.INFRA_ERROR.value, 0)

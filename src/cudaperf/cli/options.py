@@ -60,21 +60,29 @@ def options_of(cls, **flags: str) -> SimpleNamespace:
     """`field_option` for every field of the dataclass `cls`, by field name (`flags`: the
     flag of a field whose name is not its flag, e.g. `wall_budget_s="--wall-budget"`). A
     command takes the options it has: `turns: int = GRPO.turns`."""
-    return SimpleNamespace(**{f.name: field_option(cls, f.name, *filter(None, [flags.get(f.name)]))
-                              for f in fields(cls)})  # fmt: skip
+    return SimpleNamespace(
+        **{
+            f.name: field_option(cls, f.name, *filter(None, [flags.get(f.name)]))
+            for f in fields(cls)
+        }
+    )
 
 
 PresetOpt = typer.Option(
-    "unified", "--preset",
+    "unified",
+    "--preset",
     help=f"Reward preset: one of {', '.join(sorted(PRESETS))} (outcome_only: correctness and "
     "speed only, no structure or ranker bonus). --reward changes single fields.",
-)  # fmt: skip
+)
 RewardOpt = typer.Option(
-    None, "--reward", metavar="FIELD=VALUE",
+    None,
+    "--reward",
+    metavar="FIELD=VALUE",
     help="Change one field of the --preset's reward, e.g. structure_weight=0.5; repeat for "
-    "several. Fields: " + "; ".join(f"{k}: {v}" for k, v in RewardConfig.help().items()
-                                    if k != "name") + ".",
-)  # fmt: skip
+    "several. Fields: "
+    + "; ".join(f"{k}: {v}" for k, v in RewardConfig.help().items() if k != "name")
+    + ".",
+)
 
 
 def reward_config(preset: str, overrides: list[str] | None = None) -> RewardConfig:
@@ -123,14 +131,17 @@ def gpu_list(spec: str | None, option: str, present: bool = False) -> tuple[int,
         fail(f"{option} {spec!r}: {fix}")
     ids = tuple(int(p) for p in parts)
     if dup := sorted({g for g in ids if ids.count(g) > 1}):
-        fail(f"{option} {spec!r}: GPU {dup[0]} is named twice; give distinct GPU indices "
-             "such as 0,1")  # fmt: skip
+        fail(
+            f"{option} {spec!r}: GPU {dup[0]} is named twice; give distinct GPU indices such as 0,1"
+        )
     if present:
         from cudaperf.execute.build import detect_gpus
 
         have = [g.index for g in detect_gpus()]
         if missing := [g for g in ids if g not in have]:
             there = ", ".join(map(str, have)) if have else "none"
-            fail(f"{option} {spec}: no GPU {', '.join(map(str, missing))} here (GPUs: {there}); "
-                 f"give indices nvidia-smi lists, or leave {option} out")  # fmt: skip
+            fail(
+                f"{option} {spec}: no GPU {', '.join(map(str, missing))} here (GPUs: {there}); "
+                f"give indices nvidia-smi lists, or leave {option} out"
+            )
     return ids

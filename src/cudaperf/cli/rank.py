@@ -27,8 +27,9 @@ from cudaperf.models import ModelUnavailable
 
 __all__ = ["rank_app"]
 
-rank_app = typer.Typer(help="Train, evaluate and apply the pairwise ranker (feature or neural).",
-                       no_args_is_help=True)  # fmt: skip
+rank_app = typer.Typer(
+    help="Train, evaluate and apply the pairwise ranker (feature or neural).", no_args_is_help=True
+)
 
 TasksOpt = typer.Option(
     None, "--tasks", help=f"Task file or folder with measurements (default: {DATASET_DEFAULT})."
@@ -37,13 +38,17 @@ ScoreTasksOpt = typer.Option(
     None, "--tasks", help=f"Task file or folder (default: {SAMPLE_DEFAULT})."
 )
 SplitsOpt = typer.Option(
-    None, "--splits", help="splits.json (family → split); default: splits.json next to --tasks, "
-    "else a stable hash of the family name."
-)  # fmt: skip
+    None,
+    "--splits",
+    help="splits.json (family → split); default: splits.json next to --tasks, "
+    "else a stable hash of the family name.",
+)
 ModelOpt = typer.Option(
-    None, "--model", help="A ranker: feature JSON, or a folder from `rank train --out` "
-    "(feature or neural). Default: the packaged feature weights."
-)  # fmt: skip
+    None,
+    "--model",
+    help="A ranker: feature JSON, or a folder from `rank train --out` "
+    "(feature or neural). Default: the packaged feature weights.",
+)
 WorkersOpt = typer.Option(
     os.cpu_count() or 1, "--workers", min=1, help="Processes computing analyzer features."
 )
@@ -55,9 +60,10 @@ def min_ratio_option(default: float, what: str):
 
 
 CacheOpt = typer.Option(
-    Path.home() / ".cache" / "cudaperf" / "rank-features", "--cache-dir",
+    Path.home() / ".cache" / "cudaperf" / "rank-features",
+    "--cache-dir",
     help="On-disk feature cache (keyed by code hash, analyzer settings and feature code).",
-)  # fmt: skip
+)
 
 
 def _splits_path(tasks_path: Path | None, splits: Path | None) -> Path | None:
@@ -115,12 +121,16 @@ def read_exclusions(path: Path) -> list[str]:
     try:
         doc = json.loads(read_text(path, "--exclude"))
     except json.JSONDecodeError as e:
-        fail(f"--exclude {path}: not JSON ({e}); give a list of task ids or an SFT run's "
-             "holdout.json")  # fmt: skip
+        fail(
+            f"--exclude {path}: not JSON ({e}); give a list of task ids or an SFT run's "
+            "holdout.json"
+        )
     ids = doc.get("unseen_tasks") if isinstance(doc, dict) else doc
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids) or not ids:
-        fail(f"--exclude {path}: expected a non-empty JSON list of task ids, or an object with "
-             "one under 'unseen_tasks' (an SFT run's holdout.json)")  # fmt: skip
+        fail(
+            f"--exclude {path}: expected a non-empty JSON list of task ids, or an object with "
+            "one under 'unseen_tasks' (an SFT run's holdout.json)"
+        )
     return sorted(set(ids))
 
 
@@ -132,23 +142,34 @@ def without_tasks(tasks: list, ids: list[str], path: Path) -> tuple[list, dict]:
     known = {t.id for t in tasks}
     missing = [i for i in ids if i not in known]
     if missing:
-        fail(f"--exclude {path}: {len(missing)} of its {len(ids)} task ids are not in the task "
-             f"set (first: {missing[0]}); was it written for another dataset?")  # fmt: skip
+        fail(
+            f"--exclude {path}: {len(missing)} of its {len(ids)} task ids are not in the task "
+            f"set (first: {missing[0]}); was it written for another dataset?"
+        )
     drop = set(ids)
-    record = {"file": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-              "tasks": len(drop)}  # fmt: skip
+    record = {
+        "file": str(path),
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "tasks": len(drop),
+    }
     return [t for t in tasks if t.id not in drop], record
 
 
-def _train_feature(tasks, splits, out, l2, min_ratio, no_resources, arch, workers, cache, src,
-                   objective):  # fmt: skip
+def _train_feature(
+    tasks, splits, out, l2, min_ratio, no_resources, arch, workers, cache, src, objective
+):
     from cudaperf.rank.ranker import TrainConfig, train_feature_ranker
 
-    cfg = TrainConfig(l2=l2, min_ratio=min_ratio, resources=not no_resources, arch=arch,
-                      workers=workers, cache_dir=str(cache) if cache else None,
-                      objective=objective)  # fmt: skip
-    model = train_feature_ranker(tasks, splits, cfg, source=src,
-                                 progress=_progress("features"))  # fmt: skip
+    cfg = TrainConfig(
+        l2=l2,
+        min_ratio=min_ratio,
+        resources=not no_resources,
+        arch=arch,
+        workers=workers,
+        cache_dir=str(cache) if cache else None,
+        objective=objective,
+    )
+    model = train_feature_ranker(tasks, splits, cfg, source=src, progress=_progress("features"))
     return model, model.save(out / "feature_ranker.json")
 
 
@@ -241,16 +262,36 @@ def train(
         prov["excluded_tasks"] = excluded
     try:
         if kind == "feature":
-            model, path = _train_feature(tasks, split_map, out, l2, min_ratio, not resources,
-                                         arch, workers, cache_dir, src, objective)  # fmt: skip
+            model, path = _train_feature(
+                tasks,
+                split_map,
+                out,
+                l2,
+                min_ratio,
+                not resources,
+                arch,
+                workers,
+                cache_dir,
+                src,
+                objective,
+            )
         else:
             from cudaperf.rank.neural import NeuralConfig, train_neural_ranker
 
-            ncfg = NeuralConfig(backbone=backbone, max_steps=max_steps, epochs=epochs,
-                                batch_tasks=batch_tasks, max_length=max_length, lr=lr,
-                                lora_r=lora_r, min_ratio=min_ratio, device=device)  # fmt: skip
-            model = train_neural_ranker(tasks, split_map, ncfg, out=out, source=src,
-                                        progress=_progress("training"))  # fmt: skip
+            ncfg = NeuralConfig(
+                backbone=backbone,
+                max_steps=max_steps,
+                epochs=epochs,
+                batch_tasks=batch_tasks,
+                max_length=max_length,
+                lr=lr,
+                lora_r=lora_r,
+                min_ratio=min_ratio,
+                device=device,
+            )
+            model = train_neural_ranker(
+                tasks, split_map, ncfg, out=out, source=src, progress=_progress("training")
+            )
             path = out
     except (NoPairsError, ValueError, ImportError) as e:
         fail(str(e))
@@ -259,26 +300,34 @@ def train(
             raise
         if isinstance(e, ModelUnavailable):  # its message names the fix
             fail(f"--backbone {backbone}: {e}")
-        fail(f"--backbone {backbone}: cannot load it ({str(e).splitlines()[0]}); give a "
-             "checkpoint folder, a .gguf file, a Hugging Face model name, or smollm2")  # fmt: skip
+        fail(
+            f"--backbone {backbone}: cannot load it ({str(e).splitlines()[0]}); give a "
+            "checkpoint folder, a .gguf file, a Hugging Face model name, or smollm2"
+        )
     metrics = None
     if evaluate_after:
         try:
             metrics = evaluate(tasks, model, split_map, workers=workers, cache_dir=cache_dir)
         except NoPairsError:
             metrics = None
-    report = {"model": model.id, "path": str(path), "kind": kind,
-              **{k: v for k, v in model.training.items() if k != "losses"},
-              "heldout": metrics}  # fmt: skip
+    report = {
+        "model": model.id,
+        "path": str(path),
+        "kind": kind,
+        **{k: v for k, v in model.training.items() if k != "losses"},
+        "heldout": metrics,
+    }
     if kind == "feature":
         report["features"] = len(model.names)
-        report["top_weights"] = [{k: r[k] for k in ("feature", "coef")}
-                                 for r in model.weights_table()[:10]]  # fmt: skip
+        report["top_weights"] = [
+            {k: r[k] for k in ("feature", "coef")} for r in model.weights_table()[:10]
+        ]
     if excluded is not None:
         report["excluded_tasks"] = excluded
     if kind == "feature":  # the file records where it came from, as the packaged one does
-        model = dataclasses.replace(model, training={**model.training, **prov,
-                                                     "heldout_metrics": metrics})  # fmt: skip
+        model = dataclasses.replace(
+            model, training={**model.training, **prov, "heldout_metrics": metrics}
+        )
         model.save(path)
     if ship:
         report["shipped"] = str(model.save(formats.default_weights_path()))
@@ -288,8 +337,9 @@ def train(
         _print_train(report)
 
 
-def _check_train_options(kind, ship, force, out, cache_dir, backbone, arch="sm_90",
-                         device=None) -> None:  # fmt: skip
+def _check_train_options(
+    kind, ship, force, out, cache_dir, backbone, arch="sm_90", device=None
+) -> None:
     """Everything `rank train` can refuse before loading a task (nothing is trained first)."""
     from pydantic import ValidationError
 
@@ -325,16 +375,20 @@ def _check_device(device: str | None) -> None:
     if device is None or device == "cpu":
         return
     if not re.fullmatch(r"cuda(:\d+)?", device):
-        fail(f"--device {device!r}: use cpu, cuda or cuda:N (or leave it out: cuda when there "
-             "is a GPU, else cpu)")  # fmt: skip
+        fail(
+            f"--device {device!r}: use cpu, cuda or cuda:N (or leave it out: cuda when there "
+            "is a GPU, else cpu)"
+        )
     import torch
 
     n = torch.cuda.device_count() if torch.cuda.is_available() else 0
     index = int(device.partition(":")[2] or 0)
     if index >= n:
         have = f"{n} GPU(s)" if n else "no GPU"
-        fail(f"--device {device}: torch sees {have} here; use --device cpu, or run on a GPU "
-             "machine", code=1)  # fmt: skip
+        fail(
+            f"--device {device}: torch sees {have} here; use --device cpu, or run on a GPU machine",
+            code=1,
+        )
 
 
 def _print_train(report: dict) -> None:
@@ -376,8 +430,10 @@ def score_cmd(
 
     code = read_text(candidate, "CANDIDATE")
     if "__global__" not in code:
-        fail(f"CANDIDATE {candidate} defines no __global__ kernel, so there is nothing to "
-             "rank; pass a .cu file or a PyTorch→CUDA candidate with its CUDA source")  # fmt: skip
+        fail(
+            f"CANDIDATE {candidate} defines no __global__ kernel, so there is nothing to "
+            "rank; pass a .cu file or a PyTorch→CUDA candidate with its CUDA source"
+        )
     model = _ranker(model_path)
     task = select_task(load_task_set(tasks_path), task_id)
     if not task.implementations:
@@ -386,8 +442,9 @@ def score_cmd(
     if as_json:
         emit_json({"task_id": task.id, **rs.model_dump()})
     else:
-        stdout.print(f"{task.id}: score {rs.score:.3f} over {rs.compared} "
-                     f"implementations ({rs.model})")  # fmt: skip
+        stdout.print(
+            f"{task.id}: score {rs.score:.3f} over {rs.compared} implementations ({rs.model})"
+        )
 
 
 @rank_app.command("eval")
@@ -414,8 +471,16 @@ def eval_cmd(
     tasks_path = tasks_path or measured_dataset()
     tasks = load_task_set(tasks_path)
     try:
-        report = evaluate(tasks, model, _splits(tasks_path, splits), split, min_ratio, plot,
-                          workers=workers, cache_dir=cache_dir)  # fmt: skip
+        report = evaluate(
+            tasks,
+            model,
+            _splits(tasks_path, splits),
+            split,
+            min_ratio,
+            plot,
+            workers=workers,
+            cache_dir=cache_dir,
+        )
     except (NoPairsError, ValueError) as e:
         fail(str(e))
     if as_json:

@@ -33,13 +33,17 @@ def _target(target: str, tasks_path, function, sizes, lengths) -> Task:
 
     p = Path(target)
     if p.is_dir():
-        fail(f"TARGET {target} is a folder; give a task id, a .c file or a PyTorch module .py "
-             "file (a task file or folder goes in --tasks)")  # fmt: skip
+        fail(
+            f"TARGET {target} is a folder; give a task id, a .c file or a PyTorch module .py "
+            "file (a task file or folder goes in --tasks)"
+        )
     if p.suffix in (".c", ".py") and not p.is_file():
         fail(f"TARGET {target}: no such file; give an existing .c or .py file, or a task id")
     if p.is_file() and p.suffix not in (".c", ".py"):
-        fail(f"TARGET {target}: refine starts from a task id, a C function (.c) or a PyTorch "
-             "module (.py); to score a kernel, use `cudaperf reward TASK FILE`")  # fmt: skip
+        fail(
+            f"TARGET {target}: refine starts from a task id, a C function (.c) or a PyTorch "
+            "module (.py); to score a kernel, use `cudaperf reward TASK FILE`"
+        )
     try:
         if p.suffix == ".c" and p.is_file():
             if not function or not sizes:
@@ -77,9 +81,12 @@ def _backend(
         opts = {}
     else:
         opts = dict(
-            gguf_file=gguf_file, temperature=temperature, max_new_tokens=max_tokens,
-            cache_dir=model_cache, adapter=adapter,
-        )  # fmt: skip
+            gguf_file=gguf_file,
+            temperature=temperature,
+            max_new_tokens=max_tokens,
+            cache_dir=model_cache,
+            adapter=adapter,
+        )
     try:
         return make_backend(model, task=task, **opts)
     except (ImportError, ValueError, OSError) as e:  # the first line says what went wrong
@@ -95,8 +102,10 @@ def _earlier_records(out: Path) -> list:
     try:
         return read_trajectory(out)
     except (ValueError, UnicodeDecodeError) as e:
-        fail(f"--out {out}: not a refine trajectory ({str(e).splitlines()[0][:200]}); give "
-             "another --out or remove the file")  # fmt: skip
+        fail(
+            f"--out {out}: not a refine trajectory ({str(e).splitlines()[0][:200]}); give "
+            "another --out or remove the file"
+        )
 
 
 def _connection_errors() -> tuple[type[BaseException], ...]:
@@ -134,9 +143,12 @@ def _write_new(path: Path, text: str, overwrite: bool, numbered: bool, out: Path
             return p
         except FileExistsError:
             if not numbered:
-                fail(f"--best-out {path} was made while refine ran; it is left as it is (the "
-                     f"best kernel is in the trajectory {out}); add --overwrite to replace "
-                     "it", code=1)  # fmt: skip
+                fail(
+                    f"--best-out {path} was made while refine ran; it is left as it is (the "
+                    f"best kernel is in the trajectory {out}); add --overwrite to replace "
+                    "it",
+                    code=1,
+                )
     raise AssertionError("unreachable")
 
 
@@ -211,14 +223,18 @@ def refine_command(
     best_path = _best_path(task, target, best_out, out)
     check_out_file(best_path, "--best-out")
     if best_out is not None and best_out.exists() and not overwrite:
-        fail(f"--best-out {best_out} exists; add --overwrite to replace it, or give another "
-             "--best-out (or leave it out: the default never replaces a file)")  # fmt: skip
+        fail(
+            f"--best-out {best_out} exists; add --overwrite to replace it, or give another "
+            "--best-out (or leave it out: the default never replaces a file)"
+        )
     scorer = scorer_for(task, preset, compile_only, cache_dir, ranker)
     if adapter is not None and (model.startswith(("http://", "https://", "scripted:"))):
         fail(f"--adapter works with a Hugging Face --model (name or path), not {model!r}")
     if adapter is not None and not (adapter / "adapter_config.json").is_file():
-        fail(f"--adapter {adapter}: no adapter_config.json there; give the folder `cudaperf "
-             "train` saved the adapter to (its final/ or a checkpoint-N/ folder)")  # fmt: skip
+        fail(
+            f"--adapter {adapter}: no adapter_config.json there; give the folder `cudaperf "
+            "train` saved the adapter to (its final/ or a checkpoint-N/ folder)"
+        )
     backend = _backend(
         model,
         task,
@@ -234,8 +250,9 @@ def refine_command(
     from cudaperf.refine.episode import unfinished_turns
 
     if done := unfinished_turns(prior, task.id, backend.name):
-        console.print(f"resuming {task.id} after turn {done[-1].turn} (recorded in {out})",
-                      highlight=False)  # fmt: skip
+        console.print(
+            f"resuming {task.id} after turn {done[-1].turn} (recorded in {out})", highlight=False
+        )
     cols = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*cols, console=console, transient=True) as bar:
         tid = bar.add_task(f"turn 1/{turns}: generating {samples} replies", total=None)
@@ -266,8 +283,11 @@ def refine_command(
         except ValueError as e:
             fail(str(e))
         except _connection_errors() as e:  # the server went away mid-run
-            fail(f"--model {model}: the server stopped answering ({e}); the turns finished "
-                 f"so far are in {out}", code=1)  # fmt: skip
+            fail(
+                f"--model {model}: the server stopped answering ({e}); the turns finished "
+                f"so far are in {out}",
+                code=1,
+            )
         finally:
             scorer.evaluator.close()  # the command's one evaluator session
     _finish(res, best_path, out, overwrite, numbered=best_out is None)

@@ -40,8 +40,13 @@ def command_scorer(tasks, reward: RewardConfig, ev: EvalConfig, ranker: str = "d
     return build_scorer(tasks, reward, EvalSession(ev), rk)
 
 
-def scorer_for(task, preset: str | RewardConfig, compile_only: bool | None,
-               cache_dir: Path | None, ranker: str = "default") -> RewardScorer:  # fmt: skip
+def scorer_for(
+    task,
+    preset: str | RewardConfig,
+    compile_only: bool | None,
+    cache_dir: Path | None,
+    ranker: str = "default",
+) -> RewardScorer:
     """`command_scorer` for one task: `preset` (a preset name or a `RewardConfig`), the
     evaluator's defaults but for --compile-only/--full and --cache-dir; exits with one line on
     bad values or a missing toolchain.

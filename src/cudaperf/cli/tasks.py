@@ -210,16 +210,20 @@ def import_suite(
                 opts["kernelbench"] = kernelbench
             report = IMPORTERS[suite](path, **opts)
     except UnicodeDecodeError as e:  # before ValueError, which it is: the message names no file
-        fail(f"{path} (or a file in it) is not UTF-8 text ({e.reason} at byte {e.start}); "
-             f"give your own checkout (or file) of {suite} as it was published")  # fmt: skip
+        fail(
+            f"{path} (or a file in it) is not UTF-8 text ({e.reason} at byte {e.start}); "
+            f"give your own checkout (or file) of {suite} as it was published"
+        )
     except (FileNotFoundError, ImportError, ValueError) as e:
         fail(str(e))
     summary = report.summary()
     if not report.tasks:  # nothing to write: an empty file would only fail the next command
         reasons = "; ".join(f"{n}: {r}" for r, n in list(summary["reasons"].items())[:3])
-        fail(f"nothing imported from {path} ({summary['skipped']} item(s) skipped"
-             f"{': ' + reasons if reasons else ''}); give your checkout (or file) of {suite}, "
-             f"nothing was written to {out}")  # fmt: skip
+        fail(
+            f"nothing imported from {path} ({summary['skipped']} item(s) skipped"
+            f"{': ' + reasons if reasons else ''}); give your checkout (or file) of {suite}, "
+            f"nothing was written to {out}"
+        )
     save_tasks(report.tasks, out)
     if json:
         emit_json(summary)
@@ -307,8 +311,10 @@ def attach(
     try:
         date = dt.date.fromisoformat(date).isoformat() if date else ""
     except ValueError:
-        fail(f"--date {date!r}: give the measurement date as YYYY-MM-DD (e.g. 2026-12-03), or "
-             "leave it out for today")  # fmt: skip
+        fail(
+            f"--date {date!r}: give the measurement date as YYYY-MM-DD (e.g. 2026-12-03), or "
+            "leave it out for today"
+        )
     if path is not None and out is None and in_package(path) and not force:
         fail(
             f"{path} is inside the installed cudaperf package (the bundled sample set); give "
@@ -323,8 +329,10 @@ def attach(
     try:
         found = measurements_from_results(rows, date or dt.date.today().isoformat())
     except (ValueError, KeyError, TypeError) as e:
-        fail(f"RESULTS {results}: a result lacks its timings ({e}); give the JSONL that "
-             "`cudaperf eval --implementations --out` wrote on a GPU")  # fmt: skip
+        fail(
+            f"RESULTS {results}: a result lacks its timings ({e}); give the JSONL that "
+            "`cudaperf eval --implementations --out` wrote on a GPU"
+        )
     updated, n = attach_measurements(tasks, found)
     before = task_stats(updated)
     dropped: dict[str, int] = {}

@@ -34,8 +34,9 @@ from cudaperf.train.grpo import GrpoOptions  # light: no torch or TRL until a ru
 
 __all__ = ["train_app"]
 
-train_app = typer.Typer(help="Train a policy: SFT warm start, multi-turn GRPO, curves.",
-                        no_args_is_help=True)  # fmt: skip
+train_app = typer.Typer(
+    help="Train a policy: SFT warm start, multi-turn GRPO, curves.", no_args_is_help=True
+)
 
 OutOpt = typer.Option(..., "--out", help="Run folder (checkpoints, steps.jsonl, final/).")
 ModelOpt = typer.Option(
@@ -55,14 +56,16 @@ PiecesOpt = typer.Option(
     None, "--pieces-mib", help="Save final files larger than this (MiB) in pieces, e.g. 15."
 )
 ResumeOpt = typer.Option(
-    False, "--resume",
+    False,
+    "--resume",
     help="Continue from the newest checkpoint in --out (Ctrl-C saves one and exits 130).",
-)  # fmt: skip
+)
 OverwriteOpt = typer.Option(
-    False, "--overwrite",
+    False,
+    "--overwrite",
     help="Replace the run in --out (its checkpoints, final/, logs and report are removed "
     "first). Without it or --resume, an --out that holds a run is refused.",
-)  # fmt: skip
+)
 ValFamOpt = typer.Option(3, "--val-families", help="Training families held out whole.")
 HoldOpt = typer.Option(0.05, "--holdout-share", help="Share of other families' tasks held out.")
 SeedOpt = typer.Option(0, "--seed")
@@ -85,12 +88,16 @@ def _check_run_options(
         fail(str(e))
     if resume:
         if last_checkpoint(out) is None:
-            fail(f"--resume: {out} holds no checkpoint-N folder to continue from; leave "
-                 "--resume out to start a new run there, or give the --out of the run to "
-                 "continue")  # fmt: skip
+            fail(
+                f"--resume: {out} holds no checkpoint-N folder to continue from; leave "
+                "--resume out to start a new run there, or give the --out of the run to "
+                "continue"
+            )
     if pieces_mib is not None and not pieces_mib > 0:
-        fail(f"--pieces-mib {pieces_mib}: give a size in MiB > 0 (e.g. 15), or leave it out "
-             "to save files whole")  # fmt: skip
+        fail(
+            f"--pieces-mib {pieces_mib}: give a size in MiB > 0 (e.g. 15), or leave it out "
+            "to save files whole"
+        )
 
 
 def _run(fn, opts_cls, **kw):
@@ -129,21 +136,32 @@ def _interrupted(out: Path, e) -> NoReturn:
 
 @train_app.command("sft")
 def sft_command(
-    out: Path = OutOpt, model: str = ModelOpt, tasks: Path | None = TasksOpt,
-    splits: Path | None = SplitsOpt, kind: list[str] | None = KindsOpt,
+    out: Path = OutOpt,
+    model: str = ModelOpt,
+    tasks: Path | None = TasksOpt,
+    splits: Path | None = SplitsOpt,
+    kind: list[str] | None = KindsOpt,
     targets: str = typer.Option("fastest", "--targets", help="fastest, all or pairs."),
-    lora_r: int = LoraOpt, epochs: float = typer.Option(2.0, "--epochs"),
-    lr: float = typer.Option(2e-4, "--lr"), batch_size: int = typer.Option(8, "--batch-size"),
+    lora_r: int = LoraOpt,
+    epochs: float = typer.Option(2.0, "--epochs"),
+    lr: float = typer.Option(2e-4, "--lr"),
+    batch_size: int = typer.Option(8, "--batch-size"),
     grad_accum: int = typer.Option(1, "--grad-accum"),
     max_length: int | None = typer.Option(
-        None, "--max-length", help="Token cap (default: the 98th percentile of the rows)."),
-    val_families: int = ValFamOpt, holdout_share: float = HoldOpt,
+        None, "--max-length", help="Token cap (default: the 98th percentile of the rows)."
+    ),
+    val_families: int = ValFamOpt,
+    holdout_share: float = HoldOpt,
     limit: int | None = typer.Option(
-        None, "--limit", min=1, help="At most this many rows (smoke)."),
-    wall_budget: float | None = WallBudgetOpt, old_wall_budget: float | None = OLD_WALL_BUDGET,
+        None, "--limit", min=1, help="At most this many rows (smoke)."
+    ),
+    wall_budget: float | None = WallBudgetOpt,
+    old_wall_budget: float | None = OLD_WALL_BUDGET,
     pieces_mib: float | None = PiecesOpt,
-    resume: bool = ResumeOpt, overwrite: bool = OverwriteOpt, seed: int = SeedOpt,
-) -> None:  # fmt: skip
+    resume: bool = ResumeOpt,
+    overwrite: bool = OverwriteOpt,
+    seed: int = SeedOpt,
+) -> None:
     """Supervised warm start on training-split tasks (refine's prompt → fastest kernel)."""
     from cudaperf.train.sft import SftOptions, run_sft
 
@@ -154,12 +172,29 @@ def sft_command(
     tasks = tasks or measured_dataset()
     console.print(f"SFT of {model} on {tasks} (training-split families only) → {out}")
     rep = _run(
-        run_sft, SftOptions, out=out, model=model, tasks=tasks, splits=splits,
-        kinds=tuple(kind or ()), targets=targets, lora_r=lora_r, epochs=epochs, lr=lr,
-        batch_size=batch_size, grad_accum=grad_accum, max_length=max_length,
-        val_families=val_families, holdout_share=holdout_share, limit=limit, seed=seed,
-        time_budget_s=wall_budget, pieces_mib=pieces_mib, resume=resume, overwrite=overwrite,
-    )  # fmt: skip
+        run_sft,
+        SftOptions,
+        out=out,
+        model=model,
+        tasks=tasks,
+        splits=splits,
+        kinds=tuple(kind or ()),
+        targets=targets,
+        lora_r=lora_r,
+        epochs=epochs,
+        lr=lr,
+        batch_size=batch_size,
+        grad_accum=grad_accum,
+        max_length=max_length,
+        val_families=val_families,
+        holdout_share=holdout_share,
+        limit=limit,
+        seed=seed,
+        time_budget_s=wall_budget,
+        pieces_mib=pieces_mib,
+        resume=resume,
+        overwrite=overwrite,
+    )
     if "final" not in rep:  # a non-main process under accelerate launch
         return
     console.print(
@@ -172,24 +207,43 @@ def sft_command(
 
 @train_app.command("grpo")
 def grpo_command(
-    out: Path = OutOpt, model: str = GRPO.model, adapter: Path | None = GRPO.adapter,
-    tasks: Path | None = TasksOpt, splits: Path | None = SplitsOpt,
-    kind: list[str] | None = KindsOpt, pool: int | None = GRPO.pool,
-    pool_fits: bool = GRPO.pool_fits, preset: str = PresetOpt,
-    reward: list[str] | None = RewardOpt, ranker: str = GRPO.ranker, turns: int = GRPO.turns,
-    gamma: float = GRPO.gamma, num_generations: int = GRPO.num_generations,
-    groups_per_step: int = GRPO.groups_per_step, max_steps: int = GRPO.max_steps,
-    max_new_tokens: int = GRPO.max_new_tokens, temperature: float = GRPO.temperature,
-    generation: str = GenerationOpt, lr: float = GRPO.lr, beta: float = GRPO.beta,
-    lora_r: int = GRPO.lora_r, save_steps: int = GRPO.save_steps,
-    val_families: int = GRPO.val_families, holdout_share: float = GRPO.holdout_share,
-    seed: int | None = GRPO.seed, split_seed: int = GRPO.split_seed,
+    out: Path = OutOpt,
+    model: str = GRPO.model,
+    adapter: Path | None = GRPO.adapter,
+    tasks: Path | None = TasksOpt,
+    splits: Path | None = SplitsOpt,
+    kind: list[str] | None = KindsOpt,
+    pool: int | None = GRPO.pool,
+    pool_fits: bool = GRPO.pool_fits,
+    preset: str = PresetOpt,
+    reward: list[str] | None = RewardOpt,
+    ranker: str = GRPO.ranker,
+    turns: int = GRPO.turns,
+    gamma: float = GRPO.gamma,
+    num_generations: int = GRPO.num_generations,
+    groups_per_step: int = GRPO.groups_per_step,
+    max_steps: int = GRPO.max_steps,
+    max_new_tokens: int = GRPO.max_new_tokens,
+    temperature: float = GRPO.temperature,
+    generation: str = GenerationOpt,
+    lr: float = GRPO.lr,
+    beta: float = GRPO.beta,
+    lora_r: int = GRPO.lora_r,
+    save_steps: int = GRPO.save_steps,
+    val_families: int = GRPO.val_families,
+    holdout_share: float = GRPO.holdout_share,
+    seed: int | None = GRPO.seed,
+    split_seed: int = GRPO.split_seed,
     eval_gpus: str | None = GRPO.eval_gpus,
-    canaries: int = GRPO.canaries, canary_every: int = GRPO.canary_every,
-    compile_only: bool = GRPO.compile_only, wall_budget: float | None = WallBudgetOpt,
-    old_wall_budget: float | None = OLD_WALL_BUDGET, pieces_mib: float | None = GRPO.pieces_mib,
-    resume: bool = GRPO.resume, overwrite: bool = GRPO.overwrite,
-) -> None:  # fmt: skip
+    canaries: int = GRPO.canaries,
+    canary_every: int = GRPO.canary_every,
+    compile_only: bool = GRPO.compile_only,
+    wall_budget: float | None = WallBudgetOpt,
+    old_wall_budget: float | None = OLD_WALL_BUDGET,
+    pieces_mib: float | None = GRPO.pieces_mib,
+    resume: bool = GRPO.resume,
+    overwrite: bool = GRPO.overwrite,
+) -> None:
     """Multi-turn GRPO (TRL) with the unified reward and one persistent evaluator.
 
     GPUs: generation and training on the process's GPU; timing on --eval-gpus (nvidia-smi
@@ -208,16 +262,43 @@ def grpo_command(
     tasks = tasks or measured_dataset()
     console.print(f"GRPO of {model} on up to {pool or 'all'} training tasks → {out}")
     rep = _run(
-        run_grpo, GrpoOptions, out=out, model=model, adapter=adapter, tasks=tasks,
-        splits=splits, kinds=tuple(kind or ("c2cuda",)), pool=pool or None, pool_fits=pool_fits,
-        reward=reward_cfg, ranker=ranker, turns=turns, gamma=gamma,
-        num_generations=num_generations, groups_per_step=groups_per_step, max_steps=max_steps,
-        max_new_tokens=max_new_tokens, temperature=temperature, generation=generation, lr=lr,
-        beta=beta, lora_r=lora_r, save_steps=save_steps, val_families=val_families,
-        holdout_share=holdout_share, seed=seed, split_seed=split_seed, eval_gpus=gpus,
-        canaries=canaries, canary_every=canary_every, compile_only=compile_only,
-        wall_budget_s=wall_budget, pieces_mib=pieces_mib, resume=resume, overwrite=overwrite,
-    )  # fmt: skip
+        run_grpo,
+        GrpoOptions,
+        out=out,
+        model=model,
+        adapter=adapter,
+        tasks=tasks,
+        splits=splits,
+        kinds=tuple(kind or ("c2cuda",)),
+        pool=pool or None,
+        pool_fits=pool_fits,
+        reward=reward_cfg,
+        ranker=ranker,
+        turns=turns,
+        gamma=gamma,
+        num_generations=num_generations,
+        groups_per_step=groups_per_step,
+        max_steps=max_steps,
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        generation=generation,
+        lr=lr,
+        beta=beta,
+        lora_r=lora_r,
+        save_steps=save_steps,
+        val_families=val_families,
+        holdout_share=holdout_share,
+        seed=seed,
+        split_seed=split_seed,
+        eval_gpus=gpus,
+        canaries=canaries,
+        canary_every=canary_every,
+        compile_only=compile_only,
+        wall_budget_s=wall_budget,
+        pieces_mib=pieces_mib,
+        resume=resume,
+        overwrite=overwrite,
+    )
     if "final" not in rep:  # a non-main process under accelerate launch
         return
     console.print(f"{rep['steps']} steps in {rep['seconds']} s; saved {rep['final']}")
@@ -266,13 +347,26 @@ def _breakdown_table(rep: dict) -> None:
     """Mean seconds per step by part, one row per run (to stderr; stdout stays JSON)."""
     from rich.table import Table
 
-    parts = ("generate", "analyse", "eval", "evaluator", "eval_wait", "canary", "update",
-             "optimizer", "step")  # fmt: skip
+    parts = (
+        "generate",
+        "analyse",
+        "eval",
+        "evaluator",
+        "eval_wait",
+        "canary",
+        "update",
+        "optimizer",
+        "step",
+    )
     table = Table(title="mean seconds per GRPO step")
     for col in ("run", "steps", "procs", *parts, "candidates"):
         table.add_column(col)
     for run, r in rep.items():
         cells = [r.get(f"{p}_s_mean") for p in parts] + [r.get("candidates_per_step")]
-        table.add_row(run, str(r.get("steps", 0)), str(r.get("processes", "")),
-                      *("-" if v is None else f"{v:g}" for v in cells))  # fmt: skip
+        table.add_row(
+            run,
+            str(r.get("steps", 0)),
+            str(r.get("processes", "")),
+            *("-" if v is None else f"{v:g}" for v in cells),
+        )
     console.print(table)

@@ -63,5 +63,8 @@ def append_records(path: str | Path, records: dict[str, dict]) -> None:
     """Append records as version-2 lines (one write, so parallel appenders do not interleave)."""
     if not records:
         return
-    append_lines(path, (json.dumps({"key": k, "timing": t, "v": VERSION})
-                        for k, t in records.items()), shared=True)  # fmt: skip
+    append_lines(
+        path,
+        (json.dumps({"key": k, "timing": t, "v": VERSION}) for k, t in records.items()),
+        shared=True,
+    )

@@ -143,9 +143,14 @@ def cache_key(*parts: str) -> str:
 
 
 def compile_cached(
-    cmd: list[str], src_name: str, src: str, out_dir: Path, lib_name: str, timeout: float,
+    cmd: list[str],
+    src_name: str,
+    src: str,
+    out_dir: Path,
+    lib_name: str,
+    timeout: float,
     config: EvalConfig | None = None,
-) -> BuildResult:  # fmt: skip
+) -> BuildResult:
     """Run `cmd` (its last item goes after the source) in a scratch dir; move the result.
     Confined per `config.isolate_files` (`build_confine`); unconfined without a `config` (the
     dataset's own, trusted sources: execute.bulk)."""
@@ -160,15 +165,21 @@ _LOCKS_GUARD = threading.Lock()
 
 
 def _compile_locked(
-    cmd: list[str], src_name: str, src: str, out_dir: Path, lib_name: str, timeout: float,
+    cmd: list[str],
+    src_name: str,
+    src: str,
+    out_dir: Path,
+    lib_name: str,
+    timeout: float,
     config: EvalConfig | None,
-) -> BuildResult:  # fmt: skip
+) -> BuildResult:
     meta = out_dir / "build.json"
     if meta.exists():
         m = json.loads(meta.read_text())
         lib = str(out_dir / lib_name) if m["ok"] else ""
-        return BuildResult(m["ok"], lib, m["log"], 0.0, True, m.get("timed_out", False),
-                           m.get("protections", {}))  # fmt: skip
+        return BuildResult(
+            m["ok"], lib, m["log"], 0.0, True, m.get("timed_out", False), m.get("protections", {})
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     prot: dict = {}

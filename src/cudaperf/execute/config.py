@@ -51,9 +51,10 @@ class EvalConfig:
     )
     worker_max_jobs: int = _f(200, "recycle a GPU worker after this many candidates")
     set_cache_gib: float | None = _f(
-        8.0, "GiB of input sets and reference outputs each GPU worker keeps between jobs (LRU); "
-        "None: half the host's available memory, shared among the workers"
-    )  # fmt: skip
+        8.0,
+        "GiB of input sets and reference outputs each GPU worker keeps between jobs (LRU); "
+        "None: half the host's available memory, shared among the workers",
+    )
     max_bandwidth_gbs: float = _f(
         10000.0, "a time implying more GB/s of input reads than this is rejected (roofline)"
     )
@@ -120,9 +121,16 @@ class EvalConfig:
     def result_settings(self) -> dict[str, object]:
         """The settings that change a result (part of the result-cache key)."""
         keep = (
-            "trials", "warmup", "time_budget_s", "check_after_timing", "max_bandwidth_gbs",
-            "correctness_trials", "normwise_rtol", "min_kernel_share", "compile_baseline",
-        )  # fmt: skip
+            "trials",
+            "warmup",
+            "time_budget_s",
+            "check_after_timing",
+            "max_bandwidth_gbs",
+            "correctness_trials",
+            "normwise_rtol",
+            "min_kernel_share",
+            "compile_baseline",
+        )
         return {k: getattr(self, k) for k in keep} | {"nvcc_flags": list(self.extra_nvcc_flags)}
 
     @classmethod

@@ -187,9 +187,18 @@ class Evaluator:
             return done
         workdir = tempfile.mkdtemp(prefix="cudaperf-cand-")
         return Prepared(
-            task, cand, self.key(task, cand), b.lib, ref.lib, clog, ids, notes, workdir, t0,
+            task,
+            cand,
+            self.key(task, cand),
+            b.lib,
+            ref.lib,
+            clog,
+            ids,
+            notes,
+            workdir,
+            t0,
             protections=prot,
-        )  # fmt: skip
+        )
 
     def _built(self, task, cand, t0: float, b, notes: list[str], kw: dict) -> ExecResult | None:
         """The final result when a build (C or PyTorch track) leaves nothing to run, else None:
@@ -230,9 +239,12 @@ class Evaluator:
             ]
             return self.result(task, cand, Status.INFRA_ERROR, t0, feedback=fb, findings=ids)
         b = torch_build.prebuild_torch_candidate(
-            cand.code, self.env.arch, self.config.cache_dir.expanduser(),
-            self.config.compile_timeout_s, isolate=self.config.isolate_files,
-        )  # fmt: skip
+            cand.code,
+            self.env.arch,
+            self.config.cache_dir.expanduser(),
+            self.config.compile_timeout_s,
+            isolate=self.config.isolate_files,
+        )
         clog = truncate(b.log, self.config.max_log_chars)
         prot = [Protection.of("build", b.protections)]
         kw = {"compile_log": clog, "findings": ids, "form": b.form, "protections": prot}
@@ -241,9 +253,20 @@ class Evaluator:
             return done
         workdir = tempfile.mkdtemp(prefix="cudaperf-cand-")
         return Prepared(
-            task, cand, self.key(task, cand), "", "", clog, ids, notes, workdir, t0,
-            ext_dir=b.ext_dir, form=b.form, protections=prot,
-        )  # fmt: skip
+            task,
+            cand,
+            self.key(task, cand),
+            "",
+            "",
+            clog,
+            ids,
+            notes,
+            workdir,
+            t0,
+            ext_dir=b.ext_dir,
+            form=b.form,
+            protections=prot,
+        )
 
     def timeout(self, p: Prepared) -> float:
         """Hard limit for one worker request. The first PyTorch→CUDA job of a task on this
@@ -263,24 +286,37 @@ class Evaluator:
         """The worker request for a prepared job (see `protocol`)."""
         c = self.config
         common = {
-            "task": p.task, "workdir": p.workdir, "salt": self.env.salt, "trials": c.trials,
-            "warmup": c.warmup, "budget_ms": c.time_budget_s * 1e3,
-            "max_bandwidth_gbs": c.max_bandwidth_gbs, "cpu_limit_s": c.max_cpu_s_per_job,
+            "task": p.task,
+            "workdir": p.workdir,
+            "salt": self.env.salt,
+            "trials": c.trials,
+            "warmup": c.warmup,
+            "budget_ms": c.time_budget_s * 1e3,
+            "max_bandwidth_gbs": c.max_bandwidth_gbs,
+            "cpu_limit_s": c.max_cpu_s_per_job,
             "output_limit_mb": c.max_output_mb,
-        }  # fmt: skip
+        }
         if p.is_torch:
             return TorchRequest(
-                **common, code=p.cand.code, ext_dir=p.ext_dir,
-                correctness_trials=c.correctness_trials, normwise_rtol=c.normwise_rtol,
-                min_kernel_share=c.min_kernel_share, torch_compile=c.compile_baseline,
+                **common,
+                code=p.cand.code,
+                ext_dir=p.ext_dir,
+                correctness_trials=c.correctness_trials,
+                normwise_rtol=c.normwise_rtol,
+                min_kernel_share=c.min_kernel_share,
+                torch_compile=c.compile_baseline,
                 baseline_cache=str(c.cache_dir.expanduser() / "torch_baselines.jsonl"),
                 device="cuda",
-            )  # fmt: skip
+            )
         return RunRequest(
-            **common, lib=p.lib, ref_lib=p.ref_lib, cpu_trials=c.cpu_trials,
-            cpu_budget_s=c.cpu_time_budget_s, check_after=c.check_after_timing,
+            **common,
+            lib=p.lib,
+            ref_lib=p.ref_lib,
+            cpu_trials=c.cpu_trials,
+            cpu_budget_s=c.cpu_time_budget_s,
+            check_after=c.check_after_timing,
             cpu_baseline_cache=str(c.cache_dir.expanduser() / c_baselines.FILE),
-        )  # fmt: skip
+        )
 
     def request(self, p: Prepared) -> dict:
         """The worker request for a prepared job, as it goes on the pipe (JSON-ready)."""
@@ -297,9 +333,15 @@ class Evaluator:
             log.error("%s: %s", p.task.id, e)
             fb = [f"{e}; this is the evaluator's fault, not the candidate's"]
             return self.result(  # no runtime log: it may hold what held-out configs printed
-                p.task, p.cand, Status.INFRA_ERROR, p.t0, compile_log=p.compile_log,
-                feedback=fb, findings=p.findings, form=p.form,
-            )  # fmt: skip
+                p.task,
+                p.cand,
+                Status.INFRA_ERROR,
+                p.t0,
+                compile_log=p.compile_log,
+                feedback=fb,
+                findings=p.findings,
+                form=p.form,
+            )
         if reply.output is not None:  # held-out configs ran: only what came before them
             out = truncate(reply.output, self.config.max_log_chars) + "\n" + WITHHELD_OUTPUT
         else:
@@ -320,9 +362,18 @@ class Evaluator:
             kw["launched"] = reply.launched
         kw["protections"] = [*p.protections, Protection.of("run", reply.protections)]
         return self.result(
-            p.task, p.cand, status, p.t0, configs=configs, compile_log=p.compile_log,
-            runtime_log=rlog, feedback=fb + p.notes, findings=p.findings, form=p.form, **kw,
-        )  # fmt: skip
+            p.task,
+            p.cand,
+            status,
+            p.t0,
+            configs=configs,
+            compile_log=p.compile_log,
+            runtime_log=rlog,
+            feedback=fb + p.notes,
+            findings=p.findings,
+            form=p.form,
+            **kw,
+        )
 
 
 def torch_speedups(configs: list[ConfigResult]) -> dict:

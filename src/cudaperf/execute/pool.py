@@ -57,9 +57,12 @@ def infra_result(ev: Evaluator, job: Job, err: BaseException) -> ExecResult:
 
 
 def prepare_cached(
-    ev: Evaluator, task: Task, cand: Candidate, stop: threading.Event | None = None,
+    ev: Evaluator,
+    task: Task,
+    cand: Candidate,
+    stop: threading.Event | None = None,
     gate: QuietGate | None = None,
-) -> ExecResult | Prepared | None:  # fmt: skip
+) -> ExecResult | Prepared | None:
     """Result-cache lookup, then `Evaluator.prepare` (a `busy` section of `gate`: no CPU
     baseline is timed while it compiles); fresh early results are cached.
 
@@ -142,8 +145,9 @@ class LocalBackend(Backend):
         arch = self.evaluator.env.arch  # the prebuilds target it (TORCH_CUDA_ARCH_LIST)
         gpus = self.evaluator.env.gpus
         self.gate = QuietGate()  # CPU baselines are timed with this backend's compiles paused
-        self.handles = [WorkerHandle(g, config, arch=arch, peers=len(gpus), gate=self.gate)
-                        for g in gpus]  # fmt: skip
+        self.handles = [
+            WorkerHandle(g, config, arch=arch, peers=len(gpus), gate=self.gate) for g in gpus
+        ]
         self.compile_jobs = config.compile_jobs or os.cpu_count() or 1
 
     def run(self, jobs: list[Job]) -> Iterator[tuple[int, ExecResult]]:

@@ -18,8 +18,12 @@ from cudaperf.execute.types import ExecResult, Status
 from cudaperf.jsonl import open_append
 
 __all__ = [
-    "ResultCache", "JsonlWriter", "done_keys", "result_key", "truncate",
-]  # fmt: skip
+    "ResultCache",
+    "JsonlWriter",
+    "done_keys",
+    "result_key",
+    "truncate",
+]
 
 
 def task_hash(task_json: str) -> str:

@@ -32,10 +32,17 @@ log = logging.getLogger(__name__)
 __all__ = ["TRAINING", "EvalSession", "training_config"]
 
 TRAINING = dict(
-    trials=10, warmup=3, time_budget_s=0.2, cpu_trials=1, cpu_time_budget_s=0.1,
-    compile_timeout_s=60.0, run_timeout_s=30.0, correctness_trials=2, compile_baseline=False,
+    trials=10,
+    warmup=3,
+    time_budget_s=0.2,
+    cpu_trials=1,
+    cpu_time_budget_s=0.1,
+    compile_timeout_s=60.0,
+    run_timeout_s=30.0,
+    correctness_trials=2,
+    compile_baseline=False,
     set_cache_gib=None,  # from host memory: a pool's sets stay across steps (measure's doc)
-)  # fmt: skip
+)
 
 
 def training_config(**changes) -> EvalConfig:

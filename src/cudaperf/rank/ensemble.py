@@ -55,8 +55,12 @@ class EnsembleModel(FeatureRanker):
         return [{"model": m.format, **r} for m in self.members for r in m.weights_table()]
 
     def to_json(self) -> dict:
-        return {"format": self.format, "members": [m.to_json() for m in self.members],
-                "analyzer": self.analyzer, "training": self.training}  # fmt: skip
+        return {
+            "format": self.format,
+            "members": [m.to_json() for m in self.members],
+            "analyzer": self.analyzer,
+            "training": self.training,
+        }
 
 
 def from_json(doc: dict, member_from_json) -> EnsembleModel:
@@ -66,7 +70,9 @@ def from_json(doc: dict, member_from_json) -> EnsembleModel:
     members = doc.get("members")
     if not isinstance(members, list) or not members:
         raise ValueError("an ensemble needs a non-empty 'members' list")
-    return EnsembleModel(members=tuple(member_from_json(m) for m in members),
-                         analyzer=doc.get("analyzer") or {},
-                         training=doc.get("training") or {},
-                         format=doc.get("format") or FORMAT)  # fmt: skip
+    return EnsembleModel(
+        members=tuple(member_from_json(m) for m in members),
+        analyzer=doc.get("analyzer") or {},
+        training=doc.get("training") or {},
+        format=doc.get("format") or FORMAT,
+    )

@@ -116,8 +116,10 @@ class LambdaRankModel(FeatureRanker):
         `coef` is the gain share, so the table reads like the BT model's."""
         gain = np.asarray(self._booster.feature_importance("gain"), dtype=float)
         total = float(gain.sum()) or 1.0
-        rows = [{"feature": n, "coef": float(g / total), "gain": float(g)}
-                for n, g in zip(self.names, gain, strict=True)]  # fmt: skip
+        rows = [
+            {"feature": n, "coef": float(g / total), "gain": float(g)}
+            for n, g in zip(self.names, gain, strict=True)
+        ]
         return sorted(rows, key=lambda r: -r["coef"])
 
     def to_json(self) -> dict:
@@ -153,8 +155,13 @@ def fit_lambdarank(
     if "min_data_in_leaf" not in (params or {}):  # small task sets: leaves of 2% of the rows
         prm["min_data_in_leaf"] = max(1, min(prm["min_data_in_leaf"], len(y) // 50))
     prm.setdefault("min_data_in_bin", 1)
-    data = lgb.Dataset(matrix(rows, names), np.array(y, dtype=float), group=sizes,
-                       feature_name=[_safe(n) for n in names], free_raw_data=True)  # fmt: skip
+    data = lgb.Dataset(
+        matrix(rows, names),
+        np.array(y, dtype=float),
+        group=sizes,
+        feature_name=[_safe(n) for n in names],
+        free_raw_data=True,
+    )
     booster = lgb.train(prm, data, num_boost_round=rounds)
     text = booster.model_to_string()
     ua = booster.predict(matrix([a for a, _, _ in pairs], names))

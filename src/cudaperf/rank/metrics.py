@@ -129,8 +129,12 @@ def _pair_block(pairs: list[Pair], model_s: dict, struct_s: dict, length_s: dict
 
 def pair_probabilities(pairs: list[Pair], strength: dict) -> np.ndarray:
     """P(a faster) per pair: sigmoid of the strength difference."""
-    d = np.array([_at(strength, p.task_id, p.config, p.a) - _at(strength, p.task_id, p.config, p.b)
-                  for p in pairs])  # fmt: skip
+    d = np.array(
+        [
+            _at(strength, p.task_id, p.config, p.a) - _at(strength, p.task_id, p.config, p.b)
+            for p in pairs
+        ]
+    )
     return 0.5 * (1.0 + np.tanh(0.5 * d))
 
 
@@ -203,14 +207,13 @@ def evaluate(
         "by_config": {
             c: _pair_block([p for p in pairs if p.config == c], model_s, struct_s, length_s)
             for c in sorted({p.config for p in pairs})
-        },  # fmt: skip
+        },
     }
     if calibration_png is not None:
         probs = pair_probabilities(all_pairs, model_s)
         labels = np.array([p.a_faster for p in all_pairs], dtype=float)
         label = "feature ranker" if isinstance(model, FEATURE_MODELS) else "neural ranker"
-        out["calibration_png"] = str(calibration_plot(probs, labels, calibration_png,
-                                                      label=label))  # fmt: skip
+        out["calibration_png"] = str(calibration_plot(probs, labels, calibration_png, label=label))
         out["calibration_pairs"] = len(all_pairs)  # the count in the plot's title
     return out
 
@@ -229,9 +232,15 @@ def calibration_bins(probs, labels, bins: int = 10) -> list[dict]:
     for b in range(bins):
         m = idx == b
         if m.any():
-            rows.append({"lo": float(edges[b]), "hi": float(edges[b + 1]),
-                         "predicted": float(p[m].mean()), "observed": float(y[m].mean()),
-                         "count": int(m.sum())})  # fmt: skip
+            rows.append(
+                {
+                    "lo": float(edges[b]),
+                    "hi": float(edges[b + 1]),
+                    "predicted": float(p[m].mean()),
+                    "observed": float(y[m].mean()),
+                    "count": int(m.sum()),
+                }
+            )
     return rows
 
 
@@ -251,8 +260,13 @@ def calibration_plot(
         x = [r["predicted"] for r in rows]
         ax.plot(x, [r["observed"] for r in rows], "o-", label=label)
         for r in rows:
-            ax.annotate(str(r["count"]), (r["predicted"], r["observed"]), fontsize=7,
-                        xytext=(3, -9), textcoords="offset points")  # fmt: skip
+            ax.annotate(
+                str(r["count"]),
+                (r["predicted"], r["observed"]),
+                fontsize=7,
+                xytext=(3, -9),
+                textcoords="offset points",
+            )
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_xlabel("predicted P(faster)")

@@ -157,10 +157,12 @@ def _examples(tok, tasks: list[Task], cfg: NeuralConfig) -> list[_Example]:
         if t.id not in by_task:
             continue
         idx = {impl.id: k for k, impl in enumerate(t.implementations)}
-        seqs = [_encode(tok, t, i.code, cfg.max_length, cfg.task_fraction)
-                for i in t.implementations]  # fmt: skip
-        pairs = [(idx[a], idx[b], sum(v) / len(v), float(len(v)))
-                 for (a, b), v in by_task[t.id].items()]  # fmt: skip
+        seqs = [
+            _encode(tok, t, i.code, cfg.max_length, cfg.task_fraction) for i in t.implementations
+        ]
+        pairs = [
+            (idx[a], idx[b], sum(v) / len(v), float(len(v))) for (a, b), v in by_task[t.id].items()
+        ]
         out.append(_Example(t.id, seqs, pairs))
     return out
 
@@ -223,9 +225,13 @@ def train_neural_ranker(
     examples = _examples(tok, train, cfg)
     if not examples:
         raise ValueError(f"no measured pairs in the {len(train)} training-family tasks")
-    lora = peft.LoraConfig(task_type=peft.TaskType.SEQ_CLS, r=cfg.lora_r,
-                           lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                           target_modules="all-linear")  # fmt: skip
+    lora = peft.LoraConfig(
+        task_type=peft.TaskType.SEQ_CLS,
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules="all-linear",
+    )
     model = peft.get_peft_model(base, lora).to(device)
     per_epoch = math.ceil(len(examples) / cfg.batch_tasks)
     total = cfg.max_steps or max(1, round(cfg.epochs * per_epoch))
@@ -256,8 +262,14 @@ def train_neural_ranker(
             progress(step, total, losses[-1])
         if step % cfg.log_every == 0 or step == total:
             rate = step * cfg.batch_tasks / (time.perf_counter() - t0)
-            log.info("step %d/%d loss %.4f batch-acc %.3f (%.1f tasks/s)",
-                     step, total, np.mean(losses[-cfg.log_every :]), acc, rate)  # fmt: skip
+            log.info(
+                "step %d/%d loss %.4f batch-acc %.3f (%.1f tasks/s)",
+                step,
+                total,
+                np.mean(losses[-cfg.log_every :]),
+                acc,
+                rate,
+            )
     model.eval()
     training = {
         "source": source,
@@ -293,18 +305,26 @@ class NeuralRanker:
     def strengths(self, task: Task, codes: list[str]) -> np.ndarray:
         """Utility per code (higher = predicted faster); cached per (task source, code)."""
         torch = _torch()
-        keys = [(hashlib.sha256(task.source.encode()).hexdigest(),
-                 hashlib.sha256(c.encode()).hexdigest()) for c in codes]  # fmt: skip
+        keys = [
+            (
+                hashlib.sha256(task.source.encode()).hexdigest(),
+                hashlib.sha256(c.encode()).hexdigest(),
+            )
+            for c in codes
+        ]
         todo = [k for k in dict.fromkeys(keys) if k not in self._cache]
         code_of = dict(zip(keys, codes, strict=True))
         cfg = self.config
         with torch.no_grad():
             for s in range(0, len(todo), self.batch_size):
                 chunk = todo[s : s + self.batch_size]
-                seqs = [_encode(self.tokenizer, task, code_of[k], cfg.max_length,
-                                cfg.task_fraction) for k in chunk]  # fmt: skip
-                u = _utilities(torch, self.model, seqs, self.tokenizer.pad_token_id,
-                               self.device, cfg.bf16)  # fmt: skip
+                seqs = [
+                    _encode(self.tokenizer, task, code_of[k], cfg.max_length, cfg.task_fraction)
+                    for k in chunk
+                ]
+                u = _utilities(
+                    torch, self.model, seqs, self.tokenizer.pad_token_id, self.device, cfg.bf16
+                )
                 self._cache.update(zip(chunk, u.cpu().tolist(), strict=True))
         return np.array([self._cache[k] for k in keys], dtype=float)
 
@@ -314,8 +334,12 @@ class NeuralRanker:
         d.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(str(d / "adapter"))
         self.tokenizer.save_pretrained(str(d / "tokenizer"))
-        meta = {"format": FORMAT, "id": self.id, "config": asdict(self.config),
-                "training": self.training}  # fmt: skip
+        meta = {
+            "format": FORMAT,
+            "id": self.id,
+            "config": asdict(self.config),
+            "training": self.training,
+        }
         (d / META_FILE).write_text(json.dumps(meta, indent=1) + "\n")
         return d
 

@@ -207,10 +207,14 @@ def lambdarank_data(
     """`fit_lambdarank`'s inputs: the ranking groups of `tasks` (per task and config, each
     implementation's row and median time) and the calibration `pairs` as (row a, row b, a
     faster)."""
-    groups = [[(rows[(g.task_id, g.config, i)], t) for i, t in g.times.items()]
-              for g in measured_groups(tasks)]  # fmt: skip
-    cal = [(rows[(p.task_id, p.config, p.a)], rows[(p.task_id, p.config, p.b)], p.a_faster)
-           for p in pairs]  # fmt: skip
+    groups = [
+        [(rows[(g.task_id, g.config, i)], t) for i, t in g.times.items()]
+        for g in measured_groups(tasks)
+    ]
+    cal = [
+        (rows[(p.task_id, p.config, p.a)], rows[(p.task_id, p.config, p.b)], p.a_faster)
+        for p in pairs
+    ]
     return groups, cal
 
 
@@ -257,8 +261,9 @@ def train_feature_ranker(
         )
     acfg = analyzer_config(cfg)
     used = {p.task_id for p in pairs}
-    feats = impl_features([t for t in train if t.id in used], acfg, cfg.workers, cfg.cache_dir,
-                          progress)  # fmt: skip
+    feats = impl_features(
+        [t for t in train if t.id in used], acfg, cfg.workers, cfg.cache_dir, progress
+    )
     names, _, _ = standardise(list(feats.values()), list(FEATURE_NAMES))
     if not names:
         raise NoPairsError("every feature is constant over the training implementations")
@@ -285,17 +290,38 @@ def train_feature_ranker(
         base = BTModel(names=bnames, means=means, stds=stds, coef=[0.0] * len(bnames), l2=cfg.l2)
         diffs, y = pair_arrays(pairs, rows, base)
         coef = [float(c) for c in fit_bt(diffs, y, l2=cfg.l2)]
-        members.append(BTModel(names=bnames, means=means, stds=stds, coef=coef, l2=cfg.l2,
-                               analyzer=analyzer, training=training))  # fmt: skip
+        members.append(
+            BTModel(
+                names=bnames,
+                means=means,
+                stds=stds,
+                coef=coef,
+                l2=cfg.l2,
+                analyzer=analyzer,
+                training=training,
+            )
+        )
     if cfg.objective in ("lambdarank", "ensemble"):
         groups, cal = lambdarank_data([t for t in train if t.id in used], rows, pairs)
         lnames = lambdarank_columns(names) if cfg.config_aware else names
         booster, k, params = fit_lambdarank(groups, cal, lnames, {"num_threads": cfg.workers})
         training["groups"] = len(groups)
-        members.append(LambdaRankModel(names=lnames, booster=booster, scale=k, params=params,
-                                       analyzer=analyzer, training=training))  # fmt: skip
-    log.info("trained the %s ranker on %d pairs of %d tasks", cfg.objective, len(pairs),
-             training["tasks"])  # fmt: skip
+        members.append(
+            LambdaRankModel(
+                names=lnames,
+                booster=booster,
+                scale=k,
+                params=params,
+                analyzer=analyzer,
+                training=training,
+            )
+        )
+    log.info(
+        "trained the %s ranker on %d pairs of %d tasks",
+        cfg.objective,
+        len(pairs),
+        training["tasks"],
+    )
     if len(members) == 1:
         return members[0]
     return EnsembleModel(members=tuple(members), analyzer=analyzer, training=training)
@@ -315,8 +341,10 @@ def score_many(task: Task, candidates: list[str], model: PairwiseRanker) -> list
     known, cand = u[:, :n], u[:, n:]
     # P(candidate c beats implementation i on config k), averaged over k and i.
     p = 0.5 * (1.0 + np.tanh(0.5 * (cand[:, :, None] - known[:, None, :])))
-    return [RankScore(score=float(np.clip(v, 0.0, 1.0)), compared=n, model=model.id)
-            for v in p.mean(axis=(0, 2))]  # fmt: skip
+    return [
+        RankScore(score=float(np.clip(v, 0.0, 1.0)), compared=n, model=model.id)
+        for v in p.mean(axis=(0, 2))
+    ]
 
 
 def visible_task(task: Task) -> Task:

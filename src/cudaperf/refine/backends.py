@@ -85,9 +85,12 @@ class OpenAIBackend:
 
     def _request(self, messages: list[Message], n: int) -> list[str]:
         resp = self.client.chat.completions.create(
-            model=self.name, messages=messages, n=n, temperature=self.temperature,
+            model=self.name,
+            messages=messages,
+            n=n,
+            temperature=self.temperature,
             max_tokens=self.max_tokens,
-        )  # fmt: skip
+        )
         return [c.message.content or "" for c in resp.choices]
 
     def generate(self, messages: list[Message], n: int) -> list[str]:

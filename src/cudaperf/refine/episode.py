@@ -125,17 +125,22 @@ def step(
         extractions = extract_turn(chains, replies)
     for c in chains:
         scorer.tasks.setdefault(c.task.id, c.task)
-    batch = [(c.task, list(rs), list(ex))
-             for c, rs, ex in zip(chains, replies, extractions, strict=True)]  # fmt: skip
+    batch = [
+        (c.task, list(rs), list(ex)) for c, rs, ex in zip(chains, replies, extractions, strict=True)
+    ]
     out = []
     for chain, records in zip(chains, score_turn(scorer, batch, rules.screen_keep), strict=True):
         top = best_sample(records)
         turn = len(chain.turns) + 1
         rec = TurnRecord(
-            task_id=chain.task.id, turn=turn, model=model, messages=chain.messages,
-            samples=records, chosen=top.index if top else None,
+            task_id=chain.task.id,
+            turn=turn,
+            model=model,
+            messages=chain.messages,
+            samples=records,
+            chosen=top.index if top else None,
             best_total=top.reward.total if top else None,  # type: ignore[union-attr]
-        )  # fmt: skip
+        )
         chain.turns.append(rec)
         _advance(chain, turn, top, rules)
         out.append(rec)
@@ -146,8 +151,10 @@ def extract_turn(
     chains: Sequence[Chain], replies: Sequence[Sequence[str]]
 ) -> list[list[Extraction]]:
     """The candidate of every reply of one turn (one list per chain), taken out once."""
-    return [[extract_candidate(r, c.task.kind) for r in rs]
-            for c, rs in zip(chains, replies, strict=True)]  # fmt: skip
+    return [
+        [extract_candidate(r, c.task.kind) for r in rs]
+        for c, rs in zip(chains, replies, strict=True)
+    ]
 
 
 def score_turn(
@@ -169,8 +176,9 @@ def score_turn(
     out = []
     for task, replies, codes, idx in picks:
         scored: dict[int, Scored] = {i: next(flat) for i in idx}
-        out.append([_record(scorer, task, i, r, codes[i], scored.get(i))
-                    for i, r in enumerate(replies)])  # fmt: skip
+        out.append(
+            [_record(scorer, task, i, r, codes[i], scored.get(i)) for i, r in enumerate(replies)]
+        )
     return out
 
 
@@ -191,9 +199,14 @@ def _record(
         rk = scorer.rank(task, code) if code is not None else None
         return SampleRecord(index=i, reply=reply, code=code, screened=True, rank=rk)
     return SampleRecord(
-        index=i, reply=reply, code=s.extraction.code, rank=s.rank, result=s.result,
-        reward=s.breakdown, feedback=render_feedback(s, task),
-    )  # fmt: skip
+        index=i,
+        reply=reply,
+        code=s.extraction.code,
+        rank=s.rank,
+        result=s.result,
+        reward=s.breakdown,
+        feedback=render_feedback(s, task),
+    )
 
 
 def best_sample(records: list[SampleRecord]) -> SampleRecord | None:
@@ -214,8 +227,9 @@ def _advance(chain: Chain, turn: int, top: SampleRecord | None, rules: Rules) ->
         if chain.stale >= rules.patience:
             chain.stopped = "no improvement"
     if not chain.stopped:
-        chain.messages = next_messages(chain.messages, top.reply, top.feedback,
-                                       rules.keep_exchanges)  # fmt: skip
+        chain.messages = next_messages(
+            chain.messages, top.reply, top.feedback, rules.keep_exchanges
+        )
     if not chain.stopped and turn >= rules.turns:
         chain.stopped = "turns"
 
@@ -225,9 +239,16 @@ def summary(chain: Chain, scorer: RewardScorer, model: str = "") -> SummaryRecor
     s = chain.best[1] if chain.best else None
     rw = s.reward if s else None
     return SummaryRecord(
-        task_id=chain.task.id, model=model, turns=len(chain.turns), stopped=chain.stopped,
-        best_turn=chain.best[0] if chain.best else None, best_index=s.index if s else None,
-        best_total=rw.total if rw else None, best_status=rw.status if rw else None,
-        best_speedup=rw.speedup if rw else None, best_code=s.code if s else None,
-        reward_config=scorer.config.name, mode=s.result.mode if s and s.result else "",
-    )  # fmt: skip
+        task_id=chain.task.id,
+        model=model,
+        turns=len(chain.turns),
+        stopped=chain.stopped,
+        best_turn=chain.best[0] if chain.best else None,
+        best_index=s.index if s else None,
+        best_total=rw.total if rw else None,
+        best_status=rw.status if rw else None,
+        best_speedup=rw.speedup if rw else None,
+        best_code=s.code if s else None,
+        reward_config=scorer.config.name,
+        mode=s.result.mode if s and s.result else "",
+    )

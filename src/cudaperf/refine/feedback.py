@@ -26,17 +26,23 @@ from cudaperf.tasks.model import Task, TaskKind
 __all__ = ["compile_errors", "render_feedback"]
 
 _SEVERITY = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
-_LABELS = {"cpu": "the serial C reference on the CPU", "naive": "the naive CUDA implementation",
-           "eager": "eager PyTorch", "compile": "torch.compile"}  # fmt: skip
+_LABELS = {
+    "cpu": "the serial C reference on the CPU",
+    "naive": "the naive CUDA implementation",
+    "eager": "eager PyTorch",
+    "compile": "torch.compile",
+}
 _SPEEDUPS = tuple((SPEEDUPS[k][1], label) for k, label in _LABELS.items())
 
 
 def render_feedback(scored: Scored, task: Task, max_findings: int = 5) -> str:
     """The feedback for one evaluated reply: outcome, structure, ranker, reward, next step."""
     bd = scored.breakdown
-    head = f"## Result: {bd.status} (reward {bd.total:+.2f})" if bd.valid else (
-        f"## Result: {bd.status}"
-    )  # fmt: skip
+    head = (
+        f"## Result: {bd.status} (reward {bd.total:+.2f})"
+        if bd.valid
+        else (f"## Result: {bd.status}")
+    )
     if scored.result is None:
         return "\n\n".join([head, scored.extraction.error])
     code = scored.extraction.code or ""
@@ -137,9 +143,10 @@ def _ok(res: ExecResult, task: Task) -> str:
     if sp:
         lines.append("Speedups (geomean over the visible configs): " + "; ".join(sp) + ".")
     times = [
-        f"`{c.config}` {c.timing.median_us:.1f} us" for c in res.configs
+        f"`{c.config}` {c.timing.median_us:.1f} us"
+        for c in res.configs
         if c.timing is not None and not c.held_out
-    ]  # fmt: skip
+    ]
     if times:
         lines.append("Time per visible config: " + ", ".join(times) + ".")
     slow = [k for k in (_LABELS["naive"], _LABELS["eager"]) if (speed.get(k) or 2) < 1]

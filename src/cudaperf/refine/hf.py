@@ -105,8 +105,15 @@ class HFBackend:
         ids = [chat_ids(tok, m) for m in convs]
         cfg = sampling_config(self.model, self.temperature, self.max_new_tokens)
         rows = [p for p in ids for _ in range(n)]  # each conversation's n samples together
-        comps = generate_ids(self.model, rows, cfg, self.generation, tok.pad_token_id,
-                             [tok.eos_token_id], self.max_batch)  # fmt: skip
+        comps = generate_ids(
+            self.model,
+            rows,
+            cfg,
+            self.generation,
+            tok.pad_token_id,
+            [tok.eos_token_id],
+            self.max_batch,
+        )
         text = tok.batch_decode(comps, skip_special_tokens=True)
         return [text[j * n : (j + 1) * n] for j in range(len(convs))]
 

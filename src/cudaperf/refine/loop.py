@@ -81,11 +81,14 @@ def refine_many(
         raise ValueError(f"turns={turns}, samples={samples}, patience={patience}: use >= 1 each")
     if len({t.id for t in tasks}) != len(tasks):
         raise ValueError("refine_many: task ids must be unique")
-    rules = episode.Rules(turns=turns, patience=patience, keep_exchanges=keep_exchanges,
-                          screen_keep=screen_keep)  # fmt: skip
+    rules = episode.Rules(
+        turns=turns, patience=patience, keep_exchanges=keep_exchanges, screen_keep=screen_keep
+    )
     writer = TrajectoryWriter(out) if out is not None else None
-    chains = [episode.resume(t, episode.unfinished_turns(resume, t.id, backend.name), rules,
-                             system) for t in tasks]  # fmt: skip
+    chains = [
+        episode.resume(t, episode.unfinished_turns(resume, t.id, backend.name), rules, system)
+        for t in tasks
+    ]
     results = [RefineResult(t.id, turns=list(c.turns)) for t, c in zip(tasks, chains, strict=True)]
     try:
         for c, res in zip(chains, results, strict=True):
@@ -127,10 +130,19 @@ def refine(
     `scorer` should analyse every candidate (`analyze="always"`) so feedback can show
     structural findings. `on_turn` is called after each turn (CLI progress)."""
     (res,) = refine_many(
-        [task], backend, scorer, turns=turns, samples=samples, screen_keep=screen_keep,
-        patience=patience, out=out, on_turn=on_turn, system=system,
-        keep_exchanges=keep_exchanges, resume=resume,
-    )  # fmt: skip
+        [task],
+        backend,
+        scorer,
+        turns=turns,
+        samples=samples,
+        screen_keep=screen_keep,
+        patience=patience,
+        out=out,
+        on_turn=on_turn,
+        system=system,
+        keep_exchanges=keep_exchanges,
+        resume=resume,
+    )
     return res
 
 

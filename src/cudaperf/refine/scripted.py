@@ -108,16 +108,23 @@ def weakest_first(
     allowed = None if held_out else {c.name for c in task.visible_configs}
     gpus = Counter(m.gpu for i in impls for m in i.measurements)
     name = gpu or (gpus.most_common(1)[0][0] if gpus else None)
-    times = [{m.config: m.median_us for m in i.measurements
-              if m.gpu == name and (allowed is None or m.config in allowed)}
-             for i in impls]  # fmt: skip
+    times = [
+        {
+            m.config: m.median_us
+            for m in i.measurements
+            if m.gpu == name and (allowed is None or m.config in allowed)
+        }
+        for i in impls
+    ]
     common = set.intersection(*(set(t) for t in times)) if times else set()
     if not common:
         if len(impls) > 1:
             log.info("%s: no common measurements; ordering by strategy tags", task.id)
         return sorted(impls, key=_by_strategies)
-    mean_log = {i.id: sum(math.log(t[c]) for c in common) / len(common)
-                for i, t in zip(impls, times, strict=True)}  # fmt: skip
+    mean_log = {
+        i.id: sum(math.log(t[c]) for c in common) / len(common)
+        for i, t in zip(impls, times, strict=True)
+    }
     return sorted(impls, key=lambda i: -mean_log[i.id])
 
 

@@ -49,9 +49,11 @@ def _param(text: str, function: str) -> tuple[str, str, bool, bool]:
 
 
 def task_from_c_file(
-    path: str | Path, function: str, sizes: dict[str, int | float],
+    path: str | Path,
+    function: str,
+    sizes: dict[str, int | float],
     lengths: dict[str, str] | None = None,
-) -> Task:  # fmt: skip
+) -> Task:
     """A C→CUDA task for `function` in the C file at `path`."""
     p = Path(path)
     src = p.read_text(encoding="utf-8")
@@ -74,13 +76,19 @@ def task_from_c_file(
                 f"array {name!r} needs a length over the scalars {scalars}: pass --length "
                 f"{name}=EXPR (e.g. {name}=n)"
             )
-        params.append(Param(name=name, ctype=ctype, role=Role.IN if const else Role.INOUT,
-                            length=length))  # fmt: skip
+        params.append(
+            Param(name=name, ctype=ctype, role=Role.IN if const else Role.INOUT, length=length)
+        )
     return Task(
-        id=f"user/c2cuda/{p.stem}", kind=TaskKind.C2CUDA, family=p.stem, source=src,
-        entry=function, signature=params, configs=[InputConfig(name="given", sizes=sizes)],
+        id=f"user/c2cuda/{p.stem}",
+        kind=TaskKind.C2CUDA,
+        family=p.stem,
+        source=src,
+        entry=function,
+        signature=params,
+        configs=[InputConfig(name="given", sizes=sizes)],
         provenance={"source": str(p)},
-    )  # fmt: skip
+    )
 
 
 def task_from_torch_file(path: str | Path, validate: bool = True) -> Task:
@@ -92,7 +100,11 @@ def task_from_torch_file(path: str | Path, validate: bool = True) -> Task:
     if "class Model" not in src or "def get_inputs" not in src:
         raise ValueError(f"{p}: a PyTorch task file defines `class Model` and `get_inputs()`")
     return Task(
-        id=f"user/torch2cuda/{p.stem}", kind=TaskKind.TORCH2CUDA, family=p.stem, source=src,
-        entry="Model", configs=derive_configs(src, validate=validate),
+        id=f"user/torch2cuda/{p.stem}",
+        kind=TaskKind.TORCH2CUDA,
+        family=p.stem,
+        source=src,
+        entry="Model",
+        configs=derive_configs(src, validate=validate),
         provenance={"source": str(p)},
-    )  # fmt: skip
+    )

@@ -58,11 +58,20 @@ def _curve_axes(curves_by_run: list[dict], labels: list[str], baselines: dict, k
     for ax, b in zip(axes[0], bl, strict=True):
         for i, (c, lab) in enumerate(zip(curves_by_run, labels, strict=True)):
             if b in c:
-                ax.plot(P_GRID, c[b][key], color=_COLORS[i % 6],
-                        label=f"{lab}: share of tasks (best sample)")  # fmt: skip
+                ax.plot(
+                    P_GRID,
+                    c[b][key],
+                    color=_COLORS[i % 6],
+                    label=f"{lab}: share of tasks (best sample)",
+                )
                 if key == "best" and len(curves_by_run) == 1:
-                    ax.plot(P_GRID, c[b]["turn1"], color=_COLORS[1], ls="--",
-                            label="turn 1: mean share of samples per task")  # fmt: skip
+                    ax.plot(
+                        P_GRID,
+                        c[b]["turn1"],
+                        color=_COLORS[1],
+                        ls="--",
+                        label="turn 1: mean share of samples per task",
+                    )
         ax.set_xscale("log", base=2)
         ax.axvline(1.0, color="grey", lw=0.8)
         ax.set_ylim(0, 1)
@@ -79,8 +88,12 @@ def per_turn(turn_values: list[list[dict]], labels: list[str], prefixes: list[st
     for prefix in prefixes:
         lines = []
         for turns, lab in zip(turn_values, labels, strict=True):
-            pts = [(t["turn"], v) for t in turns for k, v in t["values"].items()
-                   if k.startswith(prefix) and v is not None]  # fmt: skip
+            pts = [
+                (t["turn"], v)
+                for t in turns
+                for k, v in t["values"].items()
+                if k.startswith(prefix) and v is not None
+            ]
             if pts:
                 lines.append((lab, pts))
         if lines:
@@ -148,8 +161,13 @@ def family_dots(c: dict) -> bytes | None:
         return None
     names = [m["metric"] for m in fams[0]["metrics"]]
     plt = _plt()
-    fig, axes = plt.subplots(1, len(names), figsize=(4.4 * len(names), 0.34 * len(fams) + 1.6),
-                             squeeze=False, sharey=True)  # fmt: skip
+    fig, axes = plt.subplots(
+        1,
+        len(names),
+        figsize=(4.4 * len(names), 0.34 * len(fams) + 1.6),
+        squeeze=False,
+        sharey=True,
+    )
     runs = len(c["names"])
     for ax, k in zip(axes[0], range(len(names)), strict=True):
         kind = fams[0]["metrics"][k]["kind"]
@@ -165,8 +183,9 @@ def family_dots(c: dict) -> bytes | None:
                 a, b = _bar(v, ci, 1.0 if kind == "rate" else v)
                 lo.append(a)
                 hi.append(b)
-            ax.errorbar(xs, ys, xerr=[lo, hi], fmt="o", ms=4, capsize=2,
-                        color=_COLORS[r % 6], label=lab)  # fmt: skip
+            ax.errorbar(
+                xs, ys, xerr=[lo, hi], fmt="o", ms=4, capsize=2, color=_COLORS[r % 6], label=lab
+            )
         if kind == "rate":
             ax.set_xlim(-0.02, 1.02)
         else:
@@ -181,8 +200,10 @@ def family_dots(c: dict) -> bytes | None:
 
 
 def _turn_values(s: dict) -> list[dict]:
-    return [{"turn": t["turn"], "values": {e["metric"]: e["value"] for e in t["metrics"]}}
-            for t in s.get("per_turn", [])]  # fmt: skip
+    return [
+        {"turn": t["turn"], "values": {e["metric"]: e["value"] for e in t["metrics"]}}
+        for t in s.get("per_turn", [])
+    ]
 
 
 def _turn_prefixes(d: dict) -> list[str]:
@@ -203,14 +224,18 @@ def run_figures(s: dict) -> dict[str, bytes]:
         return {}
     figs = {
         "Speedup distribution (correct turn-1 samples)": speedup_hist(s),
-        "fast_p over p (solid: best of all samples and turns; dashed: turn-1 samples)":
-            _curve_axes([s.get("fast_p_curves", {})], ["best of all"], s["baselines"], "best"),
+        "fast_p over p (solid: best of all samples and turns; dashed: turn-1 samples)": _curve_axes(
+            [s.get("fast_p_curves", {})], ["best of all"], s["baselines"], "best"
+        ),
         "Per-turn improvement": per_turn([_turn_values(s)], ["run"], _turn_prefixes(s)),
-        "Per-family " + ("compile rate (turn 1)" if s["mode"] == "compile-only" else
-                         f"correct share, best of {s['settings']['samples']} samples x "
-                         f"{s['settings']['turns']} turn(s)"):
-            family_bars(s),
-    }  # fmt: skip
+        "Per-family "
+        + (
+            "compile rate (turn 1)"
+            if s["mode"] == "compile-only"
+            else f"correct share, best of {s['settings']['samples']} samples x "
+            f"{s['settings']['turns']} turn(s)"
+        ): family_bars(s),
+    }
     return {k: v for k, v in figs.items() if v is not None}
 
 
@@ -218,13 +243,14 @@ def compare_figures(c: dict) -> dict[str, bytes]:
     """The plots of a comparison, by caption ({} without matplotlib)."""
     if not have_matplotlib():
         return {}
+    curves = c.get("fast_p_curves")
+    fast = _curve_axes(curves, c["names"], c["baselines"], "best") if curves else None
+    turns = per_turn(c["per_turn"], c["names"], _turn_prefixes(c)) if c.get("per_turn") else None
     figs = {
-        "fast_p over p (best of all samples and turns)":
-            _curve_axes(c.get("fast_p_curves", []), c["names"], c["baselines"], "best")
-            if c.get("fast_p_curves") else None,
-        "Per-turn improvement":
-            per_turn(c["per_turn"], c["names"], _turn_prefixes(c)) if c.get("per_turn") else None,
-        "Per family, each run with its 95% interval (t interval over the family's tasks)":
-            family_dots(c),
-    }  # fmt: skip
+        "fast_p over p (best of all samples and turns)": fast,
+        "Per-turn improvement": turns,
+        "Per family, each run with its 95% interval (t interval over the family's tasks)": (
+            family_dots(c)
+        ),
+    }
     return {k: v for k, v in figs.items() if v is not None}

@@ -294,18 +294,38 @@ def standard_metrics(samples: int, turns: int, baselines: Sequence[str]) -> list
     """The headline metrics of a run with `samples` per turn and `turns` turns, for each
     baseline in `baselines` (the baselines some task of the run has)."""
     ms = [
-        Metric("compile rate (turn 1)", _share(lambda r: r.compiled), _mean,
-               "mean over tasks of the share of turn-1 samples that passed nvcc"),
-        Metric("correct rate (turn 1)", _share(lambda r: r.correct), _mean,
-               "mean over tasks of the share of turn-1 samples correct on every config "
-               "(held-out ones included)"),
-    ]  # fmt: skip
+        Metric(
+            "compile rate (turn 1)",
+            _share(lambda r: r.compiled),
+            _mean,
+            "mean over tasks of the share of turn-1 samples that passed nvcc",
+        ),
+        Metric(
+            "correct rate (turn 1)",
+            _share(lambda r: r.correct),
+            _mean,
+            "mean over tasks of the share of turn-1 samples correct on every config "
+            "(held-out ones included)",
+        ),
+    ]
     for k in sorted({1, samples} | ({k for k in (2, 4, 8) if k < samples})):
-        ms.append(Metric(f"pass@{k} (turn 1)", _pass_k(k), _mean,
-                         f"mean over tasks of 1 - C(n-c,{k})/C(n,{k}) (Chen et al. 2021), "
-                         "n turn-1 samples, c correct"))  # fmt: skip
-    ms.append(Metric(f"correct, best of {samples}x{turns}", _correct_best(turns), _mean,
-                     f"share of tasks with a correct sample in turns 1..{turns}"))  # fmt: skip
+        ms.append(
+            Metric(
+                f"pass@{k} (turn 1)",
+                _pass_k(k),
+                _mean,
+                f"mean over tasks of 1 - C(n-c,{k})/C(n,{k}) (Chen et al. 2021), "
+                "n turn-1 samples, c correct",
+            )
+        )
+    ms.append(
+        Metric(
+            f"correct, best of {samples}x{turns}",
+            _correct_best(turns),
+            _mean,
+            f"share of tasks with a correct sample in turns 1..{turns}",
+        )
+    )
     for b in baselines:
         ms += _speed_metrics(b, samples, turns)
     return ms
@@ -317,13 +337,22 @@ def fast_p(p: float, b: str, best_by: int | None = None, label: str = "") -> Met
     fast_p, per sample); with `best_by=t`, the share of tasks with b whose best correct
     sample of turns 1..t is > p times faster. `label`: the name's suffix for the best-of form."""
     if best_by is None:
-        return Metric(f"fast_{p:g} vs {b} (turn 1)", _fast_sample(p, b), _mean,
-                      f"mean over tasks with baseline {b} of the share of turn-1 samples "
-                      f"correct and > {p:g}x faster than {b}", baseline=b)  # fmt: skip
-    return Metric(f"fast_{p:g} vs {b} ({label or f'by turn {best_by}'})",
-                  _fast_best(p, b, best_by), _mean,
-                  f"share of tasks with baseline {b} whose best correct sample of turns "
-                  f"1..{best_by} is > {p:g}x faster than {b}", baseline=b)  # fmt: skip
+        return Metric(
+            f"fast_{p:g} vs {b} (turn 1)",
+            _fast_sample(p, b),
+            _mean,
+            f"mean over tasks with baseline {b} of the share of turn-1 samples "
+            f"correct and > {p:g}x faster than {b}",
+            baseline=b,
+        )
+    return Metric(
+        f"fast_{p:g} vs {b} ({label or f'by turn {best_by}'})",
+        _fast_best(p, b, best_by),
+        _mean,
+        f"share of tasks with baseline {b} whose best correct sample of turns "
+        f"1..{best_by} is > {p:g}x faster than {b}",
+        baseline=b,
+    )
 
 
 def _speed_metrics(b: str, samples: int, turns: int) -> list[Metric]:
@@ -332,20 +361,37 @@ def _speed_metrics(b: str, samples: int, turns: int) -> list[Metric]:
     for p in FAST_P:
         out += [fast_p(p, b), fast_p(p, b, turns, best)]
     out += [
-        Metric(f"geomean speedup vs {b}, correct turn-1 samples", _log_correct(b), _geo,
-               f"exp(mean log s^{b}) over correct turn-1 samples", "speedup"),
-        Metric(f"median speedup vs {b}, correct turn-1 samples", _raw_correct(b), _median,
-               f"median s^{b} over correct turn-1 samples", "speedup"),
-        Metric(f"geomean speedup vs {b}, all tasks ({best}; {_FLOOR_NAME})",
-               _all_tasks(b, turns, True), _geo,
-               f"exp(mean over tasks of log max(best s^{b}, {FAIL_FLOOR:g})): a task without a "
-               f"correct sample counts {FAIL_FLOOR:g}x, a slower correct one too, so no failure "
-               "ranks above a correct kernel", "speedup"),
-        Metric(f"median speedup vs {b}, all tasks ({best}; failure = 0)",
-               _all_tasks(b, turns, False), _median,
-               f"median over tasks of best s^{b}, a task without a correct sample counted as 0",
-               "speedup"),
-    ]  # fmt: skip
+        Metric(
+            f"geomean speedup vs {b}, correct turn-1 samples",
+            _log_correct(b),
+            _geo,
+            f"exp(mean log s^{b}) over correct turn-1 samples",
+            "speedup",
+        ),
+        Metric(
+            f"median speedup vs {b}, correct turn-1 samples",
+            _raw_correct(b),
+            _median,
+            f"median s^{b} over correct turn-1 samples",
+            "speedup",
+        ),
+        Metric(
+            f"geomean speedup vs {b}, all tasks ({best}; {_FLOOR_NAME})",
+            _all_tasks(b, turns, True),
+            _geo,
+            f"exp(mean over tasks of log max(best s^{b}, {FAIL_FLOOR:g})): a task without a "
+            f"correct sample counts {FAIL_FLOOR:g}x, a slower correct one too, so no failure "
+            "ranks above a correct kernel",
+            "speedup",
+        ),
+        Metric(
+            f"median speedup vs {b}, all tasks ({best}; failure = 0)",
+            _all_tasks(b, turns, False),
+            _median,
+            f"median over tasks of best s^{b}, a task without a correct sample counted as 0",
+            "speedup",
+        ),
+    ]
     return [_with_baseline(m, b) for m in out]
 
 
@@ -359,8 +405,14 @@ def _with_baseline(m: Metric, b: str) -> Metric:
 def turn_metrics(turn: int, baselines: Sequence[str]) -> list[Metric]:
     """Best-so-far by turn t: correct share, fast_1 and geomean (failure = FAIL_FLOOR) per
     baseline."""
-    ms = [Metric(f"correct by turn {turn}", _correct_best(turn), _mean,
-                 f"share of tasks with a correct sample in turns 1..{turn}")]  # fmt: skip
+    ms = [
+        Metric(
+            f"correct by turn {turn}",
+            _correct_best(turn),
+            _mean,
+            f"share of tasks with a correct sample in turns 1..{turn}",
+        )
+    ]
     for b in baselines:
         ms.append(
             Metric(

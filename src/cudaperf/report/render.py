@@ -47,12 +47,14 @@ def _ci(e: dict) -> str:
 def _table(head: list[str], rows: list[list[str]], cls_num: set[int] = frozenset()) -> str:
     th = "".join(f"<th>{_esc(h)}</th>" for h in head)
     body = "".join(
-        "<tr>" + "".join(
+        "<tr>"
+        + "".join(
             f'<td class="n">{_esc(c)}</td>' if i in cls_num else f"<td>{_esc(c)}</td>"
             for i, c in enumerate(r)
-        ) + "</tr>"
+        )
+        + "</tr>"
         for r in rows
-    )  # fmt: skip
+    )
     return f"<table><tr>{th}</tr>{body}</table>"
 
 
@@ -66,9 +68,11 @@ def _md_table(head: list[str], rows: list[list[str]]) -> str:
 
 def _mode_note(mode: str) -> str:
     if mode == "compile-only":
-        return ("Compile-only run: there was no GPU, so candidates were compiled but never run, "
-                "checked or timed. Only compile rates are reported; correctness and speedups "
-                "were not measured.")  # fmt: skip
+        return (
+            "Compile-only run: there was no GPU, so candidates were compiled but never run, "
+            "checked or timed. Only compile rates are reported; correctness and speedups "
+            "were not measured."
+        )
     if mode == "mixed":
         return "Mixed run: some samples were evaluated compile-only (no GPU); read with care."
     return ""
@@ -78,21 +82,35 @@ def _run_sections(s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     """(heading, header, rows) of every table of a run report, in order."""
 
     def metric_rows(es: list[dict]) -> list[list[str]]:
-        return [[e["metric"], fmt_value(e["value"], e["kind"]), _ci(e), str(e["tasks"])]
-                for e in es]  # fmt: skip
+        return [
+            [e["metric"], fmt_value(e["value"], e["kind"]), _ci(e), str(e["tasks"])] for e in es
+        ]
 
     cols = ["metric", "value", "95% CI", "tasks"]
-    out = [("Summary: compilation and correctness", cols,
-            metric_rows([e for e in s["metrics"] if not e.get("baseline")]))]  # fmt: skip
+    out = [
+        (
+            "Summary: compilation and correctness",
+            cols,
+            metric_rows([e for e in s["metrics"] if not e.get("baseline")]),
+        )
+    ]
     for b, label in s["baselines"].items():
         es = [e for e in s["metrics"] if e.get("baseline") == b]
         if es:
             out.append((f"Speed vs {label} (baseline '{b}')", cols, metric_rows(es)))
     if s["per_turn"]:
         names = [e["metric"].rsplit(" by turn", 1)[0] for e in s["per_turn"][0]["metrics"]]
-        out.append(("Per-turn best-so-far", ["turn", *names], [
-            [str(t["turn"])] + [f"{fmt_value(e['value'], e['kind'])} {_ci(e)}"
-                                for e in t["metrics"]] for t in s["per_turn"]]))  # fmt: skip
+        out.append(
+            (
+                "Per-turn best-so-far",
+                ["turn", *names],
+                [
+                    [str(t["turn"])]
+                    + [f"{fmt_value(e['value'], e['kind'])} {_ci(e)}" for e in t["metrics"]]
+                    for t in s["per_turn"]
+                ],
+            )
+        )
     prim = s.get("primary_baseline")
     for key, groups in s["groups"].items():
         if not groups:
@@ -100,28 +118,50 @@ def _run_sections(s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
         names = [e["metric"] for e in groups[0]["metrics"]]
         vs = prim and s["mode"] != "compile-only"
         title = f"By {key}" + (f" (speedups vs {s['baselines'][prim]})" if vs else "")
-        out.append((title, [key, "tasks", *names], [
-            [g["group"], str(g["tasks"])] + [f"{fmt_value(e['value'], e['kind'])} {_ci(e)}"
-                                             for e in g["metrics"]] for g in groups]))  # fmt: skip
+        out.append(
+            (
+                title,
+                [key, "tasks", *names],
+                [
+                    [g["group"], str(g["tasks"])]
+                    + [f"{fmt_value(e['value'], e['kind'])} {_ci(e)}" for e in g["metrics"]]
+                    for g in groups
+                ],
+            )
+        )
     rj = s["rejected"]
     watch = (
         f"{100 * rj['share']:.1f}% of evaluated samples rejected"
         if s["mode"] != "compile-only"
         else "not checked (compile-only: nothing ran, so no run-time check fired)"
     )
-    out.append((f"Reward-hacking watch: {watch}",
-                ["check that fired", "samples"],
-                [[k, str(v)] for k, v in rj["reasons"].items()] or [["(none)", "0"]]))  # fmt: skip
+    out.append(
+        (
+            f"Reward-hacking watch: {watch}",
+            ["check that fired", "samples"],
+            [[k, str(v)] for k, v in rj["reasons"].items()] or [["(none)", "0"]],
+        )
+    )
     defs = [[e["metric"], e["doc"]] for e in s["metrics"]]
     if s["per_turn"]:
         for e in s["per_turn"][0]["metrics"]:
             doc = e["doc"].replace("1..1", "1..t").replace("by turn 1", "by turn t")
             defs.append([e["metric"].replace(" by turn 1", " by turn t"), doc])
-    out.append(("Definitions (intervals: 95% cluster-robust t intervals, families as clusters; "
-                "one-sided bounds and n/a where no two-sided interval exists)",
-                ["metric", "formula"], defs))  # fmt: skip
-    out.append(("Statuses (all samples, all turns)", ["status", "samples"],
-                [[k, str(v)] for k, v in s["statuses"].items()]))  # fmt: skip
+    out.append(
+        (
+            "Definitions (intervals: 95% cluster-robust t intervals, families as clusters; "
+            "one-sided bounds and n/a where no two-sided interval exists)",
+            ["metric", "formula"],
+            defs,
+        )
+    )
+    out.append(
+        (
+            "Statuses (all samples, all turns)",
+            ["status", "samples"],
+            [[k, str(v)] for k, v in s["statuses"].items()],
+        )
+    )
     return out
 
 
@@ -136,18 +176,24 @@ def _find(s: dict, prefix: str) -> dict | None:
 def headline(s: dict) -> list[str]:
     """The first screen: how often correct, how fast, against what, how sure."""
     t = s["tasks"]
-    sure = (f"{t['finished']} tasks in {t['families']} families; 95% intervals over families "
-            "(fewer families, wider intervals; n/a where none can be given)")  # fmt: skip
+    sure = (
+        f"{t['finished']} tasks in {t['families']} families; 95% intervals over families "
+        "(fewer families, wider intervals; n/a where none can be given)"
+    )
     if s["mode"] == "compile-only":
         e = _find(s, "compile rate")
-        return [f"Compiles: {_val(e)} of turn-1 samples. Nothing was run: no correctness or "
-                "speed was measured (no GPU).", sure]  # fmt: skip
+        return [
+            f"Compiles: {_val(e)} of turn-1 samples. Nothing was run: no correctness or "
+            "speed was measured (no GPU).",
+            sure,
+        ]
     out = []
     c1, cb = _find(s, "correct rate (turn 1)"), _find(s, "correct, best")
     if c1:
-        out.append(f"Correct: {_val(c1)} of turn-1 samples"
-                   + (f"; {_val(cb)} of tasks with a correct sample ({cb['metric']})"
-                      if cb else ""))  # fmt: skip
+        out.append(
+            f"Correct: {_val(c1)} of turn-1 samples"
+            + (f"; {_val(cb)} of tasks with a correct sample ({cb['metric']})" if cb else "")
+        )
     prim = s.get("primary_baseline")
     if prim:
         f1 = _find(s, f"fast_1 vs {prim} (best")
@@ -190,20 +236,28 @@ def left_out_text(lo: dict, labels: dict[str, str]) -> list[str]:
     """The header lines naming what the metrics leave out as the harness's failures."""
     out = []
     if lo.get("infra_error_samples"):
-        out.append(f"infra errors: {lo['infra_error_samples']} sample(s) failed in the "
-                   "evaluator, not the model; left out of every rate"
-                   + (f" ({lo['infra_error_tasks']} task(s) with no other sample left out "
-                      "entirely)" if lo.get("infra_error_tasks") else ""))  # fmt: skip
+        out.append(
+            f"infra errors: {lo['infra_error_samples']} sample(s) failed in the "
+            "evaluator, not the model; left out of every rate"
+            + (
+                f" ({lo['infra_error_tasks']} task(s) with no other sample left out entirely)"
+                if lo.get("infra_error_tasks")
+                else ""
+            )
+        )
     for b, n in lo.get("baseline_unmeasured", {}).items():
-        out.append(f"baseline not measured: {labels.get(b, b)} could not be timed for {n} "
-                   "task(s); they are left out of its speed metrics")  # fmt: skip
+        out.append(
+            f"baseline not measured: {labels.get(b, b)} could not be timed for {n} "
+            "task(s); they are left out of its speed metrics"
+        )
     return out
 
 
 def absent_text(absent: dict[str, str]) -> str:
     """The report line naming the baselines without speedups and why."""
-    return "baselines absent: " + "; ".join(f"{BASELINE_LABELS[b]} ({why})"
-                                            for b, why in absent.items())  # fmt: skip
+    return "baselines absent: " + "; ".join(
+        f"{BASELINE_LABELS[b]} ({why})" for b, why in absent.items()
+    )
 
 
 def _b64(png: bytes) -> str:
@@ -213,8 +267,9 @@ def _b64(png: bytes) -> str:
 def _page(title, facts, note, sections, figs, extra_html="", top=(), plots_after=0) -> str:
     parts = [f"<h1>{_esc(title)}</h1>"]
     if top:
-        parts.append('<div class="head">' + "".join(f"<p><b>{_esc(x)}</b></p>" for x in top)
-                     + "</div>")  # fmt: skip
+        parts.append(
+            '<div class="head">' + "".join(f"<p><b>{_esc(x)}</b></p>" for x in top) + "</div>"
+        )
     if note:
         parts.append(f'<div class="banner">{_esc(note)}</div>')
     parts.append("<ul>" + "".join(f"<li>{_esc(f)}</li>" for f in facts) + "</ul>")
@@ -230,8 +285,10 @@ def _page(title, facts, note, sections, figs, extra_html="", top=(), plots_after
     if not have_matplotlib():
         parts.append("<p>Plots left out: matplotlib is not installed here.</p>")
     parts.append(extra_html)
-    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{_esc(title)}</title>'
-            f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>")  # fmt: skip
+    return (
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{_esc(title)}</title>'
+        f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>"
+    )
 
 
 def _slug(caption: str) -> str:
@@ -261,9 +318,11 @@ def _failures_html(s: dict) -> tuple[str, list[str]]:
         head = f"{f['task']} - turn {f['turn']}, sample {f['sample']}: {f['status']}"
         if f["findings"]:
             head += f" ({', '.join(f['findings'])})"
-        h.append(f"<h3>{_esc(head)}</h3><pre>{_esc(f['feedback'] or '(no feedback)')}</pre>"
-                 f"<details><summary>the reply</summary><pre>{_esc(f.get('reply', ''))}</pre>"
-                 "</details>")  # fmt: skip
+        h.append(
+            f"<h3>{_esc(head)}</h3><pre>{_esc(f['feedback'] or '(no feedback)')}</pre>"
+            f"<details><summary>the reply</summary><pre>{_esc(f.get('reply', ''))}</pre>"
+            "</details>"
+        )
         md.append(f"### {head}\n\n```\n{f['feedback'] or '(no feedback)'}\n```\n")
     return "".join(h), md
 
@@ -297,16 +356,28 @@ def _family_sections(c: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     vs = f" (baseline: {c['baselines'][prim]})" if prim and c["mode"] == "full" else ""
     out = []
     for k, m0 in enumerate(fams[0]["metrics"]):
-        head = ["family", "tasks", *[f"{n} [95% CI]" for n in names],
-                *[f"{n} vs {names[0]} (paired) [95% CI]" for n in names[1:]]]  # fmt: skip
+        head = [
+            "family",
+            "tasks",
+            *[f"{n} [95% CI]" for n in names],
+            *[f"{n} vs {names[0]} (paired) [95% CI]" for n in names[1:]],
+        ]
         rows = []
         for f in fams:
             e = f["metrics"][k]
             notes = e.get("ci_notes") or [""] * len(e["cis"])
-            cells = [f"{fmt_value(v, e['kind'])} {fmt_ci(ci, n, e['kind'])}"
-                     for v, ci, n in zip(e["values"], e["cis"], notes, strict=True)]  # fmt: skip
-            rows.append([f["family"], str(f["tasks"]), *cells,
-                         *[paired_text(d, e["kind"]) for d in e["diffs"]]])  # fmt: skip
+            cells = [
+                f"{fmt_value(v, e['kind'])} {fmt_ci(ci, n, e['kind'])}"
+                for v, ci, n in zip(e["values"], e["cis"], notes, strict=True)
+            ]
+            rows.append(
+                [
+                    f["family"],
+                    str(f["tasks"]),
+                    *cells,
+                    *[paired_text(d, e["kind"]) for d in e["diffs"]],
+                ]
+            )
         named = vs if prim and f"vs {prim}" in m0["metric"] else ""
         out.append((f"By family: {m0['metric']}{named}", head, rows))
     return out
@@ -317,14 +388,24 @@ def write_compare_report(c: dict, folder: str | Path) -> Path:
     names = c["names"]
     base = "; ".join(f"{k} = {v}" for k, v in c["baselines"].items()) or "none"
     head = ["metric", *names, *[f"{n} vs {names[0]} (paired) [95% CI]" for n in names[1:]]]
-    rows = [[m["metric"], *[fmt_value(v, m["kind"]) for v in m["values"]],
-             *[paired_text(d, m["kind"]) for d in m["diffs"]]] for m in c["metrics"]]  # fmt: skip
-    runs = ", ".join(f"{n} = {p} ({m})" for n, p, m in zip(names, c["runs"], c["models"],
-                                                          strict=True))  # fmt: skip
-    facts = [f"runs: {runs}",
-             f"paired on {c['tasks']} tasks ({c['families']} families) that every run finished, "
-             f"samples 0..{c['samples'] - 1}, turns 1..{c['turns']}",
-             f"speedup baselines: {base}", f"evaluator: {c['mode']}"]  # fmt: skip
+    rows = [
+        [
+            m["metric"],
+            *[fmt_value(v, m["kind"]) for v in m["values"]],
+            *[paired_text(d, m["kind"]) for d in m["diffs"]],
+        ]
+        for m in c["metrics"]
+    ]
+    runs = ", ".join(
+        f"{n} = {p} ({m})" for n, p, m in zip(names, c["runs"], c["models"], strict=True)
+    )
+    facts = [
+        f"runs: {runs}",
+        f"paired on {c['tasks']} tasks ({c['families']} families) that every run finished, "
+        f"samples 0..{c['samples'] - 1}, turns 1..{c['turns']}",
+        f"speedup baselines: {base}",
+        f"evaluator: {c['mode']}",
+    ]
     if c.get("baselines_absent"):
         facts.append(absent_text(c["baselines_absent"]))
     diffs = c.get("setup_differences") or []
@@ -356,6 +437,7 @@ def paired_text(d: dict, kind: str) -> str:
         return "n/a"
     none = f"n/a ({note})" if note else "n/a"
     if kind == "rate":
-        return f"{100 * v:+.1f} pts " + (f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci
-                                         else none)  # fmt: skip
+        return f"{100 * v:+.1f} pts " + (
+            f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci else none
+        )
     return f"x{v:.2f} " + (f"[x{ci[0]:.2f}, x{ci[1]:.2f}]" if ci else none)

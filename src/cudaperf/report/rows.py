@@ -90,9 +90,13 @@ def task_meta(task: Task, suite: str, compile_baseline: bool = True) -> TaskMeta
     if task.id.startswith("kernelbench/level"):
         level = task.id.split("/")[1].removeprefix("level")
     return TaskMeta(
-        id=task.id, suite=suite, family=task.family, kind=task.kind.value, level=level,
+        id=task.id,
+        suite=suite,
+        family=task.family,
+        kind=task.kind.value,
+        level=level,
         baselines=base,
-    )  # fmt: skip
+    )
 
 
 def compiled_of(status: str, ran: bool) -> bool:
@@ -139,6 +143,6 @@ def rows_from_trajectory(
                     feedback=s.feedback[:max_feedback],
                     reply_head=s.reply[:max_feedback],
                     reward=rw.total if rw is not None and rw.valid else None,
-                )  # fmt: skip
+                )
             )
     return out

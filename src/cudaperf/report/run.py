@@ -217,10 +217,16 @@ def run_bench(
         log.info("resuming: %d of %d task(s) already finished", len(tasks) - len(todo), len(tasks))
     for i in range(0, len(todo), batch_tasks):
         refine_many(
-            todo[i : i + batch_tasks], backend, scorer, turns=settings.turns,
-            samples=settings.samples, patience=settings.turns, out=traj, on_turn=on_turn,
+            todo[i : i + batch_tasks],
+            backend,
+            scorer,
+            turns=settings.turns,
+            samples=settings.samples,
+            patience=settings.turns,
+            out=traj,
+            on_turn=on_turn,
             on_done=on_done,
-        )  # fmt: skip
+        )
     return len(todo)
 
 

@@ -100,8 +100,10 @@ def _train_unseen(manifest: Path | None, dataset: Path | None) -> Suite:
     chosen = [by_id[i] for i in ids]
     bad = sorted({t.family for t in chosen if splits.get(t.family) != "train"})
     if bad:
-        raise ValueError(f"{manifest}: tasks of non-training families ({', '.join(bad)}); a "
-                         "train-unseen suite holds training-family tasks only")  # fmt: skip
+        raise ValueError(
+            f"{manifest}: tasks of non-training families ({', '.join(bad)}); a "
+            "train-unseen suite holds training-family tasks only"
+        )
     return Suite("train-unseen", chosen, f"{manifest} over {path}", {})
 
 

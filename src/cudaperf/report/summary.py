@@ -33,12 +33,30 @@ from cudaperf.report.metrics import (
 from cudaperf.report.rows import BASELINE_FIELDS, BASELINE_LABELS, BenchRow, rows_from_trajectory
 from cudaperf.report.run import RunFiles
 
-__all__ = ["FAILURE_ORDER", "P_GRID", "absent_baselines", "compare", "family_metrics",
-           "family_table", "fmt_ci", "fmt_value", "load_views", "summarize"]  # fmt: skip
+__all__ = [
+    "FAILURE_ORDER",
+    "P_GRID",
+    "absent_baselines",
+    "compare",
+    "family_metrics",
+    "family_table",
+    "fmt_ci",
+    "fmt_value",
+    "load_views",
+    "summarize",
+]
 
 P_GRID = [round(float(p), 3) for p in np.geomspace(0.25, 128.0, 46)]  # fast_p curve abscissae
-FAILURE_ORDER = ["rejected", "wrong_output", "runtime_error", "timeout", "compile_error",
-                 "format_error", "infra_error", "screened"]  # fmt: skip
+FAILURE_ORDER = [
+    "rejected",
+    "wrong_output",
+    "runtime_error",
+    "timeout",
+    "compile_error",
+    "format_error",
+    "infra_error",
+    "screened",
+]
 
 
 def load_views(run: RunFiles, samples: int | None = None, turns: int | None = None):
@@ -47,9 +65,10 @@ def load_views(run: RunFiles, samples: int | None = None, turns: int | None = No
     finished = {r.task_id for r in run.records if isinstance(r, SummaryRecord)}
     meta = {k: m for k, m in run.meta.items() if k in finished}
     rows = [
-        r for r in rows_from_trajectory(run.records, meta)
+        r
+        for r in rows_from_trajectory(run.records, meta)
         if (samples is None or r.sample < samples) and (turns is None or r.turn <= turns)
-    ]  # fmt: skip
+    ]
     views = task_views(rows, meta)
     baselines = [b for b in BASELINE_FIELDS if any(b in m.baselines for m in meta.values())]
     modes = {r.mode for r in rows if r.mode}
@@ -72,8 +91,15 @@ def _ci(iv) -> dict:
 
 def _entry(m: Metric, views: Sequence[TaskView], by="family") -> dict:
     n = sum(bool(m.per_task(v)) for v in views)
-    return {"metric": m.name, "value": value(m, views), **_ci(interval(m, views, by=by)),
-            "tasks": n, "kind": m.kind, "doc": m.doc, "baseline": m.baseline}  # fmt: skip
+    return {
+        "metric": m.name,
+        "value": value(m, views),
+        **_ci(interval(m, views, by=by)),
+        "tasks": n,
+        "kind": m.kind,
+        "doc": m.doc,
+        "baseline": m.baseline,
+    }
 
 
 def _primary(baselines: list[str]) -> str | None:
@@ -97,8 +123,7 @@ def _groups(views: list[TaskView], key: str, ms: list[Metric]) -> list:
     for g in vals:
         sub = [v for v in views if getattr(v.meta, key) == g]
         by = "task" if key == "family" else "family"  # within one family: tasks resampled
-        out.append({"group": g, "tasks": len(sub),
-                    "metrics": [_entry(m, sub, by) for m in ms]})  # fmt: skip
+        out.append({"group": g, "tasks": len(sub), "metrics": [_entry(m, sub, by) for m in ms]})
     return out
 
 
@@ -109,11 +134,15 @@ def left_out(rows: Sequence[BenchRow], views: Sequence[TaskView], baselines) -> 
     infra = [r for r in rows if r.status == INFRA]
     return {
         "infra_error_samples": len(infra),
-        "infra_error_tasks": sum(bool(v.turns) and not scored([r for rs in v.turns.values()
-                                 for r in rs]) for v in views),
-        "baseline_unmeasured": {b: n for b in baselines if (n := sum(
-            b in v.meta.baselines and v.unmeasured(b) for v in views))},
-    }  # fmt: skip
+        "infra_error_tasks": sum(
+            bool(v.turns) and not scored([r for rs in v.turns.values() for r in rs]) for v in views
+        ),
+        "baseline_unmeasured": {
+            b: n
+            for b in baselines
+            if (n := sum(b in v.meta.baselines and v.unmeasured(b) for v in views))
+        },
+    }
 
 
 def _failures(rows: list[BenchRow], limit: int = 12) -> list[dict]:
@@ -127,9 +156,18 @@ def _failures(rows: list[BenchRow], limit: int = 12) -> list[dict]:
         if cur is None or rank.get(r.status, 99) < rank.get(cur.status, 99):
             worst[r.task_id] = r
     order = sorted(worst.values(), key=lambda r: (rank.get(r.status, 99), r.task_id))
-    return [{"task": r.task_id, "turn": r.turn, "sample": r.sample, "status": r.status,
-             "findings": r.findings, "feedback": r.feedback, "reply": r.reply_head}
-            for r in order[:limit]]  # fmt: skip
+    return [
+        {
+            "task": r.task_id,
+            "turn": r.turn,
+            "sample": r.sample,
+            "status": r.status,
+            "findings": r.findings,
+            "feedback": r.feedback,
+            "reply": r.reply_head,
+        }
+        for r in order[:limit]
+    ]
 
 
 def _curves(views: list[TaskView], baselines: list[str], turns: int) -> dict:
@@ -137,8 +175,10 @@ def _curves(views: list[TaskView], baselines: list[str], turns: int) -> dict:
     out = {}
     for b in baselines:
         if any(b in v.meta.baselines and v.turns for v in views):
-            out[b] = {"best": [value(fast_p(p, b, turns), views) for p in P_GRID],
-                      "turn1": [value(fast_p(p, b), views) for p in P_GRID]}  # fmt: skip
+            out[b] = {
+                "best": [value(fast_p(p, b, turns), views) for p in P_GRID],
+                "turn1": [value(fast_p(p, b), views) for p in P_GRID],
+            }
     return out
 
 
@@ -154,8 +194,9 @@ def absent_baselines(present: Sequence[str], runs: Sequence[RunFiles]) -> dict[s
         "naive": "" if naive else "no task with a naive kernel",
         "eager": "" if "torch2cuda" in kinds else "no PyTorch→CUDA task",
         "compile": ("not timed (--no-compile-baseline)" if off else "")
-        if "torch2cuda" in kinds else "no PyTorch→CUDA task",
-    }  # fmt: skip
+        if "torch2cuda" in kinds
+        else "no PyTorch→CUDA task",
+    }
     return {b: why[b] or "not in every run" for b in BASELINE_FIELDS if b not in present}
 
 
@@ -171,28 +212,38 @@ def summarize(run: RunFiles) -> dict:
     per_turn = []
     if mode != "compile-only":
         for t in range(1, turns + 1):
-            per_turn.append({"turn": t, "metrics": [
-                _entry(m, views) for m in turn_metrics(t, baselines)]})  # fmt: skip
+            per_turn.append(
+                {"turn": t, "metrics": [_entry(m, views) for m in turn_metrics(t, baselines)]}
+            )
     return {
         "title": f"{st['model']} on {run.info.get('suite_label', st['suite'])}",
-        "settings": st, "info": run.info, "mode": mode,
-        "tasks": {"selected": len(run.meta), "finished": len(views),
-                  "families": len({v.meta.family for v in views})},
+        "settings": st,
+        "info": run.info,
+        "mode": mode,
+        "tasks": {
+            "selected": len(run.meta),
+            "finished": len(views),
+            "families": len({v.meta.family for v in views}),
+        },
         "samples_evaluated": len(rows),
-        "baselines": {b: BASELINE_LABELS[b] for b in baselines}, "primary_baseline": prim,
+        "baselines": {b: BASELINE_LABELS[b] for b in baselines},
+        "primary_baseline": prim,
         "baselines_absent": absent_baselines(baselines, [run]),
         "statuses": dict(Counter(r.status for r in rows).most_common()),
         "left_out": left_out(rows, views, baselines),
         "metrics": [_entry(m, views) for m in ms],
         "per_turn": per_turn,
-        "groups": {k: _groups(views, k, group_ms) for k in ("suite", "level",
-                                                                            "family")},
+        "groups": {k: _groups(views, k, group_ms) for k in ("suite", "level", "family")},
         "rejected": {"share": share, "reasons": dict(reasons.most_common())},
         "failures": _failures(rows),
-        "speedups": {b: sorted(r.speedups[b] for r in rows if r.turn == 1 and b in r.speedups)
-                     for b in baselines} if mode != "compile-only" else {},
+        "speedups": {
+            b: sorted(r.speedups[b] for r in rows if r.turn == 1 and b in r.speedups)
+            for b in baselines
+        }
+        if mode != "compile-only"
+        else {},
         "fast_p_curves": _curves(views, baselines, turns) if mode != "compile-only" else {},
-    }  # fmt: skip
+    }
 
 
 def family_metrics(samples: int, turns: int, prim: str | None, mode: str) -> list[Metric]:
@@ -223,9 +274,16 @@ def family_table(views: Sequence[Sequence[TaskView]], ms: list[Metric]) -> list[
             for s in sub[1:]:
                 d, iv = paired_interval(m, sub[0], s, by="task")
                 diffs.append({"diff": d, **_ci(iv)})
-            rows.append({"metric": m.name, "kind": m.kind, "values": [e["value"] for e in es],
-                         "cis": [e["ci"] for e in es],
-                         "ci_notes": [e["ci_note"] for e in es], "diffs": diffs})  # fmt: skip
+            rows.append(
+                {
+                    "metric": m.name,
+                    "kind": m.kind,
+                    "values": [e["value"] for e in es],
+                    "cis": [e["ci"] for e in es],
+                    "ci_notes": [e["ci_note"] for e in es],
+                    "diffs": diffs,
+                }
+            )
         out.append({"family": fam, "tasks": len(sub[0]), "metrics": rows})
     return out
 
@@ -249,8 +307,10 @@ def setup_differences(runs: Sequence[RunFiles]) -> list[str]:
                 a, b = a or {}, b or {}
                 for k in sorted(set(a) | set(b)):
                     if k not in _LOCAL_OPTIONS and a.get(k) != b.get(k):
-                        out.append(f"{r.path.name}: {key} {k} = {b.get(k)!r}, "
-                                   f"{base.path.name}: {a.get(k)!r}")  # fmt: skip
+                        out.append(
+                            f"{r.path.name}: {key} {k} = {b.get(k)!r}, "
+                            f"{base.path.name}: {a.get(k)!r}"
+                        )
             elif a != b:
                 out.append(f"{r.path.name}: {key} = {b!r}, {base.path.name}: {a!r}")
     return out
@@ -279,12 +339,19 @@ def compare(runs: Sequence[RunFiles]) -> dict:
     names = [r.path.name or str(r.path) for r in runs]
     if len(set(names)) < len(names):
         names = [f"{n} ({i + 1})" for i, n in enumerate(names)]
-    models = [r.settings["model"] + (f" + {r.settings['adapter']}" if r.settings.get("adapter")
-                                      else "") for r in runs]  # fmt: skip
+    models = [
+        r.settings["model"] + (f" + {r.settings['adapter']}" if r.settings.get("adapter") else "")
+        for r in runs
+    ]
     table = []
     for m in ms:
-        row = {"metric": m.name, "kind": m.kind, "doc": m.doc,
-               "values": [value(m, v) for v in views], "diffs": []}  # fmt: skip
+        row = {
+            "metric": m.name,
+            "kind": m.kind,
+            "doc": m.doc,
+            "values": [value(m, v) for v in views],
+            "diffs": [],
+        }
         for v in views[1:]:
             d, iv = paired_interval(m, views[0], v)
             row["diffs"].append({"diff": d, **_ci(iv)})
@@ -292,21 +359,32 @@ def compare(runs: Sequence[RunFiles]) -> dict:
     per_turn = []
     if mode == "full":
         by_turn = [turn_metrics(t, baselines) for t in range(1, turns + 1)]
-        per_turn = [[{"turn": t, "values": {m.name: value(m, v) for m in ms}}
-                     for t, ms in enumerate(by_turn, 1)] for v in views]  # fmt: skip
+        per_turn = [
+            [
+                {"turn": t, "values": {m.name: value(m, v) for m in ms}}
+                for t, ms in enumerate(by_turn, 1)
+            ]
+            for v in views
+        ]
     return {
-        "title": " vs ".join(names), "runs": [str(r.path) for r in runs], "names": names,
-        "models": models, "primary_baseline": _primary(baselines),
-        "mode": mode, "tasks": len(ids), "families": len({v.meta.family for v in views[0]}),
-        "samples": samples, "turns": turns,
-        "baselines": {b: BASELINE_LABELS[b] for b in baselines}, "metrics": table,
+        "title": " vs ".join(names),
+        "runs": [str(r.path) for r in runs],
+        "names": names,
+        "models": models,
+        "primary_baseline": _primary(baselines),
+        "mode": mode,
+        "tasks": len(ids),
+        "families": len({v.meta.family for v in views[0]}),
+        "samples": samples,
+        "turns": turns,
+        "baselines": {b: BASELINE_LABELS[b] for b in baselines},
+        "metrics": table,
         "baselines_absent": absent_baselines(baselines, runs),
         "setup_differences": setup_differences(runs),
         "per_turn": per_turn,
-        "by_family": family_table(views, family_metrics(samples, turns, _primary(baselines),
-                                                        mode)),  # fmt: skip
+        "by_family": family_table(views, family_metrics(samples, turns, _primary(baselines), mode)),
         "fast_p_curves": [_curves(v, baselines, turns) for v in views] if mode == "full" else [],
-    }  # fmt: skip
+    }
 
 
 def fmt_ci(ci: list | None, note: str, kind: str) -> str:

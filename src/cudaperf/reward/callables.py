@@ -25,8 +25,13 @@ from cudaperf.tasks.model import Task
 
 log = logging.getLogger(__name__)
 
-__all__ = ["COMPONENTS", "compute_score", "make_compute_score", "reward_function",
-           "reward_functions"]  # fmt: skip
+__all__ = [
+    "COMPONENTS",
+    "compute_score",
+    "make_compute_score",
+    "reward_function",
+    "reward_functions",
+]
 
 COMPONENTS = ("outcome", "speed", "structure", "ranker", "total")
 
@@ -84,9 +89,12 @@ def make_compute_score(scorer: RewardScorer) -> Callable[..., dict[str, float]]:
         tid = task.id if task is not None else str(ground_truth)
         (s,) = scorer.score([(tid, solution_str)])
         b = s.breakdown
-        return {"score": b.total if b.valid else 0.0, "valid": float(b.valid),
-                **{k: v for k, v in b.components.items()},
-                "speedup": b.speedup or 0.0}  # fmt: skip
+        return {
+            "score": b.total if b.valid else 0.0,
+            "valid": float(b.valid),
+            **{k: v for k, v in b.components.items()},
+            "speedup": b.speedup or 0.0,
+        }
 
     return compute
 

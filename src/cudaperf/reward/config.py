@@ -137,8 +137,10 @@ def _parse_field(key: str, text: str, item: str) -> object:
     """The value of `--reward key=text` in the field's type (float, or the string fields)."""
     known = {f.name: f for f in fields(RewardConfig)}
     if key not in known:
-        raise ValueError(f"--reward {item!r}: no reward field {key!r}; use one of "
-                         f"{sorted(known)} (`cudaperf train grpo --help` lists them)")  # fmt: skip
+        raise ValueError(
+            f"--reward {item!r}: no reward field {key!r}; use one of "
+            f"{sorted(known)} (`cudaperf train grpo --help` lists them)"
+        )
     if key in ("name", "baseline"):
         if not text:
             raise ValueError(f"--reward {item!r}: give a value after '='")
@@ -146,8 +148,9 @@ def _parse_field(key: str, text: str, item: str) -> object:
     try:
         return float(text)
     except ValueError:
-        raise ValueError(f"--reward {item!r}: {key} takes a number, e.g. {key}="
-                         f"{known[key].default:g}") from None  # fmt: skip
+        raise ValueError(
+            f"--reward {item!r}: {key} takes a number, e.g. {key}={known[key].default:g}"
+        ) from None
 
 
 PRESETS: dict[str, RewardConfig] = {

@@ -41,8 +41,12 @@ class RewardBreakdown(BaseModel):
     @property
     def components(self) -> dict[str, float]:
         """The additive components by name (what per-component reward functions return)."""
-        return {"outcome": self.outcome, "speed": self.speed, "structure": self.structure,
-                "ranker": self.ranker}  # fmt: skip
+        return {
+            "outcome": self.outcome,
+            "speed": self.speed,
+            "structure": self.structure,
+            "ranker": self.ranker,
+        }
 
 
 _LEVEL = {
@@ -61,9 +65,12 @@ def format_error_reward(config: RewardConfig | None = None, message: str = "") -
     cfg = config or RewardConfig()
     note = "outcome: no complete code block in the reply" + (f" ({message})" if message else "")
     return RewardBreakdown(
-        status=FORMAT_ERROR, outcome=cfg.format_error, total=cfg.format_error, config=cfg.name,
+        status=FORMAT_ERROR,
+        outcome=cfg.format_error,
+        total=cfg.format_error,
+        config=cfg.name,
         notes=[note],
-    )  # fmt: skip
+    )
 
 
 def speed_term(speedup: float | None, cfg: RewardConfig) -> float:
@@ -94,9 +101,12 @@ def compute_reward(
     reports = _ran(result, reports)
     struct = sum(r.score for r in reports) / len(reports) if reports else None
     base = dict(
-        status=result.status.value, mode=result.mode, config=cfg.name, structure_score=struct,
+        status=result.status.value,
+        mode=result.mode,
+        config=cfg.name,
+        structure_score=struct,
         rank_score=rank.score if rank is not None else None,
-    )  # fmt: skip
+    )
     if result.status is Status.INFRA_ERROR:
         return RewardBreakdown(
             **base, valid=False, notes=["no reward: the evaluator failed (not the candidate)"]
@@ -130,9 +140,16 @@ def compute_reward(
     )
     total = level + speed + structure + ranker
     return RewardBreakdown(
-        **base, outcome=level, speed=speed, structure=structure, ranker=ranker, total=total,
-        speedup=speedup, baseline=baseline, notes=notes,
-    )  # fmt: skip
+        **base,
+        outcome=level,
+        speed=speed,
+        structure=structure,
+        ranker=ranker,
+        total=total,
+        speedup=speedup,
+        baseline=baseline,
+        notes=notes,
+    )
 
 
 def _ran(result: ExecResult, reports: Sequence[StructuralReport]) -> list[StructuralReport]:

@@ -304,6 +304,10 @@ def _credited(code: str, res: ExecResult) -> str:
 
 def _infra(task: Task, cand: Candidate, err: Exception) -> ExecResult:
     return ExecResult(
-        status=Status.INFRA_ERROR, mode="full", task_id=task.id, candidate_hash=cand.hash,
-        candidate_id=cand.id, runtime_log=f"{type(err).__name__}: {err}"[:2000],
-    )  # fmt: skip
+        status=Status.INFRA_ERROR,
+        mode="full",
+        task_id=task.id,
+        candidate_hash=cand.hash,
+        candidate_id=cand.id,
+        runtime_log=f"{type(err).__name__}: {err}"[:2000],
+    )

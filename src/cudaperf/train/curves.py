@@ -22,15 +22,32 @@ from pathlib import Path
 
 from cudaperf.jsonl import complete_lines
 
-__all__ = ["first_last_by_task", "mean_band", "paired_change", "plot_runs", "read_steps",
-           "summary"]  # fmt: skip
+__all__ = ["first_last_by_task", "mean_band", "paired_change", "plot_runs", "read_steps", "summary"]
 
 # seconds of a step, by part (stacked in the plot: generate, analyse, eval, canary, update)
-BREAKDOWN = ("generate_s", "analyse_s", "eval_s", "evaluator_s", "eval_wait_s", "canary_s",
-             "update_s", "optimizer_s", "step_s")  # fmt: skip
+BREAKDOWN = (
+    "generate_s",
+    "analyse_s",
+    "eval_s",
+    "evaluator_s",
+    "eval_wait_s",
+    "canary_s",
+    "update_s",
+    "optimizer_s",
+    "step_s",
+)
 STACKED = ("generate_s", "analyse_s", "eval_s", "canary_s", "update_s")
-STATUSES = ("ok", "wrong_output", "runtime_error", "timeout", "compiled", "compile_error",
-            "format_error", "rejected", "infra_error")  # fmt: skip
+STATUSES = (
+    "ok",
+    "wrong_output",
+    "runtime_error",
+    "timeout",
+    "compiled",
+    "compile_error",
+    "format_error",
+    "rejected",
+    "infra_error",
+)
 
 
 def read_steps(run: str | Path) -> list[dict]:
@@ -61,8 +78,9 @@ def read_steps(run: str | Path) -> list[dict]:
         rec = recs[0] if len(recs) == 1 and "processes" in recs[0] else merge_rollouts(recs)
         row.update({k: v for k, v in rec.items() if k not in ("kind", "step", "run")})
         if "step_s" in row:  # what is left of the step after the rollout
-            rollout = sum(row.get(k, 0.0) for k in ("generate_s", "analyse_s", "eval_s",
-                                                     "canary_s"))  # fmt: skip
+            rollout = sum(
+                row.get(k, 0.0) for k in ("generate_s", "analyse_s", "eval_s", "canary_s")
+            )
             row["update_s"] = round(row["step_s"] - rollout, 3)
     return [by_step[s] for s in sorted(by_step) if "rows" in by_step[s]]
 
@@ -89,17 +107,23 @@ def merge_rollouts(recs: list[dict]) -> dict:
     if any("score_by_turn" in r for r in recs):
         turns = max(len(r.get("score_by_turn", [])) for r in recs)
         out["score_by_turn"] = [
-            _weighted([(r["score_by_turn"][k], r["rows"]) for r in recs
-                       if k < len(r.get("score_by_turn", []))])
+            _weighted(
+                [
+                    (r["score_by_turn"][k], r["rows"])
+                    for r in recs
+                    if k < len(r.get("score_by_turn", []))
+                ]
+            )
             for k in range(turns)
-        ]  # fmt: skip
+        ]
     shares: dict[str, float] = {}
     for r in recs:
         for s, v in r.get("status_share", {}).items():
             shares[s] = round(shares.get(s, 0.0) + v * r["rows"] / rows, 4)
     out["status_share"] = dict(sorted(shares.items()))
-    out["groups_2_correct"] = round(sum(r.get("groups_2_correct", 0.0) * r.get("groups", 0)
-                                        for r in recs) / groups, 4)  # fmt: skip
+    out["groups_2_correct"] = round(
+        sum(r.get("groups_2_correct", 0.0) * r.get("groups", 0) for r in recs) / groups, 4
+    )
     if any("tasks" in r for r in recs):
         out["tasks_by_process"] = [r.get("tasks", []) for r in recs]
     if any("score_by_task" in r for r in recs):
@@ -143,11 +167,14 @@ def paired_change(pairs: list[tuple[float, float]]) -> dict:
     mean = sum(diffs) / n
     se = (sum((d - mean) ** 2 for d in diffs) / (n - 1) / n) ** 0.5 if n > 1 else None
     return {
-        "tasks": n, "first_mean": round(sum(a for a, _ in pairs) / n, 4),
-        "last_mean": round(sum(b for _, b in pairs) / n, 4), "diff_mean": round(mean, 4),
+        "tasks": n,
+        "first_mean": round(sum(a for a, _ in pairs) / n, 4),
+        "last_mean": round(sum(b for _, b in pairs) / n, 4),
+        "diff_mean": round(mean, 4),
         "diff_se": round(se, 4) if se is not None else None,
-        "rose": sum(d > 0 for d in diffs), "fell": sum(d < 0 for d in diffs),
-    }  # fmt: skip
+        "rose": sum(d > 0 for d in diffs),
+        "fell": sum(d < 0 for d in diffs),
+    }
 
 
 def _weighted(pairs) -> float | None:
@@ -166,14 +193,16 @@ def summary(runs: list[str | Path]) -> dict:
             continue
         out[str(r)] = {
             "steps": len(rows),
-            "return_first": rows[0].get("return_mean"), "return_last": rows[-1].get("return_mean"),
-            "score_first": rows[0].get("score_mean"), "score_last": rows[-1].get("score_mean"),
+            "return_first": rows[0].get("return_mean"),
+            "return_last": rows[-1].get("return_mean"),
+            "score_first": rows[0].get("score_mean"),
+            "score_last": rows[-1].get("score_mean"),
             **{f"{k}_mean": _mean([x.get(k) for x in rows]) for k in BREAKDOWN},
             "candidates_per_step": _mean([x.get("candidates") for x in rows]),
             "cached_per_step": _mean([x.get("cached") for x in rows]),
             "processes": rows[-1].get("processes", 1),
             "first_last_by_task": first_last_by_task(rows),
-        }  # fmt: skip
+        }
     return out
 
 
@@ -196,8 +225,14 @@ def plot_runs(runs: list[str | Path], path: str | Path) -> Path:
     if len(tables) == 1:
         rows = tables[0]
         steps = [r["step"] for r in rows]
-        for key in ("return_mean", "score_mean", "outcome_mean", "speed_mean", "structure_mean",
-                    "ranker_mean"):  # fmt: skip
+        for key in (
+            "return_mean",
+            "score_mean",
+            "outcome_mean",
+            "speed_mean",
+            "structure_mean",
+            "ranker_mean",
+        ):
             top.plot(steps, [r.get(key) for r in rows], label=key.removesuffix("_mean"))
         _stack(bottom, steps, rows)
         _times(times, steps, rows)
@@ -206,8 +241,9 @@ def plot_runs(runs: list[str | Path], path: str | Path) -> Path:
         _band(bottom, tables, "groups_2_correct")
         bottom.set_ylabel("groups with >= 2 correct")
         for run, t in zip(runs, tables, strict=True):
-            times.plot([r["step"] for r in t], [r.get("step_s") for r in t], lw=0.8,
-                       label=Path(run).name)  # fmt: skip
+            times.plot(
+                [r["step"] for r in t], [r.get("step_s") for r in t], lw=0.8, label=Path(run).name
+            )
         times.set_ylabel("seconds per step")
         times.legend(fontsize=7)
     top.set_ylabel("reward")
@@ -243,9 +279,13 @@ def _band(ax, tables, key) -> None:
         ax.plot([r["step"] for r in t], [r.get(key) for r in t], lw=0.6, alpha=0.5)
     steps, mean, half = mean_band(tables, key)
     ax.plot(steps, mean, color="black", label=f"mean of {len(tables)} runs")
-    ax.fill_between(steps, [m - h for m, h in zip(mean, half, strict=True)],
-                    [m + h for m, h in zip(mean, half, strict=True)], alpha=0.25,
-                    label="95% band")  # fmt: skip
+    ax.fill_between(
+        steps,
+        [m - h for m, h in zip(mean, half, strict=True)],
+        [m + h for m, h in zip(mean, half, strict=True)],
+        alpha=0.25,
+        label="95% band",
+    )
 
 
 def mean_band(
@@ -259,8 +299,7 @@ def mean_band(
     for s in steps:
         v = [r[key] for t in tables for r in t if r["step"] == s and r.get(key) is not None]
         m = sum(v) / len(v) if v else float("nan")
-        se = (math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1) / len(v))
-              if len(v) > 1 else 0.0)  # fmt: skip
+        se = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1) / len(v)) if len(v) > 1 else 0.0
         mean.append(m)
         half.append(1.96 * se)
     return steps, mean, half

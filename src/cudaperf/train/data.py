@@ -71,10 +71,12 @@ def load_training_tasks(
     if bad:
         raise ValueError(f"unknown task kind(s) {sorted(bad)}; use c2cuda and/or torch2cuda")
     out = [
-        t for t in tasks
-        if families.get(t.family) == "train" and (not want or t.kind.value in want)
+        t
+        for t in tasks
+        if families.get(t.family) == "train"
+        and (not want or t.kind.value in want)
         and t.implementations
-    ]  # fmt: skip
+    ]
     if not out:
         raise ValueError(
             f"{tasks_path}: none of its {len(tasks)} tasks is in a training-split family of "
@@ -171,22 +173,41 @@ def stored_feedback(task: Task, impl: Implementation, gpu: str | None = None) ->
     if not mine:
         return None
     naive = naive_implementation(task)
-    base = {m.config: m for i in task.implementations if naive and i.code == naive.code
-            for m in i.measurements if m.gpu == name}  # fmt: skip
+    base = {
+        m.config: m
+        for i in task.implementations
+        if naive and i.code == naive.code
+        for m in i.measurements
+        if m.gpu == name
+    }
     configs = [
-        ConfigResult(config=c, held_out=False, correct=True, timing=Timing.of([m.median_us]),
-                     naive_timing=Timing.of([base[c].median_us]) if c in base else None)
+        ConfigResult(
+            config=c,
+            held_out=False,
+            correct=True,
+            timing=Timing.of([m.median_us]),
+            naive_timing=Timing.of([base[c].median_us]) if c in base else None,
+        )
         for c, m in mine.items()
-    ] + [ConfigResult(config=c.name, held_out=True, correct=True)
-         for c in task.configs if c.held_out]  # fmt: skip
+    ] + [
+        ConfigResult(config=c.name, held_out=True, correct=True) for c in task.configs if c.held_out
+    ]
     timed = [c for c in configs if c.timing is not None]
-    speed = geomean([c.naive_timing.median_us / c.timing.median_us for c in timed]) if all(
-        c.naive_timing for c in timed) else None  # fmt: skip
+    speed = (
+        geomean([c.naive_timing.median_us / c.timing.median_us for c in timed])
+        if all(c.naive_timing for c in timed)
+        else None
+    )
     res = ExecResult(
-        status=Status.OK, mode="full", task_id=task.id, configs=configs,
-        candidate_hash=Candidate(code=impl.code).hash, speedup_vs_naive=speed,
-        feedback=timing_feedback(configs), gpu=name or "",
-    )  # fmt: skip
+        status=Status.OK,
+        mode="full",
+        task_id=task.id,
+        configs=configs,
+        candidate_hash=Candidate(code=impl.code).hash,
+        speedup_vs_naive=speed,
+        feedback=timing_feedback(configs),
+        gpu=name or "",
+    )
     scored = Scored(task.id, Extraction(code=impl.code), res, (), None, compute_reward(res))
     return render_feedback(scored, task)
 
@@ -200,9 +221,12 @@ def _pair_row(task: Task, system: str) -> dict | None:
     if fb is None:
         return None
     prompt = next_messages(first_messages(task, system), target_reply(task, weak), fb)
-    return {"prompt": prompt, "completion": [{"role": "assistant",
-            "content": target_reply(task, strong)}], "task_id": task.id,
-            "family": task.family}  # fmt: skip
+    return {
+        "prompt": prompt,
+        "completion": [{"role": "assistant", "content": target_reply(task, strong)}],
+        "task_id": task.id,
+        "family": task.family,
+    }
 
 
 def sft_rows(fit: Iterable[Task], targets: Targets = "fastest", system: str = SYSTEM) -> list[dict]:
@@ -219,11 +243,14 @@ def sft_rows(fit: Iterable[Task], targets: Targets = "fastest", system: str = SY
             got = extract_candidate(reply, task.kind).code
             if got is None or got.rstrip() != impl.code.rstrip():
                 raise ValueError(f"{task.id}/{impl.id}: its target does not extract back")
-            rows.append({
-                "prompt": first_messages(task, system),
-                "completion": [{"role": "assistant", "content": reply}],
-                "task_id": task.id, "family": task.family,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "prompt": first_messages(task, system),
+                    "completion": [{"role": "assistant", "content": reply}],
+                    "task_id": task.id,
+                    "family": task.family,
+                }
+            )
         pair = _pair_row(task, system) if targets == "pairs" else None
         if pair is not None:
             rows.append(pair)

@@ -73,10 +73,11 @@ class GrpoOptions:
     kinds: tuple[str, ...] = _o(("c2cuda",), "Only these task kinds (c2cuda, torch2cuda).")
     pool: int | None = _o(64, "Training tasks in the pool (a seeded choice; CLI 0 or None: all).")
     pool_fits: bool = _o(
-        False, "Pool only tasks whose fastest implementation, as the SFT reply, fits in "
+        False,
+        "Pool only tasks whose fastest implementation, as the SFT reply, fits in "
         "--max-new-tokens under the policy's tokenizer (a policy imitating its SFT targets is "
         "then not cut off).",
-    )  # fmt: skip
+    )
     reward: RewardConfig = _o(
         RewardConfig(), "The reward: levels, weights and transforms (--preset, --reward)."
     )
@@ -88,8 +89,9 @@ class GrpoOptions:
     max_steps: int = _o(30, "Training steps.")
     max_new_tokens: int = _o(1024, "Tokens per reply.")
     temperature: float = _o(1.0, "Sampling temperature (> 0: GRPO samples its replies).")
-    generation: str = _o("auto", "cudaperf.generation mode: auto, dynamic, static, compile, "
-                         "continuous.")  # fmt: skip
+    generation: str = _o(
+        "auto", "cudaperf.generation mode: auto, dynamic, static, compile, continuous."
+    )
     lr: float = _o(1e-5, "Learning rate (constant).")
     beta: float = _o(0.0, "KL coefficient to the reference model (0: none, no reference copy).")
     lora_r: int = _o(0, "New LoRA adapter rank (0: train all weights or the given adapter).")
@@ -97,26 +99,29 @@ class GrpoOptions:
     val_families: int = _o(3, "Training families held out whole (the SFT run's holdout).")
     holdout_share: float = _o(0.05, "Share of other families' tasks held out.")
     seed: int | None = _o(
-        None, "Prompt order, sampling and the evaluator's input salt (fixed per seed, so a "
+        None,
+        "Prompt order, sampling and the evaluator's input salt (fixed per seed, so a "
         "resume redraws nothing); unset: order and sampling as 0, salt secret and random.",
-    )  # fmt: skip
+    )
     split_seed: int = _o(0, "Holdout and pool: the SFT run's --seed (checked).")
     eval_gpus: tuple[int, ...] | None = _o(
         None, "GPUs for timing (nvidia-smi indices, e.g. 1 or 1,2; train.layout)."
     )
     canaries: int = _o(0, "Pool tasks whose naive kernel is re-timed (see --canary-every).")
     canary_every: int = _o(
-        10, "Time the canaries at steps 0, N, 2N, ... (1: every step; one timing costs ~10 s "
+        10,
+        "Time the canaries at steps 0, N, 2N, ... (1: every step; one timing costs ~10 s "
         "on an H200).",
-    )  # fmt: skip
+    )
     compile_only: bool = _o(False, "Rewards from compiling only (CPU machines, smoke runs).")
     prepare: bool = _o(True, "Evaluate the pool's naive implementations before step 1.")
     wall_budget_s: float | None = _o(
-        None, "Seconds from the start, loading included. A step cannot be cut short, so a step "
+        None,
+        "Seconds from the start, loading included. A step cannot be cut short, so a step "
         "starts only when it and the saves after it are expected to end inside the budget (from "
         "the slowest step after the first and the slowest save so far); else the run saves a "
         "checkpoint and stops. The first step always runs.",
-    )  # fmt: skip
+    )
     pieces_mib: float | None = _o(
         None, "Save final files larger than this (MiB) in pieces, e.g. 15."
     )
@@ -124,19 +129,26 @@ class GrpoOptions:
         False, "Continue from the newest checkpoint in --out (Ctrl-C saves one and exits 130)."
     )
     overwrite: bool = _o(
-        False, "Replace the run in --out: its checkpoints, final/, logs and report are removed "
+        False,
+        "Replace the run in --out: its checkpoints, final/, logs and report are removed "
         "once the inputs are loaded and checked (a refusal leaves them as they were).",
-    )  # fmt: skip
+    )
     extra: dict = _o({}, "More GRPOConfig fields (expert use).")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "out", Path(self.out))
         object.__setattr__(self, "tasks", Path(self.tasks))
         if not isinstance(self.reward, RewardConfig):
-            raise ValueError(f"reward={self.reward!r}: give a RewardConfig (e.g. "
-                             "RewardConfig.preset('outcome_only'))")  # fmt: skip
-        RolloutOptions(self.turns, self.gamma, generation=self.generation,  # validates them
-                       canary_every=self.canary_every)  # fmt: skip
+            raise ValueError(
+                f"reward={self.reward!r}: give a RewardConfig (e.g. "
+                "RewardConfig.preset('outcome_only'))"
+            )
+        RolloutOptions(
+            self.turns,
+            self.gamma,
+            generation=self.generation,  # validates them
+            canary_every=self.canary_every,
+        )
         if self.num_generations < 2 or self.num_generations % self.turns:
             raise ValueError(
                 f"--num-generations {self.num_generations}: use >= 2 and a multiple of "
@@ -148,11 +160,14 @@ class GrpoOptions:
         if not self.lr > 0:
             raise ValueError(f"--lr {self.lr}: use a learning rate > 0 (e.g. 1e-5)")
         if self.beta < 0:
-            raise ValueError(f"--beta {self.beta}: the KL coefficient is >= 0 (0: no reference "
-                             "model)")  # fmt: skip
+            raise ValueError(
+                f"--beta {self.beta}: the KL coefficient is >= 0 (0: no reference model)"
+            )
         if not self.temperature > 0:
-            raise ValueError(f"--temperature {self.temperature}: GRPO samples its replies; use "
-                             "a value > 0 (e.g. 1.0)")  # fmt: skip
+            raise ValueError(
+                f"--temperature {self.temperature}: GRPO samples its replies; use "
+                "a value > 0 (e.g. 1.0)"
+            )
         if self.eval_gpus is not None and (not self.eval_gpus or min(self.eval_gpus) < 0):
             raise ValueError(f"--eval-gpus {self.eval_gpus}: give GPU indices such as 1 or 1,2")
         if self.canaries < 0:
@@ -160,8 +175,9 @@ class GrpoOptions:
         if self.pool is not None and self.pool < 1:
             raise ValueError(f"--pool {self.pool}: use >= 1 (or leave it out for all tasks)")
         if self.wall_budget_s is not None and not self.wall_budget_s > 0:
-            raise ValueError(f"--wall-budget {self.wall_budget_s}: give seconds > 0 (or leave "
-                             "it out)")  # fmt: skip
+            raise ValueError(
+                f"--wall-budget {self.wall_budget_s}: give seconds > 0 (or leave it out)"
+            )
 
 
 def prompt_dataset(tasks):
@@ -185,8 +201,10 @@ def training_holdout(opts: GrpoOptions):
     """The `train.data.Holdout` of the training-split tasks (on `split_seed` only)."""
     return split_training(
         load_training_tasks(opts.tasks, opts.splits, opts.kinds),
-        opts.val_families, opts.holdout_share, opts.split_seed,
-    )  # fmt: skip
+        opts.val_families,
+        opts.holdout_share,
+        opts.split_seed,
+    )
 
 
 def choose_pool(hold, opts: GrpoOptions, tokenizer=None) -> list:
@@ -260,15 +278,21 @@ def make_scorer(opts: GrpoOptions, tasks, evaluator=None, layout=None):
     from cudaperf.train.layout import GpuLock, MeteredEvaluator
 
     gpus = layout.eval_gpus if layout is not None else opts.eval_gpus
-    cfg = training_config(compile_only=True if opts.compile_only else None, gpus=gpus,
-                          seed_salt=seed_salt(opts.seed))  # fmt: skip
+    cfg = training_config(
+        compile_only=True if opts.compile_only else None, gpus=gpus, seed_salt=seed_salt(opts.seed)
+    )
     if evaluator is None:
         evaluator = EvalSession(cfg)
     lock = None
     if layout is not None and layout.lock_eval and layout.eval_gpus:
         lock = GpuLock(cfg.cache_dir / "locks", layout.eval_gpus)
-    return build_scorer(tasks, opts.reward, MeteredEvaluator(evaluator, lock), opts.ranker,
-                        analyzer=PooledAnalyzer())  # fmt: skip
+    return build_scorer(
+        tasks,
+        opts.reward,
+        MeteredEvaluator(evaluator, lock),
+        opts.ranker,
+        analyzer=PooledAnalyzer(),
+    )
 
 
 def layout_of(opts: GrpoOptions, acc):
@@ -318,17 +342,27 @@ def _config(opts: GrpoOptions):
     # log-probabilities taken under, the policy itself rather than a randomly thinned copy.
     extra = {"lr_scheduler_type": "constant", "disable_dropout": True} | opts.extra
     return GRPOConfig(
-        output_dir=str(opts.out), learning_rate=opts.lr, beta=opts.beta,
+        output_dir=str(opts.out),
+        learning_rate=opts.lr,
+        beta=opts.beta,
         per_device_train_batch_size=opts.groups_per_step * opts.num_generations,
-        num_generations=opts.num_generations, max_completion_length=opts.max_new_tokens,
-        temperature=opts.temperature, max_steps=opts.max_steps, save_steps=opts.save_steps,
-        save_strategy="steps", logging_steps=1, report_to="none",
+        num_generations=opts.num_generations,
+        max_completion_length=opts.max_new_tokens,
+        temperature=opts.temperature,
+        max_steps=opts.max_steps,
+        save_steps=opts.save_steps,
+        save_strategy="steps",
+        logging_steps=1,
+        report_to="none",
         seed=opts.seed if opts.seed is not None else 0,
         # "none": TurnReturn's values are already advantages per (task, turn); TRL only
         # subtracts each block's mean, which is 0 (train.rewards says why)
-        bf16=cuda, use_cpu=not cuda, scale_rewards="none",
-        gradient_checkpointing=False, **extra,
-    )  # fmt: skip
+        bf16=cuda,
+        use_cpu=not cuda,
+        scale_rewards="none",
+        gradient_checkpointing=False,
+        **extra,
+    )
 
 
 def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
@@ -356,24 +390,31 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     pool = choose_pool(hold, opts, policy.tokenizer)
     if opts.overwrite:  # as SFT: every refusal above left the folder as it was
         if gone := clear_run(opts.out):
-            log.warning("overwrite: removed the earlier run's %s from %s",
-                        ", ".join(p.name for p in gone), opts.out)  # fmt: skip
+            log.warning(
+                "overwrite: removed the earlier run's %s from %s",
+                ", ".join(p.name for p in gone),
+                opts.out,
+            )
     opts.out.mkdir(parents=True, exist_ok=True)
     # the budget counts from the start: loading and preparing the pool are inside it too
     steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.wall_budget_s, started=t0)
-    ropts = RolloutOptions(opts.turns, opts.gamma, generation=opts.generation,
-                           canary_every=opts.canary_every)  # fmt: skip
-    rollout = MultiTurnRollout(pool, None, ropts,
-                               generate=generate, on_batch=steplog.add,
-                               canaries=pool[: opts.canaries])  # fmt: skip
+    ropts = RolloutOptions(
+        opts.turns, opts.gamma, generation=opts.generation, canary_every=opts.canary_every
+    )
+    rollout = MultiTurnRollout(
+        pool, None, ropts, generate=generate, on_batch=steplog.add, canaries=pool[: opts.canaries]
+    )
     new_lora = opts.lora_r and opts.adapter is None
     trainer = GRPOTrainer(
-        model=policy.model, reward_funcs=[TurnReturn(group_size=opts.num_generations)],
+        model=policy.model,
+        reward_funcs=[TurnReturn(group_size=opts.num_generations)],
         args=_config(opts),
-        train_dataset=prompt_dataset(pool), processing_class=policy.tokenizer,
-        peft_config=lora_config(opts.lora_r) if new_lora else None, rollout_func=rollout,
+        train_dataset=prompt_dataset(pool),
+        processing_class=policy.tokenizer,
+        peft_config=lora_config(opts.lora_r) if new_lora else None,
+        rollout_func=rollout,
         callbacks=[steplog, budget],
-    )  # fmt: skip
+    )
     acc = trainer.accelerator  # the trainer set up the processes: one evaluator per process
     layout = layout_of(opts, acc)
     steplog.main = acc.is_main_process
@@ -395,13 +436,19 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     write_manifest(hold, opts.out / "holdout.json")
     final = save_final(trainer.model, policy.tokenizer, opts.out, opts.pieces_mib)
     report = {
-        "model": opts.model, "adapter": str(opts.adapter) if opts.adapter else None,
-        "pool_tasks": len(pool), "prepare_s": round(prep_s, 2), "steps": trainer.state.global_step,
-        "stopped_by_time_budget": budget.stopped, "interrupted": interrupted,
-        "resumed_from": resume, "final": str(final), "seconds": round(time.perf_counter() - t0, 1),
+        "model": opts.model,
+        "adapter": str(opts.adapter) if opts.adapter else None,
+        "pool_tasks": len(pool),
+        "prepare_s": round(prep_s, 2),
+        "steps": trainer.state.global_step,
+        "stopped_by_time_budget": budget.stopped,
+        "interrupted": interrupted,
+        "resumed_from": resume,
+        "final": str(final),
+        "seconds": round(time.perf_counter() - t0, 1),
         "layout": layout.record(),
         "options": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(opts).items()},
-    }  # fmt: skip
+    }
     text = json.dumps(report, indent=1)
     (opts.out / "report.json").write_text(text + "\n", encoding="utf-8")
     end_processes(acc, interrupted)
@@ -432,9 +479,21 @@ def _prepare(opts: GrpoOptions, acc, scorer, pool, steplog) -> float:
     slowest = max(s for s, _, _ in took)
     not_ok = {k: v for _, _, b in took for k, v in sorted(b.items())}
     if not_ok and acc.is_main_process:
-        log.warning("%d of %d pool tasks' naive implementations did not pass this evaluator "
-                    "(their rewards are suspect): %s", len(not_ok), len(pool), not_ok)  # fmt: skip
-    steplog.add({"kind": "prepare", "tasks": len(pool) if opts.prepare else 0,
-                 "candidates": sum(c for _, c, _ in took), "seconds": round(slowest, 2),
-                 "processes": n, "naive_not_ok": not_ok})  # fmt: skip
+        log.warning(
+            "%d of %d pool tasks' naive implementations did not pass this evaluator "
+            "(their rewards are suspect): %s",
+            len(not_ok),
+            len(pool),
+            not_ok,
+        )
+    steplog.add(
+        {
+            "kind": "prepare",
+            "tasks": len(pool) if opts.prepare else 0,
+            "candidates": sum(c for _, c, _ in took),
+            "seconds": round(slowest, 2),
+            "processes": n,
+            "naive_not_ok": not_ok,
+        }
+    )
     return slowest

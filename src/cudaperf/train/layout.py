@@ -86,8 +86,10 @@ def check_run_folder(out: str | Path, resume: bool, overwrite: bool) -> None:
     folder that holds a run (see the module doc), or when both `resume` and `overwrite` are
     asked. Changes nothing."""
     if resume and overwrite:
-        raise ValueError("--resume and --overwrite: give one (--resume continues the run in "
-                         "--out, --overwrite replaces it)")  # fmt: skip
+        raise ValueError(
+            "--resume and --overwrite: give one (--resume continues the run in "
+            "--out, --overwrite replaces it)"
+        )
     found = run_files(out)
     if found and not (resume or overwrite):
         names = ", ".join(p.name + ("/" if p.is_dir() else "") for p in found[:4])
@@ -247,9 +249,11 @@ class MeteredEvaluator:
     def take(self) -> dict:
         """The counters (rounded) since the last call, then reset."""
         out = {
-            "candidates": self.candidates, "cached": self.cached,
-            "evaluator_s": round(self.eval_s, 3), "eval_wait_s": round(self.wait_s, 3),
-        }  # fmt: skip
+            "candidates": self.candidates,
+            "cached": self.cached,
+            "evaluator_s": round(self.eval_s, 3),
+            "eval_wait_s": round(self.wait_s, 3),
+        }
         self._zero()
         return out
 

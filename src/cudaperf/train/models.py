@@ -37,9 +37,11 @@ def pick_dtype(dtype: str, device: str) -> str:
 
 
 def load_policy(
-    model: str, dtype: str = "auto", cache_dir: str | Path | None = None,
+    model: str,
+    dtype: str = "auto",
+    cache_dir: str | Path | None = None,
     adapter: str | Path | None = None,
-) -> Policy:  # fmt: skip
+) -> Policy:
     """Load `model` (smollm2, a hub name, a checkpoint folder or a .gguf file) for training.
     `adapter`: a PEFT adapter folder to continue training (e.g. GRPO from an SFT adapter)."""
     import torch
@@ -99,6 +101,9 @@ def lora_config(r: int, alpha: int | None = None, dropout: float = 0.05):
     from peft import LoraConfig
 
     return LoraConfig(
-        r=r, lora_alpha=alpha or 2 * r, lora_dropout=dropout, target_modules="all-linear",
+        r=r,
+        lora_alpha=alpha or 2 * r,
+        lora_dropout=dropout,
+        target_modules="all-linear",
         task_type="CAUSAL_LM",
-    )  # fmt: skip
+    )

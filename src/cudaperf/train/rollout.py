@@ -220,20 +220,34 @@ class MultiTurnRollout:
         if not self.canaries or step % self.options.canary_every:
             return {}
         t = time.perf_counter()
-        jobs = [(task, Candidate(code=f"{c.code}\n// canary of step {step}\n", id="canary"))
-                for task, c in self.canaries]  # fmt: skip
+        jobs = [
+            (task, Candidate(code=f"{c.code}\n// canary of step {step}\n", id="canary"))
+            for task, c in self.canaries
+        ]
         rows = []
         for (task, _), res in zip(jobs, self.scorer.evaluator(jobs), strict=True):
             for cfg in res.configs:
                 if cfg.timing is not None:
-                    rows.append({"task": task.id, "config": cfg.config,
-                                 "median_us": round(cfg.timing.median_us, 3)})  # fmt: skip
+                    rows.append(
+                        {
+                            "task": task.id,
+                            "config": cfg.config,
+                            "median_us": round(cfg.timing.median_us, 3),
+                        }
+                    )
         return {"canary": rows, "canary_s": round(time.perf_counter() - t, 3)}
 
     def _rows(self, per_chain: list[tuple[str, list[tuple]]]) -> dict:
-        keys = ["prompt_ids", "completion_ids", "cudaperf_return", "cudaperf_score",
-                "cudaperf_status", "cudaperf_turn", "task_id",
-                *(f"cudaperf_{c}" for c in COMPONENTS)]  # fmt: skip
+        keys = [
+            "prompt_ids",
+            "completion_ids",
+            "cudaperf_return",
+            "cudaperf_score",
+            "cudaperf_status",
+            "cudaperf_turn",
+            "task_id",
+            *(f"cudaperf_{c}" for c in COMPONENTS),
+        ]
         out: dict[str, list] = {k: [] for k in keys}
         for task_id, turns in per_chain:
             scores = [s.reward.total if s.reward and s.reward.valid else None for _, s in turns]
@@ -253,16 +267,21 @@ class MultiTurnRollout:
         out["logprobs"] = None
         return out
 
-    def _report(self, out: dict, tasks: list[Task], g: int, secs: tuple, step: int,
-                extra: dict) -> None:  # fmt: skip
+    def _report(
+        self, out: dict, tasks: list[Task], g: int, secs: tuple, step: int, extra: dict
+    ) -> None:
         gen_s, analyse_s, eval_s = secs
         status = Counter(out["cudaperf_status"])
         n = len(out["cudaperf_status"])
         ok = [s == "ok" for s in out["cudaperf_status"]]
         two = [sum(ok[i : i + g]) >= 2 for i in range(0, n, g)]
         rec = {
-            "kind": "rollout", "step": step, "rows": n, "groups": len(tasks),
-            "generate_s": round(gen_s, 3), "analyse_s": round(analyse_s, 3),
+            "kind": "rollout",
+            "step": step,
+            "rows": n,
+            "groups": len(tasks),
+            "generate_s": round(gen_s, 3),
+            "analyse_s": round(analyse_s, 3),
             "eval_s": round(eval_s, 3),
             "prompt_tokens": sum(map(len, out["prompt_ids"])),
             "completion_tokens": sum(map(len, out["completion_ids"])),
@@ -271,10 +290,14 @@ class MultiTurnRollout:
             "return_mean": _mean(out["cudaperf_return"]),
             "score_mean": _mean(out["cudaperf_score"]),
             **{f"{c}_mean": _mean(out[f"cudaperf_{c}"]) for c in COMPONENTS},
-            "score_by_turn": [_mean(out["cudaperf_score"][k :: self.options.turns])
-                              for k in range(self.options.turns)],
-            "tasks": [t.id for t in tasks], "score_by_task": _by_task(out), **extra,
-        }  # fmt: skip
+            "score_by_turn": [
+                _mean(out["cudaperf_score"][k :: self.options.turns])
+                for k in range(self.options.turns)
+            ],
+            "tasks": [t.id for t in tasks],
+            "score_by_task": _by_task(out),
+            **extra,
+        }
         recs = self.gather(rec) if self.gather is not None else [rec]
         if not self.main:
             return
@@ -290,10 +313,13 @@ def _samples(out: dict, texts: list[str]) -> list[dict]:
     keys = ("task_id", "cudaperf_turn", "cudaperf_status", "cudaperf_score", "cudaperf_return")
     names = ("task", "turn", "status", "score", "return")
     return [
-        {**{n: out[k][i] for n, k in zip(names, keys, strict=True)},
-         "completion_tokens": len(out["completion_ids"][i]), "text": text}
+        {
+            **{n: out[k][i] for n, k in zip(names, keys, strict=True)},
+            "completion_tokens": len(out["completion_ids"][i]),
+            "text": text,
+        }
         for i, text in enumerate(texts)
-    ]  # fmt: skip
+    ]
 
 
 def _by_task(out: dict) -> dict[str, dict]:
@@ -322,8 +348,9 @@ def policy_generate(trainer, convs: list[list[dict]], batch: int = 64, mode: str
     eos = set(trainer.eos_token_ids) if hasattr(trainer, "eos_token_ids") else {tok.eos_token_id}
     ids = [chat_ids(tok, c) for c in convs]
     with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model:
-        comps = generate_ids(model, ids, trainer.generation_config, mode, tok.pad_token_id, eos,
-                             batch)  # fmt: skip
+        comps = generate_ids(
+            model, ids, trainer.generation_config, mode, tok.pad_token_id, eos, batch
+        )
     return [
         (p, c, tok.decode(c, skip_special_tokens=True)) for p, c in zip(ids, comps, strict=True)
     ]

@@ -86,9 +86,14 @@ class StepLog(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kw):
         if state.is_world_process_zero:
-            self.add({"kind": "step", "step": state.global_step,
-                      "step_s": round(time.perf_counter() - self._step_t, 3),
-                      "optimizer_s": round(self._opt_s, 3)})  # fmt: skip
+            self.add(
+                {
+                    "kind": "step",
+                    "step": state.global_step,
+                    "step_s": round(time.perf_counter() - self._step_t, 3),
+                    "optimizer_s": round(self._opt_s, 3),
+                }
+            )
 
     def on_log(self, args, state, control, logs=None, **kw):
         if logs and state.is_world_process_zero:
@@ -167,8 +172,13 @@ class TimeBudget(TrainerCallback):
         if self.agree is not None:
             stop = self.agree(stop)
         if stop:
-            log.info("time budget %s s: the next step would end near %.0f s; saving and "
-                     "stopping after step %d", self.budget_s, ends, state.global_step)  # fmt: skip
+            log.info(
+                "time budget %s s: the next step would end near %.0f s; saving and "
+                "stopping after step %d",
+                self.budget_s,
+                ends,
+                state.global_step,
+            )
             control.should_save = True
             control.should_training_stop = True
             self.stopped = True

@@ -79,8 +79,9 @@ class SftOptions:
 
 
 def _lengths(rows: list[dict], tokenizer) -> list[int]:
-    texts = [tokenizer.apply_chat_template(r["prompt"] + r["completion"], tokenize=False)
-             for r in rows]  # fmt: skip
+    texts = [
+        tokenizer.apply_chat_template(r["prompt"] + r["completion"], tokenize=False) for r in rows
+    ]
     enc = tokenizer(texts, add_special_tokens=False)["input_ids"]
     return [len(e) for e in enc]
 
@@ -119,20 +120,38 @@ def _trainer(opts: SftOptions, policy, train_ds, eval_ds, cap: int, callbacks):
     cuda = torch.cuda.is_available()
     has_val = eval_ds is not None and len(eval_ds) > 0
     args = SFTConfig(
-        output_dir=str(opts.out), num_train_epochs=opts.epochs, learning_rate=opts.lr,
-        per_device_train_batch_size=opts.batch_size, per_device_eval_batch_size=opts.batch_size,
-        gradient_accumulation_steps=opts.grad_accum, max_length=cap, completion_only_loss=True,
-        eval_strategy="epoch" if has_val else "no", save_strategy="epoch",
-        load_best_model_at_end=has_val, metric_for_best_model="eval_loss", greater_is_better=False,
-        save_total_limit=2 if has_val else 1, logging_steps=10, report_to="none", seed=opts.seed,
-        bf16=cuda and opts.dtype in ("auto", "bfloat16"), use_cpu=not cuda,
-        lr_scheduler_type="cosine", warmup_steps=0.03, **opts.extra,
-    )  # fmt: skip
+        output_dir=str(opts.out),
+        num_train_epochs=opts.epochs,
+        learning_rate=opts.lr,
+        per_device_train_batch_size=opts.batch_size,
+        per_device_eval_batch_size=opts.batch_size,
+        gradient_accumulation_steps=opts.grad_accum,
+        max_length=cap,
+        completion_only_loss=True,
+        eval_strategy="epoch" if has_val else "no",
+        save_strategy="epoch",
+        load_best_model_at_end=has_val,
+        metric_for_best_model="eval_loss",
+        greater_is_better=False,
+        save_total_limit=2 if has_val else 1,
+        logging_steps=10,
+        report_to="none",
+        seed=opts.seed,
+        bf16=cuda and opts.dtype in ("auto", "bfloat16"),
+        use_cpu=not cuda,
+        lr_scheduler_type="cosine",
+        warmup_steps=0.03,
+        **opts.extra,
+    )
     return SFTTrainer(
-        model=policy.model, args=args, train_dataset=train_ds,
-        eval_dataset=eval_ds if has_val else None, processing_class=policy.tokenizer,
-        peft_config=lora_config(opts.lora_r) if opts.lora_r else None, callbacks=callbacks,
-    )  # fmt: skip
+        model=policy.model,
+        args=args,
+        train_dataset=train_ds,
+        eval_dataset=eval_ds if has_val else None,
+        processing_class=policy.tokenizer,
+        peft_config=lora_config(opts.lora_r) if opts.lora_r else None,
+        callbacks=callbacks,
+    )
 
 
 def run_sft(opts: SftOptions) -> dict:
@@ -151,8 +170,10 @@ def run_sft(opts: SftOptions) -> dict:
     check_run_folder(opts.out, opts.resume, opts.overwrite)
     hold = split_training(
         load_training_tasks(opts.tasks, opts.splits, opts.kinds),
-        opts.val_families, opts.holdout_share, opts.seed,
-    )  # fmt: skip
+        opts.val_families,
+        opts.holdout_share,
+        opts.seed,
+    )
     rows = sft_rows(hold.fit, opts.targets)[: opts.limit]
     val_rows = sft_rows(hold.val_families, "fastest")[: opts.limit]
     policy = load_policy(opts.model, opts.dtype)
@@ -161,15 +182,19 @@ def run_sft(opts: SftOptions) -> dict:
     train_ds, dropped = _dataset(rows, lengths, cap)
     eval_ds, val_dropped = (
         _dataset(val_rows, _lengths(val_rows, policy.tokenizer), cap, training=False)
-        if val_rows else (None, 0)
-    )  # fmt: skip
+        if val_rows
+        else (None, 0)
+    )
     if eval_ds is not None and not len(eval_ds):
         log.warning("every validation row is longer than --max-length %d: no held-out loss", cap)
         eval_ds = None
     if opts.overwrite:  # every refusal above left the folder as it was
         if gone := clear_run(opts.out):
-            log.warning("overwrite: removed the earlier run's %s from %s",
-                        ", ".join(p.name for p in gone), opts.out)  # fmt: skip
+            log.warning(
+                "overwrite: removed the earlier run's %s from %s",
+                ", ".join(p.name for p in gone),
+                opts.out,
+            )
     opts.out.mkdir(parents=True, exist_ok=True)
     write_manifest(hold, opts.out / "holdout.json")
     budget = TimeBudget(opts.time_budget_s, started=t0)
@@ -181,20 +206,31 @@ def run_sft(opts: SftOptions) -> dict:
     final = save_final(trainer.model, policy.tokenizer, opts.out, opts.pieces_mib)
     evals = [h for h in trainer.state.log_history if "eval_loss" in h]
     report = {
-        "model": opts.model, "loaded": policy.path, "lora_r": opts.lora_r,
-        "rows": len(rows), "rows_trained": len(train_ds), "max_length": cap,
-        "dropped_over_cap": dropped, "dropped_share": round(dropped / max(1, len(rows)), 4),
+        "model": opts.model,
+        "loaded": policy.path,
+        "lora_r": opts.lora_r,
+        "rows": len(rows),
+        "rows_trained": len(train_ds),
+        "max_length": cap,
+        "dropped_over_cap": dropped,
+        "dropped_share": round(dropped / max(1, len(rows)), 4),
         "length_p50": sorted(lengths)[len(lengths) // 2] if lengths else None,
-        "val_rows": len(eval_ds) if eval_ds is not None else 0, "val_dropped_over_cap": val_dropped,
-        "val_families": hold.manifest()["val_families"], "unseen_tasks": len(hold.unseen),
-        "eval_loss_per_epoch": [{"epoch": h.get("epoch"), "eval_loss": h["eval_loss"]}
-                                for h in evals],
+        "val_rows": len(eval_ds) if eval_ds is not None else 0,
+        "val_dropped_over_cap": val_dropped,
+        "val_families": hold.manifest()["val_families"],
+        "unseen_tasks": len(hold.unseen),
+        "eval_loss_per_epoch": [
+            {"epoch": h.get("epoch"), "eval_loss": h["eval_loss"]} for h in evals
+        ],
         "best_checkpoint": trainer.state.best_model_checkpoint,
-        "steps": trainer.state.global_step, "stopped_by_time_budget": budget.stopped,
-        "interrupted": interrupted, "resumed_from": resume, "final": str(final),
+        "steps": trainer.state.global_step,
+        "stopped_by_time_budget": budget.stopped,
+        "interrupted": interrupted,
+        "resumed_from": resume,
+        "final": str(final),
         "seconds": round(time.perf_counter() - t0, 1),
         "options": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(opts).items()},
-    }  # fmt: skip
+    }
     (opts.out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     end_processes(trainer.accelerator, interrupted)
     return report

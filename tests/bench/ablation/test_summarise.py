@@ -28,21 +28,45 @@ def _run(folder: Path, ok: list[list[int]], scores: list[list[float]], gz: bool)
             for i in range(4):
                 good = i < ok[s][g]
                 serial = " k<<<1, 1>>>(x);" if i == 3 else ""
-                samples.append({"step": s, "task": task, "turn": 1, "score": scores[s][g] if good
-                                else 0.0, "status": "ok" if good else "compile_error",
-                                "text": f"{task}{s}{i}{serial}"})  # fmt: skip
-                samples.append({"step": s, "task": task, "turn": 2, "score": 0.0,
-                                "status": "wrong_output", "text": f"{task}{s}{i}b"})  # fmt: skip
+                samples.append(
+                    {
+                        "step": s,
+                        "task": task,
+                        "turn": 1,
+                        "score": scores[s][g] if good else 0.0,
+                        "status": "ok" if good else "compile_error",
+                        "text": f"{task}{s}{i}{serial}",
+                    }
+                )
+                samples.append(
+                    {
+                        "step": s,
+                        "task": task,
+                        "turn": 2,
+                        "score": 0.0,
+                        "status": "wrong_output",
+                        "text": f"{task}{s}{i}b",
+                    }
+                )
         share = sum(ok[s]) / 16
         steps += [
-            {"kind": "rollout", "step": s, "processes": 1, "rows": 16, "groups": 2,
-             "groups_2_correct": sum(k >= 2 for k in ok[s]) / 2,
-             "status_share": {"ok": share, "compile_error": 0.5 - share, "wrong_output": 0.5},
-             "outcome_mean": 0.3, "speed_mean": 0.1, "score_by_turn": [0.6, 0.1],
-             "generate_s": 5.0, "eval_s": 3.0,
-             "canary": [{"task": "k", "config": "small", "median_us": 10.0 + 2 * s}]},
+            {
+                "kind": "rollout",
+                "step": s,
+                "processes": 1,
+                "rows": 16,
+                "groups": 2,
+                "groups_2_correct": sum(k >= 2 for k in ok[s]) / 2,
+                "status_share": {"ok": share, "compile_error": 0.5 - share, "wrong_output": 0.5},
+                "outcome_mean": 0.3,
+                "speed_mean": 0.1,
+                "score_by_turn": [0.6, 0.1],
+                "generate_s": 5.0,
+                "eval_s": 3.0,
+                "canary": [{"task": "k", "config": "small", "median_us": 10.0 + 2 * s}],
+            },
             {"kind": "step", "step": s + 1, "step_s": 10.0},
-        ]  # fmt: skip
+        ]
     (folder / "steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in steps))
     text = "".join(json.dumps(r) + "\n" for r in samples)
     if gz:
@@ -58,27 +82,50 @@ def test_two_arms_summarised_paired_and_the_detectable_effect(tmp_path, capsys):
     a = _run(tmp_path / "A", ok=[[4, 1], [2, 3]], scores=[[1.0, 1.0], [1.0, 1.0]], gz=False)
     b = _run(tmp_path / "B", ok=[[2, 2], [0, 4]], scores=[[1.0, 1.0], [1.0, 2.0]], gz=True)
     out = tmp_path / "s.json"
-    rc = mod.main(["--run", f"unified={a}", "--run", f"outcome_only={b}", "--out", str(out),
-                   "--plot", str(tmp_path / "s.png")])  # fmt: skip
+    rc = mod.main(
+        [
+            "--run",
+            f"unified={a}",
+            "--run",
+            f"outcome_only={b}",
+            "--out",
+            str(out),
+            "--plot",
+            str(tmp_path / "s.png"),
+        ]
+    )
     assert rc == 0 and (tmp_path / "s.png").stat().st_size > 0
     res = json.loads(out.read_text())
     ra, rb = res["runs"]
-    assert ra["groups_2_correct"] == {"first_step": 0.5, "last_step": 1.0, "pooled": 0.75,
-                                      "groups": 4, "with_2_correct": 3}  # fmt: skip
+    assert ra["groups_2_correct"] == {
+        "first_step": 0.5,
+        "last_step": 1.0,
+        "pooled": 0.75,
+        "groups": 4,
+        "with_2_correct": 3,
+    }
     assert ra["per_step"][0]["outcome_only_score"] == 0.4  # outcome + speed, not the arm's score
     assert ra["turn2_below_turn1_steps"] == 2
     # task a: step 0 (A: 4 of 8 samples correct, turn 2 wrong) -> step 1 (A: 3 of 8)
-    assert ra["first_last_ok_by_task"] == {"tasks": 1, "first_mean": 0.5, "last_mean": 0.375,
-                                           "diff_mean": -0.125, "diff_se": None, "rose": 0,
-                                           "fell": 1}  # fmt: skip
+    assert ra["first_last_ok_by_task"] == {
+        "tasks": 1,
+        "first_mean": 0.5,
+        "last_mean": 0.375,
+        "diff_mean": -0.125,
+        "diff_se": None,
+        "rose": 0,
+        "fell": 1,
+    }
     # turn-1 sample 3 of each group launches one thread: A's groups had 4, 1, 2, 3 correct
     assert ra["serial_launch"] == {"samples": 4, "correct": 1}
     assert ra["correct_without_launch"] == 10 - 1  # A's 10 correct samples, one with <<<1, 1>>>
     assert ra["canaries"]["k:small"] == {"step1_us": 10.0, "max_rel_change": 0.2}
     pair = res["pairs"][0]
     assert pair["steps_with_the_same_tasks"] == 2
-    assert pair["ok_diff_by_step"] == {"1": round((0.5 - 0.25 + 0.125 - 0.25) / 2, 4),
-                                       "2": round((0.25 - 0.0 + 0.375 - 0.5) / 2, 4)}  # fmt: skip
+    assert pair["ok_diff_by_step"] == {
+        "1": round((0.5 - 0.25 + 0.125 - 0.25) / 2, 4),
+        "2": round((0.25 - 0.0 + 0.375 - 0.5) / 2, 4),
+    }
     # B's turn-1 scores per (step, task): [1,1,0,0] twice (sum of squares 1 each), [0,0,0,0]
     # and [2,2,2,2] (0): pooled variance 2 / 12 degrees of freedom
     de = res["detectable_effect"]

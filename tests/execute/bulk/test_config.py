@@ -16,15 +16,47 @@ from cudaperf.execute.bulk import BULK_EVAL_DEFAULTS, BulkConfig, bulk_eval_conf
 from cudaperf.execute.config import EvalConfig
 
 # Every flag of `data measure` (the set before BulkConfig contained EvalConfig).
-FLAGS = {"--out", "--batch-tasks", "--jobs", "--gpus", "--trials", "--warmup", "--timing-budget",
-         "--shard", "--kinds", "--limit", "--compile-only", "--arch", "--cache-dir", "--scratch",
-         "--max-inflight-gb", "--cpu-trials", "--run-timeout", "--seed-salt", "--summary",
-         "--progress-every", "--json"}  # fmt: skip
+FLAGS = {
+    "--out",
+    "--batch-tasks",
+    "--jobs",
+    "--gpus",
+    "--trials",
+    "--warmup",
+    "--timing-budget",
+    "--shard",
+    "--kinds",
+    "--limit",
+    "--compile-only",
+    "--arch",
+    "--cache-dir",
+    "--scratch",
+    "--max-inflight-gb",
+    "--cpu-trials",
+    "--run-timeout",
+    "--seed-salt",
+    "--summary",
+    "--progress-every",
+    "--json",
+}
 
-CLI_DEFAULTS = dict(out=Path("measure_results.jsonl"), batch_tasks=32, jobs=None, gpus=None,
-                    trials=20, warmup=3, timing_budget=0.05, compile_only=False, arch=None,
-                    cache_dir=Path("~/.cache/cudaperf"), scratch=None, seed_salt=None,
-                    run_timeout=120.0, max_inflight_gb=16.0, cpu_trials=0)  # fmt: skip
+CLI_DEFAULTS = dict(
+    out=Path("measure_results.jsonl"),
+    batch_tasks=32,
+    jobs=None,
+    gpus=None,
+    trials=20,
+    warmup=3,
+    timing_budget=0.05,
+    compile_only=False,
+    arch=None,
+    cache_dir=Path("~/.cache/cudaperf"),
+    scratch=None,
+    seed_salt=None,
+    run_timeout=120.0,
+    max_inflight_gb=16.0,
+    cpu_trials=0,
+)
 
 
 def test_help_lists_the_same_flags():
@@ -40,14 +72,33 @@ def test_cli_values_land_in_eval_config_and_bulk_fields():
     assert c.budget_ms == 50.0 and c.compile_only is False
     assert ev.cache_dir == Path("~/.cache/cudaperf").expanduser() and ev.arch is None
     assert (ev.check_after_timing, ev.max_bandwidth_gbs, ev.nvcc, ev.gcc) == (
-        True, 10000.0, "nvcc", "gcc")  # fmt: skip
+        True,
+        10000.0,
+        "nvcc",
+        "gcc",
+    )
     assert (c.silence_timeout_s, c.batch_timeout_s, c.cpu_trials, c.max_inflight_gb) == (
-        120.0, 900.0, 0, 16.0)  # fmt: skip
+        120.0,
+        900.0,
+        0,
+        16.0,
+    )
     # the single-candidate builds of the bisection keep the evaluator's compile limit
     assert ev.compile_timeout_s == EvalConfig().compile_timeout_s
-    c = measure_config(**CLI_DEFAULTS | dict(trials=7, warmup=0, timing_budget=0.0125, arch="sm_80",
-                                             seed_salt=5, gpus=(0, 1), compile_only=True,
-                                             run_timeout=8.0, cpu_trials=2))  # fmt: skip
+    c = measure_config(
+        **CLI_DEFAULTS
+        | dict(
+            trials=7,
+            warmup=0,
+            timing_budget=0.0125,
+            arch="sm_80",
+            seed_salt=5,
+            gpus=(0, 1),
+            compile_only=True,
+            run_timeout=8.0,
+            cpu_trials=2,
+        )
+    )
     assert (c.eval.trials, c.eval.warmup, c.budget_ms, c.eval.arch) == (7, 0, 12.5, "sm_80")
     assert (c.eval.seed_salt, c.eval.gpus, c.compile_only) == (5, (0, 1), True)
     assert (c.silence_timeout_s, c.cpu_trials) == (8.0, 2)
@@ -66,12 +117,17 @@ def test_bulk_declares_no_setting_the_evaluator_has():
 
 @pytest.mark.parametrize(
     "kw, word",
-    [({"trials": 0}, "trials"), ({"warmup": -1}, "warmup"),
-     ({"timing_budget": 0.0}, "--timing-budget"), ({"arch": "90"}, "arch"),
-     ({"cpu_trials": -1}, "cpu_trials"),
-     ({"run_timeout": 0.0}, "silence_timeout_s"), ({"batch_tasks": 0}, "batch_tasks"),
-     ({"out": Path("x.txt")}, ".jsonl")],
-)  # fmt: skip
+    [
+        ({"trials": 0}, "trials"),
+        ({"warmup": -1}, "warmup"),
+        ({"timing_budget": 0.0}, "--timing-budget"),
+        ({"arch": "90"}, "arch"),
+        ({"cpu_trials": -1}, "cpu_trials"),
+        ({"run_timeout": 0.0}, "silence_timeout_s"),
+        ({"batch_tasks": 0}, "batch_tasks"),
+        ({"out": Path("x.txt")}, ".jsonl"),
+    ],
+)
 def test_bad_values_name_the_setting(kw, word):
     with pytest.raises(ValueError, match=re.escape(word)):
         measure_config(**CLI_DEFAULTS | kw)

@@ -39,8 +39,10 @@ HAS_NVCC = shutil.which("nvcc") is not None
 HAS_GPU = shutil.which("nvidia-smi") is not None
 needs_nvcc = pytest.mark.skipif(not HAS_NVCC, reason="nvcc is not installed (CUDA toolkit)")
 
-SAXPY_C = "void saxpy(int n, float a, const float* x, float* y) {\n" \
-    "  for (int i = 0; i < n; ++i) y[i] = a * x[i] + y[i];\n}\n"  # fmt: skip
+SAXPY_C = (
+    "void saxpy(int n, float a, const float* x, float* y) {\n"
+    "  for (int i = 0; i < n; ++i) y[i] = a * x[i] + y[i];\n}\n"
+)
 
 GOOD = """#include <cstdio>
 #define BLOCK {block}
@@ -67,7 +69,11 @@ WRONG_SIGNATURE = 'extern "C" void saxpy(int n, double a, const float* x, float*
 
 def saxpy_task(impls: dict[str, str], task_id: str = "test/c2cuda/saxpy") -> Task:
     return Task(
-        id=task_id, kind="c2cuda", family="saxpy", source=SAXPY_C, entry="saxpy",
+        id=task_id,
+        kind="c2cuda",
+        family="saxpy",
+        source=SAXPY_C,
+        entry="saxpy",
         signature=[
             Param(name="n", ctype="int", role=Role.SCALAR),
             Param(name="a", ctype="float", role=Role.SCALAR),
@@ -80,7 +86,7 @@ def saxpy_task(impls: dict[str, str], task_id: str = "test/c2cuda/saxpy") -> Tas
         ],
         tolerance=Tolerance(atol=1e-5, rtol=1e-5),
         implementations=[Implementation(id=i, code=c) for i, c in impls.items()],
-    )  # fmt: skip
+    )
 
 
 # ---- batch source ---------------------------------------------------------------------------
@@ -108,8 +114,9 @@ def test_includes_are_hoisted_and_macros_undefined():
     assert code.count("\n") == GOOD.format(block=128).count("\n")
     assert macro_names(GOOD) == ["BLOCK"]
     task = saxpy_task({"a": GOOD.format(block=128), "b": GOOD.format(block=256)})
-    src = batch_source([BatchUnit(k, task, i.id, i.code) for k, i in
-                        enumerate(task.implementations)])  # fmt: skip
+    src = batch_source(
+        [BatchUnit(k, task, i.id, i.code) for k, i in enumerate(task.implementations)]
+    )
     assert src.index("#include <cstdio>") < src.index("namespace cp_impl0_ns")
     assert src.count("#undef BLOCK") == 2
     assert "void saxpy(int n, float a, const float* x, float* y);" in src  # the prototype
@@ -156,8 +163,14 @@ def test_batch_with_name_collisions_compiles_into_one_library(ecfg):
 
 @needs_nvcc
 def test_bisection_costs_only_the_bad_implementations(ecfg):
-    task = saxpy_task({"good1": GOOD.format(block=128), "syntax": SYNTAX_ERROR,
-                       "signature": WRONG_SIGNATURE, "good2": BLOCK_FORM})  # fmt: skip
+    task = saxpy_task(
+        {
+            "good1": GOOD.format(block=128),
+            "syntax": SYNTAX_ERROR,
+            "signature": WRONG_SIGNATURE,
+            "good2": BLOCK_FORM,
+        }
+    )
     b = build_batch([(task, i) for i in task.implementations], "sm_90", ecfg, 600)
     assert set(b.failures) == {(task.id, "syntax"), (task.id, "signature")}
     assert b.failures[(task.id, "syntax")].status is Status.COMPILE_ERROR
@@ -180,8 +193,18 @@ def runtimes(tmp_path_factory) -> dict[str, str]:
     (d / "rt.cu").write_text(RUNTIME_SOURCE)
     out = {}
     for name, flags in (("real", []), ("fake", ["-DCP_FAKE_DEVICE"])):
-        cmd = ["nvcc", "-O3", "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", *flags,
-               "-o", str(d / f"{name}.so"), str(d / "rt.cu")]  # fmt: skip
+        cmd = [
+            "nvcc",
+            "-O3",
+            "-shared",
+            "-Xcompiler",
+            "-fPIC",
+            "-arch=sm_90",
+            *flags,
+            "-o",
+            str(d / f"{name}.so"),
+            str(d / "rt.cu"),
+        ]
         subprocess.run(cmd, check=True, capture_output=True)
         out[name] = str(d / f"{name}.so")
     return out
@@ -212,8 +235,18 @@ def test_device_rule_equals_compare_on_the_same_arrays(runtimes):
     compare()'s verdicts, bad counts, first index and max errors, borderline cases included."""
     rt = Runtime(runtimes["real"])
     rng = np.random.default_rng(0)
-    dtypes = ["float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32",
-              "int64", "uint64"]  # fmt: skip
+    dtypes = [
+        "float32",
+        "float64",
+        "int8",
+        "uint8",
+        "int16",
+        "uint16",
+        "int32",
+        "uint32",
+        "int64",
+        "uint64",
+    ]
     for dtype in dtypes:
         for trial in range(60):
             atol = [1e-4, 1e-5, 0.0, 1e-3, 0.5][trial % 5]
@@ -223,8 +256,9 @@ def test_device_rule_equals_compare_on_the_same_arrays(runtimes):
             want = compare(task, [np.array(g.size, np.int32), w], [None, g], [None, w])
             st = rt.compare(dtype, g.ctypes.data, w.ctypes.data, g.size, atol, rtol, host=True)
             assert (st.bad == 0) == want.correct, (dtype, atol, rtol, g, w)
-            assert _same(st.max_abs_err, want.max_abs_err) and _same(st.max_rel_err,
-                                                                     want.max_rel_err)  # fmt: skip
+            assert _same(st.max_abs_err, want.max_abs_err) and _same(
+                st.max_rel_err, want.max_rel_err
+            )
             if st.bad:
                 assert f"{st.bad} of {g.size} elements" in want.message
                 assert f"first at index {st.first}:" in want.message
@@ -235,16 +269,31 @@ def _same(a: float, b: float) -> bool:
 
 
 def _one_out_task(dtype: str, n: int, atol: float, rtol: float) -> Task:
-    ctype = {"float32": "float", "float64": "double", "int8": "int8_t", "uint8": "uint8_t",
-             "int16": "int16_t", "uint16": "uint16_t", "int32": "int32_t", "uint32": "uint32_t",
-             "int64": "int64_t", "uint64": "uint64_t"}[dtype]  # fmt: skip
+    ctype = {
+        "float32": "float",
+        "float64": "double",
+        "int8": "int8_t",
+        "uint8": "uint8_t",
+        "int16": "int16_t",
+        "uint16": "uint16_t",
+        "int32": "int32_t",
+        "uint32": "uint32_t",
+        "int64": "int64_t",
+        "uint64": "uint64_t",
+    }[dtype]
     return Task(
-        id="t/c2cuda/x", kind="c2cuda", family="x", source="", entry="f",
-        signature=[Param(name="n", ctype="int", role=Role.SCALAR),
-                   Param(name="o", ctype=ctype, role=Role.OUT, length="n")],
+        id="t/c2cuda/x",
+        kind="c2cuda",
+        family="x",
+        source="",
+        entry="f",
+        signature=[
+            Param(name="n", ctype="int", role=Role.SCALAR),
+            Param(name="o", ctype=ctype, role=Role.OUT, length="n"),
+        ],
         configs=[InputConfig(name="c", sizes={"n": n})],
         tolerance=Tolerance(atol=atol, rtol=rtol),
-    )  # fmt: skip
+    )
 
 
 def test_device_compare_messages_equal_compare(runtimes):
@@ -259,8 +308,9 @@ def test_device_compare_messages_equal_compare(runtimes):
     for got_y, got_x in ((want_y.copy(), x), (want_y * 1.01, x), (want_y, x + 1)):
         bufs = _FakeBufs(rt, {2: x, 3: y}, {3: want_y}, {2: got_x, 3: got_y})
         ours = device_compare(rt, task, bufs)
-        ref = compare(task, [None, None, x, y], [None, None, got_x.copy(), got_y],
-                      [None, None, x, want_y])  # fmt: skip
+        ref = compare(
+            task, [None, None, x, y], [None, None, got_x.copy(), got_y], [None, None, x, want_y]
+        )
         assert ours == ref
 
 
@@ -280,18 +330,22 @@ def test_resume_skips_only_finished_pairs_of_unchanged_tasks():
     task = saxpy_task({"a": GOOD.format(block=128), "b": GOOD.format(block=256)})
     env = RowContext("full", "NVIDIA H200", "sm_90", {})
     a, b = task.implementations
-    rows = [make_row(env, task, a, Status.WRONG_OUTPUT, message="x"),
-            make_row(env, task, b, Status.INFRA_ERROR, message="our fault")]  # fmt: skip
+    rows = [
+        make_row(env, task, a, Status.WRONG_OUTPUT, message="x"),
+        make_row(env, task, b, Status.INFRA_ERROR, message="our fault"),
+    ]
     assert done_pairs(rows, [task], "full", "NVIDIA H200") == {(task.id, "a")}
     assert done_pairs(rows, [task], "full", "NVIDIA H100") == set()
     assert done_pairs(rows, [task], "compile-only", "") == set()
     changed = task.model_copy(update={"tolerance": Tolerance(atol=1e-3, rtol=1e-3)})
     assert done_pairs(rows, [changed], "full", "NVIDIA H200") == set()
-    new_code = task.model_copy(update={"implementations": [
-        a.model_copy(update={"code": a.code + "\n"}), b]})  # fmt: skip
+    new_code = task.model_copy(
+        update={"implementations": [a.model_copy(update={"code": a.code + "\n"}), b]}
+    )
     assert done_pairs(rows, [new_code], "full", "NVIDIA H200") == set()
-    measured = task.model_copy(update={"implementations": [a.model_copy(update={
-        "strategies": ["naive"]}), b]})  # fmt: skip
+    measured = task.model_copy(
+        update={"implementations": [a.model_copy(update={"strategies": ["naive"]}), b]}
+    )
     assert pair_key(measured, measured.implementations[0]) == pair_key(task, a)
 
 
@@ -334,16 +388,25 @@ int cp_time(int k, void** a, int warmup, int trials, double budget_ms, void* flu
 }
 """
 
-FAKE_IMPLS = {"ok": 0, "wrong": 1, "mutates": 2, "cuda_error": 3, "hangs": 4, "segfault": 5,
-              "escapes": 6, "chatty": 7}  # fmt: skip
+FAKE_IMPLS = {
+    "ok": 0,
+    "wrong": 1,
+    "mutates": 2,
+    "cuda_error": 3,
+    "hangs": 4,
+    "segfault": 5,
+    "escapes": 6,
+    "chatty": 7,
+}
 
 
 @pytest.fixture(scope="session")
 def fake_batch(tmp_path_factory) -> str:
     d = tmp_path_factory.mktemp("fakebatch")
     (d / "b.c").write_text(FAKE_BATCH)
-    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-o", str(d / "b.so"), str(d / "b.c")],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        ["gcc", "-O1", "-shared", "-fPIC", "-o", str(d / "b.so"), str(d / "b.c")], check=True
+    )
     return str(d / "b.so")
 
 
@@ -363,32 +426,52 @@ def _fake_builder(lib: str):
 def test_pipeline_on_fake_device(tmp_path, runtimes, fake_batch):
     """Orchestrator, CPU reference pool, driver and the real runner process, on host memory:
     every status, runner restarts after a CUDA error, a crash and a hang, then resume."""
-    names = ["ok", "wrong", "mutates", "cuda_error", "escapes", "segfault", "hangs", "chatty",
-             "broken"]  # fmt: skip
+    names = [
+        "ok",
+        "wrong",
+        "mutates",
+        "cuda_error",
+        "escapes",
+        "segfault",
+        "hangs",
+        "chatty",
+        "broken",
+    ]
     t1 = saxpy_task({n: f"// {n}\n" + GOOD.format(block=128) for n in names})
     t2 = saxpy_task({"ok": GOOD.format(block=32)}, task_id="test/c2cuda/saxpy_b")
-    t3 = saxpy_task({"ok": "system(\"ls\");\n" + GOOD.format(block=32)},
-                    task_id="test/c2cuda/saxpy_c")  # fmt: skip
+    t3 = saxpy_task(
+        {"ok": 'system("ls");\n' + GOOD.format(block=32)}, task_id="test/c2cuda/saxpy_c"
+    )
     out = tmp_path / "res.jsonl"
     ev = bulk_eval_config(cache_dir=tmp_path / "cache", trials=7, seed_salt=5)
-    cfg = BulkConfig(out=out, eval=ev, jobs=2, silence_timeout_s=8, scratch=tmp_path,
-                     batch_tasks=2)  # fmt: skip
+    cfg = BulkConfig(out=out, eval=ev, jobs=2, silence_timeout_s=8, scratch=tmp_path, batch_tasks=2)
     gpu = [GpuInfo(0, "Fake GPU", "sm_90", "0")]
-    summary = measure_tasks([t1, t2, t3], cfg, gpus=gpu, builder=_fake_builder(fake_batch),
-                            runtime_lib=runtimes["fake"])  # fmt: skip
+    summary = measure_tasks(
+        [t1, t2, t3], cfg, gpus=gpu, builder=_fake_builder(fake_batch), runtime_lib=runtimes["fake"]
+    )
     rows = {(r["task_id"], r["candidate_id"]): r for r in read_rows(out)}
     status = {k[1]: r["status"] for k, r in rows.items() if k[0] == t1.id}
-    assert status == {"ok": "ok", "wrong": "wrong_output", "mutates": "rejected",
-                      "cuda_error": "runtime_error", "escapes": "rejected",
-                      "segfault": "runtime_error", "hangs": "timeout", "chatty": "ok",
-                      "broken": "compile_error"}  # fmt: skip
+    assert status == {
+        "ok": "ok",
+        "wrong": "wrong_output",
+        "mutates": "rejected",
+        "cuda_error": "runtime_error",
+        "escapes": "rejected",
+        "segfault": "runtime_error",
+        "hangs": "timeout",
+        "chatty": "ok",
+        "broken": "compile_error",
+    }
     assert rows[(t2.id, "ok")]["status"] == "ok"
     assert rows[(t3.id, "ok")]["status"] == "rejected"  # static check, never compiled
     ok = ExecResult.model_validate(rows[(t1.id, "ok")])
     assert ok.mode == "full" and ok.gpu == "Fake GPU" and ok.cache_key.startswith("measure-")
     assert ok.protocol == "bulk-v1"  # and so are its measurements
-    assert {m.protocol for ms in measurements_from_results([rows[(t1.id, "ok")]], "d").values()
-            for m in ms} == {"bulk-v1"}  # fmt: skip
+    assert {
+        m.protocol
+        for ms in measurements_from_results([rows[(t1.id, "ok")]], "d").values()
+        for m in ms
+    } == {"bulk-v1"}
     assert [c.config for c in ok.configs] == ["small", "heldout"] and ok.configs[1].held_out
     assert all(c.timing and c.timing.trials == 7 and c.timing.median_us > 0 for c in ok.configs)
     assert "input array x was modified" in rows[(t1.id, "mutates")]["feedback"][0]
@@ -397,8 +480,9 @@ def test_pipeline_on_fake_device(tmp_path, runtimes, fake_batch):
     assert summary["runner_starts"]["0"] >= 4  # start + after the CUDA error, crash, hang
     found = measurements_from_results(read_rows(out), "2026-01-01")
     assert {k for k in found} == {(t1.id, "ok"), (t1.id, "chatty"), (t2.id, "ok")}
-    again = measure_tasks([t1, t2, t3], cfg, gpus=gpu, builder=_fake_builder(fake_batch),
-                          runtime_lib=runtimes["fake"])  # fmt: skip
+    again = measure_tasks(
+        [t1, t2, t3], cfg, gpus=gpu, builder=_fake_builder(fake_batch), runtime_lib=runtimes["fake"]
+    )
     assert again["implementations_measured_this_run"] == 0
     assert len(read_rows(out)) == len(rows)
 
@@ -422,8 +506,20 @@ def test_cli_compile_only_writes_compiled_rows(tmp_path):
     tasks = [saxpy_task({"a": GOOD.format(block=128), "b": BLOCK_FORM})]
     save_jsonl(tasks, tmp_path / "t.jsonl")
     out, summ = tmp_path / "r.jsonl", tmp_path / "s.json"
-    args = ["data", "measure", str(tmp_path / "t.jsonl"), "--out", str(out), "--compile-only",
-            "--cache-dir", str(tmp_path / "c"), "--summary", str(summ), "--jobs", "1"]  # fmt: skip
+    args = [
+        "data",
+        "measure",
+        str(tmp_path / "t.jsonl"),
+        "--out",
+        str(out),
+        "--compile-only",
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "--summary",
+        str(summ),
+        "--jobs",
+        "1",
+    ]
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
     rows = read_rows(out)
@@ -464,8 +560,10 @@ def test_generated_tasks_measure_ok_on_the_gpu(tmp_path):
     fams = tuple(f for f in want if f in FAMILIES)
     tasks = build_tasks(BuildConfig(per_family=1, seed=3, families=fams, max_family_share=1.0))
     tasks = [t for t in tasks.tasks if t.kind.value == "c2cuda"]
-    faulty = saxpy_task({"good": GOOD.format(block=128), "wrong": WRONG, "oob": OOB,
-                         "good2": BLOCK_FORM}, task_id="test/c2cuda/faulty")  # fmt: skip
+    faulty = saxpy_task(
+        {"good": GOOD.format(block=128), "wrong": WRONG, "oob": OOB, "good2": BLOCK_FORM},
+        task_id="test/c2cuda/faulty",
+    )
     out = tmp_path / "res.jsonl"
     ev = bulk_eval_config(cache_dir=tmp_path / "cache", trials=10)
     cfg = BulkConfig(out=out, eval=ev, batch_tasks=2)
@@ -477,8 +575,11 @@ def test_generated_tasks_measure_ok_on_the_gpu(tmp_path):
     assert by[(faulty.id, "oob")]["status"] == "runtime_error"
     assert by[(faulty.id, "good")]["status"] == by[(faulty.id, "good2")]["status"] == "ok"
     assert sum(summary["runner_starts"].values()) >= 2
-    bad = [(r["task_id"], r["candidate_id"], r["feedback"]) for r in rows
-           if r["status"] != "ok" and r["task_id"] != faulty.id]  # fmt: skip
+    bad = [
+        (r["task_id"], r["candidate_id"], r["feedback"])
+        for r in rows
+        if r["status"] != "ok" and r["task_id"] != faulty.id
+    ]
     assert not bad, bad
     for r in rows:
         if r["status"] == "ok":
@@ -545,16 +646,26 @@ def test_torch_tasks_go_to_measure_torch_with_restarts(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     src = "import torch\nclass Model(torch.nn.Module):\n    pass\n"
     impls = [Implementation(id=i, code=f"# {i}\n") for i in ("ok", "poison", "hang", "ok2")]
-    task = Task(id="t/torch2cuda/x", kind="torch2cuda", family="x", source=src, entry="Model",
-                configs=[InputConfig(name="c", sizes={"N": 4})], implementations=impls)  # fmt: skip
+    task = Task(
+        id="t/torch2cuda/x",
+        kind="torch2cuda",
+        family="x",
+        source=src,
+        entry="Model",
+        configs=[InputConfig(name="c", sizes={"N": 4})],
+        implementations=impls,
+    )
     cfg = BulkConfig(out=tmp_path / "r.jsonl", torch_watchdog_s=4)
     stats = {"notes": []}
     from fake_measure_torch import measure_torch_tasks as fake
 
-    torch_phase([task], cfg, 0, set(), Progress(4, 1), stats, False, 1, "sm_90",
-                 measure_torch=fake)  # fmt: skip
+    torch_phase([task], cfg, 0, set(), Progress(4, 1), stats, False, 1, "sm_90", measure_torch=fake)
     rows = read_rows(cfg.out)
     got = sorted((r["candidate_id"], r["status"]) for r in rows)
-    assert got == [("hang", "runtime_error"), ("ok", "ok"), ("ok2", "ok"),
-                   ("poison", "runtime_error")], got  # fmt: skip
+    assert got == [
+        ("hang", "runtime_error"),
+        ("ok", "ok"),
+        ("ok2", "ok"),
+        ("poison", "runtime_error"),
+    ], got
     assert not stats["notes"]

@@ -99,9 +99,14 @@ def test_ctrl_c_stops_the_child_and_its_pool_without_a_traceback(tmp_path, to):
     script = tmp_path / "parent.py"
     script.write_text(CTRL_C_PARENT)
     env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONUNBUFFERED="1")
-    p = subprocess.Popen([sys.executable, str(script), str(tmp_path / "rows.jsonl")],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                         start_new_session=True)  # fmt: skip
+    p = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "rows.jsonl")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     try:
         assert p.stdout.readline().strip() == "busy"
         t0 = time.monotonic()

@@ -60,9 +60,15 @@ def _with_impls(task: Task, *impls: tuple[str, str]) -> Task:
 def test_compile_only_builds_every_implementation_once(tmp_path, home):
     tasks, out, seen = _tasks(), tmp_path / "rows.jsonl", []
     measure_torch_tasks(
-        tasks, out, trials=20, device=0, done=set(), progress=seen.append, compile_only=True,
+        tasks,
+        out,
+        trials=20,
+        device=0,
+        done=set(),
+        progress=seen.append,
+        compile_only=True,
         jobs=2,
-    )  # fmt: skip
+    )
     rows = _rows(out)
     assert seen == [t.id for t in tasks]
     want = {(t.id, i.id): i for t in tasks for i in t.implementations}
@@ -150,13 +156,26 @@ def test_gpu_rows_attach_unchanged(tmp_path):
     ExecResult, and becomes one Measurement per config through `tasks attach`'s reader."""
     task = _tasks()[0]
     impl = task.implementations[0]
-    run = _Run(tmp_path / "r.jsonl", tmp_path / "m", "full", "sm_90", "NVIDIA H200",
-               {"torch": "x", "nvcc": "13.0"}, salt=1)  # fmt: skip
+    run = _Run(
+        tmp_path / "r.jsonl",
+        tmp_path / "m",
+        "full",
+        "sm_90",
+        "NVIDIA H200",
+        {"torch": "x", "nvcc": "13.0"},
+        salt=1,
+    )
     configs = [
-        ConfigResult(config=c.name, held_out=c.held_out, correct=True, max_abs_err=1e-7,
-                     timing=Timing.of([10.0, 11.0, 12.0]), eager_timing=Timing.of([20.0, 22.0]))
+        ConfigResult(
+            config=c.name,
+            held_out=c.held_out,
+            correct=True,
+            max_abs_err=1e-7,
+            timing=Timing.of([10.0, 11.0, 12.0]),
+            eager_timing=Timing.of([20.0, 22.0]),
+        )
         for c in task.configs
-    ]  # fmt: skip
+    ]
     p = Prebuilt("ok", "native", "built", 1.0)
     row = _gpu_row(run, task, impl, p, Status.OK, configs, "")
     run.write(row)

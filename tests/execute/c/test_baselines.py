@@ -18,8 +18,14 @@ from tests.execute.c.test_trusted import SLOW_FILL_FAKE, _fake_lib, _prepared, _
 
 
 def _setup(cpu_config, tmp_path, gate=None):
-    cfg = replace(cpu_config, compile_only=None, trials=10, run_timeout_s=20, cpu_trials=2,
-                  cache_dir=tmp_path / "cache")  # fmt: skip
+    cfg = replace(
+        cpu_config,
+        compile_only=None,
+        trials=10,
+        run_timeout_s=20,
+        cpu_trials=2,
+        cache_dir=tmp_path / "cache",
+    )
     ev = Evaluator(cfg, Env("full", (0,), "FAKE", "sm_90", {}, 1))
     lib = _fake_lib(tmp_path, "sf", SLOW_FILL_FAKE)
     return cfg, ev, _prepared(_slow_task(), "slow_fill", lib, cfg)
@@ -71,8 +77,9 @@ def test_cpu_baselines_are_timed_once_in_clean_requests_and_kept_on_disk(cpu_con
     finally:
         h2.close()
     assert [op for op, *_ in sent2] == ["run"]
-    assert [c.cpu_timing.median_us for c in res2.configs] == [c.cpu_timing.median_us
-                                                              for c in res.configs]  # fmt: skip
+    assert [c.cpu_timing.median_us for c in res2.configs] == [
+        c.cpu_timing.median_us for c in res.configs
+    ]
 
 
 def test_a_job_uses_the_records_it_is_given_and_times_none_itself(cpu_config, tmp_path):
@@ -82,13 +89,20 @@ def test_a_job_uses_the_records_it_is_given_and_times_none_itself(cpu_config, tm
     h = WorkerHandle(None, cfg)
     host = c_baselines.host_id(cfg.gcc, cfg.cpu_trials, cfg.cpu_time_budget_s)
     prefix = c_baselines.key_prefix(p.task.model_dump(mode="json"), host)
-    timing = {"median_us": 123456.0, "iqr_us": 0.0, "min_us": 123456.0, "max_us": 123456.0,
-              "trials": 1}  # fmt: skip
+    timing = {
+        "median_us": 123456.0,
+        "iqr_us": 0.0,
+        "min_us": 123456.0,
+        "max_us": 123456.0,
+        "trials": 1,
+    }
     (cfg.cache_dir).mkdir(parents=True, exist_ok=True)
-    (cfg.cache_dir / c_baselines.FILE).write_text("".join(
-        json.dumps({"key": prefix + c.name, "timing": timing, "v": 2}) + "\n"
-        for c in p.task.configs
-    ))  # fmt: skip
+    (cfg.cache_dir / c_baselines.FILE).write_text(
+        "".join(
+            json.dumps({"key": prefix + c.name, "timing": timing, "v": 2}) + "\n"
+            for c in p.task.configs
+        )
+    )
     sent = _spy(h)
     try:
         res = ev.finish(p, h.request(ev.request(p), 60))
@@ -103,8 +117,9 @@ def test_a_failed_baseline_request_leaves_the_job_without_a_cpu_baseline(cpu_con
     cfg, ev, p = _setup(cpu_config, tmp_path)
     h = WorkerHandle(None, cfg)
     real = h._send
-    h._send = lambda req, t: ({"status": "timeout", "message": "x"} if req["op"] ==
-                              "c_baselines" else real(req, t))  # fmt: skip
+    h._send = lambda req, t: (
+        {"status": "timeout", "message": "x"} if req["op"] == "c_baselines" else real(req, t)
+    )
     try:
         res = ev.finish(p, h.request(ev.request(p), 60))
         again = h.request(ev.request(p), 60)  # asked once per handle: not again
@@ -168,8 +183,9 @@ def test_the_local_backend_compiles_inside_the_gate_its_workers_time_in(cpu_conf
     backend = pool.LocalBackend(cfg, Env("compile-only", (), "", "sm_90", {}, 1))
     seen = []
     ev = backend.evaluator
-    monkeypatch.setattr(ev, "prepare", lambda t, c: seen.append(backend.gate.holders) or
-                        pytest.fail("stop here"))  # fmt: skip
+    monkeypatch.setattr(
+        ev, "prepare", lambda t, c: seen.append(backend.gate.holders) or pytest.fail("stop here")
+    )
     with pytest.raises(pytest.fail.Exception):
         pool.prepare_cached(ev, _slow_task(), p_cand(), None, backend.gate)
     assert seen == [(1, False)]

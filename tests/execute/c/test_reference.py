@@ -43,8 +43,15 @@ def _c_task(name: str, source: str, arrays: list[tuple[str, str, str]], n: int, 
 
     sig = [Param(name="n", ctype="int", role=Role.SCALAR)]
     sig += [Param(name=a, ctype=ct, role=Role(r), length="n") for a, ct, r in arrays]
-    t = Task(id=f"test/c2cuda/{name}", kind="c2cuda", family=name, source=source, entry=name,
-             signature=sig, configs=[InputConfig(name=f"n{n}", sizes={"n": n})])  # fmt: skip
+    t = Task(
+        id=f"test/c2cuda/{name}",
+        kind="c2cuda",
+        family=name,
+        source=source,
+        entry=name,
+        signature=sig,
+        configs=[InputConfig(name=f"n{n}", sizes={"n": n})],
+    )
     lib = ctypes.CDLL(build_reference(t, cpu_config).lib)
     x = make_inputs(t, t.configs[0], 0, 7)
     return t, x, run_reference(t, lib, x)
@@ -95,8 +102,9 @@ void acc(int n, const int* x, int* y) { for (int i = 0; i < n; ++i) y[i] += x[i]
 def test_an_out_array_the_reference_reads_is_still_compared(cpu_config):
     """A mis-declared `out` that the reference accumulates into is not mistaken for unwritten:
     every element stays compared."""
-    t, x, want = _c_task("acc", ACCUMULATES_C, [("x", "int", "in"), ("y", "int", "out")], 8,
-                         cpu_config)  # fmt: skip
+    t, x, want = _c_task(
+        "acc", ACCUMULATES_C, [("x", "int", "in"), ("y", "int", "out")], 8, cpu_config
+    )
     assert not np.ma.isMaskedArray(want[2]) or not np.ma.getmaskarray(want[2]).any()
     assert not compare(t, x, [a.copy() for a in x], want).correct  # doing nothing fails
 
@@ -117,14 +125,18 @@ def _unary_task(entry: str, dist: dict | None = None):
 
     d = Distribution(**(dist or {"kind": "uniform", "low": 0.0, "high": 1.0}))  # torch.rand
     return Task(
-        id=f"test/c2cuda/{entry}", kind="c2cuda", family=entry, source=RELU_C, entry=entry,
+        id=f"test/c2cuda/{entry}",
+        kind="c2cuda",
+        family=entry,
+        source=RELU_C,
+        entry=entry,
         signature=[
             Param(name="n", ctype="int", role=Role.SCALAR),
             Param(name="x", ctype="float", role=Role.IN, length="n"),
             Param(name="y", ctype="float", role=Role.OUT, length="n"),
         ],
         configs=[InputConfig(name="n4096", sizes={"n": 4096}, distribution=d)],
-    )  # fmt: skip
+    )
 
 
 def test_a_copy_kernel_fails_a_relu_task_whose_own_inputs_are_non_negative(cpu_config):

@@ -17,8 +17,18 @@ from cudaperf.execute.types import Candidate, Status
 
 def _prepared(task, code: str, lib: str, cfg) -> Prepared:
     """A prepared candidate whose library is `lib` (a fake harness), with the task's reference."""
-    return Prepared(task, Candidate(code=code), "k", str(lib), build_reference(task, cfg).lib, "",
-                    [], [], tempfile.mkdtemp(), time.monotonic())  # fmt: skip
+    return Prepared(
+        task,
+        Candidate(code=code),
+        "k",
+        str(lib),
+        build_reference(task, cfg).lib,
+        "",
+        [],
+        [],
+        tempfile.mkdtemp(),
+        time.monotonic(),
+    )
 
 
 def _fake_lib(tmp_path, name: str, source: str) -> str:
@@ -105,11 +115,18 @@ def test_reference_outputs_equal_to_the_poison_pattern_are_still_compared(cpu_co
 
     src = "void fill(int n, int* y) { for (int i = 0; i < n; ++i) y[i] = (i % 2) ? -1 : i; }"
     task = Task(
-        id="test/c2cuda/fill", kind="c2cuda", family="fill", source=src, entry="fill",
-        signature=[Param(name="n", ctype="int", role=Role.SCALAR),
-                   Param(name="y", ctype="int", role=Role.OUT, length="n")],
-        configs=[InputConfig(name="n64", sizes={"n": 64})], tolerance=Tolerance(atol=0, rtol=0),
-    )  # fmt: skip
+        id="test/c2cuda/fill",
+        kind="c2cuda",
+        family="fill",
+        source=src,
+        entry="fill",
+        signature=[
+            Param(name="n", ctype="int", role=Role.SCALAR),
+            Param(name="y", ctype="int", role=Role.OUT, length="n"),
+        ],
+        configs=[InputConfig(name="n64", sizes={"n": 64})],
+        tolerance=Tolerance(atol=0, rtol=0),
+    )
     lib = ctypes.CDLL(build_reference(task, cpu_config).lib)
     inputs = make_inputs(task, task.configs[0], 0, 1)
     want = run_reference(task, lib, inputs)
@@ -138,13 +155,18 @@ def _slow_task():
     from cudaperf.tasks.model import InputConfig, Param, Role, Task
 
     return Task(
-        id="test/c2cuda/slow_fill", kind="c2cuda", family="slow_fill", source=SLOW_FILL_C,
+        id="test/c2cuda/slow_fill",
+        kind="c2cuda",
+        family="slow_fill",
+        source=SLOW_FILL_C,
         entry="slow_fill",
-        signature=[Param(name="n", ctype="int", role=Role.SCALAR),
-                   Param(name="x", ctype="float", role=Role.IN, length="n"),
-                   Param(name="y", ctype="float", role=Role.OUT, length="n")],
+        signature=[
+            Param(name="n", ctype="int", role=Role.SCALAR),
+            Param(name="x", ctype="float", role=Role.IN, length="n"),
+            Param(name="y", ctype="float", role=Role.OUT, length="n"),
+        ],
         configs=[InputConfig(name=f"n{n}", sizes={"n": n}) for n in (64, 128, 256, 512)],
-    )  # fmt: skip
+    )
 
 
 def test_a_jobs_reference_sets_are_computed_together_and_match_the_serial_ones(cpu_config):
@@ -265,8 +287,9 @@ def test_a_job_draws_its_reference_sets_together(cpu_config, tmp_path):
         warm = ev.request(replace(p, task=task.model_copy(update={"id": "warm"})))
         h.request({**warm, "cpu_baseline_cache": None}, 20)
         t0 = time.perf_counter()
-        res = ev.finish(p, h.request({**ev.request(p), "cpu_baseline_cache": None},
-                                     cfg.run_timeout_s))  # fmt: skip
+        res = ev.finish(
+            p, h.request({**ev.request(p), "cpu_baseline_cache": None}, cfg.run_timeout_s)
+        )
         took = time.perf_counter() - t0
     finally:
         h.close()
@@ -283,8 +306,14 @@ def test_the_workers_set_cache_bound_comes_from_the_config(cpu_config, tmp_path)
     task = _slow_task()
     took = {}
     for gib in (1.0, 1e-6):
-        cfg = replace(cpu_config, compile_only=None, trials=10, run_timeout_s=20, cpu_trials=1,
-                      set_cache_gib=gib)  # fmt: skip
+        cfg = replace(
+            cpu_config,
+            compile_only=None,
+            trials=10,
+            run_timeout_s=20,
+            cpu_trials=1,
+            set_cache_gib=gib,
+        )
         ev = Evaluator(cfg, Env("full", (0,), "FAKE", "sm_90", {}, 1))
         h = WorkerHandle(None, cfg)
         try:

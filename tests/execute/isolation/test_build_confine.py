@@ -106,8 +106,12 @@ print(json.dumps({"rc": p.returncode, "log": p.stderr, "report": report}))
 def test_refused_namespaces_degrade_like_the_worker_and_are_named(tmp_path):
     (tmp_path / "x.c").write_text("int f(void) { return 2; }\n")
     src = str(Path(build_confine.__file__).parents[3])
-    r = subprocess.run([sys.executable, "-c", DEGRADED, src, str(tmp_path)],
-                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c", DEGRADED, src, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout.strip().splitlines()[-1])
     assert got["rc"] == 0, got["log"]  # the build still runs

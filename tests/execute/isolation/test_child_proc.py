@@ -56,9 +56,11 @@ def test_read_log_keeps_the_end_and_says_what_it_cut(tmp_path):
 
 def test_redirect_output_appends_or_truncates(tmp_path):
     """The worker truncates the job's log at its start; a candidate's process appends."""
-    code = ("import sys; from cudaperf.execute.isolation.child_proc import redirect_output; "
-            f"redirect_output({str(tmp_path)!r}, truncate=sys.argv[1] == 't'); "
-            "print('line', sys.argv[1])")  # fmt: skip
+    code = (
+        "import sys; from cudaperf.execute.isolation.child_proc import redirect_output; "
+        f"redirect_output({str(tmp_path)!r}, truncate=sys.argv[1] == 't'); "
+        "print('line', sys.argv[1])"
+    )
     for modes, want in ((("t", "a", "a"), "line t\nline a\nline a\n"), (("t",), "line t\n")):
         for mode in modes:
             subprocess.run([sys.executable, "-c", code, mode], check=True)

@@ -100,8 +100,9 @@ def _run(policy: confine.Policy | None, code: str, *args: str) -> tuple[dict, di
 def test_writes_and_reads_outside_the_scratch_fail_and_the_host_is_unchanged(host):
     visible, hidden, scratch, tmp_secret = host
     policy = confine.Policy(private=("/tmp", "/dev/shm", str(hidden)), writable=(str(scratch),))
-    got, prot = _run(policy, ESCAPES, str(visible), str(hidden / "secret.json"),
-                     str(tmp_secret), str(scratch))  # fmt: skip
+    got, prot = _run(
+        policy, ESCAPES, str(visible), str(hidden / "secret.json"), str(tmp_secret), str(scratch)
+    )
     for name in ("pathlib", "io_open", "os_open"):
         assert got[name] == "OSError", got  # EROFS
     assert got["ctypes_open"] == "Read-only file system"
@@ -117,8 +118,9 @@ def test_writes_and_reads_outside_the_scratch_fail_and_the_host_is_unchanged(hos
 def test_unconfined_control_can_write(host):
     """The same script without confinement writes the host: the test above is not vacuous."""
     visible, hidden, scratch, tmp_secret = host
-    got, prot = _run(None, ESCAPES, str(visible), str(hidden / "secret.json"), str(tmp_secret),
-                     str(scratch))  # fmt: skip
+    got, prot = _run(
+        None, ESCAPES, str(visible), str(hidden / "secret.json"), str(tmp_secret), str(scratch)
+    )
     assert got["pathlib"] == got["read_hidden"] == "ok" and len(list(visible.iterdir())) == 4
     Path("/tmp/mine").unlink(missing_ok=True)
     assert prot["active"] == []
@@ -215,8 +217,12 @@ print(json.dumps({"active": prot.active, "missing": prot.missing}))
 
 
 def test_no_namespaces_degrades_with_a_reason_logged_once():
-    r = subprocess.run([sys.executable, _script(DEGRADE), confine.__file__],
-                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, _script(DEGRADE), confine.__file__],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout.strip().splitlines()[-1])
     assert "mount_ns" not in got["active"] and "refused" in got["missing"]["mount_ns"]
@@ -243,8 +249,14 @@ def test_a_non_root_process_gets_a_user_namespace():
     code = "import json, sys; print(json.dumps({'uid': __import__('os').geteuid()}))"
     rr, rw = os.pipe()
     os.set_inheritable(rw, True)
-    r = subprocess.run(confine.command(confine.Policy(), [_script(code)], rw), user=nobody,
-                       capture_output=True, text=True, pass_fds=(rw,), timeout=60)  # fmt: skip
+    r = subprocess.run(
+        confine.command(confine.Policy(), [_script(code)], rw),
+        user=nobody,
+        capture_output=True,
+        text=True,
+        pass_fds=(rw,),
+        timeout=60,
+    )
     os.close(rw)
     with os.fdopen(rr) as f:
         prot = json.loads(f.read())
@@ -292,8 +304,11 @@ def test_an_interpreter_under_tmp_keeps_the_host_s_tmp_hidden(tmp_path):
     secret = Path(tempfile.mkdtemp(prefix="confine-secret-", dir="/tmp")) / "s.txt"
     secret.write_text("the answer")
     try:
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages",
-                        str(venv)], check=True, timeout=120)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+            check=True,
+            timeout=120,
+        )
         code = f"""
 import json, pathlib
 try:
@@ -339,8 +354,7 @@ print(json.dumps({"value": cudaperf_probe_pkg.VALUE, "wrote": wrote}))
         }
         rr, rw = os.pipe()
         cmd = confine.command(confine.Policy(private=("/tmp",)), [_script(code)], rw)
-        r = subprocess.run(cmd, capture_output=True, text=True, pass_fds=(rw,), env=env,
-                           timeout=60)  # fmt: skip
+        r = subprocess.run(cmd, capture_output=True, text=True, pass_fds=(rw,), env=env, timeout=60)
         os.close(rw)
         os.close(rr)
         assert r.returncode == 0, r.stderr[-500:]

@@ -32,17 +32,26 @@ pytestmark = [
 def _task(name: str) -> Task:
     spec = json.loads((CORPUS / "expected.json").read_text())["tasks"][name]
     return Task(
-        id=f"isolation/{name}", kind="torch2cuda", family=name, entry="Model",
-        source=(CORPUS / spec["module"]).read_text(), configs=spec["configs"],
+        id=f"isolation/{name}",
+        kind="torch2cuda",
+        family=name,
+        entry="Model",
+        source=(CORPUS / spec["module"]).read_text(),
+        configs=spec["configs"],
         tolerance=spec["tolerance"],
-    )  # fmt: skip
+    )
 
 
 def _config(tmp_path: Path) -> EvalConfig:
     return EvalConfig(
-        trials=20, warmup=3, run_timeout_s=60, baseline_timeout_s=120, cache_dir=tmp_path,
-        use_result_cache=False, compile_baseline=False,
-    )  # fmt: skip
+        trials=20,
+        warmup=3,
+        run_timeout_s=60,
+        baseline_timeout_s=120,
+        cache_dir=tmp_path,
+        use_result_cache=False,
+        compile_baseline=False,
+    )
 
 
 @pytest.fixture()
@@ -83,8 +92,11 @@ def test_c_candidate_cannot_write_or_peek_through_raw_syscalls(cache_dir, target
     assert res.status is Status.OK, (res.feedback, res.runtime_log[-500:])
     assert "isolation: write blocked" in res.runtime_log and "peek blocked" in res.runtime_log
     assert list(outside.iterdir()) == []
-    off = evaluate(saxpy_task(), Candidate(code=code + "\n// control\n"),
-                   EvalConfig(**{**cfg.__dict__, "isolate_files": False}))  # fmt: skip
+    off = evaluate(
+        saxpy_task(),
+        Candidate(code=code + "\n// control\n"),
+        EvalConfig(**{**cfg.__dict__, "isolate_files": False}),
+    )
     # The control: without isolation the write reaches the host. (Not read from the log: the
     # host code leaks its two descriptors on every call, so after ~125 calls the open-file
     # limit blocks the opens and only those late lines survive the log's truncation.)

@@ -19,16 +19,32 @@ from tests.execute.isolation.test_confine import needs_ns
 
 @pytest.fixture(params=[True])
 def rig(request, cpu_config, fake_libs):
-    cfg = replace(cpu_config, compile_only=None, max_output_mb=2, trials=10, run_timeout_s=3,
-                  isolate_files=request.param)  # fmt: skip
+    cfg = replace(
+        cpu_config,
+        compile_only=None,
+        max_output_mb=2,
+        trials=10,
+        run_timeout_s=3,
+        isolate_files=request.param,
+    )
     ev = Evaluator(cfg, Env("full", (0,), "FAKE", "sm_90", {}, 1))
     task = saxpy_task()
     ref = build_reference(task, cfg).lib
     h = WorkerHandle(None, cfg)
 
     def run(name: str, t=task):
-        p = Prepared(t, Candidate(code=name), "k", fake_libs[name], ref, "", [], [],
-                     tempfile.mkdtemp(), time.monotonic())  # fmt: skip
+        p = Prepared(
+            t,
+            Candidate(code=name),
+            "k",
+            fake_libs[name],
+            ref,
+            "",
+            [],
+            [],
+            tempfile.mkdtemp(),
+            time.monotonic(),
+        )
         return ev.finish(p, h.request(ev.request(p), cfg.run_timeout_s))
 
     yield run, h
@@ -95,8 +111,13 @@ def test_what_a_candidate_prints_on_a_held_out_config_never_reaches_a_result(rig
     run, _ = rig
     task = saxpy_task()
     first = task.model_copy(update={"configs": [task.configs[-1], *task.configs[:-1]]})
-    cases = (("probe", task), ("probe_err", task), ("probe", first), ("probe_hang", task),
-             ("probe_forge", task))  # fmt: skip
+    cases = (
+        ("probe", task),
+        ("probe_err", task),
+        ("probe", first),
+        ("probe_hang", task),
+        ("probe_forge", task),
+    )
     for name, t in cases:
         res = run(name, t)
         want = Status.TIMEOUT if name == "probe_hang" else Status.RUNTIME_ERROR

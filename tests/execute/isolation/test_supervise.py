@@ -36,8 +36,11 @@ _CHILD = textwrap.dedent("""
 
 
 def _child(tmp_path) -> LineChild:
-    return LineChild(lambda r, w: [sys.executable, "-c", _CHILD, str(r), str(w)],
-                     dict(os.environ), tmp_path / "child.log")  # fmt: skip
+    return LineChild(
+        lambda r, w: [sys.executable, "-c", _CHILD, str(r), str(w)],
+        dict(os.environ),
+        tmp_path / "child.log",
+    )
 
 
 def test_requests_and_replies_travel_over_the_passed_pipes_only(tmp_path):
@@ -110,9 +113,10 @@ def test_gpu_env_binds_one_gpu_in_nvidia_smi_order_with_the_prebuild_arch_list()
     assert torch_arch_list("sm_90", env) == "9.0a"  # the GPU machine's own value wins
     assert gpu_env(dict(env), 0, "sm_90")["TORCH_CUDA_ARCH_LIST"] == "9.0a"
     assert gpu_env({}, 1, "sm_90a") == {
-        "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "1",
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        "CUDA_VISIBLE_DEVICES": "1",
         "TORCH_CUDA_ARCH_LIST": torch_arch_list("sm_90a", {}),
-    }  # fmt: skip
+    }
     assert gpu_env({"A": "b"}, None) == {"A": "b"}  # no GPU named, no arch: left as it is
 
 

@@ -123,8 +123,18 @@ def test_c_faults_end_only_the_candidates_process_and_the_worker_stays(cpu_confi
     try:
 
         def run(name: str):
-            p = Prepared(task, Candidate(code=name), "k", fake_libs[name], ref, "", [], [],
-                         tempfile.mkdtemp(), time.monotonic())  # fmt: skip
+            p = Prepared(
+                task,
+                Candidate(code=name),
+                "k",
+                fake_libs[name],
+                ref,
+                "",
+                [],
+                [],
+                tempfile.mkdtemp(),
+                time.monotonic(),
+            )
             return ev.finish(p, h.request(ev.request(p), cfg.run_timeout_s))
 
         pid = h.request({"op": "hello"}, 30)["pid"]

@@ -50,13 +50,19 @@ def _keys(task, device: str) -> list[str]:
 def test_only_version_2_records_of_the_task_are_read_or_accepted(tmp_path):
     path = tmp_path / "b.jsonl"
     t = {"median_us": 1.0, "iqr_us": 0.0, "min_us": 1.0, "max_us": 1.0, "trials": 3}
-    path.write_text("\n".join([
-        json.dumps({"key": "t:abc:x", "timing": t}),  # an old line: maybe from the old merge
-        json.dumps({"key": "t:abc:y", "timing": t, "v": 2}),
-        json.dumps({"key": "u:abc:y", "timing": t, "v": 2}),  # another task
-        json.dumps({"key": "t:abc:z", "timing": {"median_us": "slow"}, "v": 2}),
-        "not json",
-    ]))  # fmt: skip
+    path.write_text(
+        "\n".join(
+            [
+                json.dumps(
+                    {"key": "t:abc:x", "timing": t}
+                ),  # an old line: maybe from the old merge
+                json.dumps({"key": "t:abc:y", "timing": t, "v": 2}),
+                json.dumps({"key": "u:abc:y", "timing": t, "v": 2}),  # another task
+                json.dumps({"key": "t:abc:z", "timing": {"median_us": "slow"}, "v": 2}),
+                "not json",
+            ]
+        )
+    )
     assert list(baseline_records.read_records(path, "t:abc:")) == ["t:abc:y"]
     reply = {"new_baselines": [{"key": "t:abc:q", "timing": t}, {"key": "u:1:q", "timing": t}]}
     assert list(baseline_records.accepted(reply, "t:abc:")) == ["t:abc:q"]
@@ -71,8 +77,11 @@ def handle(cpu_config):
 
 def _torch_req(code: str, base: Path) -> dict:
     req = request(code, workdir=tempfile.mkdtemp(prefix="cudaperf-cand-"))
-    return req | {"op": "torch", "task": relu_task().model_dump(mode="json"),
-                  "baseline_cache": str(base)}  # fmt: skip
+    return req | {
+        "op": "torch",
+        "task": relu_task().model_dump(mode="json"),
+        "baseline_cache": str(base),
+    }
 
 
 @needs_ns

@@ -61,9 +61,13 @@ if False:
 
 @pytest.mark.parametrize(
     ("arch", "environ_list", "expected"),
-    [("sm_90", None, "9.0"), ("sm_80", None, "8.0"), ("sm_90a", None, "9.0a"),
-     ("sm_90", "7.5+PTX", "7.5+PTX")],
-)  # fmt: skip
+    [
+        ("sm_90", None, "9.0"),
+        ("sm_80", None, "8.0"),
+        ("sm_90a", None, "9.0a"),
+        ("sm_90", "7.5+PTX", "7.5+PTX"),
+    ],
+)
 def test_inline_build_gets_the_arch_list_of_its_arch(
     tmp_path, monkeypatch, arch, environ_list, expected
 ):
@@ -180,8 +184,9 @@ def test_native_prebuild_runs_confined_and_never_in_the_evaluator(tmp_path):
         assert {"mount_ns", "readonly_root", "seccomp"} <= set(b.protections["active"])
         assert not target.exists()
         code = code.replace("__global__", "// unconfined\n__global__", 1)  # a new build
-        off = prebuild_torch_candidate(code, "sm_90", tmp_path, 120, native_cache=tmp_path / "m",
-                                       isolate=False)  # fmt: skip
+        off = prebuild_torch_candidate(
+            code, "sm_90", tmp_path, 120, native_cache=tmp_path / "m", isolate=False
+        )
         assert off.ok and off.protections["missing"] == {"all": "isolate_files is off"}
         assert target.is_file() and int(target.read_text()) != os.getpid()
     finally:

@@ -21,15 +21,26 @@ MANIFEST = json.loads((CORPUS / "expected.json").read_text())
 def _task(name: str) -> Task:
     spec = MANIFEST["tasks"][name]
     return Task(
-        id=f"adversarial/{name}", kind="torch2cuda", family=name, entry="Model",
-        source=(CORPUS / spec["module"]).read_text(), configs=spec["configs"],
+        id=f"adversarial/{name}",
+        kind="torch2cuda",
+        family=name,
+        entry="Model",
+        source=(CORPUS / spec["module"]).read_text(),
+        configs=spec["configs"],
         tolerance=spec["tolerance"],
-    )  # fmt: skip
+    )
 
 
 def _config(tmp_path: Path, **kw) -> EvalConfig:
-    base = dict(trials=20, warmup=3, run_timeout_s=30, baseline_timeout_s=60,
-                cache_dir=tmp_path, use_result_cache=False, compile_baseline=False)  # fmt: skip
+    base = dict(
+        trials=20,
+        warmup=3,
+        run_timeout_s=30,
+        baseline_timeout_s=60,
+        cache_dir=tmp_path,
+        use_result_cache=False,
+        compile_baseline=False,
+    )
     return EvalConfig(**(base | kw))
 
 
@@ -78,10 +89,16 @@ def test_torch_faults_get_their_status_and_the_next_candidate_is_ok(tmp_path):
         jobs.append((task, Candidate(code=FAULTS[name][0], id=name)))
         jobs.append((task, Candidate(code=honest(k), id=f"honest{k}")))
     res = {r.candidate_id: r for r in evaluate_batch(jobs, _config(tmp_path))}
-    bad = [f"{n}: {res[n].status.value} {res[n].feedback[:1]}" for n, (_, allowed) in
-           FAULTS.items() if res[n].status.value not in allowed]  # fmt: skip
-    bad += [f"{i}: {r.status.value} {r.feedback[:1]}" for i, r in res.items()
-            if i.startswith("honest") and not r.ok]  # fmt: skip
+    bad = [
+        f"{n}: {res[n].status.value} {res[n].feedback[:1]}"
+        for n, (_, allowed) in FAULTS.items()
+        if res[n].status.value not in allowed
+    ]
+    bad += [
+        f"{i}: {r.status.value} {r.feedback[:1]}"
+        for i, r in res.items()
+        if i.startswith("honest") and not r.ok
+    ]
     assert not bad, "\n".join(bad)
     for name in ("illegal_write", "illegal_null_read", "misaligned_write", "device_assert"):
         assert "CUDA error" in res[name].feedback[0], res[name].feedback  # the CUDA message
@@ -140,8 +157,10 @@ def _native(forward: str) -> str:
 def test_stale_outputs_after_timing_are_caught_on_the_gpu():
     from torch_catalog import affine_relu_task
 
-    code = _native("self.calls = getattr(self, 'calls', 0) + 1\n"
-                   "if self.calls > 4:\n    return torch.full_like(x, 1.0)")  # fmt: skip
+    code = _native(
+        "self.calls = getattr(self, 'calls', 0) + 1\n"
+        "if self.calls > 4:\n    return torch.full_like(x, 1.0)"
+    )
     reply, _ = _direct(code, affine_relu_task())
     assert reply["status"] == "wrong_output" and "after timing" in reply["message"]
 
@@ -150,9 +169,11 @@ def test_timed_trials_get_fresh_inputs_on_the_gpu():
     """Memoising on a content probe pays nothing: every timed trial has new inputs."""
     from torch_catalog import affine_relu_task
 
-    code = _native("probe = float(x[0])\nseen = self.__dict__.setdefault('seen', set())\n"
-                   "if probe not in seen:\n    __import__('time').sleep(0.003)\n"
-                   "    seen.add(probe)")  # fmt: skip
+    code = _native(
+        "probe = float(x[0])\nseen = self.__dict__.setdefault('seen', set())\n"
+        "if probe not in seen:\n    __import__('time').sleep(0.003)\n"
+        "    seen.add(probe)"
+    )
     reply, _ = _direct(code, affine_relu_task())
     assert reply["status"] == "ok", reply["message"]
     assert reply["configs"][0]["timing"]["median_us"] > 2500

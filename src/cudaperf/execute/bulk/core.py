@@ -128,8 +128,9 @@ def measure_tasks(
     done = done_pairs(read_rows(config.out), tasks, mode, env.gpu)
     c_tasks = [t for t in tasks if t.kind is TaskKind.C2CUDA]
     torch_tasks = [t for t in tasks if t.kind is TaskKind.TORCH2CUDA]
-    todo = [(t, i) for t in c_tasks + torch_tasks for i in t.implementations
-            if (t.id, i.id) not in done]  # fmt: skip
+    todo = [
+        (t, i) for t in c_tasks + torch_tasks for i in t.implementations if (t.id, i.id) not in done
+    ]
     progress = Progress(len(todo), len({t.id for t, _ in todo}))
 
     progress.listener = on_progress
@@ -137,11 +138,26 @@ def measure_tasks(
     out = Output(config.out, progress.row)
     stats: dict = {"skipped_done": len(done), "notes": []}
     salt = ecfg.seed_salt if ecfg.seed_salt is not None else secrets.randbits(62)
-    torch_todo = [t for t in torch_tasks
-                  if any((t.id, i.id) not in done for i in t.implementations)]  # fmt: skip
+    torch_todo = [
+        t for t in torch_tasks if any((t.id, i.id) not in done for i in t.implementations)
+    ]
     try:
-        _measure_c(c_tasks, done, config, ecfg, env, gpus, out, progress, stats, builder,
-                   runtime_lib, torch_todo, salt, measure_torch)  # fmt: skip
+        _measure_c(
+            c_tasks,
+            done,
+            config,
+            ecfg,
+            env,
+            gpus,
+            out,
+            progress,
+            stats,
+            builder,
+            runtime_lib,
+            torch_todo,
+            salt,
+            measure_torch,
+        )
     finally:
         out.close()
     if config.compile_only and torch_todo:  # full runs do this per GPU, after its C share
@@ -152,19 +168,36 @@ def measure_tasks(
 def _batches(tasks: list[Task], ngpu: int, size: int) -> list[tuple[int, list[Task]]]:
     """(gpu slot, tasks) batches: tasks round-robin over GPUs, then chunks, interleaved so every
     GPU's first batch compiles first."""
-    per = [[s[i : i + size] for i in range(0, len(s), size)] for s in
-           (tasks[g::ngpu] for g in range(ngpu))]  # fmt: skip
+    per = [
+        [s[i : i + size] for i in range(0, len(s), size)]
+        for s in (tasks[g::ngpu] for g in range(ngpu))
+    ]
     out = []
     for j in range(max((len(p) for p in per), default=0)):
         out += [(g, p[j]) for g, p in enumerate(per) if j < len(p)]
     return out
 
 
-def _measure_c(c_tasks, done, config, ecfg, env, gpus, out, progress, stats, builder,
-               runtime_lib, torch_tasks, salt, measure_torch) -> None:  # fmt: skip
+def _measure_c(
+    c_tasks,
+    done,
+    config,
+    ecfg,
+    env,
+    gpus,
+    out,
+    progress,
+    stats,
+    builder,
+    runtime_lib,
+    torch_tasks,
+    salt,
+    measure_torch,
+) -> None:
     ngpu = max(len(gpus), 1)
-    pool = cf.ThreadPoolExecutor(config.workers(), thread_name_prefix="nvcc",
-                                 initializer=_lower_priority)  # fmt: skip
+    pool = cf.ThreadPoolExecutor(
+        config.workers(), thread_name_prefix="nvcc", initializer=_lower_priority
+    )
     shard_jobs: list[list[ShardJob]] = [[] for _ in range(ngpu)]
     builds: list[cf.Future] = []
     rejected = 0
@@ -182,8 +215,11 @@ def _measure_c(c_tasks, done, config, ecfg, env, gpus, out, progress, stats, bui
                         todo.append(impl)
                 elif (t.id, impl.id) not in done:
                     rejected += 1
-                    out.put(make_row(env, t, impl, fail.status, message=fail.message,
-                                     findings=fail.findings))  # fmt: skip
+                    out.put(
+                        make_row(
+                            env, t, impl, fail.status, message=fail.message, findings=fail.findings
+                        )
+                    )
             pending.append((t, todo))
         fut = pool.submit(_safe_build, builder, pairs, env.arch, ecfg, config.batch_timeout_s)
         builds.append(fut)
@@ -193,12 +229,26 @@ def _measure_c(c_tasks, done, config, ecfg, env, gpus, out, progress, stats, bui
         if config.compile_only:
             _compile_only([j for s in shard_jobs for j in s], builds, env, out, progress)
         else:
-            _run_gpus(shard_jobs, config, ecfg, env, gpus, out, progress, stats, runtime_lib,
-                      torch_tasks, done, salt, measure_torch)  # fmt: skip
+            _run_gpus(
+                shard_jobs,
+                config,
+                ecfg,
+                env,
+                gpus,
+                out,
+                progress,
+                stats,
+                runtime_lib,
+                torch_tasks,
+                done,
+                salt,
+                measure_torch,
+            )
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-        finished = [f.result() for f in builds if f.done() and not f.cancelled()
-                    and f.exception() is None]  # fmt: skip
+        finished = [
+            f.result() for f in builds if f.done() and not f.cancelled() and f.exception() is None
+        ]
         stats["nvcc_calls"] = sum(b.nvcc_calls for b in finished)
         stats["nvcc_seconds"] = sum(b.compile_seconds for b in finished)
         stats["batch_seconds"] = [round(b.seconds, 1) for b in finished]
@@ -211,8 +261,9 @@ def _safe_build(builder, pairs, arch: str, ecfg: EvalConfig, timeout: float) -> 
     except Exception as e:  # noqa: BLE001 - becomes every pair's infra_error row
         log.exception("building a batch failed")
         msg = f"the batch build raised {type(e).__name__}: {e}"
-        return BatchBuild(failures={(t.id, i.id): Failure(Status.INFRA_ERROR, msg) for t, i in
-                                    pairs})  # fmt: skip
+        return BatchBuild(
+            failures={(t.id, i.id): Failure(Status.INFRA_ERROR, msg) for t, i in pairs}
+        )
 
 
 def _lower_priority() -> None:
@@ -223,8 +274,9 @@ def _lower_priority() -> None:
         pass
 
 
-def _compile_only(jobs: list[ShardJob], builds: list[cf.Future], env: RowContext, out: Output,
-                  progress) -> None:  # fmt: skip
+def _compile_only(
+    jobs: list[ShardJob], builds: list[cf.Future], env: RowContext, out: Output, progress
+) -> None:
     """Rows in the order the batches were submitted (which is the order they finish in)."""
     for fut in builds:
         for job in (j for j in jobs if j.batch is fut):
@@ -232,8 +284,14 @@ def _compile_only(jobs: list[ShardJob], builds: list[cf.Future], env: RowContext
             progress.task()
 
 
-def _write_task(job: ShardJob, build: BatchBuild, prep: dict | None, outcomes: dict,
-                env: RowContext, out: Output) -> None:  # fmt: skip
+def _write_task(
+    job: ShardJob,
+    build: BatchBuild,
+    prep: dict | None,
+    outcomes: dict,
+    env: RowContext,
+    out: Output,
+) -> None:
     t = job.task
     for impl in job.impls:
         key = (t.id, impl.id)
@@ -245,19 +303,46 @@ def _write_task(job: ShardJob, build: BatchBuild, prep: dict | None, outcomes: d
         elif prep is None:
             row = make_row(env, t, impl, Status.COMPILED, compile_log=build.logs.get(key, ""))
         elif not prep.get("ok"):
-            row = make_row(env, t, impl, Status.INFRA_ERROR, message=prep.get("message", ""),
-                           compile_log=prep.get("log", ""))  # fmt: skip
+            row = make_row(
+                env,
+                t,
+                impl,
+                Status.INFRA_ERROR,
+                message=prep.get("message", ""),
+                compile_log=prep.get("log", ""),
+            )
         elif impl.id in outcomes:
             o = outcomes[impl.id]
-            row = make_row(env, t, impl, o.status, configs=o.configs, message=o.message,
-                           compile_log=build.logs.get(key, ""), wall_s=o.seconds)  # fmt: skip
+            row = make_row(
+                env,
+                t,
+                impl,
+                o.status,
+                configs=o.configs,
+                message=o.message,
+                compile_log=build.logs.get(key, ""),
+                wall_s=o.seconds,
+            )
         else:
             row = make_row(env, t, impl, Status.INFRA_ERROR, message="the GPU runner skipped it")
         out.put(row)
 
 
-def _run_gpus(shard_jobs, config, ecfg, env, gpus, out, progress, stats, runtime_lib,
-              torch_tasks, done, salt, measure_torch) -> None:  # fmt: skip
+def _run_gpus(
+    shard_jobs,
+    config,
+    ecfg,
+    env,
+    gpus,
+    out,
+    progress,
+    stats,
+    runtime_lib,
+    torch_tasks,
+    done,
+    salt,
+    measure_torch,
+) -> None:
     try:
         runtime_lib = runtime_lib or build_runtime(env.arch, ecfg)
     except RuntimeError as e:
@@ -279,9 +364,17 @@ def _run_gpus(shard_jobs, config, ecfg, env, gpus, out, progress, stats, runtime
     refs = RefPool(config.workers())
     budget = ByteBudget(limit)
     prefetch = config.prefetch or config.workers() // len(gpus) + 2
-    drivers = [GpuDriver(g.index, runtime_lib, settings, config.silence_timeout_s,
-                         config.out.with_name(f"{config.out.stem}.runner-gpu{g.index}.log"),
-                         config.runner_max_tasks) for g in gpus]  # fmt: skip
+    drivers = [
+        GpuDriver(
+            g.index,
+            runtime_lib,
+            settings,
+            config.silence_timeout_s,
+            config.out.with_name(f"{config.out.stem}.runner-gpu{g.index}.log"),
+            config.runner_max_tasks,
+        )
+        for g in gpus
+    ]
     stats.update(scratch=str(scratch), inflight_limit_gb=limit / 1e9, prefetch=prefetch)
     errors: list[BaseException] = []
 
@@ -298,13 +391,25 @@ def _run_gpus(shard_jobs, config, ecfg, env, gpus, out, progress, stats, runtime
             drivers[i].stop()
             mine = torch_tasks[i :: len(gpus)]
             if mine:
-                torch_phase(mine, config, gpus[i].index, done, progress, stats, False, salt,
-                             env.arch, measure_torch)  # fmt: skip
+                torch_phase(
+                    mine,
+                    config,
+                    gpus[i].index,
+                    done,
+                    progress,
+                    stats,
+                    False,
+                    salt,
+                    env.arch,
+                    measure_torch,
+                )
         except BaseException as e:  # noqa: BLE001 - re-raised by the main thread
             errors.append(e)
 
-    threads = [threading.Thread(target=gpu_thread, args=(i,), name=f"gpu{g.index}", daemon=True)
-               for i, g in enumerate(gpus)]  # fmt: skip
+    threads = [
+        threading.Thread(target=gpu_thread, args=(i,), name=f"gpu{g.index}", daemon=True)
+        for i, g in enumerate(gpus)
+    ]
     try:
         for th in threads:
             th.start()
@@ -349,8 +454,11 @@ def _summary(tasks, config, env, stats, wall_s: float, offset: int) -> dict:
     for k, st in latest.items():
         d = by_kind.setdefault(wanted[k], {})
         d[st] = d.get(st, 0) + 1
-    new = [r for r in rows_from(config.out, offset)
-           if (r.get("task_id"), r.get("candidate_id")) in wanted]  # fmt: skip
+    new = [
+        r
+        for r in rows_from(config.out, offset)
+        if (r.get("task_id"), r.get("candidate_id")) in wanted
+    ]
     this_run: dict[str, int] = {}
     for r in new:
         this_run[r.get("status")] = this_run.get(r.get("status"), 0) + 1
@@ -394,8 +502,11 @@ def estimate_gpu_seconds(tasks: list[Task], config: BulkConfig) -> dict:
             per_impl = 3 * moved / 1.5e12 + 2 * moved / 2e12 + (2 + config.eval.warmup) * call
             per_impl += trials * (call + 70e-6) + 2e-3
             total += moved / 8e9 + n * per_impl
-    return {"seconds": total, "implementations": impls,
-            "ms_per_impl": 1e3 * total / impls if impls else 0.0}  # fmt: skip
+    return {
+        "seconds": total,
+        "implementations": impls,
+        "ms_per_impl": 1e3 * total / impls if impls else 0.0,
+    }
 
 
 def _nbytes(p, cfg) -> int:

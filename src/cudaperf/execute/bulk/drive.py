@@ -51,8 +51,16 @@ class Outcome:
 class GpuDriver:
     """A runner process for one GPU (index `gpu`, or None: inherit the environment)."""
 
-    def __init__(self, gpu: int | None, runtime_lib: str, settings: dict, run_timeout_s: float,
-                 log_path: Path, max_tasks: int = 200, start_timeout_s: float = 180.0):  # fmt: skip
+    def __init__(
+        self,
+        gpu: int | None,
+        runtime_lib: str,
+        settings: dict,
+        run_timeout_s: float,
+        log_path: Path,
+        max_tasks: int = 200,
+        start_timeout_s: float = 180.0,
+    ):
         self.gpu = gpu
         self.runtime_lib = runtime_lib
         self.settings = settings
@@ -72,8 +80,15 @@ class GpuDriver:
         env = gpu_env(dict(os.environ), self.gpu)
 
         def command(rfd: int, wfd: int) -> list[str]:
-            return [sys.executable, "-m", "cudaperf.execute.bulk.runner", str(rfd), str(wfd),
-                    self.runtime_lib, str(self.log_path)]  # fmt: skip
+            return [
+                sys.executable,
+                "-m",
+                "cudaperf.execute.bulk.runner",
+                str(rfd),
+                str(wfd),
+                self.runtime_lib,
+                str(self.log_path),
+            ]
 
         self.proc = LineChild(command, env, self.log_path)
         self.starts += 1
@@ -258,8 +273,11 @@ def drive_shard(
         try:
             build = job.batch.result()  # type: ignore[attr-defined]
             prep = prep_job.result()
-            units = [(im, *build.units[(job.task.id, im.id)]) for im in job.impls
-                     if (job.task.id, im.id) in build.units]  # fmt: skip
+            units = [
+                (im, *build.units[(job.task.id, im.id)])
+                for im in job.impls
+                if (job.task.id, im.id) in build.units
+            ]
             outcomes: dict[str, Outcome] = {}
             if units and prep.get("ok"):
                 outcomes = driver.run_task(job.task, units, prep)

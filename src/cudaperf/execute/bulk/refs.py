@@ -80,8 +80,10 @@ def prepare_task(
         lib = ctypes.CDLL(ref.lib)
         out = Path(folder)
         out.mkdir(parents=True, exist_ok=True)
-        configs = [_one_config(task, cfg, lib, salt, out, ci, cpu_trials) for ci, cfg in
-                   enumerate(task.configs)]  # fmt: skip
+        configs = [
+            _one_config(task, cfg, lib, salt, out, ci, cpu_trials)
+            for ci, cfg in enumerate(task.configs)
+        ]
         return {"ok": True, "dir": folder, "configs": configs, "seconds": time.monotonic() - t0}
     except Exception as e:  # noqa: BLE001 - reported to the orchestrator as infra_error
         shutil.rmtree(folder, ignore_errors=True)
@@ -96,8 +98,13 @@ def _one_config(task: Task, cfg, lib, salt: int, out: Path, ci: int, cpu_trials:
     cpu_us = time_reference(task, lib, inputs, cpu_trials, 2.0) if cpu_trials > 0 else []
     arrays = []
     for i, (p, x, w) in enumerate(zip(task.signature, inputs, want, strict=True)):
-        entry: dict = {"name": p.name, "role": p.role.value, "dtype": p.dtype, "n": int(x.size),
-                       "partial": p.partial_read}  # fmt: skip
+        entry: dict = {
+            "name": p.name,
+            "role": p.role.value,
+            "dtype": p.dtype,
+            "n": int(x.size),
+            "partial": p.partial_read,
+        }
         if p.role is Role.SCALAR:
             entry["value"] = x.item()
         if p.role in (Role.IN, Role.INOUT):

@@ -90,8 +90,11 @@ def make_row(
     if env.mode == "compile-only" and status is Status.COMPILED:
         fb = ["compile-only: no GPU here, so nothing was run, checked or timed"]
     elif not configs and message:
-        fb = [message if message.startswith(("compile error", "link error", "rejected"))
-              else f"{status.value}: {message}"]  # fmt: skip
+        fb = [
+            message
+            if message.startswith(("compile error", "link error", "rejected"))
+            else f"{status.value}: {message}"
+        ]
     else:
         fb = status_feedback(status, configs, message)
     if status is Status.OK:

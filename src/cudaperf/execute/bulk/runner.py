@@ -68,8 +68,11 @@ class ConfigBuffers:
             else:
                 ptrs.append(self.work[i])
         self.args = (ctypes.c_void_p * max(len(ptrs), 1))(*ptrs)
-        self.read_bytes = sum(self.nbytes[i] for i, a in enumerate(self.arrays)
-                              if a["role"] in ("in", "inout") and not a.get("partial"))  # fmt: skip
+        self.read_bytes = sum(
+            self.nbytes[i]
+            for i, a in enumerate(self.arrays)
+            if a["role"] in ("in", "inout") and not a.get("partial")
+        )
 
     def _upload(self) -> None:
         for i, a in enumerate(self.arrays):
@@ -190,9 +193,16 @@ class Runner:
                     t0 = time.monotonic()
                     timed = state[im["id"]] is Status.OK
                     st, cr = self._one(im, task, cfg, bufs, s, timed)
-                    self.emit({"ev": "result", "impl": im["id"], "config": cfg["name"],
-                               "status": st.value, "result": cr.model_dump(mode="json"),
-                               "seconds": time.monotonic() - t0})  # fmt: skip
+                    self.emit(
+                        {
+                            "ev": "result",
+                            "impl": im["id"],
+                            "config": cfg["name"],
+                            "status": st.value,
+                            "result": cr.model_dump(mode="json"),
+                            "seconds": time.monotonic() - t0,
+                        }
+                    )
                     if st is Status.RUNTIME_ERROR:
                         return False
                     if state[im["id"]] is Status.OK:
@@ -260,11 +270,19 @@ class Runner:
         wall = (ctypes.c_double * n)()
         done = ctypes.c_int(0)
         rc = lib.cp_time(
-            ctypes.c_int(k), bufs.args, ctypes.c_int(s["warmup"]), ctypes.c_int(n),
-            ctypes.c_double(s["budget_ms"]), ctypes.c_void_p(self.flush),
-            ctypes.c_longlong(self.flush_bytes), ev, wall, ctypes.byref(done), self.err,
+            ctypes.c_int(k),
+            bufs.args,
+            ctypes.c_int(s["warmup"]),
+            ctypes.c_int(n),
+            ctypes.c_double(s["budget_ms"]),
+            ctypes.c_void_p(self.flush),
+            ctypes.c_longlong(self.flush_bytes),
+            ev,
+            wall,
+            ctypes.byref(done),
+            self.err,
             ctypes.c_int(1024),
-        )  # fmt: skip
+        )
         if rc != 0 or done.value == 0:
             return None, self._msg() or "no timed trial completed"
         m = done.value

@@ -391,15 +391,23 @@ class Runtime:
             fn = getattr(self.lib, name)
             fn.restype = ctypes.c_int
             fn.argtypes = [
-                ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong,
-                ctypes.c_double, ctypes.c_double, ctypes.POINTER(_Stats),
-            ]  # fmt: skip
+                ctypes.c_int,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+                ctypes.c_longlong,
+                ctypes.c_double,
+                ctypes.c_double,
+                ctypes.POINTER(_Stats),
+            ]
         for name in ("cprt_diff", "cprt_diff_host"):
             getattr(self.lib, name).restype = ctypes.c_int
             getattr(self.lib, name).argtypes = [
-                ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong,
+                ctypes.c_int,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+                ctypes.c_longlong,
                 ctypes.POINTER(_Stats),
-            ]  # fmt: skip
+            ]
         for name in ("cprt_h2d", "cprt_d2h", "cprt_d2d"):
             getattr(self.lib, name).argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong]
         self.lib.cprt_memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong]

@@ -27,8 +27,9 @@ log = logging.getLogger(__name__)
 __all__ = ["rows_from", "torch_phase"]
 
 
-def _torch_child(measure_torch: Callable, task_jsons: list[str], out: str, kwargs: dict,
-                 done: list, q) -> None:  # fmt: skip
+def _torch_child(
+    measure_torch: Callable, task_jsons: list[str], out: str, kwargs: dict, done: list, q
+) -> None:
     """Child process: `measure_torch` on one GPU; exit code 3 asks for a restart, 130 says it
     was interrupted (SIGINT from a terminal's Ctrl-C, or from the parent when it was)."""
     tasks = [Task.model_validate_json(j) for j in task_jsons]
@@ -57,24 +58,45 @@ def _stop_child(proc, grace_s: float = 10.0) -> None:
         proc.join()
 
 
-def torch_phase(tasks: list[Task], config, device: int, done: set, progress,
-                 stats: dict, compile_only: bool, salt: int, arch: str,
-                 measure_torch: Callable = measure_torch_tasks) -> None:  # fmt: skip
+def torch_phase(
+    tasks: list[Task],
+    config,
+    device: int,
+    done: set,
+    progress,
+    stats: dict,
+    compile_only: bool,
+    salt: int,
+    arch: str,
+    measure_torch: Callable = measure_torch_tasks,
+) -> None:
     """PyTorch→CUDA tasks of one GPU through `measure_torch_tasks`, in a child process that is
     restarted (resuming from the rows written so far) after a CUDA error, a crash, or no sign
     of life (progress, its in-flight marker, the results file) for `torch_watchdog_s`."""
     ctx = multiprocessing.get_context("spawn")
     inflight = config.out.with_name(f"{config.out.name}.inflight-gpu{device}")
-    kwargs = {"trials": config.eval.trials, "device": device, "compile_only": compile_only,
-              "inflight_path": str(inflight), "salt": salt, "arch": arch,
-              "jobs": config.workers()}  # fmt: skip
+    kwargs = {
+        "trials": config.eval.trials,
+        "device": device,
+        "compile_only": compile_only,
+        "inflight_path": str(inflight),
+        "salt": salt,
+        "arch": arch,
+        "jobs": config.workers(),
+    }
     ids = {t.id for t in tasks}
     mine = {p for p in done if p[0] in ids}
     offset = config.out.stat().st_size if config.out.exists() else 0
     for attempt in range(_TORCH_MAX_RESTARTS + 1):
         q = ctx.Queue()
-        args = (measure_torch, [t.model_dump_json() for t in tasks], str(config.out), kwargs,
-                sorted(mine), q)  # fmt: skip
+        args = (
+            measure_torch,
+            [t.model_dump_json() for t in tasks],
+            str(config.out),
+            kwargs,
+            sorted(mine),
+            q,
+        )
         proc = ctx.Process(target=_torch_child, args=args, name=f"measure-torch-{device}")
         proc.start()
         try:
@@ -83,8 +105,11 @@ def torch_phase(tasks: list[Task], config, device: int, done: set, progress,
             _stop_child(proc)
             raise
         before = len(mine)
-        mine |= {(r.get("task_id"), r.get("candidate_id")) for r in rows_from(config.out, offset)
-                 if r.get("task_id") in ids}  # fmt: skip
+        mine |= {
+            (r.get("task_id"), r.get("candidate_id"))
+            for r in rows_from(config.out, offset)
+            if r.get("task_id") in ids
+        }
         if proc.exitcode == 0:
             return
         why = "stopped responding" if hung else f"exited with code {proc.exitcode}"

@@ -159,8 +159,12 @@ def prebuild(
     """
     ctx = multiprocessing.get_context("spawn")
     # niced: the GPU loop's timing thread comes first (a preempted trial inflates its wall time)
-    pool = ProcessPoolExecutor(max_workers=jobs or os.cpu_count() or 1, mp_context=ctx,
-                               initializer=worker_init, initargs=(5,))  # fmt: skip
+    pool = ProcessPoolExecutor(
+        max_workers=jobs or os.cpu_count() or 1,
+        mp_context=ctx,
+        initializer=worker_init,
+        initargs=(5,),
+    )
     futures = {}
     for t in tasks:
         names = reference_names(t.source)
@@ -197,10 +201,17 @@ class _Run:
 
     def row(self, task: Task, impl: Implementation, status: Status, **kw) -> ExecResult:
         return ExecResult(
-            status=status, mode=self.mode, task_id=task.id,  # type: ignore[arg-type]
-            candidate_hash=Candidate(code=impl.code).hash, candidate_id=impl.id,
-            gpu=self.gpu, arch=self.arch, versions=self.versions, protocol=BULK_PROTOCOL, **kw,
-        )  # fmt: skip
+            status=status,
+            mode=self.mode,
+            task_id=task.id,  # type: ignore[arg-type]
+            candidate_hash=Candidate(code=impl.code).hash,
+            candidate_id=impl.id,
+            gpu=self.gpu,
+            arch=self.arch,
+            versions=self.versions,
+            protocol=BULK_PROTOCOL,
+            **kw,
+        )
 
 
 def _prebuilt_row(run: _Run, task: Task, impl: Implementation, p: Prebuilt) -> ExecResult:
@@ -210,9 +221,15 @@ def _prebuilt_row(run: _Run, task: Task, impl: Implementation, p: Prebuilt) -> E
     if status is Status.COMPILED:
         fb = ["compile-only: nothing was run, checked or timed", *p.notes]
     return run.row(
-        task, impl, status, form=p.form, compile_log=p.log, feedback=fb,
-        findings=list(p.findings), wall_s=p.seconds,
-    )  # fmt: skip
+        task,
+        impl,
+        status,
+        form=p.form,
+        compile_log=p.log,
+        feedback=fb,
+        findings=list(p.findings),
+        wall_s=p.seconds,
+    )
 
 
 def _recover_inflight(run: _Run, tasks: list[Task], done: set[tuple[str, str]]) -> None:
@@ -282,14 +299,22 @@ def measure_torch_tasks(
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     run = _Run(
-        out=out_path, inflight=Path(inflight_path or f"{out_path}.inflight"),
-        mode="compile-only" if compile_only else "full", arch=arch or "sm_90", gpu="",
-        versions={}, salt=salt if salt is not None else secrets.randbits(62),
-        knobs={"trials": trials, "warmup": warmup, "budget_ms": budget_ms,
-               "correctness_trials": correctness_trials,
-               "normwise_rtol": EvalConfig().normwise_rtol,
-               "max_bandwidth_gbs": EvalConfig().max_bandwidth_gbs},
-    )  # fmt: skip
+        out=out_path,
+        inflight=Path(inflight_path or f"{out_path}.inflight"),
+        mode="compile-only" if compile_only else "full",
+        arch=arch or "sm_90",
+        gpu="",
+        versions={},
+        salt=salt if salt is not None else secrets.randbits(62),
+        knobs={
+            "trials": trials,
+            "warmup": warmup,
+            "budget_ms": budget_ms,
+            "correctness_trials": correctness_trials,
+            "normwise_rtol": EvalConfig().normwise_rtol,
+            "max_bandwidth_gbs": EvalConfig().max_bandwidth_gbs,
+        },
+    )
     gpu = None if compile_only else _Gpu(device, arch)  # imports torch; fails loudly
     drivers = [g.driver for g in detect_gpus()] if gpu else []
     run.versions = toolchain_versions(EvalConfig(), drivers[0] if drivers else "")
@@ -350,10 +375,17 @@ def _gpu_row(run, task, impl, p: Prebuilt, status: Status, configs, message: str
         fb += timing_feedback(configs)
         kw = torch_speedups(configs)
     return run.row(
-        task, impl, status, configs=configs, form=p.form, compile_log=p.log,
-        runtime_log=truncate(message, _LOG_CHARS), feedback=fb + list(p.notes),
-        findings=list(p.findings), **kw,
-    )  # fmt: skip
+        task,
+        impl,
+        status,
+        configs=configs,
+        form=p.form,
+        compile_log=p.log,
+        runtime_log=truncate(message, _LOG_CHARS),
+        feedback=fb + list(p.notes),
+        findings=list(p.findings),
+        **kw,
+    )
 
 
 def _impl_salt(salt: int, code: str) -> int:
@@ -455,9 +487,13 @@ class _Gpu:
         if hack:
             raise rt._Fail(Status.REJECTED, hack)
         return _config_result(
-            cfg, correct=True, max_abs_err=mabs, max_rel_err=mrel, timing=timing,
+            cfg,
+            correct=True,
+            max_abs_err=mabs,
+            max_rel_err=mrel,
+            timing=timing,
             eager_timing=case.eager,
-        )  # fmt: skip
+        )
 
     def measure_impl(self, run: _Run, task: Task, impl: Implementation, cases: dict):
         """(status, config results, message, restart needed) of one implementation: restart

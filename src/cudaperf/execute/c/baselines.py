@@ -68,8 +68,23 @@ def missing(task: dict, records: dict, prefix: str) -> bool:
 def request(req: dict, workdir: str, phase: str, prefix: str) -> dict:
     """The `c_baselines` request of `phase` for the task of C→CUDA request `req` (no
     candidate library in it)."""
-    keep = ("task", "salt", "trials", "warmup", "budget_ms", "max_bandwidth_gbs", "cpu_limit_s",
-            "output_limit_mb", "ref_lib", "cpu_trials", "cpu_budget_s", "check_after")  # fmt: skip
+    keep = (
+        "task",
+        "salt",
+        "trials",
+        "warmup",
+        "budget_ms",
+        "max_bandwidth_gbs",
+        "cpu_limit_s",
+        "output_limit_mb",
+        "ref_lib",
+        "cpu_trials",
+        "cpu_budget_s",
+        "check_after",
+    )
     return {k: req[k] for k in keep} | {
-        "op": "c_baselines", "workdir": workdir, "phase": phase, "key_prefix": prefix,
-    }  # fmt: skip
+        "op": "c_baselines",
+        "workdir": workdir,
+        "phase": phase,
+        "key_prefix": prefix,
+    }

@@ -40,9 +40,14 @@ _ERR_LEN = 1024
 
 
 def call_harness(
-    fn, host: list[int], nbytes: list[int], codes: list[int], warmup: int = 0,
-    trials: int = 0, budget_ms: float = 0.0,
-) -> dict:  # fmt: skip
+    fn,
+    host: list[int],
+    nbytes: list[int],
+    codes: list[int],
+    warmup: int = 0,
+    trials: int = 0,
+    budget_ms: float = 0.0,
+) -> dict:
     """One call of the harness entry `fn` on host buffers at addresses `host`: its return code,
     message, per-trial event and wall times (microseconds) and timing overhead."""
     n = len(host)
@@ -53,8 +58,20 @@ def call_harness(
     wall = (ctypes.c_double * (max(trials, 1) + 1))()  # [trials]: the timing overhead
     done, err = ctypes.c_int(0), ctypes.create_string_buffer(_ERR_LEN)
     fn.restype = ctypes.c_int
-    rc = fn(c_host, c_bytes, roles, n, warmup, trials, ctypes.c_double(budget_ms), ev, wall,
-            ctypes.byref(done), err, _ERR_LEN)  # fmt: skip
+    rc = fn(
+        c_host,
+        c_bytes,
+        roles,
+        n,
+        warmup,
+        trials,
+        ctypes.c_double(budget_ms),
+        ev,
+        wall,
+        ctypes.byref(done),
+        err,
+        _ERR_LEN,
+    )
     k = max(0, min(done.value, max(trials, 0)))
     return {
         "rc": int(rc),
@@ -100,10 +117,14 @@ class _State:
         addr = ctypes.addressof(self.base)
         slots = [(int(o), int(b)) for o, b in msg["slots"]]
         return call_harness(
-            self.fn, [addr + o for o, _ in slots], [b for _, b in slots],
-            [int(c) for c in msg["codes"]], int(msg["warmup"]), int(msg["trials"]),
+            self.fn,
+            [addr + o for o, _ in slots],
+            [b for _, b in slots],
+            [int(c) for c in msg["codes"]],
+            int(msg["warmup"]),
+            int(msg["trials"]),
             float(msg["budget_ms"]),
-        )  # fmt: skip
+        )
 
 
 def _serve(st: _State, kind: str, arg: Any) -> Any:

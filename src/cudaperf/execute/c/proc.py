@@ -42,9 +42,13 @@ class NativeRun:
     """Result of one harness call (`harness.RUN_SYMBOL`)."""
 
     def __init__(
-        self, rc: int, error: str, event_us: list[float], wall_us: list[float],
+        self,
+        rc: int,
+        error: str,
+        event_us: list[float],
+        wall_us: list[float],
         overhead_us: float = 0.0,
-    ):  # fmt: skip
+    ):
         self.rc = rc  # 0 on success, else a CUDA error code (or -1)
         self.error = error  # harness message when rc != 0
         self.event_us = event_us  # per-trial event times (timing mode)
@@ -129,8 +133,12 @@ class CProcess(SpawnedChild):
         candidate writes."""
         self._segment(max(segment_bytes(task, cfg) for cfg in task.configs))
         self.output_mb = output_limit_mb
-        msg = {"lib": lib, "workdir": workdir, "cpu_limit_s": cpu_limit_s,
-               "output_limit_mb": output_limit_mb}  # fmt: skip
+        msg = {
+            "lib": lib,
+            "workdir": workdir,
+            "cpu_limit_s": cpu_limit_s,
+            "output_limit_mb": output_limit_mb,
+        }
         self.ask("job", msg)
 
     def _segment(self, size: int) -> None:
@@ -157,9 +165,14 @@ class CProcess(SpawnedChild):
         self.mm, self.size = mm, size
 
     def run(
-        self, task: Task, arrays: list[np.ndarray], warmup: int = 0, trials: int = 0,
-        budget_ms: float = 0.0, download_inputs: bool = True,
-    ) -> NativeRun:  # fmt: skip
+        self,
+        task: Task,
+        arrays: list[np.ndarray],
+        warmup: int = 0,
+        trials: int = 0,
+        budget_ms: float = 0.0,
+        download_inputs: bool = True,
+    ) -> NativeRun:
         """The harness on host `arrays` (one per parameter of `task.signature`; out/inout, and
         in when `download_inputs`, are overwritten by a checked call, trials 0)."""
         codes = [ROLE_CODES[p.role] for p in task.signature]
@@ -171,8 +184,13 @@ class CProcess(SpawnedChild):
         for a, (off, nb), c in zip(arrays, slots, codes, strict=True):
             if c in _WRITE and nb:
                 seg[off : off + nb] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
-        msg = {"slots": slots, "codes": codes, "warmup": warmup, "trials": trials,
-               "budget_ms": budget_ms}  # fmt: skip
+        msg = {
+            "slots": slots,
+            "codes": codes,
+            "warmup": warmup,
+            "trials": trials,
+            "budget_ms": budget_ms,
+        }
         run = _native_run(self.ask("call", msg), trials)
         if trials == 0 and run.rc == 0:
             for a, (off, nb), c in zip(arrays, slots, codes, strict=True):

@@ -164,18 +164,28 @@ def _buffers(task: Task, inputs: list[np.ndarray], download_inputs: bool) -> lis
 
 
 def _check(
-    proc: CProcess, task, inputs, want, download_inputs: bool = True, held_out: bool = False,
+    proc: CProcess,
+    task,
+    inputs,
+    want,
+    download_inputs: bool = True,
+    held_out: bool = False,
     signed: bool = False,
-) -> tuple[NativeRun, object]:  # fmt: skip
+) -> tuple[NativeRun, object]:
     bufs = _buffers(task, inputs, download_inputs)
     run = proc.run(task, bufs, download_inputs=download_inputs)
     return run, (compare(task, inputs, bufs, want, held_out, signed) if run.rc == 0 else None)
 
 
 def _one_config(
-    proc: CProcess, task: Task, cfg: InputConfig, req: RunRequest, libs: Libs, ref_lib,
+    proc: CProcess,
+    task: Task,
+    cfg: InputConfig,
+    req: RunRequest,
+    libs: Libs,
+    ref_lib,
     timed: bool,
-):  # fmt: skip
+):
     """Returns (status, ConfigResult, stop): `stop` after a CUDA error (the candidate's process
     is not used again). A candidate process that dies raises ChildError."""
     base = {"config": cfg.name, "held_out": cfg.held_out}
@@ -198,8 +208,7 @@ def _one_config(
     else:
         ckey = (_task_key(task), cfg.name)
         if ckey not in libs.cpu:
-            libs.cpu[ckey] = time_reference(task, ref_lib, inputs, req.cpu_trials,
-                                            req.cpu_budget_s)  # fmt: skip
+            libs.cpu[ckey] = time_reference(task, ref_lib, inputs, req.cpu_trials, req.cpu_budget_s)
         cpu = Timing.of(libs.cpu[ckey])
     tr = proc.run(task, inputs, req.warmup, req.trials, req.budget_ms)
     if tr.rc != 0 or not tr.event_us:
@@ -207,8 +216,11 @@ def _one_config(
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=True, **errs, message=msg), True
     timing = Timing.of(tr.event_us)
     res = dict(base, correct=True, **errs, timing=timing, cpu_timing=cpu)
-    read = sum(a.nbytes for p, a in zip(task.signature, inputs, strict=True)
-               if p.role in _READ and not p.partial_read)  # fmt: skip
+    read = sum(
+        a.nbytes
+        for p, a in zip(task.signature, inputs, strict=True)
+        if p.role in _READ and not p.partial_read
+    )
     hack = escape_message(timing, Timing.of(tr.wall_us), tr.overhead_us) or roofline_message(
         read, timing, req.max_bandwidth_gbs
     )
@@ -280,21 +292,21 @@ def run_job(
             cfg = task.configs[i]
             try:
                 if not fold.started:
-                    proc.start_job(task, req.lib, req.workdir, req.cpu_limit_s,
-                                   req.output_limit_mb)  # fmt: skip
+                    proc.start_job(task, req.lib, req.workdir, req.cpu_limit_s, req.output_limit_mb)
                 if cfg.held_out and output is None:
                     output = visible_output(proc, req.workdir, on_output)
-                st, cr, stop = _one_config(proc, task, cfg, req, libs, ref_lib,
-                                           fold.status is Status.OK)  # fmt: skip
+                st, cr, stop = _one_config(
+                    proc, task, cfg, req, libs, ref_lib, fold.status is Status.OK
+                )
                 trusted = st is not Status.RUNTIME_ERROR  # else the harness's text (the child's)
             except ChildError as e:
                 st, stop, trusted = Status.RUNTIME_ERROR, True, e.died
-                cr = ConfigResult(config=cfg.name, held_out=cfg.held_out, correct=False,
-                                  message=e.message)  # fmt: skip
+                cr = ConfigResult(
+                    config=cfg.name, held_out=cfg.held_out, correct=False, message=e.message
+                )
             fold.add(i, cfg, st, cr, trusted)
             if stop:
                 break
     finally:
         proc.close()
-    return JobReply(status=fold.status, configs=fold.configs(), message=fold.message,
-                    output=output)  # fmt: skip
+    return JobReply(status=fold.status, configs=fold.configs(), message=fold.message, output=output)

@@ -33,8 +33,9 @@ from cudaperf.execute.isolation import confine
 
 __all__ = ["OFF", "SYSTEM", "build_policy", "run_compiler"]
 
-SYSTEM = frozenset({"usr", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "etc", "proc",
-                    "dev", "sys"})  # fmt: skip
+SYSTEM = frozenset(
+    {"usr", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "etc", "proc", "dev", "sys"}
+)
 OFF = {"active": [], "missing": {"all": "isolate_files is off"}}
 
 
@@ -53,9 +54,10 @@ def build_policy(workdir: str, cache_dirs: Iterable[str], tools: Iterable[str]) 
     """The compiler's confinement (see the module docstring): `workdir` writable and its cwd;
     `cache_dirs` and every non-system top-level folder hidden; the `tools`' folders readable."""
     tops = [
-        f"/{n}" for n in sorted(os.listdir("/"))
+        f"/{n}"
+        for n in sorted(os.listdir("/"))
         if n not in SYSTEM and os.path.isdir(f"/{n}") and not os.path.islink(f"/{n}")
-    ]  # fmt: skip
+    ]
     private = ["/tmp", "/dev/shm", tempfile.gettempdir(), *map(str, cache_dirs), *tops]
     readable = [r for r in _tool_roots(tools) if r.split("/")[1] not in SYSTEM]
     return confine.Policy(
@@ -77,15 +79,28 @@ def run_compiler(
     if shutil.which(cmd[0]) is None:
         raise FileNotFoundError(cmd[0])
     if not isolate:
-        p = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout,
-                           start_new_session=True)  # fmt: skip
+        p = subprocess.run(
+            cmd,
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            start_new_session=True,
+        )
         return p, dict(OFF)
     rr, rw = os.pipe()
     policy = build_policy(workdir, cache_dirs, [cmd[0]])
     argv = confine.command(policy, ["--exec", *cmd], rw)
     try:
-        p = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=timeout,
-                           start_new_session=True, pass_fds=(rw,))  # fmt: skip
+        p = subprocess.run(
+            argv,
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            start_new_session=True,
+            pass_fds=(rw,),
+        )
     finally:
         os.close(rw)
         with os.fdopen(rr) as f:

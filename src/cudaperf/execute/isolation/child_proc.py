@@ -25,8 +25,14 @@ from typing import Any
 from cudaperf.execute.isolation.supervise import death_message
 
 __all__ = [
-    "ChildError", "Spare", "SpawnedChild", "flush_stdio", "read_log", "redirect_output", "serve",
-]  # fmt: skip
+    "ChildError",
+    "Spare",
+    "SpawnedChild",
+    "flush_stdio",
+    "read_log",
+    "redirect_output",
+    "serve",
+]
 
 log = logging.getLogger(__name__)
 

@@ -47,8 +47,15 @@ __all__ = ["Policy", "Protections", "apply", "command", "limit_cpu", "log_once"]
 
 _NEWNS, _NEWUSER, _NEWNET = 0x00020000, 0x10000000, 0x40000000
 _NS_FLAGS = 0x7E020000  # every CLONE_NEW* flag (ns, cgroup, uts, ipc, user, pid, net)
-_MS = {"ro": 1, "nosuid": 2, "nodev": 4, "noexec": 8, "noatime": 1024, "nodiratime": 2048,
-       "relatime": 1 << 21}  # fmt: skip
+_MS = {
+    "ro": 1,
+    "nosuid": 2,
+    "nodev": 4,
+    "noexec": 8,
+    "noatime": 1024,
+    "nodiratime": 2048,
+    "relatime": 1 << 21,
+}
 _MS_RDONLY, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 1, 32, 4096, 16384, 1 << 18
 _PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_SET_SECCOMP, _PR_SET_NO_NEW_PRIVS = 4, 24, 22, 38
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
@@ -56,27 +63,91 @@ _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 # Syscalls refused with EPERM (seccomp): ways to undo the mounts, leave the namespaces, read
 # other processes, or reach the kernel. clone is checked for namespace flags; clone3 answers
 # ENOSYS so that libc falls back to clone (its flags sit in memory seccomp cannot read).
-_DENY = ("mount umount2 pivot_root chroot unshare setns ptrace process_vm_readv "
-         "process_vm_writev kexec_load kexec_file_load init_module finit_module delete_module "
-         "bpf keyctl add_key request_key swapon swapoff reboot open_by_handle_at "
-         "name_to_handle_at open_tree move_mount fsopen fsconfig fsmount fspick mount_setattr "
-         "userfaultfd").split()  # fmt: skip
+_DENY = (
+    "mount umount2 pivot_root chroot unshare setns ptrace process_vm_readv "
+    "process_vm_writev kexec_load kexec_file_load init_module finit_module delete_module "
+    "bpf keyctl add_key request_key swapon swapoff reboot open_by_handle_at "
+    "name_to_handle_at open_tree move_mount fsopen fsconfig fsmount fspick mount_setattr "
+    "userfaultfd"
+).split()
 _NR = {
-    "x86_64": (0xC000003E, dict(mount=165, umount2=166, pivot_root=155, chroot=161, unshare=272,
-        setns=308, ptrace=101, process_vm_readv=310, process_vm_writev=311, kexec_load=246,
-        kexec_file_load=320, init_module=175, finit_module=313, delete_module=176, bpf=321,
-        keyctl=250, add_key=248, request_key=249, swapon=167, swapoff=168, reboot=169,
-        open_by_handle_at=304, name_to_handle_at=303, open_tree=428, move_mount=429,
-        fsopen=430, fsconfig=431, fsmount=432, fspick=433, mount_setattr=442, userfaultfd=323,
-        clone=56, clone3=435)),
-    "aarch64": (0xC00000B7, dict(mount=40, umount2=39, pivot_root=41, chroot=51, unshare=97,
-        setns=268, ptrace=117, process_vm_readv=270, process_vm_writev=271, kexec_load=104,
-        kexec_file_load=294, init_module=105, finit_module=273, delete_module=106, bpf=280,
-        keyctl=219, add_key=217, request_key=218, swapon=224, swapoff=225, reboot=142,
-        open_by_handle_at=265, name_to_handle_at=264, open_tree=428, move_mount=429,
-        fsopen=430, fsconfig=431, fsmount=432, fspick=433, mount_setattr=442, userfaultfd=282,
-        clone=220, clone3=435)),
-}  # fmt: skip
+    "x86_64": (
+        0xC000003E,
+        dict(
+            mount=165,
+            umount2=166,
+            pivot_root=155,
+            chroot=161,
+            unshare=272,
+            setns=308,
+            ptrace=101,
+            process_vm_readv=310,
+            process_vm_writev=311,
+            kexec_load=246,
+            kexec_file_load=320,
+            init_module=175,
+            finit_module=313,
+            delete_module=176,
+            bpf=321,
+            keyctl=250,
+            add_key=248,
+            request_key=249,
+            swapon=167,
+            swapoff=168,
+            reboot=169,
+            open_by_handle_at=304,
+            name_to_handle_at=303,
+            open_tree=428,
+            move_mount=429,
+            fsopen=430,
+            fsconfig=431,
+            fsmount=432,
+            fspick=433,
+            mount_setattr=442,
+            userfaultfd=323,
+            clone=56,
+            clone3=435,
+        ),
+    ),
+    "aarch64": (
+        0xC00000B7,
+        dict(
+            mount=40,
+            umount2=39,
+            pivot_root=41,
+            chroot=51,
+            unshare=97,
+            setns=268,
+            ptrace=117,
+            process_vm_readv=270,
+            process_vm_writev=271,
+            kexec_load=104,
+            kexec_file_load=294,
+            init_module=105,
+            finit_module=273,
+            delete_module=106,
+            bpf=280,
+            keyctl=219,
+            add_key=217,
+            request_key=218,
+            swapon=224,
+            swapoff=225,
+            reboot=142,
+            open_by_handle_at=265,
+            name_to_handle_at=264,
+            open_tree=428,
+            move_mount=429,
+            fsopen=430,
+            fsconfig=431,
+            fsmount=432,
+            fspick=433,
+            mount_setattr=442,
+            userfaultfd=282,
+            clone=220,
+            clone3=435,
+        ),
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -116,10 +187,20 @@ class Protections:
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
-                        ctypes.c_char_p]  # fmt: skip
-_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
-                        ctypes.c_ulong]  # fmt: skip
+_libc.mount.argtypes = [
+    ctypes.c_char_p,
+    ctypes.c_char_p,
+    ctypes.c_char_p,
+    ctypes.c_ulong,
+    ctypes.c_char_p,
+]
+_libc.prctl.argtypes = [
+    ctypes.c_int,
+    ctypes.c_ulong,
+    ctypes.c_ulong,
+    ctypes.c_ulong,
+    ctypes.c_ulong,
+]
 
 
 def _err() -> str:
@@ -330,8 +411,11 @@ def _import_dirs(private: tuple[str, ...]) -> list[str]:
     out = []
     for p in paths:
         a = os.path.abspath(p) if p else ""
-        if a and os.path.isdir(a) and any(a == d or a.startswith(d.rstrip("/") + "/")
-                                          for d in private):  # fmt: skip
+        if (
+            a
+            and os.path.isdir(a)
+            and any(a == d or a.startswith(d.rstrip("/") + "/") for d in private)
+        ):
             out.append(a)
     return list(dict.fromkeys(out))
 
@@ -374,8 +458,11 @@ def apply(policy: Policy, quiet: bool = False) -> Protections:
         private = _mount_private(policy, prot)
         _bind_back(fds, private, prot)
         # mounts under a private tmpfs that nothing was bound back to are out of reach now
-        hidden = {m for m in before if m not in fds and any(m.startswith(d.rstrip("/") + "/")
-                                                            for d in private)}  # fmt: skip
+        hidden = {
+            m
+            for m in before
+            if m not in fds and any(m.startswith(d.rstrip("/") + "/") for d in private)
+        }
         _readonly({*private, *(os.path.abspath(w) for w in policy.writable)}, prot, hidden)
     else:
         prot.missing.setdefault("readonly_root", "no mount namespace")

@@ -82,9 +82,14 @@ class WorkerHandle:
     """A worker process bound to one GPU (or none, for CPU-side tests)."""
 
     def __init__(
-        self, gpu: int | None, config: EvalConfig, python: str = sys.executable,
-        arch: str | None = None, peers: int = 1, gate: QuietGate | None = None,
-    ):  # fmt: skip
+        self,
+        gpu: int | None,
+        config: EvalConfig,
+        python: str = sys.executable,
+        arch: str | None = None,
+        peers: int = 1,
+        gate: QuietGate | None = None,
+    ):
         self.gpu = gpu  # CUDA_VISIBLE_DEVICES for the worker (None: inherit)
         self.config = config
         self.set_cache_bytes = set_cache_bytes(config.set_cache_gib, peers)  # peers: workers
@@ -273,8 +278,9 @@ class WorkerHandle:
         from the host file, the missing ones first timed in clean `c_baselines` requests."""
         path, task = req["cpu_baseline_cache"], req["task"]
         if self._host is None:
-            self._host = c_baselines.host_id(self.config.gcc, req["cpu_trials"],
-                                             req["cpu_budget_s"])  # fmt: skip
+            self._host = c_baselines.host_id(
+                self.config.gcc, req["cpu_trials"], req["cpu_budget_s"]
+            )
         prefix = c_baselines.key_prefix(task, self._host)
         records = baseline_records.read_records(path, prefix)
         if prefix not in self._baselined and c_baselines.missing(task, records, prefix):
@@ -296,8 +302,12 @@ class WorkerHandle:
             finally:
                 shutil.rmtree(workdir, ignore_errors=True)
             if reply.get("status") != "ok":
-                log.warning("CPU baselines of %s (%s) failed: %s", req["task"]["id"], phase,
-                            reply.get("message"))  # fmt: skip
+                log.warning(
+                    "CPU baselines of %s (%s) failed: %s",
+                    req["task"]["id"],
+                    phase,
+                    reply.get("message"),
+                )
                 return {}
         got = baseline_records.accepted(reply, prefix)
         baseline_records.append_records(path, got)
@@ -366,14 +376,25 @@ class WorkerHandle:
             self._unstage(req)
             self.kill()
             msg = f"no result within {timeout:.0f} s"
-            return {"status": "timeout", "message": msg, "configs": [], "protections": prot,
-                    **ahead}  # fmt: skip
+            return {
+                "status": "timeout",
+                "message": msg,
+                "configs": [],
+                "protections": prot,
+                **ahead,
+            }
         self._unstage(req)
         if line is None:
             msg = self._death()
             self._close()
-            return {"status": "runtime_error", "message": msg, "configs": [], "crashed": True,
-                    "protections": prot, **ahead}  # fmt: skip
+            return {
+                "status": "runtime_error",
+                "message": msg,
+                "configs": [],
+                "crashed": True,
+                "protections": prot,
+                **ahead,
+            }
         reply = json.loads(line)
         reply["protections"] = prot  # set here, never taken from the worker's own reply
         reply["sandbox"] = confine.Protections(**prot).summary() if prot else "none"

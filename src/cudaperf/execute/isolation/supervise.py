@@ -108,9 +108,12 @@ class LineChild:
     """A child process that speaks JSON lines over two passed pipes, in its own session."""
 
     def __init__(
-        self, command: Callable[[int, int], Sequence[str]], env: dict[str, str],
-        log_path: Path | None = None, pass_fds: Sequence[int] = (),
-    ):  # fmt: skip
+        self,
+        command: Callable[[int, int], Sequence[str]],
+        env: dict[str, str],
+        log_path: Path | None = None,
+        pass_fds: Sequence[int] = (),
+    ):
         """Start `command(request_fd, reply_fd)` (the fds the child reads requests from and
         writes replies to); its stdout and stderr go to `log_path` (appended; None: dropped),
         its stdin is /dev/null. `pass_fds` are more fds the child inherits (the caller closes
@@ -121,9 +124,14 @@ class LineChild:
         try:
             with open(log_path or os.devnull, "ab") as errf:
                 self.proc = subprocess.Popen(
-                    list(command(r_req, w_rep)), pass_fds=theirs, env=env,
-                    stdin=subprocess.DEVNULL, stdout=errf, stderr=errf, start_new_session=True,
-                )  # fmt: skip
+                    list(command(r_req, w_rep)),
+                    pass_fds=theirs,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=errf,
+                    stderr=errf,
+                    start_new_session=True,
+                )
         except BaseException:
             for fd in (w_req, r_rep):
                 os.close(fd)

@@ -58,8 +58,21 @@ def missing(task: dict, records: dict, device_id: str | None, torch_compile: boo
 
 def request(req: dict, workdir: str, records: dict) -> dict:
     """The `baselines` request for the task of candidate request `req` (no candidate code)."""
-    keep = ("task", "salt", "warmup", "trials", "budget_ms", "max_bandwidth_gbs", "torch_compile",
-            "cpu_limit_s", "output_limit_mb", "device")  # fmt: skip
+    keep = (
+        "task",
+        "salt",
+        "warmup",
+        "trials",
+        "budget_ms",
+        "max_bandwidth_gbs",
+        "torch_compile",
+        "cpu_limit_s",
+        "output_limit_mb",
+        "device",
+    )
     return {k: req[k] for k in keep if k in req} | {
-        "op": "baselines", "workdir": workdir, "baselines": records, "time_baselines": True,
-    }  # fmt: skip
+        "op": "baselines",
+        "workdir": workdir,
+        "baselines": records,
+        "time_baselines": True,
+    }

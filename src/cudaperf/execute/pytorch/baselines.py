@@ -49,9 +49,14 @@ def _baseline_cache(req: TorchRequest | BaselinesRequest) -> tuple[Path | None, 
 
 
 def baselines(
-    task: Task, cfg, ref, inputs, req: TorchRequest | BaselinesRequest, device: str,
+    task: Task,
+    cfg,
+    ref,
+    inputs,
+    req: TorchRequest | BaselinesRequest,
+    device: str,
     new: list[dict] | None = None,
-):  # fmt: skip
+):
     """Eager and torch.compile timings of the reference: from the records the request carries
     (or its cache file), else timed when the request allows it; new records go to `new`."""
     path, cache = _baseline_cache(req)

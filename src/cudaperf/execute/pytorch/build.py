@@ -96,11 +96,12 @@ def native_sources(code: str) -> list[str]:
     strings = {
         t.id: node.value.value
         for node in tree.body
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Constant)
         and isinstance(node.value.value, str)
         for t in node.targets
         if isinstance(t, ast.Name)
-    }  # fmt: skip
+    }
     found, unresolved = [], False
     for node in ast.walk(tree):
         f = getattr(node, "func", None)
@@ -122,9 +123,13 @@ def native_sources(code: str) -> list[str]:
 
 
 def _build_native(
-    code: str, arch: str, native_cache: Path | None, cache_dir: Path, timeout_s: float,
+    code: str,
+    arch: str,
+    native_cache: Path | None,
+    cache_dir: Path,
+    timeout_s: float,
     isolate: bool,
-) -> TorchBuild:  # fmt: skip
+) -> TorchBuild:
     if shutil.which("nvcc") is None:  # the machine's fault, not the candidate's
         raise ToolchainError("nvcc not found; install the CUDA toolkit or put it on PATH")
     sources = native_sources(code)
@@ -164,9 +169,14 @@ def _build_inline(
         prot: dict = {}
         try:
             res = subprocess.run(
-                cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout_s,
+                cmd,
+                cwd=tmp,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
                 pass_fds=(rw,),
-            )  # fmt: skip
+            )
         except subprocess.TimeoutExpired:
             return TorchBuild(False, "load_inline", "", True, str(ext_dir), prot)
         finally:
@@ -187,9 +197,13 @@ def _read_report(fd: int) -> dict:
 
 
 def prebuild_torch_candidate(
-    code: str, arch: str, cache_dir: Path, timeout_s: float, native_cache: Path | None = None,
+    code: str,
+    arch: str,
+    cache_dir: Path,
+    timeout_s: float,
+    native_cache: Path | None = None,
     isolate: bool = True,
-) -> TorchBuild:  # fmt: skip
+) -> TorchBuild:
     """Build a candidate's kernels so that the GPU worker only loads them (a load_inline
     candidate's module code runs confined unless `isolate` is False)."""
     form = candidate_form(code)

@@ -46,14 +46,20 @@ def policy(native_root: Path, scratch: Path, cache_dirs: list[str]) -> confine.P
     private = ("/tmp", "/dev/shm", tempfile.gettempdir(), *cache_dirs)
     return confine.Policy(
         private=tuple(dict.fromkeys(os.path.abspath(p) for p in private)),
-        readable=(str(native_root),), writable=(str(scratch),), chdir=str(scratch),
-    )  # fmt: skip
+        readable=(str(native_root),),
+        writable=(str(scratch),),
+        chdir=str(scratch),
+    )
 
 
 def prebuild(
-    sources: list[str], arch: str, native_root: Path, cache_dirs: list[str], timeout: float,
+    sources: list[str],
+    arch: str,
+    native_root: Path,
+    cache_dirs: list[str],
+    timeout: float,
     isolate: bool,
-) -> Prebuilt:  # fmt: skip
+) -> Prebuilt:
     """Build every source into `native_root` (through a confined child's scratch folder);
     never loads anything in this process."""
     native_root.mkdir(parents=True, exist_ok=True)
@@ -86,19 +92,33 @@ def _adopt(scratch: Path, root: Path, sources: list[str]) -> int:
 
 
 def _run(
-    sources: list[str], arch: str, native_root: Path, scratch: Path, cache_dirs: list[str],
-    timeout: float, isolate: bool,
-) -> Prebuilt:  # fmt: skip
+    sources: list[str],
+    arch: str,
+    native_root: Path,
+    scratch: Path,
+    cache_dirs: list[str],
+    timeout: float,
+    isolate: bool,
+) -> Prebuilt:
     rr, rw = os.pipe()
     pol = policy(native_root, scratch, cache_dirs) if isolate else None
     cmd = confine.command(pol, ["-m", "cudaperf.execute.pytorch.native_prebuild"], rw)
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # nothing of the candidate's reaches a GPU
-    spec = json.dumps({"sources": sources, "arch": arch, "root": str(native_root),
-                       "scratch": str(scratch)})  # fmt: skip
+    spec = json.dumps(
+        {"sources": sources, "arch": arch, "root": str(native_root), "scratch": str(scratch)}
+    )
     report: dict = {}
     try:
-        p = subprocess.run(cmd, input=spec, capture_output=True, text=True, timeout=timeout,
-                           env=env, cwd=str(scratch), pass_fds=(rw,))  # fmt: skip
+        p = subprocess.run(
+            cmd,
+            input=spec,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            cwd=str(scratch),
+            pass_fds=(rw,),
+        )
     except subprocess.TimeoutExpired:
         return Prebuilt(False, f"the native build took longer than {timeout:.0f} s", {}, True)
     finally:
@@ -114,8 +134,9 @@ def _run(
         return Prebuilt(bool(got["ok"]), str(got["log"]), report)
     except (ValueError, KeyError, TypeError):
         tail = (p.stdout + p.stderr).strip()[-4000:]
-        return Prebuilt(False, f"the native build process failed (exit {p.returncode})\n{tail}",
-                        report)  # fmt: skip
+        return Prebuilt(
+            False, f"the native build process failed (exit {p.returncode})\n{tail}", report
+        )
 
 
 def main() -> int:

@@ -55,8 +55,19 @@ _NOT_COMPUTE = frozenset(
     retains_grad grad_dtype qscheme assert_int_or_pair boolean_dispatch handle_torch_function
     as_subclass""".split()
 )
-_NOT_COMPUTE_PREFIXES = ("is_", "new_", "to_", "sparse_", "q_", "fbgemm_", "quantize",
-                         "mkldnn", "miopen", "cudnn_is", "has_torch_function")  # fmt: skip
+_NOT_COMPUTE_PREFIXES = (
+    "is_",
+    "new_",
+    "to_",
+    "sparse_",
+    "q_",
+    "fbgemm_",
+    "quantize",
+    "mkldnn",
+    "miopen",
+    "cudnn_is",
+    "has_torch_function",
+)
 
 
 def derive_compute_ops() -> list[str]:

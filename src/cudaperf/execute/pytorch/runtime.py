@@ -25,9 +25,16 @@ from cudaperf.tasks.model import InputConfig
 from cudaperf.tasks.pymodule import exec_with_sizes
 
 __all__ = [
-    "as_list", "compare_outputs", "kernel_names", "load_module", "profile_share", "sync",
-    "time_forward", "time_once", "timers_intact",
-]  # fmt: skip
+    "as_list",
+    "compare_outputs",
+    "kernel_names",
+    "load_module",
+    "profile_share",
+    "sync",
+    "time_forward",
+    "time_once",
+    "timers_intact",
+]
 
 log = logging.getLogger(__name__)
 
@@ -139,9 +146,14 @@ def _errors(w, g, atol: float, rtol: float, signed: bool, chunk: int) -> _Errors
 
 
 def compare_outputs(
-    want: Any, got: Any, atol: float, rtol: float, normwise_rtol: float, signed: bool = False,
+    want: Any,
+    got: Any,
+    atol: float,
+    rtol: float,
+    normwise_rtol: float,
+    signed: bool = False,
     chunk: int = COMPARE_CHUNK,
-):  # fmt: skip
+):
     """(correct, max_abs_err, max_rel_err, message) for a candidate's output. `signed`: the
     inputs separate functions, and each output's bound relative to the expected values has
     that output's RMS as its floor, as `execute.inputs.compare` has on the C path (sums cancel
@@ -166,23 +178,38 @@ def compare_outputs(
             return False, None, None, f"output {k} has dtype {g.dtype}, expected {w.dtype}"
         e = _errors(w, g, atol, rtol, signed, chunk)
         if e.bad_nan:
-            return False, None, None, (
-                f"output {k} has {e.bad_nan} NaN/Inf values where the reference is finite (or "
-                "another infinity)"
-            )  # fmt: skip
+            return (
+                False,
+                None,
+                None,
+                (
+                    f"output {k} has {e.bad_nan} NaN/Inf values where the reference is finite (or "
+                    "another infinity)"
+                ),
+            )
         max_abs, max_rel = max(max_abs, e.max_abs), max(max_rel, e.max_rel)
         if e.first is not None:
             idx, gv, wv = e.first
-            return False, max_abs, max_rel, (
-                f"output {k}: {e.n_over} of {w.numel()} elements outside tolerance; "
-                f"first at flat index {idx}: got {gv:.6g}, expected {wv:.6g}"
-            )  # fmt: skip
+            return (
+                False,
+                max_abs,
+                max_rel,
+                (
+                    f"output {k}: {e.n_over} of {w.numel()} elements outside tolerance; "
+                    f"first at flat index {idx}: got {gv:.6g}, expected {wv:.6g}"
+                ),
+            )
         wn = e.sq_want**0.5
         if wn > 0 and e.sq_diff**0.5 / wn > normwise_rtol:
-            return False, max_abs, max_rel, (
-                f"output {k}: normwise relative error {e.sq_diff**0.5 / wn:.3g} exceeds "
-                f"{normwise_rtol:g} (the outputs are small; all-zero or constant results fail)"
-            )  # fmt: skip
+            return (
+                False,
+                max_abs,
+                max_rel,
+                (
+                    f"output {k}: normwise relative error {e.sq_diff**0.5 / wn:.3g} exceeds "
+                    f"{normwise_rtol:g} (the outputs are small; all-zero or constant results fail)"
+                ),
+            )
     return True, max_abs, max_rel, ""
 
 

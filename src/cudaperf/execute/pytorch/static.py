@@ -403,9 +403,12 @@ def _pointer_keys(c: CandidateAst) -> set[str]:
     assigns = [n for n in ast.walk(c.tree) if isinstance(n, ast.Assign)]
     for _ in range(4):  # key = x.data_ptr(); k2 = (key, n); ... a few hops
         grown = {
-            t.id for a in assigns if ptr(a.value, names) for t in a.targets
+            t.id
+            for a in assigns
+            if ptr(a.value, names)
+            for t in a.targets
             if isinstance(t, ast.Name)
-        }  # fmt: skip
+        }
         if grown <= names:
             break
         names |= grown

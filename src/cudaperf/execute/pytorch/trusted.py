@@ -167,8 +167,11 @@ class _Config:
         xs = self.inputs(trial, dist)
         want = _reference(self.ref, xs, self.dev)
         if dist == _SIGNED and not _finite(want):
-            log.info("%s/%s: reference not finite on signed inputs; own distribution only",
-                     self.task.id, self.cfg.name)  # fmt: skip
+            log.info(
+                "%s/%s: reference not finite on signed inputs; own distribution only",
+                self.task.id,
+                self.cfg.name,
+            )
             self.signed_ok, dist = False, _OWN
             xs = self.inputs(trial, dist)
             want = _reference(self.ref, xs, self.dev)
@@ -184,9 +187,13 @@ class _Config:
             self.bufs.flip_inputs()
             self.child.ask("recopy")
             if not all(same_bits(a, b) for a, b in zip(got, self.bufs.read_outs(), strict=True)):
-                raise _Fail(Status.REJECTED, (
-                    "an output shares memory with an input (the reference's does not); "
-                    "return a new tensor"))  # fmt: skip
+                raise _Fail(
+                    Status.REJECTED,
+                    (
+                        "an output shares memory with an input (the reference's does not); "
+                        "return a new tensor"
+                    ),
+                )
         tol = self.task.tolerance
         ok, mabs, mrel, msg = rt.compare_outputs(
             want, got, tol.atol, tol.rtol, self.req.normwise_rtol, signed=dist == _SIGNED
@@ -241,8 +248,13 @@ class _Config:
         launched, note = self.profile() if profile else (None, "")
         private = self.inputs(3000, _OWN)
         eager, compiled = baselines(self.task, self.cfg, self.ref, private, req, self.dev)
-        return {"timing": timing, "eager_timing": eager, "compile_timing": compiled,
-                "message": note, "launched": launched}  # fmt: skip
+        return {
+            "timing": timing,
+            "eager_timing": eager,
+            "compile_timing": compiled,
+            "message": note,
+            "launched": launched,
+        }
 
     def outside_clock(self, timing: Timing) -> str:
         """This process's clock around k back-to-back calls against the reported time."""
@@ -269,9 +281,13 @@ def judge_profile(got: dict, min_share: float) -> tuple[list[str] | None, str]:
     if share is not None and float(share) == 0.0:
         raise _Fail(Status.REJECTED, "none of the candidate's own kernels ran in forward")
     if share is not None and float(share) < min_share:
-        raise _Fail(Status.REJECTED, (
-            f"the candidate's kernels carry only {float(share):.0%} of the forward's GPU "
-            "time; the rest is PyTorch doing the task's work"))  # fmt: skip
+        raise _Fail(
+            Status.REJECTED,
+            (
+                f"the candidate's kernels carry only {float(share):.0%} of the forward's GPU "
+                "time; the rest is PyTorch doing the task's work"
+            ),
+        )
     names = [str(n) for n in launched] if isinstance(launched, list) else None
     return names, note
 
@@ -304,8 +320,13 @@ def _one_config(child, task, cfg, req, timed: bool, profile: bool):
     c = _Config(child, task, cfg, req)
     try:
         mabs, mrel = c.check()
-        res = {"config": cfg.name, "held_out": cfg.held_out, "correct": True,
-               "max_abs_err": mabs, "max_rel_err": mrel}  # fmt: skip
+        res = {
+            "config": cfg.name,
+            "held_out": cfg.held_out,
+            "correct": True,
+            "max_abs_err": mabs,
+            "max_rel_err": mrel,
+        }
         launched = None
         if timed:
             t = c.timed(profile)
@@ -319,10 +340,14 @@ def _one_config(child, task, cfg, req, timed: bool, profile: bool):
 def _job_message(req: TorchRequest) -> dict:
     """The candidate process's `job` message (`protocol.ChildJob`, as a plain dict)."""
     return ChildJob(
-        code=req.code, ext_dir=req.ext_dir, workdir=req.workdir, cpu_limit_s=req.cpu_limit_s,
-        output_limit_mb=req.output_limit_mb, device=req.device,
+        code=req.code,
+        ext_dir=req.ext_dir,
+        workdir=req.workdir,
+        cpu_limit_s=req.cpu_limit_s,
+        output_limit_mb=req.output_limit_mb,
+        device=req.device,
         kernel_names=sorted(rt.kernel_names(req.code)),
-    ).wire()  # fmt: skip
+    ).wire()
 
 
 def _probe_sharing(child: CandidateProcess, device: str) -> None:
@@ -366,8 +391,9 @@ def run_torch_job(
                     child.ask("job", _job_message(req))
                 if cfg.held_out and output is None:
                     output = visible_output(child, req.workdir, on_output)
-                cr, seen = _one_config(child, task, cfg, req, fold.status is Status.OK,
-                                       not fold.started)  # fmt: skip
+                cr, seen = _one_config(
+                    child, task, cfg, req, fold.status is Status.OK, not fold.started
+                )
                 st, launched = Status.OK, seen if seen is not None else launched
             except _Fail as f:
                 st, msg, trusted = f.status, f.message, f.trusted
@@ -377,15 +403,22 @@ def run_torch_job(
                 # buffers may never release them: a fresh worker keeps memory from leaking.
                 restart = e.died or any(k in e.message for k in _CUDA_ERROR)
             if st is not Status.OK:
-                cr = ConfigResult(config=cfg.name, held_out=cfg.held_out, correct=False,
-                                  message=msg)  # fmt: skip
+                cr = ConfigResult(
+                    config=cfg.name, held_out=cfg.held_out, correct=False, message=msg
+                )
             fold.add(i, cfg, st, cr, trusted)
             if stop:
                 break
     finally:
         child.close()
-    return JobReply(status=fold.status, configs=fold.configs(), message=fold.message,
-                    launched=launched, restart=restart, output=output)  # fmt: skip
+    return JobReply(
+        status=fold.status,
+        configs=fold.configs(),
+        message=fold.message,
+        launched=launched,
+        restart=restart,
+        output=output,
+    )
 
 
 def time_baselines(req: BaselinesRequest) -> JobReply:

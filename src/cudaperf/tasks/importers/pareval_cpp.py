@@ -35,9 +35,28 @@ PRELUDE = """#include <float.h>
 """
 
 _MATH = {
-    "sqrt", "pow", "exp", "log", "log2", "log10", "sin", "cos", "tan", "atan", "atan2",
-    "floor", "ceil", "round", "fabs", "fmin", "fmax", "tanh", "erf", "cbrt", "hypot",
-}  # fmt: skip
+    "sqrt",
+    "pow",
+    "exp",
+    "log",
+    "log2",
+    "log10",
+    "sin",
+    "cos",
+    "tan",
+    "atan",
+    "atan2",
+    "floor",
+    "ceil",
+    "round",
+    "fabs",
+    "fmin",
+    "fmax",
+    "tanh",
+    "erf",
+    "cbrt",
+    "hypot",
+}
 _STD_MACRO = {"abs": "CP_ABS", "min": "CP_MIN", "max": "CP_MAX"}
 _LIMITS = {
     ("double", "max"): "DBL_MAX",
@@ -53,14 +72,55 @@ _LIMITS = {
     ("size_t", "min"): "0",
     ("size_t", "lowest"): "0",
 }
-_CONTAINERS = {"vector", "queue", "stack", "deque", "pair", "map", "set", "unordered_map",
-               "unordered_set", "string", "array", "tuple", "list"}  # fmt: skip
-_CPP_ONLY = {"auto", "new", "delete", "template", "nullptr", "this", "class", "namespace",
-             "static_cast", "reinterpret_cast", "const_cast", "dynamic_cast",
-             "typename"}  # fmt: skip
+_CONTAINERS = {
+    "vector",
+    "queue",
+    "stack",
+    "deque",
+    "pair",
+    "map",
+    "set",
+    "unordered_map",
+    "unordered_set",
+    "string",
+    "array",
+    "tuple",
+    "list",
+}
+_CPP_ONLY = {
+    "auto",
+    "new",
+    "delete",
+    "template",
+    "nullptr",
+    "this",
+    "class",
+    "namespace",
+    "static_cast",
+    "reinterpret_cast",
+    "const_cast",
+    "dynamic_cast",
+    "typename",
+}
 _KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "do", "else"}
-_TYPES = {"int", "double", "float", "char", "long", "short", "unsigned", "signed", "bool",
-          "size_t", "int32_t", "int64_t", "uint32_t", "uint64_t", "const", "void"}  # fmt: skip
+_TYPES = {
+    "int",
+    "double",
+    "float",
+    "char",
+    "long",
+    "short",
+    "unsigned",
+    "signed",
+    "bool",
+    "size_t",
+    "int32_t",
+    "int64_t",
+    "uint32_t",
+    "uint64_t",
+    "const",
+    "void",
+}
 
 
 class Unsupported(ValueError):
