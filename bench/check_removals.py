@@ -19,6 +19,27 @@ PY = sys.executable
 # (check, file, text that implements it, text without it, tests that must then fail)
 M = [
     (
+        "C CPU baseline timed in clean requests, handed to jobs",
+        "src/cudaperf/execute/isolation/sandbox.py",
+        'elif req.get("op") == "run" and req.get("cpu_baseline_cache"):',
+        "elif False:",
+        "tests/execute/c/test_baselines.py",
+    ),
+    (
+        "C CPU baseline timed with the compile pool quiet",
+        "src/cudaperf/execute/isolation/sandbox.py",
+        'with quiet(self.gate if phase == "time" else None):',
+        "with quiet(None):",
+        "tests/execute/c/test_baselines.py::test_cpu_baselines_are_timed_once_in_clean_requests_and_kept_on_disk",
+    ),
+    (
+        "a C job uses the CPU baselines it is given",
+        "src/cudaperf/execute/c/trusted.py",
+        "if req.cpu_baselines is not None:",
+        "if False:",
+        "tests/execute/c/test_baselines.py::test_a_job_uses_the_records_it_is_given_and_times_none_itself",
+    ),
+    (
         "evaluator fingerprint covers execute/'s subpackages",
         "src/cudaperf/execute/build.py",
         'for f in sorted(root.rglob("*.py")):',
