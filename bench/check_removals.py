@@ -19,6 +19,20 @@ PY = sys.executable
 # (check, file, text that implements it, text without it, tests that must then fail)
 M = [
     (
+        "timing budget: seconds to milliseconds at the C harness call",
+        "src/cudaperf/execute/c/child.py",
+        "ctypes.c_double(budget_s * 1e3)",
+        "ctypes.c_double(budget_s)",
+        "tests/execute/c/test_trusted.py::test_the_timing_budget_reaches_the_harness_in_its_unit",
+    ),
+    (
+        "timing budget: PyTorch baselines stop at the budget in seconds",
+        "src/cudaperf/execute/pytorch/runtime.py",
+        "spent += w / 1e6  # w in µs",
+        "spent += w / 1e3  # w in µs",
+        "tests/execute/pytorch/test_runtime.py::test_time_forward_stops_at_its_budget_in_seconds",
+    ),
+    (
         "C CPU baseline timed in clean requests, handed to jobs",
         "src/cudaperf/execute/isolation/sandbox.py",
         'elif req.get("op") == "run" and req.get("cpu_baseline_cache"):',

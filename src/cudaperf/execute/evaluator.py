@@ -291,7 +291,7 @@ class Evaluator:
             "salt": self.env.salt,
             "trials": c.trials,
             "warmup": c.warmup,
-            "budget_ms": c.time_budget_s * 1e3,
+            "budget_s": c.time_budget_s,
             "max_bandwidth_gbs": c.max_bandwidth_gbs,
             "cpu_limit_s": c.max_cpu_s_per_job,
             "output_limit_mb": c.max_output_mb,

@@ -64,7 +64,7 @@ class _JobRequest(_Message):
     salt: int = Field(repr=False)  # secret input-seed salt (never shown to the candidate)
     trials: int  # timed trials per config
     warmup: int  # untimed calls before timing each config
-    budget_ms: float  # max milliseconds of timed trials per config (>= 5 trials)
+    budget_s: float  # max seconds of timed trials per config (>= 5 trials); ms only in C
     max_bandwidth_gbs: float  # roofline: a time implying more input bytes/s is rejected
     cpu_limit_s: int  # RLIMIT_CPU seconds for the job
     # RLIMIT_FSIZE of the candidate's process, MiB (what its code writes: files, stdout,

@@ -441,3 +441,27 @@ def test_a_candidate_that_takes_every_file_descriptor_is_still_judged(c_run):
     config with EMFILE on the H200 when the segment grew on demand)."""
     res = c_run("leak")
     assert res.status is Status.OK, res.feedback
+
+
+BUDGET_ECHO = r"""
+/* The harness ABI; one timed trial whose event time is the budget it was given (ms). */
+int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n, int warmup,
+                   int trials, double budget_ms, float* event_ms, double* wall_ms, int* done,
+                   char* err, int errlen) {
+  if (trials > 0) { event_ms[0] = (float)budget_ms; wall_ms[0] = budget_ms; *done = 1; }
+  return 0;
+}
+"""
+
+
+def test_the_timing_budget_reaches_the_harness_in_its_unit(tmp_path):
+    """Seconds everywhere in Python; the harness (C) takes milliseconds: the one conversion is
+    at the ctypes call (a budget 1,000 times too small would stop every config at 5 trials)."""
+    import ctypes
+
+    from cudaperf.execute.c.child import call_harness
+    from cudaperf.execute.c.harness import RUN_SYMBOL
+
+    fn = getattr(ctypes.CDLL(_fake_lib(tmp_path, "echo", BUDGET_ECHO)), RUN_SYMBOL)
+    got = call_harness(fn, [], [], [], warmup=0, trials=1, budget_s=0.25)
+    assert got["rc"] == 0 and got["event_us"] == [pytest.approx(250.0 * 1e3)]

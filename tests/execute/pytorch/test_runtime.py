@@ -150,3 +150,18 @@ def test_comparison_never_converts_a_whole_output_to_float64(monkeypatch):
     w = torch.randn(4096)
     ok, *_ = compare_outputs(w, w.clone(), 1e-5, 1e-5, 1e-2, signed=True, chunk=256)
     assert ok and sizes and max(sizes) <= 256
+
+
+def test_time_forward_stops_at_its_budget_in_seconds():
+    """A 20 ms call with a 0.2 s budget and 50 trials allowed: timing stops after the budget
+    is spent (at least 5 trials), not after all 50 (a unit slip of 1,000x would run them all,
+    or stop at 5 whatever the budget)."""
+    import time
+
+    from cudaperf.execute.pytorch.runtime import time_forward
+
+    def slow():
+        time.sleep(0.02)
+
+    ev, wall = time_forward(slow, [], warmup=0, trials=50, budget_s=0.2, device="cpu")
+    assert 7 <= len(ev) <= 14 and len(ev) == len(wall)  # ~10 (sleep overshoot included)

@@ -2,7 +2,7 @@
 
 It contains the evaluator's `EvalConfig` (`eval`) for every setting the two share, so a
 setting has one name and one validation: timed `trials`, `warmup`, the timed-trial budget
-(`time_budget_s`; the bulk runner reads it in ms, `budget_ms`), `compile_only`, `arch`,
+(`time_budget_s`, seconds; milliseconds only at the C runner's `cp_time`), `compile_only`, `arch`,
 `cache_dir`, `seed_salt`, `gpus`, `check_after_timing`, `max_bandwidth_gbs`, `nvcc`, `gcc`,
 `extra_nvcc_flags`. Only what the evaluator has no knob for is declared here. Bulk defaults
 (`BULK_EVAL_DEFAULTS`) differ from the evaluator's: 20 trials, 3 warm-up calls, 50 ms budget.
@@ -76,11 +76,6 @@ class BulkConfig:
     @property
     def compile_only(self) -> bool:
         return bool(self.eval.compile_only)
-
-    @property
-    def budget_ms(self) -> float:
-        """The timed-trial budget per implementation and config, in ms (the runner's unit)."""
-        return round(self.eval.time_budget_s * 1e3, 9)
 
     def workers(self) -> int:
         return self.jobs or usable_cpus()

@@ -356,7 +356,7 @@ def _run_gpus(
     settings = {
         "trials": ecfg.trials,
         "warmup": ecfg.warmup,
-        "budget_ms": config.budget_ms,
+        "budget_s": ecfg.time_budget_s,
         "check_after": ecfg.check_after_timing,
         "max_bandwidth_gbs": ecfg.max_bandwidth_gbs,
     }
@@ -498,7 +498,9 @@ def estimate_gpu_seconds(tasks: list[Task], config: BulkConfig) -> dict:
             arr = [(p, _nbytes(p, cfg)) for p in t.signature if p.is_array]
             moved = sum(b for _, b in arr)
             call = max(10e-6, 3 * moved / 3e12)
-            trials = min(config.eval.trials, max(5, int(config.budget_ms / 1e3 / (call + 70e-6))))
+            trials = min(
+                config.eval.trials, max(5, int(config.eval.time_budget_s / (call + 70e-6)))
+            )
             per_impl = 3 * moved / 1.5e12 + 2 * moved / 2e12 + (2 + config.eval.warmup) * call
             per_impl += trials * (call + 70e-6) + 2e-3
             total += moved / 8e9 + n * per_impl

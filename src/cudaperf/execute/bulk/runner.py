@@ -274,7 +274,7 @@ class Runner:
             bufs.args,
             ctypes.c_int(s["warmup"]),
             ctypes.c_int(n),
-            ctypes.c_double(s["budget_ms"]),
+            ctypes.c_double(s["budget_s"] * 1e3),  # cp_time takes ms (the C boundary)
             ctypes.c_void_p(self.flush),
             ctypes.c_longlong(self.flush_bytes),
             ev,

@@ -25,7 +25,7 @@ Differences from the evaluator, on purpose (inputs are drawn on the GPU in both:
 `get_inputs()` runs under `torch.device("cuda")`): each implementation
 gets its own input seeds (derived from the secret salt and its hash), so no earlier
 implementation's freed output can hold the right answer; 2 correctness trials instead of 5;
-a config's timing stops early after `budget_ms` (at least 5 trials); the first failing config
+a config's timing stops early after `budget_s` (at least 5 trials); the first failing config
 ends an implementation (later configs are not run); no profiler pass (the share of GPU time in
 the candidate's own kernels is not checked) and no torch.compile baseline.
 
@@ -185,7 +185,7 @@ class _Run:
     gpu: str
     versions: dict[str, str]
     salt: int = field(repr=False)
-    knobs: dict[str, Any] = field(default_factory=dict)  # trials, warmup, budget_ms, ...
+    knobs: dict[str, Any] = field(default_factory=dict)  # trials, warmup, budget_s, ...
 
     def write(self, row: ExecResult) -> None:
         line = json.dumps(row.model_dump(mode="json")) + "\n"
@@ -265,7 +265,7 @@ def measure_torch_tasks(
     progress: Callable[[str], None] | None = None,
     compile_only: bool = False,
     warmup: int = 2,
-    budget_ms: float = 250.0,
+    budget_s: float = 0.25,
     correctness_trials: int = 2,
     salt: int | None = None,
     arch: str | None = None,
@@ -274,7 +274,7 @@ def measure_torch_tasks(
 ) -> None:
     """Measure every (task, implementation) not in `done`; append one ExecResult line each.
 
-    trials: timed trials per config (stops early after `budget_ms` of them, at >= 5 trials).
+    trials: timed trials per config (stops early after `budget_s` seconds of them, at >= 5 trials).
     device: the CUDA device index (this process sets it as current).
     done: (task id, implementation id) pairs to skip; pairs measured here are added to it.
     progress: called with the task id after each task.
@@ -309,7 +309,7 @@ def measure_torch_tasks(
         knobs={
             "trials": trials,
             "warmup": warmup,
-            "budget_ms": budget_ms,
+            "budget_s": budget_s,
             "correctness_trials": correctness_trials,
             "normwise_rtol": EvalConfig().normwise_rtol,
             "max_bandwidth_gbs": EvalConfig().max_bandwidth_gbs,
@@ -459,7 +459,7 @@ class _Gpu:
             ref = mod.Model(*init).cuda().eval()
             gen = _GpuInputs(mod, self.device)
             inputs = rt._fresh_inputs(gen, rt._seed(run.salt, cfg, 0), None)
-            ev, _ = rt.time_forward(ref, inputs, k["warmup"], k["trials"], k["budget_ms"])
+            ev, _ = rt.time_forward(ref, inputs, k["warmup"], k["trials"], k["budget_s"])
         except Exception as e:  # noqa: BLE001 - the task's fault, unless the context broke
             _, restart = rt._classify(e)
             msg = f"the task's reference failed on config {cfg.name}: {type(e).__name__}: {e}"
@@ -475,7 +475,7 @@ class _Gpu:
         new = mod.ModelNew(*case.init).cuda().eval()
         req = {"correctness_trials": k["correctness_trials"], "normwise_rtol": k["normwise_rtol"]}
         inputs, (mabs, mrel) = rt._check_trials(task, cfg, case.gen, case.ref, new, salt, req)
-        ev, wall = rt.time_forward(new, inputs, k["warmup"], k["trials"], k["budget_ms"])
+        ev, wall = rt.time_forward(new, inputs, k["warmup"], k["trials"], k["budget_s"])
         tampered = rt._timers_intact()
         if tampered:
             raise rt._Fail(Status.REJECTED, tampered)

@@ -73,7 +73,7 @@ def request(req: dict, workdir: str, phase: str, prefix: str) -> dict:
         "salt",
         "trials",
         "warmup",
-        "budget_ms",
+        "budget_s",
         "max_bandwidth_gbs",
         "cpu_limit_s",
         "output_limit_mb",

@@ -12,7 +12,7 @@ here. Requests, one at a time (`child_proc.serve`):
 - ``("segment", size)`` followed by a file descriptor (`multiprocessing.reduction`): map the
   trusted side's shared memory segment, where it writes each call's arrays. It holds one
   call's inputs and output buffers, never an answer.
-- ``("call", {slots, codes, warmup, trials, budget_ms})``: one harness call on the arrays at
+- ``("call", {slots, codes, warmup, trials, budget_s})``: one harness call on the arrays at
   `slots` ([offset, bytes] in the segment; `codes`: `harness.ROLE_CODES`, or
   `IN_NO_DOWNLOAD`). A checked call (trials 0) leaves the downloaded outputs in the segment;
   the trusted side copies them out and judges them. Replies the harness's numbers.
@@ -46,7 +46,7 @@ def call_harness(
     codes: list[int],
     warmup: int = 0,
     trials: int = 0,
-    budget_ms: float = 0.0,
+    budget_s: float = 0.0,
 ) -> dict:
     """One call of the harness entry `fn` on host buffers at addresses `host`: its return code,
     message, per-trial event and wall times (microseconds) and timing overhead."""
@@ -65,7 +65,7 @@ def call_harness(
         n,
         warmup,
         trials,
-        ctypes.c_double(budget_ms),
+        ctypes.c_double(budget_s * 1e3),  # the harness's unit: ms (the C boundary)
         ev,
         wall,
         ctypes.byref(done),
@@ -123,7 +123,7 @@ class _State:
             [int(c) for c in msg["codes"]],
             int(msg["warmup"]),
             int(msg["trials"]),
-            float(msg["budget_ms"]),
+            float(msg["budget_s"]),
         )
 
 

@@ -170,7 +170,7 @@ class CProcess(SpawnedChild):
         arrays: list[np.ndarray],
         warmup: int = 0,
         trials: int = 0,
-        budget_ms: float = 0.0,
+        budget_s: float = 0.0,
         download_inputs: bool = True,
     ) -> NativeRun:
         """The harness on host `arrays` (one per parameter of `task.signature`; out/inout, and
@@ -189,7 +189,7 @@ class CProcess(SpawnedChild):
             "codes": codes,
             "warmup": warmup,
             "trials": trials,
-            "budget_ms": budget_ms,
+            "budget_s": budget_s,
         }
         run = _native_run(self.ask("call", msg), trials)
         if trials == 0 and run.rc == 0:

@@ -210,7 +210,7 @@ def _one_config(
         if ckey not in libs.cpu:
             libs.cpu[ckey] = time_reference(task, ref_lib, inputs, req.cpu_trials, req.cpu_budget_s)
         cpu = Timing.of(libs.cpu[ckey])
-    tr = proc.run(task, inputs, req.warmup, req.trials, req.budget_ms)
+    tr = proc.run(task, inputs, req.warmup, req.trials, req.budget_s)
     if tr.rc != 0 or not tr.event_us:
         msg = tr.error or "no timed trial completed"
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=True, **errs, message=msg), True

@@ -63,7 +63,7 @@ def request(req: dict, workdir: str, records: dict) -> dict:
         "salt",
         "warmup",
         "trials",
-        "budget_ms",
+        "budget_s",
         "max_bandwidth_gbs",
         "torch_compile",
         "cpu_limit_s",

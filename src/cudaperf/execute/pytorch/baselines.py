@@ -71,7 +71,7 @@ def baselines(
                 continue
             try:
                 fn = ref if kind == "eager" else torch.compile(ref)
-                ev, _ = rt.time_forward(fn, inputs, req.warmup, req.trials, req.budget_ms, device)
+                ev, _ = rt.time_forward(fn, inputs, req.warmup, req.trials, req.budget_s, device)
             except Exception as e:  # noqa: BLE001 - a failing baseline must not fail the candidate
                 log.warning("%s baseline of %s/%s failed: %s", kind, task.id, cfg.name, e)
                 out.append(None)

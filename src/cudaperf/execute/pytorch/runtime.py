@@ -274,7 +274,7 @@ def burst(fn, args, k: int, device: str) -> None:
     warm(fn, args, k, device)
 
 
-def time_forward(fn, args, warmup: int, trials: int, budget_ms: float, device: str = "cuda"):
+def time_forward(fn, args, warmup: int, trials: int, budget_s: float, device: str = "cuda"):
     """Per-trial event and wall times (µs) of `fn(*args)` on fixed inputs, L2 flushed before
     each trial (the baselines; candidates are timed trial by trial on fresh inputs)."""
     flush = flush_buffer(device)
@@ -284,8 +284,8 @@ def time_forward(fn, args, warmup: int, trials: int, budget_ms: float, device: s
         e, w = time_once(fn, args, flush, device)
         ev.append(e)
         wall.append(w)
-        spent += w / 1e3
-        if spent > budget_ms and len(ev) >= 5:
+        spent += w / 1e6  # w in µs
+        if spent > budget_s and len(ev) >= 5:
             break
     return ev, wall
 
