@@ -4,7 +4,9 @@ groups per process, one steps.jsonl row per step with a one-process run's fields
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +46,7 @@ def _torchrun(tmp_path, tiny, tasks, *extra) -> list[dict]:
         sys.executable,
         "-m",
         "torch.distributed.run",
+        "--standalone",  # a free port of its own: the fixed 29500 collides with other jobs
         "--nproc_per_node",
         "2",
         "-m",
@@ -66,8 +69,22 @@ def _torchrun(tmp_path, tiny, tasks, *extra) -> list[dict]:
         "OMP_NUM_THREADS": "1",
         "TRL_EXPERIMENTAL_SILENCE": "1",
     }
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
-    assert res.returncode == 0, res.stderr[-3000:]
+    # its own session, so that a hang kills the workers too and shows where they were
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        _, err = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate()
+        pytest.fail(f"torchrun did not end in 300 s; its stderr ends:\n{err[-4000:]}")
+    assert proc.returncode == 0, err[-3000:]
     return [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
 
 
