@@ -19,6 +19,41 @@ PY = sys.executable
 # (check, file, text that implements it, text without it, tests that must then fail)
 M = [
     (
+        "C: no device work during the traced call is a host fallback",
+        "src/cudaperf/execute/sanity.py",
+        "    if device_us <= 0.0:",
+        "    if False:",
+        "tests/execute/c/test_trusted.py::test_a_call_whose_work_the_gpu_did_not_do_is_rejected tests/execute/test_sanity.py::test_host_work_no_device_work_is_always_flagged",
+    ),
+    (
+        "C: device work under min_device_share of the call is a host fallback",
+        "src/cudaperf/execute/sanity.py",
+        "if share < min_share and wall_us - device_us > slack_us:",
+        "if False:",
+        "tests/execute/c/test_trusted.py::test_a_call_whose_work_the_gpu_did_not_do_is_rejected",
+    ),
+    (
+        "C: the traced call runs after every config passed",
+        "src/cudaperf/execute/c/trusted.py",
+        "        trace = _trace_job(proc, task, req, libs, ref_lib, fold)",
+        "        trace = _Traced()",
+        "tests/execute/c/test_trusted.py::test_a_call_whose_work_the_gpu_did_not_do_is_rejected",
+    ),
+    (
+        "C: the evaluator hands the CUPTI shim to the job",
+        "src/cudaperf/execute/evaluator.py",
+        "            trace_lib=p.trace_lib,",
+        "            trace_lib=None,",
+        "tests/execute/c/test_trusted.py::test_a_call_whose_work_the_gpu_did_not_do_is_rejected",
+    ),
+    (
+        "C: an untraced job says its launch check did not run",
+        "src/cudaperf/execute/evaluator.py",
+        "    why = f\"kernel_trace: {reply.trace_note}\"[:200]\n    return prot.model_copy(update={\"missing\": (*prot.missing, why)})",
+        "    return prot",
+        "tests/execute/c/test_trusted.py::test_an_untraced_call_passes_and_says_the_check_did_not_run",
+    ),
+    (
         "timing budget: seconds to milliseconds at the C harness call",
         "src/cudaperf/execute/c/child.py",
         "ctypes.c_double(budget_s * 1e3)",

@@ -39,6 +39,10 @@ FAKE_HARNESS = r"""
 #include <sys/resource.h>
 #include <sys/stat.h>
 /* A CPU stand-in for the native harness ABI (saxpy only) so the worker can be tested here. */
+static void (*hook)(int) = 0;
+#ifndef FAKE_NOHOOK
+void __cudaperf_set_hook(void (*h)(int)) { hook = h; }
+#endif
 int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n, int warmup,
                    int trials, double budget_ms, float* event_ms, double* wall_ms, int* done,
                    char* err, int errlen) {
@@ -100,6 +104,7 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
   }
 #endif
   if (trials == 0) {
+    if (hook) hook(0);
 #ifdef FAKE_PEEK
     /* Runs Python in its own process through the interpreter's C API and copies the answer
        out of the evaluator's reference cache when the process holds one. */
@@ -137,6 +142,7 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
     x[0] += 1.0f;
 #endif
     printf("hello from the candidate\n");
+    if (hook) hook(1);
     return 0;
   }
 #if defined(FAKE_EVENT_MS)  /* chosen timings: escaping work, impossible speed */
@@ -150,11 +156,59 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
 """
 
 
+# A CPU stand-in for the CUPTI shim (`execute.c.trace`): the window the harness's hook opens
+# and closes, with a chosen wall time and device-work time; -1 when the window never closed.
+FAKE_SHIM = r"""
+#include <stdio.h>
+static int opened = 0, closed = 0;
+int cp_trace_begin(char* err, int errlen) {
+#ifdef SHIM_BEGIN_FAILS
+  snprintf(err, errlen, "CUPTI_ERROR_NOT_INITIALIZED (fake)"); return 15;
+#endif
+  opened = closed = 0; return 0;
+}
+void cp_trace_hook(int phase) { if (phase == 0) opened = 1; else closed = opened; }
+int cp_trace_end(char* err, int errlen) { return 0; }
+int cp_trace_read(double* out, char* names, int len) {
+  if (!closed) return -1;
+  out[0] = SHIM_WALL_US; out[1] = SHIM_DEVICE_US; out[2] = SHIM_KERNELS; out[3] = 0;
+  snprintf(names, len, SHIM_KERNELS ? "saxpy_kernel\n" : "");
+  return 0;
+}
+"""
+
+# name -> (wall us, device-work us, kernels, extra flags)
+FAKE_SHIMS = {
+    "honest": (2000.0, 1900.0, 1, []),  # the GPU busy for 95% of the call
+    "host_loop": (20000.0, 0.0, 0, []),  # no device work at all: a host fallback
+    "host_quick": (500.0, 0.0, 0, []),  # no device work, in less time than the slack
+    "token_kernel": (20000.0, 10.0, 1, []),  # a token kernel beside a host loop
+    "short_setup": (900.0, 5.0, 1, []),  # a low share, but under 1 ms of host time in all
+    "slow_setup": (10000.0, 1000.0, 1, []),  # 10%: 9 ms of host setup beside 1 ms of kernels
+    "begin_fails": (1.0, 1.0, 1, ["-DSHIM_BEGIN_FAILS"]),
+}
+
+
+@pytest.fixture(scope="session")
+def fake_shims(tmp_path_factory) -> dict[str, str]:
+    """Fake CUPTI shims built with gcc (`FAKE_SHIMS`), by name."""
+    d = tmp_path_factory.mktemp("shim")
+    (d / "shim.c").write_text(FAKE_SHIM)
+    out = {}
+    for name, (wall, dev, kernels, flags) in FAKE_SHIMS.items():
+        lib = d / f"{name}.so"
+        defs = [f"-DSHIM_WALL_US={wall}", f"-DSHIM_DEVICE_US={dev}", f"-DSHIM_KERNELS={kernels}"]
+        cmd = ["gcc", "-O1", "-shared", "-fPIC", *defs, *flags, "-o", str(lib), str(d / "shim.c")]
+        subprocess.run(cmd, check=True)
+        out[name] = str(lib)
+    return out
+
+
 @pytest.fixture(scope="session")
 def fake_libs(tmp_path_factory) -> dict[str, str]:
     """Fake harness libraries built with gcc: ok, wrong, hang, segv, flood, cuda_error, mutate,
     escape, abs, stale, short_escape, too_fast, peek, leak, bigfile, probe, probe_err,
-    probe_hang, probe_forge."""
+    probe_hang, probe_forge, nohook."""
     d = tmp_path_factory.mktemp("fake")
     (d / "fake.c").write_text(FAKE_HARNESS)
     variants = {
@@ -177,6 +231,7 @@ def fake_libs(tmp_path_factory) -> dict[str, str]:
         "short_escape": ["-DFAKE_A=1", "-DFAKE_EVENT_MS=0.010f", "-DFAKE_WALL_MS=0.045"],
         "too_fast": ["-DFAKE_A=1", "-DFAKE_EVENT_MS=0.0001f", "-DFAKE_WALL_MS=0.0001"],
         "peek": ["-DFAKE_A=1", "-DFAKE_PEEK"],
+        "nohook": ["-DFAKE_A=1", "-DFAKE_NOHOOK"],  # a harness without the trace's hook
         "leak": [
             "-DFAKE_A=1",
             "-DFAKE_LEAK",

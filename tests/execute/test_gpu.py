@@ -146,7 +146,7 @@ def test_honest_short_kernels_pass_the_scaled_escape_bound(gpu_config):
     task = saxpy_task(sizes=(1000, 4096, 100_003))
     res = evaluate(task, Candidate(code=SAXPY_NAIVE, id="naive_short"), gpu_config)
     assert res.status is Status.OK, res.feedback
-    assert res.launched is None  # the C harness does not observe kernel names
+    assert res.launched == ["k"]  # the kernel trace's names (demangled, no parameters)
 
 
 def test_a_cuda_error_ends_only_the_candidates_process(gpu_config):
@@ -173,3 +173,77 @@ def test_a_cuda_error_ends_only_the_candidates_process(gpu_config):
         assert h.request({"op": "hello"}, 60)["pid"] == pid and h.restarts == 0
     finally:
         h.close()
+
+
+# Host fallbacks (#41): each computes saxpy correctly on the host between two copies; the copy
+# kind is spelled three ways (the static `host_fallback` finding reads only the first), and
+# one launches a token kernel first. At the dataset's sizes (16 M elements: its C→CUDA tasks'
+# largest configs hold 16-67 M), where a host loop takes milliseconds.
+_HOST_LOOP = """
+#include <cstdlib>
+__global__ void token() {}
+extern "C" void saxpy(int n, float a, const float* x, float* y) {
+  TOKEN
+  float* hx = (float*)malloc(n * sizeof(float));
+  float* hy = (float*)malloc(n * sizeof(float));
+  cudaMemcpy(hx, x, n * sizeof(float), TO_HOST);
+  cudaMemcpy(hy, y, n * sizeof(float), TO_HOST);
+  for (int i = 0; i < n; ++i) hy[i] = a * hx[i] + hy[i];
+  cudaMemcpy(y, hy, n * sizeof(float), TO_DEVICE);
+  free(hx);
+  free(hy);
+}
+"""
+HOST_FALLBACKS = {
+    "named_kinds": ("", "cudaMemcpyDeviceToHost", "cudaMemcpyHostToDevice"),
+    "cast_kinds": ("", "(cudaMemcpyKind)2", "(cudaMemcpyKind)1"),
+    "default_kind": ("", "cudaMemcpyDefault", "cudaMemcpyDefault"),
+    "token_kernel": ("token<<<1, 1>>>();", "cudaMemcpyDeviceToHost", "cudaMemcpyHostToDevice"),
+}
+
+# An honest kernel with a small host-side setup: a scratch buffer allocated, cleared and freed
+# on every call, and a launch configuration read from the device.
+SETUP_THEN_KERNEL = """
+__global__ void scaled_add(int n, float a, const float* x, float* y, float* scratch) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { y[i] = a * x[i] + y[i]; if (i == 0) scratch[0] += 1.0f; }
+}
+extern "C" void saxpy(int n, float a, const float* x, float* y) {
+  int dev = 0, sms = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  float* scratch = 0;
+  cudaMalloc(&scratch, 1024 * sizeof(float));
+  cudaMemset(scratch, 0, 1024 * sizeof(float));
+  scaled_add<<<(n + 255) / 256, sms > 0 ? 256 : 128>>>(n, a, x, y, scratch);
+  cudaFree(scratch);
+}
+"""
+
+
+def _host_loop(token: str, to_host: str, to_device: str) -> str:
+    return (
+        _HOST_LOOP.replace("TOKEN", token)
+        .replace("TO_HOST", to_host)
+        .replace("TO_DEVICE", to_device)
+    )
+
+
+@pytest.mark.parametrize("name", sorted(HOST_FALLBACKS))
+def test_a_host_fallback_is_rejected_however_the_copy_is_spelled(gpu_config, name):
+    task = saxpy_task(sizes=(1000, 1 << 24))
+    code = _host_loop(*HOST_FALLBACKS[name])
+    res = evaluate(task, Candidate(code=code, id=name), gpu_config)
+    assert res.status is Status.REJECTED, (res.feedback, res.protections)
+    assert "on the host" in res.feedback[0]
+    assert res.device_share is not None and res.device_share < 0.05
+
+
+def test_an_honest_kernel_with_a_small_host_setup_passes(gpu_config):
+    task = saxpy_task(sizes=(1000, 1 << 24))
+    for code, kernel in ((SETUP_THEN_KERNEL, "scaled_add"), (SAXPY_NAIVE, "k")):
+        res = evaluate(task, Candidate(code=code), gpu_config)
+        assert res.status is Status.OK, (res.feedback, res.device_share)
+        assert res.launched == [kernel] and res.device_share > 0.05
+        (run,) = [p for p in res.protections if p.stage == "run"]
+        assert "kernel_trace" in run.active, run

@@ -45,3 +45,21 @@ def test_outside_clock_rejects_times_the_trusted_side_contradicts():
     assert outside_clock_message(30.0, t(20)) == ""  # a burst costs about the event time
     assert outside_clock_message(75.0, t(20)) == ""  # 3x + 20 us of slack for a busy host
     assert "trusted clock" in outside_clock_message(4000.0, t(1))
+
+
+def test_host_work_no_device_work_is_always_flagged():
+    from cudaperf.execute.sanity import host_work_message
+
+    assert "computed on the host" in host_work_message(20_000.0, 0.0, 0.05)
+    assert "computed on the host" in host_work_message(50.0, 0.0, 0.05)  # however short
+
+
+def test_host_work_a_low_share_counts_only_beyond_the_slack():
+    from cudaperf.execute.sanity import HOST_SLACK_US, host_work_message
+
+    assert "0.1%" in host_work_message(20_000.0, 20.0, 0.05)  # a token kernel, a host loop
+    assert host_work_message(HOST_SLACK_US, 5.0, 0.05) == ""  # a short setup: allowed
+    assert host_work_message(HOST_SLACK_US + 10.0, 5.0, 0.05) != ""  # just beyond it
+    assert host_work_message(10_000.0, 600.0, 0.05) == ""  # 6% >= 5%
+    assert host_work_message(10_000.0, 600.0, 0.07) != ""
+    assert host_work_message(0.0, 5.0, 0.05) == ""  # no window measured: nothing to judge

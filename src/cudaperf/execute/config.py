@@ -70,6 +70,11 @@ class EvalConfig:
     min_kernel_share: float = _f(
         0.5, "PyTorch→CUDA: min share of the forward's GPU time in the candidate's own kernels"
     )
+    min_device_share: float = _f(
+        0.05,
+        "C→CUDA: min share of a warm call (largest visible config) in which the GPU runs the "
+        "candidate's kernels; below it, with over 1 ms of the call on the host, it is rejected",
+    )
     baseline_timeout_s: float = _f(
         900.0, "PyTorch→CUDA: extra time the first job of a task may spend timing its baselines"
     )
@@ -90,8 +95,9 @@ class EvalConfig:
             raise ValueError(
                 f"normwise_rtol={self.normwise_rtol}; use a value in (0, 1], e.g. 0.01"
             )
-        if not 0 <= self.min_kernel_share <= 1:
-            raise ValueError(f"min_kernel_share={self.min_kernel_share}; use a share in [0, 1]")
+        for name in ("min_kernel_share", "min_device_share"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name}={getattr(self, name)}; use a share in [0, 1]")
         if self.warmup < 0:
             raise ValueError(f"warmup={self.warmup} is negative; use 0 or more (e.g. 10)")
         for name in (
@@ -129,6 +135,7 @@ class EvalConfig:
             "correctness_trials",
             "normwise_rtol",
             "min_kernel_share",
+            "min_device_share",
             "compile_baseline",
         )
         return {k: getattr(self, k) for k in keep} | {"nvcc_flags": list(self.extra_nvcc_flags)}

@@ -26,6 +26,7 @@ from cudaperf.execute.build import (
     toolchain_versions,
 )
 from cudaperf.execute.c import baselines as c_baselines
+from cudaperf.execute.c.trace import build_trace
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.feedback import redact_held_out, status_feedback, timing_feedback
 from cudaperf.execute.held_out import WITHHELD_OUTPUT
@@ -114,6 +115,7 @@ class Prepared:
     ext_dir: str = ""  # TORCH_EXTENSIONS_DIR of a prebuilt load_inline candidate
     form: str = ""  # PyTorch→CUDA candidate form
     protections: list[Protection] = field(default_factory=list)  # the build's (run's: finish)
+    trace_lib: str | None = None  # C→CUDA: the CUPTI shim (`c.trace`); None: none here
 
     @property
     def is_torch(self) -> bool:
@@ -198,6 +200,7 @@ class Evaluator:
             workdir,
             t0,
             protections=prot,
+            trace_lib=build_trace(self.config)[0],
         )
 
     def _built(self, task, cand, t0: float, b, notes: list[str], kw: dict) -> ExecResult | None:
@@ -316,6 +319,8 @@ class Evaluator:
             cpu_budget_s=c.cpu_time_budget_s,
             check_after=c.check_after_timing,
             cpu_baseline_cache=str(c.cache_dir.expanduser() / c_baselines.FILE),
+            trace_lib=p.trace_lib,
+            min_device_share=c.min_device_share,
         )
 
     def request(self, p: Prepared) -> dict:
@@ -358,9 +363,10 @@ class Evaluator:
             )
             kw |= torch_speedups(configs) if p.is_torch else {}
         rlog = truncate((runtime + "\n" + out).strip(), self.config.max_log_chars)
-        if reply.launched is not None:  # seen by the profiler (PyTorch→CUDA); else not observed
+        if reply.launched is not None:  # seen by the profiler or the kernel trace
             kw["launched"] = reply.launched
-        kw["protections"] = [*p.protections, Protection.of("run", reply.protections)]
+        kw["device_share"] = reply.device_share
+        kw["protections"] = [*p.protections, _run_protection(reply, p)]
         return self.result(
             p.task,
             p.cand,
@@ -374,6 +380,19 @@ class Evaluator:
             form=p.form,
             **kw,
         )
+
+
+def _run_protection(reply: JobReply, p: Prepared) -> Protection:
+    """The run stage's protections as the worker reported them, plus the C→CUDA kernel trace
+    (`c.trace`): active when the job's call was traced, missing (with why) when it could not
+    be, and absent when the job ended before the trace (a failed config) or has none."""
+    prot = Protection.of("run", reply.protections)
+    if p.is_torch or reply.trace_note is None:
+        return prot
+    if reply.trace_note == "":
+        return prot.model_copy(update={"active": (*prot.active, "kernel_trace")})
+    why = f"kernel_trace: {reply.trace_note}"[:200]
+    return prot.model_copy(update={"missing": (*prot.missing, why)})
 
 
 def torch_speedups(configs: list[ConfigResult]) -> dict:

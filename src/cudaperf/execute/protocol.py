@@ -88,6 +88,10 @@ class RunRequest(_JobRequest):
     # ran no candidate; when given, the job times no CPU baseline itself (a config missing
     # here has none). None: the job times it (tests, callers without a cache)
     cpu_baselines: dict[str, dict[str, Any]] | None = None
+    # the CUPTI shim (`c.trace`): a job whose configs all passed traces one more checked call
+    # on its largest visible config; None: no trace (no CUPTI here, tests)
+    trace_lib: str | None = None
+    min_device_share: float = 0.05  # `EvalConfig.min_device_share`
 
 
 class CBaselinesRequest(_JobRequest):
@@ -181,7 +185,11 @@ class JobReply(_Message):
     status: Status  # the job's one outcome (OK only when every config passed and was timed)
     configs: list[ConfigResult] = []  # per config run, in task order (held-out: sizes redacted)
     message: str = ""  # the first failure's message, or the harness/worker error
-    launched: list[str] | None = None  # kernels the profiler saw (PyTorch→CUDA); None: not seen
+    launched: list[str] | None = None  # kernels seen running (profiler or trace); None: not seen
+    # C→CUDA: share of the traced call in which the GPU ran the candidate's work (`c.trace`)
+    device_share: float | None = None
+    # C→CUDA: None when no trace was tried, "" when the call was traced, else why it was not
+    trace_note: str | None = None
     restart: bool = False  # the worker must not be reused (CUDA error, worker fault)
     crashed: bool = False  # set by WorkerHandle: the worker died during the job
     sandbox: str | None = None  # set by WorkerHandle: the kernel protections it ran under

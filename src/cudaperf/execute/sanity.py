@@ -7,9 +7,18 @@ from __future__ import annotations
 
 from cudaperf.execute.types import Timing
 
-__all__ = ["escape_message", "outside_clock_message", "roofline_message"]
+__all__ = [
+    "HOST_SLACK_US",
+    "escape_message",
+    "host_work_message",
+    "outside_clock_message",
+    "roofline_message",
+]
 
 _MIN_ROOFLINE_BYTES = 1 << 20  # below this, launch overhead dominates and the check says nothing
+# host time a C→CUDA call may spend beside its device work before a low share counts: launch
+# and sync latency, cudaMalloc/cudaFree of scratch buffers, a small setup or final step
+HOST_SLACK_US = 1000.0
 
 
 def escape_message(t: Timing, wall: Timing, overhead_us: float = 22.5) -> str:
@@ -55,4 +64,28 @@ def roofline_message(nbytes: int, t: Timing, max_gbs: float) -> str:
     gbs = nbytes / (t.median_us * 1e3)
     if gbs > max_gbs:
         return f"reads {nbytes} input bytes in {t.median_us:.2f} us ({gbs:.0f} GB/s): impossible"
+    return ""
+
+
+def host_work_message(
+    wall_us: float, device_us: float, min_share: float, slack_us: float = HOST_SLACK_US
+) -> str:
+    """A C→CUDA candidate's traced call (`c.trace`): `wall_us` long, the GPU running its
+    kernels, memsets or device-to-device copies for `device_us` of it. No device work at all
+    means the answer was computed on the host; device work under `min_share` of the call, with
+    more than `slack_us` of the call left over, means most of it was (a serial host loop
+    between two copies, with or without a token kernel). Copies between host and device are
+    not work: a host fallback is made of them."""
+    if device_us <= 0.0:
+        return (
+            "no kernel ran on the GPU during the call: the answer was computed on the host; "
+            "do the work in __global__ kernels"
+        )
+    share = device_us / wall_us if wall_us > 0 else 1.0
+    if share < min_share and wall_us - device_us > slack_us:
+        return (
+            f"the GPU ran the candidate's kernels for only {share:.1%} of its call "
+            f"({device_us:.0f} us of {wall_us:.0f} us): the work was done on the host; "
+            "do it in __global__ kernels"
+        )
     return ""

@@ -168,7 +168,9 @@ class ExecResult(_Frozen):
     feedback: list[str] = []  # short messages written for a model to act on
     findings: list[str] = []  # anti-hacking check ids that fired (fatal or not)
     launched: list[str] | None = None  # kernel names seen launching during the run (profiler or
-    # harness); None when the run did not observe launches (compile-only, or not measured)
+    # kernel trace); None when the run did not observe launches (compile-only, or not measured)
+    device_share: float | None = None  # C→CUDA: share of one warm call (largest visible config)
+    # in which the GPU ran the candidate's kernels, memsets and device copies (`c.trace`)
     gpu: str = ""  # device name as the driver reports it ("" when compile-only)
     arch: str = ""  # the -arch nvcc compiled for, e.g. "sm_90"
     versions: dict[str, str] = {}  # nvcc, gcc, driver, cudaperf

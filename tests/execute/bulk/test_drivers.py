@@ -16,7 +16,8 @@ from cudaperf.execute.c.harness import harness_source, trial_loop, unpack_args, 
 from cudaperf.tasks.model import Task
 
 DATA = Path(__file__).resolve().parents[3] / "data" / "tasks.jsonl.gz"
-HARNESS_SHA = "f686af1e5fa5bae5048d25751d5b17a15df731e1f5abe77fe16527ca3243894c"
+# the evaluator harness since 2026-12-05: the kernel-trace hook around the checked call
+HARNESS_SHA = "b79891dc122d6713dc0d2b88ff36935858fb9bdaa8212e69ae9511aeccc31269"
 BATCH_SHA = "898d0273e26f2627557c6e4da23b7ee2903f1cad5fdede2abe75c10d9fab7a7e"
 
 

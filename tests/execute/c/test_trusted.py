@@ -15,8 +15,9 @@ from cudaperf.execute.isolation.sandbox import WorkerHandle
 from cudaperf.execute.types import Candidate, Status
 
 
-def _prepared(task, code: str, lib: str, cfg) -> Prepared:
-    """A prepared candidate whose library is `lib` (a fake harness), with the task's reference."""
+def _prepared(task, code: str, lib: str, cfg, shim: str | None = None) -> Prepared:
+    """A prepared candidate whose library is `lib` (a fake harness), with the task's reference
+    and `shim` as its kernel tracer."""
     return Prepared(
         task,
         Candidate(code=code),
@@ -28,6 +29,7 @@ def _prepared(task, code: str, lib: str, cfg) -> Prepared:
         [],
         tempfile.mkdtemp(),
         time.monotonic(),
+        trace_lib=shim,
     )
 
 
@@ -42,16 +44,16 @@ def _fake_lib(tmp_path, name: str, source: str) -> str:
 
 
 @pytest.fixture()
-def c_run(cpu_config, fake_libs):
+def c_run(cpu_config, fake_libs, fake_shims):
     handles = []
 
-    def run(name: str, task=None, **cfg_kw):
+    def run(name: str, task=None, shim: str | None = None, **cfg_kw):
         cfg = replace(cpu_config, compile_only=None, trials=10, run_timeout_s=10, **cfg_kw)
         ev = Evaluator(cfg, Env("full", (0,), "FAKE", "sm_90", {}, 1))
         task = task or saxpy_task()
         h = WorkerHandle(None, cfg)
         handles.append(h)
-        p = _prepared(task, name, fake_libs[name], cfg)
+        p = _prepared(task, name, fake_libs[name], cfg, fake_shims[shim] if shim else None)
         return ev.finish(p, h.request(ev.request(p), cfg.run_timeout_s))
 
     yield run
@@ -465,3 +467,57 @@ def test_the_timing_budget_reaches_the_harness_in_its_unit(tmp_path):
     fn = getattr(ctypes.CDLL(_fake_lib(tmp_path, "echo", BUDGET_ECHO)), RUN_SYMBOL)
     got = call_harness(fn, [], [], [], warmup=0, trials=1, budget_s=0.25)
     assert got["rc"] == 0 and got["event_us"] == [pytest.approx(250.0 * 1e3)]
+
+
+def _trace_protection(res):
+    (run,) = [p for p in res.protections if p.stage == "run"]
+    active = "kernel_trace" in run.active
+    missing = [m for m in run.missing if m.startswith("kernel_trace")]
+    return active, missing
+
+
+@pytest.mark.parametrize("shim", ["host_loop", "host_quick", "token_kernel"])
+def test_a_call_whose_work_the_gpu_did_not_do_is_rejected(c_run, shim):
+    """#41: a correct reply computed on the host (no device work, or a token kernel beside a
+    host loop) is rejected by what the trace saw, whatever its source spells."""
+    res = c_run("ok", shim=shim)
+    assert res.status is Status.REJECTED, res.feedback
+    assert "on the host" in res.feedback[0]
+    (traced,) = [c for c in res.configs if "on the host" in c.message]
+    assert traced.config == "n100003"  # the largest visible config, never the held-out one
+    assert _trace_protection(res)[0]
+
+
+def test_an_honest_call_and_a_short_setup_pass_with_their_trace(c_run):
+    res = c_run("ok", shim="honest")
+    assert res.status is Status.OK, res.feedback
+    assert res.launched == ["saxpy_kernel"] and res.device_share == pytest.approx(0.95)
+    assert _trace_protection(res) == (True, [])
+    short = c_run("ok", shim="short_setup")  # 0.6% of the call, but under 1 ms of host time
+    assert short.status is Status.OK and short.device_share == pytest.approx(5 / 900)
+
+
+def test_the_share_threshold_comes_from_the_config(c_run):
+    assert c_run("ok", shim="slow_setup").status is Status.OK  # 10% >= the default 5%
+    assert c_run("ok", shim="slow_setup", min_device_share=0.2).status is Status.REJECTED
+    assert c_run("ok", shim="token_kernel", min_device_share=0.0).status is Status.OK
+
+
+@pytest.mark.parametrize(
+    ("lib", "shim", "why"),
+    [
+        ("ok", None, "no CUPTI shim"),
+        ("ok", "begin_fails", "CUPTI_ERROR_NOT_INITIALIZED"),
+        ("nohook", "honest", "no kernel trace"),
+    ],
+)
+def test_an_untraced_call_passes_and_says_the_check_did_not_run(c_run, lib, shim, why):
+    res = c_run(lib, shim=shim)
+    assert res.status is Status.OK and res.device_share is None and res.launched is None
+    active, missing = _trace_protection(res)
+    assert not active and len(missing) == 1 and why in missing[0]
+
+
+def test_a_failed_job_is_not_traced(c_run):
+    res = c_run("wrong", shim="host_loop")
+    assert res.status is Status.WRONG_OUTPUT and _trace_protection(res) == (False, [])

@@ -226,9 +226,10 @@ def test_the_worker_s_protections_reach_the_result_on_every_path(rig):
 def test_an_unconfined_worker_says_so_in_the_result(rig):
     run, _ = rig
     res = run("ok")
-    assert [p.missing for p in res.protections if p.stage == "run"] == [
-        ("all: isolate_files is off",)
-    ]
+    (stage,) = [p for p in res.protections if p.stage == "run"]
+    assert stage.missing[0] == "all: isolate_files is off"
+    # the rig has no CUPTI shim: the launch check's absence is said beside it
+    assert [m for m in stage.missing[1:] if not m.startswith("kernel_trace: no CUPTI")] == []
 
 
 @needs_ns

@@ -12,10 +12,11 @@ here. Requests, one at a time (`child_proc.serve`):
 - ``("segment", size)`` followed by a file descriptor (`multiprocessing.reduction`): map the
   trusted side's shared memory segment, where it writes each call's arrays. It holds one
   call's inputs and output buffers, never an answer.
-- ``("call", {slots, codes, warmup, trials, budget_s})``: one harness call on the arrays at
-  `slots` ([offset, bytes] in the segment; `codes`: `harness.ROLE_CODES`, or
+- ``("call", {slots, codes, warmup, trials, budget_s, trace})``: one harness call on the
+  arrays at `slots` ([offset, bytes] in the segment; `codes`: `harness.ROLE_CODES`, or
   `IN_NO_DOWNLOAD`). A checked call (trials 0) leaves the downloaded outputs in the segment;
-  the trusted side copies them out and judges them. Replies the harness's numbers.
+  the trusted side copies them out and judges them. Replies the harness's numbers; with
+  `trace` (the CUPTI shim's path, checked calls only) also the kernel trace (`c.trace`).
 - ``("ping",)``: nothing (the child is up).
 
 A candidate can subvert anything in this process (the harness's clock, this loop); what it can
@@ -86,6 +87,7 @@ class _State:
     def __init__(self, conn) -> None:
         self.conn = conn
         self.fn = None
+        self.lib: ctypes.CDLL | None = None
         self.mm: mmap.mmap | None = None
         self.base: ctypes.Array | None = None  # exported view of `mm` (its address)
 
@@ -95,8 +97,8 @@ class _State:
         confine.limit_output(int(msg["output_limit_mb"]))
         from cudaperf.execute.c.harness import RUN_SYMBOL
 
-        lib = ctypes.CDLL(str(msg["lib"]), mode=os.RTLD_LOCAL | os.RTLD_NOW)
-        self.fn = getattr(lib, RUN_SYMBOL)
+        self.lib = ctypes.CDLL(str(msg["lib"]), mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        self.fn = getattr(self.lib, RUN_SYMBOL)
 
     def segment(self, size: int) -> None:
         from multiprocessing.reduction import recv_handle
@@ -116,15 +118,25 @@ class _State:
             raise RuntimeError("no job or segment yet")
         addr = ctypes.addressof(self.base)
         slots = [(int(o), int(b)) for o, b in msg["slots"]]
-        return call_harness(
-            self.fn,
-            [addr + o for o, _ in slots],
-            [b for _, b in slots],
-            [int(c) for c in msg["codes"]],
-            int(msg["warmup"]),
-            int(msg["trials"]),
-            float(msg["budget_s"]),
-        )
+
+        def call() -> dict:
+            return call_harness(
+                self.fn,
+                [addr + o for o, _ in slots],
+                [b for _, b in slots],
+                [int(c) for c in msg["codes"]],
+                int(msg["warmup"]),
+                int(msg["trials"]),
+                float(msg["budget_s"]),
+            )
+
+        shim = msg.get("trace")
+        if not shim or int(msg["trials"]) != 0:
+            return call()
+        from cudaperf.execute.c.trace import traced_call
+
+        reply, trace = traced_call(str(shim), self.lib, call)
+        return dict(reply, trace=trace)
 
 
 def _serve(st: _State, kind: str, arg: Any) -> Any:

@@ -12,7 +12,9 @@ harness. The harness exports one C entry point:
 `ROLE_CODES`. With `trials == 0` it runs one checked call: allocates device arrays, uploads
 in/inout arrays, poisons out arrays with 0xFF bytes (NaN for floats), calls the candidate,
 synchronises the device, and copies every array back into `host` (except role 4: an input
-whose mutation is not checked this time). With `trials > 0` it times:
+whose mutation is not checked this time); a hook set with `__cudaperf_set_hook(void (*)(int))`
+is called with 0 right before the candidate's call and with 1 after the sync that follows it
+(the kernel trace's window, `c.trace`). With `trials > 0` it times:
 warm-up calls, then per trial an L2 flush (memset of 2x the L2 size), a device-wide sync, a
 start event, the call, an end event, a device-wide sync; it records event time and host wall
 time (the cross-check for work that escapes the events). Before the trials it times 11
@@ -117,6 +119,9 @@ _P = "__cudaperf_"
 _CALL = "__cudaperf_call(args)"
 _FLUSH = '    CP_CHECK(cudaMemsetAsync(flush, t & 0xFF, flush_bytes, 0), "flushing L2");'
 _DRIVER_HEAD = r"""
+static void (*__cudaperf_hook)(int) = 0;
+extern "C" void __cudaperf_set_hook(void (*hook)(int)) { __cudaperf_hook = hook; }
+
 extern "C" int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n,
                               int warmup, int trials, double budget_ms, float* event_ms,
                               double* wall_ms, int* done, char* err, int errlen) {
@@ -141,9 +146,11 @@ extern "C" int __cudaperf_run(void** host, const long long* nbytes, const int* r
   }
   CP_CHECK(cudaDeviceSynchronize(), "before the call");
   if (trials == 0) {
+    if (__cudaperf_hook) __cudaperf_hook(0);
     __cudaperf_call(args);
     CP_CHECK(cudaGetLastError(), "launching the candidate's kernel");
     CP_CHECK(cudaDeviceSynchronize(), "running the candidate");
+    if (__cudaperf_hook) __cudaperf_hook(1);
     for (int i = 0; i < n; ++i)
       if (roles[i] != 3 && roles[i] != 4)
         CP_CHECK(cudaMemcpy(host[i], dev[i], nbytes[i], cudaMemcpyDeviceToHost), "download");

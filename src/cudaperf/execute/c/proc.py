@@ -19,10 +19,12 @@ loads the candidate).
 
 from __future__ import annotations
 
+import math
 import mmap
 import multiprocessing
 import os
 import tempfile
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,7 +32,7 @@ from cudaperf.execute.c.harness import IN_NO_DOWNLOAD, ROLE_CODES
 from cudaperf.execute.isolation.child_proc import ChildError, Spare, SpawnedChild
 from cudaperf.tasks.model import InputConfig, Role, Task, eval_length
 
-__all__ = ["CProcess", "NativeRun", "segment_bytes", "take_c_child"]
+__all__ = ["CProcess", "KernelTrace", "NativeRun", "segment_bytes", "take_c_child"]
 
 _ALIGN = 256  # bytes between the segment's arrays
 _MIN_SEGMENT = 1 << 16
@@ -48,12 +50,49 @@ class NativeRun:
         event_us: list[float],
         wall_us: list[float],
         overhead_us: float = 0.0,
+        trace: KernelTrace | None = None,
     ):
         self.rc = rc  # 0 on success, else a CUDA error code (or -1)
         self.error = error  # harness message when rc != 0
         self.event_us = event_us  # per-trial event times (timing mode)
         self.wall_us = wall_us  # per-trial host wall times (timing mode)
         self.overhead_us = overhead_us  # median (wall - event) of an empty timed call
+        self.trace = trace  # a traced checked call's kernel trace (`c.trace`)
+
+
+@dataclass(frozen=True)
+class KernelTrace:
+    """What the kernel trace of one checked call saw (`c.trace`), checked for shape; `error`
+    says why there is none (then the numbers are 0)."""
+
+    wall_us: float = 0.0  # the candidate's call, as the host saw it
+    device_us: float = 0.0  # union of its kernels, memsets and device-to-device copies
+    kernels: int = 0  # kernels that ran in the call
+    names: tuple[str, ...] = ()  # their names (at most 16)
+    error: str = ""
+
+
+def _kernel_trace(value) -> KernelTrace | None:
+    """The child's trace as a `KernelTrace` (None when it sent none); ChildError if malformed."""
+    if value is None:
+        return None
+    bad = ChildError("the candidate's process sent a malformed kernel trace")
+    if not isinstance(value, dict):
+        raise bad
+    if "error" in value:
+        if not isinstance(value["error"], str):
+            raise bad
+        return KernelTrace(error=value["error"][:300] or "no kernel trace")
+    nums = [value.get(k) for k in ("wall_us", "device_us", "kernels")]
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in nums):
+        raise bad
+    if not all(math.isfinite(x) and x >= 0 for x in nums):
+        raise bad
+    names = value.get("names", [])
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise bad
+    wall, dev, kernels = (float(x) for x in nums)
+    return KernelTrace(wall, dev, int(kernels), tuple(n[:200] for n in names[:16]))
 
 
 def _numbers(v, limit: int) -> list[float]:
@@ -77,7 +116,7 @@ def _native_run(value, trials: int) -> NativeRun:
     wall = _numbers(value.get("wall_us"), max(trials, 0))
     if len(wall) != len(ev):
         raise ChildError("the candidate's process sent a malformed harness reply")
-    return NativeRun(rc, error[:1024], ev, wall, float(over))
+    return NativeRun(rc, error[:1024], ev, wall, float(over), _kernel_trace(value.get("trace")))
 
 
 def _span(nbytes: int) -> int:
@@ -172,9 +211,11 @@ class CProcess(SpawnedChild):
         trials: int = 0,
         budget_s: float = 0.0,
         download_inputs: bool = True,
+        trace: str | None = None,
     ) -> NativeRun:
         """The harness on host `arrays` (one per parameter of `task.signature`; out/inout, and
-        in when `download_inputs`, are overwritten by a checked call, trials 0)."""
+        in when `download_inputs`, are overwritten by a checked call, trials 0). `trace`: the
+        CUPTI shim's path, to trace the kernels of a checked call (`NativeRun.trace`)."""
         codes = [ROLE_CODES[p.role] for p in task.signature]
         if not download_inputs:
             codes = [IN_NO_DOWNLOAD if c == ROLE_CODES[Role.IN] else c for c in codes]
@@ -190,6 +231,7 @@ class CProcess(SpawnedChild):
             "warmup": warmup,
             "trials": trials,
             "budget_s": budget_s,
+            "trace": trace if trials == 0 else None,
         }
         run = _native_run(self.ask("call", msg), trials)
         if trials == 0 and run.rc == 0:

@@ -9,7 +9,11 @@ config is checked, held-out ones included (after the visible ones: `held_out`); 
 output the remaining configs are still checked but not timed. A CUDA error or a crash of the
 candidate stops the job. A held-out config's message keeps only this side's words, without
 numbers, and the candidate's output is what it printed before the first held-out call. The escape
-bound uses the harness's own measured timing overhead (an empty timed call).
+bound uses the harness's own measured timing overhead (an empty timed call). After every config
+passed, one more checked call on the largest visible config runs with its kernels traced
+(`c.trace`): a correct answer the GPU did not compute (a host loop between two copies, with or
+without a token kernel) is REJECTED (`sanity.host_work_message`), and the kernels seen are the
+result's `launched`.
 
 References: the input sets a job needs that the worker has not cached yet (every config's set
 0 and separating set 2, and set 1 when outputs are re-checked) are drawn and run through the C
@@ -40,20 +44,21 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 
-from cudaperf.execute.c.proc import CProcess, NativeRun, take_c_child
+from cudaperf.execute.c.proc import CProcess, NativeRun, segment_bytes, take_c_child
 from cudaperf.execute.c.reference import compare, reference_finite, run_reference, time_reference
 from cudaperf.execute.held_out import JobFold, visible_first, visible_output
 from cudaperf.execute.isolation.child_proc import ChildError
 from cudaperf.execute.protocol import CBaselinesRequest, JobReply, RunRequest
-from cudaperf.execute.sanity import escape_message, roofline_message
+from cudaperf.execute.sanity import escape_message, host_work_message, roofline_message
 from cudaperf.execute.types import ConfigResult, Status, Timing
 from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.model import InputConfig, Role, Task, eval_length
 
-__all__ = ["Libs", "prefetch_sets", "run_job"]
+__all__ = ["Libs", "prefetch_sets", "run_job", "trace_config"]
 
 _READ = (Role.IN, Role.INOUT)  # roles whose bytes a call must read
 _MAX_SETS = 4096  # cached (inputs, reference outputs) per worker, at most ...
@@ -171,9 +176,10 @@ def _check(
     download_inputs: bool = True,
     held_out: bool = False,
     signed: bool = False,
+    trace: str | None = None,
 ) -> tuple[NativeRun, object]:
     bufs = _buffers(task, inputs, download_inputs)
-    run = proc.run(task, bufs, download_inputs=download_inputs)
+    run = proc.run(task, bufs, download_inputs=download_inputs, trace=trace)
     return run, (compare(task, inputs, bufs, want, held_out, signed) if run.rc == 0 else None)
 
 
@@ -307,6 +313,67 @@ def run_job(
             fold.add(i, cfg, st, cr, trusted)
             if stop:
                 break
+        trace = _trace_job(proc, task, req, libs, ref_lib, fold)
     finally:
         proc.close()
-    return JobReply(status=fold.status, configs=fold.configs(), message=fold.message, output=output)
+    return JobReply(
+        status=fold.status,
+        configs=fold.configs(),
+        message=fold.message,
+        output=output,
+        launched=trace.launched,
+        device_share=trace.share,
+        trace_note=trace.note,
+    )
+
+
+@dataclass(frozen=True)
+class _Traced:
+    launched: list[str] | None = None  # kernel names the trace saw
+    share: float | None = None  # device work / the call's wall time
+    note: str | None = None  # None: not tried; "": traced; else why not
+
+
+def trace_config(task: Task) -> int | None:
+    """The config a job's kernel trace runs on: the largest visible one (where host work
+    stands out most), or None when every config is held out."""
+    vis = [i for i, c in enumerate(task.configs) if not c.held_out]
+    return max(vis, key=lambda i: (segment_bytes(task, task.configs[i]), -i)) if vis else None
+
+
+def _trace_job(proc: CProcess, task: Task, req: RunRequest, libs: Libs, ref_lib, fold) -> _Traced:
+    """After every config passed: one more checked call on `trace_config`, warm and traced
+    (`c.trace`), its output judged again; a call whose work the GPU did not do is REJECTED
+    (`sanity.host_work_message`). Changes `fold` only when the call fails or is rejected."""
+    i = trace_config(task)
+    if fold.status is not Status.OK or i is None or i not in fold.results:
+        return _Traced()
+    if not req.trace_lib:
+        return _Traced(note="no CUPTI shim here (c.trace.build_trace): host work goes unseen")
+    cfg, done = task.configs[i], fold.results[i]
+    inputs, want = _input_set(task, cfg, 0, req.salt, libs, ref_lib)
+    try:
+        run, cmp = _check(proc, task, inputs, want, trace=req.trace_lib)
+    except ChildError as e:
+        fold.add(
+            i, cfg, Status.RUNTIME_ERROR, done.model_copy(update={"message": e.message}), e.died
+        )
+        return _Traced()
+    if run.rc != 0:
+        fold.add(
+            i, cfg, Status.RUNTIME_ERROR, done.model_copy(update={"message": run.error}), False
+        )
+        return _Traced()
+    if not cmp.correct:
+        st = Status.REJECTED if cmp.inputs_modified else Status.WRONG_OUTPUT
+        msg = "on a repeated call: " + cmp.message
+        fold.add(i, cfg, st, done.model_copy(update={"correct": False, "message": msg}), True)
+        return _Traced()
+    tr = run.trace
+    if tr is None or tr.error:
+        return _Traced(note=tr.error if tr is not None else "the candidate's process sent no trace")
+    share = min(tr.device_us / tr.wall_us, 1.0) if tr.wall_us > 0 else None
+    hack = host_work_message(tr.wall_us, tr.device_us, req.min_device_share)
+    if hack:
+        fold.add(i, cfg, Status.REJECTED, done.model_copy(update={"message": hack}), True)
+    return _Traced(list(tr.names), share, "")

@@ -212,7 +212,7 @@ class WorkerHandle:
     def _stage(self, req: dict) -> None:
         """Copy what the job names into the worker's private view, at the same paths."""
         self._staged = []
-        for key in ("workdir", "lib", "ref_lib", "ext_dir"):
+        for key in ("workdir", "lib", "ref_lib", "trace_lib", "ext_dir"):
             src = req.get(key)
             dst = self._view(src) if src else None
             if dst is None:
