@@ -49,7 +49,7 @@ M = [
     (
         "C: an untraced job says its launch check did not run",
         "src/cudaperf/execute/evaluator.py",
-        "    why = f\"kernel_trace: {reply.trace_note}\"[:200]\n    return prot.model_copy(update={\"missing\": (*prot.missing, why)})",
+        '    why = f"kernel_trace: {reply.trace_note}"[:200]\n    return prot.model_copy(update={"missing": (*prot.missing, why)})',
         "    return prot",
         "tests/execute/c/test_trusted.py::test_an_untraced_call_passes_and_says_the_check_did_not_run",
     ),
