@@ -146,6 +146,7 @@ def family_row(tasks: list[Task], session: EvalSession) -> dict:
         if not _timed_ok(r)
     ]
     per_task = {len(by_role["naive"]), len(by_role["fastest"])}
+    shares = [r.device_share for r in results if r.device_share is not None]
     return {
         "kind": tasks[0].kind.value,
         "tasks": [t.id for t in tasks],
@@ -156,6 +157,9 @@ def family_row(tasks: list[Task], session: EvalSession) -> dict:
         "configs": sum(len(t.configs) for t, _ in jobs),
         "max_segment_mib": round(max(task_bytes(t) for t in tasks) / MIB, 1),
         "jobs": len(jobs),
+        # C→CUDA: the least share of a traced call the GPU worked (None: no trace ran); the
+        # host-fallback check rejects below EvalConfig.min_device_share
+        "min_device_share": round(min(shares), 4) if shares else None,
         "passed": per_task == {len(tasks)} and not failures,
         "failures": failures,
         "wall_s": round(time.perf_counter() - t0, 1),
@@ -204,7 +208,17 @@ def main(argv: list[str] | None = None) -> int:
     if out.exists() and not a.fresh:
         doc = json.loads(out.read_text())
     cfg = _config(a.preset, None)
-    doc.update(header(cfg), preset=a.preset, seed=a.seed, data=str(a.data))
+    head = header(cfg)
+    was = doc.get("versions", {}).get("cudaperf")
+    if doc["families"] and was != head["versions"]["cudaperf"]:
+        print(
+            f"error: {out} was measured with cudaperf {was}, this is "
+            f"{head['versions']['cudaperf']} (another evaluator); pass --fresh to start over "
+            "or --out another file",
+            file=sys.stderr,
+        )
+        return 2
+    doc.update(head, preset=a.preset, seed=a.seed, data=str(a.data))
     todo = [f for f in chosen if f not in doc["families"]]
     session = EvalSession(cfg)
     try:

@@ -70,6 +70,20 @@ def test_without_a_gpu_it_says_so_in_one_line_and_writes_nothing(tmp_path, capsy
     assert "unknown families" in capsys.readouterr().err
 
 
+def test_a_file_measured_by_another_evaluator_is_not_resumed(tmp_path, capsys):
+    """Families measured at another evaluator fingerprint are not mixed with new ones: the
+    rerun refuses in one line and leaves the file as it was (--fresh starts over)."""
+    out = tmp_path / "smoke.json"
+    old = {"families": {"gemm": {"passed": True}}, "versions": {"cudaperf": "0.1.0+000000000000"}}
+    out.write_text(json.dumps(old))
+    assert smoke.main(["--families", "gemm", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "0.1.0+000000000000" in err[0] and "--fresh" in err[0]
+    assert json.loads(out.read_text()) == old
+    assert smoke.main(["--families", "gemm", "--out", str(out), "--fresh"]) == 2  # no GPU here
+    assert "no GPU" in capsys.readouterr().err
+
+
 # The families with the largest call segments (C→CUDA, 0.6-1.2 GB) and two PyTorch ones: the
 # sizes that a 64 MiB limit on the worker broke. The whole dataset: the script itself.
 BIG = "resize2d,stencil3d,permute,elementwise_expr,torch_cross_entropy,torch_masked_softmax"
@@ -84,6 +98,9 @@ def test_the_largest_tasks_naive_and_fastest_evaluate_ok_on_every_config(tmp_pat
     bad = {f: r["failures"] for f, r in doc["families"].items() if not r["passed"]}
     assert rc == 0 and doc["passed"], bad
     assert all(r["configs_ok"] == r["configs"] for r in doc["families"].values())
+    # every C→CUDA family's implementations were traced, and the GPU did their work
+    c_rows = [r for r in doc["families"].values() if r["kind"] == "c2cuda"]
+    assert all(r["min_device_share"] is not None and r["min_device_share"] >= 0.05 for r in c_rows)
 
 
 RELU = """# A problem file in KernelBench's format, written for cudaperf's tests.
