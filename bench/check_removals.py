@@ -19,6 +19,20 @@ PY = sys.executable
 # (check, file, text that implements it, text without it, tests that must then fail)
 M = [
     (
+        "baselines: a C task's complete CPU records kept per handle (no file read per job)",
+        "src/cudaperf/execute/isolation/sandbox.py",
+        "        records = self._complete.get(prefix)\n",
+        "        records = None\n",
+        "tests/execute/c/test_baselines.py::test_a_tasks_complete_records_are_read_from_the_file_once_per_handle",
+    ),
+    (
+        "baselines: a PyTorch task's complete records kept per handle",
+        "src/cudaperf/execute/isolation/sandbox.py",
+        '        records = self._complete.get(f"{prefix}{torch_compile}")\n',
+        "        records = None\n",
+        "tests/execute/pytorch/test_baseline_job.py::test_a_tasks_complete_records_are_read_once_per_handle",
+    ),
+    (
         "C: no device work during the traced call is a host fallback",
         "src/cudaperf/execute/sanity.py",
         "    if device_us <= 0.0:",

@@ -197,3 +197,23 @@ def p_cand():
     from cudaperf.execute.types import Candidate
 
     return Candidate(code="// nothing")
+
+
+def test_a_tasks_complete_records_are_read_from_the_file_once_per_handle(
+    cpu_config, tmp_path, monkeypatch
+):
+    """The host file holds every task's lines (64 k at the dataset's size): a handle keeps a
+    task's records once none is missing instead of reading the file before every job."""
+    from cudaperf.execute import baseline_records
+
+    cfg, ev, p = _setup(cpu_config, tmp_path)
+    reads, real = [], baseline_records.read_records
+    monkeypatch.setattr(baseline_records, "read_records", lambda *a: reads.append(a) or real(*a))
+    h = WorkerHandle(None, cfg)
+    try:
+        jobs = [h.request(ev.request(p), 60) for _ in range(3)]
+    finally:
+        h.close()
+    assert all(j["status"] == "ok" for j in jobs)
+    assert len(reads) == 1
+    assert jobs[0]["configs"][0]["cpu_timing"] == jobs[2]["configs"][0]["cpu_timing"]

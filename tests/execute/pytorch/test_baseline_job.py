@@ -114,6 +114,19 @@ def test_baselines_are_timed_on_a_process_that_served_no_candidate(handle, cpu_c
     assert handle.request({"op": "hello"}, 30)["pid"] != served
 
 
+def test_a_tasks_complete_records_are_read_once_per_handle(handle, cpu_config, monkeypatch):
+    """As the C track's CPU baselines: once none of a task's baselines is missing, its later
+    jobs read no file."""
+    from cudaperf.execute import baseline_records
+
+    base = cpu_config.cache_dir / "torch_baselines-once.jsonl"
+    reads, real = [], baseline_records.read_records
+    monkeypatch.setattr(baseline_records, "read_records", lambda *a: reads.append(a) or real(*a))
+    replies = [handle.request(_torch_req(HONEST, base), 120) for _ in range(3)]
+    assert all(r["status"] == "ok" for r in replies), replies
+    assert len(reads) == 1
+
+
 RELU_OTHER = """import torch
 N = 1000
 class Model(torch.nn.Module):

@@ -34,6 +34,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from cudaperf.execute import baseline_records
@@ -105,6 +106,9 @@ class WorkerHandle:
         self._staged: list[str] = []  # staged paths (private view) to remove after the job
         self.tainted = False  # the current process has been sent candidate code
         self._baselined: set[str] = set()  # tasks (content prefix) whose baselines were asked
+        # a task's records once none is missing (prefix -> key -> Timing as a dict): later
+        # jobs of the task read no file (the host file holds every task's lines)
+        self._complete: dict[str, dict[str, dict]] = {}
         self._device_id: str | None = None  # baseline key's device part, from a clean reply
         self.gate = gate  # CPU baselines are timed in gate.quiet() (the compile pool idle)
         self._host: str | None = None  # CPU-baseline key's host part (`c_baselines.host_id`)
@@ -282,10 +286,14 @@ class WorkerHandle:
                 self.config.gcc, req["cpu_trials"], req["cpu_budget_s"]
             )
         prefix = c_baselines.key_prefix(task, self._host)
-        records = baseline_records.read_records(path, prefix)
-        if prefix not in self._baselined and c_baselines.missing(task, records, prefix):
-            self._baselined.add(prefix)  # asked once per handle, whatever the answer
-            records |= self._clean_cpu_baselines(req, path, prefix)
+        records = self._complete.get(prefix)
+        if records is None:
+            records = baseline_records.read_records(path, prefix)
+            if prefix not in self._baselined and c_baselines.missing(task, records, prefix):
+                self._baselined.add(prefix)  # asked once per handle, whatever the answer
+                records |= self._clean_cpu_baselines(req, path, prefix)
+            if not c_baselines.missing(task, records, prefix):
+                self._complete[prefix] = records
         out = {k: v for k, v in req.items() if k != "cpu_baseline_cache"}
         return out | {"cpu_baselines": {k[len(prefix) :]: t for k, t in records.items()}}
 
@@ -293,14 +301,11 @@ class WorkerHandle:
         """Draw the task's input sets (the compile pool running), then time the reference with
         the pool quiet (`gate`); the new records, also appended to the host file. A phase that
         fails adds none: the task's jobs then report no CPU baseline, never a noisy one."""
-        timeout = self.config.run_timeout_s + self.config.baseline_timeout_s
         for phase in ("draw", "time"):
-            workdir = tempfile.mkdtemp(prefix="cudaperf-cbase-")
-            try:
-                with quiet(self.gate if phase == "time" else None):
-                    reply = self._send(c_baselines.request(req, workdir, phase, prefix), timeout)
-            finally:
-                shutil.rmtree(workdir, ignore_errors=True)
+            with quiet(self.gate if phase == "time" else None):
+                reply = self._send_clean(
+                    lambda workdir, phase=phase: c_baselines.request(req, workdir, phase, prefix)
+                )
             if reply.get("status") != "ok":
                 log.warning(
                     "CPU baselines of %s (%s) failed: %s",
@@ -318,13 +323,17 @@ class WorkerHandle:
         False; first asks a clean worker process for the task's missing baselines."""
         path, task = req["baseline_cache"], req["task"]
         prefix = baseline_records.task_prefix(task["id"], task["source"])
-        records = baseline_records.read_records(path, prefix)
         torch_compile = bool(req.get("torch_compile", True))
-        if prefix not in self._baselined and baseline_job.missing(
-            task, records, self._device_id, torch_compile
-        ):
-            self._baselined.add(prefix)
-            records |= self._clean_baselines(req, path, prefix, records)
+        records = self._complete.get(f"{prefix}{torch_compile}")
+        if records is None:
+            records = baseline_records.read_records(path, prefix)
+            if prefix not in self._baselined and baseline_job.missing(
+                task, records, self._device_id, torch_compile
+            ):
+                self._baselined.add(prefix)
+                records |= self._clean_baselines(req, path, prefix, records)
+            if not baseline_job.missing(task, records, self._device_id, torch_compile):
+                self._complete[f"{prefix}{torch_compile}"] = records
         out = {k: v for k, v in req.items() if k != "baseline_cache"}
         return out | {"baselines": records, "time_baselines": False}
 
@@ -337,14 +346,12 @@ class WorkerHandle:
             self.kill()
             self.restarts += 1
         new: dict = {}
-        timeout = self.config.run_timeout_s + self.config.baseline_timeout_s
         for compile_ in (False, True) if req.get("torch_compile", True) else (False,):
-            workdir = tempfile.mkdtemp(prefix="cudaperf-base-")
-            breq = baseline_job.request(req | {"torch_compile": compile_}, workdir, records | new)
-            try:
-                reply = self._send(breq, timeout)
-            finally:
-                shutil.rmtree(workdir, ignore_errors=True)
+            reply = self._send_clean(
+                lambda workdir, c=compile_, known=records | new: baseline_job.request(
+                    req | {"torch_compile": c}, workdir, known
+                )
+            )
             if reply.get("status") != "ok":
                 log.warning("baselines of %s failed: %s", req["task"]["id"], reply.get("message"))
                 continue
@@ -353,6 +360,16 @@ class WorkerHandle:
             baseline_records.append_records(path, got)
             new |= got
         return new
+
+    def _send_clean(self, make: Callable[[str], dict]) -> dict:
+        """A request that runs no candidate (baselines of either track): `make(workdir)` in a
+        folder of its own, removed after the reply, with the baselines' longer timeout."""
+        workdir = tempfile.mkdtemp(prefix="cudaperf-base-")
+        try:
+            timeout = self.config.run_timeout_s + self.config.baseline_timeout_s
+            return self._send(make(workdir), timeout)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
 
     def _send(self, req: dict, timeout: float) -> dict:
         """One request to the worker, as it is (see `request`)."""
