@@ -669,3 +669,38 @@ def test_torch_tasks_go_to_measure_torch_with_restarts(tmp_path, monkeypatch):
         ("poison", "runtime_error"),
     ], got
     assert not stats["notes"]
+
+
+KWARGS_TORCH = """
+import json, os
+def measure_torch_tasks(tasks, out, done, progress, **kw):
+    with open(os.environ["KW_OUT"], "w") as f:
+        json.dump(kw, f)
+"""
+
+
+def test_the_torch_phase_times_with_the_runs_warmup_and_budget(tmp_path, monkeypatch):
+    """`data measure --warmup/--timing-budget` reach the PyTorch phase as they reach the C one
+    (it used its own 2 warm-up calls and 0.25 s until 2026-12-05)."""
+    from cudaperf.execute.bulk.rows import Progress
+    from cudaperf.execute.bulk.torch_phase import torch_phase
+
+    (tmp_path / "kw_measure_torch.py").write_text(KWARGS_TORCH)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("KW_OUT", str(tmp_path / "kw.json"))
+    from kw_measure_torch import measure_torch_tasks as fake
+
+    task = Task(
+        id="t/torch2cuda/x",
+        kind="torch2cuda",
+        family="x",
+        source="import torch\nclass Model(torch.nn.Module):\n    pass\n",
+        entry="Model",
+        configs=[InputConfig(name="c", sizes={"N": 4})],
+        implementations=[Implementation(id="a", code="# a\n")],
+    )
+    ev = bulk_eval_config(warmup=7, time_budget_s=0.125, trials=9)
+    cfg = BulkConfig(out=tmp_path / "r.jsonl", eval=ev)
+    torch_phase([task], cfg, 0, set(), Progress(1, 1), {"notes": []}, False, 1, "sm_90", fake)
+    kw = json.loads((tmp_path / "kw.json").read_text())
+    assert (kw["warmup"], kw["budget_s"], kw["trials"]) == (7, 0.125, 9)

@@ -1,12 +1,12 @@
 """PyTorch→CUDA tasks of `cudaperf data measure`: `measure_torch_tasks` in a watched child.
 
 `torch_phase` runs `measure_torch` (default `torch_tasks.measure_torch_tasks`; any function of
-its keyword arguments: trials, device, done, progress, compile_only, inflight_path, salt, arch,
-jobs) for one GPU's share of the tasks, in a spawned child process, and restarts the child,
-resuming from the rows written so far, after `ContextPoisoned` (exit code 3), a crash, or no
-sign of life (progress calls, its in-flight marker, the results file) for `torch_watchdog_s`.
-The child appends rows to the same results file; the parent counts them for progress by reading
-what was appended.
+its keyword arguments: trials, warmup, budget_s, device, done, progress, compile_only,
+inflight_path, salt, arch, jobs) for one GPU's share of the tasks, in a spawned child
+process, and restarts the child, resuming from the rows written so far, after
+`ContextPoisoned` (exit code 3), a crash, or no sign of life (progress calls, its in-flight
+marker, the results file) for `torch_watchdog_s`. The child appends rows to the same results
+file; the parent counts them for progress by reading what was appended.
 """
 
 from __future__ import annotations
@@ -77,6 +77,8 @@ def torch_phase(
     inflight = config.out.with_name(f"{config.out.name}.inflight-gpu{device}")
     kwargs = {
         "trials": config.eval.trials,
+        "warmup": config.eval.warmup,  # the C phase's settings too (`--warmup`, and
+        "budget_s": config.eval.time_budget_s,  # `--timing-budget`, seconds per config)
         "device": device,
         "compile_only": compile_only,
         "inflight_path": str(inflight),
