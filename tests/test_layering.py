@@ -12,9 +12,11 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # The package flow (DESIGN.md's package table, README "Layering"): a package imports only
 # packages earlier in FLOW; `report` may import all of them but `train`; `cli` (and
-# `__main__`) anything. Top-level modules (`jsonl`, `procpool`, `toolchain`, `models`, `generation`)
+# `__main__`) anything. Top-level modules (`fields`, `jsonl`, `procpool`, `toolchain`, `models`,
+# `generation`)
 # sit under `tasks`.
 FLOW = [
+    "fields",
     "jsonl",
     "procpool",
     "toolchain",

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from cudaperf.cli import app
 from cudaperf.cli.common import UserError
-from cudaperf.cli.options import gpu_list, renamed
+from cudaperf.cli.options import field_help, gpu_list, renamed
 from cudaperf.reward.config import RewardConfig
 from cudaperf.train.grpo import GrpoOptions
 from tests.train.helpers import write_task_file
@@ -126,9 +126,9 @@ def test_a_bad_preset_or_reward_field_is_one_line(grpo, args, needle):
     assert len(res.output.strip().splitlines()) == 1, res.output
 
 
-def _grpo_params() -> dict[str, click.Parameter]:
+def _grpo_params(command: str = "grpo") -> dict[str, click.Parameter]:
     group = typer.main.get_command(app)
-    cmd = group.commands["train"].commands["grpo"]  # type: ignore[attr-defined]
+    cmd = group.commands["train"].commands[command]  # type: ignore[attr-defined]
     return {p.name: p for p in cmd.params}
 
 
@@ -140,10 +140,45 @@ def test_grpo_options_take_default_and_help_from_grpo_options():
     assert len(derived) >= 20, [f.name for f in derived]
     for f in derived:
         assert params[f.name].default == f.default, f.name
-        help_ = f.metadata["help"]
-        assert params[f.name].help == help_[:1].upper() + help_[1:], f.name
+        assert params[f.name].help == field_help(GrpoOptions, f.name), f.name
     budget = params["wall_budget"]
     assert budget.opts == ["--wall-budget"] and budget.help.startswith("Seconds from the start")
+
+
+def test_sft_options_take_default_and_help_from_sft_options():
+    """`cudaperf train sft` retyped its defaults until 2026-12-05, and --epochs said 2 where
+    SftOptions said 3: every option now comes from its SftOptions field."""
+    from cudaperf.train.sft import SftOptions
+
+    params = _grpo_params("sft")
+    cli_name = {"time_budget_s": "wall_budget", "kinds": "kind"}
+    other_form = {"out", "tasks", "kinds"}  # required; the default dataset; a repeated --kind
+    derived = [
+        f
+        for f in fields(SftOptions)
+        if cli_name.get(f.name, f.name) in params and f.name not in other_form
+    ]
+    assert len(derived) == 17, [f.name for f in derived]
+    for f in derived:
+        p = params[cli_name.get(f.name, f.name)]
+        assert p.default == f.default and p.help == field_help(SftOptions, f.name), f.name
+    assert SftOptions(out="x").epochs == params["epochs"].default == 2.0
+    assert params["wall_budget"].opts == ["--wall-budget"]
+
+
+def test_help_starts_with_a_capital_unless_it_starts_with_a_lower_case_name():
+    from dataclasses import dataclass
+
+    from cudaperf.fields import option
+
+    @dataclass
+    class Opts:
+        a: int = option(1, "rows per step.")
+        b: str = option("x", "smollm2 (bundled), a name or a path.")
+        c: str = option("x", "splits.json (beside the task file).")
+
+    assert field_help(Opts, "a") == "Rows per step."
+    assert field_help(Opts, "b").startswith("smollm2 (") and field_help(Opts, "c")[0] == "s"
 
 
 def test_every_visible_grpo_option_has_help_and_old_names_are_hidden():

@@ -40,9 +40,11 @@ __all__ = [
 
 
 def field_help(cls, name: str) -> str:
-    """The help text of `cls`'s field `name` (its `metadata["help"]`), first letter capital."""
+    """The help text of `cls`'s field `name` (its `metadata["help"]`), first letter capital
+    unless it starts with a name that is written small (smollm2, splits.json)."""
     text = next(f for f in fields(cls) if f.name == name).metadata.get("help", "")
-    return text[:1].upper() + text[1:]
+    first = text.split(" ", 1)[0].rstrip(",:;")
+    return text[:1].upper() + text[1:] if first.isalpha() else text
 
 
 def field_option(cls, name: str, *decls: str, **kw: Any):

@@ -25,12 +25,14 @@ from cudaperf.cli.group import INTERRUPTED
 from cudaperf.cli.options import (
     PresetOpt,
     RewardOpt,
+    field_option,
     gpu_list,
     options_of,
     renamed,
     reward_config,
 )
 from cudaperf.train.grpo import GrpoOptions  # light: no torch or TRL until a run starts
+from cudaperf.train.sft import SftOptions
 
 __all__ = ["train_app"]
 
@@ -39,36 +41,15 @@ train_app = typer.Typer(
 )
 
 OutOpt = typer.Option(..., "--out", help="Run folder (checkpoints, steps.jsonl, final/).")
-ModelOpt = typer.Option(
-    "smollm2", "--model", help="smollm2 (bundled SmolLM2-135M-Instruct), a HF name or a path."
-)
 TasksOpt = typer.Option(
     None, "--tasks", help=f"Task file (train split used); default: {DATASET_DEFAULT}."
 )
 SplitsOpt = typer.Option(None, "--splits", help="splits.json (default: beside --tasks).")
 KindsOpt = typer.Option(None, "--kind", help="Only this task kind (c2cuda, torch2cuda); repeat.")
-LoraOpt = typer.Option(16, "--lora-r", help="LoRA rank on all linear layers; 0: full fine-tune.")
 # a run's wall clock (`--time-budget` before: eval and bench time each config within theirs)
 GRPO = options_of(GrpoOptions, wall_budget_s="--wall-budget")  # GRPO.turns: `--turns`
-WallBudgetOpt = GRPO.wall_budget_s
+SFT = options_of(SftOptions, time_budget_s="--wall-budget")  # SFT.epochs: `--epochs`
 OLD_WALL_BUDGET = typer.Option(None, "--time-budget", hidden=True)
-PiecesOpt = typer.Option(
-    None, "--pieces-mib", help="Save final files larger than this (MiB) in pieces, e.g. 15."
-)
-ResumeOpt = typer.Option(
-    False,
-    "--resume",
-    help="Continue from the newest checkpoint in --out (Ctrl-C saves one and exits 130).",
-)
-OverwriteOpt = typer.Option(
-    False,
-    "--overwrite",
-    help="Replace the run in --out (its checkpoints, final/, logs and report are removed "
-    "first). Without it or --resume, an --out that holds a run is refused.",
-)
-ValFamOpt = typer.Option(3, "--val-families", help="Training families held out whole.")
-HoldOpt = typer.Option(0.05, "--holdout-share", help="Share of other families' tasks held out.")
-SeedOpt = typer.Option(0, "--seed")
 
 
 def _check_run_options(
@@ -137,33 +118,29 @@ def _interrupted(out: Path, e) -> NoReturn:
 @train_app.command("sft")
 def sft_command(
     out: Path = OutOpt,
-    model: str = ModelOpt,
+    model: str = SFT.model,
     tasks: Path | None = TasksOpt,
-    splits: Path | None = SplitsOpt,
+    splits: Path | None = SFT.splits,
     kind: list[str] | None = KindsOpt,
-    targets: str = typer.Option("fastest", "--targets", help="fastest, all or pairs."),
-    lora_r: int = LoraOpt,
-    epochs: float = typer.Option(2.0, "--epochs"),
-    lr: float = typer.Option(2e-4, "--lr"),
-    batch_size: int = typer.Option(8, "--batch-size"),
-    grad_accum: int = typer.Option(1, "--grad-accum"),
-    max_length: int | None = typer.Option(
-        None, "--max-length", help="Token cap (default: the 98th percentile of the rows)."
-    ),
-    val_families: int = ValFamOpt,
-    holdout_share: float = HoldOpt,
-    limit: int | None = typer.Option(
-        None, "--limit", min=1, help="At most this many rows (smoke)."
-    ),
-    wall_budget: float | None = WallBudgetOpt,
+    targets: str = SFT.targets,
+    lora_r: int = SFT.lora_r,
+    epochs: float = SFT.epochs,
+    lr: float = SFT.lr,
+    batch_size: int = SFT.batch_size,
+    grad_accum: int = SFT.grad_accum,
+    max_length: int | None = SFT.max_length,
+    val_families: int = SFT.val_families,
+    holdout_share: float = SFT.holdout_share,
+    limit: int | None = field_option(SftOptions, "limit", min=1),
+    wall_budget: float | None = SFT.time_budget_s,
     old_wall_budget: float | None = OLD_WALL_BUDGET,
-    pieces_mib: float | None = PiecesOpt,
-    resume: bool = ResumeOpt,
-    overwrite: bool = OverwriteOpt,
-    seed: int = SeedOpt,
+    pieces_mib: float | None = SFT.pieces_mib,
+    resume: bool = SFT.resume,
+    overwrite: bool = SFT.overwrite,
+    seed: int = SFT.seed,
 ) -> None:
     """Supervised warm start on training-split tasks (refine's prompt → fastest kernel)."""
-    from cudaperf.train.sft import SftOptions, run_sft
+    from cudaperf.train.sft import run_sft
 
     wall_budget = renamed("--time-budget", old_wall_budget, "--wall-budget", wall_budget)
     if wall_budget is not None and not wall_budget > 0:  # train.runlog would name the old flag
@@ -238,7 +215,7 @@ def grpo_command(
     canaries: int = GRPO.canaries,
     canary_every: int = GRPO.canary_every,
     compile_only: bool = GRPO.compile_only,
-    wall_budget: float | None = WallBudgetOpt,
+    wall_budget: float | None = GRPO.wall_budget_s,
     old_wall_budget: float | None = OLD_WALL_BUDGET,
     pieces_mib: float | None = GRPO.pieces_mib,
     resume: bool = GRPO.resume,

@@ -8,16 +8,12 @@ field, the value and how to fix it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
+from cudaperf.fields import option as _f
+
 __all__ = ["EvalConfig"]
-
-
-def _f(default, help: str, **kw):  # noqa: A002 - `help` reads best at call sites
-    if isinstance(default, (list, dict, set)):
-        return field(default_factory=lambda: type(default)(default), metadata={"help": help}, **kw)
-    return field(default=default, metadata={"help": help}, **kw)
 
 
 @dataclass(frozen=True)

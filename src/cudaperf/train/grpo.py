@@ -44,6 +44,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from cudaperf.fields import option as _o
 from cudaperf.reward.config import RewardConfig
 from cudaperf.train.data import load_training_tasks, split_training, write_manifest
 from cudaperf.train.rollout import RolloutOptions
@@ -51,13 +52,6 @@ from cudaperf.train.rollout import RolloutOptions
 log = logging.getLogger(__name__)
 
 __all__ = ["GrpoOptions", "prompt_dataset", "run_grpo", "training_pool"]
-
-
-def _o(default, help: str):  # noqa: A002 - `help` reads best at the fields
-    """A field with the help text the CLI shows (`cudaperf train grpo --help`)."""
-    if isinstance(default, dict):
-        return field(default_factory=dict, metadata={"help": help})
-    return field(default=default, metadata={"help": help})
 
 
 @dataclass(frozen=True)

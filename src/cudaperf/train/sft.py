@@ -27,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from cudaperf.fields import option as _o
 from cudaperf.train.data import load_training_tasks, sft_rows, split_training, write_manifest
 
 log = logging.getLogger(__name__)
@@ -36,31 +37,45 @@ __all__ = ["SftOptions", "choose_max_length", "run_sft"]
 
 @dataclass(frozen=True)
 class SftOptions:
-    """Everything `run_sft` needs; validated on creation."""
+    """Everything `run_sft` needs; validated on creation. Each field's `metadata["help"]` is
+    the text of its `cudaperf train sft` option, whose default is the field's."""
 
-    out: Path  # run folder
-    model: str = "smollm2"  # smollm2, a hub name, a checkpoint folder or a .gguf file
-    tasks: Path = Path("data/tasks.jsonl.gz")  # task file (only training-split tasks used)
-    splits: Path | None = None  # splits.json (default: beside the task file)
-    kinds: tuple[str, ...] = ()  # only these task kinds (c2cuda, torch2cuda); () = both
-    targets: str = "fastest"  # fastest implementation per task, or all of them
-    lora_r: int = 16  # LoRA rank on all linear layers; 0 = full fine-tuning
-    epochs: float = 3.0
-    lr: float = 2e-4
-    batch_size: int = 8
-    grad_accum: int = 1
-    max_length: int | None = None  # None: chosen from the data (see length_quantile)
-    length_quantile: float = 0.98
-    val_families: int = 3  # training families held out whole (epoch choice)
-    holdout_share: float = 0.05  # share of the other families' tasks held out (unseen tasks)
-    limit: int | None = None  # at most this many rows (smoke runs)
-    seed: int = 0
-    dtype: str = "auto"
-    time_budget_s: float | None = None
-    pieces_mib: float | None = None  # save final files in pieces of at most this many MiB
-    resume: bool = False  # continue the run in `out` from its newest checkpoint
-    overwrite: bool = False  # replace the run in `out` (else a folder holding one is refused)
-    extra: dict = field(default_factory=dict)  # more SFTConfig fields (expert use)
+    out: Path = field(metadata={"help": "Run folder (checkpoints, report.json, final/)."})
+    model: str = _o("smollm2", "smollm2 (bundled SmolLM2-135M-Instruct), a HF name or a path.")
+    tasks: Path = _o(Path("data/tasks.jsonl.gz"), "Task file (training split used).")
+    splits: Path | None = _o(None, "splits.json (default: beside the task file).")
+    kinds: tuple[str, ...] = _o((), "Only these task kinds (c2cuda, torch2cuda); none: both.")
+    targets: str = _o(
+        "fastest",
+        "fastest (each task's fastest implementation), all, or pairs (a slower reply, its "
+        "feedback, then the fastest: refine's second turn).",
+    )
+    lora_r: int = _o(16, "LoRA rank on all linear layers; 0: full fine-tuning.")
+    epochs: float = _o(2.0, "Epochs over the rows (the best epoch on held-out families is kept).")
+    lr: float = _o(2e-4, "Learning rate.")
+    batch_size: int = _o(8, "Rows per device step.")
+    grad_accum: int = _o(1, "Gradient accumulation steps.")
+    max_length: int | None = _o(None, "Token cap (default: the length_quantile of the rows).")
+    length_quantile: float = _o(0.98, "Quantile of row lengths that sets the default cap.")
+    val_families: int = _o(3, "Training families held out whole (choose the epoch on them).")
+    holdout_share: float = _o(0.05, "Share of other families' tasks held out (unseen tasks).")
+    limit: int | None = _o(None, "At most this many rows (smoke runs).")
+    seed: int = _o(0, "Shuffling, the holdout and LoRA's initialisation.")
+    dtype: str = _o("auto", "Model dtype: auto, bfloat16, float16 or float32.")
+    time_budget_s: float | None = _o(
+        None,
+        "Wall-clock seconds for the whole run, loading and saves included (stops after a step).",
+    )
+    pieces_mib: float | None = _o(None, "Save final files larger than this (MiB) in pieces.")
+    resume: bool = _o(
+        False, "Continue from the newest checkpoint in --out (Ctrl-C saves one and exits 130)."
+    )
+    overwrite: bool = _o(
+        False,
+        "Replace the run in --out (its checkpoints, final/, logs and report are removed "
+        "first). Without it or --resume, an --out that holds a run is refused.",
+    )
+    extra: dict = _o({}, "More SFTConfig fields (expert use; not on the command line).")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "out", Path(self.out))
