@@ -11,9 +11,11 @@ a measured time on every config.
 Imported suites: `--kernelbench DIR` (a KernelBench checkout) adds level 1's problems that
 have a hand-written native candidate (`bench/kernelbench_candidates`).
 
-The JSON is rewritten after every family (`--out`), and a rerun skips the families it
-already holds (`--fresh` starts over), so a cut call resumes. Ctrl-C stops after the job in
-flight.
+All families' jobs go to the evaluator as one batch (compiles, reference draws and GPU jobs
+of different families overlap), and the JSON is rewritten as soon as a family's last job ends
+(`--out`); a rerun skips the families it already holds (`--fresh` starts over; a file from
+another evaluator fingerprint is refused), so a cut call resumes. Ctrl-C stops after the job
+in flight.
 
     python bench/eval_dataset_smoke.py --out bench/results/eval_dataset_smoke_h200.json
 """
@@ -33,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling, when lo
 from eval_c2cuda_common import ROOT, header  # noqa: E402
 
 from cudaperf.execute import Candidate, EvalConfig  # noqa: E402
-from cudaperf.execute.api import naive_implementation  # noqa: E402
+from cudaperf.execute.api import evaluate_batch, naive_implementation  # noqa: E402
 from cudaperf.execute.c.proc import segment_bytes  # noqa: E402
 from cudaperf.execute.session import EvalSession, training_config  # noqa: E402
 from cudaperf.tasks.io import load_tasks  # noqa: E402
@@ -121,8 +123,8 @@ def _timed_ok(res) -> bool:
     return res.ok and bool(res.configs) and all(c.timing is not None for c in res.configs)
 
 
-def family_row(tasks: list[Task], session: EvalSession) -> dict:
-    """Evaluate the family's tasks' naive and fastest implementations; the family's row."""
+def family_jobs(tasks: list[Task]) -> tuple[list[tuple[Task, Candidate]], list[str]]:
+    """The family's jobs (each task's naive, then its fastest implementation) and their roles."""
     jobs, roles = [], []
     for t in tasks:
         for role, cand in (("naive", naive_or_slowest(t)), ("fastest", fastest_implementation(t))):
@@ -130,8 +132,11 @@ def family_row(tasks: list[Task], session: EvalSession) -> dict:
                 continue
             jobs.append((t, cand))
             roles.append(role)
-    t0 = time.perf_counter()
-    results = session(jobs)
+    return jobs, roles
+
+
+def family_row(tasks: list[Task], jobs: list, roles: list[str], results: list, wall_s: float):
+    """The family's row from its jobs' results (in job order)."""
     by_role: dict[str, list] = {"naive": [], "fastest": []}
     for role, res in zip(roles, results, strict=True):
         by_role[role].append(res)
@@ -162,8 +167,34 @@ def family_row(tasks: list[Task], session: EvalSession) -> dict:
         "min_device_share": round(min(shares), 4) if shares else None,
         "passed": per_task == {len(tasks)} and not failures,
         "failures": failures,
-        "wall_s": round(time.perf_counter() - t0, 1),
+        "wall_s": round(wall_s, 1),
     }
+
+
+def stream_rows(chosen: dict[str, list[Task]], todo: list[str], evaluate, on_row) -> None:
+    """Every job of the `todo` families in one batch, so that compiles, reference draws and
+    GPU jobs of different families overlap; `evaluate(jobs)` yields each job's result as it
+    ends (`evaluate_batch`), and `on_row(family, row)` gets a family's row as soon as its
+    last result is in (`wall_s`: seconds from the start of the batch until then)."""
+    plan = {fam: family_jobs(chosen[fam]) for fam in todo}
+    owner: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    jobs = []
+    for fam in todo:
+        for k, (t, c) in enumerate(plan[fam][0]):
+            owner.setdefault((t.id, c.hash), []).append((fam, k))
+            jobs.append((t, c))
+    got = {fam: [None] * len(plan[fam][0]) for fam in todo}
+    left = {fam: len(plan[fam][0]) for fam in todo}
+    t0 = time.perf_counter()
+    for fam in todo:
+        if not left[fam]:  # no implementation to run: its row says so at once
+            on_row(fam, family_row(chosen[fam], [], [], [], 0.0))
+    for res in evaluate(jobs):
+        fam, k = owner[(res.task_id, res.candidate_hash)].pop(0)
+        got[fam][k] = res
+        left[fam] -= 1
+        if not left[fam]:
+            on_row(fam, family_row(chosen[fam], *plan[fam], got[fam], time.perf_counter() - t0))
 
 
 def _config(preset: str, gpus: tuple[int, ...] | None) -> EvalConfig:
@@ -227,16 +258,20 @@ def main(argv: list[str] | None = None) -> int:
                 "error: no GPU here: the smoke test needs one (nothing is timed)", file=sys.stderr
             )
             return 2
-        for i, fam in enumerate(todo, 1):
-            row = family_row(chosen[fam], session)
+
+        def on_row(fam: str, row: dict) -> None:
             doc["families"][fam] = row
             _finish(doc, out, len(chosen))
             print(
-                f"[{i}/{len(todo)}] {fam:28s} naive={row['naive']:13s} "
+                f"[{len(doc['families'])}/{len(chosen)}] {fam:28s} naive={row['naive']:13s} "
                 f"fastest={row['fastest']:13s} configs {row['configs_ok']}/{row['configs']} "
-                f"max {row['max_segment_mib']} MiB, {row['wall_s']} s",
+                f"max {row['max_segment_mib']} MiB, at {row['wall_s']} s",
                 flush=True,
             )
+
+        stream_rows(
+            chosen, todo, lambda jobs: evaluate_batch(jobs, cfg, backend=session.backend), on_row
+        )
         if a.kernelbench:
             doc["suites"] = {"kernelbench_level1": kernelbench_rows(a.kernelbench, session)}
         else:

@@ -70,6 +70,51 @@ def test_without_a_gpu_it_says_so_in_one_line_and_writes_nothing(tmp_path, capsy
     assert "unknown families" in capsys.readouterr().err
 
 
+def test_families_stream_through_one_batch_and_each_row_is_written_when_its_last_job_ends(tasks):
+    """All families' jobs go to the evaluator at once; results come back in any order (here
+    the reverse, with a task whose naive and fastest are the same code), and a family's row
+    is handed on as soon as its last result is in, built from its own results."""
+    from cudaperf.execute.types import ConfigResult, ExecResult, Status, Timing
+
+    chosen = smoke.pick(tasks, seed=0)
+    todo = ["gemm", "histogram"]
+    one = chosen["gemm"][0]
+    chosen["gemm"] = [one.model_copy(update={"implementations": one.implementations[:1]})]
+    sent, rows = [], []
+
+    def evaluate(jobs):
+        sent.extend(jobs)
+        for t, c in reversed(jobs):
+            st = (
+                Status.OK
+                if t.family == "gemm" or c.id != smoke.naive_or_slowest(t).id
+                else Status.WRONG_OUTPUT
+            )
+            cfgs = [
+                ConfigResult(
+                    config=x.name, held_out=x.held_out, correct=True, timing=Timing.of([1.0])
+                )
+                for x in t.configs
+            ]
+            yield ExecResult(
+                status=st,
+                mode="full",
+                task_id=t.id,
+                candidate_hash=c.hash,
+                candidate_id=c.id,
+                configs=cfgs,
+                device_share=0.5,
+            )
+
+    smoke.stream_rows(chosen, todo, evaluate, lambda fam, row: rows.append((fam, row)))
+    assert len(sent) == 2 + 2 * len(chosen["histogram"])  # one batch for both families
+    assert [f for f, _ in rows] == ["histogram", "gemm"]  # the reverse order finished it first
+    gemm, hist = rows[1][1], rows[0][1]
+    assert gemm["jobs"] == 2 and gemm["naive"] == gemm["fastest"] == "ok" and gemm["passed"]
+    assert hist["naive"] == "wrong_output" and hist["fastest"] == "ok" and not hist["passed"]
+    assert hist["min_device_share"] == 0.5
+
+
 def test_a_file_measured_by_another_evaluator_is_not_resumed(tmp_path, capsys):
     """Families measured at another evaluator fingerprint are not mixed with new ones: the
     rerun refuses in one line and leaves the file as it was (--fresh starts over)."""
