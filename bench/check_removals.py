@@ -19,6 +19,13 @@ PY = sys.executable
 # (check, file, text that implements it, text without it, tests that must then fail)
 M = [
     (
+        "C: the traced call's messages are redacted (it runs after the held-out configs)",
+        "src/cudaperf/execute/c/trusted.py",
+        "    after = any(c.held_out for c in task.configs)\n",
+        "    after = False\n",
+        "tests/execute/c/test_trusted.py::test_the_traced_calls_error_text_is_withheld_after_the_held_out_configs",
+    ),
+    (
         "baselines: a C task's complete CPU records kept per handle (no file read per job)",
         "src/cudaperf/execute/isolation/sandbox.py",
         "        records = self._complete.get(prefix)\n",

@@ -103,6 +103,14 @@ int __cudaperf_run(void** host, const long long* nbytes, const int* roles, int n
     memcpy(y, kept, nn * sizeof(float)); return 0;
   }
 #endif
+#ifdef FAKE_LATE_ERR
+  /* right everywhere, until a call after it met the held-out size: then an error naming it */
+  static int seen = 0;
+  if (nn == 4096) seen = 1;
+  else if (seen && trials == 0) {
+    snprintf(err, errlen, "late failure after n=4096 (four-oh-nine-six)"); return 700;
+  }
+#endif
   if (trials == 0) {
     if (hook) hook(0);
 #ifdef FAKE_PEEK
@@ -208,7 +216,7 @@ def fake_shims(tmp_path_factory) -> dict[str, str]:
 def fake_libs(tmp_path_factory) -> dict[str, str]:
     """Fake harness libraries built with gcc: ok, wrong, hang, segv, flood, cuda_error, mutate,
     escape, abs, stale, short_escape, too_fast, peek, leak, bigfile, probe, probe_err,
-    probe_hang, probe_forge, nohook."""
+    probe_hang, probe_forge, nohook, late_err."""
     d = tmp_path_factory.mktemp("fake")
     (d / "fake.c").write_text(FAKE_HARNESS)
     variants = {
@@ -232,6 +240,7 @@ def fake_libs(tmp_path_factory) -> dict[str, str]:
         "too_fast": ["-DFAKE_A=1", "-DFAKE_EVENT_MS=0.0001f", "-DFAKE_WALL_MS=0.0001"],
         "peek": ["-DFAKE_A=1", "-DFAKE_PEEK"],
         "nohook": ["-DFAKE_A=1", "-DFAKE_NOHOOK"],  # a harness without the trace's hook
+        "late_err": ["-DFAKE_A=1", "-DFAKE_LATE_ERR"],  # errs naming n after the held-out call
         "leak": [
             "-DFAKE_A=1",
             "-DFAKE_LEAK",

@@ -486,6 +486,20 @@ def test_a_call_whose_work_the_gpu_did_not_do_is_rejected(c_run, shim):
     (traced,) = [c for c in res.configs if "on the host" in c.message]
     assert traced.config == "n100003"  # the largest visible config, never the held-out one
     assert _trace_protection(res)[0]
+    # traced after the held-out configs ran: its message keeps no number (the trace's own
+    # numbers come from the candidate's process, which has seen the held-out sizes)
+    assert not any(ch.isdigit() for ch in traced.message)
+
+
+def test_the_traced_calls_error_text_is_withheld_after_the_held_out_configs(c_run):
+    from cudaperf.execute.c.trusted import WITHHELD_AFTER
+
+    res = c_run("late_err", shim="honest")
+    assert res.status is Status.RUNTIME_ERROR, res.feedback
+    (traced,) = [c for c in res.configs if c.message]
+    assert traced.config == "n100003" and traced.message == WITHHELD_AFTER
+    text = "\n".join([res.runtime_log, *res.feedback, *(c.message for c in res.configs)])
+    assert "4096" not in text and "four-oh" not in text
 
 
 def test_an_honest_call_and_a_short_setup_pass_with_their_trace(c_run):

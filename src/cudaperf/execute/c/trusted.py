@@ -50,6 +50,7 @@ import numpy as np
 
 from cudaperf.execute.c.proc import CProcess, NativeRun, segment_bytes, take_c_child
 from cudaperf.execute.c.reference import compare, reference_finite, run_reference, time_reference
+from cudaperf.execute.feedback import redact_sizes
 from cudaperf.execute.held_out import JobFold, visible_first, visible_output
 from cudaperf.execute.isolation.child_proc import ChildError
 from cudaperf.execute.protocol import CBaselinesRequest, JobReply, RunRequest
@@ -341,39 +342,48 @@ def trace_config(task: Task) -> int | None:
     return max(vis, key=lambda i: (segment_bytes(task, task.configs[i]), -i)) if vis else None
 
 
+WITHHELD_AFTER = (
+    "the candidate failed on a repeated call after the held-out configs ran; its own error "
+    "text there is withheld (held-out sizes stay secret)"
+)
+
+
 def _trace_job(proc: CProcess, task: Task, req: RunRequest, libs: Libs, ref_lib, fold) -> _Traced:
     """After every config passed: one more checked call on `trace_config`, warm and traced
     (`c.trace`), its output judged again; a call whose work the GPU did not do is REJECTED
-    (`sanity.host_work_message`). Changes `fold` only when the call fails or is rejected."""
+    (`sanity.host_work_message`). Changes `fold` only when the call fails or is rejected.
+    The call comes after the held-out configs (so it cannot disturb their timing), when the
+    candidate's process has seen their sizes: its messages keep only this side's words,
+    without numbers, as a held-out config's do (`held_out`)."""
     i = trace_config(task)
     if fold.status is not Status.OK or i is None or i not in fold.results:
         return _Traced()
     if not req.trace_lib:
         return _Traced(note="no CUPTI shim here (c.trace.build_trace): host work goes unseen")
     cfg, done = task.configs[i], fold.results[i]
+    after = any(c.held_out for c in task.configs)
+
+    def fail(st: Status, message: str, trusted: bool, **update) -> _Traced:
+        if after:
+            message = redact_sizes(message) if trusted else WITHHELD_AFTER
+        fold.add(i, cfg, st, done.model_copy(update={"message": message, **update}), True)
+        return _Traced()
+
     inputs, want = _input_set(task, cfg, 0, req.salt, libs, ref_lib)
     try:
         run, cmp = _check(proc, task, inputs, want, trace=req.trace_lib)
     except ChildError as e:
-        fold.add(
-            i, cfg, Status.RUNTIME_ERROR, done.model_copy(update={"message": e.message}), e.died
-        )
-        return _Traced()
+        return fail(Status.RUNTIME_ERROR, e.message, e.died)
     if run.rc != 0:
-        fold.add(
-            i, cfg, Status.RUNTIME_ERROR, done.model_copy(update={"message": run.error}), False
-        )
-        return _Traced()
+        return fail(Status.RUNTIME_ERROR, run.error, False)
     if not cmp.correct:
         st = Status.REJECTED if cmp.inputs_modified else Status.WRONG_OUTPUT
-        msg = "on a repeated call: " + cmp.message
-        fold.add(i, cfg, st, done.model_copy(update={"correct": False, "message": msg}), True)
-        return _Traced()
+        return fail(st, "on a repeated call: " + cmp.message, True, correct=False)
     tr = run.trace
     if tr is None or tr.error:
         return _Traced(note=tr.error if tr is not None else "the candidate's process sent no trace")
     share = min(tr.device_us / tr.wall_us, 1.0) if tr.wall_us > 0 else None
     hack = host_work_message(tr.wall_us, tr.device_us, req.min_device_share)
     if hack:
-        fold.add(i, cfg, Status.REJECTED, done.model_copy(update={"message": hack}), True)
+        fail(Status.REJECTED, hack, True)
     return _Traced(list(tr.names), share, "")
