@@ -285,3 +285,29 @@ def test_a_run_uses_one_evaluator_for_every_turn_and_chunk(tmp_path, monkeypatch
     res = bench_run(tmp_path, "scripted:best", "one", "--batch-tasks", "2")  # 2 chunks x 2 turns
     assert res.exit_code == 0, res.output
     assert len(made) == 1
+
+
+@needs_nvcc
+def test_reward_overrides_reach_the_scorer_and_are_recorded_for_the_resume(tmp_path, monkeypatch):
+    """`bench run --reward FIELD=VALUE` as `train grpo` has it: the scorer gets the changed
+    reward, run.json and its resume command keep the override, a resume without it is refused."""
+    import cudaperf.cli.bench as bench_cli
+
+    seen, real = [], bench_cli._scorer
+
+    def scorer(tasks, reward, *a, **k):
+        seen.append(reward)
+        return real(tasks, reward, *a, **k)
+
+    monkeypatch.setattr(bench_cli, "_scorer", scorer)
+    res = bench_run(tmp_path, "scripted:naive", "r", "--reward", "structure_weight=0.5")
+    assert res.exit_code == 0, res.output
+    assert [r.structure_weight for r in seen] == [0.5] and seen[0].name.startswith("unified")
+    run = json.loads((tmp_path / "r/run.json").read_text())
+    assert run["settings"]["reward"] == "structure_weight=0.5"
+    assert "--reward structure_weight=0.5" in run["command"]
+    again = bench_run(tmp_path, "scripted:naive", "r")
+    assert again.exit_code == 2 and "reward='structure_weight=0.5' there, '' now" in again.output
+    bad = bench_run(tmp_path, "scripted:naive", "x", "--reward", "no_such_field=1")
+    assert bad.exit_code == 2 and "no_such_field" in bad.output
+    assert len(bad.output.strip().splitlines()) == 1, bad.output

@@ -23,6 +23,7 @@ from cudaperf.cli.common import (
 from cudaperf.cli.options import (
     OLD_TIMING_BUDGET,
     PresetOpt,
+    RewardOpt,
     TimingBudgetOpt,
     eval_config,
     gpu_list,
@@ -161,6 +162,8 @@ def _command(st, out: Path, suite_paths: list[Path] | None, dataset: Path | None
         "--preset",
         st.preset,
     ]
+    for override in st.reward.split():
+        args += ["--reward", override]
     for flag, v in (
         ("--limit", st.limit),
         ("--tasks-per-family", st.tasks_per_family),
@@ -241,6 +244,7 @@ def run(
     ),
     batch_tasks: int = typer.Option(16, "--batch-tasks", help="Tasks generated/scored at once."),
     preset: str = PresetOpt,
+    reward_overrides: list[str] | None = RewardOpt,
     ranker: str = RankerOpt,
     compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
     gpus: str = typer.Option(
@@ -285,6 +289,7 @@ def run(
             tasks_per_family=per_family,
             adapter=adapter,
             preset=preset,
+            reward=" ".join(reward_overrides or ()),
             kind=kind,
             compile_baseline=not no_compile_baseline,
         )
@@ -295,7 +300,7 @@ def run(
     check_model_spec(model, "--model", gguf_file)
     gpu_ids = _gpus(gpus, compile_only)
     timing_budget = renamed("--time-budget", old_timing_budget, "--timing-budget", timing_budget)
-    reward = reward_config(preset)
+    reward = reward_config(preset, reward_overrides)
     check_toolchain(compile_only)
     if model.startswith(("http://", "https://")):
         check_server(model)

@@ -58,6 +58,7 @@ class BenchSettings:
     tasks_per_family: int | None = None  # at most this many tasks per family
     adapter: str | None = None  # a trained adapter on top of `model` (HF models only)
     preset: str = "unified"  # reward preset (which sample a turn continues from)
+    reward: str = ""  # --reward FIELD=VALUE overrides of the preset, space-separated, in order
     compile_baseline: bool = True  # PyTorch tasks: torch.compile timed (False: the baseline
     # is absent from the run and its reports, to save device time)
     kind: str | None = None  # only tasks of this kind (c2cuda | torch2cuda), before the subset
