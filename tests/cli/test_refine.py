@@ -274,3 +274,21 @@ def test_an_out_whose_lines_are_not_records_is_named(tmp_path):
         out.write_text(content)
         r = cli("refine", "saxpy", "--model", "scripted:best", "--out", out)
         user_error(r, f"--out {out}", "t.jsonl:1", needle, code=2)
+
+
+def test_reward_overrides_reach_the_scorer_and_a_bad_one_is_one_line(tmp_path, monkeypatch):
+    """`refine --reward FIELD=VALUE` as `train grpo` and `bench run` have it."""
+    import cudaperf.cli.refine as refine_cli
+
+    seen = []
+    real = refine_cli.scorer_for
+    monkeypatch.setattr(
+        refine_cli, "scorer_for", lambda task, cfg, *a: seen.append(cfg) or real(task, cfg, *a)
+    )
+    _fake_refine(monkeypatch)
+    res = _invoke(tmp_path, "--reward", "structure_weight=0.25")
+    assert res.exit_code == 0, res.output
+    assert [c.structure_weight for c in seen] == [0.25]
+    bad = _invoke(tmp_path, "--reward", "structure_weight=lots")
+    assert bad.exit_code == 2 and "structure_weight" in bad.output
+    assert len(bad.output.strip().splitlines()) == 1, bad.output

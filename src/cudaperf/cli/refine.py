@@ -20,7 +20,7 @@ from cudaperf.cli.common import (
     select_task,
     stdout,
 )
-from cudaperf.cli.options import PresetOpt
+from cudaperf.cli.options import PresetOpt, RewardOpt, reward_config
 from cudaperf.cli.reward import RankerOpt, scorer_for
 from cudaperf.refine.scripted import SCRIPTED
 from cudaperf.tasks.model import Task, TaskKind
@@ -194,6 +194,7 @@ def refine_command(
         1, "--patience", min=1, help="Stop after this many turns without gain."
     ),
     preset: str = PresetOpt,
+    reward: list[str] | None = RewardOpt,
     server_model: str = typer.Option("default", "--server-model", help="Model name on the server."),
     api_key: str = typer.Option("EMPTY", "--api-key", envvar="OPENAI_API_KEY", help="Server key."),
     gguf_file: str = typer.Option(None, "--gguf-file", help="HF: GGUF file inside --model."),
@@ -219,6 +220,7 @@ def refine_command(
     check_out_dir(cache_dir, "--cache-dir")
     check_out_dir(model_cache, "--model-cache")
     check_model_spec(model, "--model", gguf_file)
+    reward_cfg = reward_config(preset, reward)
     task = _target(target, tasks_path, function, sizes, lengths)
     best_path = _best_path(task, target, best_out, out)
     check_out_file(best_path, "--best-out")
@@ -227,7 +229,7 @@ def refine_command(
             f"--best-out {best_out} exists; add --overwrite to replace it, or give another "
             "--best-out (or leave it out: the default never replaces a file)"
         )
-    scorer = scorer_for(task, preset, compile_only, cache_dir, ranker)
+    scorer = scorer_for(task, reward_cfg, compile_only, cache_dir, ranker)
     if adapter is not None and (model.startswith(("http://", "https://", "scripted:"))):
         fail(f"--adapter works with a Hugging Face --model (name or path), not {model!r}")
     if adapter is not None and not (adapter / "adapter_config.json").is_file():
