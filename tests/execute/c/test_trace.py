@@ -93,6 +93,7 @@ def test_the_childs_trace_is_checked_before_it_is_believed():
     assert (t.wall_us, t.device_us, t.kernels, t.names, t.error) == (10.0, 9.0, 2, ("k",), "")
     assert _kernel_trace(None) is None
     assert _kernel_trace({"error": "no CUPTI"}).error == "no CUPTI"
+    assert "more device records" in _kernel_trace(good | {"dropped": 3}).error  # no verdict
     for bad in (
         [1],
         {"error": 3},
@@ -100,6 +101,7 @@ def test_the_childs_trace_is_checked_before_it_is_believed():
         good | {"device_us": -1.0},
         good | {"kernels": True},
         good | {"names": "k"},
+        good | {"dropped": 1.5},
         {"wall_us": 1.0},
     ):
         with pytest.raises(ChildError, match="malformed kernel trace"):

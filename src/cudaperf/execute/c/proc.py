@@ -91,6 +91,11 @@ def _kernel_trace(value) -> KernelTrace | None:
     names = value.get("names", [])
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise bad
+    dropped = value.get("dropped", 0)
+    if not isinstance(dropped, int) or isinstance(dropped, bool):
+        raise bad
+    if dropped > 0:  # the device time would be undercounted: no verdict from this trace
+        return KernelTrace(error="more device records in one call than the trace keeps")
     wall, dev, kernels = (float(x) for x in nums)
     return KernelTrace(wall, dev, int(kernels), tuple(n[:200] for n in names[:16]))
 
