@@ -607,7 +607,8 @@ def _row(task, impl, status):
 
 
 def measure_torch_tasks(tasks, out_path, *, trials, device, done, progress, inflight_path=None,
-                        compile_only=False, salt=None, arch=None, jobs=None):
+                        compile_only=False, salt=None, arch=None, jobs=None, warmup=2,
+                        budget_s=0.25):
     marker = Path(inflight_path)
     with open(out_path, "a") as out:
         if marker.exists():  # a previous process hung or died here
