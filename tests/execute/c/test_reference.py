@@ -209,3 +209,36 @@ def test_a_float_sum_passes_on_signed_inputs_where_it_cancels_and_a_wrong_one_fa
     cmp = compare(t, sep, run_reference(t, wrong, sep), want, signed=True)
     assert not cmp.correct and "max(|expected|, " in cmp.message
     assert output_scale(want[3]) > 1.0
+
+
+def test_outputs_compared_in_slices_give_what_the_whole_comparison_gives(monkeypatch):
+    """`_errors` compares a large output slice by slice (every step is per element or a max):
+    the numbers and the mask of bad elements must be those of the whole comparison, with
+    NaN, infinities, values at the bound and wrong elements in any slice."""
+    from cudaperf.execute.c import reference
+
+    monkeypatch.setattr(reference, "_CHUNK", 7)
+    rng = np.random.default_rng(0)
+    specials = [np.nan, np.inf, -np.inf, 0.0, 1e30, -1e-30]
+    for case in range(300):
+        n = int(rng.integers(8, 60))
+        dtype = [np.float32, np.float64, np.int32][case % 3]
+        w = (rng.standard_normal(n) * 10).astype(dtype)
+        g = w.copy()
+        if dtype is not np.int32:
+            for _ in range(int(rng.integers(0, 4))):
+                i, v = int(rng.integers(n)), specials[int(rng.integers(len(specials)))]
+                w[i] = v
+                g[i] = v if rng.random() < 0.6 else g[i]
+            g = g + (rng.standard_normal(n) * 1e-6 * (rng.random() < 0.5)).astype(dtype)
+        if rng.random() < 0.3:  # some wrong elements
+            g[int(rng.integers(n))] += 5
+        floor = float(rng.choice([0.0, 2.0]))
+        got = reference._errors(g, w, 1e-5, 1e-5, floor)
+        want = reference._errors_whole(g, w, 1e-5, 1e-5, floor)
+        assert got[:2] == want[:2] or all(
+            math.isnan(x) and math.isnan(y) for x, y in zip(got[:2], want[:2], strict=True)
+        ), (case, got, want)
+        assert (got[2] is None) == (want[2] is None), case
+        if got[2] is not None:
+            assert np.array_equal(got[2], want[2]), case

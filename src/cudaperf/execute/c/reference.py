@@ -204,10 +204,31 @@ def compare(
     return Comparison(not first, worst_abs, worst_rel, first)
 
 
+_CHUNK = 1 << 20  # elements compared at once: the temporaries stay small (no page faults)
+
+
 def _errors(g: np.ndarray, w: np.ndarray, atol: float, rtol: float, floor: float = 0.0):
     """(max abs err, max rel err, mask of bad elements or None); allowed per element:
-    atol + rtol * max(|w|, floor). Float math in the array's own precision (float32 stays
-    float32: a few fast passes even for 100M elements)."""
+    atol + rtol * max(|w|, floor). Every step is per element or a max, so a large output is
+    compared in slices of `_CHUNK` (a correct 16 M-element float32 output: 2.4-2.7x faster than
+    whole on this project's CPU machine, `bench/compare_speed.py`); the mask that a failure's
+    message needs comes from the whole array, computed only when a slice fails (masked
+    outputs: whole, as before)."""
+    if g.size <= _CHUNK or np.ma.isMaskedArray(w) or g.shape != w.shape:
+        return _errors_whole(g, w, atol, rtol, floor)
+    gf, wf = g.reshape(-1), w.reshape(-1)
+    a = r = 0.0
+    for s in range(0, gf.size, _CHUNK):
+        ca, cr, bad = _errors_whole(gf[s : s + _CHUNK], wf[s : s + _CHUNK], atol, rtol, floor)
+        if bad is not None:
+            return _errors_whole(g, w, atol, rtol, floor)
+        a, r = max(a, ca), max(r, cr)
+    return a, r, None
+
+
+def _errors_whole(g: np.ndarray, w: np.ndarray, atol: float, rtol: float, floor: float = 0.0):
+    """`_errors` over the whole arrays at once. Float math in the array's own precision
+    (float32 stays float32)."""
     skip = np.ma.getmaskarray(w) if np.ma.isMaskedArray(w) else None  # unwritten by the reference
     w = np.ma.getdata(w)
     if not np.issubdtype(g.dtype, np.floating):
