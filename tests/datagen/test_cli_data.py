@@ -64,7 +64,7 @@ def test_emulator_tests_skip_saying_what_to_set_and_why():
             "-rs",
             "-p",
             "no:cacheprovider",
-            "tests/datagen/families/test_torch_emulated.py",
+            "tests/datagen/families/torch2cuda/test_torch_emulated.py",
         ],
         capture_output=True,
         text=True,

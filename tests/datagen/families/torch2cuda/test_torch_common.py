@@ -11,7 +11,11 @@ import random
 import pytest
 
 from cudaperf.datagen import FAMILIES, generate_one
-from cudaperf.datagen.families.torch_common import ROW_SHAPES, reference_template, row_configs
+from cudaperf.datagen.families.torch2cuda.torch_common import (
+    ROW_SHAPES,
+    reference_template,
+    row_configs,
+)
 from cudaperf.tasks.model import TaskKind
 
 # sha256 (first 16 hex digits) of the JSON of tasks 0-3 of seeds 0, 1 and 7, per torch family.

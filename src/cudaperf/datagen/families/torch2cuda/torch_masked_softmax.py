@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import (
+from cudaperf.datagen.families.torch2cuda.torch_common import (
     REDUCE,
     draw_chain,
     native_module,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import (
+from cudaperf.datagen.families.torch2cuda.torch_common import (
     draw_chain,
     native_module,
     reference_template,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import (
+from cudaperf.datagen.families.torch2cuda.torch_common import (
     ELTWISE,
     ELTWISE_CONSTS,
     ROW_SHAPES,

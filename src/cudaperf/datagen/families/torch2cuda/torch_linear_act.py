@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import cfg, family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import reference_template
+from cudaperf.datagen.families.torch2cuda.torch_common import reference_template
 from cudaperf.tasks.model import Distribution, TaskKind, Tolerance
 
 # act -> (torch expression of y, CUDA expression of v)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import cfg, family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import draw_chain, reference_template
-from cudaperf.datagen.families.torch_linear_act import _ACTS
+from cudaperf.datagen.families.torch2cuda.torch_common import draw_chain, reference_template
+from cudaperf.datagen.families.torch2cuda.torch_linear_act import _ACTS
 from cudaperf.tasks.model import Distribution, TaskKind, Tolerance
 
 _REF = reference_template(

@@ -9,7 +9,11 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import native_module, reference_template, torch_configs
+from cudaperf.datagen.families.torch2cuda.torch_common import (
+    native_module,
+    reference_template,
+    torch_configs,
+)
 from cudaperf.tasks.model import TaskKind, Tolerance
 
 _REF = reference_template(

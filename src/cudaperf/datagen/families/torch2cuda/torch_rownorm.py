@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 from cudaperf.datagen.base import cfg, family, fill, impl, torch_task
-from cudaperf.datagen.families.torch_common import draw_chain, reference_template
+from cudaperf.datagen.families.torch2cuda.torch_common import draw_chain, reference_template
 from cudaperf.tasks.model import Distribution, TaskKind, Tolerance
 
 # kind -> (pass-1 combine, identity, element term, finish; pass-2 ...; output expression)
