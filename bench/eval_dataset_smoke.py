@@ -11,11 +11,13 @@ a measured time on every config.
 Imported suites: `--kernelbench DIR` (a KernelBench checkout) adds level 1's problems that
 have a hand-written native candidate (`bench/kernelbench_candidates`).
 
-All families' jobs go to the evaluator as one batch (compiles, reference draws and GPU jobs
-of different families overlap), and the JSON is rewritten as soon as a family's last job ends
-(`--out`); a rerun skips the families it already holds (`--fresh` starts over; a file from
-another evaluator fingerprint is refused), so a cut call resumes. Ctrl-C stops after the job
-in flight.
+Families go to the evaluator in batches of `--batch-families` (compiles, reference draws and
+GPU jobs of a batch's families overlap; the evaluator runs every task's naive implementation
+first, so a family's row can only end after its batch's naive jobs: small batches keep rows
+coming while a call can still be cut), and the JSON is rewritten as soon as a family's last
+job ends (`--out`); a rerun skips the families it already holds (`--fresh` starts over; a
+file from another evaluator fingerprint is refused), so a cut call resumes. Ctrl-C stops
+after the job in flight.
 
     python bench/eval_dataset_smoke.py --out bench/results/eval_dataset_smoke_h200.json
 """
@@ -217,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--kernelbench", default="", help="a KernelBench checkout (level 1)")
     ap.add_argument("--fresh", action="store_true", help="ignore families already in --out")
+    ap.add_argument(
+        "--batch-families", type=int, default=6, help="families evaluated together (>= 1)"
+    )
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     try:
@@ -269,9 +274,14 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
 
-        stream_rows(
-            chosen, todo, lambda jobs: evaluate_batch(jobs, cfg, backend=session.backend), on_row
-        )
+        step = max(1, a.batch_families)
+        for k in range(0, len(todo), step):
+            stream_rows(
+                chosen,
+                todo[k : k + step],
+                lambda jobs: evaluate_batch(jobs, cfg, backend=session.backend),
+                on_row,
+            )
         if a.kernelbench:
             doc["suites"] = {"kernelbench_level1": kernelbench_rows(a.kernelbench, session)}
         else:

@@ -115,6 +115,46 @@ def test_families_stream_through_one_batch_and_each_row_is_written_when_its_last
     assert hist["min_device_share"] == 0.5
 
 
+def test_main_sends_families_in_batches_and_writes_each_row(tmp_path, monkeypatch, capsys):
+    """`--batch-families 1`: one evaluator batch per family, the JSON holding each row as it
+    ends (an evaluator stand-in: this machine has no GPU)."""
+    from cudaperf.execute.types import ConfigResult, ExecResult, Status, Timing
+
+    class Session:
+        mode, backend = "full", None
+
+        def __init__(self, cfg):
+            pass
+
+        def close(self):
+            pass
+
+    batches = []
+
+    def evaluate(jobs, cfg, backend=None):
+        batches.append(sorted({t.family for t, _ in jobs}))
+        for t, c in jobs:
+            cfgs = [
+                ConfigResult(
+                    config=x.name, held_out=x.held_out, correct=True, timing=Timing.of([1.0])
+                )
+                for x in t.configs
+            ]
+            yield ExecResult(
+                status=Status.OK, mode="full", task_id=t.id, candidate_hash=c.hash, configs=cfgs
+            )
+
+    monkeypatch.setattr(smoke, "EvalSession", Session)
+    monkeypatch.setattr(smoke, "evaluate_batch", evaluate)
+    out = tmp_path / "s.json"
+    rc = smoke.main(["--families", "gemm,histogram", "--batch-families", "1", "--out", str(out)])
+    doc = json.loads(out.read_text())
+    assert rc == 0 and doc["passed"]  # (--families: the two chosen are the whole run)
+    assert batches == [["gemm"], ["histogram"]]
+    assert set(doc["families"]) == {"gemm", "histogram"} and doc["families_passed"] == 2
+    assert "[2/2] histogram" in capsys.readouterr().out
+
+
 def test_a_file_measured_by_another_evaluator_is_not_resumed(tmp_path, capsys):
     """Families measured at another evaluator fingerprint are not mixed with new ones: the
     rerun refuses in one line and leaves the file as it was (--fresh starts over)."""
