@@ -17,6 +17,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from cudaperf.analyze.types import STALL_REASONS
+
 __all__ = [
     "ALL_METRICS",
     "CORE_METRICS",
@@ -52,25 +54,6 @@ _FP64 = [
     "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
     "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
     "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
-]
-STALL_REASONS = [
-    "long_scoreboard",
-    "short_scoreboard",
-    "barrier",
-    "membar",
-    "mio_throttle",
-    "lg_throttle",
-    "math_pipe_throttle",
-    "wait",
-    "not_selected",
-    "selected",
-    "no_instruction",
-    "dispatch_stall",
-    "drain",
-    "imc_miss",
-    "branch_resolving",
-    "sleeping",
-    "tex_throttle",
 ]
 STALL_METRIC = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
 ALL_METRICS = CORE_METRICS + _FP64 + [STALL_METRIC.format(r) for r in STALL_REASONS]

@@ -72,6 +72,7 @@ __all__ = [
     "FEATURES",
     "PROFILE_FEATURES",
     "RESOURCE_FEATURES",
+    "STALL_REASONS",
     "RESOURCE_RULES",
     "RULES",
     "AnalyzeConfig",
@@ -155,28 +156,30 @@ PROFILE_FEATURES: dict[str, tuple[str, str]] = {
     "ncu_shared_bank_conflicts": ("count", "shared-memory load+store bank conflicts"),
     "ncu_duration_ns": ("ns", "kernel duration (sum over launches)"),
 }
+# the warp stall reasons Nsight Compute reports (`ncu.STALL_METRIC` names each metric)
+STALL_REASONS = [
+    "long_scoreboard",
+    "short_scoreboard",
+    "barrier",
+    "membar",
+    "mio_throttle",
+    "lg_throttle",
+    "math_pipe_throttle",
+    "wait",
+    "not_selected",
+    "selected",
+    "no_instruction",
+    "dispatch_stall",
+    "drain",
+    "imc_miss",
+    "branch_resolving",
+    "sleeping",
+    "tex_throttle",
+]
 PROFILE_FEATURES.update(
     {
         f"ncu_stall_{r}": ("cycles/instruction", f"warp cycles stalled on {r} per issued instr.")
-        for r in (
-            "long_scoreboard",
-            "short_scoreboard",
-            "barrier",
-            "membar",
-            "mio_throttle",
-            "lg_throttle",
-            "math_pipe_throttle",
-            "wait",
-            "not_selected",
-            "selected",
-            "no_instruction",
-            "dispatch_stall",
-            "drain",
-            "imc_miss",
-            "branch_resolving",
-            "sleeping",
-            "tex_throttle",
-        )
+        for r in STALL_REASONS
     }
 )
 
