@@ -4,15 +4,14 @@ groups per process, one steps.jsonl row per step with a one-process run's fields
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.proc_helpers import kill_group
 from tests.train.helpers import write_task_file
 
 pytest.importorskip("trl")
@@ -81,7 +80,7 @@ def _torchrun(tmp_path, tiny, tasks, *extra) -> list[dict]:
     try:
         _, err = proc.communicate(timeout=300)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc)
         _, err = proc.communicate()
         pytest.fail(f"torchrun did not end in 300 s; its stderr ends:\n{err[-4000:]}")
     assert proc.returncode == 0, err[-3000:]
