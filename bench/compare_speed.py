@@ -9,17 +9,18 @@ config's output is compared up to three times per candidate). Prints a table and
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from cudaperf.execute.c.reference import _errors, _errors_whole
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling, when loaded as a module
+from eval_c2cuda_common import header  # noqa: E402
+
+from cudaperf.execute.c.reference import _errors, _errors_whole  # noqa: E402
+from cudaperf.execute.config import EvalConfig  # noqa: E402
 
 
 def _best(fn, g, w, repeats: int) -> float:
@@ -51,9 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = {
         "what": "C→CUDA output comparison, correct float32 output, best of --repeats",
         "rows": rows,
-        "host": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()},
-        "numpy": np.__version__,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        **header(EvalConfig()),  # GPU (none here), versions (numpy too), date, CPU cores
         "command": "python bench/compare_speed.py "
         + " ".join(sys.argv[1:] if argv is None else argv),
     }
