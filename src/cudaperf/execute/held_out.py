@@ -56,12 +56,13 @@ def visible_first(configs: list[InputConfig]) -> list[int]:
     return sorted(range(len(configs)), key=lambda i: (configs[i].held_out, i))
 
 
-def held_out_message(message: str, trusted: bool) -> str:
-    """A held-out config's message: the trusted side's own text without its numbers, or
-    `WITHHELD` for text that came from the candidate's process."""
+def held_out_message(message: str, trusted: bool, withheld: str = WITHHELD) -> str:
+    """A held-out config's message (or any message written after held-out sizes reached the
+    candidate): the trusted side's own text without its numbers, or `withheld` for text that
+    came from the candidate's process."""
     if not message:
         return message
-    return redact_sizes(message) if trusted else WITHHELD
+    return redact_sizes(message) if trusted else withheld
 
 
 def visible_output(child: SpawnedChild, workdir: str, on_output=None) -> str:

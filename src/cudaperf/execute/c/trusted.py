@@ -50,8 +50,7 @@ import numpy as np
 
 from cudaperf.execute.c.proc import CProcess, NativeRun, segment_bytes, take_c_child
 from cudaperf.execute.c.reference import compare, reference_finite, run_reference, time_reference
-from cudaperf.execute.feedback import redact_sizes
-from cudaperf.execute.held_out import JobFold, visible_first, visible_output
+from cudaperf.execute.held_out import JobFold, held_out_message, visible_first, visible_output
 from cudaperf.execute.isolation.child_proc import ChildError
 from cudaperf.execute.protocol import CBaselinesRequest, JobReply, RunRequest
 from cudaperf.execute.sanity import escape_message, host_work_message, roofline_message
@@ -365,7 +364,7 @@ def _trace_job(proc: CProcess, task: Task, req: RunRequest, libs: Libs, ref_lib,
 
     def fail(st: Status, message: str, trusted: bool, **update) -> _Traced:
         if after:
-            message = redact_sizes(message) if trusted else WITHHELD_AFTER
+            message = held_out_message(message, trusted, WITHHELD_AFTER)
         fold.add(i, cfg, st, done.model_copy(update={"message": message, **update}), True)
         return _Traced()
 
