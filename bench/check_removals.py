@@ -19,6 +19,20 @@ PY = sys.executable
 # (check, file, text that implements it, text without it, tests that must then fail)
 M = [
     (
+        "smoke --seed-from: another evaluator's families are not kept",
+        "bench/eval_dataset_smoke.py",
+        '    if was != version or doc.get("seed") != seed or not doc.get("families"):\n',
+        '    if doc.get("seed") != seed or not doc.get("families"):\n',
+        "tests/bench/test_eval_dataset_smoke.py::test_seed_from_keeps_families_measured_at_this_evaluator_only",
+    ),
+    (
+        "smoke --seed-from: another seed's families are not kept",
+        "bench/eval_dataset_smoke.py",
+        '    if was != version or doc.get("seed") != seed or not doc.get("families"):\n',
+        '    if was != version or not doc.get("families"):\n',
+        "tests/bench/test_eval_dataset_smoke.py::test_seed_from_keeps_families_measured_at_this_evaluator_only",
+    ),
+    (
         "C: the traced call's messages are redacted (it runs after the held-out configs)",
         "src/cudaperf/execute/c/trusted.py",
         "    after = any(c.held_out for c in task.configs)\n",

@@ -16,8 +16,9 @@ GPU jobs of a batch's families overlap; the evaluator runs every task's naive im
 first, so a family's row can only end after its batch's naive jobs: small batches keep rows
 coming while a call can still be cut), and the JSON is rewritten as soon as a family's last
 job ends (`--out`); a rerun skips the families it already holds (`--fresh` starts over; a
-file from another evaluator fingerprint is refused), so a cut call resumes. Ctrl-C stops
-after the job in flight.
+file from another evaluator fingerprint is refused), so a cut call resumes; `--seed-from FILE`
+starts a new `--out` from FILE's families (the committed result, say) when FILE was measured at
+this evaluator with the same seed. Ctrl-C stops after the job in flight.
 
     python bench/eval_dataset_smoke.py --out bench/results/eval_dataset_smoke_h200.json
 """
@@ -220,6 +221,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kernelbench", default="", help="a KernelBench checkout (level 1)")
     ap.add_argument("--fresh", action="store_true", help="ignore families already in --out")
     ap.add_argument(
+        "--seed-from",
+        default="",
+        help="a new --out starts with this file's families when it was measured at this "
+        "evaluator (e.g. the committed result), else from none",
+    )
+    ap.add_argument(
         "--batch-families", type=int, default=6, help="families evaluated together (>= 1)"
     )
     a = ap.parse_args(argv)
@@ -245,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         doc = json.loads(out.read_text())
     cfg = _config(a.preset, None)
     head = header(cfg)
+    if a.seed_from and not doc["families"] and not a.fresh:
+        doc = _seeded(Path(a.seed_from), head["versions"]["cudaperf"], a.seed, doc)
     was = doc.get("versions", {}).get("cudaperf")
     if doc["families"] and was != head["versions"]["cudaperf"]:
         print(
@@ -294,6 +303,23 @@ def main(argv: list[str] | None = None) -> int:
         session.close()
     print(f"passed: {doc['passed']} ({doc['families_passed']}/{len(chosen)} families) -> {out}")
     return 0 if doc["passed"] else 1
+
+
+def _seeded(path: Path, version: str, seed: int, empty: dict) -> dict:
+    """`path`'s document when it holds families measured by `version` with the same seed (a
+    cut run resumed from its committed copy); else `empty`, with a line saying why."""
+    try:
+        doc = json.loads(path.read_text())
+        was = doc.get("versions", {}).get("cudaperf")
+    except (OSError, ValueError, AttributeError) as e:
+        print(f"--seed-from {path}: not read ({e}); starting from no family", flush=True)
+        return empty
+    if was != version or doc.get("seed") != seed or not doc.get("families"):
+        why = f"cudaperf {was}, seed {doc.get('seed')}" if doc.get("families") else "no family"
+        print(f"--seed-from {path}: {why}, this is {version}, seed {seed}; starting from no family")
+        return empty
+    print(f"--seed-from {path}: {len(doc['families'])} families measured at {version} kept")
+    return doc
 
 
 def _finish(doc: dict, out: Path, n_families: int) -> None:

@@ -4,14 +4,21 @@
 #   source scripts/device_env.sh; bash bench/gpu_suite.sh fast execute   # one call, <= 9.5 min
 #   source scripts/device_env.sh; bash bench/gpu_suite.sh torch          # one call, <= 9.5 min
 #   source scripts/device_env.sh; bash bench/gpu_suite.sh bench          # tests/bench, <= 5 min
+#   source scripts/device_env.sh; bash bench/gpu_suite.sh smoke          # bench/eval_dataset_smoke.py
+# `smoke` resumes $OUT/eval_dataset_smoke_<gpu>.json (<gpu>: h200, h100, ... from nvidia-smi), or
+# starts from the committed bench/results/ one when that was measured at this evaluator; it takes
+# SMOKE_S seconds at most (default 560 times WALL_X).
+# Not call-sized: all groups in one background job that outlives the calls (bench/device_bg.sh),
+# with WALL_X=3 so that no group is cut at a call's limit:
+#   WALL_X=3 bash bench/device_bg.sh start verify -- bash bench/gpu_suite.sh execute smoke fast bench torch
 # Each group's verbose log goes to $OUT/gpu_<group>.log as the tests run (one line per test,
 # so a call cut off by its limit still says what passed); the last lines are printed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 P=(python3 -m pytest -m gpu -v -rfEs -p no:cacheprovider --tb=short)
-run() {  # run GROUP WALL_S PER_TEST_S PATHS...
-  local g=$1 wall=$2 per=$3; shift 3
+run() {  # run GROUP WALL_S PER_TEST_S PATHS... (WALL_S times WALL_X)
+  local g=$1 wall=$(( $2 * ${WALL_X:-1} )) per=$3; shift 3
   echo "== $g: $* (limit ${wall}s, ${per}s per test)"
   timeout "$wall" "${P[@]}" --timeout "$per" "$@" > "$OUT/gpu_$g.log" 2>&1
   echo "rc=$?" >> "$OUT/gpu_$g.log"
@@ -27,6 +34,16 @@ for g in "$@"; do
     execute) run execute 330 150 tests/execute "${HEAVY[@]/#/--deselect=}" ;;
     torch) run torch 570 400 "${HEAVY[@]}" ;;
     bench) run bench 300 280 tests/bench ;;  # the dataset smoke's largest families
-    *) echo "gpu_suite: unknown group $g (fast, execute, torch, bench)" >&2; exit 2 ;;
+    smoke)
+      gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 \
+        | grep -oiE '[a-z][0-9]{2,4}[a-z]*' | head -1 | tr '[:upper:]' '[:lower:]')
+      lim=${SMOKE_S:-$(( 560 * ${WALL_X:-1} ))}
+      echo "== smoke: bench/eval_dataset_smoke.py on ${gpu:=gpu} (limit ${lim}s)"
+      timeout "$lim" python3 bench/eval_dataset_smoke.py \
+        --out "$OUT/eval_dataset_smoke_$gpu.json" \
+        --seed-from "bench/results/eval_dataset_smoke_$gpu.json" > "$OUT/gpu_smoke.log" 2>&1
+      echo "rc=$?" >> "$OUT/gpu_smoke.log"
+      tail -4 "$OUT/gpu_smoke.log" ;;
+    *) echo "gpu_suite: unknown group $g (fast, execute, torch, bench, smoke)" >&2; exit 2 ;;
   esac
 done

@@ -115,9 +115,9 @@ def test_families_stream_through_one_batch_and_each_row_is_written_when_its_last
     assert hist["min_device_share"] == 0.5
 
 
-def test_main_sends_families_in_batches_and_writes_each_row(tmp_path, monkeypatch, capsys):
-    """`--batch-families 1`: one evaluator batch per family, the JSON holding each row as it
-    ends (an evaluator stand-in: this machine has no GPU)."""
+def _stand_in(monkeypatch) -> list[list[str]]:
+    """An evaluator stand-in (this machine has no GPU): every job ok and timed on every config;
+    returns the list of batches it was sent (each a sorted list of families)."""
     from cudaperf.execute.types import ConfigResult, ExecResult, Status, Timing
 
     class Session:
@@ -146,6 +146,13 @@ def test_main_sends_families_in_batches_and_writes_each_row(tmp_path, monkeypatc
 
     monkeypatch.setattr(smoke, "EvalSession", Session)
     monkeypatch.setattr(smoke, "evaluate_batch", evaluate)
+    return batches
+
+
+def test_main_sends_families_in_batches_and_writes_each_row(tmp_path, monkeypatch, capsys):
+    """`--batch-families 1`: one evaluator batch per family, the JSON holding each row as it
+    ends."""
+    batches = _stand_in(monkeypatch)
     out = tmp_path / "s.json"
     rc = smoke.main(["--families", "gemm,histogram", "--batch-families", "1", "--out", str(out)])
     doc = json.loads(out.read_text())
@@ -153,6 +160,44 @@ def test_main_sends_families_in_batches_and_writes_each_row(tmp_path, monkeypatc
     assert batches == [["gemm"], ["histogram"]]
     assert set(doc["families"]) == {"gemm", "histogram"} and doc["families_passed"] == 2
     assert "[2/2] histogram" in capsys.readouterr().out
+
+
+def test_seed_from_keeps_families_measured_at_this_evaluator_only(tmp_path, monkeypatch, capsys):
+    """`--seed-from`: a new --out starts from the seed file's families when that file was
+    measured at this evaluator with the same seed (those are not run again); a file of another
+    evaluator or seed, or one that cannot be read, is said in a line and ignored. The seed file
+    itself is never written."""
+    batches = _stand_in(monkeypatch)
+    version = smoke.header(smoke._config("training", None))["versions"]["cudaperf"]
+    row = {"passed": True, "naive": "ok", "fastest": "ok"}
+    seed = tmp_path / "committed.json"
+    cases = [
+        ({"families": {"gemm": row}, "versions": {"cudaperf": version}, "seed": 0}, ["histogram"]),
+        ({"families": {"gemm": row}, "versions": {"cudaperf": "0.1.0+0"}, "seed": 0}, None),
+        ({"families": {"gemm": row}, "versions": {"cudaperf": version}, "seed": 7}, None),
+        ("{not json", None),
+    ]
+    for k, (doc, want) in enumerate(cases):
+        seed.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+        before = seed.read_text()
+        batches.clear()
+        out = tmp_path / f"s{k}.json"
+        argv = ["--families", "gemm,histogram", "--out", str(out), "--seed-from", str(seed)]
+        assert smoke.main(argv) == 0
+        said = capsys.readouterr().out
+        assert [f for b in batches for f in b] == (want or ["gemm", "histogram"]), k
+        assert ("1 families measured" in said) == (want is not None), said
+        got = json.loads(out.read_text())
+        assert set(got["families"]) == {"gemm", "histogram"} and got["passed"]
+        assert seed.read_text() == before
+    # an --out that already holds families resumes itself; the seed file is not read
+    batches.clear()
+    seed.write_text(json.dumps(cases[0][0]))
+    assert (
+        smoke.main(["--families", "gemm,histogram", "--out", str(out), "--seed-from", str(seed)])
+        == 0
+    )
+    assert batches == [] and "--seed-from" not in capsys.readouterr().out
 
 
 def test_a_file_measured_by_another_evaluator_is_not_resumed(tmp_path, capsys):
