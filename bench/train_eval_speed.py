@@ -71,6 +71,7 @@ def score_phase(scorer, items) -> dict:
         "analyse_s": round(t1 - t0, 2),
         "score_s": round(t2 - t1, 2),
         "evaluator_s": met["evaluator_s"],
+        "eval_phases_s": met.get("eval_phases_s", {}),
         "cached": met["cached"],
         "statuses": dict(Counter(s.result.status.value for s in scored if s.result)),
     }
@@ -151,6 +152,7 @@ def main(argv: list[str] | None = None) -> None:
             "candidates": 0,
             "seconds": 0.0,
             "evaluator_s": 0.0,
+            "eval_phases_s": {},
             "naive_not_ok": {},
             "done": False,
         }
@@ -163,6 +165,8 @@ def main(argv: list[str] | None = None) -> None:
             prep["candidates"] += met["candidates"]
             prep["seconds"] = round(prep["seconds"] + secs, 2)
             prep["evaluator_s"] = round(prep["evaluator_s"] + met["evaluator_s"], 2)
+            for k, v in met.get("eval_phases_s", {}).items():
+                prep["eval_phases_s"][k] = round(prep["eval_phases_s"].get(k, 0.0) + v, 2)
             prep["naive_not_ok"].update(bad)
             write()
         prep["done"] = True

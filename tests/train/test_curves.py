@@ -28,8 +28,10 @@ def test_rollouts_of_several_processes_merge_by_rows():
         "status_share": {"format_error": 1.0},
         "groups_2_correct": 0.0,
     }
+    a["eval_phases_s"], b["eval_phases_s"] = {"check": 1.5, "compile": 2.0}, {"check": 0.25}
     m = merge_rollouts([a, b])
     assert m["rows"] == 16 and m["groups"] == 4 and m["processes"] == 2
+    assert m["eval_phases_s"] == {"check": 1.75, "compile": 2.0}  # summed over processes
     assert m["generate_s"] == 3.0 and m["eval_s"] == 1.0 and m["completion_tokens"] == 20
     assert m["return_mean"] == pytest.approx(0.25)
     assert m["status_share"] == {"ok": 0.25, "format_error": 0.75}

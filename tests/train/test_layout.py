@@ -94,9 +94,16 @@ def test_metered_evaluator_counts_candidates_cache_hits_and_waiting(tmp_path):
     try:
         ev([job])
         ev([job, (task, Candidate(code="not cuda"))])
+        first = session._backend is not None  # (the session is open)
         got = ev.take()
         assert got["candidates"] == 3 and got["cached"] == 1  # the repeat came from the cache
-        assert got["evaluator_s"] > 0 and got["eval_wait_s"] >= 0
+        assert got["evaluator_s"] > 0 and got["eval_wait_s"] >= 0 and first
+        # where the time went: the two builds' seconds, the cached result's left out
+        assert set(got["eval_phases_s"]) == {"compile"}
+        assert 0 < got["eval_phases_s"]["compile"] <= got["evaluator_s"]
+        again = ev([job])[0]
+        assert again.cached and again.phases["compile"] > 0  # a hit keeps its run's phases ...
+        assert ev.take()["eval_phases_s"] == {}  # ... but costs nothing now
         assert ev.take()["candidates"] == 0  # take() resets
     finally:
         ev.close()

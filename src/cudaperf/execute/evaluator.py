@@ -116,6 +116,7 @@ class Prepared:
     form: str = ""  # PyTorch→CUDA candidate form
     protections: list[Protection] = field(default_factory=list)  # the build's (run's: finish)
     trace_lib: str | None = None  # C→CUDA: the CUPTI shim (`c.trace`); None: none here
+    compile_s: float = 0.0  # the builds' seconds (0 when the build cache served them)
 
     @property
     def is_torch(self) -> bool:
@@ -183,7 +184,9 @@ class Evaluator:
         b = build_candidate(task, cand.code, self.env.arch, self.config)
         clog = truncate(b.log, self.config.max_log_chars)
         prot = [Protection.of("build", b.protections)]
+        compile_s = ref.seconds + b.seconds
         kw = {"compile_log": clog, "findings": ids, "protections": prot}
+        kw["phases"] = {"compile": round(compile_s, 4)}
         done = self._built(task, cand, t0, b, notes, kw)
         if done is not None:
             return done
@@ -201,6 +204,7 @@ class Evaluator:
             t0,
             protections=prot,
             trace_lib=build_trace(self.config)[0],
+            compile_s=compile_s,
         )
 
     def _built(self, task, cand, t0: float, b, notes: list[str], kw: dict) -> ExecResult | None:
@@ -241,6 +245,7 @@ class Evaluator:
                 "torch has none (use the native form, or run where a GPU is present)"
             ]
             return self.result(task, cand, Status.INFRA_ERROR, t0, feedback=fb, findings=ids)
+        tb = time.monotonic()
         b = torch_build.prebuild_torch_candidate(
             cand.code,
             self.env.arch,
@@ -251,6 +256,8 @@ class Evaluator:
         clog = truncate(b.log, self.config.max_log_chars)
         prot = [Protection.of("build", b.protections)]
         kw = {"compile_log": clog, "findings": ids, "form": b.form, "protections": prot}
+        compile_s = time.monotonic() - tb  # (a cached build: the cache's lookup)
+        kw["phases"] = {"compile": round(compile_s, 4)}
         done = self._built(task, cand, t0, b, notes, kw)
         if done is not None:
             return done
@@ -269,6 +276,7 @@ class Evaluator:
             ext_dir=b.ext_dir,
             form=b.form,
             protections=prot,
+            compile_s=compile_s,
         )
 
     def timeout(self, p: Prepared) -> float:
@@ -367,6 +375,7 @@ class Evaluator:
             kw["launched"] = reply.launched
         kw["device_share"] = reply.device_share
         kw["protections"] = [*p.protections, _run_protection(reply, p)]
+        kw["phases"] = {"compile": round(p.compile_s, 4), **reply.phases}
         return self.result(
             p.task,
             p.cand,

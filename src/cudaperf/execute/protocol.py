@@ -199,6 +199,7 @@ class JobReply(_Message):
     # the end of what the candidate printed before its first held-out call (`held_out`); None
     # when no held-out config ran (then all of output.log was written without one's sizes)
     output: str | None = None
+    phases: dict[str, float] = {}  # seconds of the job in the worker per phase (`types.PHASES`)
 
 
 def _one_line(kind: str, e: ValidationError) -> MalformedMessage:

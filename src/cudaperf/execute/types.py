@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import math
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from typing import Literal
 
@@ -26,6 +29,8 @@ __all__ = [
     "ConfigResult",
     "ExecResult",
     "Finding",
+    "PHASES",
+    "PhaseClock",
     "Protection",
     "Severity",
     "Status",
@@ -81,6 +86,34 @@ class Candidate(_Frozen):
     def hash(self) -> str:
         """sha256 of the code (first 16 hex digits); identical code shares builds and results."""
         return hashlib.sha256(self.code.encode()).hexdigest()[:16]
+
+
+# Phases of one candidate's evaluation (`ExecResult.phases`, seconds): `compile` (nvcc and the
+# reference's gcc; 0 when the build cache served them) on the evaluator's side; in the GPU
+# worker, `draw` (input sets and their reference outputs), `start` (the candidate's process),
+# `check` (checked calls and their comparisons, the signed-input and after-timing ones too),
+# `time` (warm-up and timed trials), `cpu` (the serial CPU baseline, where a job times it),
+# `trace` (the traced call), and `run` where a track does not split its job (PyTorch→CUDA);
+# `baseline`: the task's baselines, timed in clean requests before its first job on a worker.
+PHASES = ("compile", "baseline", "draw", "start", "check", "time", "cpu", "trace", "run")
+
+
+class PhaseClock:
+    """Seconds per phase: `with clock("check"): ...` adds the block's wall time to "check"."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, phase: str) -> Iterator[None]:
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - t
+
+    def rounded(self) -> dict[str, float]:
+        return {k: round(v, 4) for k, v in self.seconds.items()}
 
 
 class Timing(_Frozen):
@@ -180,6 +213,9 @@ class ExecResult(_Frozen):
     # the measurement protocol (cudaperf.tasks.measurements.PROTOCOLS); "" in rows written
     # before the field existed, which tasks.measurements.protocol_of reads as bulk-v1
     protocol: str = ""
+    # seconds of this candidate's evaluation per phase (`PHASES`): where evaluation time goes;
+    # a cached result keeps the phases of the run that produced it
+    phases: dict[str, float] = {}
     protections: list[Protection] = []  # per stage that ran (build, run), what confined it;
     # [] when nothing was compiled or run (a static rejection). A cached result keeps the
     # protections of the run that produced it (isolate_files is part of the cache key).

@@ -94,7 +94,8 @@ def merge_rollouts(recs: list[dict]) -> dict:
     the fields of a one-process record: counts and tokens summed, seconds the slowest
     process's, means, turn scores and status shares weighted by rows (the share of groups with
     >= 2 correct by groups), `tasks` per process in `tasks_by_process`, per-task scores merged
-    (weighted by rows), canaries and samples concatenated."""
+    (weighted by rows), evaluation seconds per phase summed, canaries and samples
+    concatenated."""
     first = recs[0]
     rows = sum(r["rows"] for r in recs) or 1
     groups = sum(r.get("groups", 0) for r in recs) or 1
@@ -128,6 +129,12 @@ def merge_rollouts(recs: list[dict]) -> dict:
         out["tasks_by_process"] = [r.get("tasks", []) for r in recs]
     if any("score_by_task" in r for r in recs):
         out["score_by_task"] = _merge_by_task([r.get("score_by_task", {}) for r in recs])
+    if any("eval_phases_s" in r for r in recs):  # per phase, summed over processes
+        phases: dict[str, float] = {}
+        for r in recs:
+            for k, v in r.get("eval_phases_s", {}).items():
+                phases[k] = round(phases.get(k, 0.0) + v, 3)
+        out["eval_phases_s"] = dict(sorted(phases.items()))
     if any("canary" in r for r in recs):
         out["canary"] = [c for r in recs for c in r.get("canary", [])]
     if any("samples" in r for r in recs):

@@ -221,8 +221,10 @@ class MeteredEvaluator:
     step-time breakdown, and the layout's `GpuLock` held around each batch when given.
 
     Counters since the last `take()`: `candidates` (jobs evaluated), `cached` (of them served
-    from the result cache), `eval_s` (wall seconds in the evaluator, waiting excluded) and
-    `wait_s` (seconds waiting for another process's timing to end)."""
+    from the result cache), `eval_s` (wall seconds in the evaluator, waiting excluded),
+    `wait_s` (seconds waiting for another process's timing to end) and `phases` (the evaluated
+    candidates' `ExecResult.phases` summed, cached ones left out: where `eval_s` went; compile
+    seconds overlap, `compile_jobs` at a time)."""
 
     def __init__(self, inner, lock: GpuLock | None = None) -> None:
         self.inner = inner
@@ -231,6 +233,7 @@ class MeteredEvaluator:
 
     def _zero(self) -> None:
         self.candidates, self.cached, self.eval_s, self.wait_s = 0, 0, 0.0, 0.0
+        self.phases: dict[str, float] = {}
 
     def __call__(self, jobs):
         if self.lock is None:
@@ -244,6 +247,10 @@ class MeteredEvaluator:
         self.eval_s += time.perf_counter() - t
         self.candidates += len(jobs)
         self.cached += sum(bool(getattr(r, "cached", False)) for r in results)
+        for r in results:
+            if not getattr(r, "cached", False):
+                for k, v in getattr(r, "phases", {}).items():
+                    self.phases[k] = self.phases.get(k, 0.0) + v
         return results
 
     def take(self) -> dict:
@@ -253,6 +260,7 @@ class MeteredEvaluator:
             "cached": self.cached,
             "evaluator_s": round(self.eval_s, 3),
             "eval_wait_s": round(self.wait_s, 3),
+            "eval_phases_s": {k: round(v, 3) for k, v in sorted(self.phases.items())},
         }
         self._zero()
         return out

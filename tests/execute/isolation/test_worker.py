@@ -92,7 +92,9 @@ def test_torch_faults_end_with_their_status_and_the_next_candidate_runs_fresh(to
     sticky = ask(STICKY)
     assert sticky["status"] == "runtime_error" and "illegal memory access" in sticky["message"]
     assert h.proc is None  # replaced: the dead child may never release the buffers it mapped
-    assert ask(FRESH_ONLY)["status"] == "ok"  # a fresh candidate process (and worker)
+    fresh = ask(FRESH_ONLY)
+    assert fresh["status"] == "ok"  # a fresh candidate process (and worker)
+    assert set(fresh["phases"]) == {"run"} and fresh["phases"]["run"] > 0  # (types.PHASES)
     pid = h.proc.pid
     assert ask(COPY)["status"] == "wrong_output" and h.proc.pid == pid  # kept: nothing broke
     assert ask(FRESH_ONLY)["status"] == "ok"

@@ -54,7 +54,7 @@ from cudaperf.execute.held_out import JobFold, held_out_message, visible_first, 
 from cudaperf.execute.isolation.child_proc import ChildError
 from cudaperf.execute.protocol import CBaselinesRequest, JobReply, RunRequest
 from cudaperf.execute.sanity import escape_message, host_work_message, roofline_message
-from cudaperf.execute.types import ConfigResult, Status, Timing
+from cudaperf.execute.types import ConfigResult, PhaseClock, Status, Timing
 from cudaperf.tasks.inputs import make_inputs
 from cudaperf.tasks.model import InputConfig, Role, Task, eval_length
 
@@ -191,19 +191,23 @@ def _one_config(
     libs: Libs,
     ref_lib,
     timed: bool,
+    clock: PhaseClock,
 ):
     """Returns (status, ConfigResult, stop): `stop` after a CUDA error (the candidate's process
-    is not used again). A candidate process that dies raises ChildError."""
+    is not used again). A candidate process that dies raises ChildError. `clock` gets the
+    seconds of each phase (`types.PHASES`)."""
     base = {"config": cfg.name, "held_out": cfg.held_out}
-    inputs, want = _input_set(task, cfg, 0, req.salt, libs, ref_lib)
-    run, cmp = _check(proc, task, inputs, want, held_out=cfg.held_out)
+    with clock("draw"):
+        inputs, want = _input_set(task, cfg, 0, req.salt, libs, ref_lib)
+    with clock("check"):
+        run, cmp = _check(proc, task, inputs, want, held_out=cfg.held_out)
     if run.rc != 0:
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=False, message=run.error), True
     errs = {"max_abs_err": cmp.max_abs_err, "max_rel_err": cmp.max_rel_err}
     if not cmp.correct:
         st = Status.REJECTED if cmp.inputs_modified else Status.WRONG_OUTPUT
         return st, ConfigResult(**base, correct=False, **errs, message=cmp.message), False
-    sep = _separating_check(proc, task, cfg, req, libs, ref_lib, base)
+    sep = _separating_check(proc, task, cfg, req, libs, ref_lib, base, clock)
     if sep is not None:
         return sep
     if not timed:
@@ -214,9 +218,13 @@ def _one_config(
     else:
         ckey = (_task_key(task), cfg.name)
         if ckey not in libs.cpu:
-            libs.cpu[ckey] = time_reference(task, ref_lib, inputs, req.cpu_trials, req.cpu_budget_s)
+            with clock("cpu"):
+                libs.cpu[ckey] = time_reference(
+                    task, ref_lib, inputs, req.cpu_trials, req.cpu_budget_s
+                )
         cpu = Timing.of(libs.cpu[ckey])
-    tr = proc.run(task, inputs, req.warmup, req.trials, req.budget_s)
+    with clock("time"):
+        tr = proc.run(task, inputs, req.warmup, req.trials, req.budget_s)
     if tr.rc != 0 or not tr.event_us:
         msg = tr.error or "no timed trial completed"
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=True, **errs, message=msg), True
@@ -233,8 +241,10 @@ def _one_config(
     if hack:
         return Status.REJECTED, ConfigResult(**res, message=hack), False
     if req.check_after:
-        inputs1, want1 = _input_set(task, cfg, 1, req.salt, libs, ref_lib)
-        run, cmp = _check(proc, task, inputs1, want1, False, cfg.held_out)
+        with clock("draw"):
+            inputs1, want1 = _input_set(task, cfg, 1, req.salt, libs, ref_lib)
+        with clock("check"):
+            run, cmp = _check(proc, task, inputs1, want1, False, cfg.held_out)
         if run.rc != 0:
             return Status.RUNTIME_ERROR, ConfigResult(**res, message=run.error), True
         if not cmp.correct:
@@ -244,13 +254,15 @@ def _one_config(
     return Status.OK, ConfigResult(**res), False
 
 
-def _separating_check(proc, task, cfg, req, libs, ref_lib, base):
+def _separating_check(proc, task, cfg, req, libs, ref_lib, base, clock: PhaseClock):
     """Correctness on the second input distribution (`tasks.inputs.separating_distribution`), where
     the reference stays finite on it; None when it passes or does not apply."""
-    inputs, want = _input_set(task, cfg, 2, req.salt, libs, ref_lib, sep=True)
+    with clock("draw"):
+        inputs, want = _input_set(task, cfg, 2, req.salt, libs, ref_lib, sep=True)
     if not reference_finite(task, want):
         return None
-    run, cmp = _check(proc, task, inputs, want, held_out=cfg.held_out, signed=True)
+    with clock("check"):
+        run, cmp = _check(proc, task, inputs, want, held_out=cfg.held_out, signed=True)
     if run.rc != 0:
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=False, message=run.error), True
     if cmp.correct:
@@ -290,19 +302,25 @@ def run_job(
     call is the reply's `output`, also handed to `on_output` as soon as it is taken."""
     task = req.task
     ref_lib = libs.lib(req.ref_lib)
-    prefetch_sets(task, req, libs, ref_lib)
+    clock = PhaseClock()
+    with clock("draw"):
+        prefetch_sets(task, req, libs, ref_lib)
     fold, output = JobFold(), None
-    proc = take_c_child(spare)
+    with clock("start"):
+        proc = take_c_child(spare)
     try:
         for i in visible_first(task.configs):
             cfg = task.configs[i]
             try:
                 if not fold.started:
-                    proc.start_job(task, req.lib, req.workdir, req.cpu_limit_s, req.output_limit_mb)
+                    with clock("start"):
+                        proc.start_job(
+                            task, req.lib, req.workdir, req.cpu_limit_s, req.output_limit_mb
+                        )
                 if cfg.held_out and output is None:
                     output = visible_output(proc, req.workdir, on_output)
                 st, cr, stop = _one_config(
-                    proc, task, cfg, req, libs, ref_lib, fold.status is Status.OK
+                    proc, task, cfg, req, libs, ref_lib, fold.status is Status.OK, clock
                 )
                 trusted = st is not Status.RUNTIME_ERROR  # else the harness's text (the child's)
             except ChildError as e:
@@ -313,7 +331,10 @@ def run_job(
             fold.add(i, cfg, st, cr, trusted)
             if stop:
                 break
-        trace = _trace_job(proc, task, req, libs, ref_lib, fold)
+        trace = _Traced()
+        if fold.status is Status.OK:  # (a failed job is not traced)
+            with clock("trace"):
+                trace = _trace_job(proc, task, req, libs, ref_lib, fold)
     finally:
         proc.close()
     return JobReply(
@@ -324,6 +345,7 @@ def run_job(
         launched=trace.launched,
         device_share=trace.share,
         trace_note=trace.note,
+        phases=clock.rounded(),
     )
 
 

@@ -110,6 +110,7 @@ class WorkerHandle:
         # jobs of the task read no file (the host file holds every task's lines)
         self._complete: dict[str, dict[str, dict]] = {}
         self._device_id: str | None = None  # baseline key's device part, from a clean reply
+        self._clean_s = 0.0  # seconds in clean (baseline) requests: a job's `baseline` phase
         self.gate = gate  # CPU baselines are timed in gate.quiet() (the compile pool idle)
         self._host: str | None = None  # CPU-baseline key's host part (`c_baselines.host_id`)
 
@@ -271,11 +272,16 @@ class WorkerHandle:
         """Send one request; the reply, or a timeout/crash reply. Restarts as needed. A
         PyTorch→CUDA request naming a `baseline_cache` gets its task's records in the request
         instead (see `baseline_job`); its own reply's baseline claims are never read."""
+        clean_s = self._clean_s
         if req.get("op") == "torch" and req.get("baseline_cache"):
             req = self._with_baselines(req)
         elif req.get("op") == "run" and req.get("cpu_baseline_cache"):
             req = self._with_cpu_baselines(req)
-        return self._send(req, timeout)
+        reply = self._send(req, timeout)
+        if self._clean_s > clean_s:  # this job's task had its baselines timed first
+            took = round(self._clean_s - clean_s, 4)
+            reply["phases"] = {**(reply.get("phases") or {}), "baseline": took}
+        return reply
 
     def _with_cpu_baselines(self, req: dict) -> dict:
         """`req` without the cache path, with its task's CPU baselines (`c.baselines`): read
@@ -365,11 +371,13 @@ class WorkerHandle:
         """A request that runs no candidate (baselines of either track): `make(workdir)` in a
         folder of its own, removed after the reply, with the baselines' longer timeout."""
         workdir = tempfile.mkdtemp(prefix="cudaperf-base-")
+        t = time.perf_counter()
         try:
             timeout = self.config.run_timeout_s + self.config.baseline_timeout_s
             return self._send(make(workdir), timeout)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+            self._clean_s += time.perf_counter() - t
 
     def _send(self, req: dict, timeout: float) -> dict:
         """One request to the worker, as it is (see `request`)."""

@@ -25,6 +25,7 @@ import logging
 import os
 import resource
 import sys
+import time
 from collections.abc import Callable
 
 from cudaperf.execute.c import trusted as measure
@@ -130,7 +131,10 @@ def _torch_job(req: TorchRequest, on_output: Callable[[str], None]) -> JobReply:
     or the next candidate. A spare candidate process is started for the next job."""
     from cudaperf.execute.pytorch.trusted import run_torch_job
 
+    t = time.perf_counter()
     reply = run_torch_job(req, spare=True, on_output=on_output)
+    if not reply.phases:  # this track does not split its job (`types.PHASES`)
+        reply = reply.model_copy(update={"phases": {"run": round(time.perf_counter() - t, 4)}})
     import gc
 
     import torch
