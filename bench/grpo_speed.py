@@ -1,0 +1,214 @@
+"""GRPO step time, before and after: where a step's seconds go, from runs' own step logs.
+
+    A=bench/results/ablation
+    python bench/grpo_speed.py \
+        --before $A/pilot_2026-12-04 $A/pilot_outcome_only_2026-12-04 \
+        --after RUN_DIR [RUN_DIR ...] \
+        --out bench/results/grpo_speed_h200.json --plot bench/results/grpo_speed_h200.png
+
+Each side is one or more run folders (or their `steps.jsonl`) of `cudaperf train grpo`, pooled.
+A process's first step (the first `step` record after a `layout` record: every process, a
+resumed one too, writes one when it starts) pays one-off costs (compiling generation, drawing
+the pool's input sets) and is reported apart (`first_step_s`); the others are warm. Per warm
+step: `step_s` (the trainer's step), and from the step's `rollout` record `generate_s`,
+`analyse_s`, `eval_s`, `canary_s` and `update_s` (the rest of `step_s`: the policy update);
+`samples_per_s` (rows / step_s); `generation_tokens_per_s` (completion tokens / generate_s);
+and, where the run logged it, the evaluator's seconds per phase (`eval_phases_s`, summed over
+the step's candidates; `cudaperf.execute.types.PHASES`). Medians over warm steps, means too.
+
+Both sides must have the step shape (rows and groups per step), or the comparison is refused:
+a step of another shape is another measurement. The JSON has the keys `before` and `after`
+(the latter only with `--after`), each with `warm_step_s_median`, `first_step_s`,
+`samples_per_s`, `generation_tokens_per_s` and the per-phase medians, plus the command; the
+plot shows the median warm step of each side split into its phases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import statistics
+import sys
+from pathlib import Path
+
+PHASES = ("generate_s", "analyse_s", "eval_s", "canary_s", "update_s")
+
+
+class Bad(Exception):
+    """A problem with the input: one line for the user."""
+
+
+def steps_file(path: Path) -> Path:
+    f = path / "steps.jsonl" if path.is_dir() else path
+    if not f.is_file():
+        raise Bad(f"{path}: no steps.jsonl there; give a `cudaperf train grpo` run folder")
+    return f
+
+
+def read_steps(path: Path) -> list[dict]:
+    """One row per trainer step of the run at `path`: the step's time, its rollout record's
+    phases and counts, and whether it was its process's first step."""
+    rows, rollout, first = [], None, True
+    f = steps_file(path)
+    for n, line in enumerate(f.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            raise Bad(f"{f}:{n}: not a JSON line; is this a steps.jsonl of cudaperf?") from None
+        kind = rec.get("kind")
+        if kind == "layout" and rec.get("process", 0) == 0:
+            first = True
+        elif kind == "rollout":
+            rollout = rec
+        elif kind == "step" and rollout is not None:
+            rows.append(_step_row(rec, rollout, first, f))
+            rollout, first = None, False
+    if not rows:
+        raise Bad(f"{f}: no GRPO step with its rollout record; did the run train a step?")
+    return rows
+
+
+def _step_row(step: dict, ro: dict, first: bool, f: Path) -> dict:
+    step_s = float(step["step_s"])
+    phases = {k: float(ro.get(k) or 0.0) for k in PHASES[:-1]}
+    phases["update_s"] = max(0.0, step_s - sum(phases.values()))
+    gen = phases["generate_s"]
+    return {
+        "file": str(f),
+        "step": step.get("step"),
+        "first": first,
+        "step_s": step_s,
+        "rows": ro.get("rows"),
+        "groups": ro.get("groups"),
+        "samples_per_s": ro.get("rows", 0) / step_s if step_s > 0 else None,
+        "generation_tokens_per_s": ro.get("completion_tokens", 0) / gen if gen > 0 else None,
+        "eval_phases_s": ro.get("eval_phases_s") or {},
+        **phases,
+    }
+
+
+def _med(xs: list) -> float | None:
+    v = [x for x in xs if x is not None]
+    return round(statistics.median(v), 3) if v else None
+
+
+def _mean(xs: list) -> float | None:
+    v = [x for x in xs if x is not None]
+    return round(statistics.fmean(v), 3) if v else None
+
+
+def summarise(paths: list[Path]) -> dict:
+    """One side of the comparison (the module doc)."""
+    rows = [r for p in paths for r in read_steps(p)]
+    shapes = {(r["rows"], r["groups"]) for r in rows}
+    if len(shapes) != 1:
+        raise Bad(f"steps of several shapes (rows, groups) {sorted(shapes)}: compare like runs")
+    warm = [r for r in rows if not r["first"]]
+    first = [r for r in rows if r["first"]]
+    names = sorted({k for r in warm for k in r["eval_phases_s"]})
+    (n_rows, n_groups) = shapes.pop()
+    return {
+        "runs": [str(p) for p in paths],
+        "shape": {"rows": n_rows, "groups": n_groups},
+        "warm_steps": len(warm),
+        "first_steps": len(first),
+        "warm_step_s_median": _med([r["step_s"] for r in warm]),
+        "warm_step_s_mean": _mean([r["step_s"] for r in warm]),
+        "first_step_s": _med([r["step_s"] for r in first]),
+        "first_step_s_mean": _mean([r["step_s"] for r in first]),
+        "samples_per_s": _med([r["samples_per_s"] for r in warm]),
+        "generation_tokens_per_s": _med([r["generation_tokens_per_s"] for r in warm]),
+        "phases_median_s": {k: _med([r[k] for r in warm]) for k in PHASES},
+        "phases_mean_s": {k: _mean([r[k] for r in warm]) for k in PHASES},
+        "eval_phases_median_s": {k: _med([r["eval_phases_s"].get(k) for r in warm]) for k in names},
+    }
+
+
+def table(doc: dict) -> list[str]:
+    sides = [s for s in ("before", "after") if s in doc]
+    lines = [f"{'':28s}" + "".join(f"{s:>12s}" for s in sides)]
+    rows = [
+        ("warm steps", "warm_steps"),
+        ("warm step s (median)", "warm_step_s_median"),
+        ("warm step s (mean)", "warm_step_s_mean"),
+        ("first step s (median)", "first_step_s"),
+        ("samples/s", "samples_per_s"),
+        ("generation tokens/s", "generation_tokens_per_s"),
+    ]
+    for label, key in rows:
+        lines.append(f"{label:28s}" + "".join(f"{_fmt(doc[s][key]):>12s}" for s in sides))
+    for k in PHASES:
+        vals = "".join(f"{_fmt(doc[s]['phases_median_s'][k]):>12s}" for s in sides)
+        lines.append(f"{'  ' + k + ' (median)':28s}" + vals)
+    return lines
+
+
+def _fmt(v) -> str:
+    return "-" if v is None else (f"{v:.2f}" if isinstance(v, float) else str(v))
+
+
+def plot(doc: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sides = [s for s in ("before", "after") if s in doc]
+    fig, ax = plt.subplots(figsize=(9, 1.8 + 0.8 * len(sides)))
+    longest = 0.0
+    for i, s in enumerate(sides):
+        left = 0.0
+        for k in PHASES:
+            v = doc[s]["phases_median_s"][k] or 0.0
+            ax.barh(i, v, left=left, label=k[:-2] if i == 0 else None)
+            left += v
+        ax.text(left, i, f"  {doc[s]['warm_step_s_median']:.1f} s (median step)", va="center")
+        longest = max(longest, left)
+    ax.set_xlim(0, 1.35 * longest or 1.0)
+    ax.set_yticks(range(len(sides)), sides)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds per warm GRPO step (medians of each phase)")
+    ax.legend(ncol=len(PHASES), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--before", nargs="+", required=True, type=Path, help="run folders")
+    ap.add_argument("--after", nargs="*", default=[], type=Path, help="run folders")
+    ap.add_argument("--out", type=Path, default=None, help="the JSON (default: print only)")
+    ap.add_argument("--plot", type=Path, default=None, help="a PNG of the step's phases")
+    a = ap.parse_args(argv)
+    try:
+        doc = {"before": summarise(a.before)}
+        if a.after:
+            doc["after"] = summarise(a.after)
+            if doc["after"]["shape"] != doc["before"]["shape"]:
+                raise Bad(
+                    f"before steps are {doc['before']['shape']}, after steps "
+                    f"{doc['after']['shape']}: compare runs of one step shape"
+                )
+    except Bad as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    doc["command"] = "python bench/grpo_speed.py " + " ".join(argv or sys.argv[1:])
+    doc["date"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    print("\n".join(table(doc)))
+    if a.out:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(json.dumps(doc, indent=2) + "\n")
+        print(f"-> {a.out}")
+    if a.plot:
+        plot(doc, a.plot)
+        print(f"-> {a.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
