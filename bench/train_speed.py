@@ -10,9 +10,12 @@ repeat 0 includes one-off costs (for `compile`, compiling the decoding step), la
 the steady state the table reports. Every run is appended to `<out>.jsonl` as it ends (a rerun
 skips what is there), the summary JSON and the plot are rewritten after each; `--deadline-s`
 stops before starting a run that could not end in time. A mode that fails is recorded with its
-error and the sweep goes on. An `--adapter` is merged into the model (as `HFBackend` loads it);
-GRPO samples with the LoRA layers unmerged, so its steps are somewhat slower than these rates
-(`bench/train_h200.sh step64` measures a real step).
+error and the sweep goes on. `--weights` says how an `--adapter` samples: `merged` (default) into
+the model, as `HFBackend` loads it; `adapter`, the PEFT model with its LoRA layers unmerged, in
+training mode with dropout off, as `cudaperf train grpo --generation-weights adapter` samples;
+`twin`, the merged twin of `--generation-weights merged` (`train.twin`). Compare the three at
+GRPO's shape (16 sequences of ~1,400-token prompts, 1,024 new tokens) to see what the adapter's
+layers cost a step (`bench/train_h200.sh step64` measures a real step).
 """
 
 from __future__ import annotations
@@ -116,10 +119,40 @@ def plot(summary: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def load(a):
+    """The sampler (`.model`, `.tokenizer`, `.name`, `.device`) for `--weights` (module doc)."""
+    import types
+
+    import torch
+
+    if a.weights == "merged":
+        from cudaperf.refine.hf import HFBackend
+
+        return HFBackend(a.model, adapter=a.adapter, max_new_tokens=a.max_new_tokens, seed=a.seed)
+    if a.adapter is None:
+        sys.exit(f"--weights {a.weights}: give the --adapter it samples through")
+    from cudaperf.train.models import load_policy
+    from cudaperf.train.twin import MergedTwin
+
+    torch.manual_seed(a.seed)
+    pol = load_policy(a.model, adapter=a.adapter)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = pol.model.to(device)
+    for m in model.modules():  # as GRPO runs it (TRL's disable_dropout), in training mode
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+    model.train()
+    if a.weights == "twin":
+        model = MergedTwin(model).model
+    name = f"{pol.name}+{a.adapter.name} ({a.weights})"
+    return types.SimpleNamespace(model=model, tokenizer=pol.tokenizer, name=name, device=device)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="smollm2")
     ap.add_argument("--adapter", type=Path)
+    ap.add_argument("--weights", choices=("merged", "adapter", "twin"), default="merged")
     ap.add_argument("--tasks", type=Path, default=Path("data/tasks.jsonl.gz"))
     ap.add_argument("--modes", default="dynamic,static,compile,continuous")
     ap.add_argument("--batches", default="8,16,32,64,128")
@@ -145,9 +178,7 @@ def main() -> None:
     t0 = time.perf_counter()
     import torch
 
-    from cudaperf.refine.hf import HFBackend
-
-    be = HFBackend(a.model, adapter=a.adapter, max_new_tokens=a.max_new_tokens, seed=a.seed)
+    be = load(a)
     say(f"model {be.name} on {be.device} ({be.model.dtype}), load {time.perf_counter() - t0:.1f}s")
     pool = prompts(a.tasks, max(batches) * a.repeats, a.seed, be.tokenizer)
     jsonl = a.out.with_suffix(".jsonl")
@@ -204,6 +235,7 @@ def _finish(a, rows, be, t0: float, quiet: bool = False) -> None:
         "date": dt.date.today().isoformat(),
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
         "model": be.name,
+        "weights": a.weights,
         "device": be.device,
         "dtype": str(be.model.dtype),
         "command": "python " + " ".join(sys.argv),

@@ -50,3 +50,50 @@ def test_eval_speed_candidates_are_never_the_naive_implementation():
         assert got and all(c != naive_implementation(t).code for t, c in got)
     a, b = dict((t.id, c) for t, c in m.candidates(tasks, 0)), m.candidates(tasks, 1)
     assert any(a[t.id] != c for t, c in b)  # batch B holds other kernels than batch A
+
+
+def test_the_three_ways_an_adapter_samples_run_and_are_recorded(tmp_path):
+    """`--weights merged|adapter|twin` (CPU, a tiny model and adapter): each run writes its
+    tokens/s under its own name; `adapter` and `twin` need the adapter."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    peft = pytest.importorskip("peft")
+    from transformers import AutoModelForCausalLM
+
+    from tests.script_helpers import ROOT
+    from tests.train.helpers import make_tiny_model
+
+    tiny = make_tiny_model(tmp_path / "tiny")
+    lora = peft.get_peft_model(
+        AutoModelForCausalLM.from_pretrained(tiny),
+        peft.LoraConfig(r=2, target_modules="all-linear", task_type="CAUSAL_LM"),
+    )
+    lora.save_pretrained(tmp_path / "adapter")
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    args = ["--model", str(tiny), "--adapter", str(tmp_path / "adapter"), "--modes", "dynamic"]
+    args += ["--batches", "2", "--repeats", "1", "--max-new-tokens", "3"]
+    for weights in ("merged", "adapter", "twin"):
+        out = tmp_path / f"{weights}.json"
+        cmd = [sys.executable, str(ROOT / "bench/train_speed.py"), *args, "--weights", weights]
+        r = subprocess.run(
+            [*cmd, "--out", str(out)], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert r.returncode == 0, r.stderr[-2000:]
+        doc = json.loads(out.read_text())
+        assert doc["weights"] == weights
+        assert weights == "merged" or f"({weights})" in doc["model"]
+        (row,) = doc["summary"]
+        assert row["error"] is None and row["tokens_per_s"] > 0, row
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "bench/train_speed.py"), "--weights", "twin"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode != 0 and "--weights twin: give the --adapter" in r.stderr

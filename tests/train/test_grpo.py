@@ -69,6 +69,38 @@ def test_the_generation_mode_reaches_the_policys_sampling(tmp_path, tiny, monkey
     assert roll[0]["rows"] == 2 and roll[0]["completion_tokens"] > 0
 
 
+def test_merged_generation_weights_sample_from_a_twin_refreshed_once_a_step(
+    tmp_path, tiny, monkeypatch
+):
+    """`--generation-weights merged`: both turns of both steps sample from one plain twin (not
+    the PEFT policy), built at the first step and refreshed at the first turn of each later
+    one (train.twin); without a LoRA policy the option is refused."""
+    import cudaperf.generation as gen
+    from cudaperf.train.twin import MergedTwin
+
+    seen, real = [], gen.generate_ids
+    monkeypatch.setattr(gen, "generate_ids", lambda *a, **k: seen.append(a[0]) or real(*a, **k))
+    refreshes, real_refresh = [], MergedTwin.refresh
+    monkeypatch.setattr(MergedTwin, "refresh", lambda t: refreshes.append(1) or real_refresh(t))
+    opts = _opts(
+        tmp_path,
+        tiny,
+        turns=2,
+        num_generations=4,
+        lora_r=4,
+        max_steps=2,
+        generation_weights="merged",
+    )
+    rep = run_grpo(opts, evaluator=FakeEvaluator())
+    assert rep["steps"] == 2 and len(seen) == 4  # 2 steps x 2 turns
+    assert len({id(m) for m in seen}) == 1 and "Peft" not in type(seen[0]).__name__
+    assert len(refreshes) == 2  # built (with its first refresh) at step 1, refreshed at step 2
+    with pytest.raises(ValueError, match="needs a LoRA policy"):
+        _opts(tmp_path, tiny, generation_weights="merged")
+    with pytest.raises(ValueError, match="--generation-weights 'both'"):
+        _opts(tmp_path, tiny, lora_r=4, generation_weights="both")
+
+
 def _scripted(tiny):
     from transformers import AutoTokenizer
 

@@ -86,6 +86,11 @@ class GrpoOptions:
     generation: str = _o(
         "auto", "cudaperf.generation mode: auto, dynamic, static, compile, continuous."
     )
+    generation_weights: str = _o(
+        "adapter",
+        "What samples: adapter (the policy, LoRA layers unmerged) or merged (a plain twin "
+        "with the LoRA update merged in, refreshed each step; one more copy of the weights).",
+    )
     lr: float = _o(1e-5, "Learning rate (constant).")
     beta: float = _o(0.0, "KL coefficient to the reference model (0: none, no reference copy).")
     lora_r: int = _o(0, "New LoRA adapter rank (0: train all weights or the given adapter).")
@@ -142,7 +147,13 @@ class GrpoOptions:
             self.gamma,
             generation=self.generation,  # validates them
             canary_every=self.canary_every,
+            generation_weights=self.generation_weights,
         )
+        if self.generation_weights == "merged" and self.lora_r == 0 and self.adapter is None:
+            raise ValueError(
+                "--generation-weights merged needs a LoRA policy (--lora-r or --adapter); "
+                "full fine-tuning samples from the model itself (adapter)"
+            )
         if self.num_generations < 2 or self.num_generations % self.turns:
             raise ValueError(
                 f"--num-generations {self.num_generations}: use >= 2 and a multiple of "
@@ -393,7 +404,11 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     # the budget counts from the start: loading and preparing the pool are inside it too
     steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.wall_budget_s, started=t0)
     ropts = RolloutOptions(
-        opts.turns, opts.gamma, generation=opts.generation, canary_every=opts.canary_every
+        opts.turns,
+        opts.gamma,
+        generation=opts.generation,
+        canary_every=opts.canary_every,
+        generation_weights=opts.generation_weights,
     )
     rollout = MultiTurnRollout(
         pool, None, ropts, generate=generate, on_batch=steplog.add, canaries=pool[: opts.canaries]

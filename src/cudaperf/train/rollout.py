@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 __all__ = ["COMPONENTS", "MultiTurnRollout", "RolloutOptions", "discounted_returns"]
 
 COMPONENTS = ("outcome", "speed", "structure", "ranker")
+WEIGHTS = ("adapter", "merged")  # RolloutOptions.generation_weights
 # (conversations) -> per conversation (prompt_ids, completion_ids, text)
 Generate = Callable[[list[list[dict]]], list[tuple[list[int], list[int], str]]]
 
@@ -72,6 +73,9 @@ class RolloutOptions:
     keep_exchanges: int = 1  # earlier (reply, feedback) exchanges kept in a turn's prompt
     generation: str = "auto"  # cudaperf.generation mode of the policy's sampling
     canary_every: int = 10  # time the canaries at steps 0, N, 2N, ... (module doc)
+    # what samples: "adapter", the policy itself (its LoRA layers unmerged), or "merged", a plain
+    # twin holding base + LoRA weights, refreshed before each step's generation (`train.twin`)
+    generation_weights: str = "adapter"
 
     def __post_init__(self) -> None:
         from cudaperf.generation import check_mode
@@ -83,6 +87,11 @@ class RolloutOptions:
             raise ValueError(f"--gamma {self.gamma}: use a discount in [0, 1] (e.g. 0.4)")
         if self.canary_every < 1:
             raise ValueError(f"--canary-every {self.canary_every}: use >= 1 (1: every step)")
+        if self.generation_weights not in WEIGHTS:
+            raise ValueError(
+                f"--generation-weights {self.generation_weights!r}: use adapter (the policy "
+                "itself) or merged (a plain twin with the LoRA update merged in; train.twin)"
+            )
 
 
 def discounted_returns(scores: Sequence[float | None], gamma: float) -> list[float | None]:
@@ -131,6 +140,7 @@ class MultiTurnRollout:
         self.canaries = [(t, c) for t in canaries if (c := naive_implementation(t)) is not None]
         self.gather: Callable[[dict], list[dict]] | None = None
         self.main = True
+        self.twin = None  # train.twin.MergedTwin, made at the first step that samples from it
         self.__name__ = "cudaperf_multi_turn_rollout"
 
     def distribute(self, gather: Callable[[dict], list[dict]], main: bool) -> None:
@@ -171,10 +181,29 @@ class MultiTurnRollout:
 
     def __call__(self, prompts: list, trainer) -> dict:
         g = trainer.num_generations if trainer.model.training else trainer.num_generations_eval
-        gen = self.generate or (
-            lambda convs: policy_generate(trainer, convs, mode=self.options.generation)
-        )
+        gen = self.generate or self._policy_generate(trainer)
         return self.run(prompts, g, gen, getattr(getattr(trainer, "state", None), "global_step", 0))
+
+    def _policy_generate(self, trainer) -> Generate:
+        """The step's sampler: the trainer's model, or the merged twin (`generation_weights`),
+        refreshed from the policy at the step's first generation (counted in `generate_s`)."""
+        mode = self.options.generation
+        if self.options.generation_weights == "adapter":
+            return lambda convs: policy_generate(trainer, convs, mode=mode)
+        fresh = [False]
+
+        def gen(convs):
+            if not fresh[0]:
+                if self.twin is None:
+                    from cudaperf.train.twin import MergedTwin
+
+                    self.twin = MergedTwin(trainer.accelerator.unwrap_model(trainer.model))
+                else:
+                    self.twin.refresh()
+                fresh[0] = True
+            return policy_generate(trainer, convs, mode=mode, model=self.twin.model)
+
+        return gen
 
     def run(self, prompts: list, g: int, gen: Generate, step: int = 0) -> dict:
         """The rollout for `prompts` in groups of `g`; the dict TRL expects (module doc)."""
@@ -336,10 +365,13 @@ def _mean(xs) -> float | None:
     return round(sum(v) / len(v), 4) if v else None
 
 
-def policy_generate(trainer, convs: list[list[dict]], batch: int = 64, mode: str = "auto"):
-    """One sampled reply per conversation from the trainer's model, with its generation
-    config (temperature, max_completion_length) in `cudaperf.generation` mode `mode`;
-    (prompt_ids, completion_ids up to and with the first EOS, text) per conversation."""
+def policy_generate(
+    trainer, convs: list[list[dict]], batch: int = 64, mode: str = "auto", model=None
+):
+    """One sampled reply per conversation from the trainer's model (or `model`, the merged
+    twin), with the trainer's generation config (temperature, max_completion_length) in
+    `cudaperf.generation` mode `mode`; (prompt_ids, completion_ids up to and with the first
+    EOS, text) per conversation."""
     from trl.models.utils import unwrap_model_for_generation
 
     from cudaperf.generation import chat_ids, generate_ids
@@ -347,10 +379,12 @@ def policy_generate(trainer, convs: list[list[dict]], batch: int = 64, mode: str
     tok = trainer.processing_class
     eos = set(trainer.eos_token_ids) if hasattr(trainer, "eos_token_ids") else {tok.eos_token_id}
     ids = [chat_ids(tok, c) for c in convs]
-    with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model:
-        comps = generate_ids(
-            model, ids, trainer.generation_config, mode, tok.pad_token_id, eos, batch
-        )
+    cfg = trainer.generation_config
+    if model is not None:
+        comps = generate_ids(model, ids, cfg, mode, tok.pad_token_id, eos, batch)
+    else:
+        with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as policy:
+            comps = generate_ids(policy, ids, cfg, mode, tok.pad_token_id, eos, batch)
     return [
         (p, c, tok.decode(c, skip_special_tokens=True)) for p, c in zip(ids, comps, strict=True)
     ]
