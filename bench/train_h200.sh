@@ -39,7 +39,8 @@
 # models stage sft generates for, default "sft": the untrained model's replies, and the
 # evaluations of 352 of them, come from bench/results/train_sft_h200/ and are resumed), SFT_BUDGET, EVAL_S (evaluation seconds
 # before GRPO in stage grpo), GRPO_BUDGET, GENMODE (cudaperf.generation mode of GRPO's sampling
-# and of the held-out replies, default auto: compile on the GPU), PACK, SPEED_S (seconds of stage speed), NGEN,
+# and of the held-out replies, default auto: compile on the GPU), GENWEIGHTS (GRPO's
+# --generation-weights: adapter, the default, or merged: train.twin), PACK, SPEED_S (seconds of stage speed), NGEN,
 # NGROUPS (groups per step: not GROUPS, which bash keeps as the user's group ids, 0 for root),
 # MAXTOK, STEPS, PRESET, SEED, POOLFITS (set: --pool-fits), RANKER (--ranker FILE; the ablation's
 # arm A: bench/ablation/ranker/feature_ranker.json, PROTOCOL.md 2026-12-05), CANARY_EVERY (default 10, as the
@@ -126,7 +127,8 @@ grpo_args() {  # GRPO: the command line of stages grpo and bgstart; AD: its star
     --preset "${PRESET:-unified}" --seed "${SEED:-0}" --pool 16 --turns 2 --num-generations "${NGEN:-4}"
     ${POOLFITS:+--pool-fits} ${RANKER:+--ranker "$RANKER"} --groups-per-step "${NGROUPS:-4}" --max-new-tokens "${MAXTOK:-1024}" --lr 1e-5
     --max-steps "${STEPS:-30}" --save-steps 2 --canaries 2 --canary-every "${CANARY_EVERY:-10}"
-    --generation "${GENMODE:-auto}" --wall-budget "${GRPO_BUDGET:-480}" --pieces-mib 15 "${res[@]}")
+    --generation "${GENMODE:-auto}" --generation-weights "${GENWEIGHTS:-adapter}"
+    --wall-budget "${GRPO_BUDGET:-480}" --pieces-mib 15 "${res[@]}")
 }
 case "$stage" in
 probe)
@@ -259,7 +261,7 @@ step64)  # one single-turn GRPO step of 64 completions (8 tasks x 8): its time b
   timeout ${STEP_S:-400} python3 -m cudaperf train grpo --out "$W/step64" --overwrite --adapter "$W/sft/final" \
     --kind c2cuda --pool 8 --turns 1 --num-generations 8 --groups-per-step 8 --max-steps 1 \
     --max-new-tokens ${MAXTOK:-1024} --generation ${GENMODE:-auto} --lr 1e-5 \
-    > "$OUT/step64_report.json" 2> >(grep -v "it/s" | tail -20 > "$OUT/step64_stderr.txt")
+    --generation-weights "${GENWEIGHTS:-adapter}" > "$OUT/step64_report.json" 2> >(grep -v "it/s" | tail -20 > "$OUT/step64_stderr.txt")
   cp "$W/step64/steps.jsonl" "$OUT/step64_steps.jsonl"
   ;;
 heldout)  # replies of ${GEN} on the held-out sets, then evaluation until END seconds
