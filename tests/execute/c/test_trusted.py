@@ -390,7 +390,7 @@ def test_a_candidate_that_runs_python_in_its_process_finds_no_answer(c_run, cpu_
     task = saxpy_task()
     libs, ref = measure.Libs(), ctypes.CDLL(build_reference(task, cpu_config).lib)
     inputs, want = measure._input_set(task, task.configs[0], 0, 1234, libs, ref)
-    bufs = measure._buffers(task, inputs, True)
+    bufs = [a.copy() for a in inputs]  # the call's arrays, in this (answer-holding) process
     fn = getattr(ctypes.CDLL(fake_libs["peek"]), RUN_SYMBOL)
     codes = [ROLE_CODES[p.role] for p in task.signature]
     got = call_harness(fn, [b.ctypes.data for b in bufs], [b.nbytes for b in bufs], codes)

@@ -217,10 +217,12 @@ class CProcess(SpawnedChild):
         budget_s: float = 0.0,
         download_inputs: bool = True,
         trace: str | None = None,
+        into: list[np.ndarray] | None = None,
     ) -> NativeRun:
-        """The harness on host `arrays` (one per parameter of `task.signature`; out/inout, and
-        in when `download_inputs`, are overwritten by a checked call, trials 0). `trace`: the
-        CUPTI shim's path, to trace the kernels of a checked call (`NativeRun.trace`)."""
+        """The harness on host `arrays` (one per parameter of `task.signature`). A checked call
+        (trials 0) copies out/inout arrays, and in arrays when `download_inputs`, back into
+        `into` (same shapes; default: `arrays` themselves). `trace`: the CUPTI shim's path, to
+        trace the kernels of a checked call (`NativeRun.trace`)."""
         codes = [ROLE_CODES[p.role] for p in task.signature]
         if not download_inputs:
             codes = [IN_NO_DOWNLOAD if c == ROLE_CODES[Role.IN] else c for c in codes]
@@ -240,7 +242,7 @@ class CProcess(SpawnedChild):
         }
         run = _native_run(self.ask("call", msg), trials)
         if trials == 0 and run.rc == 0:
-            for a, (off, nb), c in zip(arrays, slots, codes, strict=True):
+            for a, (off, nb), c in zip(into or arrays, slots, codes, strict=True):
                 if c in _COPY_BACK and nb:
                     a[...] = seg[off : off + nb].view(a.dtype).reshape(a.shape)
         del seg
