@@ -28,6 +28,11 @@ T=tests/execute/pytorch/test_gpu.py  # its three batch tests build ~20 extension
 HEAVY=("$T::test_adversarial_corpus" "$T::test_sample_torch_implementations_pass_the_evaluator"
        "$T::test_torch_faults_get_their_status_and_the_next_candidate_is_ok")
 [ $# -gt 0 ] || set -- fast execute torch bench
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1
+  nvcc --version 2>&1 | tail -2; python3 -c "import torch; print('torch', torch.__version__)" 2>&1
+  git log -1 --format='commit %h' 2>/dev/null
+  python3 -c "from cudaperf.execute.build import evaluator_fingerprint as f; print('evaluator', f())" 2>&1
+} > "$OUT/env.txt"  # what every log here was measured with
 for g in "$@"; do
   case "$g" in
     fast) run fast 240 150 tests/tasks tests/analyze tests/datagen tests/train ;;  # SmolLM2 GRPO steps: ~1-2 min each
