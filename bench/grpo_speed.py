@@ -10,7 +10,8 @@ Each side is one or more run folders (or their `steps.jsonl`) of `cudaperf train
 A process's first step (the first `step` record after a `layout` record: every process, a
 resumed one too, writes one when it starts) pays one-off costs (compiling generation, drawing
 the pool's input sets) and is reported apart (`first_step_s`); the others are warm. Per warm
-step: `step_s` (the trainer's step), and from the step's `rollout` record `generate_s`,
+step (rows read by `cudaperf.train.curves.read_steps`, as `cudaperf train report` reads them):
+`step_s` (the trainer's step), and from the step's `rollout` record `generate_s`,
 `analyse_s`, `eval_s`, `canary_s` and `update_s` (the rest of `step_s`: the policy update);
 `samples_per_s` (rows / step_s); `generation_tokens_per_s` (completion tokens / generate_s);
 and, where the run logged it, the evaluator's seconds per phase (`eval_phases_s`, summed over
@@ -32,7 +33,7 @@ import statistics
 import sys
 from pathlib import Path
 
-PHASES = ("generate_s", "analyse_s", "eval_s", "canary_s", "update_s")
+from cudaperf.train.curves import STACKED as PHASES  # generate, analyse, eval, canary, update
 
 
 class Bad(Exception):
@@ -46,11 +47,10 @@ def steps_file(path: Path) -> Path:
     return f
 
 
-def read_steps(path: Path) -> list[dict]:
-    """One row per trainer step of the run at `path`: the step's time, its rollout record's
-    phases and counts, and whether it was its process's first step."""
-    rows, rollout, first = [], None, True
-    f = steps_file(path)
+def first_steps(f: Path) -> set[int]:
+    """Steps that were their process's first: the first `step` record after each `layout`
+    record (process 0's; a resumed process writes one when it starts)."""
+    firsts, pending = set(), True
     for n, line in enumerate(f.read_text().splitlines(), 1):
         if not line.strip():
             continue
@@ -58,36 +58,41 @@ def read_steps(path: Path) -> list[dict]:
             rec = json.loads(line)
         except ValueError:
             raise Bad(f"{f}:{n}: not a JSON line; is this a steps.jsonl of cudaperf?") from None
-        kind = rec.get("kind")
-        if kind == "layout" and rec.get("process", 0) == 0:
-            first = True
-        elif kind == "rollout":
-            rollout = rec
-        elif kind == "step" and rollout is not None:
-            rows.append(_step_row(rec, rollout, first, f))
-            rollout, first = None, False
+        if rec.get("kind") == "layout" and rec.get("process", 0) == 0:
+            pending = True
+        elif rec.get("kind") == "step" and pending:
+            firsts.add(rec.get("step"))
+            pending = False
+    return firsts
+
+
+def read_steps(path: Path) -> list[dict]:
+    """One row per trained step of the run at `path` (`cudaperf.train.curves.read_steps`: the
+    rollout's phases with `update_s`, the rest of the step), marked `first` or warm."""
+    from cudaperf.train.curves import read_steps as rows_of
+
+    f = steps_file(path)
+    firsts = first_steps(f)
+    rows = [r for r in rows_of(f) if "step_s" in r]
     if not rows:
         raise Bad(f"{f}: no GRPO step with its rollout record; did the run train a step?")
-    return rows
-
-
-def _step_row(step: dict, ro: dict, first: bool, f: Path) -> dict:
-    step_s = float(step["step_s"])
-    phases = {k: float(ro.get(k) or 0.0) for k in PHASES[:-1]}
-    phases["update_s"] = max(0.0, step_s - sum(phases.values()))
-    gen = phases["generate_s"]
-    return {
-        "file": str(f),
-        "step": step.get("step"),
-        "first": first,
-        "step_s": step_s,
-        "rows": ro.get("rows"),
-        "groups": ro.get("groups"),
-        "samples_per_s": ro.get("rows", 0) / step_s if step_s > 0 else None,
-        "generation_tokens_per_s": ro.get("completion_tokens", 0) / gen if gen > 0 else None,
-        "eval_phases_s": ro.get("eval_phases_s") or {},
-        **phases,
-    }
+    out = []
+    for r in rows:
+        gen, step_s = r.get("generate_s") or 0.0, r["step_s"]
+        out.append(
+            {
+                "step": r["step"],
+                "first": r["step"] in firsts,
+                "step_s": step_s,
+                "rows": r.get("rows"),
+                "groups": r.get("groups"),
+                "samples_per_s": r.get("rows", 0) / step_s if step_s > 0 else None,
+                "generation_tokens_per_s": r.get("completion_tokens", 0) / gen if gen else None,
+                "eval_phases_s": r.get("eval_phases_s") or {},
+                **{k: float(r.get(k) or 0.0) for k in PHASES},
+            }
+        )
+    return out
 
 
 def _med(xs: list) -> float | None:

@@ -514,12 +514,15 @@ def test_an_honest_call_and_a_short_setup_pass_with_their_trace(c_run):
 def test_a_result_says_where_its_evaluation_time_went(c_run, tmp_path):
     """`ExecResult.phases`: the worker's seconds per phase of a C→CUDA job (types.PHASES), the
     evaluator's compile seconds with them; together no more than the job's wall time."""
+    from cudaperf.execute.types import PHASES
+
     fresh = {"cache_dir": tmp_path / "cache"}  # no CPU baseline of the task on file yet
     res = c_run("ok", shim="honest", **fresh)
     assert res.status is Status.OK, res.feedback
     # the CPU baseline was timed in clean requests before the job ("baseline"), not in it
     worker = {"baseline", "draw", "start", "check", "time", "trace"}
     assert set(res.phases) == worker | {"compile"}, res.phases
+    assert set(res.phases) <= set(PHASES)  # the documented names
     assert all(v >= 0 for v in res.phases.values()) and res.phases["check"] > 0
     assert res.phases["draw"] > 0 and res.phases["time"] > 0 and res.phases["baseline"] > 0
     assert sum(res.phases.values()) <= res.wall_s
