@@ -114,6 +114,29 @@ def test_read_steps_numbers_rows_by_trainer_step_and_a_rerun_replaces_a_record(t
     assert row["update_s"] == pytest.approx(5.0 - 3.5) and row["optimizer_s"] == 0.25
 
 
+def test_the_summary_has_the_evaluators_mean_seconds_per_phase(tmp_path):
+    """`summary` (train report): per run, the mean over the steps that logged them of the
+    evaluator's seconds per phase; runs from before the phases were logged have none."""
+    import json
+
+    from cudaperf.train.curves import summary
+
+    def run(folder, phases):
+        folder.mkdir()
+        lines = []
+        for k, ph in enumerate(phases, 1):
+            roll = {"kind": "rollout", "step": k - 1, "rows": 4, "processes": 1}
+            lines += [roll | ({"eval_phases_s": ph} if ph else {}), {"kind": "step", "step": k}]
+        (folder / "steps.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+        return folder
+
+    new = run(tmp_path / "new", [{"check": 2.0, "time": 1.0}, {"check": 4.0}, None])
+    old = run(tmp_path / "old", [None, None])
+    rep = summary([new, old])
+    assert rep[str(new)]["eval_phases_s_mean"] == {"check": 3.0, "time": 0.5}
+    assert rep[str(old)]["eval_phases_s_mean"] == {}
+
+
 def test_first_and_last_visits_of_each_task_are_paired():
     """A step's mean moves with which tasks it drew; pairing each task's first and last visit
     does not. Tasks seen once, or never scored, are left out."""

@@ -303,6 +303,7 @@ def report_command(
     except ValueError as e:
         fail(str(e))
     _breakdown_table(rep)
+    _phases_table(rep)
     emit_json(rep)
 
 
@@ -320,6 +321,23 @@ def _check_steps(run: Path) -> None:
             row.get("step"), int
         ):
             fail(f"RUNS {path}:{n}: a {row['kind']} record without an integer 'step'; {hint}")
+
+
+def _phases_table(rep: dict) -> None:
+    """The evaluator's mean seconds per step by phase (`ExecResult.phases`, summed over the
+    step's candidates), one row per run that logged them (to stderr, as the breakdown)."""
+    from rich.table import Table
+
+    runs = {run: r["eval_phases_s_mean"] for run, r in rep.items() if r.get("eval_phases_s_mean")}
+    if not runs:
+        return
+    names = sorted({k for p in runs.values() for k in p})
+    table = Table(title="evaluator seconds per GRPO step, by phase (summed over candidates)")
+    for col in ("run", *names):
+        table.add_column(col)
+    for run, p in runs.items():
+        table.add_row(run, *(f"{p[k]:g}" if k in p else "-" for k in names))
+    console.print(table)
 
 
 def _breakdown_table(rep: dict) -> None:

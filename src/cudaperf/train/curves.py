@@ -191,7 +191,8 @@ def _weighted(pairs) -> float | None:
 
 
 def summary(runs: list[str | Path]) -> dict:
-    """Per run: steps, first/last return and score, mean seconds per step."""
+    """Per run: steps, first/last return and score, mean seconds per step (and per evaluator
+    phase, `eval_phases_s_mean`)."""
     out = {}
     for r in runs:
         rows = read_steps(r)
@@ -205,12 +206,21 @@ def summary(runs: list[str | Path]) -> dict:
             "score_first": rows[0].get("score_mean"),
             "score_last": rows[-1].get("score_mean"),
             **{f"{k}_mean": _mean([x.get(k) for x in rows]) for k in BREAKDOWN},
+            "eval_phases_s_mean": _phase_means(rows),
             "candidates_per_step": _mean([x.get("candidates") for x in rows]),
             "cached_per_step": _mean([x.get("cached") for x in rows]),
             "processes": rows[-1].get("processes", 1),
             "first_last_by_task": first_last_by_task(rows),
         }
     return out
+
+
+def _phase_means(rows: list[dict]) -> dict[str, float]:
+    """The evaluator's seconds per phase (`eval_phases_s`), mean per step over the steps that
+    logged them ({} for runs from before the evaluator reported phases)."""
+    logged = [x["eval_phases_s"] for x in rows if x.get("eval_phases_s")]
+    names = sorted({k for p in logged for k in p})
+    return {k: round(sum(p.get(k, 0.0) for p in logged) / len(logged), 3) for k in names}
 
 
 def _mean(xs) -> float | None:
