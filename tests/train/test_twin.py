@@ -82,9 +82,14 @@ def test_trained_non_lora_parameters_are_copied_at_each_refresh(tiny):
     assert torch.allclose(_logits(twin.model, IDS), _logits(policy, IDS), atol=1e-5)
 
 
-@pytest.mark.parametrize("case", ["dora", "merged", "not_peft", "embedding"])
-def test_what_is_not_a_low_rank_sum_on_linears_is_refused_in_one_line(tiny, case):
-    if case == "dora":
+@pytest.mark.parametrize("case", ["dora", "merged", "not_peft", "embedding", "zero3"])
+def test_what_is_not_a_low_rank_sum_on_linears_is_refused_in_one_line(tiny, case, monkeypatch):
+    if case == "zero3":
+        import transformers.integrations as integrations
+
+        monkeypatch.setattr(integrations, "is_deepspeed_zero3_enabled", lambda: True)
+        model = _policy(tiny)
+    elif case == "dora":
         model = _policy(tiny, use_dora=True)
     elif case == "merged":
         model = _policy(tiny)

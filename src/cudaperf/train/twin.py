@@ -17,7 +17,8 @@ trains on with the policy itself. The twin costs one more copy of the model's we
 policy's device. Supported: LoRA on linear layers (any rank, scaling, `fan_in_fan_out`), several
 active adapters, frozen or trained non-LoRA parameters (copied at each refresh). Refused, in
 one line: variants that are not a low-rank sum (DoRA and the like), LoRA on embeddings or
-convolutions, an adapter already merged, any other PEFT method.
+convolutions, an adapter already merged, any other PEFT method, a policy sharded by DeepSpeed
+ZeRO-3.
 """
 
 from __future__ import annotations
@@ -34,7 +35,13 @@ class MergedTwin:
     def __init__(self, peft_model) -> None:
         import torch
         import transformers
+        from transformers.integrations import is_deepspeed_zero3_enabled
 
+        if is_deepspeed_zero3_enabled():  # each process holds a shard: nothing whole to copy
+            raise ValueError(
+                "--generation-weights merged: the policy is sharded (DeepSpeed ZeRO-3); use "
+                "--generation-weights adapter"
+            )
         base = _lora_base(peft_model)
         self.source = peft_model
         param = next(base.parameters())
