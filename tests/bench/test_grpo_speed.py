@@ -47,7 +47,7 @@ def test_after_is_compared_with_before_phase_by_phase(tmp_path, capsys):
     after = _run(
         tmp_path / "after",
         [(60.0, 20.0, 30.0), (20.0, 8.0, 9.0), (22.0, 9.0, 10.0), (30.0, 10.0, 14.0)],
-        phases=[{"check": 20.0}, {"check": 4.0, "time": 2.0}, {"check": 6.0}, {"check": 8.0}],
+        phases=[{"call": 20.0}, {"call": 4.0, "time": 2.0}, {"call": 6.0}, {"call": 8.0}],
     )
     out, png = tmp_path / "speed.json", tmp_path / "speed.png"
     argv = ["--before", *map(str, PILOTS), "--after", str(after), "--out", str(out)]
@@ -58,7 +58,7 @@ def test_after_is_compared_with_before_phase_by_phase(tmp_path, capsys):
     assert a["warm_step_s_median"] == 22.0 and a["samples_per_s"] == pytest.approx(32 / 22, 1e-3)
     assert a["phases_median_s"]["update_s"] == 2.0  # 22 - 9 - 10 - 1 (the rest of the step)
     assert a["generation_tokens_per_s"] == pytest.approx(1000 / 9, 1e-3)
-    assert a["eval_phases_median_s"] == {"check": 6.0, "time": 2.0}
+    assert a["eval_phases_median_s"] == {"call": 6.0, "time": 2.0}
     for side in ("before", "after"):
         keys = ("warm_step_s_median", "first_step_s", "samples_per_s", "generation_tokens_per_s")
         assert all(doc[side][k] is not None for k in keys)

@@ -77,7 +77,7 @@ def test_report_names_the_steps_file_and_line_and_checks_its_plot(tmp_path):
     steps.write_text(good + "\n")
     user_error(cli("train", "report", steps, "--plot", tmp_path / "c.jpg"), ".png", code=2)
     roll = {"kind": "rollout", "step": 0, "rows": 2, "processes": 1}
-    roll["eval_phases_s"] = {"check": 1.25, "compile": 3.5}
+    roll["eval_phases_s"] = {"call": 1.25, "compile": 3.5}
     steps.write_text(json.dumps(roll) + "\n" + good + "\n")
     r = cli("train", "report", steps)
     assert r.returncode == 0, r.stderr

@@ -28,10 +28,10 @@ def test_rollouts_of_several_processes_merge_by_rows():
         "status_share": {"format_error": 1.0},
         "groups_2_correct": 0.0,
     }
-    a["eval_phases_s"], b["eval_phases_s"] = {"check": 1.5, "compile": 2.0}, {"check": 0.25}
+    a["eval_phases_s"], b["eval_phases_s"] = {"call": 1.5, "compile": 2.0}, {"call": 0.25}
     m = merge_rollouts([a, b])
     assert m["rows"] == 16 and m["groups"] == 4 and m["processes"] == 2
-    assert m["eval_phases_s"] == {"check": 1.75, "compile": 2.0}  # summed over processes
+    assert m["eval_phases_s"] == {"call": 1.75, "compile": 2.0}  # summed over processes
     assert m["generate_s"] == 3.0 and m["eval_s"] == 1.0 and m["completion_tokens"] == 20
     assert m["return_mean"] == pytest.approx(0.25)
     assert m["status_share"] == {"ok": 0.25, "format_error": 0.75}
@@ -130,10 +130,10 @@ def test_the_summary_has_the_evaluators_mean_seconds_per_phase(tmp_path):
         (folder / "steps.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
         return folder
 
-    new = run(tmp_path / "new", [{"check": 2.0, "time": 1.0}, {"check": 4.0}, None])
+    new = run(tmp_path / "new", [{"call": 2.0, "time": 1.0}, {"call": 4.0}, None])
     old = run(tmp_path / "old", [None, None])
     rep = summary([new, old])
-    assert rep[str(new)]["eval_phases_s_mean"] == {"check": 3.0, "time": 0.5}
+    assert rep[str(new)]["eval_phases_s_mean"] == {"call": 3.0, "time": 0.5}
     assert rep[str(old)]["eval_phases_s_mean"] == {}
 
 

@@ -91,11 +91,25 @@ class Candidate(_Frozen):
 # Phases of one candidate's evaluation (`ExecResult.phases`, seconds): `compile` (nvcc and the
 # reference's gcc; 0 when the build cache served them) on the evaluator's side; in the GPU
 # worker, `draw` (input sets and their reference outputs), `start` (the candidate's process),
-# `check` (checked calls and their comparisons, the signed-input and after-timing ones too),
-# `time` (warm-up and timed trials), `cpu` (the serial CPU baseline, where a job times it),
-# `trace` (the traced call), and `run` where a track does not split its job (PyTorch→CUDA);
-# `baseline`: the task's baselines, timed in clean requests before its first job on a worker.
-PHASES = ("compile", "baseline", "draw", "start", "check", "time", "cpu", "trace", "run")
+# the checked calls (the signed-input and after-timing ones too) in three parts: `copy` (the
+# worker's host copies into and out of the call segment), `call` (the candidate process's
+# call: uploads, kernels, downloads) and `compare`; `time` (warm-up and timed trials), `cpu`
+# (the serial CPU baseline, where a job times it), `trace` (the traced call, whole), and `run`
+# where a track does not split its job (PyTorch→CUDA); `baseline`: the task's baselines, timed
+# in clean requests before its first job on a worker.
+PHASES = (
+    "compile",
+    "baseline",
+    "draw",
+    "start",
+    "copy",
+    "call",
+    "compare",
+    "time",
+    "cpu",
+    "trace",
+    "run",
+)
 
 
 class PhaseClock:

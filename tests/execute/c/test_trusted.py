@@ -520,14 +520,14 @@ def test_a_result_says_where_its_evaluation_time_went(c_run, tmp_path):
     res = c_run("ok", shim="honest", **fresh)
     assert res.status is Status.OK, res.feedback
     # the CPU baseline was timed in clean requests before the job ("baseline"), not in it
-    worker = {"baseline", "draw", "start", "check", "time", "trace"}
+    worker = {"baseline", "draw", "start", "copy", "call", "compare", "time", "trace"}
     assert set(res.phases) == worker | {"compile"}, res.phases
     assert set(res.phases) <= set(PHASES)  # the documented names
-    assert all(v >= 0 for v in res.phases.values()) and res.phases["check"] > 0
+    assert all(v >= 0 for v in res.phases.values()) and res.phases["call"] > 0
     assert res.phases["draw"] > 0 and res.phases["time"] > 0 and res.phases["baseline"] > 0
     assert sum(res.phases.values()) <= res.wall_s
     failed = c_run("stale", **fresh)  # wrong after timing: no trace ran, so no trace phase
-    assert "trace" not in failed.phases and failed.phases["check"] > 0
+    assert "trace" not in failed.phases and failed.phases["compare"] > 0
     assert "baseline" not in failed.phases  # the task's baselines were on file by then
 
 

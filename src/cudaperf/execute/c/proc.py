@@ -30,6 +30,7 @@ import numpy as np
 
 from cudaperf.execute.c.harness import IN_NO_DOWNLOAD, ROLE_CODES
 from cudaperf.execute.isolation.child_proc import ChildError, Spare, SpawnedChild
+from cudaperf.execute.types import PhaseClock
 from cudaperf.tasks.model import InputConfig, Role, Task, eval_length
 
 __all__ = ["CProcess", "KernelTrace", "NativeRun", "segment_bytes", "take_c_child"]
@@ -218,20 +219,24 @@ class CProcess(SpawnedChild):
         download_inputs: bool = True,
         trace: str | None = None,
         into: list[np.ndarray] | None = None,
+        clock: PhaseClock | None = None,
     ) -> NativeRun:
         """The harness on host `arrays` (one per parameter of `task.signature`). A checked call
         (trials 0) copies out/inout arrays, and in arrays when `download_inputs`, back into
         `into` (same shapes; default: `arrays` themselves). `trace`: the CUPTI shim's path, to
-        trace the kernels of a checked call (`NativeRun.trace`)."""
+        trace the kernels of a checked call (`NativeRun.trace`). `clock` gets the seconds of
+        this side's copies (`copy`) and of the child's call (`call`)."""
+        clock = clock or PhaseClock()
         codes = [ROLE_CODES[p.role] for p in task.signature]
         if not download_inputs:
             codes = [IN_NO_DOWNLOAD if c == ROLE_CODES[Role.IN] else c for c in codes]
         slots, size = _slots(arrays)
         self._segment(size)
         seg = np.frombuffer(self.mm, np.uint8)
-        for a, (off, nb), c in zip(arrays, slots, codes, strict=True):
-            if c in _WRITE and nb:
-                seg[off : off + nb] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+        with clock("copy"):
+            for a, (off, nb), c in zip(arrays, slots, codes, strict=True):
+                if c in _WRITE and nb:
+                    seg[off : off + nb] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
         msg = {
             "slots": slots,
             "codes": codes,
@@ -240,11 +245,13 @@ class CProcess(SpawnedChild):
             "budget_s": budget_s,
             "trace": trace if trials == 0 else None,
         }
-        run = _native_run(self.ask("call", msg), trials)
+        with clock("call"):
+            run = _native_run(self.ask("call", msg), trials)
         if trials == 0 and run.rc == 0:
-            for a, (off, nb), c in zip(into or arrays, slots, codes, strict=True):
-                if c in _COPY_BACK and nb:
-                    a[...] = seg[off : off + nb].view(a.dtype).reshape(a.shape)
+            with clock("copy"):
+                for a, (off, nb), c in zip(into or arrays, slots, codes, strict=True):
+                    if c in _COPY_BACK and nb:
+                        a[...] = seg[off : off + nb].view(a.dtype).reshape(a.shape)
         del seg
         return run
 

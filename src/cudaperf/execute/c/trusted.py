@@ -177,10 +177,20 @@ def _check(
     held_out: bool = False,
     signed: bool = False,
     trace: str | None = None,
+    clock: PhaseClock | None = None,
 ) -> tuple[NativeRun, object]:
+    """One checked call and its comparison; `clock` gets its parts: `copy` (this side's host
+    copies into and out of the call segment), `call` (the candidate process's call: uploads,
+    kernels, downloads) and `compare`."""
+    clock = clock or PhaseClock()
     bufs = _buffers(task, inputs, download_inputs)
-    run = proc.run(task, inputs, download_inputs=download_inputs, trace=trace, into=bufs)
-    return run, (compare(task, inputs, bufs, want, held_out, signed) if run.rc == 0 else None)
+    run = proc.run(
+        task, inputs, download_inputs=download_inputs, trace=trace, into=bufs, clock=clock
+    )
+    if run.rc != 0:
+        return run, None
+    with clock("compare"):
+        return run, compare(task, inputs, bufs, want, held_out, signed)
 
 
 def _one_config(
@@ -199,8 +209,7 @@ def _one_config(
     base = {"config": cfg.name, "held_out": cfg.held_out}
     with clock("draw"):
         inputs, want = _input_set(task, cfg, 0, req.salt, libs, ref_lib)
-    with clock("check"):
-        run, cmp = _check(proc, task, inputs, want, held_out=cfg.held_out)
+    run, cmp = _check(proc, task, inputs, want, held_out=cfg.held_out, clock=clock)
     if run.rc != 0:
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=False, message=run.error), True
     errs = {"max_abs_err": cmp.max_abs_err, "max_rel_err": cmp.max_rel_err}
@@ -243,8 +252,7 @@ def _one_config(
     if req.check_after:
         with clock("draw"):
             inputs1, want1 = _input_set(task, cfg, 1, req.salt, libs, ref_lib)
-        with clock("check"):
-            run, cmp = _check(proc, task, inputs1, want1, False, cfg.held_out)
+        run, cmp = _check(proc, task, inputs1, want1, False, cfg.held_out, clock=clock)
         if run.rc != 0:
             return Status.RUNTIME_ERROR, ConfigResult(**res, message=run.error), True
         if not cmp.correct:
@@ -261,8 +269,7 @@ def _separating_check(proc, task, cfg, req, libs, ref_lib, base, clock: PhaseClo
         inputs, want = _input_set(task, cfg, 2, req.salt, libs, ref_lib, sep=True)
     if not reference_finite(task, want):
         return None
-    with clock("check"):
-        run, cmp = _check(proc, task, inputs, want, held_out=cfg.held_out, signed=True)
+    run, cmp = _check(proc, task, inputs, want, held_out=cfg.held_out, signed=True, clock=clock)
     if run.rc != 0:
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=False, message=run.error), True
     if cmp.correct:
