@@ -43,10 +43,12 @@ start)
   [ $# -ge 1 ] || usage
   if running; then echo "device_bg: $name is running already (pid $(cat "$J/pid")): watch it" >&2; exit 3; fi
   rm -rf "$J"; mkdir -p "$J/out"
-  # the exit status is written by the job's own shell, so `watch` reads it after any end
-  OUT=$J/out setsid nohup bash -c 'timeout "$1" "${@:3}"; echo $? > "$2.tmp"; mv "$2.tmp" "$2"' \
-    _ "${BG_BUDGET_S:-1500}" "$J/rc" "$@" > "$J/log" 2>&1 < /dev/null &
-  echo $! > "$J/pid"
+  # the job's shell writes its own pid (the session's leader: setsid may have forked) and its
+  # exit status, so `watch` and `stop` find it whatever started it
+  OUT=$J/out setsid nohup bash -c \
+    'echo $$ > "$3"; timeout "$1" "${@:4}"; echo $? > "$2.tmp"; mv "$2.tmp" "$2"' \
+    _ "${BG_BUDGET_S:-1500}" "$J/rc" "$J/pid" "$@" > "$J/log" 2>&1 < /dev/null &
+  for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$J/pid" ] && break; sleep 0.2; done
   sleep "${BG_START_CHECK_S:-3}"
   if [ -f "$J/rc" ] && [ "$(cat "$J/rc")" != 0 ]; then
     echo "device_bg: $name ended at once (rc $(cat "$J/rc")):" >&2; tail -20 "$J/log" >&2; bring; exit 4

@@ -62,6 +62,8 @@ def test_watch_brings_back_what_a_running_job_wrote_and_stop_ends_all_of_it(tmp_
     assert _members(tmp_path, "j2")["out/early.txt"] == b"x\n"
     assert "running already" in _bg(tmp_path, "start", "j2", "--", "true").stderr
     assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0
+    pid = int((tmp_path / "bg" / "j2" / "pid").read_text())
+    assert os.getsid(pid) == pid  # the job's shell leads its session: what `stop` ends
     s = _bg(tmp_path, "stop", "j2")
     assert s.returncode == 0 and "stopped" in s.stdout
     deadline = time.monotonic() + 10
