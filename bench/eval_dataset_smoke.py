@@ -155,6 +155,10 @@ def family_row(tasks: list[Task], jobs: list, roles: list[str], results: list, w
     ]
     per_task = {len(by_role["naive"]), len(by_role["fastest"])}
     shares = [r.device_share for r in results if r.device_share is not None]
+    phases: dict[str, float] = {}  # where the family's evaluation time went (types.PHASES)
+    for r in results:
+        for k, v in r.phases.items():
+            phases[k] = round(phases.get(k, 0.0) + v, 3)
     return {
         "kind": tasks[0].kind.value,
         "tasks": [t.id for t in tasks],
@@ -171,6 +175,7 @@ def family_row(tasks: list[Task], jobs: list, roles: list[str], results: list, w
         "passed": per_task == {len(tasks)} and not failures,
         "failures": failures,
         "wall_s": round(wall_s, 1),
+        "phases_s": dict(sorted(phases.items())),
     }
 
 
@@ -279,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"[{len(doc['families'])}/{len(chosen)}] {fam:28s} naive={row['naive']:13s} "
                 f"fastest={row['fastest']:13s} configs {row['configs_ok']}/{row['configs']} "
-                f"max {row['max_segment_mib']} MiB, at {row['wall_s']} s",
+                f"max {row['max_segment_mib']} MiB, at {row['wall_s']} s; {_top(row)}",
                 flush=True,
             )
 
@@ -305,6 +310,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if doc["passed"] else 1
 
 
+def _top(row: dict, n: int = 3) -> str:
+    """The row's `n` largest evaluation phases, e.g. "call 3.2 s, copy 1.1 s, draw 0.9 s"."""
+    top = sorted(row.get("phases_s", {}).items(), key=lambda kv: -kv[1])[:n]
+    return ", ".join(f"{k} {v:.1f} s" for k, v in top) or "no phases"
+
+
 def _seeded(path: Path, version: str, seed: int, empty: dict) -> dict:
     """`path`'s document when it holds families measured by `version` with the same seed (a
     cut run resumed from its committed copy); else `empty`, with a line saying why."""
@@ -325,6 +336,12 @@ def _seeded(path: Path, version: str, seed: int, empty: dict) -> dict:
 def _finish(doc: dict, out: Path, n_families: int) -> None:
     rows = doc["families"].values()
     doc["families_passed"] = sum(1 for r in rows if r["passed"])
+    total: dict[str, float] = {}  # every family's phases summed, per kind of task
+    for r in rows:
+        for k, v in r.get("phases_s", {}).items():
+            kind = total.setdefault(r.get("kind", "?"), {})
+            kind[k] = round(kind.get(k, 0.0) + v, 3)
+    doc["phases_s"] = {kind: dict(sorted(p.items())) for kind, p in sorted(total.items())}
     suites = doc.get("suites", {}).get("kernelbench_level1")
     suite_ok = not isinstance(suites, dict) or suites.get("passed", False)
     doc["passed"] = len(doc["families"]) == n_families and all(r["passed"] for r in rows)

@@ -141,7 +141,12 @@ def _stand_in(monkeypatch) -> list[list[str]]:
                 for x in t.configs
             ]
             yield ExecResult(
-                status=Status.OK, mode="full", task_id=t.id, candidate_hash=c.hash, configs=cfgs
+                status=Status.OK,
+                mode="full",
+                task_id=t.id,
+                candidate_hash=c.hash,
+                configs=cfgs,
+                phases={"call": 1.0, "compare": 0.25},
             )
 
     monkeypatch.setattr(smoke, "EvalSession", Session)
@@ -159,7 +164,13 @@ def test_main_sends_families_in_batches_and_writes_each_row(tmp_path, monkeypatc
     assert rc == 0 and doc["passed"]  # (--families: the two chosen are the whole run)
     assert batches == [["gemm"], ["histogram"]]
     assert set(doc["families"]) == {"gemm", "histogram"} and doc["families_passed"] == 2
-    assert "[2/2] histogram" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "[2/2] histogram" in printed and "; call " in printed and "compare" in printed
+    # where the time went: each family's jobs' phases summed, and the run's per kind of task
+    rows = doc["families"].values()
+    assert all(r["phases_s"] == {"call": r["jobs"], "compare": r["jobs"] / 4} for r in rows)
+    jobs = sum(r["jobs"] for r in rows)
+    assert doc["phases_s"] == {"c2cuda": {"call": jobs, "compare": jobs / 4}}
 
 
 def test_seed_from_keeps_families_measured_at_this_evaluator_only(tmp_path, monkeypatch, capsys):
