@@ -24,12 +24,13 @@ Keys added per row: `cudaperf_return` (the reward), `cudaperf_score` (that turn'
 
 Each call reports one record (`on_batch`): rollout statistics, the step-time breakdown
 (`generate_s`, `analyse_s`, `eval_s`, and from a `train.layout.MeteredEvaluator` the candidates
-evaluated, cache hits, seconds in the evaluator and waiting for another process's timing), the
-task of each group and each task's mean score, the canaries' times, and `samples`: every
-row's reply text with its task, turn, status, score and return (`train.runlog.StepLog` writes
-them to completions.jsonl). Under several processes (`distribute`) the records
-of all processes are gathered and merged (`train.curves.merge_rollouts`), and only the main
-process reports, so a run's log has one record per step however many processes train.
+evaluated, cache hits, seconds in the evaluator and waiting for another process's timing, and
+the evaluator's seconds per phase, `eval_phases_s`), the task of each group and each task's
+mean score, the canaries' times, and `samples`: every row's reply text with its task, turn,
+status, score and return (`train.runlog.StepLog` writes them to completions.jsonl). Under
+several processes (`distribute`) the records of all processes are gathered and merged
+(`train.curves.merge_rollouts`), and only the main process reports, so a run's log has one
+record per step however many processes train.
 
 Canaries: the naive implementation of each `canaries` task, changed by a comment naming the
 step (so the result cache never answers it), is timed after the last turn of every
