@@ -1,9 +1,11 @@
 """How long the C→CUDA output comparison takes on large outputs: `_errors` (sliced) against
-`_errors_whole` (the comparison before 2026-12-05), on correct float32 outputs of 1, 16 and
-64 M elements (the dataset's C→CUDA tasks' largest configs hold 16-67 M elements, and every
-config's output is compared up to three times per candidate). Prints a table and writes JSON.
+`_errors_whole` (the comparison before 2026-12-05; since session 22 the slices run in up to
+8 threads), on correct float32 outputs of 1, 16 and 64 M elements (the dataset's C→CUDA
+tasks' largest configs hold 16-67 M elements, and every config's output is compared up to
+three times per candidate). Prints a table and writes JSON (`--out`; by default
+`compare_speed.json` here, never a committed result).
 
-    python bench/compare_speed.py --out bench/results/compare_speed_cpu.json
+    python bench/compare_speed.py --out bench/results/compare_speed_cpu_threads.json
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ def _best(fn, g, w, repeats: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default="bench/results/compare_speed_cpu.json")
+    ap.add_argument(
+        "--out", default="compare_speed.json", help="the JSON (never a committed one by default)"
+    )
     ap.add_argument("--sizes", default="1,16,64", help="millions of elements")
     ap.add_argument("--repeats", type=int, default=5)
     a = ap.parse_args(argv)

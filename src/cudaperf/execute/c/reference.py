@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -205,25 +207,36 @@ def compare(
 
 
 _CHUNK = 1 << 20  # elements compared at once: the temporaries stay small (no page faults)
+_THREADS = min(8, os.cpu_count() or 1)  # slices compared side by side (numpy frees the GIL)
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(_THREADS, thread_name_prefix="compare")
+    return _POOL
 
 
 def _errors(g: np.ndarray, w: np.ndarray, atol: float, rtol: float, floor: float = 0.0):
     """(max abs err, max rel err, mask of bad elements or None); allowed per element:
     atol + rtol * max(|w|, floor). Every step is per element or a max, so a large output is
-    compared in slices of `_CHUNK` (a correct 16 M-element float32 output: 2.4-2.7x faster than
-    whole on this project's CPU machine, `bench/compare_speed.py`); the mask that a failure's
-    message needs comes from the whole array, computed only when a slice fails (masked
-    outputs: whole, as before)."""
+    compared in slices of `_CHUNK`, up to `_THREADS` at a time (a correct 16 M-element float32
+    output: 2.4-2.7x faster than whole on this project's 2-core CPU machine in one thread,
+    `bench/compare_speed.py`); the mask that a failure's message needs comes from the whole
+    array, computed only when a slice fails (masked outputs: whole, as before)."""
     if g.size <= _CHUNK or np.ma.isMaskedArray(w) or g.shape != w.shape:
         return _errors_whole(g, w, atol, rtol, floor)
     gf, wf = g.reshape(-1), w.reshape(-1)
-    a = r = 0.0
-    for s in range(0, gf.size, _CHUNK):
-        ca, cr, bad = _errors_whole(gf[s : s + _CHUNK], wf[s : s + _CHUNK], atol, rtol, floor)
-        if bad is not None:
-            return _errors_whole(g, w, atol, rtol, floor)
-        a, r = max(a, ca), max(r, cr)
-    return a, r, None
+
+    def part(s: int):
+        return _errors_whole(gf[s : s + _CHUNK], wf[s : s + _CHUNK], atol, rtol, floor)
+
+    starts = range(0, gf.size, _CHUNK)
+    parts = list(_pool().map(part, starts)) if _THREADS > 1 else [part(s) for s in starts]
+    if any(bad is not None for _, _, bad in parts):
+        return _errors_whole(g, w, atol, rtol, floor)
+    return max(p[0] for p in parts), max(p[1] for p in parts), None
 
 
 def _errors_whole(g: np.ndarray, w: np.ndarray, atol: float, rtol: float, floor: float = 0.0):
