@@ -2,6 +2,7 @@ import ctypes
 import math
 
 import numpy as np
+import pytest
 from catalog import rowsum_task, saxpy_task, window_dot_task
 
 from cudaperf.execute.build import build_reference
@@ -242,3 +243,21 @@ def test_outputs_compared_in_slices_give_what_the_whole_comparison_gives(monkeyp
         assert (got[2] is None) == (want[2] is None), case
         if got[2] is not None:
             assert np.array_equal(got[2], want[2]), case
+
+
+def test_a_forked_child_compares_with_a_pool_of_its_own():
+    """The slices' thread pool does not survive a fork (its threads stay in the parent): a
+    child forked after the parent compared must get a new pool, not hang on the old one."""
+    import multiprocessing
+
+    from cudaperf.execute.c import reference
+
+    w = np.arange(3 << 20, dtype=np.float32)
+    assert reference._errors(w, w, 1e-5, 1e-5)[2] is None  # the parent's pool exists now
+    if reference._THREADS < 2:
+        pytest.skip("one CPU: no pool")
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        res = pool.apply_async(reference._errors, (w, w + 1, 1e-5, 1e-5))
+        a, _, bad = res.get(timeout=20)
+    assert a == 1.0 and bad is not None

@@ -218,6 +218,15 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool threads do not exist there; make a new one."""
+    global _POOL
+    _POOL = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _errors(g: np.ndarray, w: np.ndarray, atol: float, rtol: float, floor: float = 0.0):
     """(max abs err, max rel err, mask of bad elements or None); allowed per element:
     atol + rtol * max(|w|, floor). Every step is per element or a max, so a large output is
