@@ -41,6 +41,7 @@ from cudaperf.execute import Candidate, EvalConfig  # noqa: E402
 from cudaperf.execute.api import evaluate_batch, naive_implementation  # noqa: E402
 from cudaperf.execute.c.proc import segment_bytes  # noqa: E402
 from cudaperf.execute.session import EvalSession, training_config  # noqa: E402
+from cudaperf.execute.types import sum_phases  # noqa: E402
 from cudaperf.tasks.io import load_tasks  # noqa: E402
 from cudaperf.tasks.model import Task, TaskKind  # noqa: E402
 
@@ -155,10 +156,6 @@ def family_row(tasks: list[Task], jobs: list, roles: list[str], results: list, w
     ]
     per_task = {len(by_role["naive"]), len(by_role["fastest"])}
     shares = [r.device_share for r in results if r.device_share is not None]
-    phases: dict[str, float] = {}  # where the family's evaluation time went (types.PHASES)
-    for r in results:
-        for k, v in r.phases.items():
-            phases[k] = round(phases.get(k, 0.0) + v, 3)
     return {
         "kind": tasks[0].kind.value,
         "tasks": [t.id for t in tasks],
@@ -175,7 +172,7 @@ def family_row(tasks: list[Task], jobs: list, roles: list[str], results: list, w
         "passed": per_task == {len(tasks)} and not failures,
         "failures": failures,
         "wall_s": round(wall_s, 1),
-        "phases_s": dict(sorted(phases.items())),
+        "phases_s": sum_phases(r.phases for r in results),  # where its evaluation time went
     }
 
 
@@ -336,12 +333,11 @@ def _seeded(path: Path, version: str, seed: int, empty: dict) -> dict:
 def _finish(doc: dict, out: Path, n_families: int) -> None:
     rows = doc["families"].values()
     doc["families_passed"] = sum(1 for r in rows if r["passed"])
-    total: dict[str, float] = {}  # every family's phases summed, per kind of task
-    for r in rows:
-        for k, v in r.get("phases_s", {}).items():
-            kind = total.setdefault(r.get("kind", "?"), {})
-            kind[k] = round(kind.get(k, 0.0) + v, 3)
-    doc["phases_s"] = {kind: dict(sorted(p.items())) for kind, p in sorted(total.items())}
+    kinds = sorted({r.get("kind", "?") for r in rows})  # every family's phases, per kind of task
+    doc["phases_s"] = {
+        kind: sum_phases(r.get("phases_s", {}) for r in rows if r.get("kind", "?") == kind)
+        for kind in kinds
+    }
     suites = doc.get("suites", {}).get("kernelbench_level1")
     suite_ok = not isinstance(suites, dict) or suites.get("passed", False)
     doc["passed"] = len(doc["families"]) == n_families and all(r["passed"] for r in rows)

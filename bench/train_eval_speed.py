@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     from dataclasses import asdict
 
     from cudaperf.execute.session import EvalSession
+    from cudaperf.execute.types import sum_phases
 
     t = time.perf_counter()
     session = EvalSession(cfg)
@@ -165,8 +166,8 @@ def main(argv: list[str] | None = None) -> None:
             prep["candidates"] += met["candidates"]
             prep["seconds"] = round(prep["seconds"] + secs, 2)
             prep["evaluator_s"] = round(prep["evaluator_s"] + met["evaluator_s"], 2)
-            for k, v in met.get("eval_phases_s", {}).items():
-                prep["eval_phases_s"][k] = round(prep["eval_phases_s"].get(k, 0.0) + v, 2)
+            phases = [prep["eval_phases_s"], met.get("eval_phases_s", {})]
+            prep["eval_phases_s"] = sum_phases(phases, digits=2)
             prep["naive_not_ok"].update(bad)
             write()
         prep["done"] = True

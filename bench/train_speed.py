@@ -131,6 +131,8 @@ def load(a):
         return HFBackend(a.model, adapter=a.adapter, max_new_tokens=a.max_new_tokens, seed=a.seed)
     if a.adapter is None:
         sys.exit(f"--weights {a.weights}: give the --adapter it samples through")
+    from trl.trainer.utils import disable_dropout_in_model
+
     from cudaperf.train.models import load_policy
     from cudaperf.train.twin import MergedTwin
 
@@ -138,9 +140,7 @@ def load(a):
     pol = load_policy(a.model, adapter=a.adapter)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = pol.model.to(device)
-    for m in model.modules():  # as GRPO runs it (TRL's disable_dropout), in training mode
-        if isinstance(m, torch.nn.Dropout):
-            m.p = 0.0
+    disable_dropout_in_model(model)  # as GRPO runs it (its disable_dropout), in training mode
     model.train()
     if a.weights == "twin":
         model = MergedTwin(model).model

@@ -45,3 +45,13 @@ def test_protections_line_only_when_something_is_missing():
     assert Protection.of("build", {}).missing == ("all: the stage ran unconfined",)
     got = Protection.of("run", {"active": ["mount_ns"], "missing": {"seccomp": "EINVAL"}})
     assert got.active == ("mount_ns",) and got.missing == ("seccomp: EINVAL",)
+
+
+def test_phases_add_up_by_name_in_sorted_order():
+    from cudaperf.execute.types import sum_phases
+
+    parts = [{"time": 0.1234, "call": 1.0}, {"call": 0.5004}, {}]
+    assert sum_phases(parts) == {"call": 1.5, "time": 0.123}
+    assert list(sum_phases(parts)) == ["call", "time"]
+    assert sum_phases(parts, digits=None)["call"] == 1.5004
+    assert sum_phases(iter(parts), digits=1) == {"call": 1.5, "time": 0.1}

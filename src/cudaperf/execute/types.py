@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from enum import Enum
 from typing import Literal
@@ -36,6 +36,7 @@ __all__ = [
     "Status",
     "Timing",
     "geomean",
+    "sum_phases",
     "speedup_over",
     "protections_line",
 ]
@@ -128,6 +129,16 @@ class PhaseClock:
 
     def rounded(self) -> dict[str, float]:
         return {k: round(v, 4) for k, v in self.seconds.items()}
+
+
+def sum_phases(parts: Iterable[Mapping[str, float]], digits: int | None = 3) -> dict[str, float]:
+    """Seconds per phase of several evaluations (or steps, or processes) added up, by name in
+    sorted order, rounded to `digits` (None: not rounded)."""
+    total: dict[str, float] = {}
+    for part in parts:
+        for k, v in part.items():
+            total[k] = total.get(k, 0.0) + v
+    return {k: v if digits is None else round(v, digits) for k, v in sorted(total.items())}
 
 
 class Timing(_Frozen):

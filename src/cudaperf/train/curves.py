@@ -20,6 +20,7 @@ import json
 import math
 from pathlib import Path
 
+from cudaperf.execute.types import sum_phases
 from cudaperf.jsonl import complete_lines
 
 __all__ = ["first_last_by_task", "mean_band", "paired_change", "plot_runs", "read_steps", "summary"]
@@ -130,11 +131,7 @@ def merge_rollouts(recs: list[dict]) -> dict:
     if any("score_by_task" in r for r in recs):
         out["score_by_task"] = _merge_by_task([r.get("score_by_task", {}) for r in recs])
     if any("eval_phases_s" in r for r in recs):  # per phase, summed over processes
-        phases: dict[str, float] = {}
-        for r in recs:
-            for k, v in r.get("eval_phases_s", {}).items():
-                phases[k] = round(phases.get(k, 0.0) + v, 3)
-        out["eval_phases_s"] = dict(sorted(phases.items()))
+        out["eval_phases_s"] = sum_phases(r.get("eval_phases_s", {}) for r in recs)
     if any("canary" in r for r in recs):
         out["canary"] = [c for r in recs for c in r.get("canary", [])]
     if any("samples" in r for r in recs):
@@ -219,8 +216,7 @@ def _phase_means(rows: list[dict]) -> dict[str, float]:
     """The evaluator's seconds per phase (`eval_phases_s`), mean per step over the steps that
     logged them ({} for runs from before the evaluator reported phases)."""
     logged = [x["eval_phases_s"] for x in rows if x.get("eval_phases_s")]
-    names = sorted({k for p in logged for k in p})
-    return {k: round(sum(p.get(k, 0.0) for p in logged) / len(logged), 3) for k in names}
+    return {k: round(v / len(logged), 3) for k, v in sum_phases(logged, digits=None).items()}
 
 
 def _mean(xs) -> float | None:

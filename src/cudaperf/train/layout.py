@@ -42,6 +42,8 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from cudaperf.execute.types import sum_phases
+
 __all__ = [
     "RUN_FILES",
     "GpuLock",
@@ -247,10 +249,8 @@ class MeteredEvaluator:
         self.eval_s += time.perf_counter() - t
         self.candidates += len(jobs)
         self.cached += sum(bool(getattr(r, "cached", False)) for r in results)
-        for r in results:
-            if not getattr(r, "cached", False):
-                for k, v in getattr(r, "phases", {}).items():
-                    self.phases[k] = self.phases.get(k, 0.0) + v
+        done = [getattr(r, "phases", {}) for r in results if not getattr(r, "cached", False)]
+        self.phases = sum_phases([self.phases, *done], digits=None)
         return results
 
     def take(self) -> dict:
@@ -260,7 +260,7 @@ class MeteredEvaluator:
             "cached": self.cached,
             "evaluator_s": round(self.eval_s, 3),
             "eval_wait_s": round(self.wait_s, 3),
-            "eval_phases_s": {k: round(v, 3) for k, v in sorted(self.phases.items())},
+            "eval_phases_s": sum_phases([self.phases]),
         }
         self._zero()
         return out

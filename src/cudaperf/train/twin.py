@@ -93,8 +93,9 @@ def _plan(base, twin) -> list:
             _check_lora(name, mod, LoraLinear)
             loras[name] = mod
     plan = []
+    buffers = dict(twin.named_buffers())
     tensors = dict(twin.named_parameters())
-    tensors |= {k: v for k, v in twin.named_buffers() if k not in tensors}
+    tensors |= {k: v for k, v in buffers.items() if k not in tensors}
     for name, dest in tensors.items():
         owner, _, leaf = name.rpartition(".")
         if owner in loras:
@@ -102,7 +103,7 @@ def _plan(base, twin) -> list:
             continue
         src = _source_tensor(base, name)
         if src is None:
-            if name in dict(twin.named_buffers()):  # a buffer the twin computes itself
+            if name in buffers:  # a buffer the twin computes itself
                 continue
             raise ValueError(
                 f"--generation-weights merged: the policy has no tensor for the twin's {name}; "
