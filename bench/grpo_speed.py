@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 
 from cudaperf.train.curves import STACKED as PHASES  # generate, analyse, eval, canary, update
+from cudaperf.train.curves import read_steps as rows_of
 
 
 class Bad(Exception):
@@ -69,8 +70,6 @@ def first_steps(f: Path) -> set[int]:
 def read_steps(path: Path) -> list[dict]:
     """One row per trained step of the run at `path` (`cudaperf.train.curves.read_steps`: the
     rollout's phases with `update_s`, the rest of the step), marked `first` or warm."""
-    from cudaperf.train.curves import read_steps as rows_of
-
     f = steps_file(path)
     firsts = first_steps(f)
     rows = [r for r in rows_of(f) if "step_s" in r]
