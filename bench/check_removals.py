@@ -19,6 +19,62 @@ PY = sys.executable
 # (check, file, text that implements it, text without it, tests that must then fail)
 M = [
     (
+        "share: a candidate's process is stopped when its worker holds no section",
+        "src/cudaperf/execute/isolation/share.py",
+        "            _stop(child)\n            self._give(exclusive)",
+        "            self._give(exclusive)",
+        "tests/execute/isolation/test_share.py::test_a_candidate_runs_only_inside_its_workers_sections",
+    ),
+    (
+        "share: timed trials hold the GPU alone",
+        "src/cudaperf/execute/c/trusted.py",
+        "with share.section(proc, exclusive=True):  # numbers",
+        "with share.section(proc):  # numbers",
+        "tests/execute/isolation/test_share.py::test_two_workers_overlap_their_checks_and_time_alone",
+    ),
+    (
+        "share: the traced call holds the GPU alone",
+        "src/cudaperf/execute/c/trusted.py",
+        'with share.section(proc, exclusive=True), clock("trace")',
+        'with share.section(proc), clock("trace")',
+        "tests/execute/isolation/test_share.py::test_two_workers_overlap_their_checks_and_time_alone",
+    ),
+    (
+        "share: a CPU baseline holds the GPU alone",
+        "src/cudaperf/execute/c/trusted.py",
+        "        with libs.share.section(exclusive=True):  # the host quiet",
+        "        with libs.share.section():  # the host quiet",
+        "tests/execute/isolation/test_share.py::test_a_cpu_baseline_is_timed_with_the_gpu_alone",
+    ),
+    (
+        "share: a PyTorch→CUDA job holds the GPU alone",
+        "src/cudaperf/execute/isolation/worker.py",
+        "            with libs.share.section(exclusive=True):\n                return _torch_job",
+        "            with libs.share.section():\n                return _torch_job",
+        "tests/execute/isolation/test_share.py::test_a_pytorch_job_has_the_gpu_alone",
+    ),
+    (
+        "share: a waiting writer goes before later readers (turnstile)",
+        "src/cudaperf/execute/isolation/share.py",
+        "        waited = self._flock(self.turn, fcntl.LOCK_EX, False)\n",
+        "        waited = self._flock(self.turn, fcntl.LOCK_EX, False) if exclusive else False\n",
+        "tests/execute/isolation/test_share.py::test_a_waiting_writer_goes_before_readers_that_come_after_it",
+    ),
+    (
+        "share: a wait for the GPU does not count against a job's deadline",
+        "src/cudaperf/execute/isolation/sandbox.py",
+        "                    deadline += now - since\n",
+        "",
+        "tests/execute/isolation/test_share.py::test_a_job_waiting_behind_a_hung_peer_is_not_timed_out",
+    ),
+    (
+        "static: signalling processes is refused",
+        "src/cudaperf/execute/checks.py",
+        '    "signals",\n    "device_reset",',
+        '    "device_reset",',
+        "tests/execute/test_checks.py::test_signalling_a_process_is_fatal_and_names_stay_free",
+    ),
+    (
         "smoke --seed-from: another evaluator's families are not kept",
         "bench/eval_dataset_smoke.py",
         '    if was != version or doc.get("seed") != seed or not doc.get("families"):\n',

@@ -16,7 +16,12 @@ each written to the JSON as it ends:
    tasks are now prepared: compile + GPU time, analysis and ranker);
 3. `batch_b`: another implementation per task (new candidates, warm evaluator): the number to
    hold against the goal of <= 10 s for 64 candidates on one H200;
-4. `batch_a_again`: batch A again (the scorer's own cache: nothing is re-run).
+4. `batch_a_again`: batch A again (the scorer's own cache: nothing is re-run);
+5. with `--workers-per-gpu 1 2 4`: the phases above run with the first count of C→CUDA
+   workers per GPU (`EvalConfig.workers_per_gpu`), then for each further count a new evaluator
+   session (same cache: the pool stays prepared) scores batch A (`batch_a_k<K>`: warms the new
+   workers' input sets) and batch B (`batch_b_k<K>`: the number to hold against `batch_b`),
+   each candidate's code changed by a comment naming K, so nothing comes from a cache.
 
 Each phase records wall seconds and their breakdown (analysis prefetch, evaluator, the rest:
 ranker and reward) and the status counts. Without a GPU it runs compile-only (said in the
@@ -77,6 +82,16 @@ def score_phase(scorer, items) -> dict:
     }
 
 
+def scored_phase(doc: dict, name: str, scorer, items) -> None:
+    """`score_phase` of `items`, into `doc["phases"][name]` and one printed row."""
+    r = score_phase(scorer, items)
+    doc["phases"][name] = r
+    say(
+        f"{name:>14} {r['candidates']:>5} {r['seconds']:>8.2f} {r['analyse_s']:>8.2f} "
+        f"{r['evaluator_s']:>8.2f} {r['statuses']}"
+    )
+
+
 def _stop(signum, frame):  # SIGTERM (what `timeout` sends) ends the run as Ctrl-C does
     raise KeyboardInterrupt
 
@@ -89,9 +104,20 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--out", type=Path, default=Path("bench/results/train_eval_speed.json"))
     ap.add_argument("--prepare-chunk", type=int, default=8, help="tasks per prepare batch")
+    ap.add_argument(
+        "--workers-per-gpu",
+        type=int,
+        nargs="+",
+        default=[1],
+        metavar="K",
+        help="C→CUDA workers per GPU: the first for every phase, each further one for batches "
+        "A and B again on a new evaluator (module doc)",
+    )
     a = ap.parse_args(argv)
     if a.n < 1:
         sys.exit("--n: use >= 1")
+    if min(a.workers_per_gpu) < 1:
+        sys.exit("--workers-per-gpu: use counts >= 1, such as 1 2 4")
     if a.prepare_chunk < 1:
         sys.exit("--prepare-chunk: use >= 1")
     if not a.tasks.is_file():
@@ -102,8 +128,12 @@ def main(argv: list[str] | None = None) -> None:
     cache = a.cache_dir or Path(tempfile.mkdtemp(prefix="cudaperf-evalspeed-"))
     opts = GrpoOptions(out=cache / "run", tasks=a.tasks, pool=a.n, compile_only=a.compile_only)
     _, pool = training_pool(opts)
-    cfg = training_config(compile_only=True if a.compile_only else None, cache_dir=cache)
-    from dataclasses import asdict
+    cfg = training_config(
+        compile_only=True if a.compile_only else None,
+        cache_dir=cache,
+        workers_per_gpu=a.workers_per_gpu[0],
+    )
+    from dataclasses import asdict, replace
 
     from cudaperf.execute.session import EvalSession
     from cudaperf.execute.types import sum_phases
@@ -133,6 +163,7 @@ def main(argv: list[str] | None = None) -> None:
                 "cpu_time_budget_s",
                 "correctness_trials",
                 "run_timeout_s",
+                "workers_per_gpu",
             )
         },
         "phases": {},
@@ -174,14 +205,19 @@ def main(argv: list[str] | None = None) -> None:
         write()
         say(f"{'prepare':>14} {prep['candidates']:>5} {prep['seconds']:>8.2f}")
         a_items, b_items = candidates(pool, 0), candidates(pool, 1)
-        for name, items in (("batch_a", a_items), ("batch_b", b_items), ("batch_a_again", a_items)):
-            r = score_phase(scorer, items)
-            doc["phases"][name] = r
+        runs = [("batch_a", a_items), ("batch_b", b_items), ("batch_a_again", a_items)]
+        for name, items in runs:
+            scored_phase(doc, name, scorer, items)
             write()
-            say(
-                f"{name:>14} {r['candidates']:>5} {r['seconds']:>8.2f} {r['analyse_s']:>8.2f} "
-                f"{r['evaluator_s']:>8.2f} {r['statuses']}"
-            )
+        for k in a.workers_per_gpu[1:]:
+            for part in (scorer.evaluator, scorer.analyzer):
+                part.close()
+            session = EvalSession(replace(cfg, workers_per_gpu=k))
+            scorer = make_scorer(opts, pool, evaluator=session)
+            for name, items in (("batch_a", a_items), ("batch_b", b_items)):
+                fresh = [(t, f"{code}\n// workers per GPU: {k}\n") for t, code in items]
+                scored_phase(doc, f"{name}_k{k}", scorer, fresh)
+                write()
     except KeyboardInterrupt:
         say("interrupted; the phases done are in the JSON")
     finally:

@@ -40,7 +40,8 @@
 # evaluations of 352 of them, come from bench/results/train_sft_h200/ and are resumed), SFT_BUDGET, EVAL_S (evaluation seconds
 # before GRPO in stage grpo), GRPO_BUDGET, GENMODE (cudaperf.generation mode of GRPO's sampling
 # and of the held-out replies, default auto: compile on the GPU), GENWEIGHTS (GRPO's
-# --generation-weights: adapter, the default, or merged: train.twin), PACK, SPEED_S (seconds of stage speed), NGEN,
+# --generation-weights: adapter, the default, or merged: train.twin), EVALWORKERS (GRPO's
+# --eval-workers-per-gpu, default 1; stage evalspeed: the counts compared, default "1 2 4"), PACK, SPEED_S (seconds of stage speed), NGEN,
 # NGROUPS (groups per step: not GROUPS, which bash keeps as the user's group ids, 0 for root),
 # MAXTOK, STEPS, PRESET, SEED, POOLFITS (set: --pool-fits), RANKER (--ranker FILE; the ablation's
 # arm A: bench/ablation/ranker/feature_ranker.json, PROTOCOL.md 2026-12-05), CANARY_EVERY (default 10, as the
@@ -128,6 +129,7 @@ grpo_args() {  # GRPO: the command line of stages grpo and bgstart; AD: its star
     ${POOLFITS:+--pool-fits} ${RANKER:+--ranker "$RANKER"} --groups-per-step "${NGROUPS:-4}" --max-new-tokens "${MAXTOK:-1024}" --lr 1e-5
     --max-steps "${STEPS:-30}" --save-steps 2 --canaries 2 --canary-every "${CANARY_EVERY:-10}"
     --generation "${GENMODE:-auto}" --generation-weights "${GENWEIGHTS:-adapter}"
+    --eval-workers-per-gpu "${EVALWORKERS:-1}"
     --wall-budget "${GRPO_BUDGET:-480}" --pieces-mib 15 "${res[@]}")
 }
 case "$stage" in
@@ -249,11 +251,13 @@ speed)  # generation tokens/s per mode and batch size (bench/train_speed.py)
     --max-new-tokens 512 --deadline-s ${SPEED_S:-400} --out "$OUT/train_speed_gen_h200.json" \
     --plot "$OUT/train_speed_gen_h200.png" 2>&1 | grep -v "it/s" | tail -30 | tee -a "$OUT/stage.log"
   ;;
-evalspeed)  # one batch of EVALN (default 64) candidates scored cold and warm (bench/train_eval_speed.py)
+evalspeed)  # one batch of EVALN (default 64) candidates scored cold and warm (bench/train_eval_speed.py),
+  # then again with each further count of C->CUDA workers per GPU (EVALWORKERS, default "1 2 4")
   log "eval speed"
   rm -rf /root/evalspeed  # a cold start: no references or baselines cached
-  timeout ${EVALSPEED_S:-400} python3 bench/train_eval_speed.py --n ${EVALN:-64} --cache-dir /root/evalspeed \
-    --out "$OUT/train_eval_speed_h200.json" 2>&1 | tail -8 | tee -a "$OUT/stage.log"
+  timeout ${EVALSPEED_S:-540} python3 bench/train_eval_speed.py --n ${EVALN:-64} --cache-dir /root/evalspeed \
+    --workers-per-gpu ${EVALWORKERS:-1 2 4} \
+    --out "$OUT/train_eval_speed_h200.json" 2>&1 | tail -12 | tee -a "$OUT/stage.log"
   ;;
 step64)  # one single-turn GRPO step of 64 completions (8 tasks x 8): its time breakdown
   [ -d "$W/sft/final" ] || { echo "the SFT run is gone: machine went cold"; exit 3; }

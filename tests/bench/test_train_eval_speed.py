@@ -41,17 +41,27 @@ def _env():
 
 
 def test_every_phase_is_written(tmp_path):
-    r = subprocess.run(
-        _cmd(tmp_path, 3, 2), capture_output=True, text=True, env=_env(), timeout=600
-    )
+    cmd = [*_cmd(tmp_path, 3, 2), "--workers-per-gpu", "1", "2"]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     doc = json.loads((tmp_path / "speed.json").read_text())
     assert doc["mode"] == "compile-only" and doc["pool_tasks"] == 3
+    assert doc["settings"]["workers_per_gpu"] == 1
     prep = doc["phases"]["prepare"]
     assert prep["done"] and prep["tasks_done"] == 3 and prep["candidates"] == 3
-    assert set(doc["phases"]) == {"prepare", "batch_a", "batch_b", "batch_a_again"}
+    assert set(doc["phases"]) == {
+        "prepare",
+        "batch_a",
+        "batch_b",
+        "batch_a_again",
+        "batch_a_k2",
+        "batch_b_k2",
+    }
     again = doc["phases"]["batch_a_again"]  # the scorer's own cache: the evaluator not asked
     assert again["candidates"] == 3 and again["evaluator_s"] == 0.0
+    for name in ("batch_a_k2", "batch_b_k2"):  # a new evaluator, new code: nothing cached
+        k2 = doc["phases"][name]
+        assert k2["candidates"] == 3 and k2["cached"] == 0 and k2["evaluator_s"] > 0
 
 
 def test_sigterm_keeps_the_prepare_batches_done(tmp_path):

@@ -114,6 +114,7 @@ def test_unwritable_places_and_wrong_suffixes_are_refused(tmp_path):
         (["refine", "saxpy"], "--max-tokens", "0"),
         (["refine", "saxpy"], "--turns", "0"),
         (["eval", "--implementations"], "--jobs", "0"),
+        (["eval", "--implementations"], "--workers-per-gpu", "0"),
         (["data", "measure", "--compile-only"], "--jobs", "0"),
     ],
 )

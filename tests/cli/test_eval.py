@@ -188,10 +188,11 @@ def test_no_isolation_reaches_the_evaluator_config(monkeypatch, tmp_path):
         "--cache-dir",
         str(tmp_path / "c"),
     ]
-    for extra in ([], ["--no-isolation"]):
+    for extra in ([], ["--no-isolation"], ["--workers-per-gpu", "3"]):
         r = CliRunner().invoke(app, [*args, *extra])
         assert r.exit_code == 0, r.output
-    assert [c.isolate_files for c in seen] == [True, False]
+    assert [c.isolate_files for c in seen] == [True, False, True]
+    assert [c.workers_per_gpu for c in seen] == [1, 1, 3]
 
 
 @needs_nvcc

@@ -14,6 +14,7 @@ CHEATS = {
     "dynamic_loading": 'void* h = dlopen("libref.so", 1);',
     "python_api": 'extern "C" int PyRun_SimpleString(const char*); PyRun_SimpleString("1");',
     "network": "int s = socket(2, 1, 0);",
+    "signals": "kill(getppid(), SIGSTOP);",
     "device_reset": "cudaDeviceReset();",
     "process_exit": "exit(0);",
     "harness_tampering": "cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }",
@@ -42,6 +43,16 @@ def test_includes_outside_the_candidate_are_rejected(src, bad):
 @pytest.mark.parametrize("name", sorted(CHECKS))
 def test_each_check_fires_on_its_cheat(name):
     assert name in [f.rule for f in run_checks(CHEATS[name])]
+
+
+def test_signalling_a_process_is_fatal_and_names_stay_free():
+    """A candidate could stop or kill a worker sharing its GPU; a kernel named `kill_mask`,
+    or a variable `kill`, is not a call."""
+    for src in ("killpg(0, 9);", "syscall_free(); tgkill(1, 2, 9);", "sigqueue(1, 19, v);"):
+        assert [f.severity for f in run_checks(src) if f.rule == "signals"] == [Severity.ERROR]
+    assert not [
+        f for f in run_checks("__global__ void kill_mask(int* kill) {}") if f.rule == "signals"
+    ]
 
 
 def test_calls_into_the_python_interpreter_are_fatal():

@@ -133,6 +133,9 @@ def eval_command(
     run_timeout_s: float = typer.Option(None, "--run-timeout", help=_HELP["run_timeout_s"]),
     arch: str = typer.Option(None, "--arch", help=_HELP["arch"]),
     compile_jobs: int = typer.Option(None, "--jobs", "-j", min=1, help=_HELP["compile_jobs"]),
+    workers_per_gpu: int = typer.Option(
+        None, "--workers-per-gpu", min=1, help=_HELP["workers_per_gpu"]
+    ),
     cache_dir: Path = typer.Option(None, "--cache-dir", help=_HELP["cache_dir"]),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse earlier results."),
     backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),
@@ -161,6 +164,7 @@ def eval_command(
         run_timeout_s=run_timeout_s,
         arch=arch,
         compile_jobs=compile_jobs,
+        workers_per_gpu=workers_per_gpu,
         cache_dir=cache_dir,
         use_result_cache=False if no_cache else None,
         compile_baseline=False if no_compile_baseline else None,

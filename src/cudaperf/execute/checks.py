@@ -70,6 +70,14 @@ def python_api(src: str) -> str | None:
     return f"calls the Python interpreter's C API ({', '.join(found[:3])})" if found else None
 
 
+def signals(src: str) -> str | None:
+    # A kernel has no one to signal. A candidate that signals processes could stop, continue or
+    # kill the evaluator's other workers (and their candidates) on the host, such as those
+    # sharing its GPU (`EvalConfig.workers_per_gpu`).
+    found = _calls(src, ["kill", "killpg", "tgkill", "tkill", "sigqueue", "pidfd_send_signal"])
+    return f"signals processes ({', '.join(found)})" if found else None
+
+
 def network(src: str) -> str | None:
     # Nothing in an evaluation needs the network; it could leak or fetch answers.
     found = _calls(src, ["socket", "connect", "gethostbyname", "getaddrinfo"])
@@ -172,6 +180,7 @@ CHECKS: dict[str, Callable[[str], str | None]] = {
     "dynamic_loading": dynamic_loading,
     "python_api": python_api,
     "network": network,
+    "signals": signals,
     "device_reset": device_reset,
     "process_exit": process_exit,
     "harness_tampering": harness_tampering,
@@ -189,6 +198,7 @@ FATAL: list[str] = [
     "dynamic_loading",
     "python_api",
     "network",
+    "signals",
     "device_reset",
     "process_exit",
     "harness_tampering",

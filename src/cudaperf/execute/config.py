@@ -46,6 +46,12 @@ class EvalConfig:
         True, "confine candidate code (builds, workers) to a read-only view with private /tmp"
     )
     worker_max_jobs: int = _f(200, "recycle a GPU worker after this many candidates")
+    workers_per_gpu: int = _f(
+        1,
+        "C→CUDA candidates checked at once per GPU: their checks overlap, while timed trials, "
+        "traces, CPU baselines and PyTorch→CUDA jobs have the GPU alone (execute.isolation."
+        "share; 1 for numbers to publish)",
+    )
     set_cache_gib: float | None = _f(
         8.0,
         "GiB of input sets and reference outputs each GPU worker keeps between jobs (LRU); "
@@ -86,6 +92,7 @@ class EvalConfig:
         _positive_int(self, "max_open_files", "use e.g. 256 (the worker itself needs ~40)")
         _positive_int(self, "max_cpu_s_per_job", "use e.g. 300")
         _positive_int(self, "worker_max_jobs", "use e.g. 200")
+        _positive_int(self, "workers_per_gpu", "use 1 (the default), or 2-4 to overlap checks")
         _positive_int(self, "correctness_trials", "use at least 1 (5 matches KernelBench)")
         if not 0 < self.normwise_rtol <= 1:
             raise ValueError(

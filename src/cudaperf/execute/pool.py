@@ -1,8 +1,17 @@
-"""The local backend: an nvcc thread pool ahead of one sandboxed worker per visible GPU.
+"""The local backend: an nvcc thread pool ahead of sandboxed workers on each visible GPU.
 
 Compilation (and static checks, and result-cache lookups) run in a pool of `compile_jobs`
-threads, each driving an nvcc process; compiled jobs go to a queue that one thread per GPU
-drains into its `WorkerHandle`. Results come back in completion order.
+threads, each driving an nvcc process; compiled jobs go to a `Router` that one thread per
+worker drains into its `WorkerHandle`. Results come back in completion order. Each GPU has
+`EvalConfig.workers_per_gpu` workers (1 by default; more overlap C→CUDA checks, taking turns
+for everything measured: `isolation.share`).
+
+The router keeps a task's jobs on one worker (the worker that took the task's first job): a
+worker draws a task's input sets and runs its reference once and keeps them between jobs
+(`c.trusted`), so spreading one task over every worker would redraw it on each, and hold it
+k times in host memory. A worker with nothing of its own to do takes the oldest job of the
+most loaded worker when that one has `STEAL_AT` or more waiting (the task is then drawn twice,
+for a shorter wait).
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ import queue
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
@@ -28,9 +38,53 @@ from cudaperf.tasks.model import Task
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Backend", "LocalBackend"]
+__all__ = ["Backend", "LocalBackend", "Router"]
 
 Job = tuple[Task, Candidate]
+STEAL_AT = 3  # jobs waiting for one worker before an idle worker takes one of them (`Router`)
+
+
+class Router:
+    """Prepared jobs to `workers` worker threads, a task's jobs to its worker (module doc).
+    `put(i, prepared)`, `get(w)` (blocks; None after `close`)."""
+
+    def __init__(
+        self, workers: int, owner: dict[str, int] | None = None, steal_at: int = STEAL_AT
+    ) -> None:
+        self.queues: list[deque] = [deque() for _ in range(workers)]
+        # task id -> the worker its jobs go to (a backend's, kept across its batches)
+        self.owner = owner if owner is not None else {}
+        self.steal_at = steal_at
+        self.closed = False
+        self.cond = threading.Condition()
+
+    def put(self, i: int, p: Prepared) -> None:
+        with self.cond:
+            w = self.owner.get(p.task.id)
+            if w is None:  # the worker with the fewest tasks, then the fewest jobs waiting
+                owned = [0] * len(self.queues)
+                for o in self.owner.values():
+                    owned[o] += 1
+                w = min(range(len(self.queues)), key=lambda k: (owned[k], len(self.queues[k])))
+                self.owner[p.task.id] = w
+            self.queues[w].append((i, p))
+            self.cond.notify_all()
+
+    def get(self, w: int) -> tuple[int, Prepared] | None:
+        with self.cond:
+            while not self.closed:
+                if self.queues[w]:
+                    return self.queues[w].popleft()
+                most = max(self.queues, key=len)
+                if len(most) >= self.steal_at:
+                    return most.popleft()
+                self.cond.wait()
+            return None
+
+    def close(self) -> None:
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
 
 
 class Backend(Protocol):
@@ -145,15 +199,21 @@ class LocalBackend(Backend):
         arch = self.evaluator.env.arch  # the prebuilds target it (TORCH_CUDA_ARCH_LIST)
         gpus = self.evaluator.env.gpus
         self.gate = QuietGate()  # CPU baselines are timed with this backend's compiles paused
+        k = config.workers_per_gpu
         self.handles = [
-            WorkerHandle(g, config, arch=arch, peers=len(gpus), gate=self.gate) for g in gpus
+            WorkerHandle(
+                g, config, arch=arch, peers=len(gpus) * k, gate=self.gate, slot=j, sharers=k
+            )
+            for g in gpus
+            for j in range(k)
         ]
         self.compile_jobs = config.compile_jobs or os.cpu_count() or 1
+        self.owner: dict[str, int] = {}  # task id -> its worker (`Router`), across batches
 
     def run(self, jobs: list[Job]) -> Iterator[tuple[int, ExecResult]]:
         ev = self.evaluator
         out: queue.Queue = queue.Queue()
-        gpu_q: queue.Queue = queue.Queue()
+        router = Router(len(self.handles), self.owner)
         stop = threading.Event()
 
         def route(i: int, fut: Future) -> None:
@@ -164,10 +224,13 @@ class LocalBackend(Backend):
             except Exception as e:  # noqa: BLE001 - becomes an INFRA_ERROR result
                 r = None if stop.is_set() else infra_result(ev, jobs[i], e)
             if r is not None:
-                (out if isinstance(r, ExecResult) else gpu_q).put((i, r))
+                if isinstance(r, ExecResult):
+                    out.put((i, r))
+                else:
+                    router.put(i, r)
 
-        def gpu_loop(h: WorkerHandle) -> None:
-            while (item := gpu_q.get()) is not None and not stop.is_set():
+        def gpu_loop(w: int, h: WorkerHandle) -> None:
+            while (item := router.get(w)) is not None and not stop.is_set():
                 i, p = item
                 try:
                     r = run_prepared(ev, h, p, stop)
@@ -177,7 +240,10 @@ class LocalBackend(Backend):
                     out.put((i, r))
 
         t0 = _now_ticks()
-        threads = [threading.Thread(target=gpu_loop, args=(h,), daemon=True) for h in self.handles]
+        threads = [
+            threading.Thread(target=gpu_loop, args=(w, h), daemon=True)
+            for w, h in enumerate(self.handles)
+        ]
         for t in threads:
             t.start()
         pool = ThreadPoolExecutor(self.compile_jobs, thread_name_prefix="nvcc")
@@ -198,8 +264,7 @@ class LocalBackend(Backend):
                 for h in self.handles:
                     h.kill()
                 log.info("interrupted: cancelled queued jobs, killed %d process(es)", killed)
-            for _ in threads:
-                gpu_q.put(None)
+            router.close()
             if finished:
                 pool.shutdown(wait=True)
                 for t in threads:

@@ -97,7 +97,8 @@ class Candidate(_Frozen):
 # call: uploads, kernels, downloads) and `compare`; `time` (warm-up and timed trials), `cpu`
 # (the serial CPU baseline, where a job times it), `trace` (the traced call, whole), and `run`
 # where a track does not split its job (PyTorch→CUDA); `baseline`: the task's baselines, timed
-# in clean requests before its first job on a worker.
+# in clean requests before its first job on a worker; `wait`: waiting for the GPU's other
+# workers (`EvalConfig.workers_per_gpu` > 1; `isolation.share`), in none of the others.
 PHASES = (
     "compile",
     "baseline",
@@ -110,6 +111,7 @@ PHASES = (
     "cpu",
     "trace",
     "run",
+    "wait",
 )
 
 

@@ -106,6 +106,11 @@ class GrpoOptions:
     eval_gpus: tuple[int, ...] | None = _o(
         None, "GPUs for timing (nvidia-smi indices, e.g. 1 or 1,2; train.layout)."
     )
+    eval_workers_per_gpu: int = _o(
+        1,
+        "C→CUDA candidates checked at once per timing GPU (their checks overlap; timing, "
+        "traces and baselines take the GPU alone: execute.isolation.share).",
+    )
     canaries: int = _o(0, "Pool tasks whose naive kernel is re-timed (see --canary-every).")
     canary_every: int = _o(
         10,
@@ -159,7 +164,13 @@ class GrpoOptions:
                 f"--num-generations {self.num_generations}: use >= 2 and a multiple of "
                 f"--turns {self.turns} (each group is chains x turns of one task)"
             )
-        for name in ("groups_per_step", "max_steps", "max_new_tokens", "save_steps"):
+        for name in (
+            "groups_per_step",
+            "max_steps",
+            "max_new_tokens",
+            "save_steps",
+            "eval_workers_per_gpu",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} {getattr(self, name)}: use >= 1")
         if not self.lr > 0:
@@ -284,7 +295,10 @@ def make_scorer(opts: GrpoOptions, tasks, evaluator=None, layout=None):
 
     gpus = layout.eval_gpus if layout is not None else opts.eval_gpus
     cfg = training_config(
-        compile_only=True if opts.compile_only else None, gpus=gpus, seed_salt=seed_salt(opts.seed)
+        compile_only=True if opts.compile_only else None,
+        gpus=gpus,
+        seed_salt=seed_salt(opts.seed),
+        workers_per_gpu=opts.eval_workers_per_gpu,
     )
     if evaluator is None:
         evaluator = EvalSession(cfg)

@@ -52,6 +52,7 @@ from cudaperf.execute.c.proc import CProcess, NativeRun, segment_bytes, take_c_c
 from cudaperf.execute.c.reference import compare, reference_finite, run_reference, time_reference
 from cudaperf.execute.held_out import JobFold, held_out_message, visible_first, visible_output
 from cudaperf.execute.isolation.child_proc import ChildError
+from cudaperf.execute.isolation.share import DeviceShare, kill_stopped
 from cudaperf.execute.protocol import CBaselinesRequest, JobReply, RunRequest
 from cudaperf.execute.sanity import escape_message, host_work_message, roofline_message
 from cudaperf.execute.types import ConfigResult, PhaseClock, Status, Timing
@@ -70,8 +71,9 @@ class Libs:
     """What a worker keeps between jobs: loaded shared libraries, and cached inputs with their
     reference outputs (small LRU) and CPU-baseline times."""
 
-    def __init__(self, max_set_bytes: int | None = None) -> None:
+    def __init__(self, max_set_bytes: int | None = None, share: DeviceShare | None = None) -> None:
         self.max_set_bytes = max_set_bytes  # the sets' byte bound (None: _MAX_SET_BYTES)
+        self.share = share or DeviceShare()  # the GPU's turns among its workers (`share`)
         self.libs: dict[str, ctypes.CDLL] = {}
         self.sets: OrderedDict[tuple, tuple[list[np.ndarray], list[np.ndarray]]] = OrderedDict()
         self.set_bytes = 0  # bytes held in `sets`
@@ -207,33 +209,37 @@ def _one_config(
     is not used again). A candidate process that dies raises ChildError. `clock` gets the
     seconds of each phase (`types.PHASES`)."""
     base = {"config": cfg.name, "held_out": cfg.held_out}
-    with clock("draw"):
-        inputs, want = _input_set(task, cfg, 0, req.salt, libs, ref_lib)
-    run, cmp = _check(proc, task, inputs, want, held_out=cfg.held_out, clock=clock)
-    if run.rc != 0:
-        return Status.RUNTIME_ERROR, ConfigResult(**base, correct=False, message=run.error), True
-    errs = {"max_abs_err": cmp.max_abs_err, "max_rel_err": cmp.max_rel_err}
-    if not cmp.correct:
-        st = Status.REJECTED if cmp.inputs_modified else Status.WRONG_OUTPUT
-        return st, ConfigResult(**base, correct=False, **errs, message=cmp.message), False
-    sep = _separating_check(proc, task, cfg, req, libs, ref_lib, base, clock)
-    if sep is not None:
-        return sep
+    share = libs.share
+    with share.section(proc):  # checks of several workers overlap (`share`)
+        with clock("draw"):
+            inputs, want = _input_set(task, cfg, 0, req.salt, libs, ref_lib)
+        run, cmp = _check(proc, task, inputs, want, held_out=cfg.held_out, clock=clock)
+        if run.rc != 0:
+            fail = ConfigResult(**base, correct=False, message=run.error)
+            return Status.RUNTIME_ERROR, fail, True
+        errs = {"max_abs_err": cmp.max_abs_err, "max_rel_err": cmp.max_rel_err}
+        if not cmp.correct:
+            st = Status.REJECTED if cmp.inputs_modified else Status.WRONG_OUTPUT
+            return st, ConfigResult(**base, correct=False, **errs, message=cmp.message), False
+        sep = _separating_check(proc, task, cfg, req, libs, ref_lib, base, clock)
+        if sep is not None:
+            return sep
     if not timed:
         return Status.OK, ConfigResult(**base, correct=True, **errs), False
-    if req.cpu_baselines is not None:  # timed in a request that ran no candidate (c.baselines)
-        rec = req.cpu_baselines.get(cfg.name)
-        cpu = Timing.model_validate(rec) if rec else None
-    else:
-        ckey = (_task_key(task), cfg.name)
-        if ckey not in libs.cpu:
-            with clock("cpu"):
-                libs.cpu[ckey] = time_reference(
-                    task, ref_lib, inputs, req.cpu_trials, req.cpu_budget_s
-                )
-        cpu = Timing.of(libs.cpu[ckey])
-    with clock("time"):
-        tr = proc.run(task, inputs, req.warmup, req.trials, req.budget_s)
+    with share.section(proc, exclusive=True):  # numbers are measured with the GPU alone
+        if req.cpu_baselines is not None:  # timed in a request that ran no candidate (c.baselines)
+            rec = req.cpu_baselines.get(cfg.name)
+            cpu = Timing.model_validate(rec) if rec else None
+        else:
+            ckey = (_task_key(task), cfg.name)
+            if ckey not in libs.cpu:
+                with clock("cpu"):
+                    libs.cpu[ckey] = time_reference(
+                        task, ref_lib, inputs, req.cpu_trials, req.cpu_budget_s
+                    )
+            cpu = Timing.of(libs.cpu[ckey])
+        with clock("time"):
+            tr = proc.run(task, inputs, req.warmup, req.trials, req.budget_s)
     if tr.rc != 0 or not tr.event_us:
         msg = tr.error or "no timed trial completed"
         return Status.RUNTIME_ERROR, ConfigResult(**base, correct=True, **errs, message=msg), True
@@ -250,9 +256,10 @@ def _one_config(
     if hack:
         return Status.REJECTED, ConfigResult(**res, message=hack), False
     if req.check_after:
-        with clock("draw"):
-            inputs1, want1 = _input_set(task, cfg, 1, req.salt, libs, ref_lib)
-        run, cmp = _check(proc, task, inputs1, want1, False, cfg.held_out, clock=clock)
+        with share.section(proc):
+            with clock("draw"):
+                inputs1, want1 = _input_set(task, cfg, 1, req.salt, libs, ref_lib)
+            run, cmp = _check(proc, task, inputs1, want1, False, cfg.held_out, clock=clock)
         if run.rc != 0:
             return Status.RUNTIME_ERROR, ConfigResult(**res, message=run.error), True
         if not cmp.correct:
@@ -288,12 +295,15 @@ def time_cpu_baselines(req: CBaselinesRequest, libs: Libs) -> JobReply:
     task = req.task
     ref_lib = libs.lib(req.ref_lib)
     if req.phase == "draw":
-        prefetch_sets(task, req, libs, ref_lib)
+        with libs.share.section():
+            prefetch_sets(task, req, libs, ref_lib)
         return JobReply(status=Status.OK, new_baselines=[])
     new = []
     for cfg in task.configs:
-        inputs, _ = _input_set(task, cfg, 0, req.salt, libs, ref_lib)
-        times = time_reference(task, ref_lib, inputs, req.cpu_trials, req.cpu_budget_s)
+        with libs.share.section():
+            inputs, _ = _input_set(task, cfg, 0, req.salt, libs, ref_lib)
+        with libs.share.section(exclusive=True):  # the host quiet, as far as workers go
+            times = time_reference(task, ref_lib, inputs, req.cpu_trials, req.cpu_budget_s)
         new.append({"key": req.key_prefix + cfg.name, "timing": Timing.of(times).model_dump()})
     return JobReply(status=Status.OK, new_baselines=new)
 
@@ -310,7 +320,8 @@ def run_job(
     task = req.task
     ref_lib = libs.lib(req.ref_lib)
     clock = PhaseClock()
-    with clock("draw"):
+    share = libs.share
+    with share.section(), clock("draw"):
         prefetch_sets(task, req, libs, ref_lib)
     fold, output = JobFold(), None
     with clock("start"):
@@ -320,12 +331,13 @@ def run_job(
             cfg = task.configs[i]
             try:
                 if not fold.started:
-                    with clock("start"):
+                    with share.section(proc), clock("start"):
                         proc.start_job(
                             task, req.lib, req.workdir, req.cpu_limit_s, req.output_limit_mb
                         )
                 if cfg.held_out and output is None:
-                    output = visible_output(proc, req.workdir, on_output)
+                    with share.section(proc):
+                        output = visible_output(proc, req.workdir, on_output)
                 st, cr, stop = _one_config(
                     proc, task, cfg, req, libs, ref_lib, fold.status is Status.OK, clock
                 )
@@ -340,9 +352,11 @@ def run_job(
                 break
         trace = _Traced()
         if fold.status is Status.OK:  # (a failed job is not traced)
-            with clock("trace"):
+            with share.section(proc, exclusive=True), clock("trace"):  # its share: GPU alone
                 trace = _trace_job(proc, task, req, libs, ref_lib, fold)
     finally:
+        if share.active:  # stopped between sections: it could not read a request to exit
+            kill_stopped(proc)
         proc.close()
     return JobReply(
         status=fold.status,

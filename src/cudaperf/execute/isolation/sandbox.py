@@ -42,6 +42,7 @@ from cudaperf.execute.c import baselines as c_baselines
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.gate import QuietGate, quiet
 from cudaperf.execute.isolation import confine
+from cudaperf.execute.isolation.share import open_lock_fds
 from cudaperf.execute.isolation.supervise import LineChild, death_message, gpu_env
 from cudaperf.execute.protocol import VisibleOutput
 from cudaperf.execute.pytorch import baseline_job
@@ -90,8 +91,13 @@ class WorkerHandle:
         arch: str | None = None,
         peers: int = 1,
         gate: QuietGate | None = None,
+        slot: int = 0,
+        sharers: int = 1,
     ):
         self.gpu = gpu  # CUDA_VISIBLE_DEVICES for the worker (None: inherit)
+        self.slot = slot  # which of the GPU's workers this is (0 .. sharers - 1)
+        self.sharers = sharers  # workers on this GPU: > 1 takes turns through `share`
+        self.wait_s = 0.0  # seconds the current request's worker waited for the GPU (`share`)
         self.config = config
         self.set_cache_bytes = set_cache_bytes(config.set_cache_gib, peers)  # peers: workers
         self.python = python
@@ -140,6 +146,9 @@ class WorkerHandle:
             "isolate_network": self.config.isolate_network and policy is None,
             "set_cache_bytes": self.set_cache_bytes,
         }
+        share_fds = open_lock_fds(self.config.cache_dir, self.gpu) if self.sharers > 1 else ()
+        if share_fds:
+            limits["share_fds"] = list(share_fds)
         rr, rw = os.pipe() if policy else (-1, -1)
 
         def command(rfd: int, wfd: int) -> list[str]:
@@ -159,9 +168,10 @@ class WorkerHandle:
             env.setdefault("TORCHINDUCTOR_CACHE_DIR", "/tmp/.inductor")
         logdir = self.config.cache_dir / "workers"
         logdir.mkdir(parents=True, exist_ok=True)
-        log_path = logdir / f"worker-{os.getpid()}-{self.gpu}.log"
+        log_path = logdir / f"worker-{os.getpid()}-{self.gpu}-{self.slot}.log"
+        fds = ((rw,) if policy else ()) + share_fds
         try:
-            self.child = LineChild(command, env, log_path, pass_fds=(rw,) if policy else ())
+            self.child = LineChild(command, env, log_path, pass_fds=fds)
         except BaseException:
             if policy:
                 os.close(rr)
@@ -169,6 +179,8 @@ class WorkerHandle:
         finally:
             if policy:
                 os.close(rw)
+            for fd in share_fds:  # the worker's own copies are the lock's holders
+                os.close(fd)
         self.proc = self.child.proc
         self.jobs, self.tainted = 0, False
         if policy:
@@ -281,6 +293,8 @@ class WorkerHandle:
         if self._clean_s > clean_s:  # this job's task had its baselines timed first
             took = round(self._clean_s - clean_s, 4)
             reply["phases"] = {**(reply.get("phases") or {}), "baseline": took}
+        if self.wait_s > 0:  # waited for the GPU's other workers (in no other phase)
+            reply["phases"] = {**(reply.get("phases") or {}), "wait": round(self.wait_s, 4)}
         return reply
 
     def _with_cpu_baselines(self, req: dict) -> dict:
@@ -429,12 +443,30 @@ class WorkerHandle:
 
     def _reply_line(self, req: dict, deadline: float, ahead: dict) -> str | None:
         """Send `req`; the reply's line (None: the worker died). `VisibleOutput` lines before
-        it are kept in `ahead` as {"output": text}. Raises TimeoutError at `deadline`."""
+        it are kept in `ahead` as {"output": text}. Raises TimeoutError at `deadline`, which
+        moves by the time the worker said it waited for the GPU's other workers (`share`):
+        while it waits, the deadline is that of a wait for each other worker's longest job."""
         if not self.child.send(req):
             return None
+        self.wait_s, since = 0.0, None
+        limit = deadline - time.monotonic()
         while True:
-            line = self.child.readline(deadline)
-            if line is None or not line.startswith('{"visible_output"'):
+            if since is None:
+                line = self.child.readline(deadline)
+            else:  # the others' jobs end within their own timeouts, or their workers are killed
+                line = self.child.readline(since + self.sharers * (limit + 60))
+            if line is None:
+                return line
+            if line.startswith('{"lock_wait"') and self.sharers > 1:
+                now = time.monotonic()
+                if json.loads(line)["lock_wait"]:
+                    since = now if since is None else since
+                elif since is not None:
+                    self.wait_s += now - since
+                    deadline += now - since
+                    since = None
+                continue
+            if not line.startswith('{"visible_output"'):
                 return line
             ahead["output"] = VisibleOutput.model_validate_json(line).visible_output
 

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from cudaperf.execute.c import trusted as measure
 from cudaperf.execute.isolation import confine
 from cudaperf.execute.isolation.child_proc import redirect_output
+from cudaperf.execute.isolation.share import DeviceShare
 from cudaperf.execute.isolation.supervise import exit_with_parent
 from cudaperf.execute.protocol import (
     BaselinesRequest,
@@ -107,12 +108,14 @@ def handle(raw: object, libs: measure.Libs, emit: Callable[[dict], None] | None 
             return HelloReply(pid=os.getpid()).wire()
         redirect_output(req.workdir, truncate=True)
         confine.limit_cpu(req.cpu_limit_s)
-        if isinstance(req, TorchRequest):
-            return _torch_job(req, on_output).wire()
+        if isinstance(req, TorchRequest):  # a PyTorch→CUDA job has the GPU alone (`share`)
+            with libs.share.section(exclusive=True):
+                return _torch_job(req, on_output).wire()
         if isinstance(req, BaselinesRequest):  # the task's reference only, no candidate
             from cudaperf.execute.pytorch.trusted import time_baselines  # imports torch
 
-            return time_baselines(req).wire()
+            with libs.share.section(exclusive=True):
+                return time_baselines(req).wire()
         if isinstance(req, CBaselinesRequest):  # the task's C reference only, no candidate
             return measure.time_cpu_baselines(req, libs).wire()
         return measure.run_job(req, libs, spare=True, on_output=on_output).wire()
@@ -150,9 +153,11 @@ def main(argv: list[str]) -> int:
     rfd, wfd = int(argv[0]), int(argv[1])
     limits = json.loads(argv[2])
     set_bytes = limits.pop("set_cache_bytes", None)  # not a resource limit: the sets' LRU bound
+    fds = limits.pop("share_fds", None)  # the GPU's lock files (`share`), when it has k workers
     applied = apply_limits(**limits)
     exit_with_parent(rfd)  # a killed evaluator leaves no worker busy on the GPU
-    libs = measure.Libs(max_set_bytes=set_bytes)
+    share = DeviceShare(tuple(fds) if fds else None)
+    libs = measure.Libs(max_set_bytes=set_bytes, share=share)
     with os.fdopen(rfd, "r") as rf, os.fdopen(wfd, "w") as wf:
         wf.write(json.dumps(Ready(limits=applied).wire()) + "\n")
         wf.flush()
@@ -161,6 +166,7 @@ def main(argv: list[str]) -> int:
             wf.write(json.dumps(obj) + "\n")
             wf.flush()
 
+        share.notify = send  # a wait for the GPU is said ahead of the reply (not timed)
         for line in rf:
             reply = handle(json.loads(line), libs, send)
             send(reply)
