@@ -5,12 +5,15 @@
 #   source scripts/device_env.sh; bash bench/gpu_suite.sh torch          # one call, <= 9.5 min
 #   source scripts/device_env.sh; bash bench/gpu_suite.sh bench          # tests/bench, <= 5 min
 #   source scripts/device_env.sh; bash bench/gpu_suite.sh smoke          # bench/eval_dataset_smoke.py
+#   source scripts/device_env.sh; bash bench/gpu_suite.sh evalspeed      # 1, 2, 4 workers per GPU
 # `smoke` resumes $OUT/eval_dataset_smoke_<gpu>.json (<gpu>: h200, h100, ... from nvidia-smi), or
 # starts from the committed bench/results/ one when that was measured at this evaluator; it takes
-# SMOKE_S seconds at most (default 560 times WALL_X).
+# SMOKE_S seconds at most (default 560 times WALL_X). `evalspeed` scores 64 pool tasks' C->CUDA
+# candidates with EVALWORKERS (default "1 2 4") workers per GPU (bench/train_eval_speed.py, cold
+# cache, EVALSPEED_S seconds at most, default 540): whether several workers per GPU pay.
 # Not call-sized: all groups in one background job that outlives the calls (bench/device_bg.sh),
 # with WALL_X=3 so that no group is cut at a call's limit:
-#   WALL_X=3 bash bench/device_bg.sh start verify -- bash bench/gpu_suite.sh execute smoke fast bench torch
+#   WALL_X=3 bash bench/device_bg.sh start verify -- bash bench/gpu_suite.sh execute smoke evalspeed fast bench torch
 # Each group's verbose log goes to $OUT/gpu_<group>.log as the tests run (one line per test,
 # so a call cut off by its limit still says what passed); the last lines are printed.
 set -uo pipefail
@@ -49,6 +52,14 @@ for g in "$@"; do
         --seed-from "bench/results/eval_dataset_smoke_$gpu.json" > "$OUT/gpu_smoke.log" 2>&1
       echo "rc=$?" >> "$OUT/gpu_smoke.log"
       tail -4 "$OUT/gpu_smoke.log" ;;
-    *) echo "gpu_suite: unknown group $g (fast, execute, torch, bench, smoke)" >&2; exit 2 ;;
+    evalspeed)
+      echo "== evalspeed: bench/train_eval_speed.py, ${EVALWORKERS:-1 2 4} workers per GPU"
+      rm -rf /tmp/cudaperf_evalspeed  # a cold start: no references or baselines cached
+      timeout "${EVALSPEED_S:-540}" python3 bench/train_eval_speed.py --n "${EVALN:-64}" \
+        --cache-dir /tmp/cudaperf_evalspeed --workers-per-gpu ${EVALWORKERS:-1 2 4} \
+        --out "$OUT/train_eval_speed.json" > "$OUT/gpu_evalspeed.log" 2>&1
+      echo "rc=$?" >> "$OUT/gpu_evalspeed.log"
+      tail -10 "$OUT/gpu_evalspeed.log" ;;
+    *) echo "gpu_suite: unknown group $g (fast, execute, torch, bench, smoke, evalspeed)" >&2; exit 2 ;;
   esac
 done

@@ -193,6 +193,8 @@ def test_no_isolation_reaches_the_evaluator_config(monkeypatch, tmp_path):
         assert r.exit_code == 0, r.output
     assert [c.isolate_files for c in seen] == [True, False, True]
     assert [c.workers_per_gpu for c in seen] == [1, 1, 3]
+    r = CliRunner().invoke(app, [*args, "--workers-per-gpu", "2", "--backend", "ray"])
+    assert r.exit_code == 2 and "local backend" in r.output and len(seen) == 3
 
 
 @needs_nvcc

@@ -21,6 +21,7 @@ from cudaperf.execute.evaluator import Env, Evaluator, Prepared
 from cudaperf.execute.isolation.sandbox import WorkerHandle
 from cudaperf.execute.isolation.share import DeviceShare, kill_stopped, open_lock_fds
 from cudaperf.execute.types import Candidate, Status
+from tests.execute.isolation.test_confine import WHY
 
 
 def _share(tmp_path, log: list | None = None, name: str = "") -> DeviceShare:
@@ -324,11 +325,21 @@ def _held(cache_dir, seconds: float) -> threading.Thread:
     return t
 
 
-def test_a_cpu_baseline_is_timed_with_the_gpu_alone(shared_config, logging_libs, tmp_path):
+CONFINED = [
+    False,
+    pytest.param(True, marks=pytest.mark.skipif(bool(WHY), reason=f"no confinement here: {WHY}")),
+]
+
+
+@pytest.mark.parametrize("confined", CONFINED)
+def test_a_cpu_baseline_is_timed_with_the_gpu_alone(
+    shared_config, logging_libs, tmp_path, confined
+):
     """The task's CPU baseline (a clean request before its first job) waits for the other
-    worker's shared section; the job's own timing then does not."""
+    worker's shared section; the job's own timing then does not. Confined too: the lock's
+    descriptors reach a worker in its namespaces."""
     libs, _ = logging_libs
-    cfg = replace(shared_config, cache_dir=tmp_path / "cache")  # no baseline on disk yet
+    cfg = replace(shared_config, cache_dir=tmp_path / "cache", isolate_files=confined)
     t = _held(cfg.cache_dir, 1.5)
     (res,) = _jobs(cfg, libs, ["plain"], [60], [0], sharers=2)
     t.join(5)
@@ -336,11 +347,14 @@ def test_a_cpu_baseline_is_timed_with_the_gpu_alone(shared_config, logging_libs,
     assert res.phases["baseline"] > 1.0 and res.phases.get("wait", 0) < 1.0
 
 
-def test_a_pytorch_job_has_the_gpu_alone(shared_config, tmp_path):
+@pytest.mark.parametrize("confined", CONFINED)
+def test_a_pytorch_job_has_the_gpu_alone(shared_config, tmp_path, confined):
     pytest.importorskip("torch")
     from torch_cpu import HONEST, relu_task, request
 
-    cfg = replace(shared_config, cache_dir=tmp_path / "cache", run_timeout_s=60)
+    cfg = replace(
+        shared_config, cache_dir=tmp_path / "cache", run_timeout_s=60, isolate_files=confined
+    )
     h = WorkerHandle(None, cfg, sharers=2)
     try:
         req = {"op": "torch", "task": relu_task().model_dump(mode="json"), **request(HONEST)}
