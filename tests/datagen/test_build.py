@@ -93,3 +93,36 @@ def test_c_implementations_close_their_macros():
             undefined = set(re.findall(r"(?m)^\s*#\s*undef\s+(\w+)", i.code))
             assert defined <= undefined, (t.id, i.id, defined - undefined)
             assert "<cstdint>" not in i.code and "<climits>" not in i.code, (t.id, i.id)
+
+
+def test_the_packaged_data_is_what_the_generator_writes():
+    """data/tasks.jsonl.gz is the generator's output (measurements and dropped implementations
+    aside), tolerances included: a generator fix that the packaged file does not carry (as the
+    spmv_csr and log-softmax tolerances were, until `cudaperf data tolerances` applied them)
+    fails here."""
+    from cudaperf.datagen.build import refresh_tolerances
+    from cudaperf.tasks.io import load_tasks
+    from tests.script_helpers import ROOT
+
+    tasks = load_tasks(ROOT / "data" / "tasks.jsonl.gz")
+    _, changed = refresh_tolerances(tasks)
+    assert changed == []
+
+
+def test_refresh_tolerances_changes_only_tolerances_and_refuses_other_drift():
+    from cudaperf.datagen import generate_one
+    from cudaperf.datagen.build import refresh_tolerances
+    from cudaperf.tasks.model import Tolerance
+
+    a, b = (generate_one(FAMILIES[f], 0, 0) for f in ("spmv_csr", "gemm"))
+    loose = a.model_copy(update={"tolerance": Tolerance(atol=1.0, rtol=1.0)})
+    measured = b.model_copy(update={"implementations": b.implementations[:3]})  # one dropped
+    out, changed = refresh_tolerances([loose, measured])
+    assert changed == [a.id] and out[0].tolerance == a.tolerance and out[1] == measured
+    for drift in (
+        a.model_copy(update={"description": "edited"}),
+        a.model_copy(update={"provenance": {**a.provenance, "index": "9999"}}),
+        a.model_copy(update={"family": "no_such_family"}),
+    ):
+        with pytest.raises(ValueError, match=a.id):
+            refresh_tolerances([drift])

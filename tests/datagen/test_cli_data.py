@@ -75,3 +75,24 @@ def test_emulator_tests_skip_saying_what_to_set_and_why():
     skips = [ln for ln in r.stdout.splitlines() if ln.startswith("SKIPPED")]
     assert skips, r.stdout
     assert all("set CUDAPERF_EMULATE=1 to run it" in ln and "slow" in ln for ln in skips)
+
+
+def test_tolerances_gives_each_task_the_generators_and_refuses_other_drift(tmp_path):
+    from cudaperf.datagen import generate_one
+    from cudaperf.tasks.io import save_tasks
+    from cudaperf.tasks.model import Tolerance
+
+    a, b = (generate_one(FAMILIES[f], 0, 0) for f in ("spmv_csr", "gemm"))
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl.gz"
+    save_tasks([a.model_copy(update={"tolerance": Tolerance(atol=1.0, rtol=1.0)}), b], src)
+    r = CliRunner().invoke(app, ["data", "tolerances", str(src)])
+    assert r.exit_code == 2 and "--out" in r.output and not out.exists()  # nothing in place
+    r = CliRunner().invoke(app, ["data", "tolerances", str(src), "--out", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout) == {"tasks": 2, "changed": 1, "by_family": {"spmv_csr": 1}}
+    assert [t.tolerance for t in load_tasks(out)] == [a.tolerance, b.tolerance]
+    save_tasks([a.model_copy(update={"description": "edited"})], src)
+    r = CliRunner().invoke(
+        app, ["data", "tolerances", str(src), "--out", str(tmp_path / "x.jsonl")]
+    )
+    assert r.exit_code == 2 and a.id in r.output and "Traceback" not in r.output

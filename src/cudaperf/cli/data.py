@@ -1,4 +1,5 @@
-"""`cudaperf data ...`: generate the task set (`build`), check it without a GPU (`verify`)."""
+"""`cudaperf data ...`: generate the task set (`build`), check it without a GPU (`verify`),
+measure it (`measure`), bring its tolerances up to the generator (`tolerances`)."""
 
 from __future__ import annotations
 
@@ -149,6 +150,51 @@ def verify(
             console.print(f"[red]FAIL[/] {r.name}: {r.message[:300]}", highlight=False)
     if failures:
         raise typer.Exit(1)
+
+
+@data_app.command("tolerances")
+def tolerances(
+    path: Path = typer.Argument(
+        None, help=f"Measured task file (default: {DATASET_DEFAULT}).", show_default=False
+    ),
+    out: Path = typer.Option(
+        None,
+        "--out",
+        help="Output file (.jsonl or .jsonl.gz; required: the measured data is replaced only "
+        "when named).",
+        show_default=False,
+    ),
+    seed: int = typer.Option(0, "--seed", help="The build seed of the file (data build --seed)."),
+    json: bool = JsonOpt,
+) -> None:
+    """Give each task the tolerance the generator gives it now, keeping its measurements.
+
+    Every other field must be what the generator writes (a tolerance changes no measured time;
+    anything else would need `data build` and `data measure` again)."""
+    from cudaperf.cli.common import load_task_set
+    from cudaperf.datagen.build import refresh_tolerances
+    from cudaperf.tasks.io import save_tasks
+
+    if out is None:
+        fail("give --out FILE (.jsonl or .jsonl.gz); name data/tasks.jsonl.gz to replace it")
+    check_out_file(out, "--out", (".jsonl", ".jsonl.gz"))
+    tasks = load_task_set(path, default="dataset")
+    try:
+        new, changed = refresh_tolerances(tasks, seed)
+    except ValueError as e:
+        fail(str(e))
+    save_tasks(new, out)
+    by_family: dict[str, int] = {}
+    for tid in changed:
+        fam = next(t.family for t in tasks if t.id == tid)
+        by_family[fam] = by_family.get(fam, 0) + 1
+    if json:
+        emit_json({"tasks": len(new), "changed": len(changed), "by_family": by_family})
+        return
+    console.print(
+        f"{len(changed)} of {len(new)} tolerances changed "
+        f"({', '.join(f'{k} {v}' for k, v in sorted(by_family.items())) or 'none'}); wrote {out}"
+    )
 
 
 @data_app.command("measure")

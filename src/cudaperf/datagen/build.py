@@ -31,6 +31,8 @@ __all__ = [
     "generate_one",
     "near_duplicate_rate",
     "plan",
+    "refresh_tolerances",
+    "regenerate",
     "splits_document",
 ]
 
@@ -205,3 +207,63 @@ def splits_document(tasks: list[Task]) -> dict:
         "families": {f: split_of(f) for f in fams},
         "tasks": by_split,
     }
+
+
+def regenerate(task: Task, seed: int = 0) -> Task | None:
+    """What the generator now writes for `task` (a task of a build with `seed`): its family
+    and index (`provenance`), at the first attempt whose implementations include every one of
+    `task`'s with the same code; None when the task is not such a task (an imported one, or a
+    family that no longer draws it)."""
+    fam = FAMILIES.get(task.family)
+    index = (task.provenance or {}).get("index")
+    if fam is None or index is None or not str(index).isdigit():
+        return None
+    have = {i.id: i.code for i in task.implementations}
+    for attempt in range(MAX_ATTEMPTS):
+        new = generate_one(fam, seed, int(index), attempt)
+        codes = {i.id: i.code for i in new.implementations}
+        if new.id == task.id and all(codes.get(k) == c for k, c in have.items()):
+            return new
+    return None
+
+
+def _as_built(task: Task) -> dict:
+    """`task` without what a measurement adds (implementation measurements) or drops
+    (implementations that failed it), for comparing with the generator's."""
+    d = task.model_dump(mode="json")
+    for i in d["implementations"]:
+        i.pop("measurements", None)
+    return d
+
+
+def refresh_tolerances(tasks: list[Task], seed: int = 0) -> tuple[list[Task], list[str]]:
+    """`tasks` (a measured build with `seed`) with each tolerance replaced by the one the
+    generator now gives, and the ids whose tolerance changed. Everything else must be what the
+    generator writes (measurements and dropped implementations aside): a tolerance does not
+    change a measured time, any other field would, so a task that differs elsewhere, or is not
+    generated, raises ValueError naming it."""
+    out, changed = [], []
+    for t in tasks:
+        new = regenerate(t, seed)
+        if new is None:
+            raise ValueError(f"{t.id}: not a task this generator draws (seed {seed})")
+        keep = {i.id for i in t.implementations}
+        built = new.model_copy(
+            update={
+                "implementations": [i for i in new.implementations if i.id in keep],
+                "tolerance": t.tolerance,
+            }
+        )
+        if _as_built(built) != _as_built(t):
+            a, b = _as_built(built), _as_built(t)
+            fields = sorted(k for k in a if a[k] != b.get(k))
+            raise ValueError(
+                f"{t.id}: the generator now writes {', '.join(fields)} differently, not only "
+                "the tolerance; rebuild and measure the data instead (cudaperf data build, "
+                "cudaperf data measure)"
+            )
+        if new.tolerance != t.tolerance:
+            changed.append(t.id)
+            t = t.model_copy(update={"tolerance": new.tolerance})
+        out.append(t)
+    return out, changed
