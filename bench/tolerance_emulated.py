@@ -62,11 +62,11 @@ def _check(args: tuple) -> dict:
         so = emulator.build(im.code, "-O2")
     except emulator.EmulatorBuildError as e:
         return row | {"error": f"cannot emulate: {str(e)[-200:]}"}
-    draws = []
+    ref, draws = ctypes.CDLL(built.lib), []
     for salt in salts:
         for signed in (False, True):
             inputs = make_inputs(task, cfg, 0, salt, separating=signed)
-            want = run_reference(task, ctypes.CDLL(built.lib), inputs)
+            want = run_reference(task, ref, inputs)
             got, why = emulate(task, so, inputs, timeout)
             if got is None:
                 draws.append({"salt": salt, "signed": signed, "error": why[:300]})

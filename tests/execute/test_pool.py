@@ -3,7 +3,6 @@ GPU (`EvalConfig.workers_per_gpu`)."""
 
 from __future__ import annotations
 
-import tempfile
 import threading
 import time
 from dataclasses import replace
@@ -12,9 +11,9 @@ from types import SimpleNamespace
 from catalog import saxpy_task
 
 from cudaperf.execute import pool
-from cudaperf.execute.build import build_reference
-from cudaperf.execute.evaluator import Env, Prepared
+from cudaperf.execute.evaluator import Env
 from cudaperf.execute.types import Candidate, Status
+from tests.execute.c.test_trusted import _prepared
 
 
 def _job(task: str):
@@ -68,13 +67,9 @@ def test_workers_per_gpu_runs_each_gpus_jobs_on_that_many_workers(
     backend = pool.LocalBackend(cfg, Env("full", (0,), "FAKE", "sm_90", {}, 1))
     assert [(h.gpu, h.slot, h.sharers) for h in backend.handles] == [(0, 0, 2), (0, 1, 2)]
     a, b = saxpy_task(), saxpy_task().model_copy(update={"id": "test/c2cuda/saxpy_b"})
-    refs = {t.id: build_reference(t, cfg).lib for t in (a, b)}
 
-    def prepare(task, cand):
-        lib = fake_libs["ok"]
-        return Prepared(
-            task, cand, "k", lib, refs[task.id], "", [], [], tempfile.mkdtemp(), time.monotonic()
-        )
+    def prepare(task, cand):  # the fake harness in place of an nvcc build
+        return _prepared(task, cand.code, fake_libs["ok"], cfg)
 
     monkeypatch.setattr(backend.evaluator, "prepare", prepare)
     jobs = [(t, Candidate(code=f"// {t.id} {i}")) for t in (a, b) for i in range(2)]

@@ -4,6 +4,7 @@ measure it (`measure`), bring its tolerances up to the generator (`tolerances`).
 from __future__ import annotations
 
 import json as jsonlib
+from collections import Counter
 from pathlib import Path
 
 import typer
@@ -184,10 +185,8 @@ def tolerances(
     except ValueError as e:
         fail(str(e))
     save_tasks(new, out)
-    by_family: dict[str, int] = {}
-    for tid in changed:
-        fam = next(t.family for t in tasks if t.id == tid)
-        by_family[fam] = by_family.get(fam, 0) + 1
+    family = {t.id: t.family for t in tasks}
+    by_family = dict(Counter(family[tid] for tid in changed))
     if json:
         emit_json({"tasks": len(new), "changed": len(changed), "by_family": by_family})
         return

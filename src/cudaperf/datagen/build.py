@@ -254,8 +254,8 @@ def refresh_tolerances(tasks: list[Task], seed: int = 0) -> tuple[list[Task], li
                 "tolerance": t.tolerance,
             }
         )
-        if _as_built(built) != _as_built(t):
-            a, b = _as_built(built), _as_built(t)
+        a, b = _as_built(built), _as_built(t)
+        if a != b:
             fields = sorted(k for k in a if a[k] != b.get(k))
             raise ValueError(
                 f"{t.id}: the generator now writes {', '.join(fields)} differently, not only "

@@ -6,7 +6,6 @@ candidate left running), and a job that waits behind a hung peer is not timed ou
 from __future__ import annotations
 
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import replace
@@ -16,11 +15,11 @@ from catalog import SAXPY_NAIVE, saxpy_task, saxpy_variant
 from conftest import needs_gpu
 
 from cudaperf.execute import EvalConfig, evaluate_batch
-from cudaperf.execute.build import build_reference
-from cudaperf.execute.evaluator import Env, Evaluator, Prepared
+from cudaperf.execute.evaluator import Env, Evaluator
 from cudaperf.execute.isolation.sandbox import WorkerHandle
 from cudaperf.execute.isolation.share import DeviceShare, kill_stopped, open_lock_fds
 from cudaperf.execute.types import Candidate, Status
+from tests.execute.c.test_trusted import _prepared
 from tests.execute.isolation.test_confine import WHY
 
 
@@ -205,26 +204,14 @@ def _jobs(
     (default: one per job), started after its delay, traced with `shim`; their results."""
     ev = Evaluator(cfg, Env("full", (0,), "FAKE", "sm_90", {}, 1))
     task = saxpy_task()
-    ref = build_reference(task, cfg).lib
+    preps = [_prepared(task, f"// {n} {j}", libs[n], cfg, shim) for j, n in enumerate(names)]
     k = sharers or len(names)
     handles = [WorkerHandle(None, cfg, slot=j, sharers=k) for j in range(len(names))]
     results: list = [None] * len(names)
 
     def one(j: int) -> None:
         time.sleep(delays[j])
-        p = Prepared(
-            task,
-            Candidate(code=f"// {names[j]} {j}"),
-            "k",
-            libs[names[j]],
-            ref,
-            "",
-            [],
-            [],
-            tempfile.mkdtemp(),
-            time.monotonic(),
-            trace_lib=shim,
-        )
+        p = preps[j]
         results[j] = ev.finish(p, handles[j].request(ev.request(p), timeouts[j]))
 
     threads = [threading.Thread(target=one, args=(j,)) for j in range(len(names))]
