@@ -16,7 +16,10 @@ GPU jobs of a batch's families overlap; the evaluator runs every task's naive im
 first, so a family's row can only end after its batch's naive jobs: small batches keep rows
 coming while a call can still be cut), and the JSON is rewritten as soon as a family's last
 job ends (`--out`); a rerun skips the families it already holds (`--fresh` starts over; a
-file from another evaluator fingerprint is refused), so a cut call resumes; `--seed-from FILE`
+file from another evaluator fingerprint is refused), so a cut call resumes. Each row keeps a
+digest of what it evaluated (its tasks less their stored measurements, and its candidates'
+code): a family whose tasks changed in the data since (a tolerance regenerated, say) is run
+again, and `--redo FAMILIES` runs named families again. `--seed-from FILE`
 starts a new `--out` from FILE's families (the committed result, say) when FILE was measured at
 this evaluator with the same seed. Ctrl-C stops after the job in flight.
 
@@ -26,6 +29,7 @@ this evaluator with the same seed. Ctrl-C stops after the job in flight.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import math
@@ -139,6 +143,32 @@ def family_jobs(tasks: list[Task]) -> tuple[list[tuple[Task, Candidate]], list[s
     return jobs, roles
 
 
+def family_digest(tasks: list[Task]) -> str:
+    """What a family's row evaluated: its tasks as the evaluator sees them (implementations'
+    stored measurements left out: a new measurement changes no verdict) and the code of the
+    candidates it runs; a row whose digest differs from the data's is stale."""
+    h = hashlib.sha256()
+    for t in tasks:
+        spec = t.model_dump(mode="json", exclude={"implementations"})
+        h.update(json.dumps(spec, sort_keys=True).encode())
+        for _, c in family_jobs([t])[0]:
+            h.update(c.hash.encode())
+    return h.hexdigest()[:16]
+
+
+def stale_families(doc: dict, chosen: dict[str, list[Task]], redo: set[str]) -> list[str]:
+    """Families `doc` holds that must run again: named in `redo`, or whose row's digest differs
+    from the data's (rows from before digests were kept are trusted as they are)."""
+    out = []
+    for fam, row in doc["families"].items():
+        if fam not in chosen:
+            continue
+        was = row.get("tasks_digest")
+        if fam in redo or (was is not None and was != family_digest(chosen[fam])):
+            out.append(fam)
+    return out
+
+
 def family_row(tasks: list[Task], jobs: list, roles: list[str], results: list, wall_s: float):
     """The family's row from its jobs' results (in job order)."""
     by_role: dict[str, list] = {"naive": [], "fastest": []}
@@ -159,6 +189,7 @@ def family_row(tasks: list[Task], jobs: list, roles: list[str], results: list, w
     return {
         "kind": tasks[0].kind.value,
         "tasks": [t.id for t in tasks],
+        "tasks_digest": family_digest(tasks),
         "implementations": [[t.id, c.id] for t, c in jobs],
         "naive": _status(by_role["naive"]) if by_role["naive"] else "missing",
         "fastest": _status(by_role["fastest"]) if by_role["fastest"] else "missing",
@@ -223,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kernelbench", default="", help="a KernelBench checkout (level 1)")
     ap.add_argument("--fresh", action="store_true", help="ignore families already in --out")
     ap.add_argument(
+        "--redo", default="", help="comma-separated families to run again though --out has them"
+    )
+    ap.add_argument(
         "--seed-from",
         default="",
         help="a new --out starts with this file's families when it was measured at this "
@@ -248,6 +282,13 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 2
         chosen = {f: ts for f, ts in chosen.items() if f in want}
+    redo = set(filter(None, a.redo.split(",")))
+    if redo - set(chosen):
+        print(
+            f"error: --redo {sorted(redo - set(chosen))}: not among the families run",
+            file=sys.stderr,
+        )
+        return 2
     out = Path(a.out)
     doc = {"families": {}}
     if out.exists() and not a.fresh:
@@ -266,6 +307,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     doc.update(head, preset=a.preset, seed=a.seed, data=str(a.data))
+    for fam in stale_families(doc, chosen, redo):
+        why = "named in --redo" if fam in redo else "its tasks changed in the data"
+        print(f"{fam}: run again ({why})", flush=True)
+        del doc["families"][fam]
     todo = [f for f in chosen if f not in doc["families"]]
     session = EvalSession(cfg)
     try:

@@ -8,8 +8,9 @@
 #   source scripts/device_env.sh; bash bench/gpu_suite.sh evalspeed      # 1, 2, 4 workers per GPU
 # `smoke` resumes $OUT/eval_dataset_smoke_<gpu>.json (<gpu>: h200, h100, ... from nvidia-smi), or
 # starts from the committed bench/results/ one when that was measured at this evaluator; it takes
-# SMOKE_S seconds at most (default 560 times WALL_X). `evalspeed` scores 64 pool tasks' C->CUDA
-# candidates with EVALWORKERS (default "1 2 4") workers per GPU (bench/train_eval_speed.py, cold
+# SMOKE_S seconds at most (default 560 times WALL_X); families whose tasks changed in the data
+# since run again, and so do those named in SMOKE_REDO (comma-separated). `evalspeed` scores 64
+# pool tasks' C->CUDA candidates with EVALWORKERS (default "1 2 4") workers per GPU (bench/train_eval_speed.py, cold
 # cache, EVALSPEED_S seconds at most, default 540): whether several workers per GPU pay.
 # Not call-sized: all groups in one background job that outlives the calls (bench/device_bg.sh),
 # with WALL_X=3 so that no group is cut at a call's limit:
@@ -49,7 +50,8 @@ for g in "$@"; do
       echo "== smoke: bench/eval_dataset_smoke.py on ${gpu:=gpu} (limit ${lim}s)"
       timeout "$lim" python3 bench/eval_dataset_smoke.py \
         --out "$OUT/eval_dataset_smoke_$gpu.json" \
-        --seed-from "bench/results/eval_dataset_smoke_$gpu.json" > "$OUT/gpu_smoke.log" 2>&1
+        --seed-from "bench/results/eval_dataset_smoke_$gpu.json" \
+        ${SMOKE_REDO:+--redo "$SMOKE_REDO"} > "$OUT/gpu_smoke.log" 2>&1
       echo "rc=$?" >> "$OUT/gpu_smoke.log"
       tail -4 "$OUT/gpu_smoke.log" ;;
     evalspeed)

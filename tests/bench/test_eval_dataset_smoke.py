@@ -303,3 +303,43 @@ def test_kernelbench_problems_are_paired_with_their_hand_written_candidates(tmp_
     assert good == {"tasks": 1, "ok": 1, "failures": [], "passed": True}
     bad = smoke.kernelbench_rows(str(tmp_path), session(Status.WRONG_OUTPUT))
     assert bad["passed"] is False and bad["failures"][0]["status"] == "wrong_output"
+
+
+def test_a_family_whose_tasks_changed_or_named_in_redo_runs_again(tmp_path, monkeypatch, capsys):
+    """A resumed --out keeps a family's row only while its digest matches the data (a task's
+    tolerance regenerated makes it stale; a new stored measurement does not); `--redo` runs a
+    named family again; a row from before digests were kept is trusted as it is."""
+    batches = _stand_in(monkeypatch)
+    out = tmp_path / "s.json"
+    argv = ["--families", "gemm,histogram", "--out", str(out)]
+    assert smoke.main(argv) == 0
+    doc = json.loads(out.read_text())
+    chosen = smoke.pick(load_tasks(DATA), seed=0)
+    assert doc["families"]["gemm"]["tasks_digest"] == smoke.family_digest(chosen["gemm"])
+    batches.clear()
+    assert smoke.main(argv) == 0 and batches == []  # nothing changed: nothing runs
+
+    t = chosen["gemm"][0]
+    tol = t.tolerance.model_copy(update={"rtol": t.tolerance.rtol * 2})
+    looser = t.model_copy(update={"tolerance": tol})
+    assert (
+        smoke.family_digest([looser, *chosen["gemm"][1:]])
+        != doc["families"]["gemm"]["tasks_digest"]
+    )
+    impl = t.implementations[0]
+    remeasured = impl.model_copy(update={"measurements": []})
+    same = t.model_copy(update={"implementations": [remeasured, *t.implementations[1:]]})
+    assert (
+        smoke.family_digest([same, *chosen["gemm"][1:]]) == doc["families"]["gemm"]["tasks_digest"]
+    )
+
+    doc["families"]["gemm"]["tasks_digest"] = "0" * 16  # measured on other tasks
+    del doc["families"]["histogram"]["tasks_digest"]  # a row from before digests
+    out.write_text(json.dumps(doc))
+    assert smoke.main(argv) == 0
+    assert batches == [["gemm"]] and "gemm: run again (its tasks changed" in capsys.readouterr().out
+    batches.clear()
+    assert smoke.main([*argv, "--redo", "histogram"]) == 0 and batches == [["histogram"]]
+    assert "histogram: run again (named in --redo)" in capsys.readouterr().out
+    assert smoke.main([*argv, "--redo", "conv1d"]) == 2
+    assert "--redo ['conv1d']" in capsys.readouterr().err
