@@ -9,9 +9,11 @@
 # `smoke` resumes $OUT/eval_dataset_smoke_<gpu>.json (<gpu>: h200, h100, ... from nvidia-smi), or
 # starts from the committed bench/results/ one when that was measured at this evaluator; it takes
 # SMOKE_S seconds at most (default 560 times WALL_X); families whose tasks changed in the data
-# since run again, and so do those named in SMOKE_REDO (comma-separated). `evalspeed` scores 64
-# pool tasks' C->CUDA candidates with EVALWORKERS (default "1 2 4") workers per GPU (bench/train_eval_speed.py, cold
-# cache, EVALSPEED_S seconds at most, default 540): whether several workers per GPU pay.
+# since run again, and so do those named in SMOKE_REDO (comma-separated). `evalspeed` scores a
+# GRPO step's shape of C->CUDA candidates, EVALPER (16) of each of EVALN (4) pool tasks, with
+# EVALWORKERS (default "1 2 4") workers per GPU (bench/train_eval_speed.py, cold cache,
+# EVALSPEED_S seconds at most, default 540): whether several workers per GPU pay. (64 tasks of
+# one candidate each spent the whole 400 s on preparing the pool, H200 2026-12-05.)
 # Not call-sized: all groups in one background job that outlives the calls (bench/device_bg.sh),
 # with WALL_X=3 so that no group is cut at a call's limit:
 #   WALL_X=3 bash bench/device_bg.sh start verify -- bash bench/gpu_suite.sh execute smoke evalspeed fast bench torch
@@ -57,7 +59,8 @@ for g in "$@"; do
     evalspeed)
       echo "== evalspeed: bench/train_eval_speed.py, ${EVALWORKERS:-1 2 4} workers per GPU"
       rm -rf /tmp/cudaperf_evalspeed  # a cold start: no references or baselines cached
-      timeout "${EVALSPEED_S:-540}" python3 bench/train_eval_speed.py --n "${EVALN:-64}" \
+      timeout "${EVALSPEED_S:-540}" python3 bench/train_eval_speed.py --n "${EVALN:-4}" \
+        --per-task "${EVALPER:-16}" \
         --cache-dir /tmp/cudaperf_evalspeed --workers-per-gpu ${EVALWORKERS:-1 2 4} \
         --out "$OUT/train_eval_speed.json" > "$OUT/gpu_evalspeed.log" 2>&1
       echo "rc=$?" >> "$OUT/gpu_evalspeed.log"

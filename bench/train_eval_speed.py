@@ -12,16 +12,24 @@ each written to the JSON as it ends:
    default a fresh temporary folder), in batches of `--prepare-chunk` tasks, the JSON updated
    after each (a cold pool can outlast a device call: 64 tasks had not finished in 145 s on
    the H200, 2026-12-04, and nothing was written);
-2. `batch_a`: one stored non-naive implementation per task, scored in one batch (the pool's
-   tasks are now prepared: compile + GPU time, analysis and ranker);
-3. `batch_b`: another implementation per task (new candidates, warm evaluator): the number to
-   hold against the goal of <= 10 s for 64 candidates on one H200;
+2. `batch_a`: `--per-task` stored non-naive implementations of each task (cycling through
+   them), scored in one batch (the pool's tasks are now prepared: compile + GPU time,
+   analysis and ranker);
+3. `batch_b`: as many others per task (new candidates, warm evaluator): the number to hold
+   against the goal of <= 10 s for 64 candidates on one H200;
 4. `batch_a_again`: batch A again (the scorer's own cache: nothing is re-run);
 5. with `--workers-per-gpu 1 2 4`: the phases above run with the first count of C→CUDA
    workers per GPU (`EvalConfig.workers_per_gpu`), then for each further count a new evaluator
    session (same cache: the pool stays prepared) scores batch A (`batch_a_k<K>`: warms the new
    workers' input sets) and batch B (`batch_b_k<K>`: the number to hold against `batch_b`),
    each candidate's code changed by a comment naming K, so nothing comes from a cache.
+
+A GRPO step scores several samples of few tasks (the pilots: 4 tasks, 16 candidates each over
+two turns), so `--n 4 --per-task 16` is its shape: four tasks to prepare, not 64 (a cold 64-task
+pool took 330 s on the H200, 2026-12-05, and left no device time for the batches), and each
+task's input sets serve 16 candidates, as in a step. A candidate past a task's first cycle of
+implementations is one of them with a comment naming the sample, so each is a new source
+(compiled and run, as a sampled reply is).
 
 Each phase records wall seconds and their breakdown (analysis prefetch, evaluator, the rest:
 ranker and reward) and the status counts. Without a GPU it runs compile-only (said in the
@@ -46,16 +54,19 @@ def say(msg: str) -> None:
     print(msg, flush=True)
 
 
-def candidates(pool, pick: int):
-    """(task, code) per task: its `pick`-th implementation that is not the naive one (cycling)."""
+def candidates(pool, pick: int, per_task: int = 1):
+    """`per_task` (task, code) items per task: samples `pick * per_task` onwards of its
+    implementations that are not the naive one, cycling through them; a sample past the first
+    cycle carries a comment naming it, so every item of every batch is a distinct source."""
     from cudaperf.execute.api import naive_implementation
 
     out = []
     for t in pool:
         naive = naive_implementation(t)
         others = [i.code for i in t.implementations if naive is None or i.code != naive.code]
-        if others:
-            out.append((t, others[pick % len(others)]))
+        for j in range(pick * per_task, (pick + 1) * per_task) if others else ():
+            code = others[j % len(others)]
+            out.append((t, code if j < len(others) else f"{code}\n// sample {j}\n"))
     return out
 
 
@@ -98,7 +109,10 @@ def _stop(signum, frame):  # SIGTERM (what `timeout` sends) ends the run as Ctrl
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=64, help="tasks in the pool, one candidate each")
+    ap.add_argument("--n", type=int, default=64, help="tasks in the pool")
+    ap.add_argument(
+        "--per-task", type=int, default=1, help="candidates per task in each batch (module doc)"
+    )
     ap.add_argument("--tasks", type=Path, default=Path("data/tasks.jsonl.gz"))
     ap.add_argument("--cache-dir", type=Path, default=None, help="evaluator cache (default: new)")
     ap.add_argument("--compile-only", action="store_true")
@@ -118,6 +132,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit("--n: use >= 1")
     if min(a.workers_per_gpu) < 1:
         sys.exit("--workers-per-gpu: use counts >= 1, such as 1 2 4")
+    if a.per_task < 1:
+        sys.exit("--per-task: use >= 1 (a GRPO step's shape: --n 4 --per-task 16)")
     if a.prepare_chunk < 1:
         sys.exit("--prepare-chunk: use >= 1")
     if not a.tasks.is_file():
@@ -149,6 +165,7 @@ def main(argv: list[str] | None = None) -> None:
         "mode": env.mode,
         "gpu": env.gpu_name,
         "pool_tasks": len(pool),
+        "per_task": a.per_task,
         "cache_dir": str(cache),
         "session_start_s": round(start_s, 2),
         "settings": {
@@ -204,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
         prep["done"] = True
         write()
         say(f"{'prepare':>14} {prep['candidates']:>5} {prep['seconds']:>8.2f}")
-        a_items, b_items = candidates(pool, 0), candidates(pool, 1)
+        a_items, b_items = candidates(pool, 0, a.per_task), candidates(pool, 1, a.per_task)
         runs = [("batch_a", a_items), ("batch_b", b_items), ("batch_a_again", a_items)]
         for name, items in runs:
             scored_phase(doc, name, scorer, items)

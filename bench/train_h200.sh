@@ -251,13 +251,11 @@ speed)  # generation tokens/s per mode and batch size (bench/train_speed.py)
     --max-new-tokens 512 --deadline-s ${SPEED_S:-400} --out "$OUT/train_speed_gen_h200.json" \
     --plot "$OUT/train_speed_gen_h200.png" 2>&1 | grep -v "it/s" | tail -30 | tee -a "$OUT/stage.log"
   ;;
-evalspeed)  # one batch of EVALN (default 64) candidates scored cold and warm (bench/train_eval_speed.py),
-  # then again with each further count of C->CUDA workers per GPU (EVALWORKERS, default "1 2 4")
+evalspeed)  # a GRPO step's shape of candidates (EVALPER of each of EVALN tasks, default 16 x 4)
+  # scored cold and warm with EVALWORKERS (default "1 2 4") C->CUDA workers per GPU: the
+  # gpu_suite.sh group of that name (its header), writing $OUT/train_eval_speed.json
   log "eval speed"
-  rm -rf /root/evalspeed  # a cold start: no references or baselines cached
-  timeout ${EVALSPEED_S:-540} python3 bench/train_eval_speed.py --n ${EVALN:-64} --cache-dir /root/evalspeed \
-    --workers-per-gpu ${EVALWORKERS:-1 2 4} \
-    --out "$OUT/train_eval_speed_h200.json" 2>&1 | tail -12 | tee -a "$OUT/stage.log"
+  bash bench/gpu_suite.sh evalspeed 2>&1 | tee -a "$OUT/stage.log"
   ;;
 step64)  # one single-turn GRPO step of 64 completions (8 tasks x 8): its time breakdown
   [ -d "$W/sft/final" ] || { echo "the SFT run is gone: machine went cold"; exit 3; }

@@ -41,14 +41,14 @@ def _env():
 
 
 def test_every_phase_is_written(tmp_path):
-    cmd = [*_cmd(tmp_path, 3, 2), "--workers-per-gpu", "1", "2"]
+    cmd = [*_cmd(tmp_path, 2, 1), "--workers-per-gpu", "1", "2", "--per-task", "2"]
     r = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     doc = json.loads((tmp_path / "speed.json").read_text())
-    assert doc["mode"] == "compile-only" and doc["pool_tasks"] == 3
+    assert doc["mode"] == "compile-only" and doc["pool_tasks"] == 2 and doc["per_task"] == 2
     assert doc["settings"]["workers_per_gpu"] == 1
     prep = doc["phases"]["prepare"]
-    assert prep["done"] and prep["tasks_done"] == 3 and prep["candidates"] == 3
+    assert prep["done"] and prep["tasks_done"] == 2 and prep["candidates"] == 2
     assert set(doc["phases"]) == {
         "prepare",
         "batch_a",
@@ -58,10 +58,10 @@ def test_every_phase_is_written(tmp_path):
         "batch_b_k2",
     }
     again = doc["phases"]["batch_a_again"]  # the scorer's own cache: the evaluator not asked
-    assert again["candidates"] == 3 and again["evaluator_s"] == 0.0
+    assert again["candidates"] == 4 and again["evaluator_s"] == 0.0
     for name in ("batch_a_k2", "batch_b_k2"):  # a new evaluator, new code: nothing cached
         k2 = doc["phases"][name]
-        assert k2["candidates"] == 3 and k2["cached"] == 0 and k2["evaluator_s"] > 0
+        assert k2["candidates"] == 4 and k2["cached"] == 0 and k2["evaluator_s"] > 0
 
 
 def test_sigterm_keeps_the_prepare_batches_done(tmp_path):
@@ -84,3 +84,26 @@ def test_sigterm_keeps_the_prepare_batches_done(tmp_path):
     doc = json.loads(out.read_text())
     prep = doc["phases"]["prepare"]
     assert prep["tasks_done"] >= 1 and not prep["done"] and "seconds" in doc
+
+
+def test_per_task_batches_are_a_steps_shape_of_distinct_sources():
+    """`--per-task M`: M candidates of each task per batch, cycling through its non-naive
+    implementations; no source repeats within or across batches A and B (each is compiled and
+    run, as a sampled reply is), and M = 1 keeps the one-implementation-per-task batches."""
+    from cudaperf.execute.api import naive_implementation
+    from cudaperf.tasks.io import load_tasks
+    from tests.script_helpers import load_script
+
+    speed = load_script("bench/train_eval_speed.py")
+    pool = [t for t in load_tasks(ROOT / "data/tasks.jsonl.gz")[:40] if naive_implementation(t)][:3]
+    a, b = speed.candidates(pool, 0, 16), speed.candidates(pool, 1, 16)
+    assert len(a) == len(b) == 3 * 16
+    for t in pool:
+        naive = naive_implementation(t).code
+        others = {i.code for i in t.implementations if i.code != naive}
+        mine = [c for task, c in a + b if task.id == t.id]
+        assert len(mine) == 32 and len(set(mine)) == 32  # distinct sources
+        assert {c.split("\n// sample ")[0] for c in mine} == others  # every one used, no naive
+    for t, code in speed.candidates(pool, 1):  # M = 1: each task's second implementation
+        others = [i.code for i in t.implementations if i.code != naive_implementation(t).code]
+        assert code == others[1 % len(others)] or code == f"{others[0]}\n// sample 1\n"
