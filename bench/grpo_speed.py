@@ -9,10 +9,13 @@
 Each side is one or more run folders (or their `steps.jsonl`) of `cudaperf train grpo`, pooled.
 A process's first step (the first `step` record after a `layout` record: every process, a
 resumed one too, writes one when it starts) pays one-off costs (compiling generation, drawing
-the pool's input sets) and is reported apart (`first_step_s`); the others are warm. Per warm
-step (rows read by `cudaperf.train.curves.read_steps`, as `cudaperf train report` reads them):
-`step_s` (the trainer's step), and from the step's `rollout` record `generate_s`,
-`analyse_s`, `eval_s`, `canary_s` and `update_s` (the rest of `step_s`: the policy update);
+the pool's input sets) and is reported apart (`first_step_s`), as is the pool preparation
+before it (`prepare_s`, the process's `prepare` record: the naive implementations evaluated,
+or read from the result cache) and the two together (`process_start_s`); the others are
+warm. Per warm step (rows read by `cudaperf.train.curves.read_steps`, as `cudaperf train
+report` reads them): `step_s` (the trainer's step), and from the step's `rollout` record
+`generate_s`, `analyse_s`, `eval_s`, `canary_s` and `update_s` (the rest of `step_s`: the
+policy update);
 `samples_per_s` (rows / step_s); `generation_tokens_per_s` (completion tokens / generate_s);
 and, where the run logged it, the evaluator's seconds per phase (`eval_phases_s`, summed over
 the step's candidates; `cudaperf.execute.types.PHASES`). Medians over warm steps, means too.
@@ -48,10 +51,11 @@ def steps_file(path: Path) -> Path:
     return f
 
 
-def first_steps(f: Path) -> set[int]:
-    """Steps that were their process's first: the first `step` record after each `layout`
-    record (process 0's; a resumed process writes one when it starts)."""
-    firsts, pending = set(), True
+def first_steps(f: Path) -> dict[int, float]:
+    """Steps that were their process's first (the first `step` record after each `layout`
+    record: process 0's; a resumed process writes one when it starts), each with the seconds
+    its process spent before it preparing the pool (its `prepare` record; 0 without one)."""
+    firsts, pending, prep = {}, True, 0.0
     for n, line in enumerate(f.read_text().splitlines(), 1):
         if not line.strip():
             continue
@@ -60,9 +64,11 @@ def first_steps(f: Path) -> set[int]:
         except ValueError:
             raise Bad(f"{f}:{n}: not a JSON line; is this a steps.jsonl of cudaperf?") from None
         if rec.get("kind") == "layout" and rec.get("process", 0) == 0:
-            pending = True
+            pending, prep = True, 0.0
+        elif rec.get("kind") == "prepare" and pending:
+            prep = float(rec.get("seconds") or 0.0)
         elif rec.get("kind") == "step" and pending:
-            firsts.add(rec.get("step"))
+            firsts[rec.get("step")] = prep
             pending = False
     return firsts
 
@@ -82,6 +88,7 @@ def read_steps(path: Path) -> list[dict]:
             {
                 "step": r["step"],
                 "first": r["step"] in firsts,
+                "prepare_s": firsts.get(r["step"]),  # its process's pool preparation
                 "step_s": step_s,
                 "rows": r.get("rows"),
                 "groups": r.get("groups"),
@@ -123,6 +130,11 @@ def summarise(paths: list[Path]) -> dict:
         "warm_step_s_mean": _mean([r["step_s"] for r in warm]),
         "first_step_s": _med([r["step_s"] for r in first]),
         "first_step_s_mean": _mean([r["step_s"] for r in first]),
+        # what a new process pays before its first step ends, model loading aside: preparing
+        # the pool (0.05 s where the result cache held it) and the first step
+        "prepare_s": _med([r["prepare_s"] for r in first]),
+        "prepare_s_max": max((r["prepare_s"] for r in first), default=None),
+        "process_start_s": _med([r["prepare_s"] + r["step_s"] for r in first]),
         "samples_per_s": _med([r["samples_per_s"] for r in warm]),
         "generation_tokens_per_s": _med([r["generation_tokens_per_s"] for r in warm]),
         "phases_median_s": {k: _med([r[k] for r in warm]) for k in PHASES},
@@ -139,6 +151,8 @@ def table(doc: dict) -> list[str]:
         ("warm step s (median)", "warm_step_s_median"),
         ("warm step s (mean)", "warm_step_s_mean"),
         ("first step s (median)", "first_step_s"),
+        ("prepare s (median)", "prepare_s"),
+        ("prepare + first step s", "process_start_s"),
         ("samples/s", "samples_per_s"),
         ("generation tokens/s", "generation_tokens_per_s"),
     ]

@@ -41,6 +41,10 @@ def test_the_committed_pilots_give_the_issues_before_numbers():
     ph = doc["phases_mean_s"]
     assert ph["eval_s"] > ph["generate_s"] > ph["canary_s"] > ph["analyse_s"] > 0
     assert doc["eval_phases_median_s"] == {}  # the pilots predate the evaluator's phases
+    # each arm's first process prepared its 16-task pool (120.28 s, 108.86 s); the resumed
+    # ones read it from the result cache, and still paid ~170 s for their first step
+    assert doc["prepare_s_max"] == 120.28 and doc["prepare_s"] == 0.05
+    assert doc["process_start_s"] == pytest.approx(170.57, abs=0.01)
 
 
 def test_after_is_compared_with_before_phase_by_phase(tmp_path, capsys):
@@ -84,3 +88,29 @@ def test_bad_input_is_one_line(tmp_path, capsys, case):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: "), err
     assert not out.exists()
+
+
+def test_a_process_start_is_its_pool_preparation_and_its_first_step(tmp_path):
+    """`prepare` records pair with the first step of their own process (the one after the same
+    `layout` record); a process without one prepared nothing (0 s)."""
+    recs = [
+        {"kind": "layout", "process": 0},
+        {"kind": "prepare", "seconds": 100.0},
+        {"kind": "rollout", "step": 0, "rows": 32, "groups": 4, "generate_s": 5.0},
+        {"kind": "step", "step": 1, "step_s": 40.0},
+        {"kind": "rollout", "step": 1, "rows": 32, "groups": 4, "generate_s": 5.0},
+        {"kind": "step", "step": 2, "step_s": 20.0},
+        {"kind": "layout", "process": 0},  # resumed, no prepare record
+        {"kind": "rollout", "step": 2, "rows": 32, "groups": 4, "generate_s": 5.0},
+        {"kind": "step", "step": 3, "step_s": 30.0},
+        {"kind": "layout", "process": 0},
+        {"kind": "prepare", "seconds": 4.0},
+        {"kind": "rollout", "step": 3, "rows": 32, "groups": 4, "generate_s": 5.0},
+        {"kind": "step", "step": 4, "step_s": 50.0},
+    ]
+    (tmp_path / "steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert gs.first_steps(tmp_path / "steps.jsonl") == {1: 100.0, 3: 0.0, 4: 4.0}
+    doc = gs.summarise([tmp_path])
+    assert doc["first_steps"] == 3 and doc["warm_steps"] == 1
+    assert doc["prepare_s"] == 4.0 and doc["prepare_s_max"] == 100.0
+    assert doc["process_start_s"] == 54.0  # median of 140, 30 and 54
