@@ -15,10 +15,10 @@ or read from the result cache) and the two together (`process_start_s`); the oth
 warm. Per warm step (rows read by `cudaperf.train.curves.read_steps`, as `cudaperf train
 report` reads them): `step_s` (the trainer's step), and from the step's `rollout` record
 `generate_s`, `analyse_s`, `eval_s`, `canary_s` and `update_s` (the rest of `step_s`: the
-policy update);
-`samples_per_s` (rows / step_s); `generation_tokens_per_s` (completion tokens / generate_s);
-and, where the run logged it, the evaluator's seconds per phase (`eval_phases_s`, summed over
-the step's candidates; `cudaperf.execute.types.PHASES`). Medians over warm steps, means too.
+policy update); `samples_per_s` (rows / step_s); `generation_tokens_per_s` (completion tokens
+/ generate_s); and, where the run logged it, the evaluator's seconds per phase
+(`eval_phases_s`, summed over the step's candidates; `cudaperf.execute.types.PHASES`).
+Medians over warm steps, means too.
 
 Both sides must have the step shape (rows and groups per step), or the comparison is refused:
 a step of another shape is another measurement. The JSON has the keys `before` and `after`
