@@ -103,6 +103,32 @@ def scored_phase(doc: dict, name: str, scorer, items) -> None:
     )
 
 
+def best_workers(doc: dict, gain: float = 0.9) -> tuple[int, str]:
+    """The count of C→CUDA workers per GPU that scored batch B fastest, and why. A count above
+    the first is taken only when every further count's batch B ended with the same statuses as
+    the first's (the same verdicts on the same candidates) and it took at most `gain` times
+    the first count's seconds (a smaller gain is within a run's noise); else the first."""
+    phases = doc.get("phases", {})
+    first = doc.get("settings", {}).get("workers_per_gpu", 1)
+    base = phases.get("batch_b")
+    if not base:
+        return first, "no batch B was measured"
+    more = {
+        int(n.removeprefix("batch_b_k")): r for n, r in phases.items() if n.startswith("batch_b_k")
+    }
+    for k, r in sorted(more.items()):
+        if r["statuses"] != base["statuses"]:
+            return (
+                first,
+                f"{k} workers changed the verdicts ({r['statuses']} vs {base['statuses']})",
+            )
+    best, secs = first, base["seconds"]
+    for k, r in sorted(more.items()):
+        if r["seconds"] <= gain * base["seconds"] and r["seconds"] < secs:
+            best, secs = k, r["seconds"]
+    return best, f"batch B took {secs} s with {best}, {base['seconds']} s with {first}"
+
+
 def _stop(signum, frame):  # SIGTERM (what `timeout` sends) ends the run as Ctrl-C does
     raise KeyboardInterrupt
 
@@ -127,7 +153,22 @@ def main(argv: list[str] | None = None) -> None:
         help="C→CUDA workers per GPU: the first for every phase, each further one for batches "
         "A and B again on a new evaluator (module doc)",
     )
+    ap.add_argument(
+        "--best-workers",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="print the workers-per-GPU count a measured JSON favours (best_workers), and exit",
+    )
     a = ap.parse_args(argv)
+    if a.best_workers:
+        try:
+            k, why = best_workers(json.loads(a.best_workers.read_text()))
+        except (OSError, ValueError) as e:
+            sys.exit(f"--best-workers {a.best_workers}: {e}; give a JSON this script wrote")
+        print(k)
+        print(why, file=sys.stderr)
+        return
     if a.n < 1:
         sys.exit("--n: use >= 1")
     if min(a.workers_per_gpu) < 1:

@@ -8,6 +8,7 @@
 # To leave the device time to GRPO, stage sft can train only: GEN= END=0 bash ... sft
 #   speed (machine warm after sft):                   bash bench/train_h200.sh speed
 #   evalspeed (any time; no model needed), step64 (after sft): the #21 speed measurements
+#   speedrun (after probe, model, restoresft; in device_bg.sh): #44's, its stage's comment
 #   heldout (after grpo):                             GEN="sft grpo" END=500 bash ... heldout
 # Across sessions (a cold machine): PACK=1 on the session's last grpo call puts the newest
 # checkpoint in $OUT (adapter in 15 MiB pieces + the small files, optimizer state left out: it
@@ -256,6 +257,22 @@ evalspeed)  # a GRPO step's shape of candidates (EVALPER of each of EVALN tasks,
   # gpu_suite.sh group of that name (its header), writing $OUT/train_eval_speed.json
   log "eval speed"
   bash bench/gpu_suite.sh evalspeed 2>&1 | tee -a "$OUT/stage.log"
+  ;;
+speedrun)  # #44's speed measurement after probe, model and restoresft, as one background job:
+  #   bash bench/device_bg.sh start speed -- bash bench/train_h200.sh speedrun
+  # the SmolLM2 GRPO GPU tests, the evalspeed group (a step's shape, 1/2/4 workers per GPU),
+  # then stage grpo with the workers-per-GPU count that group favours (train_eval_speed.py
+  # --best-workers) unless EVALWORKERS is set; RUN, STEPS, GENWEIGHTS ... as for stage grpo
+  [ -d "$W/sft/final" ] || { echo "the SFT start is missing: run stages probe, model, restoresft"; exit 3; }
+  log "gpu tests of tests/train"
+  timeout 420 python3 -m pytest -m gpu -v -rfEs -p no:cacheprovider --timeout 200 \
+    tests/train/test_gpu.py > "$OUT/gpu_train.log" 2>&1
+  grep -E "passed|failed|skipped" "$OUT/gpu_train.log" | tail -3 | tee -a "$OUT/stage.log"
+  env -u EVALWORKERS EVALSPEED_S=${EVALSPEED_S:-420} bash bench/gpu_suite.sh evalspeed \
+    | tee -a "$OUT/stage.log"  # 1, 2 and 4 workers per GPU
+  k=${EVALWORKERS:-$(python3 bench/train_eval_speed.py --best-workers "$OUT/train_eval_speed.json" 2>> "$OUT/stage.log")}
+  log "grpo with ${k:=1} C->CUDA worker(s) per GPU"
+  EVALWORKERS=$k bash "$0" grpo
   ;;
 step64)  # one single-turn GRPO step of 64 completions (8 tasks x 8): its time breakdown
   [ -d "$W/sft/final" ] || { echo "the SFT run is gone: machine went cold"; exit 3; }

@@ -107,3 +107,25 @@ def test_per_task_batches_are_a_steps_shape_of_distinct_sources():
     for t, code in speed.candidates(pool, 1):  # M = 1: each task's second implementation
         others = [i.code for i in t.implementations if i.code != naive_implementation(t).code]
         assert code == others[1 % len(others)] or code == f"{others[0]}\n// sample 1\n"
+
+
+def test_best_workers_needs_the_same_verdicts_and_a_real_gain():
+    """The count chosen for training: the fastest batch B among counts with the first count's
+    verdicts, only when it beats the first by 10% or more."""
+    from tests.script_helpers import load_script
+
+    speed = load_script("bench/train_eval_speed.py")
+    ok = {"ok": 60, "compile_error": 4}
+
+    def doc(**secs):
+        ph = {"batch_b": {"seconds": 20.0, "statuses": ok}}
+        for k, (s, st) in secs.items():
+            ph[f"batch_b_{k}"] = {"seconds": s, "statuses": st}
+        return {"settings": {"workers_per_gpu": 1}, "phases": ph}
+
+    assert speed.best_workers({"settings": {}, "phases": {}})[0] == 1  # nothing measured
+    assert speed.best_workers(doc(k2=(12.0, ok), k4=(9.0, ok)))[0] == 4
+    assert speed.best_workers(doc(k2=(12.0, ok), k4=(13.0, ok)))[0] == 2
+    assert speed.best_workers(doc(k2=(19.0, ok)))[0] == 1  # 5% is noise
+    k, why = speed.best_workers(doc(k2=(12.0, ok), k4=(9.0, {"ok": 59, "wrong_output": 1})))
+    assert k == 1 and "changed the verdicts" in why
