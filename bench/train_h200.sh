@@ -262,14 +262,15 @@ speedrun)  # #44's speed measurement after probe, model and restoresft, as one b
   #   bash bench/device_bg.sh start speed -- bash bench/train_h200.sh speedrun
   # the SmolLM2 GRPO GPU tests, the evalspeed group (a step's shape, 1/2/4 workers per GPU),
   # then stage grpo with the workers-per-GPU count that group favours (train_eval_speed.py
-  # --best-workers) unless EVALWORKERS is set; RUN, STEPS, GENWEIGHTS ... as for stage grpo
+  # --best-workers) unless EVALWORKERS is set; COUNTS: the counts compared (default "1 2 4"),
+  # EVALSPEED_S (default 420); RUN, STEPS, GRPO_BUDGET, GENWEIGHTS ... as for stage grpo
   [ -d "$W/sft/final" ] || { echo "the SFT start is missing: run stages probe, model, restoresft"; exit 3; }
   log "gpu tests of tests/train"
   timeout 420 python3 -m pytest -m gpu -v -rfEs -p no:cacheprovider --timeout 200 \
     tests/train/test_gpu.py > "$OUT/gpu_train.log" 2>&1
   grep -E "passed|failed|skipped" "$OUT/gpu_train.log" | tail -3 | tee -a "$OUT/stage.log"
-  env -u EVALWORKERS EVALSPEED_S=${EVALSPEED_S:-420} bash bench/gpu_suite.sh evalspeed \
-    | tee -a "$OUT/stage.log"  # 1, 2 and 4 workers per GPU
+  EVALWORKERS="${COUNTS:-1 2 4}" EVALSPEED_S=${EVALSPEED_S:-420} bash bench/gpu_suite.sh \
+    evalspeed | tee -a "$OUT/stage.log"  # the counts of workers per GPU compared
   k=${EVALWORKERS:-$(python3 bench/train_eval_speed.py --best-workers "$OUT/train_eval_speed.json" 2>> "$OUT/stage.log")}
   log "grpo with ${k:=1} C->CUDA worker(s) per GPU"
   EVALWORKERS=$k bash "$0" grpo
