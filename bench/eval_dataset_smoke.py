@@ -144,9 +144,10 @@ def family_jobs(tasks: list[Task]) -> tuple[list[tuple[Task, Candidate]], list[s
 
 
 def family_digest(tasks: list[Task]) -> str:
-    """What a family's row evaluated: its tasks as the evaluator sees them (implementations'
-    stored measurements left out: a new measurement changes no verdict) and the code of the
-    candidates it runs; a row whose digest differs from the data's is stale."""
+    """What a family's row evaluated: its tasks as the evaluator sees them (implementations
+    and their stored measurements left out: a new measurement changes no verdict) and the code
+    of the candidates it runs (a measurement that makes another implementation the fastest
+    does change that); a row whose digest differs from the data's is stale."""
     h = hashlib.sha256()
     for t in tasks:
         spec = t.model_dump(mode="json", exclude={"implementations"})

@@ -326,12 +326,27 @@ def test_a_family_whose_tasks_changed_or_named_in_redo_runs_again(tmp_path, monk
         smoke.family_digest([looser, *chosen["gemm"][1:]])
         != doc["families"]["gemm"]["tasks_digest"]
     )
-    impl = t.implementations[0]
-    remeasured = impl.model_copy(update={"measurements": []})
-    same = t.model_copy(update={"implementations": [remeasured, *t.implementations[1:]]})
-    assert (
-        smoke.family_digest([same, *chosen["gemm"][1:]]) == doc["families"]["gemm"]["tasks_digest"]
-    )
+
+    def remeasured(scale_of):  # every implementation measured again, medians scaled
+        impls = [
+            i.model_copy(
+                update={
+                    "measurements": [
+                        m.model_copy(
+                            update={"date": "2027-01-01", "median_us": m.median_us * scale_of(i)}
+                        )
+                        for m in i.measurements
+                    ]
+                }
+            )
+            for i in t.implementations
+        ]
+        return [t.model_copy(update={"implementations": impls}), *chosen["gemm"][1:]]
+
+    was = doc["families"]["gemm"]["tasks_digest"]
+    assert smoke.family_digest(remeasured(lambda i: 1.0)) == was  # same candidates
+    slowest = smoke._ranked(t, smoke.GPU)[-1].id  # now made the fastest: another candidate
+    assert smoke.family_digest(remeasured(lambda i: 1e-6 if i.id == slowest else 1.0)) != was
 
     doc["families"]["gemm"]["tasks_digest"] = "0" * 16  # measured on other tasks
     del doc["families"]["histogram"]["tasks_digest"]  # a row from before digests
