@@ -263,8 +263,13 @@ speedrun)  # #44's speed measurement after probe, model and restoresft, as one b
   # the SmolLM2 GRPO GPU tests, the evalspeed group (a step's shape, 1/2/4 workers per GPU),
   # then stage grpo with the workers-per-GPU count that group favours (train_eval_speed.py
   # --best-workers) unless EVALWORKERS is set; COUNTS: the counts compared (default "1 2 4"),
-  # EVALSPEED_S (default 420); RUN, STEPS, GRPO_BUDGET, GENWEIGHTS ... as for stage grpo
+  # EVALSPEED_S (default 420); SMOKE_REDO: the smoke's families to re-measure first (on the
+  # card of a committed smoke file); RUN, STEPS, GRPO_BUDGET, GENWEIGHTS ... as for stage grpo
   [ -d "$W/sft/final" ] || { echo "the SFT start is missing: run stages probe, model, restoresft"; exit 3; }
+  if [ -n "${SMOKE_REDO:-}" ]; then  # families to re-measure in the smoke first (gpu_suite.sh)
+    log "smoke: $SMOKE_REDO"
+    SMOKE_S=${SMOKE_S:-400} bash bench/gpu_suite.sh smoke | tee -a "$OUT/stage.log"
+  fi
   log "gpu tests of tests/train"
   timeout 420 python3 -m pytest -m gpu -v -rfEs -p no:cacheprovider --timeout 200 \
     tests/train/test_gpu.py > "$OUT/gpu_train.log" 2>&1
