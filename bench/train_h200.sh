@@ -264,7 +264,8 @@ speedrun)  # #44's speed measurement after probe, model and restoresft, as one b
   # then stage grpo with the workers-per-GPU count that group favours (train_eval_speed.py
   # --best-workers) unless EVALWORKERS is set; COUNTS: the counts compared (default "1 2 4"),
   # EVALSPEED_S (default 420); SMOKE_REDO: the smoke's families to re-measure first (on the
-  # card of a committed smoke file); RUN, STEPS, GRPO_BUDGET, GENWEIGHTS ... as for stage grpo
+  # card of a committed smoke file); SPEEDRUN_S: the job's seconds (GRPO gets the rest); RUN,
+  # STEPS, GENWEIGHTS ... as for stage grpo
   [ -d "$W/sft/final" ] || { echo "the SFT start is missing: run stages probe, model, restoresft"; exit 3; }
   if [ -n "${SMOKE_REDO:-}" ]; then  # families to re-measure in the smoke first (gpu_suite.sh)
     log "smoke: $SMOKE_REDO"
@@ -277,8 +278,12 @@ speedrun)  # #44's speed measurement after probe, model and restoresft, as one b
   EVALWORKERS="${COUNTS:-1 2 4}" EVALSPEED_S=${EVALSPEED_S:-420} bash bench/gpu_suite.sh \
     evalspeed | tee -a "$OUT/stage.log"  # the counts of workers per GPU compared
   k=${EVALWORKERS:-$(python3 bench/train_eval_speed.py --best-workers "$OUT/train_eval_speed.json" 2>> "$OUT/stage.log")}
-  log "grpo with ${k:=1} C->CUDA worker(s) per GPU"
-  EVALWORKERS=$k bash "$0" grpo
+  # GRPO gets what is left of SPEEDRUN_S (the job's seconds, default 1300) unless GRPO_BUDGET
+  # is set; 90 s stay for its saves and the copies
+  GRPO_BUDGET=${GRPO_BUDGET:-$(( ${SPEEDRUN_S:-1300} - SECONDS - 90 ))}
+  log "grpo with ${k:=1} C->CUDA worker(s) per GPU, budget $GRPO_BUDGET s"
+  [ "$GRPO_BUDGET" -ge 120 ] || { log "no time left for GRPO"; exit 5; }
+  EVALWORKERS=$k GRPO_BUDGET=$GRPO_BUDGET bash "$0" grpo
   ;;
 step64)  # one single-turn GRPO step of 64 completions (8 tasks x 8): its time breakdown
   [ -d "$W/sft/final" ] || { echo "the SFT run is gone: machine went cold"; exit 3; }
