@@ -143,17 +143,18 @@ def family_jobs(tasks: list[Task]) -> tuple[list[tuple[Task, Candidate]], list[s
     return jobs, roles
 
 
-def family_digest(tasks: list[Task]) -> str:
+def family_digest(tasks: list[Task], jobs: list | None = None) -> str:
     """What a family's row evaluated: its tasks as the evaluator sees them (implementations
     and their stored measurements left out: a new measurement changes no verdict) and the code
-    of the candidates it runs (a measurement that makes another implementation the fastest
-    does change that); a row whose digest differs from the data's is stale."""
+    of the candidates it runs, `jobs` (default: `family_jobs(tasks)`; a measurement that makes
+    another implementation the fastest does change them); a row whose digest differs from the
+    data's is stale."""
     h = hashlib.sha256()
     for t in tasks:
         spec = t.model_dump(mode="json", exclude={"implementations"})
         h.update(json.dumps(spec, sort_keys=True).encode())
-        for _, c in family_jobs([t])[0]:
-            h.update(c.hash.encode())
+    for _, c in family_jobs(tasks)[0] if jobs is None else jobs:
+        h.update(c.hash.encode())
     return h.hexdigest()[:16]
 
 
@@ -190,7 +191,7 @@ def family_row(tasks: list[Task], jobs: list, roles: list[str], results: list, w
     return {
         "kind": tasks[0].kind.value,
         "tasks": [t.id for t in tasks],
-        "tasks_digest": family_digest(tasks),
+        "tasks_digest": family_digest(tasks, jobs),  # the candidates that ran
         "implementations": [[t.id, c.id] for t, c in jobs],
         "naive": _status(by_role["naive"]) if by_role["naive"] else "missing",
         "fastest": _status(by_role["fastest"]) if by_role["fastest"] else "missing",
