@@ -95,10 +95,22 @@ def read_steps(path: Path) -> list[dict]:
                 "samples_per_s": r.get("rows", 0) / step_s if step_s > 0 else None,
                 "generation_tokens_per_s": r.get("completion_tokens", 0) / gen if gen else None,
                 "eval_phases_s": r.get("eval_phases_s") or {},
+                "candidates": r.get("candidates"),  # evaluated (not cached, not format errors)
                 **{k: float(r.get(k) or 0.0) for k in PHASES},
             }
         )
     return out
+
+
+def evaluator_of(path: Path) -> str | None:
+    """The evaluator fingerprint in the run folder's env.txt (`evaluator <hash>`, as
+    gpu_suite.sh and train_h200.sh write it), None without one."""
+    env = (path if path.is_dir() else path.parent) / "env.txt"
+    if env.is_file():
+        for line in env.read_text(errors="replace").splitlines():
+            if line.startswith("evaluator "):
+                return line.split()[1] if len(line.split()) > 1 else None
+    return None
 
 
 def _med(xs: list) -> float | None:
@@ -123,6 +135,7 @@ def summarise(paths: list[Path]) -> dict:
     (n_rows, n_groups) = shapes.pop()
     return {
         "runs": [str(p) for p in paths],
+        "evaluators": sorted({evaluator_of(p) or "unknown" for p in paths}),
         "shape": {"rows": n_rows, "groups": n_groups},
         "warm_steps": len(warm),
         "first_steps": len(first),
@@ -140,6 +153,29 @@ def summarise(paths: list[Path]) -> dict:
         "phases_median_s": {k: _med([r[k] for r in warm]) for k in PHASES},
         "phases_mean_s": {k: _mean([r[k] for r in warm]) for k in PHASES},
         "eval_phases_median_s": {k: _med([r["eval_phases_s"].get(k) for r in warm]) for k in names},
+        "bound": bound(warm),
+    }
+
+
+def bound(warm: list[dict]) -> dict:
+    """What bounds a warm step, as medians over warm steps: the share of the step that is
+    evaluation; the candidates evaluated, and evaluation seconds per candidate; and, where the
+    run logged the evaluator's phases, the seconds per candidate of the GPU worker's serial
+    part (every phase but `compile`, which the nvcc pool runs in parallel, and `wait`, the
+    workers taking turns): with one worker per GPU a step's evaluation cannot end sooner."""
+    per = [r["eval_s"] / r["candidates"] for r in warm if r["candidates"]]
+    worker, per_worker = [], []
+    for r in (r for r in warm if r["eval_phases_s"]):
+        w = sum(v for k, v in r["eval_phases_s"].items() if k not in ("compile", "wait"))
+        worker.append(w)
+        if r["candidates"]:
+            per_worker.append(w / r["candidates"])
+    return {
+        "eval_share": _med([r["eval_s"] / r["step_s"] for r in warm if r["step_s"] > 0]),
+        "candidates_per_step": _med([r["candidates"] for r in warm]),
+        "eval_s_per_candidate": _med(per),
+        "worker_serial_s": _med(worker),
+        "worker_serial_s_per_candidate": _med(per_worker),
     }
 
 
@@ -161,6 +197,14 @@ def table(doc: dict) -> list[str]:
     for k in PHASES:
         vals = "".join(f"{_fmt(doc[s]['phases_median_s'][k]):>12s}" for s in sides)
         lines.append(f"{'  ' + k + ' (median)':28s}" + vals)
+    for k in ("eval_share", "candidates_per_step", "eval_s_per_candidate"):
+        vals = "".join(f"{_fmt(doc[s]['bound'][k]):>12s}" for s in sides)
+        lines.append(f"{'  ' + k:28s}" + vals)
+    k = "worker_serial_s_per_candidate"
+    lines.append(
+        f"{'  worker serial s/candidate':28s}"
+        + "".join(f"{_fmt(doc[s]['bound'][k]):>12s}" for s in sides)
+    )
     return lines
 
 
@@ -175,13 +219,21 @@ def plot(doc: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     sides = [s for s in ("before", "after") if s in doc]
+    fig = figure(doc, sides, plt)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def figure(doc: dict, sides: list[str], plt):
+    """One bar per side, split into its phases' medians; a phase has one colour on every bar."""
     fig, ax = plt.subplots(figsize=(9, 1.8 + 0.8 * len(sides)))
     longest = 0.0
     for i, s in enumerate(sides):
         left = 0.0
-        for k in PHASES:
+        for j, k in enumerate(PHASES):
             v = doc[s]["phases_median_s"][k] or 0.0
-            ax.barh(i, v, left=left, label=k[:-2] if i == 0 else None)
+            ax.barh(i, v, left=left, color=f"C{j}", label=k[:-2] if i == 0 else None)
             left += v
         ax.text(left, i, f"  {doc[s]['warm_step_s_median']:.1f} s (median step)", va="center")
         longest = max(longest, left)
@@ -191,9 +243,7 @@ def plot(doc: dict, path: Path) -> None:
     ax.set_xlabel("seconds per warm GRPO step (medians of each phase)")
     ax.legend(ncol=len(PHASES), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0))
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,6 +261,16 @@ def main(argv: list[str] | None = None) -> int:
                 raise Bad(
                     f"before steps are {doc['before']['shape']}, after steps "
                     f"{doc['after']['shape']}: compare runs of one step shape"
+                )
+            ev = {s: doc[s]["evaluators"] for s in ("before", "after")}
+            # the issue asks for one evaluator on both sides; say so when they differ or are
+            # not known (a run folder without env.txt's evaluator line)
+            doc["same_evaluator"] = ev["before"] == ev["after"] and "unknown" not in ev["after"]
+            if not doc["same_evaluator"]:
+                print(
+                    f"note: evaluators differ or are unknown (before {ev['before']}, "
+                    f"after {ev['after']}): phase times mix the runs' and the evaluators' changes",
+                    file=sys.stderr,
                 )
     except Bad as e:
         print(f"error: {e}", file=sys.stderr)

@@ -114,3 +114,70 @@ def test_a_process_start_is_its_pool_preparation_and_its_first_step(tmp_path):
     assert doc["first_steps"] == 3 and doc["warm_steps"] == 1
     assert doc["prepare_s"] == 4.0 and doc["prepare_s_max"] == 100.0
     assert doc["process_start_s"] == 54.0  # median of 140, 30 and 54
+
+
+def test_the_bound_is_the_share_of_evaluation_and_the_workers_serial_seconds(tmp_path):
+    """`bound`: eval_s / step_s, eval_s per candidate evaluated, and the GPU worker's serial
+    seconds (every evaluator phase but compile, which runs in parallel, and wait), medians."""
+    recs = [{"kind": "layout", "process": 0}]
+    for k, (step_s, ev, cands, phases) in enumerate(
+        [
+            (90.0, 60.0, 10, {"compile": 50.0, "call": 40.0}),  # the first step: not counted
+            (40.0, 30.0, 10, {"compile": 25.0, "call": 5.0, "compare": 15.0}),
+            (20.0, 10.0, 5, {"compile": 8.0, "copy": 2.0, "trace": 3.0}),
+            (30.0, 12.0, 4, {"compile": 9.0, "call": 6.0, "wait": 10.0}),
+        ]
+    ):
+        ro = {"kind": "rollout", "step": k, "rows": 32, "groups": 4, "eval_s": ev}
+        ro |= {"candidates": cands, "eval_phases_s": phases}
+        recs += [ro, {"kind": "step", "step": k + 1, "step_s": step_s}]
+    (tmp_path / "steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    b = gs.summarise([tmp_path])["bound"]
+    assert b["eval_share"] == 0.5  # 0.75, 0.5, 0.4
+    assert b["candidates_per_step"] == 5
+    assert b["eval_s_per_candidate"] == 3.0  # 3, 2, 3
+    assert b["worker_serial_s"] == 6.0  # 20, 5, 6: compile and wait left out
+    assert b["worker_serial_s_per_candidate"] == 1.5  # 2, 1, 1.5
+
+
+def test_a_phase_has_one_colour_on_every_bar():
+    """The plot's legend names each phase's colour once: the after bar must use the same ones
+    (it once went on cycling matplotlib's colours, so 'after' read as other phases)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    side = {"warm_step_s_median": 10.0, "phases_median_s": {k: 2.0 for k in gs.PHASES}}
+    fig = gs.figure({"before": side, "after": side}, ["before", "after"], plt)
+    bars = fig.axes[0].patches
+    n = len(gs.PHASES)
+    assert len(bars) == 2 * n
+    for j in range(n):
+        assert bars[j].get_facecolor() == bars[n + j].get_facecolor()
+    assert len({b.get_facecolor() for b in bars[:n]}) == n
+    plt.close(fig)
+
+
+def test_the_evaluators_of_both_sides_are_named_and_compared(tmp_path, capsys):
+    """Each side lists its runs' evaluator fingerprints (env.txt); `same_evaluator` is true
+    only when both sides name the same one, and a difference is said on stderr."""
+    before = _run(tmp_path / "b", [(10.0, 4.0, 5.0), (9.0, 4.0, 4.0)])
+    after = _run(tmp_path / "a", [(10.0, 4.0, 5.0), (8.0, 3.0, 4.0)])
+    (before / "env.txt").write_text("NVIDIA H200\nevaluator aaaaaaaaaaaa\n")
+    (after / "env.txt").write_text("NVIDIA H200\nevaluator aaaaaaaaaaaa\n")
+    out = tmp_path / "o.json"
+    argv = ["--before", str(before), "--after", str(after), "--out", str(out)]
+    assert gs.main(argv) == 0
+    doc = json.loads(out.read_text())
+    assert doc["before"]["evaluators"] == ["aaaaaaaaaaaa"] and doc["same_evaluator"] is True
+    assert "evaluators differ" not in capsys.readouterr().err
+    (after / "env.txt").write_text("evaluator bbbbbbbbbbbb\n")
+    assert gs.main(argv) == 0
+    doc = json.loads(out.read_text())
+    assert doc["after"]["evaluators"] == ["bbbbbbbbbbbb"] and doc["same_evaluator"] is False
+    assert "evaluators differ" in capsys.readouterr().err
+    (before / "env.txt").unlink()
+    (after / "env.txt").write_text("evaluator aaaaaaaaaaaa\n")
+    assert gs.main(argv) == 0
+    assert json.loads(out.read_text())["same_evaluator"] is False  # before's is unknown
