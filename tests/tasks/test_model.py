@@ -118,3 +118,47 @@ def test_row_ptr_distribution_rejects_bad_fields():
         Distribution(kind="row_ptr", nnz=5, skew=-1)
     with pytest.raises(ValueError, match="cannot hold"):
         Distribution(kind="row_ptr", nnz=5).row_ptr(np.random.default_rng(0), 1)
+
+
+def _with_sizes(**sizes) -> dict:
+    d = c_task()
+    d["configs"][1]["sizes"] = {"n": 1000, "a": 0.5, **sizes}
+    return d
+
+
+@pytest.mark.parametrize(
+    "sizes, match",
+    [
+        ({"n": -5}, r"array 'x' would have -5 elements"),
+        ({"n": 2.5}, r"integer parameter 'n' the value 2.5; use a whole number"),
+    ],
+)
+def test_a_config_that_makes_no_array_is_refused(sizes, match):
+    """A negative length or a fractional integer parameter once passed validation and broke
+    `data verify` with a traceback (numpy's 'negative dimensions', a float where an int goes)."""
+    with pytest.raises(ValidationError, match=match):
+        Task.model_validate(_with_sizes(**sizes))
+
+
+def test_a_length_that_cannot_be_computed_is_refused():
+    d = _with_sizes(m=0)
+    d["signature"] = [*d["signature"], {"name": "m", "ctype": "int", "role": "scalar"}]
+    d["signature"][2]["length"] = "n / m"
+    for c in d["configs"]:
+        c["sizes"].setdefault("m", 1)
+    with pytest.raises(ValidationError, match=r"length of array 'x' \('n / m'\) cannot be"):
+        Task.model_validate(d)
+
+
+def test_negative_and_whole_float_values_stay_allowed_where_they_make_arrays():
+    """Negative constants (a float scale here) are values, not sizes; 16.0 is a whole number."""
+    t = Task.model_validate(_with_sizes(a=-3.5, n=16.0))
+    assert t.configs[1].sizes["a"] == -3.5
+    d = c_task(dims=["k"])
+    for c in d["configs"]:
+        c["sizes"]["k"] = 4
+    d["signature"][2]["length"] = "n + k"
+    Task.model_validate(d)
+    d["configs"][0]["sizes"]["k"] = 0.5
+    with pytest.raises(ValidationError, match=r"dim 'k' the value 0.5"):
+        Task.model_validate(d)

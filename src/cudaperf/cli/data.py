@@ -114,6 +114,13 @@ def verify(
     ),
     jobs: int = typer.Option(2, "--jobs", min=1, help="Parallel nvcc processes."),
     no_nvcc: bool = typer.Option(False, "--no-nvcc", help="Skip compiling the CUDA code."),
+    reference_timeout: float = typer.Option(
+        60.0,
+        "--reference-timeout",
+        min=0.1,
+        max=3600,
+        help="Seconds a C reference may run on its smallest config before its task fails.",
+    ),
     json: bool = JsonOpt,
 ) -> None:
     """C references: gcc + run on the smallest config; CUDA: nvcc -cubin (no GPU needed)."""
@@ -123,7 +130,7 @@ def verify(
     tasks = load_task_set(path, default="dataset")
     c_tasks = [t for t in tasks if t.kind.value == "c2cuda"]
     with console.status("checking C references ..."):
-        refs = [check_reference(t) for t in c_tasks]
+        refs = [check_reference(t, timeout_s=reference_timeout) for t in c_tasks]
     units = [u for t in tasks for u in cuda_units(t)]
     cuda = []
     if not no_nvcc:

@@ -1,8 +1,9 @@
 """Checks of generated tasks that need no GPU: C references compile and run, CUDA compiles.
 
 - `check_reference(task)`: gcc -O2 builds the C reference, which then runs on the smallest
-  config with inputs drawn from its distributions; every output must be finite and not all
-  (near) zero.
+  config with inputs drawn from its distributions, in a child process (a crash or a hang, at
+  most `REFERENCE_TIMEOUT_S`, fails the task); every output must be finite and not all (near)
+  zero.
 - `cuda_units(task)`: the CUDA translation units of every implementation (C→CUDA: CUDA
   runtime header + the task's prototype + the code, as the evaluator's harness compiles it;
   PyTorch→CUDA: each embedded CUDA source string).
@@ -15,7 +16,10 @@ Not checked here: that implementations compute the right values (that needs a GP
 from __future__ import annotations
 
 import ctypes
+import faulthandler
+import multiprocessing
 import shutil
+import signal
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -28,15 +32,6 @@ from cudaperf.tasks.candidate import cuda_sources_in_python
 from cudaperf.tasks.model import Distribution, InputConfig, Role, Task, TaskKind, eval_length
 
 __all__ = ["CheckResult", "check_reference", "cuda_units", "nvcc_compile", "smallest_config"]
-
-_CT = {
-    "float32": ctypes.c_float,
-    "float64": ctypes.c_double,
-    "int32": ctypes.c_int32,
-    "uint32": ctypes.c_uint32,
-    "int64": ctypes.c_int64,
-    "uint64": ctypes.c_uint64,
-}
 
 
 @dataclass(frozen=True)
@@ -85,8 +80,14 @@ def _gcc(src: str, folder: Path) -> tuple[Path | None, str]:
     return (so if p.returncode == 0 else None), (p.stdout + p.stderr)[:2000]
 
 
-def check_reference(task: Task, config: InputConfig | None = None) -> CheckResult:
-    """Compile the C reference and run it on `config` (default: the smallest)."""
+REFERENCE_TIMEOUT_S = 60.0  # the reference's run on the smallest config, at most
+
+
+def check_reference(
+    task: Task, config: InputConfig | None = None, timeout_s: float = REFERENCE_TIMEOUT_S
+) -> CheckResult:
+    """Compile the C reference and run it on `config` (default: the smallest) in a child
+    process, so a reference that crashes or never returns fails its task, not the caller."""
     if task.kind is not TaskKind.C2CUDA:
         return CheckResult(task.id, False, "not a C→CUDA task")
     cfg = config or smallest_config(task)
@@ -96,21 +97,72 @@ def check_reference(task: Task, config: InputConfig | None = None) -> CheckResul
             return CheckResult(task.id, False, f"gcc failed: {log}")
         if "warning" in log:
             return CheckResult(task.id, False, f"gcc warning: {log}")
-        lib = ctypes.CDLL(str(so))
-        rng = np.random.default_rng(cfg.seed)
-        arrays, args = [], []
-        for p in task.signature:
-            if p.role is Role.SCALAR:
-                args.append(_CT[p.dtype](cfg.sizes[p.name]))
-                continue
-            n = eval_length(p.length, cfg.sizes)
-            d = cfg.param_distributions.get(p.name, cfg.distribution)
-            a = np.zeros(n, p.dtype) if p.role is Role.OUT else _draw(rng, d, n, np.dtype(p.dtype))
-            arrays.append((p, a))
-            args.append(ctypes.c_void_p(a.ctypes.data))
+        ctx = multiprocessing.get_context("fork")
+        recv, send = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=_run_child, args=(task, cfg, str(so), send), daemon=True)
+        child.start()
+        send.close()
+        try:
+            if recv.poll(timeout_s):
+                try:
+                    ok, message = recv.recv()
+                    return CheckResult(task.id, ok, message)
+                except EOFError:  # it died before replying
+                    pass
+            else:
+                child.kill()
+                return CheckResult(
+                    task.id, False, f"the reference did not return within {timeout_s:g} s"
+                )
+        finally:
+            recv.close()
+            child.join(5)
+            if child.is_alive():
+                child.kill()
+                child.join()
+        return CheckResult(task.id, False, f"the reference crashed ({_death(child.exitcode)})")
+
+
+def _death(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit status {code}"
+
+
+def _run_child(task: Task, cfg: InputConfig, so: str, send) -> None:
+    faulthandler.disable()  # a crash is the parent's to report, in one line
+    try:
+        r = _run_reference(task, cfg, so)
+        send.send((r.ok, r.message))
+    except Exception as e:  # noqa: BLE001 - the task's problem, told to the parent
+        send.send((False, f"the reference could not run: {e}"))
+    finally:
+        send.close()
+
+
+def _run_reference(task: Task, cfg: InputConfig, so: str) -> CheckResult:
+    lib = ctypes.CDLL(so)
+    try:
         fn = getattr(lib, task.entry)
-        fn.restype = None
-        fn(*args)
+    except AttributeError:
+        return CheckResult(task.id, False, f"the C source defines no function {task.entry!r}")
+    rng = np.random.default_rng(cfg.seed)
+    arrays, args = [], []
+    for p in task.signature:
+        if p.role is Role.SCALAR:
+            dt, v = np.dtype(p.dtype), cfg.sizes[p.name]
+            args.append(np.ctypeslib.as_ctypes_type(dt)(int(v) if dt.kind in "iu" else v))
+            continue
+        n = eval_length(p.length, cfg.sizes)
+        d = cfg.param_distributions.get(p.name, cfg.distribution)
+        a = np.zeros(n, p.dtype) if p.role is Role.OUT else _draw(rng, d, n, np.dtype(p.dtype))
+        arrays.append((p, a))
+        args.append(ctypes.c_void_p(a.ctypes.data))
+    fn.restype = None
+    fn(*args)
     return _outputs_ok(task.id, arrays)
 
 

@@ -147,10 +147,18 @@ def eval_length(expr: str, sizes: dict[str, int | float]) -> int:
     if missing:
         raise ValueError(f"length {expr!r} needs values for {sorted(missing)}")
     env = {k: int(v) for k, v in sizes.items()}
-    value = eval(
-        compile(tree, "<length>", "eval"), {"__builtins__": {}, "min": min, "max": max}, env
-    )  # noqa: S307 - AST checked above
+    # the AST was checked above (`_parse_length`)
+    value = eval(_length_code(tree), {"__builtins__": {}, "min": min, "max": max}, env)  # noqa: S307
     return int(value)
+
+
+@functools.lru_cache(maxsize=8192)
+def _length_code(tree: ast.Expression):
+    return compile(tree, "<length>", "eval")
+
+
+def _is_int_ctype(ctype: str) -> bool:
+    return C_TYPES[ctype].startswith(("int", "uint"))
 
 
 class Param(_Frozen):
@@ -447,6 +455,33 @@ class Task(_Frozen):
             if bad:
                 raise ValueError(
                     f"config {c.name!r} has distributions for non-arrays {sorted(bad)}"
+                )
+            self._check_c_values(c)
+
+    def _check_c_values(self, c: InputConfig) -> None:
+        """Integer parameters and dims get whole numbers, and every array a length >= 0."""
+        ints = {p.name for p in self.signature if p.role is Role.SCALAR and _is_int_ctype(p.ctype)}
+        for name in sorted(ints | set(self.dims)):
+            v = c.sizes[name]
+            if isinstance(v, float) and not v.is_integer():
+                what = "dim" if name in self.dims else "integer parameter"
+                raise ValueError(
+                    f"config {c.name!r} gives {what} {name!r} the value {v}; use a whole number"
+                )
+        for p in self.signature:
+            if p.length is None:
+                continue
+            try:
+                n = eval_length(p.length, c.sizes)
+            except (ArithmeticError, ValueError) as e:
+                raise ValueError(
+                    f"config {c.name!r}: the length of array {p.name!r} ({p.length!r}) cannot "
+                    f"be computed ({e}); fix its sizes"
+                ) from None
+            if n < 0:
+                raise ValueError(
+                    f"config {c.name!r}: array {p.name!r} would have {n} elements "
+                    f"({p.length!r}); give its sizes values that make it >= 0"
                 )
 
     # ---- convenience -------------------------------------------------------------------
