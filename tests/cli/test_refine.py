@@ -292,3 +292,23 @@ def test_reward_overrides_reach_the_scorer_and_a_bad_one_is_one_line(tmp_path, m
     bad = _invoke(tmp_path, "--reward", "structure_weight=lots")
     assert bad.exit_code == 2 and "structure_weight" in bad.output
     assert len(bad.output.strip().splitlines()) == 1, bad.output
+
+
+def test_a_target_module_with_bad_syntax_or_a_c_file_with_bad_sizes_is_one_line(tmp_path):
+    """A module Python cannot parse was a SyntaxError traceback; sizes that build no valid task
+    were pydantic's three-line dump with a URL."""
+    mod = tmp_path / "m.py"
+    mod.write_text("class Model(:\n    pass\ndef get_inputs(:\n    return []\n")
+    out = ["--model", "scripted:best", "--out", tmp_path / "t.jsonl"]
+    r = cli("refine", mod, *out)
+    user_error(r, f"TARGET {mod}: line 1", "fix the module's syntax", code=2)
+    c = tmp_path / "ax.c"
+    c.write_text("void scale(int n, float a, const float* x, float* y) { y[0] = a * x[0]; }\n")
+    fn = ["--function", "scale"]
+    r = cli("refine", c, *fn, "--sizes", "n=16", *out)
+    user_error(r, f"TARGET {c}", "no value for scalar parameter(s) ['a']", "--sizes", code=2)
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr  # not pydantic's dump
+    r = cli("refine", c, *fn, "--sizes", "n=16,a=2", "--length", "x=m", *out)
+    user_error(r, f"TARGET {c}", "('m') names ['m']", code=2)
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "t.jsonl").exists()

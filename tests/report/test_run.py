@@ -321,3 +321,27 @@ def test_compare_names_every_difference_in_how_the_runs_were_measured(tmp_path):
     (tmp_path / "b" / "run.json").write_text(json.dumps(doc))
     diffs = setup_differences([read_run(tmp_path / "a"), read_run(tmp_path / "b")])
     assert len(diffs) == 2 and "H100" in diffs[0] and "0.1.0+def" in diffs[1]
+
+
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        ("[1]", "not a JSON object"),
+        ('{"settings": 5, "tasks": {}}', "'settings' is not an object"),
+        ('{"settings": {}, "tasks": [1]}', "'tasks' is not an object"),
+        ("{oops", "Expecting property name"),
+    ],
+    ids=["list", "settings", "tasks", "not_json"],
+)
+def test_a_rerun_into_a_folder_whose_run_json_is_not_bench_s_is_one_named_error(
+    tmp_path, content, why
+):
+    """Resuming reads the old run.json as `bench report` does: a list or a wrong field was an
+    AttributeError traceback, bad JSON an error that did not name the file."""
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "run.json").write_text(content)
+    with pytest.raises(ValueError, match="not a run.json written by") as e:
+        bench(out, samples=1, turns=1)
+    assert str(out / "run.json") in str(e.value) and why in str(e.value)
+    assert (out / "run.json").read_text() == content  # left as it was

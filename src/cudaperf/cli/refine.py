@@ -6,6 +6,7 @@ import itertools
 from pathlib import Path
 
 import typer
+from pydantic import ValidationError
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from cudaperf.cli.common import (
@@ -23,6 +24,7 @@ from cudaperf.cli.common import (
 from cudaperf.cli.options import PresetOpt, RewardOpt, reward_config
 from cudaperf.cli.reward import RankerOpt, scorer_for
 from cudaperf.refine.scripted import SCRIPTED
+from cudaperf.tasks.io import explain
 from cudaperf.tasks.model import Task, TaskKind
 
 __all__ = ["refine_command"]
@@ -54,6 +56,10 @@ def _target(target: str, tasks_path, function, sizes, lengths) -> Task:
             return task_from_torch_file(p)
     except UnicodeDecodeError as e:  # a ValueError whose message names no file
         fail(f"TARGET {target} is not UTF-8 text (byte {e.start}); save it as UTF-8")
+    except ValidationError as e:  # the task built from the file and the options
+        fail(f"TARGET {target}: {explain(e)}; check --sizes and --length")
+    except SyntaxError as e:  # a module file that Python cannot parse
+        fail(f"TARGET {target}: line {e.lineno}: {e.msg}; fix the module's syntax")
     except (ValueError, OSError) as e:
         fail(str(e))
     return select_task(load_task_set(tasks_path), target, option="TARGET")

@@ -136,9 +136,9 @@ def _prepare(out: Path, settings: BenchSettings, meta: dict[str, TaskMeta], info
     out.mkdir(parents=True, exist_ok=True)
     rj = out / RUN_JSON
     if rj.is_file():
-        old = json.loads(rj.read_text(encoding="utf-8"))
-        problem = _settings_problem(old.get("settings", {}), settings)
-        if not problem and list(old.get("tasks", {})) != list(meta):
+        _, old_settings, old_meta = _read_run_json(rj)
+        problem = _settings_problem(old_settings, settings)
+        if not problem and list(old_meta) != list(meta):
             problem = "it holds a run of other tasks (the suite changed?); use a new --out"
         if problem:
             raise ValueError(f"{out}: {problem}")
@@ -231,17 +231,17 @@ def run_bench(
     return len(todo)
 
 
-def read_run(path: str | Path) -> RunFiles:
-    """A run folder written by `run_bench`; ValueError naming the problem if it is not one."""
-    p = Path(path)
-    rj = p / RUN_JSON
-    if not rj.is_file():
-        raise ValueError(f"{p}: no {RUN_JSON}; give a folder written by `cudaperf bench run --out`")
+def _read_run_json(rj: Path) -> tuple[dict, dict, dict[str, TaskMeta]]:
+    """run.json's other keys, its settings and its tasks' metadata; ValueError in one line
+    naming the file and the first problem when it is not one that `run_bench` wrote."""
     try:
         doc = json.loads(rj.read_text(encoding="utf-8"))
         if not isinstance(doc, dict):
             raise TypeError("not a JSON object")
-        meta = {k: TaskMeta.model_validate(v) for k, v in doc.pop("tasks").items()}
+        tasks = doc.pop("tasks")
+        if not isinstance(tasks, dict):
+            raise TypeError("'tasks' is not an object")
+        meta = {k: TaskMeta.model_validate(v) for k, v in tasks.items()}
         settings = doc.pop("settings")
         if not isinstance(settings, dict):
             raise TypeError("'settings' is not an object")
@@ -256,4 +256,14 @@ def read_run(path: str | Path) -> RunFiles:
             f"{rj}: not a {RUN_JSON} written by `cudaperf bench run` ({why}); give a run "
             "folder it wrote, or run it again into a new --out"
         ) from None
+    return doc, settings, meta
+
+
+def read_run(path: str | Path) -> RunFiles:
+    """A run folder written by `run_bench`; ValueError naming the problem if it is not one."""
+    p = Path(path)
+    rj = p / RUN_JSON
+    if not rj.is_file():
+        raise ValueError(f"{p}: no {RUN_JSON}; give a folder written by `cudaperf bench run --out`")
+    doc, settings, meta = _read_run_json(rj)
     return RunFiles(p, settings, meta, doc, read_records(p / TRAJECTORY))

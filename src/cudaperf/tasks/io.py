@@ -34,6 +34,7 @@ from cudaperf.tasks.model import Task
 
 __all__ = [
     "TaskFileError",
+    "explain",
     "dataset_path",
     "load_sample",
     "load_tasks",
@@ -52,7 +53,8 @@ class TaskFileError(ValueError):
     """A task file that cannot be read; the message says where and how to fix it."""
 
 
-def _explain(err: ValidationError) -> str:
+def explain(err: ValidationError) -> str:
+    """A task's validation errors in one line (the first three, each with its field)."""
     parts = []
     for e in err.errors()[:3]:
         loc = ".".join(str(x) for x in e["loc"]) or "(task)"
@@ -77,7 +79,7 @@ def _validate(data: Any, where: str) -> Task:
         return Task.model_validate(data)
     except ValidationError as e:
         tid = data.get("id", "?")
-        raise TaskFileError(f"{where} (task {tid!r}): {_explain(e)}") from None
+        raise TaskFileError(f"{where} (task {tid!r}): {explain(e)}") from None
 
 
 def _is_jsonl_gz(path: Path) -> bool:
