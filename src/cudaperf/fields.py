@@ -7,10 +7,13 @@ declare each setting once, default and help together; `cli.options.field_option`
 
 from __future__ import annotations
 
-from dataclasses import field
+import math
+from dataclasses import field, fields
 from typing import Any
 
-__all__ = ["option"]
+__all__ = ["check_numbers", "option"]
+
+SEED_MAX = 2**32 - 1  # numpy's and torch's seeds are 32-bit unsigned
 
 
 def option(default: Any, help: str, **kw: Any):  # noqa: A002 - `help` reads best at the fields
@@ -19,3 +22,18 @@ def option(default: Any, help: str, **kw: Any):  # noqa: A002 - `help` reads bes
     if isinstance(default, (list, dict, set)):
         return field(default_factory=lambda: type(default)(default), metadata={"help": help}, **kw)
     return field(default=default, metadata={"help": help}, **kw)
+
+
+def check_numbers(obj: Any, seeds: tuple[str, ...] = ()) -> None:
+    """ValueError naming the option when a float field of the dataclass `obj` is not finite
+    (inf and nan pass `> 0` checks and trained on, 2026-12-05), or a `seeds` field is outside
+    0 .. 2**32 - 1 (torch's message named no option, after the model had loaded)."""
+    for f in fields(obj):
+        v = getattr(obj, f.name)
+        if isinstance(v, float) and not math.isfinite(v):
+            flag = f.name.removesuffix("_s").replace("_", "-")  # wall_budget_s: --wall-budget
+            raise ValueError(f"--{flag} {v}: use a finite number")
+    for name in seeds:
+        v = getattr(obj, name)
+        if v is not None and not 0 <= v <= SEED_MAX:
+            raise ValueError(f"--{name.replace('_', '-')} {v}: use a seed in 0 .. {SEED_MAX}")

@@ -311,3 +311,8 @@ def test_reward_overrides_reach_the_scorer_and_are_recorded_for_the_resume(tmp_p
     bad = bench_run(tmp_path, "scripted:naive", "x", "--reward", "no_such_field=1")
     assert bad.exit_code == 2 and "no_such_field" in bad.output
     assert len(bad.output.strip().splitlines()) == 1, bad.output
+
+
+def test_an_infinite_temperature_is_refused(tmp_path):
+    r = cli("bench", "run", "--suite", "sample", "--model", "scripted:best", "--temperature", "inf")
+    assert r.returncode == 2 and "--temperature" in r.stderr and "Traceback" not in r.stderr

@@ -253,3 +253,16 @@ def test_the_summary_has_a_geomean_per_speedup_field_in_order():
     assert s["geomean_speedup_vs_cpu"] == pytest.approx(2.0)
     assert s["geomean_speedup_vs_naive"] == pytest.approx(2.0)
     assert s["geomean_speedup_vs_eager"] is None
+
+
+@pytest.mark.parametrize(
+    ("flag", "field"),
+    [("--run-timeout", "run_timeout_s"), ("--timing-budget", "time_budget_s")],
+)
+def test_an_infinite_time_setting_is_one_line(tmp_path, flag, field):
+    """inf passes the evaluator's `> 0` checks: `--run-timeout inf` was taken (a hung
+    candidate would hold its worker for ever)."""
+    c = _cands(tmp_path / "c.jsonl", [{"task_id": "saxpy", "code": _saxpy_naive()}])
+    r = cli("eval", "--candidates", c, "--compile-only", flag, "inf", "--out", tmp_path / "o.jsonl")
+    user_error(r, f"{field}=inf", "finite", code=2)
+    assert not (tmp_path / "o.jsonl").exists()

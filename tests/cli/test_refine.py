@@ -312,3 +312,8 @@ def test_a_target_module_with_bad_syntax_or_a_c_file_with_bad_sizes_is_one_line(
     user_error(r, f"TARGET {c}", "('m') names ['m']", code=2)
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_an_infinite_temperature_is_refused(tmp_path):
+    r = cli("refine", "saxpy", "--model", "scripted:best", "--temperature", "inf")
+    assert r.returncode == 2 and "--temperature" in r.stderr and "Traceback" not in r.stderr

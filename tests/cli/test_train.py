@@ -39,6 +39,16 @@ def test_a_run_folder_that_cannot_be_made_is_refused(tmp_path, trainer):
         (["grpo", "--beta", "-1"], ["--beta -1.0", ">= 0"]),
         (["grpo", "--temperature", "0"], ["--temperature 0.0", "> 0"]),
         (["sft", "--model", "{tmp}"], ["--model", "holds no config.json"]),
+        # inf passes a `> 0` check and once trained (eval_loss NaN); a seed torch refuses once
+        # failed after the model loaded, naming no option, with holdout.json already written
+        (["sft", "--lr", "inf"], ["--lr inf", "finite"]),
+        (["grpo", "--beta", "inf"], ["--beta inf", "finite"]),
+        (["grpo", "--temperature", "inf"], ["--temperature inf", "finite"]),
+        (["grpo", "--wall-budget", "inf"], ["--wall-budget inf", "finite"]),
+        (["sft", "--wall-budget", "inf"], ["--wall-budget inf", "seconds > 0"]),
+        (["sft", "--seed", "-1"], ["--seed -1", "0 .. 4294967295"]),
+        (["grpo", "--seed", "4294967296"], ["--seed 4294967296", "0 .. 4294967295"]),
+        (["grpo", "--split-seed", "-3"], ["--split-seed -3", "0 .. 4294967295"]),
     ],
     ids=lambda v: " ".join(v) if isinstance(v, list) and v[0] in ("sft", "grpo") else "",
 )

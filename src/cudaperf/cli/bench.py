@@ -269,7 +269,9 @@ def run(
     server_model: str = typer.Option("default", "--server-model", help="Model name on the server."),
     api_key: str = typer.Option("EMPTY", "--api-key", envvar="OPENAI_API_KEY", help="Server key."),
     gguf_file: str = typer.Option(None, "--gguf-file", help="HF: GGUF file inside --model."),
-    temperature: float = typer.Option(0.8, "--temperature", min=0.0, help="Sampling temperature."),
+    temperature: float = typer.Option(
+        0.8, "--temperature", min=0.0, max=10.0, help="Sampling temperature."
+    ),
     max_tokens: int = typer.Option(2048, "--max-tokens", help="Tokens per reply."),
     generation: str = GenerationOpt,
 ) -> None:

@@ -15,6 +15,7 @@ Every helper turns a bad value into one `fail` line naming the option and the fi
 
 from __future__ import annotations
 
+import math
 from dataclasses import MISSING, fields
 from types import SimpleNamespace
 from typing import Any
@@ -96,7 +97,11 @@ def reward_config(preset: str, overrides: list[str] | None = None) -> RewardConf
 
 
 def eval_config(**given: Any) -> EvalConfig:
-    """`EvalConfig` with the given settings (None: the default), or one line naming a bad one."""
+    """`EvalConfig` with the given settings (None: the default), or one line naming a bad one
+    (inf, which the evaluator's `> 0` checks let through, too)."""
+    for k, v in given.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            fail(f"{k}={v}: use a finite number")
     try:
         return EvalConfig(**{k: v for k, v in given.items() if v is not None})
     except ValueError as e:

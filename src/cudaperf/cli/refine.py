@@ -213,7 +213,9 @@ def refine_command(
         envvar="CUDAPERF_MODEL_CACHE",
         help="HF: where GGUF models are converted once (default ~/.cache/cudaperf/models).",
     ),
-    temperature: float = typer.Option(0.8, "--temperature", min=0.0, help="Sampling temperature."),
+    temperature: float = typer.Option(
+        0.8, "--temperature", min=0.0, max=10.0, help="Sampling temperature."
+    ),
     max_tokens: int = typer.Option(2048, "--max-tokens", min=1, help="Tokens per reply."),
     compile_only: bool = typer.Option(None, "--compile-only/--full", help="Default: when no GPU."),
     cache_dir: Path = typer.Option(None, "--cache-dir", help="Build and result cache directory."),

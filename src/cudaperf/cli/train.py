@@ -143,7 +143,8 @@ def sft_command(
     from cudaperf.train.sft import run_sft
 
     wall_budget = renamed("--time-budget", old_wall_budget, "--wall-budget", wall_budget)
-    if wall_budget is not None and not wall_budget > 0:  # train.runlog would name the old flag
+    # checked here: SftOptions would name the old flag (--time-budget)
+    if wall_budget is not None and not 0 < wall_budget < float("inf"):
         fail(f"--wall-budget {wall_budget}: give seconds > 0 (or leave it out)")
     _check_run_options(out, model, pieces_mib, resume, overwrite)
     tasks = tasks or measured_dataset()

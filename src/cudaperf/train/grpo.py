@@ -44,6 +44,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from cudaperf.fields import check_numbers
 from cudaperf.fields import option as _o
 from cudaperf.reward.config import RewardConfig
 from cudaperf.train.data import load_training_tasks, split_training, write_manifest
@@ -142,6 +143,7 @@ class GrpoOptions:
     def __post_init__(self) -> None:
         object.__setattr__(self, "out", Path(self.out))
         object.__setattr__(self, "tasks", Path(self.tasks))
+        check_numbers(self, seeds=("seed", "split_seed"))
         if not isinstance(self.reward, RewardConfig):
             raise ValueError(
                 f"reward={self.reward!r}: give a RewardConfig (e.g. "

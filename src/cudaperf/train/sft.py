@@ -27,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from cudaperf.fields import check_numbers
 from cudaperf.fields import option as _o
 from cudaperf.train.data import load_training_tasks, sft_rows, split_training, write_manifest
 
@@ -80,6 +81,7 @@ class SftOptions:
     def __post_init__(self) -> None:
         object.__setattr__(self, "out", Path(self.out))
         object.__setattr__(self, "tasks", Path(self.tasks))
+        check_numbers(self, seeds=("seed",))
         for name in ("epochs", "lr"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"--{name} {getattr(self, name)}: use a value > 0")
