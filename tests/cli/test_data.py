@@ -105,3 +105,19 @@ def test_ctrl_c_during_measure_writes_a_partial_summary_and_keeps_the_rows(tmp_p
     doc = json.loads(summary.read_text())
     assert doc["interrupted"] is True and doc["out"] == str(out)
     assert finished_lines(out) >= 1
+
+
+def test_build_families_that_name_none_or_one_twice_are_refused(tmp_path):
+    """`--families ,,` once built every family and `gemm,gemm` wrote duplicate task ids."""
+    out = tmp_path / "t.jsonl"
+    r = cli("data", "build", "--families", ",,", "--out", out)
+    user_error(r, "--families ',,' names no family", code=2)
+    r = cli("data", "build", "--families", "gemm,gemm", "--out", out)
+    user_error(r, "['gemm'] twice", code=2)
+    assert not out.exists()
+
+
+def test_measure_kinds_that_name_no_kind_are_refused(tmp_path):
+    """`--kinds ,` measured nothing and exited 0."""
+    r = cli("data", "measure", "--kinds", ",", "--compile-only", "--out", tmp_path / "m.jsonl")
+    user_error(r, "--kinds ',' names no kind", code=2)

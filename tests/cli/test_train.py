@@ -84,6 +84,10 @@ def test_report_names_the_steps_file_and_line_and_checks_its_plot(tmp_path):
     for content, needle in cases:
         steps.write_text(good + "\n" + content)
         user_error(cli("train", "report", tmp_path), needle, "cudaperf train", code=2)
+    # files of other kinds (a task file, eval results, an empty file) once reported 0 steps
+    for content in ("", '{"id": "t/c2cuda/x", "kind": "c2cuda"}\n', '{"task_id": "x"}\n'):
+        steps.write_text(content)
+        user_error(cli("train", "report", steps), "no record of a training run", code=2)
     steps.write_text(good + "\n")
     user_error(cli("train", "report", steps, "--plot", tmp_path / "c.jpg"), ".png", code=2)
     roll = {"kind": "rollout", "step": 0, "rows": 2, "processes": 1}

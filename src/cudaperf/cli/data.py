@@ -69,6 +69,11 @@ def build(
     check_out_file(splits or out.with_name("splits.json"), "--splits", (".json",))
     try:
         names = tuple(f.strip() for f in families.split(",") if f.strip())
+        if families.strip() and not names:  # "" is every family; "," names none
+            raise ValueError(f"--families {families!r} names no family; leave it out for all")
+        dup = sorted({f for f in names if names.count(f) > 1})
+        if dup:  # the tasks of a family twice have the same ids
+            raise ValueError(f"--families names {dup} twice; give each family once")
         config = BuildConfig(per_family, seed, names, max_share, c_tasks, torch_tasks)
         total = sum(n for _, n in plan(config))
         with Progress(console=console, transient=True, disable=json) as bar:
@@ -413,6 +418,8 @@ def measure_config(
 def _select_for_measure(tasks: list, kinds: str, shard: str, limit: int | None) -> list:
     """Tasks of the given kinds, then this shard (i/n, by position), then the first `limit`."""
     want = {k.strip() for k in kinds.split(",") if k.strip()}
+    if not want:  # once measured nothing and exited 0
+        raise ValueError(f"--kinds {kinds!r} names no kind; use c2cuda, torch2cuda or both")
     unknown = want - {"c2cuda", "torch2cuda"}
     if unknown:
         raise ValueError(f"--kinds: unknown kind(s) {sorted(unknown)}; use c2cuda,torch2cuda")

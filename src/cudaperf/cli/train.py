@@ -310,6 +310,9 @@ def report_command(
     emit_json(rep)
 
 
+STEP_KINDS = ("layout", "prepare", "rollout", "step", "trainer")  # train.runlog's records
+
+
 def _check_steps(run: Path) -> None:
     """A run's steps.jsonl holds JSON objects, and those of a step carry its number; else one
     line naming the file and the line (the reader would fail with a bare parse error)."""
@@ -317,6 +320,7 @@ def _check_steps(run: Path) -> None:
     if not path.is_file():
         return  # the reader says so, naming the run
     hint = "give a run folder of `cudaperf train` (or its steps.jsonl)"
+    known = 0
     for n, row in jsonl_rows(path, "RUNS", hint):
         if not isinstance(row, dict):
             fail(f"RUNS {path}:{n}: not a JSON object; {hint}")
@@ -324,6 +328,9 @@ def _check_steps(run: Path) -> None:
             row.get("step"), int
         ):
             fail(f"RUNS {path}:{n}: a {row['kind']} record without an integer 'step'; {hint}")
+        known += row.get("kind") in STEP_KINDS
+    if not known:  # a task, results or other JSONL file once reported "steps: 0", exit 0
+        fail(f"RUNS {path}: no record of a training run ({', '.join(STEP_KINDS)}) in it; {hint}")
 
 
 def _phases_table(rep: dict) -> None:
