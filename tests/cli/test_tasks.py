@@ -118,6 +118,17 @@ def test_attach_measurements_from_results(tmp_path):
     assert json.loads(r.stdout) == {"implementations_measured": 1, "measured_fraction": 1.0}
     r = run("tasks", "attach", str(results), str(tasks))
     assert r.exit_code == 2 and "give --out" in r.output
+    # gzipped results, as the project commits them, read the same (once "not UTF-8 text")
+    import gzip
+
+    gz = tmp_path / "r.jsonl.gz"
+    gz.write_bytes(gzip.compress(results.read_bytes()))
+    r = run("tasks", "attach", str(gz), str(tasks), "--out", str(out), "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["implementations_measured"] == 1
+    gz.write_bytes(b"\x1f\x8b" + b"junk")  # a cut or corrupt gzip: one line naming it
+    r = run("tasks", "attach", str(gz), str(tasks), "--out", str(out))
+    assert r.exit_code == 2 and "not a readable gzip file" in r.output
     # The one task has one implementation: verified, but a task needs 3 to stay.
     r = run(
         "tasks", "attach", str(results), str(tasks), "--out", str(out), "--json", "--verified-only"

@@ -85,7 +85,9 @@ def test_bad_specs_say_how_to_fix_them(tmp_path):
         load_suite(str(tmp_path / "nope.jsonl"))
     with pytest.raises(ValueError, match="use 1, 2 and/or 3"):
         load_suite("kernelbench:4", tmp_path)
-    with pytest.raises(FileNotFoundError, match="--dataset"):
+    # a --dataset that does not exist is named as such (it was "pass --dataset PATH" though
+    # one had been passed)
+    with pytest.raises(FileNotFoundError, match=r"--dataset .*missing.jsonl.gz: no such file"):
         load_suite("test-families", dataset=tmp_path / "missing.jsonl.gz")
 
 

@@ -206,6 +206,24 @@ def read_text(path: Path, what: str) -> str:
         fail(f"{what} {path} cannot be read ({e.strerror}); check its permissions")
 
 
+def read_gzip_text(path: Path, what: str) -> str:
+    """A gzipped UTF-8 text file (the project's `*.jsonl.gz`), or one line naming the problem."""
+    import gzip
+    import zlib
+
+    if not path.is_file():
+        fail(f"{what} {path} does not exist or is not a file; give the path of a text file")
+    try:
+        with gzip.open(path, "rb") as f:
+            data = f.read()
+    except (OSError, EOFError, zlib.error) as e:
+        fail(f"{what} {path}: not a readable gzip file ({e}); give a .jsonl or a .jsonl.gz")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        fail(f"{what} {path} is not gzipped UTF-8 text (byte {e.start}); give a .jsonl.gz of text")
+
+
 def check_toolchain(compile_only: bool | None, nvcc: str = "nvcc") -> None:
     """Fail before any work when the evaluator cannot run here: `--full` without a GPU, or no
     nvcc (every candidate would fail to build, and the toolchain, not the code, is at fault)."""
@@ -268,7 +286,8 @@ def check_server(url: str) -> None:
 def jsonl_rows(path: Path, what: str, hint: str):
     """(line number, parsed value) for every non-blank line of a JSONL file; a line that is
     not JSON fails naming the file, the line and `hint` (what to give instead)."""
-    for n, line in enumerate(read_text(path, what).splitlines(), 1):
+    text = read_gzip_text(path, what) if path.name.endswith(".gz") else read_text(path, what)
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:

@@ -63,6 +63,11 @@ class Suite:
 
 
 def _dataset(dataset: Path | None) -> tuple[list[Task], dict[str, str], Path]:
+    if dataset is not None and not Path(dataset).exists():
+        raise FileNotFoundError(
+            f"--dataset {dataset}: no such file or folder; give the dataset's path "
+            "(data/tasks.jsonl.gz of the cudaperf checkout, with splits.json beside it)"
+        )
     path = dataset or dataset_path()
     if path is None or not Path(path).exists():
         raise FileNotFoundError(
