@@ -230,3 +230,23 @@ def test_a_model_folder_or_file_that_is_no_checkpoint_is_named(tmp_path):
     for model, needle in ((folder, "holds no config.json"), (gguf, "the file is empty")):
         r = cli("refine", "saxpy", "--model", model, "--out", tmp_path / "t.jsonl")
         user_error(r, f"--model {model}", needle, "smollm2", code=2)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["analyze", "{f}"],
+        ["rank", "score", "saxpy", "{f}"],
+        ["reward", "saxpy", "{f}", "--compile-only"],
+    ],
+    ids=["analyze", "rank-score", "reward"],
+)
+@pytest.mark.parametrize("name", ["tasks.jsonl", "tasks.txt"])
+def test_a_data_file_given_as_a_candidate_is_refused(tmp_path, args, name):
+    """A task file (by its suffix, or JSON under another name) given where a candidate's source
+    goes was read as CUDA: `rank score` printed 'score 1.000', `analyze` a table of the
+    kernels in its strings."""
+    f = tmp_path / name
+    f.write_text(json.dumps(C_TASK) + "\n")
+    r = cli(*(a.format(f=f) for a in args))
+    user_error(r, str(f), "not source code", ".cu or .py", code=2)

@@ -16,8 +16,8 @@ from cudaperf.cli.common import (
     console,
     emit_json,
     fail,
+    read_source,
     read_tasks,
-    read_text,
     select_task,
     stdout,
 )
@@ -85,7 +85,7 @@ def analyze_command(
         cfg = AnalyzeConfig(arch=arch, block_size=block_size)
     except ValidationError as e:
         fail(e.errors()[0]["msg"].removeprefix("Value error, "))
-    source = read_text(file, "FILE")
+    source = read_source(file, "FILE")
     the_task = _load_task(task, task_id) if task else None
     names = [c.name for c in the_task.configs] if the_task is not None else []
     if input_config is not None and the_task is not None and input_config not in names:

@@ -206,6 +206,23 @@ def read_text(path: Path, what: str) -> str:
         fail(f"{what} {path} cannot be read ({e.strerror}); check its permissions")
 
 
+def read_source(path: Path, what: str) -> str:
+    """A candidate's source file (.cu, .py, a reply), or one line when it is a data file: a
+    task, results or candidates file once went through as CUDA ('score 1.000', a kernel table
+    of the strings inside it)."""
+    if path.name.endswith((".jsonl", ".json", ".gz", ".parquet")):
+        fail(f"{what} {path} is a data file, not source code; give the candidate's .cu or .py")
+    text = read_text(path, what)
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    try:
+        is_json = isinstance(json.loads(first), dict)
+    except ValueError:
+        is_json = False
+    if is_json:
+        fail(f"{what} {path} holds JSON, not source code; give the candidate's .cu or .py")
+    return text
+
+
 def read_gzip_text(path: Path, what: str) -> str:
     """A gzipped UTF-8 text file (the project's `*.jsonl.gz`), or one line naming the problem."""
     import gzip

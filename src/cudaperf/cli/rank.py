@@ -19,6 +19,7 @@ from cudaperf.cli.common import (
     fail,
     load_task_set,
     measured_dataset,
+    read_source,
     read_text,
     select_task,
     stdout,
@@ -428,7 +429,7 @@ def score_cmd(
     """P(candidate faster), averaged over the task's known implementations."""
     from cudaperf.rank.ranker import score
 
-    code = read_text(candidate, "CANDIDATE")
+    code = read_source(candidate, "CANDIDATE")
     if "__global__" not in code:
         fail(
             f"CANDIDATE {candidate} defines no __global__ kernel, so there is nothing to "

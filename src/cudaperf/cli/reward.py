@@ -14,7 +14,7 @@ from cudaperf.cli.common import (
     emit_json,
     fail,
     load_task_set,
-    read_text,
+    read_source,
     select_task,
     stdout,
 )
@@ -93,7 +93,7 @@ def reward_command(
 ) -> None:
     """Evaluate, analyse and score one candidate, and explain each reward component."""
     task = select_task(load_task_set(tasks_path), task_id)
-    text = read_text(candidate, "CANDIDATE")
+    text = read_source(candidate, "CANDIDATE")
     if not text.strip():
         fail(f"CANDIDATE {candidate} is empty; give the candidate's source file")
     code = extract_candidate(text, task.kind).code if "```" in text else text
