@@ -266,3 +266,10 @@ def test_an_infinite_time_setting_is_one_line(tmp_path, flag, field):
     r = cli("eval", "--candidates", c, "--compile-only", flag, "inf", "--out", tmp_path / "o.jsonl")
     user_error(r, f"{field}=inf", "finite", code=2)
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_an_address_without_the_ray_backend_is_refused(tmp_path):
+    """`--address` belongs to `--backend ray`; with the local backend it was ignored."""
+    c = _cands(tmp_path / "c.jsonl", [{"task_id": "saxpy", "code": _saxpy_naive()}])
+    r = cli("eval", "--candidates", c, "--compile-only", "--address", "host:6379")
+    user_error(r, "--address host:6379", "--backend ray", code=2)

@@ -317,3 +317,11 @@ def test_a_target_module_with_bad_syntax_or_a_c_file_with_bad_sizes_is_one_line(
 def test_an_infinite_temperature_is_refused(tmp_path):
     r = cli("refine", "saxpy", "--model", "scripted:best", "--temperature", "inf")
     assert r.returncode == 2 and "--temperature" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_gguf_file_with_a_model_that_has_none_is_refused(tmp_path):
+    """`--gguf-file` with a scripted model or a server URL was ignored without a word."""
+    out = tmp_path / "t.jsonl"
+    r = cli("refine", "saxpy", "--model", "scripted:best", "--gguf-file", "m.gguf", "--out", out)
+    user_error(r, "--gguf-file works with a Hugging Face --model", code=2)
+    assert not out.exists()

@@ -155,6 +155,8 @@ def eval_command(
         fail("give exactly one of --candidates PATH or --implementations")
     if backend not in ("local", "ray"):
         fail(f"--backend {backend!r} is unknown; use 'local' or 'ray'")
+    if backend != "ray" and address is not None:  # was ignored without a word
+        fail(f"--address {address} is the Ray cluster's; add --backend ray or drop --address")
     if backend == "ray" and (workers_per_gpu or 1) > 1:
         fail("--workers-per-gpu is for the local backend (a Ray actor has one worker per GPU)")
     timing_budget = renamed("--time-budget", old_timing_budget, "--timing-budget", timing_budget)

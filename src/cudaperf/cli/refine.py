@@ -240,6 +240,8 @@ def refine_command(
     scorer = scorer_for(task, reward_cfg, compile_only, cache_dir, ranker)
     if adapter is not None and (model.startswith(("http://", "https://", "scripted:"))):
         fail(f"--adapter works with a Hugging Face --model (name or path), not {model!r}")
+    if gguf_file is not None and (model.startswith(("http://", "https://", "scripted:"))):
+        fail(f"--gguf-file works with a Hugging Face --model (name or path), not {model!r}")
     if adapter is not None and not (adapter / "adapter_config.json").is_file():
         fail(
             f"--adapter {adapter}: no adapter_config.json there; give the folder `cudaperf "
