@@ -273,3 +273,20 @@ def test_an_address_without_the_ray_backend_is_refused(tmp_path):
     c = _cands(tmp_path / "c.jsonl", [{"task_id": "saxpy", "code": _saxpy_naive()}])
     r = cli("eval", "--candidates", c, "--compile-only", "--address", "host:6379")
     user_error(r, "--address host:6379", "--backend ray", code=2)
+
+
+def test_a_ray_address_where_nothing_listens_is_one_line_in_seconds(tmp_path):
+    """`--backend ray --address bogus:1` waited in ray.init for minutes, printing only Ray's
+    retries."""
+    pytest.importorskip("ray")
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again when the block ends
+    c = _cands(tmp_path / "c.jsonl", [{"task_id": "saxpy", "code": _saxpy_naive()}])
+    base = ["eval", "--candidates", c, "--compile-only", "--backend", "ray", "--address"]
+    r = cli(*base, f"127.0.0.1:{port}", timeout=60)  # a hang ends the test in TimeoutExpired
+    user_error(r, f"--address 127.0.0.1:{port}", "nothing answers", "ray start --head", code=1)
+    r = cli(*base, "nohost-and-no-port", timeout=60)
+    user_error(r, "--address nohost-and-no-port", "HOST:PORT", code=2)

@@ -207,6 +207,28 @@ def eval_command(
     raise typer.Exit(1 if bad else 0)
 
 
+def check_ray_address(address: str, timeout_s: float = 5.0) -> None:
+    """Fail at once when nothing listens at a `host:port` (or `ray://host:port`) cluster
+    address: `ray.init` waited for it for minutes, printing only its own retries. `auto`,
+    `local` and an address without a port are left to Ray."""
+    import socket
+
+    hostport = address.removeprefix("ray://").rstrip("/")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        if address not in ("auto", "local"):
+            fail(f"--address {address}: give the cluster's HOST:PORT (or ray://HOST:PORT, auto)")
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        fail(
+            f"--address {address}: nothing answers at {host}:{port} ({e.strerror or e}); start "
+            "the cluster (`ray start --head`) or fix the address",
+            code=1,
+        )
+
+
 def _run(jobs, cfg: EvalConfig, out, backend: str, address, show: bool) -> list[ExecResult]:
     be = None
     if backend == "ray":
@@ -216,6 +238,8 @@ def _run(jobs, cfg: EvalConfig, out, backend: str, address, show: bool) -> list[
             from cudaperf.execute.ray_backend import RayBackend
         except ImportError:
             fail("--backend ray needs ray; install it with: pip install 'cudaperf[ray]'")
+        if address is not None:
+            check_ray_address(address)
         be = RayBackend(cfg, address=address)
     cols = (TextColumn("eval"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     results = []
