@@ -65,6 +65,9 @@ log() { echo "[$(date +%T)] $*" | tee -a "$OUT/stage.log"; }
 versions() {  # one file, $OUT/env.txt (a call brings back at most 8 files)
   { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     python3 -c "import torch, transformers, trl, peft, datasets; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__, 'peft', peft.__version__, 'datasets', datasets.__version__)"
+    git log -1 --format='commit %h' 2>/dev/null  # the copied tree's .git may lag a commit
+    # the evaluator's fingerprint (bench/grpo_speed.py reads this line from a run's env.txt)
+    python3 -c "from cudaperf.execute.build import evaluator_fingerprint as f; print('evaluator', f())"
     date -u; } | tee "$OUT/env.txt"
 }
 evaluate() {  # evaluate the held-out replies for $1 more seconds (resumes where it stopped)
