@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
-import shutil
-import tempfile
 from pathlib import Path
 
 import typer
@@ -14,7 +11,6 @@ from cudaperf.cli.common import (
     check_out_file,
     console,
     emit_json,
-    fail,
     read_eval_results,
     stdout,
 )
@@ -23,20 +19,6 @@ __all__ = ["report_command"]
 
 # Metrics that only a run on a GPU measures; a compile-only result leaves them unmeasured.
 _MEASURED = ("correct_fraction", "geomean_", "fast_")
-
-
-def _gunzip(path: Path, folder: Path) -> Path:
-    """`path` (gzipped JSONL, as the project's result files are) decompressed into `folder`
-    under its name without .gz; one line when it is not gzip or cannot be read."""
-    if not path.is_file():
-        fail(f"RESULTS {path} does not exist or is not a file; give the path of a results file")
-    out = folder / path.name.removesuffix(".gz")
-    try:
-        with gzip.open(path, "rb") as src, out.open("wb") as dst:
-            shutil.copyfileobj(src, dst)
-    except (OSError, EOFError) as e:
-        fail(f"RESULTS {path}: not a readable gzip file ({e}); give a .jsonl or .jsonl.gz")
-    return out
 
 
 def report_command(
@@ -54,11 +36,7 @@ def report_command(
     from cudaperf.report import plot_speedups, summarise
 
     check_out_file(plot, "--plot", (".png",))
-    if results.name.endswith(".gz"):
-        with tempfile.TemporaryDirectory() as tmp:
-            rows = read_eval_results(_gunzip(results, Path(tmp)))
-    else:
-        rows = read_eval_results(results)
+    rows = read_eval_results(results)  # a .jsonl.gz too (cli.common.jsonl_rows)
     summary = summarise(rows)
     full = [r for r in rows if r.get("mode") != "compile-only"]
     summary["measured_results"] = len(full)

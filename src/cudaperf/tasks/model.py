@@ -142,19 +142,18 @@ def _parse_length(expr: str) -> ast.Expression:
 
 def eval_length(expr: str, sizes: dict[str, int | float]) -> int:
     """Evaluate an array length expression over scalar values. `/` is integer division."""
-    tree = _parse_length(expr.replace("//", "/").replace("/", "//"))
-    missing = length_names(expr) - set(sizes)
+    missing = length_names(expr) - set(sizes)  # parses and checks the AST (`_parse_length`)
     if missing:
         raise ValueError(f"length {expr!r} needs values for {sorted(missing)}")
     env = {k: int(v) for k, v in sizes.items()}
-    # the AST was checked above (`_parse_length`)
-    value = eval(_length_code(tree), {"__builtins__": {}, "min": min, "max": max}, env)  # noqa: S307
-    return int(value)
+    code = _length_code(expr.replace("//", "/").replace("/", "//"))
+    return int(eval(code, {"__builtins__": {}, "min": min, "max": max}, env))  # noqa: S307
 
 
-@functools.lru_cache(maxsize=8192)
-def _length_code(tree: ast.Expression):
-    return compile(tree, "<length>", "eval")
+@functools.lru_cache(maxsize=8192)  # task validation evaluates every array's length per config
+def _length_code(expr: str):
+    """The compiled code of a length expression already in Python's form (`//` division)."""
+    return compile(_parse_length(expr), "<length>", "eval")
 
 
 def _is_int_ctype(ctype: str) -> bool:
