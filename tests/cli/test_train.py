@@ -161,6 +161,26 @@ def test_grpo_overwrite_reaches_the_trainer_and_the_cli_removes_nothing(tmp_path
     assert seen == {"files": ["checkpoint-4", "notes.txt", "steps.jsonl"], "overwrite": True}
 
 
+def test_grpo_gradient_checkpointing_is_on_unless_turned_off(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from cudaperf.cli import app
+    from cudaperf.train import grpo
+
+    seen = []
+
+    def fake(opts):
+        seen.append(opts.gradient_checkpointing)
+        return {"steps": 0, "seconds": 0.0, "final": str(opts.out / "final")}
+
+    monkeypatch.setattr(grpo, "run_grpo", fake)
+    args = ["train", "grpo", "--tasks", str(write_task_file(tmp_path)), "--out"]
+    for i, extra in enumerate(([], ["--no-gradient-checkpointing"])):
+        res = CliRunner().invoke(app, [*args, str(tmp_path / f"run{i}"), *extra])
+        assert res.exit_code == 0, res.output
+    assert seen == [True, False]
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     pytest.importorskip("trl")

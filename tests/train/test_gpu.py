@@ -78,3 +78,50 @@ def test_grpo_step_with_timing_on_the_eval_gpu_and_canaries(tmp_path):
     assert all(c["median_us"] > 0 for c in roll["canary"])
     step = next(r for r in logs if r["kind"] == "step")
     assert step["optimizer_s"] > 0
+
+
+def test_a_step_of_the_ablation_shape_fits_an_80_gb_card(tmp_path):
+    """The ablation's step (bench/ablation/PROTOCOL.md (6)): 4 dataset tasks x 8 rows, 2
+    turns, replies cut at 1,024 tokens, so a turn-2 prompt holds the task, a whole turn-1
+    reply and its feedback. Without gradient checkpointing this step ran out of memory on an
+    80 GB H100 (2026-12-05, step 2 of the first main run); the update's peak must leave room
+    on such a card for the evaluator and the generation's cache."""
+    pytest.importorskip("trl")
+    from pathlib import Path
+
+    import torch
+
+    from cudaperf.generation import chat_ids
+    from cudaperf.train.grpo import GrpoOptions, run_grpo
+    from cudaperf.train.models import load_policy
+    from tests.train.fakes import FakeEvaluator, reply
+
+    tok = load_policy("smollm2").tokenizer
+    text = reply("__global__ void k(float *x, int n) {}\n" + "// keep x in registers\n" * 600)
+    long = tok(text, add_special_tokens=False)["input_ids"][:1024]  # cut off: no EOS
+
+    def generate(convs):
+        return [(chat_ids(tok, c), list(long), tok.decode(long)) for c in convs]
+
+    opts = GrpoOptions(
+        out=tmp_path / "run",
+        tasks=Path(__file__).resolve().parents[2] / "data" / "tasks.jsonl.gz",
+        pool=4,
+        turns=2,
+        num_generations=8,
+        groups_per_step=4,
+        max_steps=1,
+        max_new_tokens=1024,
+        lora_r=16,
+        ranker="none",
+        prepare=False,
+    )
+    torch.cuda.reset_peak_memory_stats()
+    rep = run_grpo(opts, evaluator=FakeEvaluator(), generate=generate)
+    peak = torch.cuda.max_memory_allocated() / 2**30
+    logs = [json.loads(x) for x in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
+    roll = next(r for r in logs if r["kind"] == "rollout")
+    print(f"peak {peak:.1f} GiB, {roll['prompt_tokens']} prompt tokens in {roll['rows']} rows")
+    assert rep["steps"] == 1 and roll["rows"] == 32
+    assert roll["prompt_tokens"] > 32 * 1000  # the sizes of the real step
+    assert peak < 48, f"the update's peak was {peak:.1f} GiB"

@@ -101,6 +101,26 @@ def test_merged_generation_weights_sample_from_a_twin_refreshed_once_a_step(
         _opts(tmp_path, tiny, lora_r=4, generation_weights="both")
 
 
+def test_gradient_checkpointing_reaches_trl_and_the_lora_update_trains(tmp_path, tiny):
+    """On by default (a step of the ablation's shape ran out of memory on an 80 GB H100
+    without it; tests/train/test_gpu.py measures the peak): TRL gets it, and the LoRA
+    adapter still learns under it (PEFT needs its inputs to require grads)."""
+    import torch
+    from safetensors.torch import load_file
+
+    from cudaperf.train.grpo import _config
+
+    assert _config(_opts(tmp_path, tiny)).gradient_checkpointing is True
+    off = _opts(tmp_path, tiny, gradient_checkpointing=False)
+    assert _config(off).gradient_checkpointing is False
+    opts = _opts(tmp_path, tiny, lora_r=4, lr=1e-2, turns=2, num_generations=4)
+    rep = run_grpo(opts, evaluator=FakeEvaluator(), generate=_scripted(tiny))
+    assert rep["steps"] == 1 and rep["options"]["gradient_checkpointing"] is True
+    w = load_file(str(tmp_path / "run" / "final" / "adapter_model.safetensors"))
+    b = [v for k, v in w.items() if "lora_B" in k]
+    assert b and any(torch.count_nonzero(v) for v in b)  # lora_B starts at 0: it moved
+
+
 def _scripted(tiny):
     from transformers import AutoTokenizer
 

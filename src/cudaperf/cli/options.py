@@ -50,12 +50,14 @@ def field_help(cls, name: str) -> str:
 
 def field_option(cls, name: str, *decls: str, **kw: Any):
     """`typer.Option` for the field `name` of the dataclass `cls`: its default and its help
-    (`metadata["help"]`); the flag is `--name-with-dashes` unless `decls` gives it. `kw` goes
-    to `typer.Option` (e.g. `min=1`; `default=` where the command's form of the value differs,
+    (`metadata["help"]`); the flag is `--name-with-dashes` unless `decls` gives it, and a
+    field that defaults to True is turned off by `--no-name-with-dashes`. `kw` goes to
+    `typer.Option` (e.g. `min=1`; `default=` where the command's form of the value differs,
     as for a list given as text)."""
     f = next(f for f in fields(cls) if f.name == name)
     default = kw.pop("default", f.default if f.default is not MISSING else ...)
-    flags = decls or ("--" + name.replace("_", "-"),)
+    flag = "--" + name.replace("_", "-")
+    flags = decls or ((f"{flag}/--no-{flag[2:]}",) if default is True else (flag,))
     return typer.Option(default, *flags, help=kw.pop("help", field_help(cls, name)), **kw)
 
 
