@@ -96,6 +96,25 @@ def test_until_a_second_step_the_first_one_is_the_prediction(monkeypatch):
     assert _steps(runlog.TimeBudget(420.0), [170.0], now) == [True]
 
 
+def test_the_last_step_is_not_a_budget_stop(monkeypatch):
+    """A run that reached --max-steps ended on its own: its report must not say the budget
+    stopped it (a 15-step chunk of the first main run, H100 2026-12-05, said so)."""
+    from transformers import TrainerControl, TrainerState
+
+    from cudaperf.train import runlog
+
+    now = [0.0]
+    monkeypatch.setattr(runlog.time, "perf_counter", lambda: now[0])
+    budget = runlog.TimeBudget(100.0)
+    now[0] += 90.0
+    last = TrainerState(global_step=15, max_steps=15)
+    control = budget.on_step_end(None, last, TrainerControl())
+    assert not control.should_training_stop and not budget.stopped
+    now[0] += 5.0
+    before = TrainerState(global_step=14, max_steps=15)
+    assert budget.on_step_end(None, before, TrainerControl()).should_training_stop
+
+
 def test_a_slow_later_step_raises_the_prediction(monkeypatch):
     from cudaperf.train import runlog
 

@@ -167,6 +167,8 @@ class TimeBudget(TrainerCallback):
         now = time.perf_counter()
         self.steps.append(now - self._last)
         self._last = now
+        if state.max_steps and state.global_step >= state.max_steps:
+            return control  # the run ends here anyway: a finished chunk is not a budget stop
         ends = now - self.t0 + self.expected + self.stopping
         stop = self.budget_s is not None and ends > self.budget_s
         if self.agree is not None:
