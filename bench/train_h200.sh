@@ -24,10 +24,10 @@
 # WATCH_S=540 s, then brings back steps, stderr tail, the report once it ended, and the newest
 # complete checkpoint: 8 files). The machine goes back after 30 s idle: fire each bgwatch at
 # once; a lost machine loses only the steps since the last bgwatch's checkpoint. The ablation's
-# main runs (PROTOCOL.md, 2026-12-04 note): CHUNK=12 TOTAL=60 sets STEPS to the next multiple
-# of 12 after the run's newest checkpoint, e.g.
-#   RUN=abl_unified_s0 PRESET=unified SEED=0 NGEN=8 NGROUPS=4 POOLFITS=1 CHUNK=12 TOTAL=60 \
-#     RANKER=bench/ablation/ranker/feature_ranker.json \
+# main runs (PROTOCOL.md, session-26 note): CHUNK=15 TOTAL=60 sets STEPS to the next multiple
+# of 15 after the run's newest checkpoint, e.g.
+#   RUN=abl_unified_s0 PRESET=unified SEED=0 NGEN=8 NGROUPS=4 POOLFITS=1 CHUNK=15 TOTAL=60 \
+#     RANKER=bench/ablation/ranker/feature_ranker.json GENWEIGHTS=merged \
 #     GRPO_BUDGET=1400 bash bench/train_h200.sh bgstart
 # The SFT adapter travels the same way: stage packsft ($OUT/sft_final: 3 pieces + rest.tar.gz;
 # save as .models/sft_final), then carry it and run stage restoresft instead of training again.
