@@ -2,6 +2,8 @@
 # The H200 runs behind bench/results/train_*_h200.json, one stage per device call (the machine
 # stays warm between back-to-back calls, so /root/work and /tmp/site carry over):
 #   A (carry .whl, .models/smollm2.gguf.xz.part00):  bash bench/train_h200.sh probe
+#     (since the tree passed 11 MiB the two no longer fit one call: carry .whl in a call of its
+#     own, `source scripts/device_env.sh`, then part00 with PROBE_TESTS=0 ... probe; 2026-12-05)
 #   B (carry .models/smollm2.gguf.xz.part01):        bash bench/train_h200.sh sft
 #   C (no carry):                                    bash bench/train_h200.sh grpo
 #   D, E, ... (no carry, machine still warm):         bash bench/train_h200.sh grpo   (resumes)
