@@ -176,6 +176,20 @@ def test_resume_without_optimizer_state_keeps_the_step_and_learning_rate(tmp_pat
     assert len(rates) >= 3 and set(rates) == {_opts(tmp_path, tiny).lr}
 
 
+def test_a_restored_checkpoint_as_the_adapter_resumes_the_run(tmp_path, tiny):
+    """What bench/train_h200.sh `restore` + `bgstart` do on a fresh machine: the checkpoint,
+    carried without optimizer.pt, is both --adapter and the --resume point of the same run
+    folder (its holdout.json beside it), and the run goes on from its step."""
+    opts = _opts(tmp_path, tiny, lora_r=4)
+    run_grpo(opts, evaluator=FakeEvaluator(), generate=_scripted(tiny))
+    ck = tmp_path / "run" / "checkpoint-1"
+    (ck / "optimizer.pt").unlink()
+    again = _opts(tmp_path, tiny, adapter=ck, max_steps=2, resume=True)
+    rep = run_grpo(again, evaluator=FakeEvaluator(), generate=_scripted(tiny))
+    assert rep["resumed_from"].endswith("checkpoint-1") and rep["steps"] == 2
+    assert (tmp_path / "run" / "checkpoint-2").is_dir()
+
+
 def test_bad_options_are_clear(tmp_path, tiny):
     with pytest.raises(ValueError, match="give a RewardConfig"):
         _opts(tmp_path, tiny, reward="outcome_only")  # a preset name is the CLI's business
