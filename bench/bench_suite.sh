@@ -7,7 +7,12 @@
 #   bash bench/bench_suite.sh MODE list           # the steps of MODE, with how far each got
 #
 # MODE: smoke (2 test-family tasks, 1 sample: checks the script, minutes on a CPU),
-#       quick (6 tasks, 1 per family, 2 samples), full (60 tasks, 10 per family, 4 samples).
+#       quick (6 tasks, 1 per family, 2 samples), full (60 tasks, 10 per family, 4 samples),
+#       ablation (bench/ablation/subsets.json's two fixed subsets, heldout = its test_families
+#       and train-unseen, 4 samples, --preset outcome_only: what bench/ablation/primary.py
+#       reads; one ROOT per trained checkpoint, e.g. ROOT=bench/results/ablation/bench/
+#       abl_unified_s0 GRPO_ADAPTER=/root/work/abl_unified_s0/final ... ablation train-unseen/grpo).
+# TURNS (default 1) sets --turns; runs of TURNS=N > 1 go to their own folder (MODE-tN).
 # STEP: SUITE/RUN, e.g. heldout/naive heldout/best heldout/smollm2 heldout/compare; SUITE is
 #       heldout, kernelbench (KB=PATH: KernelBench root, levels 1-2), train-unseen
 #       (HOLDOUT=RUN/holdout.json) or babeltower (BT=FILE: BabelTower test JSONL); RUN is naive,
@@ -74,22 +79,28 @@ case "$MODE" in
   smoke) SUB=(--limit 2 --tasks-per-family 1); S=1; EV=(--trials 5 --time-budget 0.2 --cpu-time-budget 0.2) ;;
   quick) SUB=(--limit 6 --tasks-per-family 1); S=2; EV=(--trials 20 --time-budget 0.5 --cpu-time-budget 0.5) ;;
   full) SUB=(--limit 60 --tasks-per-family 10); S=4; EV=(--trials 30 --time-budget 1.0 --cpu-time-budget 1.0) ;;
-  *) echo "usage: bash bench/bench_suite.sh smoke|quick|full [list | SUITE/RUN ...] (see the header)" >&2; exit 2 ;;
+  ablation) SUB=(); S=4; EV=(--trials 30 --time-budget 1.0 --cpu-time-budget 1.0) ;;  # subsets.json's
+  *) echo "usage: bash bench/bench_suite.sh smoke|quick|full|ablation [list | SUITE/RUN ...] (see the header)" >&2; exit 2 ;;
 esac
+TURNS=${TURNS:-1}
+case "$TURNS" in [1-9]) ;; *) echo "bench_suite: TURNS=$TURNS: give a number of turns from 1 to 9" >&2; exit 2 ;; esac
+TAG=$MODE; [ "$TURNS" = 1 ] || TAG=$MODE-t$TURNS  # runs of another turn count never resume these
 PY=${PY:-python3}
 BUDGET_S=${BUDGET_S:-540}
 export PYTHONUNBUFFERED=1  # logs as they are written
 T0=$SECONDS
 if nvidia-smi -L >/dev/null 2>&1 && [ -n "$(nvidia-smi -L 2>/dev/null)" ]; then
-  EVMODE=full; RUNS=${ROOT:-bench/results/bench}/$MODE
+  EVMODE=full; RUNS=${ROOT:-bench/results/bench}/$TAG
 else
-  EVMODE=compile-only; RUNS=${ROOT:-bench/results/bench}/$MODE-compile-only
+  EVMODE=compile-only; RUNS=${ROOT:-bench/results/bench}/$TAG-compile-only
   echo "bench_suite: NO GPU visible (nvidia-smi lists none): COMPILE-ONLY. Candidates are compiled"
   echo "bench_suite: by nvcc but never run, checked or timed: no correctness or speedup numbers."
   echo "bench_suite: runs go to $RUNS, apart from GPU runs."
 fi
 CP=("$PY" -m cudaperf)
-COMMON=(--samples "$S" --turns 1 --seed 0 --ranker none "--$EVMODE" "${EV[@]}")
+COMMON=(--samples "$S" --turns "$TURNS" --seed 0 --ranker none "--$EVMODE" "${EV[@]}")
+# the ablation's primary metric is each sample's outcome_only score (bench/ablation/primary.py)
+[ "$MODE" = ablation ] && COMMON+=(--preset outcome_only)
 mkdir -p "$RUNS/logs"
 
 sync_out() {  # the runs into $OUT (a device call's return folder), when there is one
@@ -116,12 +127,26 @@ finished() {  # finished DIR: every selected task has its summary record
 
 suites() {  # the suites whose inputs are given
   echo heldout
+  [ "$MODE" = ablation ] && { echo train-unseen; return; }
   [ -n "${KB:-}" ] && echo kernelbench
   [ -n "${HOLDOUT:-}" ] && echo train-unseen
   [ -n "${BT:-}" ] && echo babeltower
 }
 
+subset_args() {  # subset_args NAME: the `bench run` options bench/ablation/subsets.json fixed
+  "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["subsets"][sys.argv[2]]["bench_args"])' \
+    bench/ablation/subsets.json "$1"
+}
+
 suite_args() {  # suite_args SUITE: its --suite arguments into SARGS; 1 (saying why) if not given
+  if [ "$MODE" = ablation ]; then  # the ablation's fixed subsets (PROTOCOL.md), nothing else
+    case "$1" in
+      heldout) read -ra SARGS <<< "$(subset_args test_families)" ;;
+      train-unseen) read -ra SARGS <<< "$(subset_args train_unseen)" ;;
+      *) echo "bench_suite: ablation mode runs bench/ablation/subsets.json's subsets: heldout (test_families) and train-unseen, not $1" >&2; return 1 ;;
+    esac
+    return 0
+  fi
   case "$1" in
     heldout) SARGS=(--suite test-families) ;;
     kernelbench) SARGS=(--suite kernelbench:1,2 --suite-path "${KB:-}"); need KB "$1" "PATH (your KernelBench checkout)" ;;

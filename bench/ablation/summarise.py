@@ -106,11 +106,20 @@ def canary_drift(rows: list[dict]) -> dict:
     return {k: {"step1_us": first[k], "max_rel_change": round(worst[k], 4)} for k in first}
 
 
-def run_summary(arm: str, folder: Path) -> dict:
-    rows = read_steps(folder)
+def first_steps(folder: Path, steps: int | None) -> tuple[list[dict], list[dict]]:
+    """The run's step rows (1-based `step`) and samples (0-based `step`: the rollout of step
+    s is logged while the trainer is at s - 1) of its first `steps` steps (None: all)."""
+    rows, samples = read_steps(folder), completions(folder)
+    if steps is not None:
+        rows = [r for r in rows if r["step"] <= steps]
+        samples = [x for x in samples if x["step"] < steps]
     if not rows:
         raise ValueError(f"{folder}: steps.jsonl holds no GRPO step")
-    samples = completions(folder)
+    return rows, samples
+
+
+def run_summary(arm: str, folder: Path, steps: int | None = None) -> dict:
+    rows, samples = first_steps(folder, steps)
     g1 = groups(samples)
     dup = [1 - len({s["text"] for s in v}) / len(v) for v in g1.values()]
     per_step = []
@@ -317,11 +326,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="summary JSON to write")
     ap.add_argument("--plot", type=Path, help="PNG of the per-step curves")
     ap.add_argument("--command", default=None, help="the command line to record in the JSON")
+    ap.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="only each run's first N steps (a pilot read from the start of a main run)",
+    )
     args = ap.parse_args(argv)
+    if args.steps is not None and args.steps < 1:
+        print(f"summarise: --steps {args.steps}: give a number of steps >= 1", file=sys.stderr)
+        return 2
     try:
         runs = parse_runs(args.run)
-        summaries = [run_summary(arm, folder) for arm, folder in runs]
-        samples = [completions(folder) for _, folder in runs]
+        summaries = [run_summary(arm, folder, args.steps) for arm, folder in runs]
+        samples = [first_steps(folder, args.steps)[1] for _, folder in runs]
     except (ValueError, KeyError, json.JSONDecodeError) as e:
         print(f"summarise: {e}", file=sys.stderr)
         return 2
@@ -335,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         "what": "issue #17 ablation runs, training-pool data only (bench/ablation/summarise.py)",
         "written": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "command": args.command or " ".join(["python bench/ablation/summarise.py", *sys.argv[1:]]),
+        "steps": args.steps,
         "runs": summaries,
         "pairs": pairs,
         "detectable_effect": detectable_effect(outcome) if outcome else None,

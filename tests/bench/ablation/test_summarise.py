@@ -139,6 +139,26 @@ def test_two_arms_summarised_paired_and_the_detectable_effect(tmp_path, capsys):
     assert "outcome_only" in capsys.readouterr().out
 
 
+def test_steps_reads_only_a_runs_first_steps(tmp_path, capsys):
+    """A pilot read from the start of a main run: step 1's rows and its samples (logged at
+    step 0), nothing of step 2."""
+    a = _run(tmp_path / "A", ok=[[4, 1], [2, 3]], scores=[[1.0, 1.0], [1.0, 1.0]], gz=False)
+    b = _run(tmp_path / "B", ok=[[2, 2], [0, 4]], scores=[[1.0, 1.0], [1.0, 2.0]], gz=True)
+    out = tmp_path / "s.json"
+    runs = ["--run", f"unified={a}", "--run", f"outcome_only={b}", "--out", str(out)]
+    assert _script().main([*runs, "--steps", "1"]) == 0
+    res = json.loads(out.read_text())
+    ra = res["runs"][0]
+    assert res["steps"] == 1 and ra["steps"] == 1
+    assert ra["groups_2_correct"]["groups"] == 2 and ra["groups_2_correct"]["pooled"] == 0.5
+    assert ra["correct_without_launch"] == 5 - 1  # step 0's 5 correct turn-1 samples only
+    assert ra["first_last_ok_by_task"]["tasks"] == 0  # task a recurs only at step 2
+    # B's step-0 groups [1,1,0,0] twice: pooled within-group variance 2 / 6
+    assert res["detectable_effect"]["within_task_sd"] == round(math.sqrt(2 / 6), 4)
+    assert _script().main([*runs, "--steps", "0"]) == 2
+    assert "--steps 0" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("spec", ["unified", "=x", "unified=/no/such/folder"])
 def test_a_bad_run_argument_is_one_line(tmp_path, capsys, spec):
     rc = _script().main(["--run", spec, "--out", str(tmp_path / "s.json")])

@@ -1,0 +1,309 @@
+"""The ablation's primary metric and its effects, from `cudaperf bench run` folders
+(`bench/ablation/PROTOCOL.md`: Evaluation, Statistics and the dated notes).
+
+    python bench/ablation/primary.py \\
+        --run unified:0=RUNS/train-unseen/abl_unified_s0 \\
+        --run outcome_only:0=RUNS/train-unseen/abl_outcome_only_s0 \\
+        ... (one --run ARM:SEED=FOLDER per arm and seed) \\
+        --out bench/results/ablation/ablation_h200.json
+
+Each folder is a `cudaperf bench run` of one finished run's checkpoint on one fixed subset,
+made with `--preset outcome_only` (so each sample's recorded reward is its `outcome_only`
+score; `bash bench/bench_suite.sh ablation` passes it). The primary metric of a run is the
+mean over tasks of the per-task mean `outcome_only` score of its turn-1 samples (samples
+whose evaluator failed, `infra_error`, or that were never evaluated are left out and
+counted; a task with none left takes no part). Then, as the protocol fixes:
+
+- per seed s, `d_s = primary(A, s) - primary(B, s)` on the tasks both runs hold, with the
+  paired cluster-robust t interval over families (`report.metrics.paired_interval`);
+- pooled, the mean of the `d_s` with two 95% intervals: the protocol's two-level bootstrap
+  (resample seeds, then families within each seed's subset; 10,000 resamples, percentile),
+  and a t interval over the per-seed differences (seeds - 1 degrees of freedom). With 3 seeds
+  the bootstrap's seed level has 10 distinct draws and covers less than it says (issue #42
+  measured 73% for a "95%" family bootstrap at 3 clusters), so the result is read from the
+  wider of the two (PROTOCOL.md, session-26 note), and an interval holding 0 is a null result;
+- the noise floor: each arm's standard deviation of the primary metric across its seeds.
+
+Arms are named as in the protocol: A is `unified`, B is `outcome_only` (`--a`/`--b` change
+that). The runs of one comparison must hold the same tasks with the same settings (samples,
+suite, preset); the script says which differ instead of comparing them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+
+from cudaperf.report.intervals import t_quantile  # noqa: E402
+from cudaperf.report.metrics import (  # noqa: E402
+    Metric,
+    TaskView,
+    _mean,
+    interval,
+    paired_interval,
+    scored,
+    value,
+)
+from cudaperf.report.run import read_run  # noqa: E402
+from cudaperf.report.summary import load_views  # noqa: E402
+
+RESAMPLES = 10_000
+SECONDARY = (
+    "correct rate (turn 1)",
+    "pass@4 (turn 1)",
+    "fast_1.2 vs naive (turn 1)",
+    "geomean speedup vs naive, correct turn-1 samples",
+)
+
+
+def _task_score(t: TaskView) -> list[float]:
+    vals = [r.reward for r in scored(t.turns.get(1, [])) if r.reward is not None]
+    return [sum(vals) / len(vals)] if vals else []
+
+
+PRIMARY = Metric(
+    "mean outcome_only score (turn 1)",
+    _task_score,
+    _mean,  # report.metrics's own mean: its intervals tell a mean from a geomean by it
+    "mean over tasks of the mean outcome_only score of the task's turn-1 samples",
+    kind="score",
+)
+
+
+def parse_run(spec: str) -> tuple[str, int, Path]:
+    m = re.fullmatch(r"([A-Za-z_][\w-]*):(\d+)=(.+)", spec)
+    if not m:
+        raise ValueError(f"--run {spec!r}: give ARM:SEED=FOLDER, e.g. unified:0=runs/u0")
+    folder = Path(m.group(3))
+    if not folder.is_dir():
+        raise ValueError(f"--run {spec!r}: no folder {folder}")
+    return m.group(1), int(m.group(2)), folder
+
+
+def load(folder: Path) -> dict:
+    """A bench run folder's settings, turn-1 task views and what was left out."""
+    run = read_run(folder)
+    s = run.settings
+    if s.get("preset") != "outcome_only" or s.get("reward"):
+        raise ValueError(
+            f"{folder}: ran with --preset {s.get('preset')} {s.get('reward') or ''}".rstrip()
+            + ": the primary metric is the outcome_only score; rerun it with --preset "
+            "outcome_only and no --reward (bash bench/bench_suite.sh ablation does)"
+        )
+    rows, views, _, mode = load_views(run, turns=1)
+    if mode != "full":
+        raise ValueError(f"{folder}: evaluated {mode}, not on a GPU: no scores to compare")
+    return {
+        "folder": str(folder),
+        "settings": {k: s.get(k) for k in ("model", "adapter", "suite", "samples", "turns")},
+        "views": views,
+        "left_out_samples": sum(1 for r in rows if r.turn == 1 and r.reward is None),
+        "tasks_without_score": sum(1 for v in views if not _task_score(v)),
+    }
+
+
+def _same(runs: list[dict]) -> None:
+    first = runs[0]
+    ids = sorted(v.meta.id for v in first["views"])
+    for r in runs[1:]:
+        for k in ("suite", "samples"):
+            if r["settings"][k] != first["settings"][k]:
+                raise ValueError(
+                    f"{r['folder']}: {k} {r['settings'][k]!r}, but {first['folder']} has "
+                    f"{first['settings'][k]!r}: compare runs of one subset and settings"
+                )
+        if sorted(v.meta.id for v in r["views"]) != ids:
+            raise ValueError(
+                f"{r['folder']} and {first['folder']} hold other finished tasks: finish "
+                "both runs (a rerun of bench run resumes) on the same subset"
+            )
+
+
+def _ci(iv) -> list | None:
+    return None if iv.lo is None and iv.hi is None else [iv.lo, iv.hi]
+
+
+def _by_family(views: list[TaskView]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for v in views:
+        if s := _task_score(v):
+            out.setdefault(v.meta.family, {})[v.meta.id] = s[0]
+    return out
+
+
+def bootstrap(pairs: list[tuple[dict, dict]], resamples: int = RESAMPLES, seed: int = 0):
+    """The protocol's two-level bootstrap of the pooled A - B: resample seeds, then families
+    within each drawn seed's subset; each draw's d is the mean over drawn seeds of
+    (mean over drawn tasks of A's task scores) - (the same of B's). `pairs`: per seed, the
+    (A, B) task scores by family and task. Returns the 2.5% and 97.5% percentiles."""
+    rng = np.random.default_rng(seed)
+    prepared = []
+    for a, b in pairs:
+        fams = sorted(set(a) & set(b))
+        diffs = [np.array([a[f][t] - b[f][t] for t in sorted(set(a[f]) & set(b[f]))]) for f in fams]
+        prepared.append([d for d in diffs if len(d)])
+    draws = np.empty(resamples)
+    for i in range(resamples):
+        per_seed = []
+        for k in rng.integers(0, len(prepared), len(prepared)):
+            fams = prepared[k]
+            pick = rng.integers(0, len(fams), len(fams))
+            per_seed.append(np.concatenate([fams[j] for j in pick]).mean())
+        draws[i] = float(np.mean(per_seed))
+    lo, hi = np.percentile(draws, [2.5, 97.5])
+    return [float(lo), float(hi)]
+
+
+def t_over_seeds(ds: list[float]) -> list[float] | None:
+    if len(ds) < 2:
+        return None
+    m, sd = float(np.mean(ds)), float(np.std(ds, ddof=1))
+    w = t_quantile(0.975, len(ds) - 1) * sd / math.sqrt(len(ds))
+    return [m - w, m + w]
+
+
+def secondary(views: list[TaskView], samples: int) -> dict:
+    from cudaperf.report.metrics import standard_metrics
+
+    ms = {m.name: m for m in standard_metrics(samples, 1, ["naive"])}
+    out = {}
+    for name in SECONDARY:
+        if (m := ms.get(name)) is not None:
+            out[name] = {"value": value(m, views), "ci": _ci(interval(m, views))}
+    return out
+
+
+def analyse(runs: list[tuple[str, int, dict]], arm_a: str, arm_b: str) -> dict:
+    arms = {arm for arm, _, _ in runs}
+    if not {arm_a, arm_b} <= arms:
+        raise ValueError(f"arms given: {sorted(arms)}; need runs of both {arm_a} and {arm_b}")
+    seen = set()
+    for arm, seed, _ in runs:
+        if (arm, seed) in seen:
+            raise ValueError(f"two runs of {arm}, seed {seed}: give each arm and seed once")
+        seen.add((arm, seed))
+    _same([r for _, _, r in runs])
+    table = []
+    for arm, seed, r in runs:
+        v, iv = value(PRIMARY, r["views"]), interval(PRIMARY, r["views"])
+        samples = r["settings"]["samples"]
+        table.append(
+            {
+                "arm": arm,
+                "seed": seed,
+                **r["settings"],
+                "tasks": sum(bool(_task_score(t)) for t in r["views"]),
+                "primary": v,
+                "ci": _ci(iv),
+                "ci_note": iv.note,
+                "left_out_samples": r["left_out_samples"],
+                "tasks_without_score": r["tasks_without_score"],
+                "secondary": secondary(r["views"], samples),
+            }
+        )
+    by = {(arm, seed): r for arm, seed, r in runs}
+    seeds = sorted({s for a, s in by if a == arm_a} & {s for a, s in by if a == arm_b})
+    per_seed, pairs = [], []
+    for s in seeds:
+        a, b = by[(arm_a, s)]["views"], by[(arm_b, s)]["views"]
+        d, iv = paired_interval(PRIMARY, b, a)
+        per_seed.append({"seed": s, "d": d, "ci": _ci(iv), "ci_note": iv.note})
+        pairs.append((_by_family(a), _by_family(b)))
+    ds = [p["d"] for p in per_seed if p["d"] is not None]
+    pooled = None
+    if ds:
+        boot, tint = bootstrap(pairs), t_over_seeds(ds)
+        widest = max((x for x in (boot, tint) if x is not None), key=lambda iv: iv[1] - iv[0])
+        pooled = {
+            "d": float(np.mean(ds)),
+            "seeds": len(ds),
+            "bootstrap_ci": boot,
+            "t_over_seeds_ci": tint,
+            "ci": widest,
+            "ci_rule": "the wider of the two (PROTOCOL.md, session-26 note)",
+            "null": bool(widest[0] <= 0 <= widest[1]),
+        }
+    floor = {}
+    for arm in sorted(arms):
+        vals = [t["primary"] for t in table if t["arm"] == arm and t["primary"] is not None]
+        floor[arm] = float(np.std(vals, ddof=1)) if len(vals) >= 2 else None
+    return {
+        "a": arm_a,
+        "b": arm_b,
+        "runs": table,
+        "per_seed": per_seed,
+        "pooled": pooled,
+        "noise_floor_sd": floor,
+    }
+
+
+def _protocol_commit() -> str | None:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(
+            ["git", "log", "-1", "--format=%h", "--", "bench/ablation/PROTOCOL.md"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--run", action="append", required=True, help="ARM:SEED=FOLDER (repeat)")
+    ap.add_argument("--out", type=Path, required=True, help="JSON to write")
+    ap.add_argument("--a", default="unified", help="arm A (default unified)")
+    ap.add_argument("--b", default="outcome_only", help="arm B (default outcome_only)")
+    args = ap.parse_args(argv)
+    try:
+        runs = [(arm, seed, load(folder)) for arm, seed, folder in map(parse_run, args.run)]
+        res = analyse(runs, args.a, args.b)
+    except ValueError as e:
+        print(f"primary: {e}", file=sys.stderr)
+        return 2
+    res = {
+        "what": "the ablation's primary metric per run, per seed and pooled "
+        "(bench/ablation/primary.py; PROTOCOL.md, Statistics)",
+        "metric": PRIMARY.doc,
+        "written": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "protocol_commit": _protocol_commit(),
+        "command": " ".join(["python bench/ablation/primary.py", *(argv or sys.argv[1:])]),
+        **res,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
+    print(f"{'arm':<14}{'seed':>5}{'tasks':>6}{'primary':>9}  95% CI (families)")
+    for r in res["runs"]:
+        ci = "n/a: " + r["ci_note"] if r["ci"] is None else f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]"
+        p = "n/a" if r["primary"] is None else f"{r['primary']:.3f}"
+        print(f"{r['arm']:<14}{r['seed']:>5}{r['tasks']:>6}{p:>9}  {ci}")
+    for p in res["per_seed"]:
+        ci = "n/a: " + p["ci_note"] if p["ci"] is None else f"[{p['ci'][0]:.3f}, {p['ci'][1]:.3f}]"
+        print(f"seed {p['seed']}: {res['a']} - {res['b']} = {p['d']:.3f}  {ci}")
+    if pooled := res["pooled"]:
+        lo, hi = pooled["ci"]
+        verdict = "null result (the interval holds 0)" if pooled["null"] else "not null"
+        print(
+            f"pooled over {pooled['seeds']} seed(s): {pooled['d']:.3f} [{lo:.3f}, {hi:.3f}], "
+            f"{verdict}"
+        )
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

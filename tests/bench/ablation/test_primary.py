@@ -1,0 +1,143 @@
+"""bench/ablation/primary.py over `cudaperf bench run` folders of the sample set, written by
+run_bench with an evaluator that reports the stored H200 measurements (no GPU)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from cudaperf.report.rows import BenchRow, task_meta
+from cudaperf.report.run import BenchSettings, make_bench_backend, read_run, run_bench
+from cudaperf.report.summary import load_views
+from cudaperf.reward import RewardConfig, RewardScorer
+from cudaperf.tasks.io import load_sample
+from tests.report.helpers import meta, stored_evaluator, views
+from tests.script_helpers import load_script
+
+TASKS = load_sample()
+META = {t.id: task_meta(t, "sample") for t in TASKS}
+
+
+def _script():
+    return load_script("bench/ablation/primary.py")
+
+
+def _bench(out, model, preset="outcome_only", tasks=TASKS):
+    st = BenchSettings(model=model, suite="sample", samples=2, turns=1, preset=preset)
+    sc = RewardScorer(
+        tasks,
+        config=RewardConfig.preset(preset),
+        evaluator=stored_evaluator([]),
+        analyzer=lambda c: [],
+        analyze="always",
+    )
+    m = {t.id: META[t.id] for t in tasks}
+    run_bench(st, tasks, m, out, make_bench_backend(model, tasks), sc, batch_tasks=8)
+    return out
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    return {
+        "best": _bench(root / "best", "scripted:best"),
+        "naive": _bench(root / "naive", "scripted:naive"),
+    }
+
+
+def _by_hand(folder) -> float:
+    """Mean over tasks of the mean reward of the task's turn-1 samples, from the rows."""
+    rows, *_ = load_views(read_run(folder), turns=1)
+    per: dict[str, list[float]] = {}
+    for r in rows:
+        per.setdefault(r.task_id, []).append(r.reward)
+    return sum(sum(v) / len(v) for v in per.values()) / len(per)
+
+
+def test_per_run_per_seed_and_pooled_effects(tmp_path, folders, capsys):
+    out = tmp_path / "a.json"
+    runs = [
+        f"unified:0={folders['best']}",
+        f"unified:1={folders['naive']}",
+        f"outcome_only:0={folders['naive']}",
+        f"outcome_only:1={folders['best']}",
+    ]
+    assert _script().main([x for r in runs for x in ("--run", r)] + ["--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    prim = {(r["arm"], r["seed"]): r["primary"] for r in res["runs"]}
+    assert prim[("unified", 0)] == pytest.approx(_by_hand(folders["best"]))
+    assert prim[("outcome_only", 0)] == pytest.approx(_by_hand(folders["naive"]))
+    d = [p["d"] for p in res["per_seed"]]
+    assert d[0] == pytest.approx(prim[("unified", 0)] - prim[("outcome_only", 0)])
+    assert d[1] == pytest.approx(prim[("unified", 1)] - prim[("outcome_only", 1)])
+    assert d[0] > 0 and d[1] == pytest.approx(-d[0])  # the fastest kernels earn more speed
+    assert all(p["ci"][0] <= p["d"] <= p["ci"][1] for p in res["per_seed"])
+    pooled = res["pooled"]
+    assert pooled["d"] == pytest.approx(sum(d) / 2) and pooled["seeds"] == 2
+    w = 12.706205 * abs(d[0] - d[1]) / 2  # t(0.975, 1) x sd / sqrt(2), sd = |d0 - d1| / sqrt 2
+    assert pooled["t_over_seeds_ci"] == pytest.approx([pooled["d"] - w, pooled["d"] + w])
+    widths = [x[1] - x[0] for x in (pooled["bootstrap_ci"], pooled["t_over_seeds_ci"])]
+    assert pooled["ci"][1] - pooled["ci"][0] == pytest.approx(max(widths))
+    assert pooled["null"] == (pooled["ci"][0] <= 0 <= pooled["ci"][1])
+    assert pooled["d"] == pytest.approx(0.0) and pooled["null"]
+    assert res["noise_floor_sd"]["unified"] == pytest.approx(d[0] / math.sqrt(2))
+    sec = res["runs"][0]["secondary"]
+    assert sec["correct rate (turn 1)"]["value"] == 1.0
+    assert "pooled over 2 seed(s)" in capsys.readouterr().out
+
+
+def test_a_run_scored_with_another_preset_is_refused(tmp_path, folders, capsys):
+    unified = _bench(tmp_path / "u", "scripted:best", preset="unified")
+    args = ["--run", f"unified:0={unified}", "--run", f"outcome_only:0={folders['naive']}"]
+    assert _script().main([*args, "--out", str(tmp_path / "x.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--preset outcome_only" in err and "\n" not in err
+
+
+def test_runs_on_other_tasks_or_a_missing_arm_are_refused(tmp_path, folders, capsys):
+    few = _bench(tmp_path / "few", "scripted:naive", tasks=TASKS[:4])
+    args = ["--run", f"unified:0={folders['best']}", "--run", f"outcome_only:0={few}"]
+    assert _script().main([*args, "--out", str(tmp_path / "x.json")]) == 2
+    assert "other finished tasks" in capsys.readouterr().err
+    args = ["--run", f"unified:0={folders['best']}", "--out", str(tmp_path / "x.json")]
+    assert _script().main(args) == 2
+    assert "need runs of both" in capsys.readouterr().err
+    for bad in ("unified=x", f"unified:0={tmp_path / 'none'}"):
+        assert _script().main(["--run", bad, "--out", str(tmp_path / "x.json")]) == 2
+        assert capsys.readouterr().err.startswith("primary: --run")
+
+
+def test_infra_errors_and_unscored_samples_take_no_part():
+    mod = _script()
+    rows = [
+        BenchRow(task_id="t", suite="s", family="f", kind="c2cuda", turn=1, sample=i, **kw)
+        for i, kw in enumerate(
+            [
+                {"status": "ok", "correct": True, "reward": 1.0},
+                {"status": "infra_error", "reward": -1.0},  # the harness's failure
+                {"status": "compile_error", "reward": -0.5},
+                {"status": "screened", "reward": None},  # never evaluated
+            ]
+        )
+    ]
+    (view,) = views(rows, [meta("t")])
+    assert mod._task_score(view) == [0.25]  # (1.0 - 0.5) / 2
+
+
+def test_the_bootstrap_and_the_t_interval_by_hand():
+    mod = _script()
+    same = [({"f": {"a": 1.0}, "g": {"b": 2.0}}, {"f": {"a": 0.5}, "g": {"b": 1.5}})] * 3
+    assert mod.bootstrap(same, resamples=200) == pytest.approx([0.5, 0.5])
+    lo, hi = mod.t_over_seeds([1.0, 2.0, 3.0])
+    assert (lo + hi) / 2 == pytest.approx(2.0)
+    assert hi - 2.0 == pytest.approx(4.302653 * 1.0 / math.sqrt(3), rel=1e-5)
+    assert mod.t_over_seeds([1.0]) is None
+    # families, not tasks, are resampled: one family of opposite tasks never moves the mean
+    fam = [({"f": {"a": 1.0, "b": -1.0}}, {"f": {"a": 0.0, "b": 0.0}})]
+    assert mod.bootstrap(fam, resamples=200) == pytest.approx([0.0, 0.0])
+    # ... and they are resampled within a seed: two families of differences 1 and 0 give
+    # draws of 0, 0.5 and 1
+    two = [({"f": {"a": 1.0}, "g": {"b": 0.0}}, {"f": {"a": 0.0}, "g": {"b": 0.0}})]
+    assert mod.bootstrap(two, resamples=400) == pytest.approx([0.0, 1.0])

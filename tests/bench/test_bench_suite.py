@@ -1,0 +1,75 @@
+"""bench/bench_suite.sh's ablation mode and TURNS, with `python -m cudaperf` replaced by a
+recorder (no run is made; every other python call is real)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _suite(tmp_path, *args, **env):
+    log = tmp_path / "calls.txt"
+    log.unlink(missing_ok=True)  # this call's bench runs only
+    fake = tmp_path / "py"
+    fake.write_text(
+        "#!/usr/bin/env bash\n"
+        f'if [ "$1" = -m ] && [ "$2" = cudaperf ]; then echo "$*" >> {log}; exit 0; fi\n'
+        f'exec {sys.executable} "$@"\n'
+    )
+    fake.chmod(0o755)
+    full = {**os.environ, "PY": str(fake), "ROOT": str(tmp_path / "runs"), **env}
+    full.pop("OUT", None)
+    res = subprocess.run(
+        ["bash", "bench/bench_suite.sh", *args],
+        cwd=ROOT,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    calls = log.read_text().splitlines() if log.is_file() else []
+    return res, calls
+
+
+def _subset(name):
+    doc = json.loads((ROOT / "bench/ablation/subsets.json").read_text())
+    return doc["subsets"][name]["bench_args"]
+
+
+def test_ablation_mode_runs_the_fixed_subsets_with_the_outcome_only_preset(tmp_path):
+    res, calls = _suite(tmp_path, "ablation", "heldout/naive", "train-unseen/naive")
+    assert len(calls) == 2, res.stdout + res.stderr
+    for call, name in zip(calls, ("test_families", "train_unseen"), strict=True):
+        assert _subset(name) in call
+        assert "--preset outcome_only" in call and "--turns 1" in call
+        assert "--samples 4" in call and "--tasks-per-family" not in call
+    assert "/runs/ablation" in calls[0]  # ROOT/MODE (-compile-only without a GPU)
+
+
+def test_turns_go_to_their_own_folder_and_bad_values_are_one_line(tmp_path):
+    res, calls = _suite(tmp_path, "ablation", "heldout/naive", TURNS="4")
+    assert len(calls) == 1 and "--turns 4" in calls[0]
+    assert "/runs/ablation-t4" in calls[0], res.stdout
+    res, calls = _suite(tmp_path, "full", "heldout/naive", TURNS="x")
+    assert res.returncode == 2 and not calls
+    assert res.stderr.strip().startswith("bench_suite: TURNS=x")
+
+
+@pytest.mark.parametrize("mode", ["full", "quick"])
+def test_other_modes_keep_their_subsets_and_default_preset(tmp_path, mode):
+    res, calls = _suite(tmp_path, mode, "heldout/naive")
+    assert len(calls) == 1 and "--tasks-per-family" in calls[0], res.stdout
+    assert "--preset" not in calls[0] and "--turns 1" in calls[0]
+
+
+def test_ablation_mode_refuses_suites_outside_its_subsets(tmp_path):
+    res, calls = _suite(tmp_path, "ablation", "kernelbench/smollm2", KB=str(tmp_path))
+    assert res.returncode == 2 and not calls
+    assert "subsets.json" in res.stderr
