@@ -85,6 +85,8 @@ def test_per_run_per_seed_and_pooled_effects(tmp_path, folders, capsys):
     assert res["noise_floor_sd"]["unified"] == pytest.approx(d[0] / math.sqrt(2))
     sec = res["runs"][0]["secondary"]
     assert sec["correct rate (turn 1)"]["value"] == 1.0
+    assert set(sec) == set(_script().SECONDARY) - {"pass@4 (turn 1)"}  # 2 samples: no pass@4
+    assert sec["fast_1.2 vs naive (turn 1)"]["value"] > 0.5  # the fastest kernels
     assert "pooled over 2 seed(s)" in capsys.readouterr().out
 
 
