@@ -52,10 +52,11 @@ from cudaperf.report.metrics import (  # noqa: E402
     interval,
     paired_interval,
     scored,
+    standard_metrics,
     value,
 )
 from cudaperf.report.run import read_run  # noqa: E402
-from cudaperf.report.summary import load_views  # noqa: E402
+from cudaperf.report.summary import _ci, load_views  # noqa: E402
 
 RESAMPLES = 10_000
 SECONDARY = (
@@ -129,10 +130,6 @@ def _same(runs: list[dict]) -> None:
             )
 
 
-def _ci(iv) -> list | None:
-    return None if iv.lo is None and iv.hi is None else [iv.lo, iv.hi]
-
-
 def _by_family(views: list[TaskView]) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for v in views:
@@ -173,13 +170,11 @@ def t_over_seeds(ds: list[float]) -> list[float] | None:
 
 
 def secondary(views: list[TaskView], samples: int) -> dict:
-    from cudaperf.report.metrics import standard_metrics
-
     ms = {m.name: m for m in standard_metrics(samples, 1, ["naive"])}
     out = {}
     for name in SECONDARY:
         if (m := ms.get(name)) is not None:
-            out[name] = {"value": value(m, views), "ci": _ci(interval(m, views))}
+            out[name] = {"value": value(m, views), **_ci(interval(m, views))}
     return out
 
 
@@ -204,8 +199,7 @@ def analyse(runs: list[tuple[str, int, dict]], arm_a: str, arm_b: str) -> dict:
                 **r["settings"],
                 "tasks": sum(bool(_task_score(t)) for t in r["views"]),
                 "primary": v,
-                "ci": _ci(iv),
-                "ci_note": iv.note,
+                **_ci(iv),
                 "left_out_samples": r["left_out_samples"],
                 "tasks_without_score": r["tasks_without_score"],
                 "secondary": secondary(r["views"], samples),
@@ -217,7 +211,7 @@ def analyse(runs: list[tuple[str, int, dict]], arm_a: str, arm_b: str) -> dict:
     for s in seeds:
         a, b = by[(arm_a, s)]["views"], by[(arm_b, s)]["views"]
         d, iv = paired_interval(PRIMARY, b, a)
-        per_seed.append({"seed": s, "d": d, "ci": _ci(iv), "ci_note": iv.note})
+        per_seed.append({"seed": s, "d": d, **_ci(iv)})
         pairs.append((_by_family(a), _by_family(b)))
     ds = [p["d"] for p in per_seed if p["d"] is not None]
     pooled = None

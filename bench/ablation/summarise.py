@@ -118,8 +118,14 @@ def first_steps(folder: Path, steps: int | None) -> tuple[list[dict], list[dict]
     return rows, samples
 
 
-def run_summary(arm: str, folder: Path, steps: int | None = None) -> dict:
-    rows, samples = first_steps(folder, steps)
+def run_summary(
+    arm: str,
+    folder: Path,
+    steps: int | None = None,
+    loaded: tuple[list[dict], list[dict]] | None = None,
+) -> dict:
+    """The summary of one run's first `steps` steps; `loaded`: its `first_steps` already read."""
+    rows, samples = loaded if loaded is not None else first_steps(folder, steps)
     g1 = groups(samples)
     dup = [1 - len({s["text"] for s in v}) / len(v) for v in g1.values()]
     per_step = []
@@ -338,8 +344,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         runs = parse_runs(args.run)
-        summaries = [run_summary(arm, folder, args.steps) for arm, folder in runs]
-        samples = [first_steps(folder, args.steps)[1] for _, folder in runs]
+        loaded = [first_steps(folder, args.steps) for _, folder in runs]  # each read once
+        summaries = [
+            run_summary(arm, folder, loaded=rs)
+            for (arm, folder), rs in zip(runs, loaded, strict=True)
+        ]
+        samples = [s for _, s in loaded]
     except (ValueError, KeyError, json.JSONDecodeError) as e:
         print(f"summarise: {e}", file=sys.stderr)
         return 2
