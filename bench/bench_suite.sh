@@ -76,10 +76,10 @@ cd "$(dirname "$0")/.."
 MODE=${1:-}
 [ $# -gt 0 ] && shift
 case "$MODE" in
-  smoke) SUB=(--limit 2 --tasks-per-family 1); S=1; EV=(--trials 5 --time-budget 0.2 --cpu-time-budget 0.2) ;;
-  quick) SUB=(--limit 6 --tasks-per-family 1); S=2; EV=(--trials 20 --time-budget 0.5 --cpu-time-budget 0.5) ;;
-  full) SUB=(--limit 60 --tasks-per-family 10); S=4; EV=(--trials 30 --time-budget 1.0 --cpu-time-budget 1.0) ;;
-  ablation) SUB=(); S=4; EV=(--trials 30 --time-budget 1.0 --cpu-time-budget 1.0) ;;  # subsets.json's
+  smoke) SUB=(--limit 2 --tasks-per-family 1); S=1; EV=(--trials 5 --timing-budget 0.2 --cpu-time-budget 0.2) ;;
+  quick) SUB=(--limit 6 --tasks-per-family 1); S=2; EV=(--trials 20 --timing-budget 0.5 --cpu-time-budget 0.5) ;;
+  full) SUB=(--limit 60 --tasks-per-family 10); S=4; EV=(--trials 30 --timing-budget 1.0 --cpu-time-budget 1.0) ;;
+  ablation) SUB=(); S=4; EV=(--trials 30 --timing-budget 1.0 --cpu-time-budget 1.0) ;;  # subsets.json's
   *) echo "usage: bash bench/bench_suite.sh smoke|quick|full|ablation [list | SUITE/RUN ...] (see the header)" >&2; exit 2 ;;
 esac
 TURNS=${TURNS:-1}

@@ -22,12 +22,13 @@
 #   WALL_X=3 bash bench/device_bg.sh start verify -- bash bench/gpu_suite.sh execute smoke fast bench torch
 set -uo pipefail
 cd "$(dirname "$0")/.."
-ROOT=${BG_ROOT:-/tmp/cudaperf_bg}
+# (BGDIR, not ROOT: an exported ROOT, e.g. bench_suite.sh's, must reach the job unchanged)
+BGDIR=${BG_ROOT:-/tmp/cudaperf_bg}
 usage() { echo "usage: device_bg.sh start NAME -- COMMAND... | watch NAME | stop NAME" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 op=$1 name=$2; shift 2
 case "$name" in *[!A-Za-z0-9_.-]*|"") echo "device_bg: NAME $name: use letters, digits, . _ -" >&2; exit 2 ;; esac
-J=$ROOT/$name
+J=$BGDIR/$name
 running() { [ -f "$J/pid" ] && kill -0 "$(cat "$J/pid")" 2>/dev/null && [ ! -f "$J/rc" ]; }
 bring() {  # the job's log and out/ into the call's $OUT (two files: a call brings back 8)
   local out=${OUT:-/tmp/out}

@@ -55,7 +55,7 @@ from cudaperf.report.metrics import (  # noqa: E402
     standard_metrics,
     value,
 )
-from cudaperf.report.run import read_run  # noqa: E402
+from cudaperf.report.run import read_run, setup_diff  # noqa: E402
 from cudaperf.report.summary import _ci, load_views  # noqa: E402
 
 RESAMPLES = 10_000
@@ -106,6 +106,7 @@ def load(folder: Path) -> dict:
         raise ValueError(f"{folder}: evaluated {mode}, not on a GPU: no scores to compare")
     return {
         "folder": str(folder),
+        "info": run.info,
         "settings": {k: s.get(k) for k in ("model", "adapter", "suite", "samples", "turns")},
         "views": views,
         "left_out_samples": sum(1 for r in rows if r.turn == 1 and r.reward is None),
@@ -123,6 +124,13 @@ def _same(runs: list[dict]) -> None:
                     f"{r['folder']}: {k} {r['settings'][k]!r}, but {first['folder']} has "
                     f"{first['settings'][k]!r}: compare runs of one subset and settings"
                 )
+        diff = setup_diff(first["info"], r["info"])
+        if diff:
+            shown = ", ".join(f"{k} {b!r} there, {a!r} in {first['folder']}" for k, a, b in diff)
+            raise ValueError(
+                f"{r['folder']}: measured on another setup ({shown}): the protocol compares "
+                "bench runs of one kind of card, toolchain and evaluator (PROTOCOL.md (5))"
+            )
         if sorted(v.meta.id for v in r["views"]) != ids:
             raise ValueError(
                 f"{r['folder']} and {first['folder']} hold other finished tasks: finish "
@@ -231,9 +239,11 @@ def analyse(runs: list[tuple[str, int, dict]], arm_a: str, arm_b: str) -> dict:
     for arm in sorted(arms):
         vals = [t["primary"] for t in table if t["arm"] == arm and t["primary"] is not None]
         floor[arm] = float(np.std(vals, ddof=1)) if len(vals) >= 2 else None
+    info = runs[0][2]["info"]
     return {
         "a": arm_a,
         "b": arm_b,
+        "setup": {k: info.get(k) for k in ("gpu", "mode", "versions")},  # every run's (_same)
         "runs": table,
         "per_seed": per_seed,
         "pooled": pooled,

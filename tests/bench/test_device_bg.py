@@ -89,3 +89,13 @@ def test_bad_input_is_one_line(tmp_path, args):
     r = _bg(tmp_path, *args)
     assert r.returncode in (2, 3) and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert r.stdout == ""
+
+
+def test_the_job_sees_the_callers_environment_unchanged(tmp_path):
+    # bench_suite.sh reads ROOT (where its runs go); the script once set its own ROOT and the
+    # job wrote to /tmp/cudaperf_bg instead of the folder the command line named
+    job = 'echo "ROOT=$ROOT" > "$OUT/env.txt"'
+    r = _bg(tmp_path, "start", "j9", "--", "bash", "-c", job, ROOT="/somewhere/else")
+    assert r.returncode == 0, r.stderr
+    assert _bg(tmp_path, "watch", "j9", WATCH_S="20").returncode == 0
+    assert _members(tmp_path, "j9")["out/env.txt"] == b"ROOT=/somewhere/else\n"

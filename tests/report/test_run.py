@@ -94,6 +94,38 @@ def test_a_rerun_with_other_settings_is_refused(tmp_path):
         run_bench(st, TASKS[:3], few, tmp_path / "r", make_bench_backend(st.model, TASKS), None)
 
 
+def test_a_rerun_on_another_measurement_setup_is_refused(tmp_path):
+    """A run's tasks are measured on one setup: resuming it on another GPU, toolchain or
+    evaluator would mix cards in one run silently. The machine-local options (cache folder,
+    GPU indices) may differ; a caller that passes no setup is not checked."""
+    setup = {
+        "gpu": "NVIDIA H100 80GB HBM3",
+        "mode": "full",
+        "evaluator": {"trials": "30", "cache_dir": "/a", "gpus": "(0,)"},
+        "versions": {"nvcc": "13.0.88", "cudaperf": "0.1.0+017329b2e51f"},
+    }
+    st = BenchSettings(model="scripted:weakest-first", suite="sample", samples=1, turns=1)
+
+    def go(info, n=2):
+        backend = make_bench_backend(st.model, TASKS)
+        few = {k: META[k] for k in list(META)[:n]}
+        return run_bench(st, TASKS[:n], few, tmp_path / "r", backend, scorer([]), 4, info)
+
+    go(setup, n=2)
+    here = {**setup, "evaluator": {"trials": "30", "cache_dir": "/b", "gpus": "(3,)"}}
+    assert go(here) == 0  # same setup, other local options: resumes (nothing left)
+    assert go({}) == 0
+    for key, value, shown in (
+        ("gpu", "NVIDIA H200", "gpu 'NVIDIA H100 80GB HBM3' there, 'NVIDIA H200' now"),
+        ("versions", {**setup["versions"], "cudaperf": "0.1.0+bbb"}, "versions cudaperf"),
+        ("evaluator", {**setup["evaluator"], "trials": "100"}, "evaluator trials '30' there"),
+        ("mode", "compile_only", "mode 'full' there, 'compile_only' now"),
+    ):
+        with pytest.raises(ValueError, match="another setup") as e:
+            go({**setup, key: value})
+        assert shown in str(e.value) and "use a new --out" in str(e.value)
+
+
 def test_summary_of_scripted_best_matches_the_stored_measurements(tmp_path):
     bench(tmp_path / "best")
     s = summarize(read_run(tmp_path / "best"))

@@ -39,6 +39,7 @@ __all__ = [
     "make_bench_backend",
     "read_run",
     "run_bench",
+    "setup_diff",
 ]
 
 TRAJECTORY = "trajectories.jsonl"
@@ -120,6 +121,31 @@ def make_bench_backend(spec: str, tasks: Sequence[Task], adapter: str | None = N
     return backend if hasattr(backend, "generate_batch") else ConcurrentBatch(backend)
 
 
+# What run.json records about how a run was measured (cli.bench._info): runs that differ in
+# any of these measure different things. Machine-local evaluator options are left out.
+_SETUP = ("gpu", "mode", "evaluator", "versions")
+_LOCAL_OPTIONS = ("cache_dir", "gpus")
+
+
+def setup_diff(old: dict, new: dict, keys: Sequence[str] | None = None) -> list[tuple]:
+    """(name, old value, new value) for each measurement-setup entry of two run.json
+    documents that differs (dict entries, e.g. `versions`, compared key by key as
+    "versions nvcc"); `keys` limits the comparison to those top-level keys."""
+    out = []
+    for key in keys if keys is not None else _SETUP:
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) or isinstance(b, dict):
+            a, b = a or {}, b or {}
+            out += [
+                (f"{key} {k}", a.get(k), b.get(k))
+                for k in sorted(set(a) | set(b))
+                if k not in _LOCAL_OPTIONS and a.get(k) != b.get(k)
+            ]
+        elif a != b:
+            out.append((key, a, b))
+    return out
+
+
 def _settings_problem(old: dict, new: BenchSettings) -> str:
     """Why a run of settings `old` cannot be resumed with `new` ("" when it can); a setting
     an older run.json lacks counts as its default."""
@@ -136,10 +162,19 @@ def _prepare(out: Path, settings: BenchSettings, meta: dict[str, TaskMeta], info
     out.mkdir(parents=True, exist_ok=True)
     rj = out / RUN_JSON
     if rj.is_file():
-        _, old_settings, old_meta = _read_run_json(rj)
+        old_doc, old_settings, old_meta = _read_run_json(rj)
         problem = _settings_problem(old_settings, settings)
         if not problem and list(old_meta) != list(meta):
             problem = "it holds a run of other tasks (the suite changed?); use a new --out"
+        # a run's tasks are all measured on one setup: resuming on another card, toolchain
+        # or evaluator would mix them silently (keys the caller does not give are not checked)
+        diff = setup_diff(old_doc, info, [k for k in _SETUP if k in info])
+        if not problem and diff:
+            shown = ", ".join(f"{k} {a!r} there, {b!r} now" for k, a, b in diff)
+            problem = (
+                f"it holds a run measured on another setup ({shown}); resume it where it "
+                "started, or use a new --out"
+            )
         if problem:
             raise ValueError(f"{out}: {problem}")
         return

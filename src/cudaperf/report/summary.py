@@ -31,7 +31,7 @@ from cudaperf.report.metrics import (
     value,
 )
 from cudaperf.report.rows import BASELINE_FIELDS, BASELINE_LABELS, BenchRow, rows_from_trajectory
-from cudaperf.report.run import RunFiles
+from cudaperf.report.run import RunFiles, setup_diff
 
 __all__ = [
     "FAILURE_ORDER",
@@ -288,32 +288,16 @@ def family_table(views: Sequence[Sequence[TaskView]], ms: list[Metric]) -> list[
     return out
 
 
-# What run.json records about how a run was measured (cli.bench._info): runs that differ in
-# any of these measure different things. Machine-local evaluator options are left out.
-_SETUP = ("gpu", "mode", "evaluator", "versions")
-_LOCAL_OPTIONS = ("cache_dir", "gpus")
-
-
 def setup_differences(runs: Sequence[RunFiles]) -> list[str]:
     """How each later run's measurement setup differs from the first's: GPU, evaluator mode,
     evaluator settings, toolchain and evaluator code (`versions`: nvcc, gcc, driver, cudaperf
     with its evaluator fingerprint); one line per difference, [] when none."""
-    out = []
     base = runs[0]
-    for r in runs[1:]:
-        for key in _SETUP:
-            a, b = base.info.get(key), r.info.get(key)
-            if isinstance(a, dict) or isinstance(b, dict):
-                a, b = a or {}, b or {}
-                for k in sorted(set(a) | set(b)):
-                    if k not in _LOCAL_OPTIONS and a.get(k) != b.get(k):
-                        out.append(
-                            f"{r.path.name}: {key} {k} = {b.get(k)!r}, "
-                            f"{base.path.name}: {a.get(k)!r}"
-                        )
-            elif a != b:
-                out.append(f"{r.path.name}: {key} = {b!r}, {base.path.name}: {a!r}")
-    return out
+    return [
+        f"{r.path.name}: {key} = {now!r}, {base.path.name}: {then!r}"
+        for r in runs[1:]
+        for key, then, now in setup_diff(base.info, r.info)
+    ]
 
 
 def compare(runs: Sequence[RunFiles]) -> dict:

@@ -111,6 +111,31 @@ def test_runs_on_other_tasks_or_a_missing_arm_are_refused(tmp_path, folders, cap
         assert capsys.readouterr().err.startswith("primary: --run")
 
 
+def test_runs_measured_on_another_card_or_evaluator_are_refused(tmp_path, folders, capsys):
+    import shutil
+
+    setup = {"gpu": "NVIDIA H100 80GB HBM3", "versions": {"cudaperf": "0.1.0+017329b2e51f"}}
+    copies = {}
+    for name, info in (
+        ("best", setup),
+        ("naive", setup),
+        ("h200", {**setup, "gpu": "NVIDIA H200"}),
+        ("code", {**setup, "versions": {"cudaperf": "0.1.0+aaaaaaaaaaaa"}}),
+    ):
+        src = folders["naive" if name != "best" else "best"]
+        copies[name] = shutil.copytree(src, tmp_path / name)
+        doc = json.loads((copies[name] / "run.json").read_text())
+        (copies[name] / "run.json").write_text(json.dumps(doc | info))
+    out = tmp_path / "x.json"
+    args = ["--run", f"unified:0={copies['best']}", "--out", str(out)]
+    assert _script().main([*args, "--run", f"outcome_only:0={copies['naive']}"]) == 0
+    assert json.loads(out.read_text())["setup"]["gpu"] == "NVIDIA H100 80GB HBM3"
+    for name, shown in (("h200", "gpu 'NVIDIA H200' there"), ("code", "versions cudaperf")):
+        assert _script().main([*args, "--run", f"outcome_only:0={copies[name]}"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "another setup" in err and shown in err and "\n" not in err
+
+
 def test_infra_errors_and_unscored_samples_take_no_part():
     mod = _script()
     rows = [
