@@ -50,6 +50,7 @@ def test_bench_run_resume_report_and_compare_compile_only(tmp_path):
     assert "compile rate (turn 1)" in res.stdout and "100.0%" in res.stdout
     assert "compile-only" in res.stdout and "no correctness or speedup" in res.stdout
     assert "correct rate" not in res.stdout  # not measured without a GPU: not shown as 0
+    assert "time: " in res.stdout and "in 1 chunk(s) (generation" in res.stdout
     run = json.loads((tmp_path / "best/run.json").read_text())
     assert len(run["tasks"]) == 4 and run["command"].startswith("cudaperf bench run")
     lines = (tmp_path / "best/trajectories.jsonl").read_text().splitlines()

@@ -255,3 +255,35 @@ def test_a_stopped_run_resumes_where_it_stopped(tmp_path):
         SAXPY, scripted_from_task(SAXPY), scorer(), turns=3, samples=1, resume=read_trajectory(out)
     )
     assert [t.turn for t in again.turns] == [1, 2, 3]
+
+
+def test_the_clock_gets_generation_and_scoring_seconds_even_when_interrupted():
+    import time
+
+    naive = next(i.code for i in SAXPY.implementations if i.id == "naive")
+
+    class Slow(ScriptedBackend):
+        def generate(self, messages, n):
+            time.sleep(0.2)
+            return super().generate(messages, n)
+
+    def slow_eval(jobs):
+        time.sleep(0.3)
+        return evaluator(jobs)
+
+    sc = RewardScorer([SAXPY], evaluator=slow_eval, analyzer=lambda c: [], analyze="always")
+    clock: dict[str, float] = {}
+    refine_many([SAXPY], Slow([f"```cuda\n{naive}\n```"]), sc, turns=2, samples=1, clock=clock)
+    assert set(clock) == {"generate_s", "score_s"}
+    assert 0.4 <= clock["generate_s"] < 0.4 + 0.25  # two turns' generation, not scoring
+    assert 0.3 <= clock["score_s"] < 0.6 + 0.25  # a repeated candidate comes from the cache
+
+    def interrupted(jobs):
+        time.sleep(0.3)
+        raise KeyboardInterrupt
+
+    sc = RewardScorer([SAXPY], evaluator=interrupted, analyzer=lambda c: [], analyze="always")
+    clock = {}
+    with pytest.raises(KeyboardInterrupt):
+        refine_many([SAXPY], Slow([f"```cuda\n{naive}\n```"]), sc, turns=2, clock=clock)
+    assert clock["generate_s"] >= 0.2 and clock["score_s"] >= 0.3  # the cut turn's seconds

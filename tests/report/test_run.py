@@ -377,3 +377,58 @@ def test_a_rerun_into_a_folder_whose_run_json_is_not_bench_s_is_one_named_error(
         bench(out, samples=1, turns=1)
     assert str(out / "run.json") in str(e.value) and why in str(e.value)
     assert (out / "run.json").read_text() == content  # left as it was
+
+
+def test_each_chunk_records_its_time_and_the_summary_adds_them_up(tmp_path):
+    """timing.jsonl gets a line per chunk as it ends, one cut by Ctrl-C included; the
+    summary's `time` adds every process's chunks and the finished tasks' evaluator phases."""
+    from cudaperf.report.run import TIMING
+    from cudaperf.report.summary import fmt_time, run_time
+
+    out = tmp_path / "r"
+    wf = "scripted:weakest-first"
+    with pytest.raises(KeyboardInterrupt):
+        bench(out, wf, interrupt_at=3)  # chunk 1 (4 tasks) done, chunk 2 cut in its turn 1
+    lines = [json.loads(x) for x in (out / TIMING).read_text().splitlines()]
+    assert [(c["tasks"], c["complete"]) for c in lines] == [(4, True), (4, False)]
+    for c in lines:
+        assert c["wall_s"] >= c["generate_s"] + c["score_s"] - 1e-3 and c["score_s"] >= 0
+    bench(out, wf)  # the rerun: the unfinished tasks, in chunks of 4
+    run = read_run(out)
+    rest = [(c["tasks"], c["complete"]) for c in run.timing][2:]
+    assert sum(n for n, _ in rest) == len(TASKS) - 4 and all(ok for _, ok in rest)
+    t = run_time(run)
+    assert t["chunks"] == 2 + len(rest) and t["chunks_interrupted"] == 1
+    assert t["wall_s"] == pytest.approx(sum(c["wall_s"] for c in run.timing), abs=0.06)
+    done = [c for c in run.timing if c["complete"]]
+    assert t["s_per_task"] == pytest.approx(sum(c["wall_s"] for c in done) / len(TASKS), abs=0.006)
+    assert summarize(run)["time"] == t and f"in {t['chunks']} chunk(s), 1 cut short" in fmt_time(t)
+    fake = [  # known numbers: the cut chunk's seconds count in the wall time, not per task
+        {"tasks": 4, "complete": True, "wall_s": 10.0, "generate_s": 4.0, "score_s": 6.0},
+        {"tasks": 4, "complete": False, "wall_s": 5.0, "generate_s": 5.0},
+        {"tasks": 8, "complete": True, "wall_s": 30.0, "generate_s": 10.0, "score_s": 20.0},
+    ]
+    (out / TIMING).write_text("".join(json.dumps(c) + "\n" for c in fake) + '{"tasks": 4, "wa')
+    t = run_time(read_run(out))
+    assert (t["wall_s"], t["generate_s"], t["score_s"], t["s_per_task"]) == (45, 19, 26, 3.33)
+    assert (t["chunks"], t["chunks_interrupted"]) == (3, 1)  # the cut last line is skipped
+    assert fmt_time(t).startswith("time: 45 s in 3 chunk(s), 1 cut short (generation 42%")
+    (out / TIMING).unlink()  # a run older than timing.jsonl: no time, no line
+    assert run_time(read_run(out)) == {} and fmt_time({}) == ""
+
+
+def test_the_time_entry_sums_the_evaluator_phases_of_finished_tasks(tmp_path):
+    from cudaperf.report.summary import run_time
+
+    out = tmp_path / "r"
+    bench(out, samples=1, turns=1)
+    traj = out / "trajectories.jsonl"
+    recs = [json.loads(x) for x in traj.read_text().splitlines()]
+    n = 0
+    for r in recs:
+        for s in r.get("samples") or []:
+            if s.get("result"):
+                s["result"]["phases"] = {"compile": 1.5, "copy": 0.25}
+                n += 1
+    traj.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert run_time(read_run(out))["evaluator_phases_s"] == {"compile": 1.5 * n, "copy": 0.25 * n}

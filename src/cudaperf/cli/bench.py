@@ -200,7 +200,7 @@ def _row(t: Table, *cells: str) -> None:
 
 
 def _print_summary(s: dict, html: Path) -> None:
-    from cudaperf.report.summary import fmt_ci, fmt_value
+    from cudaperf.report.summary import fmt_ci, fmt_time, fmt_value
 
     t = Table(title=Text(s["title"]), title_justify="left")
     for col in ("metric", "value", "95% CI", "tasks"):
@@ -214,6 +214,8 @@ def _print_summary(s: dict, html: Path) -> None:
             str(e["tasks"]),
         )
     stdout.print(t)
+    if line := fmt_time(s.get("time") or {}):
+        stdout.print(Text(line))
     if s["mode"] == "compile-only":
         stdout.print(
             "[bold yellow]compile-only[/]: no GPU here, so candidates were compiled "

@@ -18,6 +18,7 @@ each task's turns and stopping are exactly what `refine` on that task alone woul
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,7 @@ def refine_many(
     system: str = SYSTEM,
     keep_exchanges: int = 2,
     resume: Sequence[TurnRecord | SummaryRecord] = (),
+    clock: dict[str, float] | None = None,
 ) -> list[RefineResult]:
     """Refine every task for up to `turns` turns in lockstep; results in the order of `tasks`.
 
@@ -76,7 +78,9 @@ def refine_many(
     `on_done` when a task has stopped (its summary is then written). A crash or Ctrl-C keeps
     every turn and summary already written to `out`; passing those records back as `resume`
     (`read_trajectory(out)`) continues each unfinished episode where it stopped (its earlier
-    turns are not redone or rewritten); finished episodes are refined anew."""
+    turns are not redone or rewritten); finished episodes are refined anew. `clock`, when
+    given, gets the seconds spent generating (`generate_s`) and scoring (`score_s`: the
+    evaluator and the analyzer) added to it, also when the run is interrupted."""
     if turns < 1 or samples < 1 or patience < 1:
         raise ValueError(f"turns={turns}, samples={samples}, patience={patience}: use >= 1 each")
     if len({t.id for t in tasks}) != len(tasks):
@@ -95,8 +99,16 @@ def refine_many(
             if episode.done(c):  # every turn was made before the stop; only the summary is due
                 _finish(c, res, backend, scorer, writer, on_done)
         while live := [i for i, c in enumerate(chains) if not episode.done(c)]:
-            replies = generate(backend, [chains[i].messages for i in live], samples)
-            recs = episode.step([chains[i] for i in live], replies, scorer, rules, backend.name)
+            t0 = time.perf_counter()
+            try:
+                replies = generate(backend, [chains[i].messages for i in live], samples)
+            finally:
+                t1 = time.perf_counter()
+                _tick(clock, "generate_s", t1 - t0)
+            try:
+                recs = episode.step([chains[i] for i in live], replies, scorer, rules, backend.name)
+            finally:
+                _tick(clock, "score_s", time.perf_counter() - t1)
             for i, rec in zip(live, recs, strict=True):
                 results[i].turns.append(rec)
                 if writer:
@@ -144,6 +156,11 @@ def refine(
         resume=resume,
     )
     return res
+
+
+def _tick(clock: dict[str, float] | None, key: str, seconds: float) -> None:
+    if clock is not None:
+        clock[key] = clock.get(key, 0.0) + seconds
 
 
 def _finish(chain, res: RefineResult, backend: Backend, scorer, writer, on_done) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cudaperf.report.figures import compare_figures, have_matplotlib, run_figures
 from cudaperf.report.rows import BASELINE_LABELS
-from cudaperf.report.summary import fmt_ci, fmt_value
+from cudaperf.report.summary import fmt_ci, fmt_time, fmt_value
 
 __all__ = [
     "absent_text",
@@ -224,6 +224,8 @@ def _header(s: dict) -> tuple[str, list[str]]:
         f"evaluator: {s['mode']}; GPU {s['info'].get('gpu') or 'none'}; started "
         f"{s['info'].get('started', '?')}",
     ]
+    if line := fmt_time(s.get("time") or {}):
+        facts.append(line)
     if s["info"].get("left_out"):
         facts.append(f"left out: {s['info']['left_out']}")
     if s.get("baselines_absent"):

@@ -5,7 +5,10 @@ A run folder holds:
 - `run.json`: the settings (model, suite, samples, turns, seed, subset), the metadata of
   every selected task (`rows.TaskMeta`), and when it started;
 - `trajectories.jsonl`: refine's trajectory (`refine.trajectory`), one turn record per task
-  and turn as soon as that turn is scored, then the task's summary record.
+  and turn as soon as that turn is scored, then the task's summary record;
+- `timing.jsonl`: one line per chunk of tasks as it ends (also one cut by Ctrl-C or an
+  error, `"complete": false`): its wall seconds, the seconds spent generating and scoring,
+  and how many tasks it held, so a run's wall time adds up over every process that resumed it.
 
 Tasks go through `refine_many` in chunks of `batch_tasks` (one generation batch and one
 evaluator batch per turn and chunk), with `patience = turns` so that no task stops before its
@@ -19,8 +22,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -44,6 +48,7 @@ __all__ = [
 
 TRAJECTORY = "trajectories.jsonl"
 RUN_JSON = "run.json"
+TIMING = "timing.jsonl"
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,7 @@ class RunFiles:
     meta: dict[str, TaskMeta]  # task id -> metadata, in run order
     info: dict  # the rest of run.json (suite source, skipped counts, started, notes)
     records: list[TurnRecord | SummaryRecord]
+    timing: list[dict] = field(default_factory=list)  # timing.jsonl's chunk lines
 
 
 class ConcurrentBatch:
@@ -181,7 +187,7 @@ def _prepare(out: Path, settings: BenchSettings, meta: dict[str, TaskMeta], info
     doc = {
         "settings": asdict(settings),
         "tasks": {k: m.model_dump(mode="json") for k, m in meta.items()},
-        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "started": _now(),
         **info,
     }
     tmp = rj.with_suffix(".tmp")
@@ -252,18 +258,54 @@ def run_bench(
     if done:
         log.info("resuming: %d of %d task(s) already finished", len(tasks) - len(todo), len(tasks))
     for i in range(0, len(todo), batch_tasks):
-        refine_many(
-            todo[i : i + batch_tasks],
-            backend,
-            scorer,
-            turns=settings.turns,
-            samples=settings.samples,
-            patience=settings.turns,
-            out=traj,
-            on_turn=on_turn,
-            on_done=on_done,
-        )
+        chunk = todo[i : i + batch_tasks]
+        clock: dict[str, float] = {}
+        started, t0, complete = _now(), time.perf_counter(), False
+        try:
+            refine_many(
+                chunk,
+                backend,
+                scorer,
+                turns=settings.turns,
+                samples=settings.samples,
+                patience=settings.turns,
+                out=traj,
+                on_turn=on_turn,
+                on_done=on_done,
+                clock=clock,
+            )
+            complete = True
+        finally:
+            line = {
+                "started": started,
+                "tasks": len(chunk),
+                "complete": complete,
+                "wall_s": round(time.perf_counter() - t0, 3),
+                **{k: round(v, 3) for k, v in sorted(clock.items())},
+            }
+            with (Path(out) / TIMING).open("a", encoding="utf-8") as f:
+                f.write(json.dumps(line) + "\n")
     return len(todo)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def read_timing(path: Path) -> list[dict]:
+    """timing.jsonl's lines ([] when the file is absent, as in runs older than it); a line
+    that is not a JSON object (cut by a kill mid-write) is skipped."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
 
 
 def _read_run_json(rj: Path) -> tuple[dict, dict, dict[str, TaskMeta]]:
@@ -301,4 +343,4 @@ def read_run(path: str | Path) -> RunFiles:
     if not rj.is_file():
         raise ValueError(f"{p}: no {RUN_JSON}; give a folder written by `cudaperf bench run --out`")
     doc, settings, meta = _read_run_json(rj)
-    return RunFiles(p, settings, meta, doc, read_records(p / TRAJECTORY))
+    return RunFiles(p, settings, meta, doc, read_records(p / TRAJECTORY), read_timing(p / TIMING))

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from cudaperf.refine.trajectory import SummaryRecord
+from cudaperf.execute.types import sum_phases
+from cudaperf.refine.trajectory import SummaryRecord, TurnRecord
 from cudaperf.report.metrics import (
     INFRA,
     Metric,
@@ -243,7 +244,50 @@ def summarize(run: RunFiles) -> dict:
         if mode != "compile-only"
         else {},
         "fast_p_curves": _curves(views, baselines, turns) if mode != "compile-only" else {},
+        "time": run_time(run),
     }
+
+
+def run_time(run: RunFiles) -> dict:
+    """Where a run's time went, from timing.jsonl (every chunk of every process that worked
+    on it, interrupted ones included) and the evaluator's per-phase seconds of the finished
+    tasks' samples (summed over candidates: compiles run in parallel, so phases may add up
+    to more than the wall time). {} for a run older than timing.jsonl."""
+    if not run.timing:
+        return {}
+    done = [c for c in run.timing if c.get("complete")]
+    done_s = sum(c.get("wall_s", 0.0) for c in done)
+    done_tasks = sum(c.get("tasks", 0) for c in done)
+    finished = {r.task_id for r in run.records if isinstance(r, SummaryRecord)}
+    phases = sum_phases(
+        s.result.phases
+        for r in run.records
+        if isinstance(r, TurnRecord) and r.task_id in finished
+        for s in r.samples
+        if s.result is not None
+    )
+    return {
+        "wall_s": round(sum(c.get("wall_s", 0.0) for c in run.timing), 1),
+        "generate_s": round(sum(c.get("generate_s", 0.0) for c in run.timing), 1),
+        "score_s": round(sum(c.get("score_s", 0.0) for c in run.timing), 1),
+        "chunks": len(run.timing),
+        "chunks_interrupted": len(run.timing) - len(done),
+        "s_per_task": round(done_s / done_tasks, 2) if done_tasks else None,
+        "evaluator_phases_s": phases,
+    }
+
+
+def fmt_time(t: dict) -> str:
+    """One line for a run's `time` entry ("" for a run without one)."""
+    if not t:
+        return ""
+    wall = max(t["wall_s"], 1e-9)
+    cut = f", {t['chunks_interrupted']} cut short" if t["chunks_interrupted"] else ""
+    per = f"; {t['s_per_task']:.1f} s per task" if t["s_per_task"] is not None else ""
+    return (
+        f"time: {t['wall_s']:.0f} s in {t['chunks']} chunk(s){cut} (generation "
+        f"{100 * t['generate_s'] / wall:.0f}%, scoring {100 * t['score_s'] / wall:.0f}%){per}"
+    )
 
 
 def family_metrics(samples: int, turns: int, prim: str | None, mode: str) -> list[Metric]:
