@@ -13,6 +13,8 @@
 #       reads; one ROOT per trained checkpoint, e.g. ROOT=bench/results/ablation/bench/
 #       abl_unified_s0 GRPO_ADAPTER=/root/work/abl_unified_s0/final ... ablation train-unseen/grpo).
 # TURNS (default 1) sets --turns; runs of TURNS=N > 1 go to their own folder (MODE-tN).
+# WORKERS (default 1) sets the evaluator's --workers-per-gpu; runs of WORKERS=K > 1 go to their
+# own folder (MODE[-tN]-wK): bench run refuses to resume a run with another worker count.
 # STEP: SUITE/RUN, e.g. heldout/naive heldout/best heldout/smollm2 heldout/compare; SUITE is
 #       heldout, kernelbench (KB=PATH: KernelBench root, levels 1-2), train-unseen
 #       (HOLDOUT=RUN/holdout.json) or babeltower (BT=FILE: BabelTower test JSONL); RUN is naive,
@@ -85,6 +87,9 @@ esac
 TURNS=${TURNS:-1}
 case "$TURNS" in [1-9]) ;; *) echo "bench_suite: TURNS=$TURNS: give a number of turns from 1 to 9" >&2; exit 2 ;; esac
 TAG=$MODE; [ "$TURNS" = 1 ] || TAG=$MODE-t$TURNS  # runs of another turn count never resume these
+WORKERS=${WORKERS:-1}
+case "$WORKERS" in [1-8]) ;; *) echo "bench_suite: WORKERS=$WORKERS: give evaluator workers per GPU from 1 to 8" >&2; exit 2 ;; esac
+[ "$WORKERS" = 1 ] || { EV+=(--workers-per-gpu "$WORKERS"); TAG=$TAG-w$WORKERS; }  # another setup
 PY=${PY:-python3}
 BUDGET_S=${BUDGET_S:-540}
 export PYTHONUNBUFFERED=1  # logs as they are written

@@ -62,6 +62,20 @@ def test_turns_go_to_their_own_folder_and_bad_values_are_one_line(tmp_path):
     assert res.stderr.strip().startswith("bench_suite: TURNS=x")
 
 
+def test_workers_per_gpu_go_to_their_own_folder_and_bad_values_are_one_line(tmp_path):
+    res, calls = _suite(tmp_path, "ablation", "heldout/naive", TURNS="4", WORKERS="2")
+    assert len(calls) == 1 and "--workers-per-gpu 2" in calls[0], res.stdout + res.stderr
+    assert "/runs/ablation-t4-w2" in calls[0]  # ablation-t4-w2-compile-only without a GPU
+    res, calls = _suite(tmp_path, "ablation", "heldout/naive")
+    folder = calls[0].split("/runs/")[1].split("/")[0]  # ablation (-compile-only without a GPU)
+    assert (
+        "--workers-per-gpu" not in calls[0] and folder.removesuffix("-compile-only") == "ablation"
+    )
+    res, calls = _suite(tmp_path, "full", "heldout/naive", WORKERS="0")
+    assert res.returncode == 2 and not calls
+    assert res.stderr.strip().startswith("bench_suite: WORKERS=0")
+
+
 @pytest.mark.parametrize("mode", ["full", "quick"])
 def test_other_modes_keep_their_subsets_and_default_preset(tmp_path, mode):
     res, calls = _suite(tmp_path, mode, "heldout/naive")

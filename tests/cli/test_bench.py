@@ -317,3 +317,16 @@ def test_reward_overrides_reach_the_scorer_and_are_recorded_for_the_resume(tmp_p
 def test_an_infinite_temperature_is_refused(tmp_path):
     r = cli("bench", "run", "--suite", "sample", "--model", "scripted:best", "--temperature", "inf")
     assert r.returncode == 2 and "--temperature" in r.stderr and "Traceback" not in r.stderr
+
+
+@needs_nvcc
+def test_workers_per_gpu_is_recorded_and_a_resume_with_another_count_is_refused(tmp_path):
+    res = bench_run(tmp_path, "scripted:best", "w2", "--workers-per-gpu", "2")
+    assert res.exit_code == 0, res.output
+    run = json.loads((tmp_path / "w2/run.json").read_text())
+    assert run["evaluator"]["workers_per_gpu"] == "2"
+    again = bench_run(tmp_path, "scripted:best", "w2")  # the default, 1 worker: another setup
+    assert again.exit_code != 0
+    err = " ".join(again.output.split())
+    assert "another setup" in err and "workers_per_gpu" in err and "Traceback" not in err
+    assert bench_run(tmp_path, "scripted:best", "w2", "--workers-per-gpu", "2").exit_code == 0

@@ -255,6 +255,13 @@ def run(
         help="GPU indices for the evaluator's workers, such as 0,1 (nvidia-smi "
         "numbering); default: every visible GPU.",
     ),
+    workers_per_gpu: int = typer.Option(
+        None,
+        "--workers-per-gpu",
+        min=1,
+        help="Evaluator workers per GPU (default 1): C→CUDA checks overlap, timing stays one "
+        "at a time; run.json records it and `compare` names it as a setup difference.",
+    ),
     no_compile_baseline: bool = typer.Option(
         False,
         "--no-compile-baseline",
@@ -318,6 +325,7 @@ def run(
         time_budget_s=timing_budget,
         cpu_time_budget_s=cpu_time_budget,
         gpus=gpu_ids,
+        workers_per_gpu=workers_per_gpu,
         compile_baseline=False if no_compile_baseline else None,
     )
     scorer, env = _scorer(tasks, reward, ranker, **eval_opts)
