@@ -249,15 +249,11 @@ def summarize(run: RunFiles) -> dict:
 
 
 def run_time(run: RunFiles) -> dict:
-    """Where a run's time went, from timing.jsonl (every chunk of every process that worked
-    on it, interrupted ones included) and the evaluator's per-phase seconds of the finished
-    tasks' samples (summed over candidates: compiles run in parallel, so phases may add up
-    to more than the wall time). {} for a run older than timing.jsonl."""
-    if not run.timing:
-        return {}
-    done = [c for c in run.timing if c.get("complete")]
-    done_s = sum(c.get("wall_s", 0.0) for c in done)
-    done_tasks = sum(c.get("tasks", 0) for c in done)
+    """Where a run's time went: the evaluator's per-phase seconds of the finished tasks'
+    samples (`evaluator_phases_s`, summed over candidates: compiles run in parallel, so the
+    phases may add up to more than the wall time) and, from timing.jsonl (every chunk of
+    every process that worked on the run, interrupted ones included), the wall, generation
+    and scoring seconds; a run older than timing.jsonl has the phases only."""
     finished = {r.task_id for r in run.records if isinstance(r, SummaryRecord)}
     phases = sum_phases(
         s.result.phases
@@ -266,6 +262,12 @@ def run_time(run: RunFiles) -> dict:
         for s in r.samples
         if s.result is not None
     )
+    out = {"evaluator_phases_s": phases} if phases else {}
+    if not run.timing:
+        return out
+    done = [c for c in run.timing if c.get("complete")]
+    done_s = sum(c.get("wall_s", 0.0) for c in done)
+    done_tasks = sum(c.get("tasks", 0) for c in done)
     return {
         "wall_s": round(sum(c.get("wall_s", 0.0) for c in run.timing), 1),
         "generate_s": round(sum(c.get("generate_s", 0.0) for c in run.timing), 1),
@@ -273,13 +275,13 @@ def run_time(run: RunFiles) -> dict:
         "chunks": len(run.timing),
         "chunks_interrupted": len(run.timing) - len(done),
         "s_per_task": round(done_s / done_tasks, 2) if done_tasks else None,
-        "evaluator_phases_s": phases,
+        **out,
     }
 
 
 def fmt_time(t: dict) -> str:
-    """One line for a run's `time` entry ("" for a run without one)."""
-    if not t:
+    """One line for a run's `time` entry ("" for a run without timing.jsonl)."""
+    if "wall_s" not in t:
         return ""
     wall = max(t["wall_s"], 1e-9)
     cut = f", {t['chunks_interrupted']} cut short" if t["chunks_interrupted"] else ""
