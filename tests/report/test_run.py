@@ -393,6 +393,8 @@ def test_each_chunk_records_its_time_and_the_summary_adds_them_up(tmp_path):
     assert [(c["tasks"], c["complete"]) for c in lines] == [(4, True), (4, False)]
     for c in lines:
         assert c["wall_s"] >= c["generate_s"] + c["score_s"] - 1e-3 and c["score_s"] >= 0
+    with (out / TIMING).open("a") as f:
+        f.write('{"tasks": 4, "wa')  # a line cut by a kill mid-write: the rerun's lines stay whole
     bench(out, wf)  # the rerun: the unfinished tasks, in chunks of 4
     run = read_run(out)
     rest = [(c["tasks"], c["complete"]) for c in run.timing][2:]
@@ -411,6 +413,9 @@ def test_each_chunk_records_its_time_and_the_summary_adds_them_up(tmp_path):
     (out / TIMING).write_text("".join(json.dumps(c) + "\n" for c in fake) + '{"tasks": 4, "wa')
     t = run_time(read_run(out))
     assert (t["wall_s"], t["generate_s"], t["score_s"], t["s_per_task"]) == (45, 19, 26, 3.33)
+    (out / TIMING).write_text('{"tasks": 4}\n{oops\n{"tasks": 2}\n')  # not a cut last line
+    with pytest.raises(ValueError, match="timing.jsonl: not a timing file"):
+        read_run(out)
     assert (t["chunks"], t["chunks_interrupted"]) == (3, 1)  # the cut last line is skipped
     assert fmt_time(t).startswith("time: 45 s in 3 chunk(s), 1 cut short (generation 42%")
     (out / TIMING).unlink()  # a run older than timing.jsonl: no wall time, no line

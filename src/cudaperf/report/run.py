@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from cudaperf.jsonl import cut_line
+from cudaperf.jsonl import append_lines, complete_lines, cut_line
 from cudaperf.refine.trajectory import SummaryRecord, TurnRecord, read_trajectory
 from cudaperf.report.rows import TaskMeta
 from cudaperf.tasks.model import Task
@@ -283,8 +283,7 @@ def run_bench(
                 "wall_s": round(time.perf_counter() - t0, 3),
                 **{k: round(v, 3) for k, v in sorted(clock.items())},
             }
-            with (Path(out) / TIMING).open("a", encoding="utf-8") as f:
-                f.write(json.dumps(line) + "\n")
+            append_lines(Path(out) / TIMING, [json.dumps(line)])
     return len(todo)
 
 
@@ -293,19 +292,18 @@ def _now() -> str:
 
 
 def read_timing(path: Path) -> list[dict]:
-    """timing.jsonl's lines ([] when the file is absent, as in runs older than it); a line
-    that is not a JSON object (cut by a kill mid-write) is skipped."""
+    """timing.jsonl's lines ([] when the file is absent, as in runs older than it); a last
+    line cut by a kill mid-write is skipped (`jsonl.complete_lines`), any other bad line is
+    a ValueError naming the file."""
     if not path.is_file():
         return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
+    try:
+        recs = [json.loads(x) for x in complete_lines(path.read_text(encoding="utf-8")) if x]
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not a timing file written by cudaperf bench ({e})") from None
+    if not all(isinstance(r, dict) for r in recs):
+        raise ValueError(f"{path}: a line is not a JSON object; not written by cudaperf bench")
+    return recs
 
 
 def _read_run_json(rj: Path) -> tuple[dict, dict, dict[str, TaskMeta]]:
