@@ -418,6 +418,11 @@ def test_each_chunk_records_its_time_and_the_summary_adds_them_up(tmp_path):
         read_run(out)
     assert (t["chunks"], t["chunks_interrupted"]) == (3, 1)  # the cut last line is skipped
     assert fmt_time(t).startswith("time: 45 s in 3 chunk(s), 1 cut short (generation 42%")
+    n = len(TASKS)  # a run begun before timing.jsonl existed and resumed after: timed in part
+    (out / TIMING).write_text(json.dumps({"tasks": 2, "complete": True, "wall_s": 8.0}) + "\n")
+    t = run_time(read_run(out))
+    assert (t["tasks_timed"], t["tasks_finished"], t["s_per_task"]) == (2, n, 4.0)
+    assert fmt_time(t).startswith(f"time: 8 s for 2 of {n} tasks (the rest ran before timing")
     (out / TIMING).unlink()  # a run older than timing.jsonl: no wall time, no line
     old = run_time(read_run(out))
     assert "wall_s" not in old and fmt_time(old) == "" and fmt_time({}) == ""

@@ -253,7 +253,9 @@ def run_time(run: RunFiles) -> dict:
     samples (`evaluator_phases_s`, summed over candidates: compiles run in parallel, so the
     phases may add up to more than the wall time) and, from timing.jsonl (every chunk of
     every process that worked on the run, interrupted ones included), the wall, generation
-    and scoring seconds; a run older than timing.jsonl has the phases only."""
+    and scoring seconds; a run older than timing.jsonl has the phases only. A run resumed
+    from a start older than timing.jsonl is timed only in part: `tasks_timed` (tasks of the
+    chunks that finished) of `tasks_finished` say how much, and the line says so."""
     finished = {r.task_id for r in run.records if isinstance(r, SummaryRecord)}
     phases = sum_phases(
         s.result.phases
@@ -275,6 +277,8 @@ def run_time(run: RunFiles) -> dict:
         "chunks": len(run.timing),
         "chunks_interrupted": len(run.timing) - len(done),
         "s_per_task": round(done_s / done_tasks, 2) if done_tasks else None,
+        "tasks_timed": done_tasks,
+        "tasks_finished": len(finished),
         **out,
     }
 
@@ -286,8 +290,14 @@ def fmt_time(t: dict) -> str:
     wall = max(t["wall_s"], 1e-9)
     cut = f", {t['chunks_interrupted']} cut short" if t["chunks_interrupted"] else ""
     per = f"; {t['s_per_task']:.1f} s per task" if t["s_per_task"] is not None else ""
+    timed, finished = t.get("tasks_timed"), t.get("tasks_finished")
+    part = (
+        f" for {timed} of {finished} tasks (the rest ran before timing was recorded)"
+        if timed is not None and finished is not None and timed < finished
+        else ""
+    )
     return (
-        f"time: {t['wall_s']:.0f} s in {t['chunks']} chunk(s){cut} (generation "
+        f"time: {t['wall_s']:.0f} s{part} in {t['chunks']} chunk(s){cut} (generation "
         f"{100 * t['generate_s'] / wall:.0f}%, scoring {100 * t['score_s'] / wall:.0f}%){per}"
     )
 
