@@ -22,9 +22,13 @@ if [ "${1:-}" = --list ]; then
 fi
 [ $# -eq 2 ] || { echo "usage: $0 NAME DEST (or --list); NAME is a folder under $base" >&2; exit 2; }
 name=$1 dest=.models/$2
+case "$2" in */*|.|..|"") echo "DEST $2: give a folder name, restored as .models/NAME (e.g. grpo_ckpt)" >&2; exit 2 ;; esac
 sha=$(git log --diff-filter=A --format=%H -1 -- "$base/$name")
 [ -n "$sha" ] || { echo "no commit added $base/$name: see $0 --list" >&2; exit 1; }
 grep -qxF '/.models/' .git/info/exclude 2>/dev/null || echo '/.models/' >> .git/info/exclude
+# a fresh folder: a part left by an earlier restore (another checkpoint, more parts) would be
+# joined into the adapter by train_h200.sh's restore, and SHA256SUMS would not notice it
+rm -rf "$dest"
 mkdir -p "$dest"
 for f in $(git ls-tree --name-only "$sha" "$base/$name/"); do
   git show "$sha:$f" > "$dest/$(basename "$f")"
