@@ -9,16 +9,13 @@ import shutil
 
 import pytest
 
-from cudaperf.report.rows import task_meta
-from cudaperf.report.run import BenchSettings, make_bench_backend, read_run, run_bench
+from cudaperf.report.run import make_bench_backend, read_run
 from cudaperf.report.summary import load_views
-from cudaperf.reward import RewardConfig, RewardScorer
 from cudaperf.tasks.io import load_sample
-from tests.report.helpers import stored_evaluator
+from tests.report.helpers import stored_bench
 from tests.script_helpers import load_script
 
 TASKS = load_sample()
-META = {t.id: task_meta(t, "sample") for t in TASKS}
 BROKEN = {t.id for t in TASKS[:8]}  # their second sample is broken in the "before" run
 
 
@@ -45,17 +42,7 @@ class SecondSampleBroken:
 
 
 def _bench(out, backend=None, preset="outcome_only", turns=1, tasks=TASKS):
-    st = BenchSettings(model="scripted:best", suite="sample", samples=2, turns=turns, preset=preset)
-    sc = RewardScorer(
-        tasks,
-        config=RewardConfig.preset(preset),
-        evaluator=stored_evaluator([]),
-        analyzer=lambda c: [],
-        analyze="always",
-    )
-    be = backend if backend is not None else make_bench_backend("scripted:best", tasks)
-    run_bench(st, tasks, {t.id: META[t.id] for t in tasks}, out, be, sc, batch_tasks=8)
-    return out
+    return stored_bench(out, tasks, backend=backend, preset=preset, turns=turns)
 
 
 @pytest.fixture(scope="module")

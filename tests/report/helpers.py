@@ -75,4 +75,36 @@ def stored_evaluator(calls: list):
     return run
 
 
-__all__ = ["Candidate", "meta", "row", "stored_evaluator", "stored_speedup", "views"]
+def stored_bench(out, tasks, model="scripted:best", backend=None, preset="outcome_only", **kw):
+    """A `cudaperf bench run` folder at `out` of `tasks` (the sample set's), scored through the
+    reward preset with `stored_evaluator`; `backend` replaces `model`'s scripted one (the run
+    still records `model`); `kw` (samples, turns) go to BenchSettings (2 samples, 1 turn)."""
+    from cudaperf.report.rows import task_meta
+    from cudaperf.report.run import BenchSettings, make_bench_backend, run_bench
+    from cudaperf.reward import RewardConfig, RewardScorer
+
+    st = BenchSettings(
+        model=model, suite="sample", preset=preset, **({"samples": 2, "turns": 1} | kw)
+    )
+    sc = RewardScorer(
+        tasks,
+        config=RewardConfig.preset(preset),
+        evaluator=stored_evaluator([]),
+        analyzer=lambda c: [],
+        analyze="always",
+    )
+    be = backend if backend is not None else make_bench_backend(model, tasks)
+    m = {t.id: task_meta(t, "sample") for t in tasks}
+    run_bench(st, tasks, m, out, be, sc, batch_tasks=8)
+    return out
+
+
+__all__ = [
+    "Candidate",
+    "meta",
+    "row",
+    "stored_bench",
+    "stored_evaluator",
+    "stored_speedup",
+    "views",
+]

@@ -8,16 +8,14 @@ import math
 
 import pytest
 
-from cudaperf.report.rows import BenchRow, task_meta
-from cudaperf.report.run import BenchSettings, make_bench_backend, read_run, run_bench
+from cudaperf.report.rows import BenchRow
+from cudaperf.report.run import read_run
 from cudaperf.report.summary import load_views
-from cudaperf.reward import RewardConfig, RewardScorer
 from cudaperf.tasks.io import load_sample
-from tests.report.helpers import meta, stored_evaluator, views
+from tests.report.helpers import meta, stored_bench, views
 from tests.script_helpers import load_script
 
 TASKS = load_sample()
-META = {t.id: task_meta(t, "sample") for t in TASKS}
 
 
 def _script():
@@ -25,17 +23,7 @@ def _script():
 
 
 def _bench(out, model, preset="outcome_only", tasks=TASKS):
-    st = BenchSettings(model=model, suite="sample", samples=2, turns=1, preset=preset)
-    sc = RewardScorer(
-        tasks,
-        config=RewardConfig.preset(preset),
-        evaluator=stored_evaluator([]),
-        analyzer=lambda c: [],
-        analyze="always",
-    )
-    m = {t.id: META[t.id] for t in tasks}
-    run_bench(st, tasks, m, out, make_bench_backend(model, tasks), sc, batch_tasks=8)
-    return out
+    return stored_bench(out, tasks, model, preset=preset)
 
 
 @pytest.fixture(scope="module")
