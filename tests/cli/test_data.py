@@ -46,6 +46,28 @@ def test_build_with_out_writes_tasks_and_splits_there(tmp_path):
     assert out.is_file() and (tmp_path / "splits.json").is_file()
 
 
+def test_build_never_takes_over_another_task_sets_splits(tmp_path):
+    """The default --splits (splits.json beside --out) is written only for the set it
+    describes: a new file beside another set's splits, or a rebuild that would drop tasks the
+    splits list, is refused before anything is written; --splits NEW.json goes ahead."""
+    gemv = ["data", "build", "--per-family", "1", "--max-family-share", "1", "--families"]
+    first = tmp_path / "tasks.jsonl"
+    assert cli(*gemv, "gemv", "--out", first).returncode == 0
+    splits = tmp_path / "splits.json"
+    before = splits.read_text()
+    new = tmp_path / "new.jsonl"
+    r = cli(*gemv, "histogram", "--out", new)
+    user_error(r, f"--splits {splits}", "holds another task set's splits", "--splits NEW.json")
+    assert not new.exists() and splits.read_text() == before
+    r = cli(*gemv, "histogram", "--out", first)  # the same file, other tasks than its splits list
+    user_error(r, "lists tasks this build does not make", "nothing written")
+    assert splits.read_text() == before
+    assert cli(*gemv, "gemv", "--out", first).returncode == 0  # a rebuild of the same set
+    assert splits.read_text() == before
+    r = cli(*gemv, "histogram", "--out", new, "--splits", tmp_path / "new_splits.json")
+    assert r.returncode == 0 and new.is_file() and splits.read_text() == before, r.stderr
+
+
 def test_verify_defaults_to_the_dataset_that_exists(tmp_path):
     data = tmp_path / "tasks.jsonl"
     data.write_text(json.dumps(C_TASK) + "\n")

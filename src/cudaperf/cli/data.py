@@ -67,6 +67,12 @@ def build(
         )
     check_out_file(out, "--out", (".jsonl", ".jsonl.gz", ".parquet"))
     check_out_file(splits or out.with_name("splits.json"), "--splits", (".json",))
+    beside = out.with_name("splits.json")
+    if splits is None and beside.exists() and not out.exists():  # a new set, another's splits
+        fail(
+            f"--splits {beside} (the default, beside --out) holds another task set's splits; "
+            "give --splits NEW.json or an --out in another folder"
+        )
     try:
         names = tuple(f.strip() for f in families.split(",") if f.strip())
         if families.strip() and not names:  # "" is every family; "," names none
@@ -81,6 +87,11 @@ def build(
             report = build_tasks(config, lambda fam: bar.update(job, advance=1, description=fam))
     except ValueError as e:
         fail(str(e))
+    if splits is None and _foreign_splits(beside, {t.id for t in report.tasks}):
+        fail(
+            f"--splits {beside} (the default, beside --out) lists tasks this build does not "
+            "make, so it belongs to another task set; give --splits NEW.json (nothing written)"
+        )
     save_tasks(report.tasks, out)
     split_path = splits or out.with_name("splits.json")
     split_path.write_text(jsonlib.dumps(splits_document(report.tasks), indent=1) + "\n")
@@ -110,6 +121,18 @@ def build(
         table.add_row(key, str(stats[key]))
     stdout.print(table)
     console.print(f"wrote {len(report.tasks)} task(s) to {out} and the splits to {split_path}")
+
+
+def _foreign_splits(path: Path, ids: set[str]) -> bool:
+    """`path` is a splits file that lists a task not in `ids` (or is not a splits file)."""
+    if not path.exists():
+        return False
+    try:
+        doc = jsonlib.loads(path.read_text(encoding="utf-8"))
+        listed = {i for v in doc["tasks"].values() for i in v}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return True
+    return not listed <= ids
 
 
 @data_app.command("verify")
