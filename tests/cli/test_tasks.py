@@ -54,6 +54,33 @@ def test_export_round_trip(tmp_path):
     assert r.exit_code == 2 and "use a .jsonl, .jsonl.gz or .parquet file name" in r.output
 
 
+def test_export_and_import_never_replace_an_existing_out_unless_forced(tmp_path):
+    """A task set (the measured dataset, an import) or a results file at --out is kept: one
+    line names it and --force; with --force it is replaced."""
+    from pathlib import Path
+
+    out = tmp_path / "tasks.jsonl"
+    out.write_text(json.dumps(C_TASK) + "\n")
+    kept = out.read_text()
+    r = run("tasks", "export", "--sample", "--out", str(out))
+    assert r.exit_code == 2 and "already holds a file" in r.output and "--force" in r.output
+    assert out.read_text() == kept and "Traceback" not in r.output
+    r = run("tasks", "export", "--sample", "--out", str(out), "--force", "--json")
+    assert r.exit_code == 0 and out.read_text() != kept, r.output
+    folder = tmp_path / "hf"
+    folder.mkdir()
+    (folder / "mine.txt").write_text("x")
+    r = run("tasks", "export", "--sample", "--hf", "--out", str(folder))
+    assert r.exit_code == 2 and "already holds a folder with files" in r.output
+    assert [p.name for p in folder.iterdir()] == ["mine.txt"]
+    src = Path(__file__).parents[1] / "fixtures" / "babeltower" / "test.jsonl"
+    results = tmp_path / "results.jsonl"
+    results.write_text('{"task_id": "t", "status": "ok"}\n')
+    r = run("tasks", "import", "babeltower", str(src), "--out", str(results), "--no-validate")
+    assert r.exit_code == 2 and "already holds a file" in r.output
+    assert results.read_text() == '{"task_id": "t", "status": "ok"}\n'
+
+
 def test_import_kernelbench_fixture(tmp_path):
     import pytest
 
@@ -85,8 +112,10 @@ def test_import_kernelbench_fixture(tmp_path):
     assert run("tasks", "validate", str(out)).exit_code == 0
     r = run("tasks", "import", "polybench", str(root), "--out", str(out))
     assert r.exit_code == 2 and "unknown suite" in r.output
-    r = run("tasks", "import", "kernelbench", str(tmp_path), "--out", str(out))
+    new = tmp_path / "kb2.jsonl"
+    r = run("tasks", "import", "kernelbench", str(tmp_path), "--out", str(new))
     assert r.exit_code == 2 and "no KernelBench levelN folders" in r.output
+    assert not new.exists()
 
 
 def test_overlap_command(tmp_path):

@@ -166,6 +166,17 @@ def check_out_file(path: Path | None, option: str, suffixes: tuple[str, ...] = (
         fail(f"{option} {path}: the file is not writable; choose another path")
 
 
+def check_not_replacing(path: Path, option: str, force: bool, what: str = "file") -> None:
+    """Fail before any work when `path` already holds something (a file, or a folder with
+    anything in it) and `force` is off: a default that replaces what a user made (a measured
+    task set, results) loses it; --force says that is meant."""
+    p = path.expanduser()
+    full = p.is_file() or (p.is_dir() and any(p.iterdir()))
+    if full and not force:
+        held = "a folder with files" if p.is_dir() else f"a {what}"
+        fail(f"{option} {path} already holds {held}; give a new path, or add --force to replace it")
+
+
 def check_out_dir(path: Path | None, option: str) -> None:
     """Fail before any work when `path` cannot be used as a (possibly new) folder, or lies
     inside the installed package."""

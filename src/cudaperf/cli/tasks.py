@@ -11,6 +11,7 @@ from rich.table import Table
 from cudaperf.cli.common import (
     DATASET_DEFAULT,
     SAMPLE_DEFAULT,
+    check_not_replacing,
     check_out_dir,
     check_out_file,
     console,
@@ -145,12 +146,18 @@ def validate(
         console.print(f"[green]ok[/]: {path} holds {len(tasks)} valid task(s)")
 
 
+ForceOpt = typer.Option(
+    False, "--force", help="Replace an --out that already exists (a file, or a folder with files)."
+)
+
+
 @tasks_app.command("export")
 def export(
     out: Path = typer.Option(..., "--out", help="Output: .jsonl, .parquet, or a folder for --hf."),
     path: Path | None = PathArg,
     sample: bool = SampleOpt,
     hf: bool = typer.Option(False, "--hf", help="Write a Hugging Face `datasets` folder."),
+    force: bool = ForceOpt,
     json: bool = JsonOpt,
 ) -> None:
     """Convert a task set to JSONL, Parquet or a Hugging Face dataset folder."""
@@ -158,6 +165,7 @@ def export(
         check_out_dir(out, "--out")
     else:
         check_out_file(out, "--out", (".jsonl", ".jsonl.gz", ".parquet"))
+    check_not_replacing(out, "--out", force)
     tasks = load_task_set(path, sample)
     if hf:
         try:
@@ -189,6 +197,7 @@ def import_suite(
     kernelbench: Path = typer.Option(
         None, "--kernelbench", help="cudal1: the KernelBench tasks file to attach kernels to."
     ),
+    force: bool = ForceOpt,
     json: bool = JsonOpt,
 ) -> None:
     """Import a public benchmark suite from your checkout; every skip has a reason."""
@@ -197,6 +206,7 @@ def import_suite(
     if suite not in IMPORTERS:
         fail(f"unknown suite {suite!r}; available: {', '.join(sorted(IMPORTERS))}")
     check_out_file(out, "--out", (".jsonl", ".jsonl.gz", ".parquet"))
+    check_not_replacing(out, "--out", force)
     if kernelbench is not None and suite != "cudal1":
         fail("--kernelbench is only for the cudal1 suite")
     try:

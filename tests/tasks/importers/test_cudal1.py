@@ -71,5 +71,6 @@ def test_needs_the_kernelbench_file(tmp_path, kb_file):
     r = CliRunner().invoke(app, [*args, "--out", str(out), "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["imported"] == 1
-    r = CliRunner().invoke(app, ["tasks", "import", "cudal1", str(CUDAL1), "--out", str(out)])
+    again = ["tasks", "import", "cudal1", str(CUDAL1), "--out", str(out), "--force"]
+    r = CliRunner().invoke(app, again)
     assert r.exit_code != 0 and "--kernelbench" in r.output
