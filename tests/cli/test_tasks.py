@@ -158,13 +158,14 @@ def test_attach_measurements_from_results(tmp_path):
     gz.write_bytes(b"\x1f\x8b" + b"junk")  # a cut or corrupt gzip: one line naming it
     r = run("tasks", "attach", str(gz), str(tasks), "--out", str(out))
     assert r.exit_code == 2 and "not a readable gzip file" in r.output
-    # The one task has one implementation: verified, but a task needs 3 to stay.
+    # The one task has one implementation: verified, but a task needs 3 to stay. No task
+    # left is an error, not an empty file (or emptied splits) reported as a success.
+    out.unlink()
     r = run(
         "tasks", "attach", str(results), str(tasks), "--out", str(out), "--json", "--verified-only"
     )
-    rep = json.loads(r.stdout)
-    assert rep["tasks_before"] == 1 and rep["tasks"] == 0
-    assert rep["dropped"] == {"task left with fewer than 3 verified implementations": 1}
+    assert r.exit_code == 1 and "--verified-only keeps no task" in r.output
+    assert "task left with fewer than 3 verified implementations: 1" in r.output
     r = run(
         "tasks",
         "attach",
@@ -172,30 +173,79 @@ def test_attach_measurements_from_results(tmp_path):
         str(tasks),
         "--out",
         str(out),
-        "--json",
         "--verified-only",
         "--min-implementations",
         "1",
     )
-    assert json.loads(r.stdout)["dropped"] == {"task left with fewer than 2 distinct strategies": 1}
-
-
-def test_attach_verified_only_prunes_the_splits_beside_out(tmp_path):
-    tasks = tmp_path / "t.jsonl"
-    tasks.write_text(json.dumps(C_TASK) + "\n")
-    results = tmp_path / "r.jsonl"
-    results.write_text("")  # nothing measured: the task is dropped
-    out = tmp_path / "measured.jsonl"
-    splits = tmp_path / "splits.json"
-    doc = {"families": {C_TASK["family"]: "test"}, "tasks": {"test": [C_TASK["id"]], "train": []}}
-    splits.write_text(json.dumps(doc))
-    r = run(
-        "tasks", "attach", str(results), str(tasks), "--out", str(out), "--json", "--verified-only"
+    assert r.exit_code == 1 and "fewer than 2 distinct strategies: 1" in r.output
+    assert not out.exists()
+    # results that measure nothing (compile-only, or of other tasks): nothing is written
+    results.write_text(json.dumps(row | {"status": "compiled", "mode": "compile-only"}) + "\n")
+    r = run("tasks", "attach", str(results), str(tasks), "--out", str(out))
+    assert (
+        r.exit_code == 1 and "no GPU-timed `ok` result" in r.output and "0 from a GPU" in r.output
     )
+    assert not out.exists()
+
+
+def _two_tasks(tmp_path):
+    """A task set of two tasks in tmp_path (the first with two implementations of two
+    strategies), results that time both of the first's, and the splits of the set."""
+    timing = {"median_us": 2.0, "iqr_us": 0.1, "min_us": 2, "max_us": 3, "trials": 100}
+    first = dict(C_TASK)
+    tiled = dict(C_TASK["implementations"][0], id="tiled", strategies=["tiling"])
+    first["implementations"] = [*C_TASK["implementations"], tiled]
+    second = c_task(id="test/c2cuda/other")
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text("".join(json.dumps(t) + "\n" for t in (first, second)))
+    rows = [
+        {
+            "status": "ok",
+            "mode": "full",
+            "task_id": first["id"],
+            "candidate_id": impl,
+            "gpu": "G",
+            "versions": {},
+            "configs": [{"config": c["name"], "timing": timing} for c in first["configs"]],
+        }
+        for impl in ("naive", "tiled")
+    ]
+    results = tmp_path / "r.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    splits = tmp_path / "splits.json"
+    doc = {"families": {first["family"]: "test"}, "tasks": {"test": [first["id"], second["id"]]}}
+    splits.write_text(json.dumps(doc))
+    return tasks, results, splits, doc, first["id"]
+
+
+def test_attach_verified_only_prunes_the_splits_of_the_set_it_rewrites(tmp_path):
+    tasks, results, splits, doc, kept = _two_tasks(tmp_path)
+    verified = ["--json", "--verified-only", "--min-implementations", "2"]
+    # a new file beside the input: the splits are the input's, which stays whole
+    new = tmp_path / "measured.jsonl"
+    r = run("tasks", "attach", str(results), str(tasks), "--out", str(new), *verified)
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert rep["tasks"] == 1 and rep["splits"].endswith(
+        "unchanged: it lists the tasks of " + str(tasks) + ", kept"
+    )
+    assert json.loads(splits.read_text()) == doc
+    # a folder of its own whose splits list another set's tasks: not this run's to prune
+    other = tmp_path / "other"
+    other.mkdir()
+    theirs = {"families": {}, "tasks": {"train": ["x/y/z"]}}
+    (other / "splits.json").write_text(json.dumps(theirs))
+    r = run("tasks", "attach", str(results), str(tasks), "--out", str(other / "m.jsonl"), *verified)
+    assert r.exit_code == 0 and "unchanged" in json.loads(r.stdout)["splits"], r.output
+    assert json.loads((other / "splits.json").read_text()) == theirs
+    # the input rewritten in place: its splits lose the dropped task's id
+    r = run("tasks", "attach", str(results), str(tasks), "--out", str(tasks), *verified)
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["splits"] == str(splits)
-    after = json.loads(splits.read_text())
-    assert after == {"families": doc["families"], "tasks": {"test": [], "train": []}}
+    assert json.loads(splits.read_text()) == {
+        "families": doc["families"],
+        "tasks": {"test": [kept]},
+    }
 
 
 def test_attach_without_a_path_does_not_touch_the_installed_sample_set(tmp_path):
@@ -228,6 +278,16 @@ def test_attach_without_a_path_does_not_touch_the_installed_sample_set(tmp_path)
     user_error(r, "rewrite the installed sample set", "--force", "--out", code=2)
     assert digest() == before
     out = tmp_path / "measured.jsonl"
+    r = cli("tasks", "attach", results, "--out", out, src=src)  # compile-only: nothing to store
+    user_error(r, "no GPU-timed `ok` result", code=1)
+    assert not out.exists()
+    from cudaperf.tasks.io import load_sample
+
+    saxpy = next(t for t in load_sample() if t.id == "sample/c2cuda/saxpy")
+    timing = {"median_us": 2.0, "iqr_us": 0.1, "min_us": 2, "max_us": 3, "trials": 100}
+    configs = [{"config": c.name, "timing": timing} for c in saxpy.configs]
+    row |= {"status": "ok", "mode": "full", "gpu": "G", "versions": {}, "configs": configs}
+    results.write_text(json.dumps(row) + "\n")
     r = cli("tasks", "attach", results, "--out", out, src=src)  # the sample set, elsewhere
     assert r.returncode == 0, r.stderr
     assert digest() == before and out.is_file()

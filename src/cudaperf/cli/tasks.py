@@ -301,8 +301,11 @@ def attach(
 
     A task folder PATH is updated in place; a .jsonl/.parquet PATH needs --out. With no PATH the
     sample set is read, and written only to --out (or in place with --force).
-    With --verified-only, a splits.json beside --out (as `data build` writes it) keeps its
-    family splits and loses the ids of the dropped tasks.
+    Results that time no implementation of the set, or a --verified-only that keeps no task,
+    write nothing (exit 1). With --verified-only, a splits.json beside --out (as `data build`
+    writes it) keeps its family splits and loses the ids of the dropped tasks, unless it is
+    not --out's: --out is a new file beside the input (the splits stay the input's), or the
+    splits list tasks the input does not hold.
     """
     import datetime as dt
 
@@ -344,10 +347,25 @@ def attach(
             "`cudaperf eval --implementations --out` wrote on a GPU"
         )
     updated, n = attach_measurements(tasks, found)
+    if n == 0:  # writing the tasks back unchanged would look like a measurement
+        gpu = sum(1 for r in rows if r.get("mode") == "full")
+        fail(
+            f"RESULTS {results}: no GPU-timed `ok` result of an implementation of {target} "
+            f"({len(rows)} row(s), {gpu} from a GPU); nothing written: run `cudaperf eval "
+            "--implementations` on a GPU over these tasks first",
+            code=1,
+        )
     before = task_stats(updated)
     dropped: dict[str, int] = {}
     if verified_only:
         updated, dropped = keep_verified(updated, found, min_implementations)
+        if not updated:
+            why = "; ".join(f"{k}: {v}" for k, v in dropped.items())
+            fail(
+                f"--verified-only keeps no task ({why}); nothing written: measure more "
+                "implementations, or lower --min-implementations",
+                code=1,
+            )
     if out is not None:
         try:
             save_tasks(updated, out)
@@ -368,8 +386,13 @@ def attach(
             by_kind=after["by_kind"],
             dropped=dropped,
         )
-        if out is not None and _prune_splits(out.with_name("splits.json"), updated):
-            report["splits"] = str(out.with_name("splits.json"))
+        splits = out.with_name("splits.json") if out is not None else None
+        if splits is not None and splits.is_file():
+            if _splits_belong_to_out(out, path, splits, tasks):
+                if _prune_splits(splits, updated):
+                    report["splits"] = str(splits)
+            else:
+                report["splits"] = f"{splits} unchanged: it lists the tasks of {target}, kept"
     if json:
         emit_json(report)
     else:
@@ -385,6 +408,24 @@ def _print_report(report: dict) -> None:
             value = ", ".join(f"{k}: {v}" for k, v in value.items()) or "-"
         table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
     stdout.print(table)
+
+
+def _splits_belong_to_out(out: Path, path: Path | None, splits: Path, tasks: list) -> bool:
+    """The splits file beside --out is --out's to prune: not when --out is a new file beside
+    the input task file (the splits are the input's, which stays as it was), nor when they
+    list a task the input does not hold (another task set's)."""
+    import json as jsonlib
+
+    src = Path(path) if path is not None else None
+    if src is not None and src.is_file() and out.resolve() != src.resolve():
+        if src.resolve().parent == out.resolve().parent:
+            return False
+    try:
+        lists = jsonlib.loads(splits.read_text()).get("tasks") or {}
+        listed = {i for v in lists.values() for i in v}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return False
+    return listed <= {t.id for t in tasks}
 
 
 def _prune_splits(path: Path, kept: list) -> bool:
