@@ -42,6 +42,14 @@ def test_train_eval_score(tmp_path):
     assert r.exit_code == 0, r.output
     model = tmp_path / "m" / "feature_ranker.json"
     assert json.loads(r.stdout)["path"] == str(model) and model.is_file()
+    trained = model.read_text()
+    model.write_text(trained.replace('"id"', '"id" ', 1))  # what a later rerun would replace
+    kept = model.read_text()
+    r = run("rank", "train", "--tasks", p, "--out", tmp_path / "m", "--no-resources")
+    assert r.exit_code == 2 and "already holds a trained ranker" in r.output
+    assert "--force" in r.output and model.read_text() == kept
+    r = run("rank", "train", "--tasks", p, "--out", tmp_path / "m", "--no-resources", "--force")
+    assert r.exit_code == 0 and model.read_text() != kept, r.output
     r = run("rank", "eval", "--tasks", p, "--model", model, "--json", "--plot", tmp_path / "c.png")
     assert r.exit_code == 0, r.output
     rep = json.loads(r.stdout)

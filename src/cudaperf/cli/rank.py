@@ -198,7 +198,9 @@ def train(
         "package as the default (replacing the packaged ranker needs --force).",
     ),
     force: bool = typer.Option(
-        False, "--force", help="With --ship: replace the ranker that ships in the package."
+        False,
+        "--force",
+        help="Replace a ranker already in --out; with --ship, also the one in the package.",
     ),
     evaluate_after: bool = typer.Option(
         True,
@@ -362,6 +364,14 @@ def _check_train_options(
             "--force to replace it (compare held-out metrics with `cudaperf rank eval` first)"
         )
     check_out_dir(out, "--out")
+    from cudaperf.rank.neural import META_FILE
+
+    made = out / ("feature_ranker.json" if kind == "feature" else META_FILE)
+    if made.is_file() and not force:  # a rerun with the default --out replaced it silently
+        fail(
+            f"--out {out} already holds a trained ranker ({made.name}); give another --out, "
+            "or add --force to replace it"
+        )
     check_out_dir(cache_dir, "--cache-dir")
     if kind == "neural":
         check_model_spec(backbone, "--backbone")
