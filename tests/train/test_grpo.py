@@ -151,6 +151,12 @@ def test_multi_turn_step_with_compile_only_rewards_and_lora(tmp_path, tiny):
 
 def test_resume_continues_from_the_last_checkpoint(tmp_path, tiny):
     run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator(), generate=_scripted(tiny))
+    with pytest.raises(ValueError, match=r"other settings: --gamma 0\.9 \(the run: "):
+        run_grpo(
+            _opts(tmp_path, tiny, max_steps=2, gamma=0.9, resume=True),
+            evaluator=FakeEvaluator(),
+            generate=_scripted(tiny),
+        )
     rep = run_grpo(
         _opts(tmp_path, tiny, max_steps=2, resume=True),
         evaluator=FakeEvaluator(),
@@ -184,7 +190,7 @@ def test_a_restored_checkpoint_as_the_adapter_resumes_the_run(tmp_path, tiny):
     run_grpo(opts, evaluator=FakeEvaluator(), generate=_scripted(tiny))
     ck = tmp_path / "run" / "checkpoint-1"
     (ck / "optimizer.pt").unlink()
-    again = _opts(tmp_path, tiny, adapter=ck, max_steps=2, resume=True)
+    again = _opts(tmp_path, tiny, lora_r=4, adapter=ck, max_steps=2, resume=True)
     rep = run_grpo(again, evaluator=FakeEvaluator(), generate=_scripted(tiny))
     assert rep["resumed_from"].endswith("checkpoint-1") and rep["steps"] == 2
     assert (tmp_path / "run" / "checkpoint-2").is_dir()

@@ -214,3 +214,48 @@ def test_the_newest_complete_checkpoint_is_resumed(tmp_path):
     (tmp_path / "checkpoint-old" / "trainer_state.json").write_text("{}")
     assert last_checkpoint(tmp_path) == str(tmp_path / "checkpoint-10")  # 10 > 9 (numbers)
     assert last_checkpoint(tmp_path / "none") is None
+
+
+def test_a_resume_must_give_the_options_the_run_started_with(tmp_path):
+    """options.json records what changes what a run trains; a resume may change only where,
+    how long and on which machine it runs (RESUMABLE), and a path by its file name."""
+    from cudaperf.train.layout import RUN_FILES, check_resume, record_options, run_files
+
+    out = tmp_path / "run"
+    opts = {
+        "out": out,
+        "tasks": Path("/data/tasks.jsonl.gz"),
+        "lora_r": 16,
+        "lr": 1e-5,
+        "kinds": ("c2cuda",),
+        "reward": {"name": "unified", "ranker_weight": 0.25},
+        "max_steps": 15,
+        "wall_budget_s": 1450.0,
+        "adapter": "/root/work/sft/final",
+        "eval_gpus": None,
+    }
+    check_resume(out, opts)  # a run older than options.json: not checked
+    record_options(out, opts)
+    assert "options.json" in RUN_FILES and out / "options.json" in run_files(out)
+    chunk = opts | {
+        "max_steps": 30,
+        "wall_budget_s": 900.0,
+        "adapter": "/root/work/run/checkpoint-15",
+        "eval_gpus": (1,),
+        "tasks": Path("/elsewhere/tasks.jsonl.gz"),  # the same file on another machine
+    }
+    check_resume(out, chunk)
+    for change, shown in (
+        ({"lora_r": 8}, "--lora-r 8 (the run: 16)"),
+        ({"tasks": Path("/data/other.jsonl.gz")}, "--tasks 'other.jsonl.gz'"),
+        ({"kinds": ("torch2cuda",)}, "--kinds ['torch2cuda']"),
+        ({"reward": {"name": "outcome_only", "ranker_weight": 0.0}}, "--reward"),
+        ({"seed": 3}, "--seed 3 (the run: None)"),
+    ):
+        with pytest.raises(ValueError, match="other settings") as e:
+            check_resume(out, opts | change)
+        msg = str(e.value)
+        assert shown in msg and "\n" not in msg and "--overwrite" in msg, msg
+    (out / "options.json").write_text("{oops")
+    with pytest.raises(ValueError, match="options.json: not readable"):
+        check_resume(out, opts)

@@ -46,6 +46,8 @@ def test_rows_over_the_cap_are_dropped_and_counted(tmp_path, tiny):
 
 def test_full_fine_tune_resumes_from_its_checkpoint(tmp_path, tiny):
     run_sft(_opts(tmp_path, tiny, lora_r=0, val_families=0))
+    with pytest.raises(ValueError, match=r"other settings: --lora-r 2 \(the run: 0\); --lr"):
+        run_sft(_opts(tmp_path, tiny, lora_r=2, lr=1e-3, val_families=0, resume=True))
     rep = run_sft(_opts(tmp_path, tiny, lora_r=0, val_families=0, epochs=2, resume=True))
     assert rep["resumed_from"] and rep["resumed_from"].endswith(f"checkpoint-{rep['steps'] // 2}")
     assert (tmp_path / "run" / "final" / "model.safetensors").is_file()

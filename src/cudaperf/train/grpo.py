@@ -397,7 +397,7 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     `generate` replace the evaluator session and the policy's generation (tests)."""
     from trl import GRPOTrainer
 
-    from cudaperf.train.layout import check_run_folder, clear_run
+    from cudaperf.train.layout import check_resume, check_run_folder, clear_run, record_options
     from cudaperf.train.models import load_policy, lora_config
     from cudaperf.train.rewards import TurnReturn
     from cudaperf.train.rollout import MultiTurnRollout
@@ -411,6 +411,8 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
 
     t0 = time.perf_counter()
     check_run_folder(opts.out, opts.resume, opts.overwrite)
+    if opts.resume:
+        check_resume(opts.out, asdict(opts))
     hold = training_holdout(opts)
     check_same_holdout(hold, opts)  # before the model loads: a refusal comes at once
     policy = load_policy(opts.model, adapter=opts.adapter)
@@ -452,6 +454,8 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     if acc.num_processes > 1:
         _distribute(acc, rollout, budget)
     steplog.add(layout.record())
+    if acc.is_main_process and not opts.resume:
+        record_options(opts.out, asdict(opts))
     scorer = rollout.attach(make_scorer(opts, pool, evaluator, layout))
     prep_s = _prepare(opts, acc, scorer, pool, steplog)
     try:

@@ -34,6 +34,7 @@ machine of different GPUs set it for the training process too, so both agree.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import time
@@ -49,16 +50,18 @@ __all__ = [
     "GpuLock",
     "Layout",
     "MeteredEvaluator",
+    "check_resume",
     "check_run_folder",
     "clear_run",
     "last_checkpoint",
     "physical_gpu",
     "plan_layout",
+    "record_options",
     "run_files",
 ]
 
 # What a run writes into its folder besides checkpoint-N/ (holdout.json: see the module doc)
-RUN_FILES = ("steps.jsonl", "completions.jsonl", "report.json", "final")
+RUN_FILES = ("steps.jsonl", "completions.jsonl", "report.json", "final", "options.json")
 
 
 def run_files(out: str | Path) -> list[Path]:
@@ -99,6 +102,77 @@ def check_run_folder(out: str | Path, resume: bool, overwrite: bool) -> None:
         raise ValueError(
             f"--out {out} holds a run ({names}{more}); add --resume to continue it, "
             "--overwrite to replace it, or give another --out"
+        )
+
+
+# What a run was started with (`record_options`); `--resume` must give the same (`check_resume`)
+OPTIONS_FILE = "options.json"
+# Options a resumed run may change: where, how long and with what machine it runs, not what it
+# trains (`epochs`, like `max_steps`, trains it longer). `adapter` is GRPO's starting weights,
+# which a checkpoint supersedes (a resumed chunk passes the checkpoint it restored).
+RESUMABLE = frozenset(
+    {
+        "out",
+        "resume",
+        "overwrite",
+        "max_steps",
+        "epochs",
+        "wall_budget_s",
+        "time_budget_s",
+        "pieces_mib",
+        "eval_gpus",
+        "eval_workers_per_gpu",
+        "adapter",
+        "prepare",
+    }
+)
+
+
+def _comparable(options: dict) -> dict:
+    """`options` as JSON values, without RESUMABLE; a path by its file name (a run resumed on
+    another machine finds the same files elsewhere)."""
+    out = {}
+    for k, v in options.items():
+        if k in RESUMABLE:
+            continue
+        if isinstance(v, Path):
+            v = v.name
+        elif isinstance(v, tuple):
+            v = list(v)
+        out[k] = v
+    return json.loads(json.dumps(out, default=str))
+
+
+def record_options(out: str | Path, options: dict) -> None:
+    """Write what a new run was started with into `out`/options.json."""
+    path = Path(out) / OPTIONS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(_comparable(options), indent=1, sort_keys=True) + "\n")
+
+
+def check_resume(out: str | Path, options: dict) -> None:
+    """Raise ValueError (one line naming each difference) when `options` would resume the run
+    in `out` with other settings than it started with (a checkpoint of another LoRA rank fails
+    deep in loading; another task file or learning rate trains something else without a
+    word). A run older than options.json is not checked."""
+    path = Path(out) / OPTIONS_FILE
+    if not path.is_file():
+        return
+    try:
+        was = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not readable ({e}); fix or remove it to resume") from None
+    now = _comparable(options)
+    diff = [
+        f"--{k.replace('_', '-')} {now.get(k)!r} (the run: {was.get(k)!r})"
+        for k in sorted(set(was) | set(now))
+        if was.get(k) != now.get(k)
+    ]
+    if diff:
+        shown = "; ".join(diff[:4]) + (f"; and {len(diff) - 4} more" if len(diff) > 4 else "")
+        raise ValueError(
+            f"--resume: {out} was started with other settings: {shown}; resume with the "
+            f"run's own ({path}), or start a new run (another --out, or --overwrite)"
         )
 
 

@@ -173,7 +173,7 @@ def _trainer(opts: SftOptions, policy, train_ds, eval_ds, cap: int, callbacks):
 
 def run_sft(opts: SftOptions) -> dict:
     """Train; returns (and writes to `<out>/report.json`) what was done and measured."""
-    from cudaperf.train.layout import check_run_folder, clear_run
+    from cudaperf.train.layout import check_resume, check_run_folder, clear_run, record_options
     from cudaperf.train.models import load_policy
     from cudaperf.train.runlog import (
         StepLog,
@@ -185,6 +185,8 @@ def run_sft(opts: SftOptions) -> dict:
 
     t0 = time.perf_counter()
     check_run_folder(opts.out, opts.resume, opts.overwrite)
+    if opts.resume:
+        check_resume(opts.out, asdict(opts))
     hold = split_training(
         load_training_tasks(opts.tasks, opts.splits, opts.kinds),
         opts.val_families,
@@ -214,6 +216,8 @@ def run_sft(opts: SftOptions) -> dict:
             )
     opts.out.mkdir(parents=True, exist_ok=True)
     write_manifest(hold, opts.out / "holdout.json")
+    if not opts.resume:
+        record_options(opts.out, asdict(opts))
     budget = TimeBudget(opts.time_budget_s, started=t0)
     trainer = _trainer(opts, policy, train_ds, eval_ds, cap, [StepLog(opts.out, "sft"), budget])
     resume, interrupted = train_until_stopped(trainer, opts.out, opts.resume)
