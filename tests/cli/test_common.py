@@ -250,3 +250,34 @@ def test_a_data_file_given_as_a_candidate_is_refused(tmp_path, args, name):
     f.write_text(json.dumps(C_TASK) + "\n")
     r = cli(*(a.format(f=f) for a in args))
     user_error(r, str(f), "not source code", ".cu or .py", code=2)
+
+
+def test_a_default_cache_dir_that_cannot_be_written_is_one_line(tmp_path):
+    """Without --cache-dir the evaluator builds under ~/.cache/cudaperf: a home where nothing
+    can be written gave a traceback per candidate (reward, refine, bench run, train grpo)."""
+    (tmp_path / "file").write_text("")
+    home = tmp_path / "file" / "home"
+    cand = tmp_path / "k.cu"
+    cand.write_text("__global__ void k() {}\n")
+    for args in (
+        ("reward", "saxpy", cand, "--compile-only"),
+        (
+            "bench",
+            "run",
+            "--model",
+            "scripted:best",
+            "--suite",
+            "sample",
+            "--limit",
+            "1",
+            "--samples",
+            "1",
+            "--compile-only",
+            "--out",
+            tmp_path / "b",
+        ),
+        ("train", "grpo", "--out", tmp_path / "g"),
+    ):
+        r = cli(*args, HOME=str(home))
+        user_error(r, "the default --cache-dir", "give --cache-dir DIR", code=2)
+    assert not (tmp_path / "b").exists() and not (tmp_path / "g").exists()

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from cudaperf.cli.common import (
     GenerationOpt,
+    check_cache_dir,
     check_model_spec,
     check_out_dir,
     check_server,
@@ -307,7 +308,7 @@ def run(
     except ValueError as e:
         fail(str(e))
     check_out_dir(out, "--out")
-    check_out_dir(cache_dir, "--cache-dir")
+    check_cache_dir(cache_dir)
     check_model_spec(model, "--model", gguf_file)
     gpu_ids = _gpus(gpus, compile_only)
     timing_budget = renamed("--time-budget", old_timing_budget, "--timing-budget", timing_budget)

@@ -192,6 +192,20 @@ def check_out_dir(path: Path | None, option: str) -> None:
     _check_parent(path, option)
 
 
+def check_cache_dir(path: Path | None) -> None:
+    """--cache-dir as check_out_dir checks it, and the evaluator's default when it is not
+    given (a home that cannot be written failed later with a traceback per candidate)."""
+    if path is not None:
+        check_out_dir(path, "--cache-dir")
+        return
+    from cudaperf.execute.config import EvalConfig
+
+    try:
+        check_out_dir(EvalConfig().cache_dir, "the default --cache-dir")
+    except UserError as e:
+        fail(f"{e}; or give --cache-dir DIR", e.code)
+
+
 def _check_parent(path: Path, option: str) -> None:
     """The nearest existing ancestor of `path` must be a writable folder."""
     anc = path.expanduser().absolute().parent

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from cudaperf.cli.common import (
     SAMPLE_DEFAULT,
-    check_out_dir,
+    check_cache_dir,
     check_toolchain,
     emit_json,
     fail,
@@ -52,7 +52,7 @@ def scorer_for(
     bad values or a missing toolchain.
 
     ranker: "default" (the packaged feature ranker), "none", or a ranker file/folder."""
-    check_out_dir(cache_dir, "--cache-dir")
+    check_cache_dir(cache_dir)
     cfg = preset if isinstance(preset, RewardConfig) else reward_config(preset)
     ev = eval_config(compile_only=compile_only, cache_dir=cache_dir)
     check_toolchain(ev.compile_only, ev.nvcc)
