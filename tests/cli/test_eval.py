@@ -290,3 +290,22 @@ def test_a_ray_address_where_nothing_listens_is_one_line_in_seconds(tmp_path):
     user_error(r, f"--address 127.0.0.1:{port}", "nothing answers", "ray start --head", code=1)
     r = cli(*base, "nohost-and-no-port", timeout=60)
     user_error(r, "--address nohost-and-no-port", "HOST:PORT", code=2)
+
+
+@needs_nvcc
+def test_an_arch_this_nvcc_cannot_build_is_refused_before_any_candidate(tmp_path):
+    """--arch sm_70 with nvcc 13 made every candidate a compile_error (exit 0), blamed on the
+    code, and the rows stayed in --out; the arch-specific and family forms (sm_90a, sm_100f)
+    of a listed code are accepted."""
+    from cudaperf.cli.common import UserError, check_arch
+
+    out = tmp_path / "r.jsonl"
+    r = cli("eval", "--implementations", "-t", "saxpy", "--arch", "sm_70", "--out", out)
+    user_error(r, "--arch sm_70: this nvcc cannot build for it", "sm_90", code=2)
+    assert not out.exists()
+    r = cli("data", "measure", "--compile-only", "--arch", "sm_70", "--out", out)
+    user_error(r, "--arch sm_70", code=2)
+    for ok in (None, "sm_90", "sm_90a", "sm_100f"):
+        check_arch(ok)
+    with pytest.raises(UserError, match="sm_3"):
+        check_arch("sm_35")

@@ -285,6 +285,31 @@ def check_toolchain(compile_only: bool | None, nvcc: str = "nvcc") -> None:
         )
 
 
+def check_arch(arch: str | None, nvcc: str = "nvcc", option: str = "--arch") -> None:
+    """Fail before any work when nvcc cannot build for `arch` (every candidate would end
+    compile_error "Unsupported gpu architecture", blamed on the code); nothing to check when
+    `arch` is not given or nvcc is missing (check_toolchain says so) or cannot list codes."""
+    import re
+    import subprocess
+
+    exe = shutil.which(nvcc) if arch else None
+    if exe is None:
+        return
+    try:
+        out = subprocess.run(
+            [exe, "--list-gpu-code"], capture_output=True, text=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return
+    codes = re.findall(r"\bsm_\w+", out)
+    base = re.sub(r"(?<=\d)[af]$", "", arch)  # sm_90a, sm_100f: the family of sm_90, sm_100
+    if codes and arch not in codes and base not in codes:
+        fail(
+            f"{option} {arch}: this nvcc cannot build for it; give one of "
+            f"{', '.join(sorted(set(codes), key=lambda c: (len(c), c)))}"
+        )
+
+
 def check_model_spec(spec: str, option: str, gguf_file: str | None = None) -> None:
     """Fail when a model that names a local path (a .gguf file, or a name that starts with /,
     ./, ../ or ~) does not exist, instead of letting the hub reject it as a model id, and

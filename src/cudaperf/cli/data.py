@@ -13,6 +13,7 @@ from rich.table import Table
 
 from cudaperf.cli.common import (
     DATASET_DEFAULT,
+    check_arch,
     check_out_dir,
     check_out_file,
     check_results_out,
@@ -287,6 +288,7 @@ def measure(
     check_out_file(summary, "--summary", (".json",))
     check_out_dir(cache_dir, "--cache-dir")
     check_out_dir(scratch, "--scratch")
+    check_arch(arch)
     if not compile_only and not detect_gpus():
         fail(
             "`data measure` needs an NVIDIA GPU (nvidia-smi lists none) to verify and time "

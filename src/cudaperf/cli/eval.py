@@ -11,6 +11,7 @@ from rich.table import Table
 
 from cudaperf.cli.common import (
     SAMPLE_DEFAULT,
+    check_arch,
     check_out_dir,
     check_out_file,
     check_results_out,
@@ -184,6 +185,7 @@ def eval_command(
         jobs = [(t, Candidate(code=i.code, id=i.id)) for t in tasks for i in t.implementations]
     if backend == "local":  # Ray workers bring their own GPUs and nvcc
         check_toolchain(cfg.compile_only, cfg.nvcc)
+        check_arch(cfg.arch, cfg.nvcc)
     if no_cache and out is not None and out.is_file() and out.stat().st_size:
         console.print(
             f"--no-cache: results already in {out} are kept, not recomputed; give a "
