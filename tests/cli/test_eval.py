@@ -43,8 +43,29 @@ def _cands(path, rows):
         ('{"task_id": "saxpy", "code": "x"\n', ["c.jsonl:1", "not valid JSON"]),
         ("\n\n", ["holds no candidates"]),
         ('{"task_id": "no_such_task", "code": "x"}\n', ["no task 'no_such_task'"]),
+        (
+            '{"task_id": "saxpy", "code": "Here it is:\\n```cuda\\n__global__ void k(){}\\n```"}\n',
+            ["c.jsonl:1", "model reply with a ``` fence", "cudaperf reward"],
+        ),
+        ('{"task_id": "saxpy", "code": "x", "name": "mine"}\n', ["field 'name' is not read"]),
+        (
+            '{"task_id": "saxpy", "code": "x", "id": "a"}\n'
+            '{"task_id": "saxpy", "code": "y", "id": "a"}\n',
+            ["c.jsonl:2", "id 'a' of task 'saxpy' is also on line 1"],
+        ),
     ],
-    ids=["code-int", "task-id-list", "no-code", "not-object", "bad-json", "empty", "unknown"],
+    ids=[
+        "code-int",
+        "task-id-list",
+        "no-code",
+        "not-object",
+        "bad-json",
+        "empty",
+        "unknown",
+        "fenced-reply",
+        "name-for-id",
+        "duplicate-id",
+    ],
 )
 def test_bad_candidates_files_name_the_line_and_field(tmp_path, content, needles):
     p = tmp_path / "c.jsonl"
@@ -309,3 +330,15 @@ def test_an_arch_this_nvcc_cannot_build_is_refused_before_any_candidate(tmp_path
         check_arch(ok)
     with pytest.raises(UserError, match="sm_3"):
         check_arch("sm_35")
+
+
+def test_one_id_may_label_a_candidate_of_each_task(tmp_path):
+    from cudaperf.cli.eval import _read_candidates
+
+    tasks = load_sample()
+    a, b = tasks[0].id, tasks[1].id
+    p = tmp_path / "c.jsonl"
+    rows = [{"task_id": a, "code": "x", "id": "naive"}, {"task_id": b, "code": "y", "id": "naive"}]
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    jobs = _read_candidates(p, tasks)
+    assert [(t.id, c.id) for t, c in jobs] == [(a, "naive"), (b, "naive")]

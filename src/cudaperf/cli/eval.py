@@ -45,7 +45,7 @@ _SPEED_COLUMNS = {
 def _read_candidates(path: Path, tasks: list[Task]) -> list[tuple[Task, Candidate]]:
     """JSONL lines {"task_id": ..., "code": ..., "id": optional label}; at least one."""
     hint = 'write one JSON object per line: {"task_id": ..., "code": ..., "id": optional}'
-    jobs = []
+    jobs, seen = [], {}
     for n, row in jsonl_rows(path, "--candidates", hint):
         if not isinstance(row, dict) or "task_id" not in row or "code" not in row:
             fail(
@@ -60,8 +60,27 @@ def _read_candidates(path: Path, tasks: list[Task]) -> list[tuple[Task, Candidat
                 )
         if not isinstance(row.get("id", ""), (str, int)):
             fail(f"--candidates {path}:{n}: field 'id' must be a string label")
+        near = [k for k in ("name", "label", "candidate_id") if k in row]
+        if near and "id" not in row:  # the label was lost: every result said "lineN"
+            fail(
+                f"--candidates {path}:{n}: field {near[0]!r} is not read; the label is 'id' "
+                "(rename it)"
+            )
+        if "```" in row["code"]:  # compiled as it stands: the reply's prose fails in nvcc
+            fail(
+                f"--candidates {path}:{n}: 'code' holds a model reply with a ``` fence; put "
+                "only the source there (`cudaperf reward TASK FILE` takes a whole reply)"
+            )
+        label = str(row.get("id", f"line{n}"))
+        key = (row["task_id"], label)
+        if key in seen:  # a task's results are told apart by it
+            fail(
+                f"--candidates {path}:{n}: id {label!r} of task {row['task_id']!r} is also on "
+                f"line {seen[key]}; give each candidate of a task its own id"
+            )
+        seen[key] = n
         task = select_task(tasks, row["task_id"], option=f"{path}:{n} task_id")
-        jobs.append((task, Candidate(code=row["code"], id=str(row.get("id", f"line{n}")))))
+        jobs.append((task, Candidate(code=row["code"], id=label)))
     if not jobs:
         fail(f"--candidates {path} holds no candidates; write one JSON object per line")
     return jobs
