@@ -342,3 +342,20 @@ def test_one_id_may_label_a_candidate_of_each_task(tmp_path):
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     jobs = _read_candidates(p, tasks)
     assert [(t.id, c.id) for t, c in jobs] == [(a, "naive"), (b, "naive")]
+
+
+@needs_nvcc
+def test_an_out_of_results_made_in_another_mode_or_arch_is_refused(tmp_path):
+    """Rows appended to results of another mode or --arch were counted beside them (a
+    candidate twice; compile-only rows as failures next to GPU ones)."""
+    out = tmp_path / "r.jsonl"
+    row = {"status": "ok", "mode": "full", "task_id": "sample/c2cuda/saxpy"}
+    out.write_text(json.dumps(row | {"candidate_hash": "h", "arch": "sm_90"}) + "\n")
+    kept = out.read_text()
+    args = ("eval", "--implementations", "-t", "saxpy", "--out", out)
+    user_error(cli(*args, "--compile-only"), "other settings (mode full", "give a new --out")
+    out.write_text(kept.replace('"full"', '"compile-only"'))
+    kept = out.read_text()
+    r = cli(*args, "--compile-only", "--arch", "sm_80")
+    user_error(r, "other settings (--arch sm_90; this run: mode compile-only, --arch sm_80)")
+    assert out.read_text() == kept

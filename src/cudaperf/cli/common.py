@@ -412,6 +412,39 @@ def check_results_out(path: Path | None, option: str = "--out") -> None:
         fail(f"{option} {path} holds no evaluation results; {fix}")
 
 
+def check_results_settings(
+    path: Path | None, compile_only: bool | None, arch: str | None, option: str = "--out"
+) -> None:
+    """Fail before any work when the results already in `path` (which this run appends to)
+    were made in another mode (compile-only vs on a GPU) or for another --arch: appended, they
+    would be counted beside these (a candidate twice, compile-only rows as failures).
+    `compile_only` None: the evaluator's choice here (compile-only without a GPU)."""
+    if path is None or not path.is_file():
+        return
+    from cudaperf.execute.build import detect_gpus
+
+    if compile_only is None:
+        compile_only = not detect_gpus()
+    mode = "compile-only" if compile_only else "full"
+    seen: dict[str, set[str]] = {"mode": set(), "arch": set()}
+    for line in read_text(path, option).splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut by an interruption
+        if isinstance(row, dict):
+            seen["mode"].add(str(row.get("mode") or ""))
+            seen["arch"].add(str(row.get("arch") or ""))
+    other = [f"mode {m}" for m in sorted(seen["mode"] - {mode, ""})]
+    if arch:
+        other += [f"--arch {a}" for a in sorted(seen["arch"] - {arch, ""})]
+    if other:
+        fail(
+            f"{option} {path} holds results made with other settings ({', '.join(other)}; this "
+            f"run: mode {mode}{f', --arch {arch}' if arch else ''}); give a new {option}"
+        )
+
+
 def _not_a_result(row) -> str | None:
     """Why a parsed JSONL row is no evaluation result (no `status` of the evaluator's), or
     None when it is one."""

@@ -15,6 +15,7 @@ from cudaperf.cli.common import (
     check_out_dir,
     check_out_file,
     check_results_out,
+    check_results_settings,
     check_toolchain,
     console,
     emit_json,
@@ -205,6 +206,7 @@ def eval_command(
     if backend == "local":  # Ray workers bring their own GPUs and nvcc
         check_toolchain(cfg.compile_only, cfg.nvcc)
         check_arch(cfg.arch, cfg.nvcc)
+        check_results_settings(out, cfg.compile_only, cfg.arch)
     if no_cache and out is not None and out.is_file() and out.stat().st_size:
         console.print(
             f"--no-cache: results already in {out} are kept, not recomputed; give a "
