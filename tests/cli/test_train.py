@@ -90,6 +90,10 @@ def test_report_names_the_steps_file_and_line_and_checks_its_plot(tmp_path):
         user_error(cli("train", "report", steps), "no record of a training run", code=2)
     steps.write_text(good + "\n")
     user_error(cli("train", "report", steps, "--plot", tmp_path / "c.jpg"), ".png", code=2)
+    sft = [{"run": "sft", "kind": "step", "step": 1, "step_s": 2.0}]
+    sft.append({"run": "sft", "kind": "trainer", "step": 1, "loss": 1.5})
+    steps.write_text("".join(json.dumps(r) + "\n" for r in sft))  # once an empty GRPO table
+    user_error(cli("train", "report", steps), "is an SFT run", "report.json", code=2)
     roll = {"kind": "rollout", "step": 0, "rows": 2, "processes": 1}
     roll["eval_phases_s"] = {"call": 1.25, "compile": 3.5}
     steps.write_text(json.dumps(roll) + "\n" + good + "\n")

@@ -324,7 +324,7 @@ def _check_steps(run: Path) -> None:
     if not path.is_file():
         return  # the reader says so, naming the run
     hint = "give a run folder of `cudaperf train` (or its steps.jsonl)"
-    known = 0
+    known, grpo, sft = 0, False, False
     for n, row in jsonl_rows(path, "RUNS", hint):
         if not isinstance(row, dict):
             fail(f"RUNS {path}:{n}: not a JSON object; {hint}")
@@ -333,8 +333,15 @@ def _check_steps(run: Path) -> None:
         ):
             fail(f"RUNS {path}:{n}: a {row['kind']} record without an integer 'step'; {hint}")
         known += row.get("kind") in STEP_KINDS
+        grpo = grpo or row.get("kind") == "rollout" or row.get("run") == "grpo"
+        sft = sft or row.get("run") == "sft"
     if not known:  # a task, results or other JSONL file once reported "steps: 0", exit 0
         fail(f"RUNS {path}: no record of a training run ({', '.join(STEP_KINDS)}) in it; {hint}")
+    if sft and not grpo:  # an SFT run once showed an empty GRPO table
+        fail(
+            f"RUNS {path} is an SFT run (no GRPO rollout in it); `train report` reads GRPO "
+            f"runs: its summary is {path.parent / 'report.json'}"
+        )
 
 
 def _phases_table(rep: dict) -> None:
