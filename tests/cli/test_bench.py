@@ -229,6 +229,12 @@ def test_compare_checks_its_out_and_never_writes_into_a_run(tmp_path):
     run.mkdir()
     (run / "run.json").write_text("{}")
     user_error(cli("bench", "compare", run, run, "--out", f), "--out", "is a file", code=2)
+    settings = {"model": "m", "suite": "s", "samples": 1, "turns": 1}
+    (run / "run.json").write_text(json.dumps({"settings": settings, "tasks": {}}))
+    r = cli("bench", "compare", run, tmp_path / "." / "run", "--out", tmp_path / "c")
+    user_error(r, "is given twice", "compare different run folders", code=2)
+    assert not (tmp_path / "c").exists()
+    (run / "run.json").write_text("{}")
     r = cli("bench", "compare", run, run, "--out", run)
     user_error(r, f"--out {run} is a run folder", "new folder", code=2)
     assert sorted(p.name for p in run.iterdir()) == ["run.json"]
@@ -244,7 +250,9 @@ def test_run_files_that_are_not_what_bench_wrote_are_named(tmp_path):
         ("trajectories.jsonl", b"\xff\xfe\n", "trajectories.jsonl: not UTF-8 text"),
     ]
     for name, content, needle in cases:
-        (run / "run.json").write_text(json.dumps({"settings": {}, "tasks": {}}))
+        settings = {"model": "m", "suite": "s", "samples": 1, "turns": 1}
+        if name != "run.json":
+            (run / "run.json").write_text(json.dumps({"settings": settings, "tasks": {}}))
         (run / name).write_bytes(content)
         user_error(cli("bench", "report", run), needle, code=2)
         user_error(cli("bench", "compare", run, run, "--out", tmp_path / "c"), needle, code=2)

@@ -362,8 +362,13 @@ def test_compare_names_every_difference_in_how_the_runs_were_measured(tmp_path):
         ('{"settings": 5, "tasks": {}}', "'settings' is not an object"),
         ('{"settings": {}, "tasks": [1]}', "'tasks' is not an object"),
         ("{oops", "Expecting property name"),
+        ('{"settings": {"model": "m", "suite": "s", "turns": 1}, "tasks": {}}', "settings.samples"),
+        (
+            '{"settings": {"model": "m", "suite": "s", "samples": "4", "turns": 1}, "tasks": {}}',
+            "is not a whole number",
+        ),
     ],
-    ids=["list", "settings", "tasks", "not_json"],
+    ids=["list", "settings", "tasks", "not_json", "no_samples", "samples_text"],
 )
 def test_a_rerun_into_a_folder_whose_run_json_is_not_bench_s_is_one_named_error(
     tmp_path, content, why

@@ -421,7 +421,16 @@ def compare(
             "comparison"
         )
     try:
-        c = compare_runs([read_run(r) for r in runs])
+        loaded = [read_run(r) for r in runs]
+    except ValueError as e:
+        fail(str(e))
+    seen: dict[Path, Path] = {}
+    for r in runs:  # a run against itself shows zero differences as if measured
+        if (key := r.resolve()) in seen:
+            fail(f"{r} is given twice (as {seen[key]} too); compare different run folders")
+        seen[key] = r
+    try:
+        c = compare_runs(loaded)
     except ValueError as e:
         fail(str(e))
     diffs = c["setup_differences"]

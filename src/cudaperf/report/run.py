@@ -320,6 +320,11 @@ def _read_run_json(rj: Path) -> tuple[dict, dict, dict[str, TaskMeta]]:
         settings = doc.pop("settings")
         if not isinstance(settings, dict):
             raise TypeError("'settings' is not an object")
+        for k in ("model", "suite", "samples", "turns"):  # every report and compare reads them
+            if k not in settings:
+                raise KeyError(f"settings.{k}")
+        if not all(isinstance(settings[k], int) for k in ("samples", "turns")):
+            raise TypeError("'settings.samples' or 'settings.turns' is not a whole number")
     except (ValueError, KeyError, TypeError, AttributeError) as e:  # one line, the first cause
         if isinstance(e, ValidationError):
             err = e.errors()[0]
