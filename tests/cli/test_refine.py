@@ -325,3 +325,16 @@ def test_a_gguf_file_with_a_model_that_has_none_is_refused(tmp_path):
     r = cli("refine", "saxpy", "--model", "scripted:best", "--gguf-file", "m.gguf", "--out", out)
     user_error(r, "--gguf-file works with a Hugging Face --model", code=2)
     assert not out.exists()
+
+
+def test_options_a_task_id_would_ignore_are_refused(tmp_path):
+    """--sizes/--function/--length shape a task built from a .c file and did nothing with a
+    task id; a --best-out of another extension got CUDA in a .py file."""
+    base = ("refine", "saxpy", "--model", "scripted:best", "--out", tmp_path / "t.jsonl")
+    r = cli(*base, "--sizes", "n=5")
+    user_error(r, "--sizes describe a .c TARGET", "drop them", code=2)
+    r = cli(*base, "--function", "f", "--length", "x=n")
+    user_error(r, "--function, --length describe a .c TARGET", code=2)
+    r = cli(*base, "--best-out", tmp_path / "best.py")
+    user_error(r, "--best-out", "is a .cu file", code=2)
+    assert not (tmp_path / "t.jsonl").exists() and not (tmp_path / "best.py").exists()

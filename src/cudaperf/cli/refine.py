@@ -62,6 +62,14 @@ def _target(target: str, tasks_path, function, sizes, lengths) -> Task:
         fail(f"TARGET {target}: line {e.lineno}: {e.msg}; fix the module's syntax")
     except (ValueError, OSError) as e:
         fail(str(e))
+    given = [
+        o for o, v in (("--function", function), ("--sizes", sizes), ("--length", lengths)) if v
+    ]
+    if given:  # they shape a task built from a .c file; a task id's configs are its own
+        fail(
+            f"{', '.join(given)} describe a .c TARGET; TARGET {target} is a task id, whose sizes "
+            "are its configs: drop them"
+        )
     return select_task(load_task_set(tasks_path), target, option="TARGET")
 
 
@@ -128,6 +136,8 @@ def _best_path(task: Task, target: str, best_out: Path | None, out: Path) -> Pat
     the trajectory named after it (`traj.jsonl` -> `traj_best/`), so a run never writes
     into the current folder's files."""
     ext = ".cu" if task.kind is TaskKind.C2CUDA else ".py"
+    if best_out is not None and best_out.suffix != ext:  # CUDA in a .py file, or the reverse
+        fail(f"--best-out {best_out}: the best kernel of {task.id} is a {ext} file; name it so")
     name = Path(target).stem.replace("/", "_") + "_best" + ext
     return best_out or out.parent / f"{out.stem}_best" / name
 
