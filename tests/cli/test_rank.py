@@ -178,3 +178,18 @@ def test_train_names_a_bad_arch_or_device_before_any_work(tmp_path):
     r = cli(*neural, "--device", "cuda", CUDA_VISIBLE_DEVICES="")
     user_error(r, "--device cuda", "no GPU", "--device cpu", code=1)
     assert not (tmp_path / "n").exists()
+
+
+def test_a_candidate_of_the_other_track_is_refused(tmp_path):
+    """`rank score softmax saxpy.cu` gave 0.537, exit 0: a C→CUDA kernel scored against a
+    PyTorch→CUDA task's implementations (and the reverse)."""
+    from cudaperf.tasks.io import load_sample
+
+    tasks = {t.id.split("/")[-1]: t for t in load_sample()}
+    cu, py = tmp_path / "k.cu", tmp_path / "m.py"
+    cu.write_text(tasks["saxpy"].implementations[0].code)
+    py.write_text(tasks["softmax"].implementations[0].code)
+    user_error(cli("rank", "score", "softmax", cu), "is a PyTorch→CUDA task", "ModelNew", code=2)
+    user_error(cli("rank", "score", "saxpy", py), "is a C→CUDA task", "a .cu kernel", code=2)
+    r = cli("rank", "score", "saxpy", cu, "--json")
+    assert r.returncode == 0, r.stderr

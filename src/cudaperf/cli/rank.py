@@ -447,6 +447,13 @@ def score_cmd(
         )
     model = _ranker(model_path)
     task = select_task(load_task_set(tasks_path), task_id)
+    torch_task, torch_code = task.kind.value == "torch2cuda", "ModelNew" in code
+    if torch_task != torch_code:  # the other track's candidate was scored as if it were one
+        want = "a PyTorch→CUDA candidate (.py defining ModelNew)" if torch_task else "a .cu kernel"
+        kind = "PyTorch→CUDA" if torch_task else "C→CUDA"
+        fail(
+            f"{task.id} is a {kind} task; CANDIDATE {candidate} is not one of its kind: give {want}"
+        )
     if not task.implementations:
         fail(f"task {task.id} has no implementations to compare the candidate with")
     rs = score(task, code, model)
