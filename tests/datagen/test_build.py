@@ -52,7 +52,7 @@ def test_splits_document_puts_each_family_in_one_split():
 
 
 def test_max_family_share_is_enforced():
-    with pytest.raises(ValueError, match="max_family_share"):
+    with pytest.raises(ValueError, match="--max-family-share 1 for one family"):
         build_tasks(BuildConfig(per_family=1, families=("stencil1d", "poly_eval")))
 
 

@@ -25,7 +25,7 @@ def test_build_rejects_a_share_above_the_limit(tmp_path):
     r = CliRunner().invoke(
         app, ["data", "build", "--families", "poly_eval", "--out", str(tmp_path / "t.jsonl")]
     )
-    assert r.exit_code == 2 and "max_family_share" in r.output
+    assert r.exit_code == 2 and "--max-family-share" in r.output
 
 
 def test_measure_says_it_needs_a_gpu():

@@ -100,9 +100,10 @@ def plan(config: BuildConfig) -> list[tuple[Family, int]]:
     if biggest[1] > config.max_family_share * total + 1e-9:
         raise ValueError(
             f"family {biggest[0].name} would hold {biggest[1]} of {total} tasks (share "
-            f"{biggest[1] / total:.2f}) > max_family_share {config.max_family_share}; use more "
+            f"{biggest[1] / total:.2f}) > --max-family-share {config.max_family_share}; use more "
             f"families (at least {int(1 / config.max_family_share + 0.999)} of equal size), "
-            "balance the per-kind totals, or raise the limit"
+            "balance the per-kind totals, or raise the limit (--max-family-share 1 for one "
+            "family)"
         )
     return counts
 

@@ -121,8 +121,8 @@ def split_training(
     fams = sorted({t.family for t in tasks})
     if val_families >= len(fams):
         raise ValueError(
-            f"val_families={val_families} would hold out all {len(fams)} training families; "
-            "use fewer"
+            f"--val-families {val_families} would hold out all {len(fams)} training families; "
+            f"give at most {len(fams) - 1} (--val-families 0: no held-out family)"
         )
     rng = random.Random(seed)
     held = set(rng.sample(fams, val_families))
