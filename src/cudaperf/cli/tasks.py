@@ -392,7 +392,7 @@ def attach(
                 if _prune_splits(splits, updated):
                     report["splits"] = str(splits)
             else:
-                report["splits"] = f"{splits} unchanged: it lists the tasks of {target}, kept"
+                report["splits"] = f"{splits} unchanged: another task set's (the input's)"
     if json:
         emit_json(report)
     else:
