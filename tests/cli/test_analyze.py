@@ -45,3 +45,10 @@ def test_an_unknown_config_of_the_task_is_named(tmp_path):
     cand.write_text("__global__ void k(float* x) { x[threadIdx.x] = 0; }\n")
     r = cli("analyze", cand, "--task", "saxpy", "--config", "huge", "--profile")
     user_error(r, "--config 'huge'", "sample/c2cuda/saxpy", "small", code=2)
+
+
+def test_a_config_without_profile_is_refused_not_ignored(tmp_path):
+    cand = tmp_path / "k.cu"
+    cand.write_text("__global__ void k(float* x) { x[threadIdx.x] = 0; }\n")
+    r = cli("analyze", cand, "--task", "saxpy", "--config", "large")
+    user_error(r, "--config large picks the input --profile runs on", "add --profile", code=2)

@@ -204,6 +204,7 @@ def test_bad_options_are_clear(tmp_path, tiny):
         ({"beta": -1.0}, "--beta -1.0"),
         ({"temperature": 0.0}, "--temperature 0.0"),
         ({"wall_budget_s": 0.0}, "--wall-budget 0.0"),
+        ({"turns": 0, "num_generations": 4}, "--turns 0: use >= 1"),
     ):
         with pytest.raises(ValueError, match=flag):
             _opts(tmp_path, tiny, **kw)

@@ -93,6 +93,8 @@ def analyze_command(
             f"--config {input_config!r}: task {the_task.id} has no such config; use one of "
             f"{', '.join(names)}"
         )
+    if input_config is not None and not profile:  # it picks the profiled input: ignored
+        fail(f"--config {input_config} picks the input --profile runs on; add --profile or drop it")
     if the_task is not None and not profile:
         console.print("[dim]--task is only used with --profile[/]")
     if profile:

@@ -155,6 +155,8 @@ class GrpoOptions:
                 f"reward={self.reward!r}: give a RewardConfig (e.g. "
                 "RewardConfig.preset('outcome_only'))"
             )
+        if self.turns < 1:  # else the episode's rules named their own fields
+            raise ValueError(f"--turns {self.turns}: use >= 1 (1: one reply per chain)")
         RolloutOptions(
             self.turns,
             self.gamma,
