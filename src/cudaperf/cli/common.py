@@ -166,14 +166,14 @@ def check_out_file(path: Path | None, option: str, suffixes: tuple[str, ...] = (
         fail(f"{option} {path}: the file is not writable; choose another path")
 
 
-def check_not_replacing(path: Path, option: str, force: bool, what: str = "file") -> None:
+def check_not_replacing(path: Path, option: str, force: bool) -> None:
     """Fail before any work when `path` already holds something (a file, or a folder with
     anything in it) and `force` is off: a default that replaces what a user made (a measured
     task set, results) loses it; --force says that is meant."""
     p = path.expanduser()
     full = p.is_file() or (p.is_dir() and any(p.iterdir()))
     if full and not force:
-        held = "a folder with files" if p.is_dir() else f"a {what}"
+        held = "a folder with files" if p.is_dir() else "a file"
         fail(f"{option} {path} already holds {held}; give a new path, or add --force to replace it")
 
 
@@ -386,18 +386,19 @@ def read_eval_results(path: Path, what: str = "RESULTS", allow_empty: bool = Fal
     return rows
 
 
-def check_results_out(path: Path | None, option: str = "--out") -> None:
+def check_results_out(path: Path | None, option: str = "--out") -> list[dict]:
     """Fail before any work when `path`, a results JSONL that a run appends to (and resumes
     from: rows already there are skipped), exists and holds something other than
     evaluation results: a task or candidates file, a trajectory, text, binary data. Lines
-    that are not JSON (cut short by an interrupted run) are allowed beside result rows."""
+    that are not JSON (cut short by an interrupted run) are allowed beside result rows.
+    Returns the result rows already there (for `check_results_settings`)."""
     if path is None or not path.is_file() or not path.stat().st_size:
-        return
+        return []
     fix = (
         f"{option} is appended to and resumed from, so give a new file (or the JSONL an "
         "earlier run of this command wrote)"
     )
-    results = 0
+    results = []
     for n, line in enumerate(read_text(path, option).splitlines(), 1):
         if not line.strip():
             continue
@@ -407,37 +408,35 @@ def check_results_out(path: Path | None, option: str = "--out") -> None:
             continue  # a line cut by an interruption (or a file of text: refused below)
         if why := _not_a_result(row):
             fail(f"{option} {path}:{n} is not an evaluation result ({why}); {fix}")
-        results += 1
+        results.append(row)
     if not results:
         fail(f"{option} {path} holds no evaluation results; {fix}")
+    return results
 
 
 def check_results_settings(
-    path: Path | None, compile_only: bool | None, arch: str | None, option: str = "--out"
+    rows: list[dict],
+    path: Path | None,
+    compile_only: bool | None,
+    arch: str | None,
+    option: str = "--out",
 ) -> None:
-    """Fail before any work when the results already in `path` (which this run appends to)
-    were made in another mode (compile-only vs on a GPU) or for another --arch: appended, they
-    would be counted beside these (a candidate twice, compile-only rows as failures).
-    `compile_only` None: the evaluator's choice here (compile-only without a GPU)."""
-    if path is None or not path.is_file():
+    """Fail before any work when the results already in `path` (which this run appends to;
+    `rows`, as `check_results_out` returned them) were made in another mode (compile-only vs
+    on a GPU) or for another --arch: appended, they would be counted beside these (a
+    candidate twice, compile-only rows as failures). `compile_only` None: the evaluator's
+    choice here (compile-only without a GPU)."""
+    if not rows:
         return
     from cudaperf.execute.build import detect_gpus
 
     if compile_only is None:
         compile_only = not detect_gpus()
     mode = "compile-only" if compile_only else "full"
-    seen: dict[str, set[str]] = {"mode": set(), "arch": set()}
-    for line in read_text(path, option).splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut by an interruption
-        if isinstance(row, dict):
-            seen["mode"].add(str(row.get("mode") or ""))
-            seen["arch"].add(str(row.get("arch") or ""))
-    other = [f"mode {m}" for m in sorted(seen["mode"] - {mode, ""})]
+    other = [f"mode {m}" for m in sorted({str(r.get("mode") or "") for r in rows} - {mode, ""})]
     if arch:
-        other += [f"--arch {a}" for a in sorted(seen["arch"] - {arch, ""})]
+        archs = {str(r.get("arch") or "") for r in rows}
+        other += [f"--arch {a}" for a in sorted(archs - {arch, ""})]
     if other:
         fail(
             f"{option} {path} holds results made with other settings ({', '.join(other)}; this "

@@ -196,7 +196,7 @@ def eval_command(
         isolate_files=False if no_isolation else None,
     )
     check_out_file(out, "--out", (".jsonl",))
-    check_results_out(out)
+    done = check_results_out(out)
     check_out_dir(cfg.cache_dir, "--cache-dir")
     tasks = select_tasks(load_task_set(tasks_path), task_ids)
     if candidates is not None:
@@ -206,7 +206,7 @@ def eval_command(
     if backend == "local":  # Ray workers bring their own GPUs and nvcc
         check_toolchain(cfg.compile_only, cfg.nvcc)
         check_arch(cfg.arch, cfg.nvcc)
-        check_results_settings(out, cfg.compile_only, cfg.arch)
+        check_results_settings(done, out, cfg.compile_only, cfg.arch)
     if no_cache and out is not None and out.is_file() and out.stat().st_size:
         console.print(
             f"--no-cache: results already in {out} are kept, not recomputed; give a "

@@ -61,7 +61,8 @@ __all__ = [
 ]
 
 # What a run writes into its folder besides checkpoint-N/ (holdout.json: see the module doc)
-RUN_FILES = ("steps.jsonl", "completions.jsonl", "report.json", "final", "options.json")
+OPTIONS_FILE = "options.json"  # what a run was started with (`record_options`, `check_resume`)
+RUN_FILES = ("steps.jsonl", "completions.jsonl", "report.json", "final", OPTIONS_FILE)
 
 
 def run_files(out: str | Path) -> list[Path]:
@@ -105,8 +106,6 @@ def check_run_folder(out: str | Path, resume: bool, overwrite: bool) -> None:
         )
 
 
-# What a run was started with (`record_options`); `--resume` must give the same (`check_resume`)
-OPTIONS_FILE = "options.json"
 # Options a resumed run may change: where, how long and with what machine it runs, not what it
 # trains (`epochs`, like `max_steps`, trains it longer). `adapter` is GRPO's starting weights,
 # which a checkpoint supersedes (a resumed chunk passes the checkpoint it restored).
@@ -135,11 +134,7 @@ def _comparable(options: dict) -> dict:
     for k, v in options.items():
         if k in RESUMABLE:
             continue
-        if isinstance(v, Path):
-            v = v.name
-        elif isinstance(v, tuple):
-            v = list(v)
-        out[k] = v
+        out[k] = v.name if isinstance(v, Path) else v  # json.dumps makes tuples lists
     return json.loads(json.dumps(out, default=str))
 
 
