@@ -8,7 +8,13 @@ import pytest
 
 from cudaperf.datagen import FAMILIES
 from cudaperf.tasks.model import Task
-from cudaperf.tasks.splits import family_splits, read_splits, split_of, tasks_in_split
+from cudaperf.tasks.splits import (
+    family_splits,
+    read_splits,
+    split_of,
+    splits_task_ids,
+    tasks_in_split,
+)
 from tests.tasks.helpers import c_task
 
 
@@ -51,3 +57,15 @@ def test_tasks_in_split_uses_the_file_then_the_rule():
     assert family_splits(tasks, None)["fa"] == split_of("fa")
     with pytest.raises(ValueError, match="heldout"):
         tasks_in_split(tasks, "dev", given)
+
+
+def test_splits_task_ids_reads_the_task_lists_or_says_it_cannot(tmp_path):
+    p = tmp_path / "splits.json"
+    p.write_text(
+        json.dumps({"families": {"a": "train"}, "tasks": {"train": ["x", "y"], "test": []}})
+    )
+    assert splits_task_ids(p) == {"x", "y"}
+    assert splits_task_ids(tmp_path / "missing.json") is None
+    for bad in ("{", json.dumps({"families": {"a": "train"}}), json.dumps({"tasks": ["x"]}), "[]"):
+        p.write_text(bad)
+        assert splits_task_ids(p) is None, bad

@@ -24,6 +24,7 @@ from cudaperf.cli.common import (
 )
 from cudaperf.cli.options import field_help, gpu_list, renamed
 from cudaperf.execute.config import EvalConfig
+from cudaperf.tasks.splits import splits_task_ids
 
 data_app = typer.Typer(help="Generate and check the generated task set.", no_args_is_help=True)
 JsonOpt = typer.Option(False, "--json", help="Print one JSON document to stdout, nothing else.")
@@ -128,12 +129,8 @@ def _foreign_splits(path: Path, ids: set[str]) -> bool:
     """`path` is a splits file that lists a task not in `ids` (or is not a splits file)."""
     if not path.exists():
         return False
-    try:
-        doc = jsonlib.loads(path.read_text(encoding="utf-8"))
-        listed = {i for v in doc["tasks"].values() for i in v}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return True
-    return not listed <= ids
+    listed = splits_task_ids(path)
+    return listed is None or not listed <= ids
 
 
 @data_app.command("verify")

@@ -31,6 +31,7 @@ from cudaperf.tasks.io import (
     save_tasks,
     to_hf_dataset,
 )
+from cudaperf.tasks.splits import splits_task_ids
 from cudaperf.tasks.stats import task_stats
 
 tasks_app = typer.Typer(help="Inspect, validate and convert task sets.", no_args_is_help=True)
@@ -414,18 +415,12 @@ def _splits_belong_to_out(out: Path, path: Path | None, splits: Path, tasks: lis
     """The splits file beside --out is --out's to prune: not when --out is a new file beside
     the input task file (the splits are the input's, which stays as it was), nor when they
     list a task the input does not hold (another task set's)."""
-    import json as jsonlib
-
     src = Path(path) if path is not None else None
     if src is not None and src.is_file() and out.resolve() != src.resolve():
         if src.resolve().parent == out.resolve().parent:
             return False
-    try:
-        lists = jsonlib.loads(splits.read_text()).get("tasks") or {}
-        listed = {i for v in lists.values() for i in v}
-    except (OSError, ValueError, AttributeError, TypeError):
-        return False
-    return listed <= {t.id for t in tasks}
+    listed = splits_task_ids(splits)
+    return listed is not None and listed <= {t.id for t in tasks}
 
 
 def _prune_splits(path: Path, kept: list) -> bool:

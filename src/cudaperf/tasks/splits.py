@@ -24,6 +24,7 @@ __all__ = [
     "family_splits",
     "read_splits",
     "split_of",
+    "splits_task_ids",
     "tasks_in_split",
 ]
 
@@ -55,6 +56,17 @@ def read_splits(path: str | Path) -> dict[str, str]:
     if not isinstance(fams, dict) or not all(v in SPLIT_NAMES for v in fams.values()):
         raise ValueError(f"{p}: expected {{'families': {{family: 'train'|'validation'|'test'}}}}")
     return dict(fams)
+
+
+def splits_task_ids(path: str | Path) -> set[str] | None:
+    """The task ids a splits file's `tasks` lists name (split → [task id], what `cudaperf data
+    build` writes beside the families); None when the file is missing, unreadable, or has no
+    such lists: the caller decides what a file it cannot read means."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        return {str(i) for ids in doc["tasks"].values() for i in ids}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def family_splits(tasks: Iterable[Task], splits: dict[str, str] | None = None) -> dict[str, str]:
