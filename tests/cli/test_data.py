@@ -139,6 +139,15 @@ def test_build_families_that_name_none_or_one_twice_are_refused(tmp_path):
     assert not out.exists()
 
 
+def test_build_refuses_counts_no_machine_holds(tmp_path):
+    """`--per-family 1000000000` once ran until memory ran out."""
+    out = tmp_path / "t.jsonl"
+    for opt, most in (("--per-family", 100000), ("--c-tasks", 1000000), ("--torch-tasks", 1000000)):
+        r = cli("data", "build", opt, str(10**9), "--out", out)
+        user_error(r, f"'{opt}': Input should be less than or equal to {most}", code=2)
+    assert not out.exists()
+
+
 def test_measure_kinds_that_name_no_kind_are_refused(tmp_path):
     """`--kinds ,` measured nothing and exited 0."""
     r = cli("data", "measure", "--kinds", ",", "--compile-only", "--out", tmp_path / "m.jsonl")

@@ -124,6 +124,10 @@ def test_overlap_command(tmp_path):
     r = run("tasks", "overlap", str(p), str(p), "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["max_overlap"] == 1.0
+    r = run("tasks", "overlap", str(p), str(p), "--ngram", "1000000")
+    assert r.exit_code == 0, r.output
+    assert "1 task(s) of B have fewer than 1000000 tokens and were not compared" in r.output
+    assert "give a smaller --ngram" in r.output
 
 
 def test_attach_measurements_from_results(tmp_path):

@@ -56,6 +56,27 @@ def test_max_family_share_is_enforced():
         build_tasks(BuildConfig(per_family=1, families=("stencil1d", "poly_eval")))
 
 
+def test_a_family_out_of_distinct_tasks_stops_instead_of_drawing_on(monkeypatch):
+    """A family that draws the same code every time gives up 25 indices in a row, then stops:
+    a --per-family of a million costs 25 * 20 draws, not 20 million."""
+    import cudaperf.datagen.build as build
+
+    calls = []
+    real = build.generate_one
+
+    def same_task(fam, seed, index, attempt):
+        calls.append(index)
+        return real(fam, seed, 0, 0)
+
+    monkeypatch.setattr(build, "generate_one", same_task)
+    cfg = BuildConfig(per_family=10**6, families=("stencil1d",), max_family_share=1.0)
+    report = build_tasks(cfg)
+    assert len(report.tasks) == 1  # index 0; every later index collides with it
+    assert len(calls) == 1 + build.EXHAUSTED_AFTER * build.MAX_ATTEMPTS
+    assert report.dropped[-1].startswith("stencil1d: 25 tasks in a row collided")
+    assert report.dropped[-1].endswith(f"its last {10**6 - 26} were not drawn")
+
+
 def test_bad_config_says_how_to_fix():
     with pytest.raises(ValueError, match="per_family"):
         BuildConfig(per_family=0)

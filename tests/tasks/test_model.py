@@ -131,6 +131,10 @@ def _with_sizes(**sizes) -> dict:
     [
         ({"n": -5}, r"array 'x' would have -5 elements"),
         ({"n": 2.5}, r"integer parameter 'n' the value 2.5; use a whole number"),
+        ({"n": 1e30}, r"'n' the value 1e\+30, outside its C type int \(-2147483648 to"),
+        ({"n": 2**31}, r"'n' the value 2147483648, outside its C type int"),
+        ({"a": float("inf")}, r"'a' the value inf; use a number"),
+        ({"a": float("nan")}, r"'a' the value nan; use a number"),
     ],
 )
 def test_a_config_that_makes_no_array_is_refused(sizes, match):
@@ -138,6 +142,21 @@ def test_a_config_that_makes_no_array_is_refused(sizes, match):
     `data verify` with a traceback (numpy's 'negative dimensions', a float where an int goes)."""
     with pytest.raises(ValidationError, match=match):
         Task.model_validate(_with_sizes(**sizes))
+
+
+def test_a_config_no_gpu_can_hold_is_refused():
+    """Two float arrays of k * n elements: 2**33 elements each (64 GiB together) fit the
+    bound, one element more per array does not; refused by validation, not by the
+    evaluator's allocation."""
+    d = c_task(dims=["k"])
+    for c in d["configs"]:
+        c["sizes"]["k"] = 1
+    d["signature"][2]["length"] = d["signature"][3]["length"] = "n * k"
+    d["configs"][1]["sizes"] = {"n": 2**23, "a": 0.5, "k": 2**10}
+    Task.model_validate(d)
+    d["configs"][1]["sizes"]["n"] = 2**23 + 1
+    with pytest.raises(ValidationError, match=r"config 'big': its arrays would hold 68719484928 b"):
+        Task.model_validate(d)
 
 
 def test_a_length_that_cannot_be_computed_is_refused():

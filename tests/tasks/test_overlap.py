@@ -26,3 +26,10 @@ def test_copy_is_found_and_unrelated_is_not():
     assert by["b/copy"]["a"] == "a/relu" and by["b/copy"]["overlap"] == 1.0
     assert by["b/new"]["overlap"] < 0.2
     assert r["overlapping"] == 1 and r["overlapping_fraction"] == 0.5
+
+
+def test_a_task_shorter_than_n_tokens_is_counted_not_dropped_silently():
+    short = _task("b/short", "x = 1\n")  # 4 tokens
+    r = task_overlap([_task("a/any", "x = 1\ny = 2\n")], [short], n=8)
+    assert r["top_pairs"] == [] and r["too_short"] == 1 and r["too_short_ids"] == ["b/short"]
+    assert task_overlap([short], [short], n=3)["too_short"] == 0

@@ -33,13 +33,25 @@ JsonOpt = typer.Option(False, "--json", help="Print one JSON document to stdout,
 @data_app.command("build")
 def build(
     per_family: int = typer.Option(
-        5, "--per-family", min=1, help="Tasks per family (kinds without a total below)."
+        5,
+        "--per-family",
+        min=1,
+        max=100_000,
+        help="Tasks per family (kinds without a total below).",
     ),
     c_tasks: int = typer.Option(
-        0, "--c-tasks", min=0, help="About this many C→CUDA tasks, spread evenly over families."
+        0,
+        "--c-tasks",
+        min=0,
+        max=1_000_000,
+        help="About this many C→CUDA tasks, spread evenly over families.",
     ),
     torch_tasks: int = typer.Option(
-        0, "--torch-tasks", min=0, help="About this many PyTorch→CUDA tasks, likewise."
+        0,
+        "--torch-tasks",
+        min=0,
+        max=1_000_000,
+        help="About this many PyTorch→CUDA tasks, likewise.",
     ),
     seed: int = typer.Option(0, "--seed", help="Build seed (same seed: identical output)."),
     out: Path = typer.Option(
@@ -122,6 +134,9 @@ def build(
     ):
         table.add_row(key, str(stats[key]))
     stdout.print(table)
+    for line in report.dropped:
+        if "were not drawn" in line:  # a family out of distinct tasks (build.EXHAUSTED_AFTER)
+            console.print(f"[yellow]{line}[/]", highlight=False)
     console.print(f"wrote {len(report.tasks)} task(s) to {out} and the splits to {split_path}")
 
 

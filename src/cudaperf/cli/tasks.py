@@ -270,6 +270,13 @@ def overlap(
         f"{report['overlapping']} of {report['b_tasks']} tasks of B share >= {threshold:.0%} of "
         f"their {n}-grams with a task of A (max {report['max_overlap']:.2f})"
     )
+    if report["too_short"]:
+        console.print(
+            f"[yellow]{report['too_short']} task(s) of B have fewer than {n} tokens and were not "
+            f"compared[/] (e.g. {report['too_short_ids'][0]}); give a smaller --ngram to compare "
+            "them",
+            highlight=False,
+        )
     table = Table("task of B", "closest task of A", "overlap")
     for p in report["top_pairs"][:10]:
         table.add_row(p["b"], str(p["a"]), f"{p['overlap']:.2f}")

@@ -39,6 +39,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 20  # redraws of one task whose implementation code collides with another's
+# A family whose tasks this many indices in a row were given up has no more distinct tasks:
+# it stops there instead of drawing a --per-family of millions 20 times each.
+EXHAUSTED_AFTER = 25
 
 
 @dataclass(frozen=True)
@@ -121,12 +124,20 @@ def build_tasks(config: BuildConfig, progress: Callable[[str], None] | None = No
     made: dict[str, list[Task]] = {}
     for fam, count in planned:
         made[fam.name] = []
+        run = 0  # indices given up in a row
         for index in range(count):
             task = _draw_unique(fam, config.seed, index, seen, report)
             if task is not None:
                 made[fam.name].append(task)
+            run = 0 if task is not None else run + 1
             if progress:
                 progress(fam.name)
+            if run >= EXHAUSTED_AFTER and index + 1 < count:
+                report.dropped.append(
+                    f"{fam.name}: {EXHAUSTED_AFTER} tasks in a row collided, so the family has "
+                    f"no more distinct tasks; its last {count - index - 1} were not drawn"
+                )
+                break
     _top_up(config, planned, made, seen, report)
     report.tasks = [t for fam, _ in planned for t in made[fam.name]]
     return report

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import math
 import re
 from enum import Enum
 from typing import Literal
@@ -158,6 +159,24 @@ def _length_code(expr: str):
 
 def _is_int_ctype(ctype: str) -> bool:
     return C_TYPES[ctype].startswith(("int", "uint"))
+
+
+def _ctype_bits(ctype: str) -> int:
+    """Width in bits of a C type of C_TYPES ("float32" -> 32, "uint8" -> 8)."""
+    return int(C_TYPES[ctype].lstrip("uintfloa"))
+
+
+def _int_range(ctype: str) -> tuple[int, int]:
+    """The values an integer C type of C_TYPES holds."""
+    bits = _ctype_bits(ctype)
+    if C_TYPES[ctype].startswith("uint"):
+        return 0, 2**bits - 1
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
+# The most bytes a C→CUDA config's arrays may hold together: a config over this fits no GPU's
+# memory beside the evaluator's reference copies (the generated set's largest is about 1.2 GB).
+MAX_CONFIG_BYTES = 64 << 30
 
 
 class Param(_Frozen):
@@ -459,14 +478,26 @@ class Task(_Frozen):
 
     def _check_c_values(self, c: InputConfig) -> None:
         """Integer parameters and dims get whole numbers, and every array a length >= 0."""
-        ints = {p.name for p in self.signature if p.role is Role.SCALAR and _is_int_ctype(p.ctype)}
+        for name, v in sorted(c.sizes.items()):
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ValueError(f"config {c.name!r} gives {name!r} the value {v}; use a number")
+        scalars = {p.name: p for p in self.signature if p.role is Role.SCALAR}
+        ints = {n for n, p in scalars.items() if _is_int_ctype(p.ctype)}
         for name in sorted(ints | set(self.dims)):
             v = c.sizes[name]
+            what = "dim" if name in self.dims else "integer parameter"
             if isinstance(v, float) and not v.is_integer():
-                what = "dim" if name in self.dims else "integer parameter"
                 raise ValueError(
                     f"config {c.name!r} gives {what} {name!r} the value {v}; use a whole number"
                 )
+            if name in ints:
+                lo, hi = _int_range(scalars[name].ctype)
+                if not lo <= v <= hi:
+                    raise ValueError(
+                        f"config {c.name!r} gives {name!r} the value {v}, outside its C type "
+                        f"{scalars[name].ctype} ({lo} to {hi}); use a value in that range"
+                    )
+        total = 0
         for p in self.signature:
             if p.length is None:
                 continue
@@ -482,6 +513,12 @@ class Task(_Frozen):
                     f"config {c.name!r}: array {p.name!r} would have {n} elements "
                     f"({p.length!r}); give its sizes values that make it >= 0"
                 )
+            total += n * _ctype_bits(p.ctype) // 8
+        if total > MAX_CONFIG_BYTES:
+            raise ValueError(
+                f"config {c.name!r}: its arrays would hold {total} bytes together, over the "
+                f"{MAX_CONFIG_BYTES >> 30} GiB any GPU can take; give it smaller sizes"
+            )
 
     # ---- convenience -------------------------------------------------------------------
 

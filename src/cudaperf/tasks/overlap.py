@@ -40,10 +40,11 @@ def task_overlap(
     for i, t in enumerate(a):
         for g in ngrams(_text(t, with_impls), n):
             index[g].append(i)
-    pairs = []
+    pairs, too_short = [], []
     for t in b:
         grams = ngrams(_text(t, with_impls), n)
-        if not grams:
+        if not grams:  # fewer than n tokens: nothing to compare, said in the report
+            too_short.append(t.id)
             continue
         hits = Counter(i for g in grams for i in index.get(g, ()))
         if hits:
@@ -63,4 +64,7 @@ def task_overlap(
         "max_overlap": pairs[0]["overlap"] if pairs else 0.0,
         "mean_overlap": round(sum(p["overlap"] for p in pairs) / len(pairs), 4) if pairs else 0.0,
         "top_pairs": pairs[:20],
+        # tasks of B with fewer than `n` tokens: not compared (a smaller n compares them)
+        "too_short": len(too_short),
+        "too_short_ids": too_short[:20],
     }
