@@ -13,6 +13,11 @@
 #       reads; one ROOT per trained checkpoint, e.g. ROOT=bench/results/ablation/bench/
 #       abl_unified_s0 GRPO_ADAPTER=/root/work/abl_unified_s0/final ... ablation train-unseen/grpo).
 # TURNS (default 1) sets --turns; runs of TURNS=N > 1 go to their own folder (MODE-tN).
+# BATCH_TASKS sets --batch-tasks, the tasks of one chunk (one generation and one evaluator batch
+# per turn; the unit a budget stop keeps): default 16 for one turn, 16/TURNS for more (4 at
+# TURNS=4: a 16-task chunk of 4 turns outlasted a lease's spare minutes and kept nothing).
+# DEADLINE (seconds since the epoch, `date +%s` + N) caps BUDGET_S so that calls chained in one
+# job share one end: `DEADLINE=$(( $(date +%s) + 480 )); export DEADLINE`, then each call.
 # WORKERS (default 1) sets the evaluator's --workers-per-gpu; runs of WORKERS=K > 1 go to their
 # own folder (MODE[-tN]-wK): bench run refuses to resume a run with another worker count.
 # STEP: SUITE/RUN, e.g. heldout/naive heldout/best heldout/smollm2 heldout/compare; SUITE is
@@ -27,7 +32,7 @@
 # (default 540, for device calls of at most 600 s) with SIGINT (the run keeps its finished
 # tasks; killed 30 s later if it hangs) and starts no step with less than 60 s left. A rerun
 # of the same command resumes every run (finished tasks are skipped), so a call cut off by its
-# budget loses at most the tasks in flight (one chunk of --batch-tasks 16). Each step's output
+# budget loses at most the tasks in flight (one chunk of BATCH_TASKS). Each step's output
 # goes to RUNS/logs/SUITE_RUN.log as it is written, a line every 30 s says how many tasks are
 # finished, and RUNS/calls.log gets one line per call (date, commit, steps, outcome).
 # The script ends with `bench_suite: done` or `bench_suite: NOT done` (and rerun advice).
@@ -90,8 +95,16 @@ TAG=$MODE; [ "$TURNS" = 1 ] || TAG=$MODE-t$TURNS  # runs of another turn count n
 WORKERS=${WORKERS:-1}
 case "$WORKERS" in [1-8]) ;; *) echo "bench_suite: WORKERS=$WORKERS: give evaluator workers per GPU from 1 to 8" >&2; exit 2 ;; esac
 [ "$WORKERS" = 1 ] || { EV+=(--workers-per-gpu "$WORKERS"); TAG=$TAG-w$WORKERS; }  # another setup
+BATCH_TASKS=${BATCH_TASKS:-$(( 16 / TURNS > 0 ? 16 / TURNS : 1 ))}
+case "$BATCH_TASKS" in ''|*[!0-9]*|0) echo "bench_suite: BATCH_TASKS=$BATCH_TASKS: give a number of tasks per chunk from 1 up" >&2; exit 2 ;; esac
 PY=${PY:-python3}
 BUDGET_S=${BUDGET_S:-540}
+case "$BUDGET_S" in ''|*[!0-9]*) echo "bench_suite: BUDGET_S=$BUDGET_S: give whole seconds" >&2; exit 2 ;; esac
+if [ -n "${DEADLINE:-}" ]; then  # one end shared by chained calls
+  case "$DEADLINE" in *[!0-9]*) echo "bench_suite: DEADLINE=$DEADLINE: give seconds since the epoch (date +%s)" >&2; exit 2 ;; esac
+  [ $((DEADLINE - $(date +%s))) -lt "$BUDGET_S" ] && BUDGET_S=$((DEADLINE - $(date +%s)))
+  [ "$BUDGET_S" -lt 0 ] && BUDGET_S=0
+fi
 export PYTHONUNBUFFERED=1  # logs as they are written
 T0=$SECONDS
 if nvidia-smi -L >/dev/null 2>&1 && [ -n "$(nvidia-smi -L 2>/dev/null)" ]; then
@@ -103,7 +116,7 @@ else
   echo "bench_suite: runs go to $RUNS, apart from GPU runs."
 fi
 CP=("$PY" -m cudaperf)
-COMMON=(--samples "$S" --turns "$TURNS" --seed 0 --ranker none "--$EVMODE" "${EV[@]}")
+COMMON=(--samples "$S" --turns "$TURNS" --batch-tasks "$BATCH_TASKS" --seed 0 --ranker none "--$EVMODE" "${EV[@]}")
 # the ablation's primary metric is each sample's outcome_only score (bench/ablation/primary.py)
 [ "$MODE" = ablation ] && COMMON+=(--preset outcome_only)
 mkdir -p "$RUNS/logs"

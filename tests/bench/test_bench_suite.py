@@ -62,6 +62,33 @@ def test_turns_go_to_their_own_folder_and_bad_values_are_one_line(tmp_path):
     assert res.stderr.strip().startswith("bench_suite: TURNS=x")
 
 
+def test_chunks_shrink_with_turns_and_batch_tasks_sets_them(tmp_path):
+    """A 16-task chunk of 4 turns outlasted a lease's spare minutes and kept nothing."""
+    _, calls = _suite(tmp_path, "ablation", "heldout/naive")
+    assert "--batch-tasks 16" in calls[0]
+    _, calls = _suite(tmp_path, "ablation", "heldout/naive", TURNS="4")
+    assert "--batch-tasks 4" in calls[0]
+    _, calls = _suite(tmp_path, "ablation", "heldout/naive", TURNS="4", BATCH_TASKS="2")
+    assert "--batch-tasks 2" in calls[0]
+    res, calls = _suite(tmp_path, "ablation", "heldout/naive", BATCH_TASKS="0")
+    assert res.returncode == 2 and not calls
+    assert res.stderr.strip().startswith("bench_suite: BATCH_TASKS=0")
+
+
+def test_a_deadline_caps_the_budget_of_chained_calls(tmp_path):
+    """Two calls in one job once each took the whole BUDGET_S and the job's own limit killed
+    the second mid-chunk; a DEADLINE already past starts no step."""
+    import time
+
+    res, calls = _suite(tmp_path, "ablation", "heldout/naive", DEADLINE=str(int(time.time()) - 5))
+    assert not calls and "not started: 0s of BUDGET_S=0 left" in res.stdout, res.stdout
+    res, calls = _suite(tmp_path, "ablation", "heldout/naive", DEADLINE=str(int(time.time()) + 90))
+    budget = int(res.stdout.split("; budget ")[1].split("s;")[0])
+    assert len(calls) == 1 and 80 <= budget <= 90, res.stdout
+    res, calls = _suite(tmp_path, "ablation", "heldout/naive", DEADLINE="soon")
+    assert res.returncode == 2 and res.stderr.startswith("bench_suite: DEADLINE=soon")
+
+
 def test_workers_per_gpu_go_to_their_own_folder_and_bad_values_are_one_line(tmp_path):
     res, calls = _suite(tmp_path, "ablation", "heldout/naive", TURNS="4", WORKERS="2")
     assert len(calls) == 1 and "--workers-per-gpu 2" in calls[0], res.stdout + res.stderr
