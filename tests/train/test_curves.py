@@ -161,3 +161,28 @@ def test_first_and_last_visits_of_each_task_are_paired():
     assert got["diff_mean"] == pytest.approx(0.875)  # (2.0 + -0.25) / 2
     assert got["diff_se"] == pytest.approx(1.125)  # sd of (2, -0.25) / sqrt(2)
     assert first_last_by_task([{}]) == {"tasks": 0}
+
+
+def test_blocks_and_rolling_means_show_the_trend_single_steps_hide():
+    """Per block of steps, the means of return, outcome and the status shares; a last block
+    may be shorter. The rolling mean averages the last `size` numbers, skipping None."""
+    from cudaperf.train.curves import blocks, rolling
+
+    rows = [
+        {
+            "step": k,
+            "return_mean": float(k),
+            "score_mean": 1.0,
+            "outcome_mean": 0.5,
+            "status_share": {"ok": 1.0} if k % 2 else {"compile_error": 1.0},
+        }
+        for k in range(1, 6)
+    ]
+    got = blocks(rows, size=2)
+    assert [b["steps"] for b in got] == ["1-2", "3-4", "5-5"]
+    assert [b["return"] for b in got] == [1.5, 3.5, 5.0]
+    assert [b["ok"] for b in got] == [0.5, 0.5, 1.0]
+    assert [b["compile_error"] for b in got] == [0.5, 0.5, 0.0]
+    assert got[0]["outcome"] == 0.5 and got[0]["score"] == 1.0
+    assert rolling([1.0, None, 3.0, 5.0], size=2) == [1.0, 1.0, 3.0, 4.0]
+    assert rolling([None, 2.0], size=3) == [None, 2.0]

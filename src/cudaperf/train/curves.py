@@ -11,7 +11,9 @@ score, `score_by_task`, which `first_last_by_task` pairs across a task's visits)
 draws, for one run, the reward components, the status shares stacked per step and the step
 time stacked by part; for several runs, the mean return and the mean share of groups with
 >= 2 correct as lines with a 95% band (mean ± 1.96 standard errors), each run thin, and each
-run's step seconds.
+run's step seconds. A step's numbers follow which pool tasks it drew, so one run's plot also
+draws the mean of the last `BLOCK` steps (return, outcome, share ok), and `summary` gives the
+means per block of `BLOCK` steps (`blocks`): the trend that single steps hide.
 """
 
 from __future__ import annotations
@@ -23,7 +25,18 @@ from pathlib import Path
 from cudaperf.execute.types import sum_phases
 from cudaperf.jsonl import complete_lines
 
-__all__ = ["first_last_by_task", "mean_band", "paired_change", "plot_runs", "read_steps", "summary"]
+__all__ = [
+    "blocks",
+    "first_last_by_task",
+    "mean_band",
+    "paired_change",
+    "plot_runs",
+    "read_steps",
+    "rolling",
+    "summary",
+]
+
+BLOCK = 10  # steps per block of `blocks` and window of the plot's rolling means
 
 # seconds of a step, by part (stacked in the plot: generate, analyse, eval, canary, update)
 BREAKDOWN = (
@@ -181,6 +194,35 @@ def paired_change(pairs: list[tuple[float, float]]) -> dict:
     }
 
 
+def blocks(rows: list[dict], size: int = BLOCK) -> list[dict]:
+    """Means per block of `size` consecutive steps (the last block may be shorter): return,
+    score, outcome, and the shares ok and compile_error. Training-set numbers, like every
+    curve: a block's tasks are the pool's, drawn again and again."""
+    out = []
+    for i in range(0, len(rows), size):
+        part = rows[i : i + size]
+        share = [r.get("status_share") or {} for r in part]
+        out.append(
+            {
+                "steps": f"{part[0]['step']}-{part[-1]['step']}",
+                "return": _mean([r.get("return_mean") for r in part]),
+                "score": _mean([r.get("score_mean") for r in part]),
+                "outcome": _mean([r.get("outcome_mean") for r in part]),
+                "ok": _mean([s.get("ok", 0.0) for s in share]),
+                "compile_error": _mean([s.get("compile_error", 0.0) for s in share]),
+            }
+        )
+    return out
+
+
+def rolling(values: list, size: int = BLOCK) -> list[float | None]:
+    """Per position, the mean of the last `size` values that are numbers (None while none)."""
+    out = []
+    for i in range(len(values)):
+        out.append(_mean(values[max(0, i - size + 1) : i + 1]))
+    return out
+
+
 def _weighted(pairs) -> float | None:
     have = [(v, n) for v, n in pairs if v is not None]
     w = sum(n for _, n in have)
@@ -208,6 +250,7 @@ def summary(runs: list[str | Path]) -> dict:
             "cached_per_step": _mean([x.get("cached") for x in rows]),
             "processes": rows[-1].get("processes", 1),
             "first_last_by_task": first_last_by_task(rows),
+            "blocks": blocks(rows),
         }
     return out
 
@@ -247,7 +290,14 @@ def plot_runs(runs: list[str | Path], path: str | Path) -> Path:
             "ranker_mean",
         ):
             top.plot(steps, [r.get(key) for r in rows], label=key.removesuffix("_mean"))
+        for key, style in (("return_mean", "k--"), ("outcome_mean", "k:")):
+            name = key.removesuffix("_mean")
+            smooth = rolling([r.get(key) for r in rows])
+            top.plot(steps, smooth, style, lw=1.6, label=f"{name}, mean of last {BLOCK} steps")
         _stack(bottom, steps, rows)
+        ok = rolling([(r.get("status_share") or {}).get("ok", 0.0) for r in rows])
+        bottom.plot(steps, ok, "k--", lw=1.6, label=f"ok, mean of last {BLOCK} steps")
+        bottom.legend(fontsize=7, loc="lower left", ncol=3, framealpha=0.7)
         _times(times, steps, rows)
     else:
         _band(top, tables, "return_mean")
@@ -260,7 +310,7 @@ def plot_runs(runs: list[str | Path], path: str | Path) -> Path:
         times.set_ylabel("seconds per step")
         times.legend(fontsize=7)
     top.set_ylabel("reward")
-    top.legend(fontsize=8)
+    top.legend(fontsize=7, ncol=2, framealpha=0.7)
     times.set_xlabel("GRPO step")
     fig.tight_layout()
     out = Path(path)
