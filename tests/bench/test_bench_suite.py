@@ -66,8 +66,10 @@ def test_chunks_shrink_with_turns_and_batch_tasks_sets_them(tmp_path):
     """A 16-task chunk of 4 turns outlasted a lease's spare minutes and kept nothing."""
     _, calls = _suite(tmp_path, "ablation", "heldout/naive")
     assert "--batch-tasks 16" in calls[0]
+    _, calls = _suite(tmp_path, "ablation", "heldout/naive", TURNS="2")
+    assert "--batch-tasks 16" in calls[0]
     _, calls = _suite(tmp_path, "ablation", "heldout/naive", TURNS="4")
-    assert "--batch-tasks 4" in calls[0]
+    assert "--batch-tasks 8" in calls[0]
     _, calls = _suite(tmp_path, "ablation", "heldout/naive", TURNS="4", BATCH_TASKS="2")
     assert "--batch-tasks 2" in calls[0]
     res, calls = _suite(tmp_path, "ablation", "heldout/naive", BATCH_TASKS="0")
