@@ -33,7 +33,7 @@
 # (default 540, for device calls of at most 600 s) with SIGINT (the run keeps its finished
 # tasks; killed 30 s later if it hangs) and starts no step with less than 60 s left. A rerun
 # of the same command resumes every run (finished tasks are skipped), so a call cut off by its
-# budget loses at most the tasks in flight (one chunk of BATCH_TASKS). Each step's output
+# budget loses at most the turn in flight (of one chunk of BATCH_TASKS tasks). Each step's output
 # goes to RUNS/logs/SUITE_RUN.log as it is written, a line every 30 s says how many tasks are
 # finished, and RUNS/calls.log gets one line per call (date, commit, steps, outcome).
 # The script ends with `bench_suite: done` or `bench_suite: NOT done` (and rerun advice).

@@ -49,21 +49,57 @@ def test_every_sample_of_every_turn_is_recorded(tmp_path):
     assert {r.task_id for r in recs if isinstance(r, SummaryRecord)} == set(META)
 
 
-def test_an_interrupted_run_resumes_without_redoing_finished_tasks(tmp_path):
+def test_an_interrupted_run_resumes_after_the_last_recorded_turn(tmp_path):
+    """Finished tasks are skipped; a task stopped between its turns continues with its next
+    turn (its recorded turns are neither redone nor rewritten): 12 tasks in chunks of 4,
+    2 turns, one evaluator call a turn and chunk."""
     out = tmp_path / "r"
     wf = "scripted:weakest-first"  # a new implementation each turn: one evaluator call a turn
     with pytest.raises(KeyboardInterrupt):
         bench(out, wf, interrupt_at=3)  # chunk 1 done (2 calls), chunk 2 only its turn 1
     first = read_trajectory(out / "trajectories.jsonl")
     done = {r.task_id for r in first if isinstance(r, SummaryRecord)}
-    assert len(done) == 4 and any(r.task_id not in done for r in first)  # a partial task
+    partial = {r.task_id for r in first} - done
+    assert len(done) == 4 and len(partial) == 4
     calls: list = []
     assert bench(out, wf, calls=calls) == len(TASKS) - 4
     assert not done & {tid for batch in calls for tid in batch}
+    assert len(calls) == 1 + 2  # chunk 2's turn 2, then chunk 3's two turns
+    assert {tid for tid in calls[0]} == partial
     recs = read_trajectory(out / "trajectories.jsonl")
+    turn1 = [r for r in first if isinstance(r, TurnRecord) and r.task_id in partial]
+    assert [r for r in recs if isinstance(r, TurnRecord) and r.task_id in partial][:4] == turn1
     turns = Counter((r.task_id, r.turn) for r in recs if isinstance(r, TurnRecord))
-    assert set(turns.values()) == {1} and len(turns) == 2 * len(TASKS)  # partial turns dropped
+    assert set(turns.values()) == {1} and len(turns) == 2 * len(TASKS)
+    for r in recs:  # turn 2 of a continued task was prompted with its turn-1 reply
+        if isinstance(r, TurnRecord) and r.task_id in partial and r.turn == 2:
+            t1 = next(x for x in turn1 if x.task_id == r.task_id)
+            assert t1.samples[t1.chosen].reply in [m["content"] for m in r.messages]
     assert bench(out, wf) == 0  # everything finished: nothing runs
+
+
+def test_turns_that_do_not_replay_are_dropped_and_their_task_starts_again(tmp_path):
+    """A recorded turn whose prompt is not the one this run builds (another prompt version,
+    a hand-edited file) cannot be continued from: its task runs again from turn 1."""
+    out = tmp_path / "r"
+    wf = "scripted:weakest-first"
+    with pytest.raises(KeyboardInterrupt):
+        bench(out, wf, interrupt_at=3)
+    traj = out / "trajectories.jsonl"
+    recs = read_trajectory(traj)
+    done = {r.task_id for r in recs if isinstance(r, SummaryRecord)}
+    partial = {r.task_id for r in recs} - done
+    docs = [json.loads(line) for line in traj.read_text().splitlines()]
+    for d in docs:  # the partial tasks' turn 1 was prompted with another text
+        if d["task_id"] in partial:
+            d["messages"][-1]["content"] += "\n(an older prompt)"
+    traj.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    calls: list = []
+    assert bench(out, wf, calls=calls) == len(TASKS) - 4
+    assert len(calls) == 2 + 2 and {tid for tid in calls[0]} == partial  # from turn 1
+    recs = read_trajectory(traj)
+    turns = Counter((r.task_id, r.turn) for r in recs if isinstance(r, TurnRecord))
+    assert set(turns.values()) == {1} and len(turns) == 2 * len(TASKS)
 
 
 def test_a_report_reads_a_cut_trajectory_without_changing_it_and_a_rerun_resumes(tmp_path):

@@ -367,7 +367,8 @@ def run(
         fail(str(e))
     except KeyboardInterrupt:
         console.print(
-            f"interrupted: finished tasks are kept in {out}; rerun the same command to resume"
+            f"interrupted: finished tasks and turns are kept in {out}; rerun the same command to "
+            "resume"
         )
         raise typer.Exit(130) from None
     finally:

@@ -12,9 +12,11 @@ A run folder holds:
 
 Tasks go through `refine_many` in chunks of `batch_tasks` (one generation batch and one
 evaluator batch per turn and chunk), with `patience = turns` so that no task stops before its
-last turn. The unit of resume is the task: a rerun skips every task with a summary record,
-drops the turn records of tasks that never finished (a crash or Ctrl-C mid-task) and runs
-those again from turn 1, since a later turn's prompt depends on the earlier turns' replies.
+last turn. The unit of resume is the turn: a rerun skips every task with a summary record and
+continues each task that never finished (a crash or Ctrl-C mid-task) after its last recorded
+turn (`refine_many`'s `resume`: the next prompt is rebuilt from the recorded replies and
+feedback, as the stopped run would have built it). Turn records that do not replay (written
+by other prompts or rules) are dropped, and their task runs again from turn 1.
 """
 
 from __future__ import annotations
@@ -216,19 +218,31 @@ def read_records(path: Path) -> list[TurnRecord | SummaryRecord]:
         raise ValueError(f"{path}: not a trajectory written by cudaperf bench ({e})") from None
 
 
-def finished_tasks(path: Path) -> set[str]:
-    """Task ids with a summary record; rewrites the trajectory without the turn records of
-    tasks that have none (they are run again from turn 1)."""
+def _resume_state(path: Path, tasks: Sequence[Task], model: str, rules) -> set[str]:
+    """Task ids with a summary record. The turn records of unfinished tasks stay when they
+    replay (`refine.episode.resume` rebuilds the chain from them); the trajectory is rewritten
+    without the others, whose tasks run again from turn 1."""
+    from cudaperf.refine import episode
+
     records = read_records(path)
     if not records:
         return set()
     done = {r.task_id for r in records if isinstance(r, SummaryRecord)}
-    keep = [r for r in records if r.task_id in done]
+    replay = set()
+    for t in tasks:
+        if t.id in done:
+            continue
+        earlier = episode.unfinished_turns(records, t.id, model)
+        if earlier and len(episode.resume(t, earlier, rules).turns) == len(earlier):
+            replay.add(t.id)
+    keep = [r for r in records if r.task_id in done or r.task_id in replay]
     if len(keep) < len(records):
-        log.info("dropping %d turn record(s) of unfinished tasks", len(records) - len(keep))
+        log.info("dropping %d turn record(s) that do not replay", len(records) - len(keep))
         tmp = path.with_suffix(".tmp")
         tmp.write_text("".join(r.model_dump_json() + "\n" for r in keep), encoding="utf-8")
         tmp.replace(path)
+    if replay:
+        log.info("continuing %d unfinished task(s) after their last recorded turn", len(replay))
     return done
 
 
@@ -247,14 +261,17 @@ def run_bench(
     """Run every not-yet-finished task of `tasks` into the folder `out`; returns how many
     tasks were run now (0: everything was already done). Raises ValueError when `out`
     holds a run of other settings or tasks."""
+    from cudaperf.refine.episode import Rules
     from cudaperf.refine.loop import refine_many
 
     if batch_tasks < 1:
         raise ValueError(f"batch_tasks={batch_tasks}; use >= 1")
     _prepare(Path(out), settings, meta, info or {})
     traj = Path(out) / TRAJECTORY
-    done = finished_tasks(traj)
+    rules = Rules(turns=settings.turns, patience=settings.turns)  # what refine_many builds
+    done = _resume_state(traj, tasks, backend.name, rules)
     todo = [t for t in tasks if t.id not in done]
+    earlier = [r for r in read_records(traj) if not isinstance(r, SummaryRecord)]
     if done:
         log.info("resuming: %d of %d task(s) already finished", len(tasks) - len(todo), len(tasks))
     for i in range(0, len(todo), batch_tasks):
@@ -268,8 +285,10 @@ def run_bench(
                 scorer,
                 turns=settings.turns,
                 samples=settings.samples,
-                patience=settings.turns,
+                patience=rules.patience,
+                keep_exchanges=rules.keep_exchanges,
                 out=traj,
+                resume=earlier,
                 on_turn=on_turn,
                 on_done=on_done,
                 clock=clock,
