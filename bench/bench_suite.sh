@@ -13,10 +13,9 @@
 #       reads; one ROOT per trained checkpoint, e.g. ROOT=bench/results/ablation/bench/
 #       abl_unified_s0 GRPO_ADAPTER=/root/work/abl_unified_s0/final ... ablation train-unseen/grpo).
 # TURNS (default 1) sets --turns; runs of TURNS=N > 1 go to their own folder (MODE-tN).
-# BATCH_TASKS sets --batch-tasks, the tasks of one chunk (one generation and one evaluator batch
-# per turn; the unit a budget stop keeps): default 16, and 32/TURNS past 2 turns (8 at TURNS=4:
-# a 16-task chunk of 4 turns outlasted a lease's spare minutes and kept nothing; fewer tasks
-# than 8 make generation batches too small to stay fast).
+# BATCH_TASKS (default 16) sets --batch-tasks, the tasks of one chunk: one generation and one
+# evaluator batch per turn (fewer tasks make generation batches too small to stay fast; a
+# budget stop loses at most the turn in flight, since `bench run` resumes by the turn).
 # DEADLINE (seconds since the epoch, `date +%s` + N) caps BUDGET_S so that calls chained in one
 # job share one end: `DEADLINE=$(( $(date +%s) + 480 )); export DEADLINE`, then each call.
 # WORKERS (default 1) sets the evaluator's --workers-per-gpu; runs of WORKERS=K > 1 go to their
@@ -96,7 +95,7 @@ TAG=$MODE; [ "$TURNS" = 1 ] || TAG=$MODE-t$TURNS  # runs of another turn count n
 WORKERS=${WORKERS:-1}
 case "$WORKERS" in [1-8]) ;; *) echo "bench_suite: WORKERS=$WORKERS: give evaluator workers per GPU from 1 to 8" >&2; exit 2 ;; esac
 [ "$WORKERS" = 1 ] || { EV+=(--workers-per-gpu "$WORKERS"); TAG=$TAG-w$WORKERS; }  # another setup
-BATCH_TASKS=${BATCH_TASKS:-$(( TURNS > 2 ? 32 / TURNS : 16 ))}
+BATCH_TASKS=${BATCH_TASKS:-16}
 case "$BATCH_TASKS" in ''|*[!0-9]*|0) echo "bench_suite: BATCH_TASKS=$BATCH_TASKS: give a number of tasks per chunk from 1 up" >&2; exit 2 ;; esac
 PY=${PY:-python3}
 BUDGET_S=${BUDGET_S:-540}
