@@ -477,7 +477,8 @@ class Task(_Frozen):
             self._check_c_values(c)
 
     def _check_c_values(self, c: InputConfig) -> None:
-        """Integer parameters and dims get whole numbers, and every array a length >= 0."""
+        """Every value finite; integer parameters whole and within their C type; dims whole;
+        every array a length >= 0, and all of them together at most MAX_CONFIG_BYTES."""
         for name, v in sorted(c.sizes.items()):
             if isinstance(v, float) and not math.isfinite(v):
                 raise ValueError(f"config {c.name!r} gives {name!r} the value {v}; use a number")
