@@ -1,0 +1,65 @@
+"""The README's measured numbers are the committed results' numbers: each one quoted below is
+recomputed from the file a run wrote and looked up in the README, so a rerun that changes a
+result, or an edit that changes a quote, fails here until both agree."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+SFT = ROOT / "bench/results/ablation/bench/sft_pairs_s0/ablation"
+ARM_A = ROOT / "bench/results/ablation/abl_unified_s0"
+
+
+def _metric(summary: dict, name: str) -> dict:
+    return next(m for m in summary["metrics"] if m["metric"] == name)
+
+
+def _pct(m: dict) -> str:
+    lo, hi = m["ci"]
+    return f"{100 * m['value']:.1f}% [{100 * lo:.1f}%, {100 * hi:.1f}%]"
+
+
+def _row(label: str) -> str:
+    rows = [line for line in README.splitlines() if line.startswith(f"| {label}")]
+    assert len(rows) == 1, f"README has {len(rows)} table rows starting with {label!r}"
+    return rows[0]
+
+
+@pytest.mark.parametrize(
+    "label, run",
+    [("primary: unseen tasks of training families", "train-unseen"), ("test families", "heldout")],
+)
+def test_the_sft_start_table_quotes_its_bench_runs(label, run):
+    summary = json.loads((SFT / run / "sft/summary.json").read_text())
+    row = _row(label)
+    assert f"| {summary['tasks']['finished']} ({summary['tasks']['families']}) |" in row
+    assert _pct(_metric(summary, "correct rate (turn 1)")) in row
+    assert _pct(_metric(summary, "correct, best of 4x1")) in row
+    geo = _metric(summary, "geomean speedup vs naive, correct turn-1 samples")
+    assert f"{geo['value']:.2f}x" in row
+
+
+def test_the_test_family_compile_rate_is_the_runs():
+    summary = json.loads((SFT / "heldout/sft/summary.json").read_text())
+    rate = _metric(summary, "compile rate (turn 1)")["value"]
+    assert f"On the test families {100 * rate:.1f}% of its replies compile" in README
+
+
+def test_the_first_main_run_paragraph_quotes_its_reports_and_log():
+    from cudaperf.train.curves import summary
+
+    start = README.index("**The first main run is done**")
+    para = README[start : README.index("\n\n", start)]
+    seconds = [
+        json.loads((ARM_A / f"grpo_report_lease{k}.json").read_text())["seconds"]
+        for k in (1, 2, 3, 4)
+    ]
+    quoted = ", ".join(f"{s:g} s" for s in seconds[:3]) + f" and {seconds[3]:g} s"
+    assert quoted in para, quoted
+    mean = summary([ARM_A / "steps.jsonl"])[str(ARM_A / "steps.jsonl")]["step_s_mean"]
+    assert f"mean step over the 60, {mean:.1f} s" in para
