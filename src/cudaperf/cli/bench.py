@@ -230,8 +230,10 @@ def run(
     model: str = typer.Option(..., "--model", help=_MODEL_HELP),
     suite: list[str] = typer.Option(..., "--suite", help=_SUITE_HELP + " Repeat for several."),
     out: Path = typer.Option(..., "--out", help="Run folder (created; a rerun resumes it)."),
-    samples: int = typer.Option(4, "--samples", help="Replies per task and turn (pass@k's n)."),
-    turns: int = typer.Option(1, "--turns", help="Refinement turns per task (all are run)."),
+    samples: int = typer.Option(
+        4, "--samples", min=1, help="Replies per task and turn (pass@k's n)."
+    ),
+    turns: int = typer.Option(1, "--turns", min=1, help="Refinement turns per task (all are run)."),
     adapter: str = typer.Option(None, "--adapter", help="A trained adapter on top of --model."),
     suite_path: list[Path] = typer.Option(
         None, "--suite-path", help="Your checkout of each imported suite, in --suite order."
@@ -239,13 +241,17 @@ def run(
     dataset: Path = typer.Option(
         None, "--dataset", help="test-families/train-unseen: the dataset."
     ),
-    limit: int = typer.Option(None, "--limit", help="At most this many tasks (fixed subset)."),
-    per_family: int = typer.Option(None, "--tasks-per-family", help="At most N per family."),
+    limit: int = typer.Option(
+        None, "--limit", min=1, help="At most this many tasks (fixed subset)."
+    ),
+    per_family: int = typer.Option(None, "--tasks-per-family", min=1, help="At most N per family."),
     seed: int = typer.Option(0, "--seed", help="Seed of the subset (same seed, same tasks)."),
     kind: str = typer.Option(
         None, "--kind", help="Only c2cuda or torch2cuda tasks (applied before --limit)."
     ),
-    batch_tasks: int = typer.Option(16, "--batch-tasks", help="Tasks generated/scored at once."),
+    batch_tasks: int = typer.Option(
+        16, "--batch-tasks", min=1, help="Tasks generated/scored at once."
+    ),
     preset: str = PresetOpt,
     reward_overrides: list[str] | None = RewardOpt,
     ranker: str = RankerOpt,
