@@ -175,6 +175,7 @@ def test_blocks_and_rolling_means_show_the_trend_single_steps_hide():
             "score_mean": 1.0,
             "outcome_mean": 0.5,
             "status_share": {"ok": 1.0} if k % 2 else {"compile_error": 1.0},
+            "score_by_turn": [1.0, float(k)] if k < 5 else [2.0],
         }
         for k in range(1, 6)
     ]
@@ -184,5 +185,6 @@ def test_blocks_and_rolling_means_show_the_trend_single_steps_hide():
     assert [b["ok"] for b in got] == [0.5, 0.5, 1.0]
     assert [b["compile_error"] for b in got] == [0.5, 0.5, 0.0]
     assert got[0]["outcome"] == 0.5 and got[0]["score"] == 1.0
+    assert [b["score_by_turn"] for b in got] == [[1.0, 1.5], [1.0, 3.5], [2.0]]
     assert rolling([1.0, None, 3.0, 5.0], size=2) == [1.0, 1.0, 3.0, 4.0]
     assert rolling([None, 2.0], size=3) == [None, 2.0]

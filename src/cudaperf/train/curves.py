@@ -196,12 +196,15 @@ def paired_change(pairs: list[tuple[float, float]]) -> dict:
 
 def blocks(rows: list[dict], size: int = BLOCK) -> list[dict]:
     """Means per block of `size` consecutive steps (the last block may be shorter): return,
-    score, outcome, and the shares ok and compile_error. Training-set numbers, like every
-    curve: a block's tasks are the pool's, drawn again and again."""
+    score, outcome, the shares ok and compile_error, and each turn's score (`score_by_turn`,
+    turn 1 first). Training-set numbers, like every curve: a block's tasks are the pool's,
+    drawn again and again."""
     out = []
     for i in range(0, len(rows), size):
         part = rows[i : i + size]
         share = [r.get("status_share") or {} for r in part]
+        by_turn = [r.get("score_by_turn") or [] for r in part]
+        turns = max(map(len, by_turn), default=0)
         out.append(
             {
                 "steps": f"{part[0]['step']}-{part[-1]['step']}",
@@ -210,6 +213,9 @@ def blocks(rows: list[dict], size: int = BLOCK) -> list[dict]:
                 "outcome": _mean([r.get("outcome_mean") for r in part]),
                 "ok": _mean([s.get("ok", 0.0) for s in share]),
                 "compile_error": _mean([s.get("compile_error", 0.0) for s in share]),
+                "score_by_turn": [
+                    _mean([t[k] for t in by_turn if len(t) > k]) for k in range(turns)
+                ],
             }
         )
     return out
