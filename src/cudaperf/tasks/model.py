@@ -161,19 +161,6 @@ def _is_int_ctype(ctype: str) -> bool:
     return C_TYPES[ctype].startswith(("int", "uint"))
 
 
-def _ctype_bits(ctype: str) -> int:
-    """Width in bits of a C type of C_TYPES ("float32" -> 32, "uint8" -> 8)."""
-    return int(C_TYPES[ctype].lstrip("uintfloa"))
-
-
-def _int_range(ctype: str) -> tuple[int, int]:
-    """The values an integer C type of C_TYPES holds."""
-    bits = _ctype_bits(ctype)
-    if C_TYPES[ctype].startswith("uint"):
-        return 0, 2**bits - 1
-    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
-
-
 # The most bytes a C→CUDA config's arrays may hold together: a config over this fits no GPU's
 # memory beside the evaluator's reference copies (the generated set's largest is about 1.2 GB).
 MAX_CONFIG_BYTES = 64 << 30
@@ -479,6 +466,8 @@ class Task(_Frozen):
     def _check_c_values(self, c: InputConfig) -> None:
         """Every value finite; integer parameters whole and within their C type; dims whole;
         every array a length >= 0, and all of them together at most MAX_CONFIG_BYTES."""
+        import numpy as np
+
         for name, v in sorted(c.sizes.items()):
             if isinstance(v, float) and not math.isfinite(v):
                 raise ValueError(f"config {c.name!r} gives {name!r} the value {v}; use a number")
@@ -492,11 +481,12 @@ class Task(_Frozen):
                     f"config {c.name!r} gives {what} {name!r} the value {v}; use a whole number"
                 )
             if name in ints:
-                lo, hi = _int_range(scalars[name].ctype)
-                if not lo <= v <= hi:
+                info = np.iinfo(scalars[name].dtype)
+                if not info.min <= v <= info.max:
                     raise ValueError(
                         f"config {c.name!r} gives {name!r} the value {v}, outside its C type "
-                        f"{scalars[name].ctype} ({lo} to {hi}); use a value in that range"
+                        f"{scalars[name].ctype} ({info.min} to {info.max}); use a value in that "
+                        "range"
                     )
         total = 0
         for p in self.signature:
@@ -514,7 +504,7 @@ class Task(_Frozen):
                     f"config {c.name!r}: array {p.name!r} would have {n} elements "
                     f"({p.length!r}); give its sizes values that make it >= 0"
                 )
-            total += n * _ctype_bits(p.ctype) // 8
+            total += n * np.dtype(p.dtype).itemsize
         if total > MAX_CONFIG_BYTES:
             raise ValueError(
                 f"config {c.name!r}: its arrays would hold {total} bytes together, over the "
