@@ -218,15 +218,17 @@ def read_records(path: Path) -> list[TurnRecord | SummaryRecord]:
         raise ValueError(f"{path}: not a trajectory written by cudaperf bench ({e})") from None
 
 
-def _resume_state(path: Path, tasks: Sequence[Task], model: str, rules) -> set[str]:
-    """Task ids with a summary record. The turn records of unfinished tasks stay when they
-    replay (`refine.episode.resume` rebuilds the chain from them); the trajectory is rewritten
-    without the others, whose tasks run again from turn 1."""
+def _resume_state(
+    path: Path, tasks: Sequence[Task], model: str, rules
+) -> tuple[set[str], list[TurnRecord]]:
+    """Task ids with a summary record, and the turn records of unfinished tasks that replay
+    (`refine.episode.resume` rebuilds the chain from them: `refine_many`'s `resume`); the
+    trajectory is rewritten without the others, whose tasks run again from turn 1."""
     from cudaperf.refine import episode
 
     records = read_records(path)
     if not records:
-        return set()
+        return set(), []
     done = {r.task_id for r in records if isinstance(r, SummaryRecord)}
     replay = set()
     for t in tasks:
@@ -243,7 +245,7 @@ def _resume_state(path: Path, tasks: Sequence[Task], model: str, rules) -> set[s
         tmp.replace(path)
     if replay:
         log.info("continuing %d unfinished task(s) after their last recorded turn", len(replay))
-    return done
+    return done, [r for r in keep if isinstance(r, TurnRecord) and r.task_id in replay]
 
 
 def run_bench(
@@ -269,9 +271,8 @@ def run_bench(
     _prepare(Path(out), settings, meta, info or {})
     traj = Path(out) / TRAJECTORY
     rules = Rules(turns=settings.turns, patience=settings.turns)  # what refine_many builds
-    done = _resume_state(traj, tasks, backend.name, rules)
+    done, earlier = _resume_state(traj, tasks, backend.name, rules)
     todo = [t for t in tasks if t.id not in done]
-    earlier = [r for r in read_records(traj) if not isinstance(r, SummaryRecord)]
     if done:
         log.info("resuming: %d of %d task(s) already finished", len(tasks) - len(todo), len(tasks))
     for i in range(0, len(todo), batch_tasks):
