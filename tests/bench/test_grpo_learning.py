@@ -9,10 +9,9 @@ import shutil
 
 import pytest
 
-from cudaperf.report.run import make_bench_backend, read_run
-from cudaperf.report.summary import load_views
+from cudaperf.report.run import make_bench_backend
 from cudaperf.tasks.io import load_sample
-from tests.report.helpers import stored_bench
+from tests.report.helpers import stored_bench, turn1_task_mean
 from tests.script_helpers import load_script
 
 TASKS = load_sample()
@@ -52,14 +51,6 @@ def folders(tmp_path_factory):
         "before": _bench(root / "before", SecondSampleBroken(TASKS)),
         "after": _bench(root / "after"),
     }
-
-
-def _correct_by_hand(folder) -> float:
-    rows, *_ = load_views(read_run(folder), turns=1)
-    per: dict[str, list[bool]] = {}
-    for r in rows:
-        per.setdefault(r.task_id, []).append(r.correct)
-    return sum(sum(v) / len(v) for v in per.values()) / len(per)
 
 
 def _steps(path):
@@ -103,7 +94,10 @@ def test_before_and_after_with_paired_differences_and_a_verdict(tmp_path, folder
     res = json.loads(out.read_text())
     s = res["subsets"]["train_unseen"]
     assert (s["tasks"], s["families"], s["samples"], s["turns"]) == (12, 12, 2, 1)
-    before, after = _correct_by_hand(folders["before"]), _correct_by_hand(folders["after"])
+    before, after = (
+        turn1_task_mean(folders["before"], "correct"),
+        turn1_task_mean(folders["after"], "correct"),
+    )
     assert before == pytest.approx(1 - 0.5 * len(BROKEN) / len(TASKS)) and after == 1.0
     assert s["sft"]["correct_rate"]["value"] == pytest.approx(before)
     assert s["grpo"]["correct_rate"]["value"] == pytest.approx(after)

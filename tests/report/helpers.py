@@ -108,3 +108,16 @@ __all__ = [
     "stored_speedup",
     "views",
 ]
+
+
+def turn1_task_mean(folder, field: str) -> float:
+    """By hand, from a bench run folder's rows: the mean over tasks of the mean `field` of the
+    task's turn-1 samples (`correct`: the correct rate; `reward`: the primary metric)."""
+    from cudaperf.report.run import read_run
+    from cudaperf.report.summary import load_views
+
+    rows, *_ = load_views(read_run(folder), turns=1)
+    per: dict[str, list[float]] = {}
+    for r in rows:
+        per.setdefault(r.task_id, []).append(getattr(r, field))
+    return sum(sum(v) / len(v) for v in per.values()) / len(per)

@@ -9,10 +9,8 @@ import math
 import pytest
 
 from cudaperf.report.rows import BenchRow
-from cudaperf.report.run import read_run
-from cudaperf.report.summary import load_views
 from cudaperf.tasks.io import load_sample
-from tests.report.helpers import meta, stored_bench, views
+from tests.report.helpers import meta, stored_bench, turn1_task_mean, views
 from tests.script_helpers import load_script
 
 TASKS = load_sample()
@@ -35,15 +33,6 @@ def folders(tmp_path_factory):
     }
 
 
-def _by_hand(folder) -> float:
-    """Mean over tasks of the mean reward of the task's turn-1 samples, from the rows."""
-    rows, *_ = load_views(read_run(folder), turns=1)
-    per: dict[str, list[float]] = {}
-    for r in rows:
-        per.setdefault(r.task_id, []).append(r.reward)
-    return sum(sum(v) / len(v) for v in per.values()) / len(per)
-
-
 def test_per_run_per_seed_and_pooled_effects(tmp_path, folders, capsys):
     out = tmp_path / "a.json"
     runs = [
@@ -55,8 +44,8 @@ def test_per_run_per_seed_and_pooled_effects(tmp_path, folders, capsys):
     assert _script().main([x for r in runs for x in ("--run", r)] + ["--out", str(out)]) == 0
     res = json.loads(out.read_text())
     prim = {(r["arm"], r["seed"]): r["primary"] for r in res["runs"]}
-    assert prim[("unified", 0)] == pytest.approx(_by_hand(folders["best"]))
-    assert prim[("outcome_only", 0)] == pytest.approx(_by_hand(folders["naive"]))
+    assert prim[("unified", 0)] == pytest.approx(turn1_task_mean(folders["best"], "reward"))
+    assert prim[("outcome_only", 0)] == pytest.approx(turn1_task_mean(folders["naive"], "reward"))
     d = [p["d"] for p in res["per_seed"]]
     assert d[0] == pytest.approx(prim[("unified", 0)] - prim[("outcome_only", 0)])
     assert d[1] == pytest.approx(prim[("unified", 1)] - prim[("outcome_only", 1)])
