@@ -102,8 +102,8 @@ BUDGET_S=${BUDGET_S:-540}
 case "$BUDGET_S" in ''|*[!0-9]*) echo "bench_suite: BUDGET_S=$BUDGET_S: give whole seconds" >&2; exit 2 ;; esac
 if [ -n "${DEADLINE:-}" ]; then  # one end shared by chained calls
   case "$DEADLINE" in *[!0-9]*) echo "bench_suite: DEADLINE=$DEADLINE: give seconds since the epoch (date +%s)" >&2; exit 2 ;; esac
-  [ $((DEADLINE - $(date +%s))) -lt "$BUDGET_S" ] && BUDGET_S=$((DEADLINE - $(date +%s)))
-  [ "$BUDGET_S" -lt 0 ] && BUDGET_S=0
+  left=$((DEADLINE - $(date +%s)))
+  [ "$left" -lt "$BUDGET_S" ] && BUDGET_S=$(( left > 0 ? left : 0 ))
 fi
 export PYTHONUNBUFFERED=1  # logs as they are written
 T0=$SECONDS
