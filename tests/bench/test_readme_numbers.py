@@ -63,3 +63,24 @@ def test_the_first_main_run_paragraph_quotes_its_reports_and_log():
     assert quoted in para, quoted
     mean = summary([ARM_A / "steps.jsonl"])[str(ARM_A / "steps.jsonl")]["step_s_mean"]
     assert f"mean step over the 60, {mean:.1f} s" in para
+
+
+def test_the_re_run_pilot_paragraph_and_row_quote_its_summary():
+    summary = json.loads((ROOT / "bench/results/ablation/pilot_rerun_summary.json").read_text())
+    runs = {r["arm"]: r for r in summary["runs"]}
+    a, b = (runs[arm]["groups_2_correct"] for arm in ("unified", "outcome_only"))
+    floor = summary["detectable_effect"]["by_assumed_seed_sd"][0]
+    sd = summary["detectable_effect"]["within_task_sd"]
+    start = README.index("**Arm B (`outcome_only`), seed 0, has run steps 1-15**")
+    para = README[start : README.index("\n\n", start)]
+    row = _row("ablation re-run pilot")
+    for text in (para, row):
+        assert f"{a['with_2_correct']} of {a['groups']} groups (" in text.replace("\n", " ")
+        assert f"{b['with_2_correct']} of {b['groups']}" in text
+        assert f"**{floor['mde_normal']:.3f}**" in text
+        assert f"{floor['mde_t2']:.3f}" in text
+    assert f"within-task SD {sd:.3f}" in para
+    seconds = json.loads(
+        (ROOT / "bench/results/ablation/abl_outcome_only_s0/grpo_report_lease1.json").read_text()
+    )["seconds"]
+    assert f"one `bgstart` process, {seconds:g} s" in para
