@@ -55,7 +55,7 @@ from cudaperf.report.metrics import (  # noqa: E402
     standard_metrics,
     value,
 )
-from cudaperf.report.run import read_run, setup_diff  # noqa: E402
+from cudaperf.report.run import read_run, sampling_diff, setup_diff  # noqa: E402
 from cudaperf.report.summary import _ci, load_views  # noqa: E402
 
 RESAMPLES = 10_000
@@ -130,6 +130,12 @@ def _same(runs: list[dict]) -> None:
             raise ValueError(
                 f"{r['folder']}: measured on another setup ({shown}): the protocol compares "
                 "bench runs of one kind of card, toolchain and evaluator (PROTOCOL.md (5))"
+            )
+        if sampled := sampling_diff(first["info"], r["info"]):
+            shown = ", ".join(f"{k} {b!r} there, {a!r} in {first['folder']}" for k, a, b in sampled)
+            raise ValueError(
+                f"{r['folder']}: replies sampled otherwise ({shown}): the protocol samples "
+                "every checkpoint alike (bench_suite.sh ablation)"
             )
         if sorted(v.meta.id for v in r["views"]) != ids:
             raise ValueError(
@@ -243,7 +249,7 @@ def analyse(runs: list[tuple[str, int, dict]], arm_a: str, arm_b: str) -> dict:
     return {
         "a": arm_a,
         "b": arm_b,
-        "setup": {k: info.get(k) for k in ("gpu", "mode", "versions")},  # every run's (_same)
+        "setup": {k: info.get(k) for k in ("gpu", "mode", "versions", "sampling")},  # _same
         "runs": table,
         "per_seed": per_seed,
         "pooled": pooled,

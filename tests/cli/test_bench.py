@@ -342,3 +342,46 @@ def test_workers_per_gpu_is_recorded_and_a_resume_with_another_count_is_refused(
     err = " ".join(again.output.split())
     assert "another setup" in err and "workers_per_gpu" in err and "Traceback" not in err
     assert bench_run(tmp_path, "scripted:best", "w2", "--workers-per-gpu", "2").exit_code == 0
+
+
+@needs_nvcc
+def test_how_a_model_was_sampled_is_recorded_repeated_and_checked_on_resume(tmp_path):
+    """run.json records a model's sampling (temperature, reply length, the generation mode
+    that ran), its command repeats them (the bench_suite runs passed --max-tokens 1024 and
+    --generation dynamic, which the recorded command dropped), a resume sampling otherwise
+    is refused in one line, and a scripted replay records none."""
+    from tests.train.helpers import make_tiny_model
+
+    model = str(make_tiny_model(tmp_path / "tiny"))
+    args = ("--samples", "1", "--turns", "1", "--limit", "1")
+    opts = ("--temperature", "0.7", "--max-tokens", "8", "--generation", "auto")
+    res = bench_run(tmp_path, model, "m", *args, *opts)
+    assert res.exit_code == 0, res.output
+    run = json.loads((tmp_path / "m/run.json").read_text())
+    assert run["sampling"] == {
+        "temperature": 0.7,
+        "max_tokens": 8,
+        "generation": "dynamic",  # auto on a CPU
+        "gguf_file": None,
+    }
+    assert "--temperature 0.7 --max-tokens 8 --generation dynamic" in run["command"]
+    assert "--gguf-file" not in run["command"]
+    for change, shown in (
+        (("--max-tokens", "9"), "max_tokens 8 there, 9 now"),
+        (("--temperature", "0.8"), "temperature 0.7 there, 0.8 now"),
+        (("--generation", "static"), "generation 'dynamic' there, 'static' now"),
+    ):
+        swapped = dict(zip(opts[::2], opts[1::2], strict=True)) | dict([change])
+        again = bench_run(tmp_path, model, "m", *args, *[x for kv in swapped.items() for x in kv])
+        assert again.exit_code == 2 and shown in again.output, again.output
+        assert "sampled otherwise" in again.output
+        assert len(again.output.strip().splitlines()) == 1, again.output
+    bad = bench_run(tmp_path, model, "b", *args, "--generation", "fastest")
+    assert bad.exit_code == 2 and "--generation 'fastest': unknown" in bad.output, bad.output
+    assert len(bad.output.strip().splitlines()) == 1, bad.output
+    same = bench_run(tmp_path, model, "m", *args, *opts)  # the same options resume
+    assert same.exit_code == 0 and "already finished" in same.output, same.output
+    res = bench_run(tmp_path, "scripted:best", "s", *args)
+    assert res.exit_code == 0, res.output
+    run = json.loads((tmp_path / "s/run.json").read_text())
+    assert "sampling" not in run and "--max-tokens" not in run["command"]

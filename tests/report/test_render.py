@@ -160,3 +160,20 @@ def test_compile_only_reports_do_not_claim_a_rejected_share():
     assert not any("0.0% of evaluated samples rejected" in h for h in heads)
     assert any("not checked (compile-only" in h for h in heads)
     assert headline(s)[0].startswith("Compiles: 50.0% n/a (one family: no interval)")
+
+
+def test_reports_say_how_replies_were_sampled(tmp_path):
+    import dataclasses
+
+    a = _run(tmp_path, "naive", make_bench_backend("scripted:naive", TASKS))
+    b = _run(tmp_path, "mixed", HalfBroken(TASKS))
+    assert (
+        "sampling: not recorded (run.json predates it)"
+        in write_run_report(summarize(b), tmp_path / "old").read_text()
+    )
+    sampled = {"temperature": 0.8, "max_tokens": 1024, "generation": "dynamic", "gguf_file": None}
+    b = dataclasses.replace(b, info={**b.info, "sampling": sampled})
+    text = write_run_report(summarize(b), tmp_path / "new").read_text()
+    assert "sampling: temperature 0.8, at most 1024 tokens, generation dynamic</li>" in text
+    text = write_compare_report(compare([a, b]), tmp_path / "cmp").read_text()
+    assert "sampling: naive scripted replay; mixed temperature 0.8, at most 1024 tokens" in text

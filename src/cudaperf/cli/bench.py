@@ -146,8 +146,31 @@ def _backend(
         fail(f"--model {model}: {e}")
 
 
-def _command(st, out: Path, suite_paths: list[Path] | None, dataset: Path | None) -> str:
-    """The `cudaperf bench run` command line that selects the same tasks and settings."""
+def _sampling(model: str, temperature, max_tokens, generation, gguf_file, server_model) -> dict:
+    """How the model's replies are drawn, for run.json (`sampling`, checked on resume) and the
+    recorded command; {} for a scripted replay, which samples nothing."""
+    if model.startswith("scripted:"):
+        return {}
+    out = {"temperature": temperature, "max_tokens": max_tokens}
+    if model.startswith(("http://", "https://")):
+        return out | {"server_model": server_model}
+    return out | {"generation": generation, "gguf_file": gguf_file}
+
+
+_SAMPLING_FLAGS = {
+    "temperature": "--temperature",
+    "max_tokens": "--max-tokens",
+    "generation": "--generation",
+    "gguf_file": "--gguf-file",
+    "server_model": "--server-model",
+}
+
+
+def _command(
+    st, out: Path, suite_paths: list[Path] | None, dataset: Path | None, sampling: dict
+) -> str:
+    """The `cudaperf bench run` command line that selects the same tasks and settings and
+    samples the same way."""
     args = ["--model", st.model]
     for spec in st.suite.split(" + "):
         args += ["--suite", spec]
@@ -176,13 +199,17 @@ def _command(st, out: Path, suite_paths: list[Path] | None, dataset: Path | None
             args += [flag, str(v)]
     if not st.compile_baseline:
         args.append("--no-compile-baseline")
+    for key, v in sampling.items():
+        if v is not None:
+            args += [_SAMPLING_FLAGS[key], str(v)]
     return "cudaperf bench run " + shlex.join([*args, "--out", str(out)])
 
 
-def _info(suites, left_out: str, env, eval_opts: dict, command: str) -> dict:
+def _info(suites, left_out: str, env, eval_opts: dict, command: str, sampling: dict) -> dict:
     """What run.json records beside the settings: where the tasks came from, the GPU, the
-    evaluator's mode, options and toolchain versions, and the command."""
-    return {
+    evaluator's mode, options and toolchain versions, how replies were sampled (a model's
+    run only) and the command."""
+    return ({"sampling": sampling} if sampling else {}) | {
         "suite_label": " + ".join(s.label for s in suites),
         "source": "; ".join(s.source for s in suites),
         "import_skipped": {s.label: s.skipped for s in suites if s.skipped},
@@ -293,7 +320,7 @@ def run(
 ) -> None:
     """Run a model over a suite; every sample of every turn evaluated on every config."""
     from cudaperf.report.render import write_run_report
-    from cudaperf.report.run import BenchSettings, read_run, run_bench
+    from cudaperf.report.run import BenchSettings, check_resume, read_run, run_bench
     from cudaperf.report.summary import summarize
 
     try:
@@ -336,6 +363,23 @@ def run(
         compile_baseline=False if no_compile_baseline else None,
     )
     scorer, env = _scorer(tasks, reward, ranker, **eval_opts)
+    if not model.startswith(("scripted:", "http://", "https://")):  # a local model: the mode
+        from cudaperf.generation import resolve_mode  # that runs, as HFBackend picks its device
+        from cudaperf.refine.hf import default_device
+
+        try:
+            generation = resolve_mode(generation, default_device())
+        except ValueError as e:
+            scorer.evaluator.close()
+            fail(str(e))
+    sampling = _sampling(model, temperature, max_tokens, generation, gguf_file, server_model)
+    command = _command(settings, out, suite_path, dataset, sampling)
+    info = _info(suites, left_out, env, eval_opts, command, sampling)
+    try:  # before loading a model: a run this command cannot resume is named in one line
+        check_resume(out, settings, meta, info)
+    except ValueError as e:
+        scorer.evaluator.close()
+        fail(str(e))
     backend = _backend(
         model,
         tasks,
@@ -348,7 +392,6 @@ def run(
         seed,
         generation,
     )
-    info = _info(suites, left_out, env, eval_opts, _command(settings, out, suite_path, dataset))
     cols = (
         TextColumn("{task.description}"),
         BarColumn(),

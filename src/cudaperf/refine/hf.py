@@ -18,7 +18,16 @@ from cudaperf.models import DEFAULT_MODEL, join_pieces, resolve_model
 
 log = logging.getLogger(__name__)
 
-__all__ = ["HFBackend"]
+__all__ = ["HFBackend", "default_device"]
+
+
+def default_device() -> str:
+    """Where `HFBackend` puts a model unless told: "cuda" when torch sees a GPU, else "cpu"."""
+    try:
+        import torch
+    except ImportError:  # the backend itself then says what to install
+        return "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 class HFBackend:
@@ -59,7 +68,7 @@ class HFBackend:
         if max_new_tokens < 1 or max_batch < 1:
             raise ValueError(f"max_new_tokens={max_new_tokens}, max_batch={max_batch}: use >= 1")
         path = resolve_model(model, gguf_file, cache_dir)
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = device or default_device()
         if dtype == "auto":
             dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
         if dtype not in ("float32", "bfloat16", "float16"):

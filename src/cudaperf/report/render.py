@@ -211,6 +211,22 @@ def _val(e: dict | None) -> str:
     return "n/a" if e is None else f"{fmt_value(e['value'], e['kind'])} {_ci(e)}"
 
 
+def sampling_text(info: dict, model: str) -> str:
+    """How a run's replies were drawn, from run.json's `sampling`: "scripted replay" for a
+    scripted model, "not recorded" for a run.json written before it was."""
+    if model.startswith("scripted:"):
+        return "scripted replay"
+    sp = info.get("sampling")
+    if not isinstance(sp, dict):
+        return "not recorded (run.json predates it)"
+    parts = [f"temperature {sp.get('temperature')}", f"at most {sp.get('max_tokens')} tokens"]
+    parts += [f"{k.replace('_', ' ')} {sp[k]}" for k in sorted(sp) if k not in _SAMPLED and sp[k]]
+    return ", ".join(parts)
+
+
+_SAMPLED = ("temperature", "max_tokens")  # sampling_text's first two parts
+
+
 def _header(s: dict) -> tuple[str, list[str]]:
     st = s["settings"]
     facts = [
@@ -223,6 +239,7 @@ def _header(s: dict) -> tuple[str, list[str]]:
         f"{_opt(st['tasks_per_family'])}",
         f"evaluator: {s['mode']}; GPU {s['info'].get('gpu') or 'none'}; started "
         f"{s['info'].get('started', '?')}",
+        f"sampling: {sampling_text(s['info'], st['model'])}",
     ]
     if line := fmt_time(s.get("time") or {}):
         facts.append(line)
@@ -407,6 +424,11 @@ def write_compare_report(c: dict, folder: str | Path) -> Path:
         f"samples 0..{c['samples'] - 1}, turns 1..{c['turns']}",
         f"speedup baselines: {base}",
         f"evaluator: {c['mode']}",
+        "sampling: "
+        + "; ".join(
+            f"{n} {sampling_text(i, m)}"
+            for n, i, m in zip(names, c["infos"], c["models"], strict=True)
+        ),
     ]
     if c.get("baselines_absent"):
         facts.append(absent_text(c["baselines_absent"]))

@@ -3,7 +3,9 @@
 A run folder holds:
 
 - `run.json`: the settings (model, suite, samples, turns, seed, subset), the metadata of
-  every selected task (`rows.TaskMeta`), and when it started;
+  every selected task (`rows.TaskMeta`), when it started, the measurement setup (GPU,
+  evaluator, toolchain) and how replies were sampled (`sampling`: temperature, reply length,
+  generation mode; a model's, not a scripted replay's);
 - `trajectories.jsonl`: refine's trajectory (`refine.trajectory`), one turn record per task
   and turn as soon as that turn is scored, then the task's summary record;
 - `timing.jsonl`: one line per chunk of tasks as it ends (also one cut by Ctrl-C or an
@@ -42,9 +44,11 @@ __all__ = [
     "BenchSettings",
     "ConcurrentBatch",
     "RunFiles",
+    "check_resume",
     "make_bench_backend",
     "read_run",
     "run_bench",
+    "sampling_diff",
     "setup_diff",
 ]
 
@@ -154,6 +158,16 @@ def setup_diff(old: dict, new: dict, keys: Sequence[str] | None = None) -> list[
     return out
 
 
+def sampling_diff(old: dict, new: dict) -> list[tuple]:
+    """(name, old value, new value) for each sampling option (`run.json`'s `sampling`) that
+    differs between two run.json documents; [] when either does not record it (a scripted
+    replay samples nothing; a run.json written before it was recorded cannot be checked)."""
+    a, b = old.get("sampling"), new.get("sampling")
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return []
+    return [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
 def _settings_problem(old: dict, new: BenchSettings) -> str:
     """Why a run of settings `old` cannot be resumed with `new` ("" when it can); a setting
     an older run.json lacks counts as its default."""
@@ -166,25 +180,42 @@ def _settings_problem(old: dict, new: BenchSettings) -> str:
     return f"it holds a run with other settings ({shown}); rerun with those or use a new --out"
 
 
+def check_resume(out: Path, settings: BenchSettings, meta: dict[str, TaskMeta], info: dict) -> None:
+    """ValueError in one line when `out` holds a run that these settings, tasks, setup or
+    sampling cannot resume (nothing when it holds none): called before a model is loaded,
+    and again by `run_bench`."""
+    rj = Path(out) / RUN_JSON
+    if not rj.is_file():
+        return
+    old_doc, old_settings, old_meta = _read_run_json(rj)
+    problem = _settings_problem(old_settings, settings)
+    if not problem and list(old_meta) != list(meta):
+        problem = "it holds a run of other tasks (the suite changed?); use a new --out"
+    # a run's tasks are all measured on one setup: resuming on another card, toolchain
+    # or evaluator would mix them silently (keys the caller does not give are not checked)
+    diff = setup_diff(old_doc, info, [k for k in _SETUP if k in info])
+    if not problem and diff:
+        shown = ", ".join(f"{k} {a!r} there, {b!r} now" for k, a, b in diff)
+        problem = (
+            f"it holds a run measured on another setup ({shown}); resume it where it "
+            "started, or use a new --out"
+        )
+    sampled = sampling_diff(old_doc, info)
+    if not problem and sampled:
+        shown = ", ".join(f"{k} {a!r} there, {b!r} now" for k, a, b in sampled)
+        problem = (
+            f"it holds a run whose replies were sampled otherwise ({shown}); rerun with "
+            "those options or use a new --out"
+        )
+    if problem:
+        raise ValueError(f"{out}: {problem}")
+
+
 def _prepare(out: Path, settings: BenchSettings, meta: dict[str, TaskMeta], info: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     rj = out / RUN_JSON
     if rj.is_file():
-        old_doc, old_settings, old_meta = _read_run_json(rj)
-        problem = _settings_problem(old_settings, settings)
-        if not problem and list(old_meta) != list(meta):
-            problem = "it holds a run of other tasks (the suite changed?); use a new --out"
-        # a run's tasks are all measured on one setup: resuming on another card, toolchain
-        # or evaluator would mix them silently (keys the caller does not give are not checked)
-        diff = setup_diff(old_doc, info, [k for k in _SETUP if k in info])
-        if not problem and diff:
-            shown = ", ".join(f"{k} {a!r} there, {b!r} now" for k, a, b in diff)
-            problem = (
-                f"it holds a run measured on another setup ({shown}); resume it where it "
-                "started, or use a new --out"
-            )
-        if problem:
-            raise ValueError(f"{out}: {problem}")
+        check_resume(out, settings, meta, info)
         return
     doc = {
         "settings": asdict(settings),

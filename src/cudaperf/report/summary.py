@@ -411,6 +411,7 @@ def compare(runs: Sequence[RunFiles]) -> dict:
         "runs": [str(r.path) for r in runs],
         "names": names,
         "models": models,
+        "infos": [r.info for r in runs],  # run.json beside the settings (setup, sampling)
         "primary_baseline": _primary(baselines),
         "mode": mode,
         "tasks": len(ids),

@@ -113,6 +113,29 @@ def test_runs_measured_on_another_card_or_evaluator_are_refused(tmp_path, folder
         assert "another setup" in err and shown in err and "\n" not in err
 
 
+def test_runs_sampled_otherwise_are_refused(tmp_path, folders, capsys):
+    import shutil
+
+    sampling = {"temperature": 0.8, "max_tokens": 1024, "generation": "dynamic"}
+    copies = {}
+    for name, doc_sampling in (
+        ("best", sampling),
+        ("naive", sampling),
+        ("long", {**sampling, "max_tokens": 2048}),
+    ):
+        src = folders["naive" if name != "best" else "best"]
+        copies[name] = shutil.copytree(src, tmp_path / name)
+        doc = json.loads((copies[name] / "run.json").read_text())
+        (copies[name] / "run.json").write_text(json.dumps(doc | {"sampling": doc_sampling}))
+    out = tmp_path / "x.json"
+    args = ["--run", f"unified:0={copies['best']}", "--out", str(out)]
+    assert _script().main([*args, "--run", f"outcome_only:0={copies['naive']}"]) == 0
+    assert json.loads(out.read_text())["setup"]["sampling"] == sampling
+    assert _script().main([*args, "--run", f"outcome_only:0={copies['long']}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "sampled otherwise" in err and "max_tokens 2048 there, 1024" in err and "\n" not in err
+
+
 def test_infra_errors_and_unscored_samples_take_no_part():
     mod = _script()
     rows = [
