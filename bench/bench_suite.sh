@@ -16,6 +16,10 @@
 # BATCH_TASKS (default 16) sets --batch-tasks, the tasks of one chunk: one generation and one
 # evaluator batch per turn (fewer tasks make generation batches too small to stay fast; a
 # budget stop loses at most the turn in flight, since `bench run` resumes by the turn).
+# MAX_BATCH (default 64) sets SmolLM2 runs' --max-batch, the sequences one generate call
+# decodes together: a chunk's BATCH_TASKS x samples replies take ceil(that / MAX_BATCH) calls,
+# each decoding until its longest reply ends, so BATCH_TASKS=32 MAX_BATCH=128 halves the calls
+# (speed only: the same sampling options; a bigger chunk loses more to a budget stop).
 # DEADLINE (seconds since the epoch, `date +%s` + N) caps BUDGET_S so that calls chained in one
 # job share one end: `DEADLINE=$(( $(date +%s) + 480 )); export DEADLINE`, then each call.
 # WORKERS (default 1) sets the evaluator's --workers-per-gpu; runs of WORKERS=K > 1 go to their
@@ -97,6 +101,8 @@ case "$WORKERS" in [1-8]) ;; *) echo "bench_suite: WORKERS=$WORKERS: give evalua
 [ "$WORKERS" = 1 ] || { EV+=(--workers-per-gpu "$WORKERS"); TAG=$TAG-w$WORKERS; }  # another setup
 BATCH_TASKS=${BATCH_TASKS:-16}
 case "$BATCH_TASKS" in ''|*[!0-9]*|0) echo "bench_suite: BATCH_TASKS=$BATCH_TASKS: give a number of tasks per chunk from 1 up" >&2; exit 2 ;; esac
+MAX_BATCH=${MAX_BATCH:-64}
+case "$MAX_BATCH" in ''|*[!0-9]*|0) echo "bench_suite: MAX_BATCH=$MAX_BATCH: give a number of sequences per generate call from 1 up" >&2; exit 2 ;; esac
 PY=${PY:-python3}
 BUDGET_S=${BUDGET_S:-540}
 case "$BUDGET_S" in ''|*[!0-9]*) echo "bench_suite: BUDGET_S=$BUDGET_S: give whole seconds" >&2; exit 2 ;; esac
@@ -222,7 +228,7 @@ run_step() {  # run_step SUITE RUN
   case "$r" in
     naive|best) model="scripted:$r" ;;
     smollm2|trained|sft|grpo) model=smollm2
-      extra=(--max-tokens 1024 --generation "${GENERATION:-dynamic}")
+      extra=(--max-tokens 1024 --generation "${GENERATION:-dynamic}" --max-batch "$MAX_BATCH")
       if [ -n "$SMOLLM2_WHY" ]; then
         echo "bench_suite: SKIP $s/$r: the SmolLM2 GGUF is absent ($SMOLLM2_WHY); carry it as bash scripts/device_model.sh prints" | tee -a "$log"
         SKIPPED+=("$s/$r"); return 0

@@ -72,6 +72,20 @@ def test_batch_tasks_sets_the_chunk_size(tmp_path):
     assert res.stderr.strip().startswith("bench_suite: BATCH_TASKS=0")
 
 
+def test_model_runs_sample_as_the_protocol_fixes_and_max_batch_sets_the_call_size(tmp_path):
+    """SmolLM2 runs: at most 1,024 tokens, generation dynamic (PROTOCOL.md, session 30 (5)),
+    and MAX_BATCH sequences per generate call; scripted runs get none of these."""
+    res, calls = _suite(tmp_path, "ablation", "heldout/smollm2", "heldout/naive")
+    assert len(calls) == 2, res.stdout + res.stderr
+    assert "--max-tokens 1024 --generation dynamic --max-batch 64" in calls[0]
+    assert "--max-tokens" not in calls[1] and "--max-batch" not in calls[1]
+    _, calls = _suite(tmp_path, "ablation", "heldout/smollm2", MAX_BATCH="128")
+    assert "--max-batch 128" in calls[0]
+    res, calls = _suite(tmp_path, "ablation", "heldout/smollm2", MAX_BATCH="lots")
+    assert res.returncode == 2 and not calls
+    assert res.stderr.strip().startswith("bench_suite: MAX_BATCH=lots")
+
+
 def test_a_deadline_caps_the_budget_of_chained_calls(tmp_path):
     """Two calls in one job once each took the whole BUDGET_S and the job's own limit killed
     the second mid-chunk; a DEADLINE already past starts no step."""

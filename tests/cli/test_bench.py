@@ -385,3 +385,24 @@ def test_how_a_model_was_sampled_is_recorded_repeated_and_checked_on_resume(tmp_
     assert res.exit_code == 0, res.output
     run = json.loads((tmp_path / "s/run.json").read_text())
     assert "sampling" not in run and "--max-tokens" not in run["command"]
+
+
+@needs_nvcc
+def test_max_batch_sets_the_sequences_of_one_generate_call(tmp_path, monkeypatch):
+    import cudaperf.generation as generation
+    from tests.train.helpers import make_tiny_model
+
+    model = str(make_tiny_model(tmp_path / "tiny"))
+    rows, real = [], generation.generate_ids
+
+    def counting(model_, prompts, *a, **k):
+        rows.append(len(prompts))
+        return real(model_, prompts, *a, **k)
+
+    monkeypatch.setattr(generation, "generate_ids", counting)
+    args = ("--samples", "2", "--turns", "1", "--limit", "2", "--max-tokens", "4")
+    for out, extra, calls in (("one", (), [4]), ("two", ("--max-batch", "2"), [2, 2])):
+        rows.clear()
+        res = bench_run(tmp_path, model, out, *args, *extra)
+        assert res.exit_code == 0, res.output
+        assert rows == calls

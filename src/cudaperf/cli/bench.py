@@ -123,6 +123,7 @@ def _backend(
     gguf_file,
     seed,
     generation="auto",
+    max_batch=64,
 ):
     from cudaperf.report.run import make_bench_backend
 
@@ -139,6 +140,7 @@ def _backend(
             max_new_tokens=max_tokens,
             seed=seed,
             generation=generation,
+            max_batch=max_batch,
         )
     try:
         return make_bench_backend(model, tasks, adapter=adapter, **opts)
@@ -279,6 +281,13 @@ def run(
     batch_tasks: int = typer.Option(
         16, "--batch-tasks", min=1, help="Tasks generated/scored at once."
     ),
+    max_batch: int = typer.Option(
+        64,
+        "--max-batch",
+        min=1,
+        help="Hugging Face models: most sequences one generate call decodes together (a "
+        "chunk's batch-tasks x samples above it take several calls); speed only.",
+    ),
     preset: str = PresetOpt,
     reward_overrides: list[str] | None = RewardOpt,
     ranker: str = RankerOpt,
@@ -391,6 +400,7 @@ def run(
         gguf_file,
         seed,
         generation,
+        max_batch,
     )
     cols = (
         TextColumn("{task.description}"),
