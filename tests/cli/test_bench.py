@@ -107,6 +107,8 @@ def test_bad_input_gives_one_line_errors(tmp_path):
         (["--suite", "sample", "--gpus", "0", "--compile-only"], "or drop --compile-only"),
         (["--suite", "sample", "--gpus", "99"], "no GPU 99 here"),
         (["--suite", "sample", "--kind", "fortran"], "use c2cuda or torch2cuda"),
+        (["--suite", "sample", "--max-tokens", "0"], "'--max-tokens': Input should be greater"),
+        (["--suite", "sample", "--max-batch", "0"], "'--max-batch': Input should be greater"),
     ]
     for extra, message in cases:
         args = ["bench", "run", "--model", "scripted:best", "--out", str(tmp_path / "r"), *extra]

@@ -324,7 +324,7 @@ def run(
     temperature: float = typer.Option(
         0.8, "--temperature", min=0.0, max=10.0, help="Sampling temperature."
     ),
-    max_tokens: int = typer.Option(2048, "--max-tokens", help="Tokens per reply."),
+    max_tokens: int = typer.Option(2048, "--max-tokens", min=1, help="Tokens per reply."),
     generation: str = GenerationOpt,
 ) -> None:
     """Run a model over a suite; every sample of every turn evaluated on every config."""
