@@ -5,7 +5,15 @@
         --run unified:0=RUNS/train-unseen/abl_unified_s0 \\
         --run outcome_only:0=RUNS/train-unseen/abl_outcome_only_s0 \\
         ... (one --run ARM:SEED=FOLDER per arm and seed) \\
+        --training unified:0=bench/results/ablation/abl_unified_s0 ... (each run's training) \\
+        --ranker bench/ablation/ranker/feature_ranker.json \\
+        --detectable bench/results/ablation/pilot_rerun_summary.json \\
         --out bench/results/ablation/ablation_h200.json
+
+`--training`, `--ranker` and `--detectable` put beside the effects what the issue's
+`ablation_h200.json` records: the steps every run trained (refused unless equal, and unless
+each training folder's leases ran that arm's preset with that seed), arm A's ranker with its
+sha256, and the detectable effect the protocol fixed before the runs.
 
 Each folder is a `cudaperf bench run` of one finished run's checkpoint on one fixed subset,
 made with `--preset outcome_only` (so each sample's recorded reward is its `outcome_only`
@@ -33,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import math
 import re
@@ -81,14 +90,57 @@ PRIMARY = Metric(
 )
 
 
-def parse_run(spec: str) -> tuple[str, int, Path]:
+def parse_run(spec: str, flag: str = "--run", what: str = "FOLDER") -> tuple[str, int, Path]:
     m = re.fullmatch(r"([A-Za-z_][\w-]*):(\d+)=(.+)", spec)
     if not m:
-        raise ValueError(f"--run {spec!r}: give ARM:SEED=FOLDER, e.g. unified:0=runs/u0")
+        raise ValueError(f"{flag} {spec!r}: give ARM:SEED={what}, e.g. unified:0=runs/u0")
     folder = Path(m.group(3))
     if not folder.is_dir():
-        raise ValueError(f"--run {spec!r}: no folder {folder}")
+        raise ValueError(f"{flag} {spec!r}: no folder {folder}")
     return m.group(1), int(m.group(2)), folder
+
+
+def training(spec: str) -> tuple[str, int, dict]:
+    """`--training ARM:SEED=RUN` (a run folder of bench/results/ablation/: its steps.jsonl and
+    grpo_report_lease*.json): the steps it trained and its reward preset, seed and ranker as
+    every lease's report gives them; ValueError when the reports disagree or do not name
+    this arm and seed."""
+    arm, seed, folder = parse_run(spec, "--training", "RUN")
+    steps_file = folder / "steps.jsonl"
+    reports = sorted(folder.glob("grpo_report_lease*.json"))
+    if not steps_file.is_file() or not reports:
+        raise ValueError(f"--training {spec!r}: {folder} holds no steps.jsonl and reports")
+    rows = [json.loads(x) for x in steps_file.read_text().splitlines() if x.strip()]
+    steps = sorted({r["step"] for r in rows if r.get("kind") == "step"})
+    seen = set()
+    for rep in reports:
+        o = json.loads(rep.read_text())["options"]
+        seen.add((o["reward"]["name"], o["seed"], o.get("ranker"), o["num_generations"]))
+    if len(seen) != 1:
+        raise ValueError(f"--training {spec!r}: its leases ran with other options: {sorted(seen)}")
+    preset, run_seed, ranker, gens = seen.pop()
+    if (preset, run_seed) != (arm, seed):
+        raise ValueError(
+            f"--training {spec!r}: that run trained {preset} with seed {run_seed}, not {arm}:{seed}"
+        )
+    if steps != list(range(1, len(steps) + 1)):
+        raise ValueError(f"--training {spec!r}: steps.jsonl does not hold steps 1..N")
+    return (
+        arm,
+        seed,
+        {
+            "folder": str(folder),
+            "steps": len(steps),
+            "leases": len(reports),
+            "preset": preset,
+            "ranker": ranker,
+            "num_generations": gens,
+        },
+    )
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def load(folder: Path) -> dict:
@@ -257,6 +309,39 @@ def analyse(runs: list[tuple[str, int, dict]], arm_a: str, arm_b: str) -> dict:
     }
 
 
+def context(specs: list[str], ranker: Path | None, detectable: Path | None, runs: set) -> dict:
+    """What the result is read with: each arm and seed's training (`training`; every run
+    benched must have one when any is given, and all trained the same steps), arm A's ranker
+    hash and the detectable effect fixed before the runs."""
+    out: dict = {}
+    if specs:
+        trained = {}
+        for spec in specs:
+            arm, seed, t = training(spec)
+            if (arm, seed) in trained:
+                raise ValueError(f"--training {spec!r}: {arm}:{seed} is given twice")
+            trained[(arm, seed)] = t
+        if missing := sorted(runs - set(trained)):
+            shown = ", ".join(f"{a}:{s}" for a, s in missing)
+            raise ValueError(f"--training: no training run given for {shown}")
+        if len({t["steps"] for t in trained.values()}) != 1:
+            shown = ", ".join(f"{a}:{s} {t['steps']}" for (a, s), t in sorted(trained.items()))
+            raise ValueError(f"--training: the runs trained unequal steps ({shown}): equal steps")
+        out["training"] = [{"arm": a, "seed": s, **t} for (a, s), t in sorted(trained.items())]
+        out["steps"] = next(iter(trained.values()))["steps"]
+    if ranker is not None:
+        if not ranker.is_file():
+            raise ValueError(f"--ranker {ranker}: no such file")
+        out["ranker"] = {"path": str(ranker), "sha256": sha256(ranker)}
+    if detectable is not None:
+        try:
+            de = json.loads(detectable.read_text())["detectable_effect"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"--detectable {detectable}: not a summarise.py JSON ({e})") from None
+        out["detectable_effect"] = {"file": str(detectable), **de}
+    return out
+
+
 def _protocol_commit() -> str | None:
     root = Path(__file__).resolve().parents[2]
     try:
@@ -278,10 +363,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="JSON to write")
     ap.add_argument("--a", default="unified", help="arm A (default unified)")
     ap.add_argument("--b", default="outcome_only", help="arm B (default outcome_only)")
+    ap.add_argument(
+        "--training",
+        action="append",
+        default=[],
+        help="ARM:SEED=RUN (repeat): the training run folder of each arm and seed; its steps, "
+        "preset, seed and ranker are recorded and must give every run the same steps",
+    )
+    ap.add_argument("--ranker", type=Path, help="arm A's ranker file, recorded with its sha256")
+    ap.add_argument(
+        "--detectable",
+        type=Path,
+        help="bench/ablation/summarise.py's JSON whose detectable_effect the protocol fixed "
+        "before the runs; recorded beside the pooled effect",
+    )
     args = ap.parse_args(argv)
     try:
         runs = [(arm, seed, load(folder)) for arm, seed, folder in map(parse_run, args.run)]
         res = analyse(runs, args.a, args.b)
+        res |= context(args.training, args.ranker, args.detectable, {(a, s) for a, s, _ in runs})
     except ValueError as e:
         print(f"primary: {e}", file=sys.stderr)
         return 2
@@ -310,6 +410,12 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"pooled over {pooled['seeds']} seed(s): {pooled['d']:.3f} [{lo:.3f}, {hi:.3f}], "
             f"{verdict}"
+        )
+    if de := res.get("detectable_effect"):
+        floor = de["by_assumed_seed_sd"][0]
+        print(
+            f"detectable effect fixed before the runs: {floor['mde_normal']:.3f} "
+            f"(t(2): {floor['mde_t2']:.3f}) from sampling alone"
         )
     print(f"wrote {args.out}")
     return 0

@@ -168,3 +168,50 @@ def test_the_bootstrap_and_the_t_interval_by_hand():
     # draws of 0, 0.5 and 1
     two = [({"f": {"a": 1.0}, "g": {"b": 0.0}}, {"f": {"a": 0.0}, "g": {"b": 0.0}})]
     assert mod.bootstrap(two, resamples=400) == pytest.approx([0.0, 1.0])
+
+
+def _training(folder, preset, seed, steps, leases=1, ranker="r.json"):
+    folder.mkdir(parents=True)
+    rows = [{"kind": "rollout", "step": 0}] + [{"kind": "step", "step": i} for i in steps]
+    (folder / "steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for k in range(1, leases + 1):
+        opts = {"reward": {"name": preset}, "seed": seed, "ranker": ranker, "num_generations": 8}
+        (folder / f"grpo_report_lease{k}.json").write_text(json.dumps({"options": opts}))
+    return folder
+
+
+def test_training_runs_ranker_and_detectable_effect_are_recorded_and_checked(
+    tmp_path, folders, capsys
+):
+    ranker = tmp_path / "ranker.json"
+    ranker.write_text('{"w": 1}')
+    summary = tmp_path / "pilot.json"
+    de = {"within_task_sd": 0.8, "by_assumed_seed_sd": [{"mde_normal": 0.12, "mde_t2": 0.24}]}
+    summary.write_text(json.dumps({"detectable_effect": de}))
+    a = _training(tmp_path / "a", "unified", 0, [1, 2, 3], leases=2)
+    b = _training(tmp_path / "b", "outcome_only", 0, [1, 2, 3])
+    out = tmp_path / "x.json"
+    base = ["--run", f"unified:0={folders['best']}", "--run", f"outcome_only:0={folders['naive']}"]
+    base += ["--out", str(out)]
+    extra = ["--ranker", str(ranker), "--detectable", str(summary)]
+    train = ["--training", f"unified:0={a}", "--training", f"outcome_only:0={b}"]
+    assert _script().main([*base, *extra, *train]) == 0
+    res = json.loads(out.read_text())
+    leases = {t["arm"]: t["leases"] for t in res["training"]}
+    assert res["steps"] == 3 and leases == {"unified": 2, "outcome_only": 1}
+    assert res["ranker"]["sha256"] == __import__("hashlib").sha256(b'{"w": 1}').hexdigest()
+    assert res["detectable_effect"]["within_task_sd"] == 0.8
+    assert "detectable effect fixed before the runs: 0.120 (t(2): 0.240)" in capsys.readouterr().out
+    short = _training(tmp_path / "short", "outcome_only", 0, [1, 2])
+    wrong = _training(tmp_path / "wrong", "unified", 0, [1, 2, 3])
+    gap = _training(tmp_path / "gap", "outcome_only", 0, [1, 3, 4])
+    for bad, shown in (
+        (["--training", f"unified:0={a}", "--training", f"outcome_only:0={short}"], "unequal"),
+        (["--training", f"unified:0={a}", "--training", f"outcome_only:0={wrong}"], "trained "),
+        (["--training", f"unified:0={a}", "--training", f"outcome_only:0={gap}"], "steps 1..N"),
+        (["--training", f"unified:0={a}"], "no training run given for outcome_only:0"),
+        ([*train, "--detectable", str(ranker)], "not a summarise.py JSON"),
+    ):
+        assert _script().main([*base, *bad]) == 2
+        err = capsys.readouterr().err.strip()
+        assert shown in err and "\n" not in err, err
