@@ -129,6 +129,7 @@ def compare_subset(before: dict, after: dict) -> dict:
     for side, views, r in (("sft", vb, before), ("grpo", va, after)):
         out[side] = {"folder": r["folder"], "model": r["settings"]["model"]}
         out[side]["adapter"] = r["settings"]["adapter"]
+        out[side]["sampling"] = r["info"].get("sampling")  # None: run.json predates the record
         for k, m in ms.items():
             out[side][k] = {"value": value(m, views), **_ci(interval(m, views))}
     out["diff"] = {}

@@ -101,6 +101,7 @@ def test_before_and_after_with_paired_differences_and_a_verdict(tmp_path, folder
     assert before == pytest.approx(1 - 0.5 * len(BROKEN) / len(TASKS)) and after == 1.0
     assert s["sft"]["correct_rate"]["value"] == pytest.approx(before)
     assert s["grpo"]["correct_rate"]["value"] == pytest.approx(after)
+    assert s["sft"]["sampling"] is None  # a scripted replay records none
     d = s["diff"]["correct_rate"]
     assert d["value"] == pytest.approx(after - before) and d["kind"] == "difference"
     assert 0 < d["ci"][0] < d["value"] < d["ci"][1]  # 8 of 12 families differ: not a zero width
