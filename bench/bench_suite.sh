@@ -250,7 +250,7 @@ run_step() {  # run_step SUITE RUN
     "${CP[@]}" bench report "$dir" >>"$log" 2>&1 || STATE=failed
     tail -n 5 "$log"; return 0
   fi
-  left=$((BUDGET_S - (SECONDS - T0)))
+  left=$((BUDGET_S - (SECONDS - T0))); [ "$left" -lt 0 ] && left=0  # a slow start is not "-1s left"
   if [ "$left" -lt 60 ]; then echo "bench_suite: $s/$r not started: ${left}s of BUDGET_S=$BUDGET_S left"; STATE=partial; return 0; fi
   echo "== [$((SECONDS - T0)) s] $model on $s -> $dir (at most ${left}s; log $log)"
   local n0; n0=$(mark "$log" "$model on $s, at most ${left}s")
