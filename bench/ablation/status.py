@@ -1,0 +1,178 @@
+"""Where the ablation stands, from committed files only: for each planned run (arm x seed, as
+`PROTOCOL.md` fixes them) the steps trained, the newest checkpoint kept in git history, and
+how far each `bench run` of its checkpoint got; the SFT start's bench runs beside them.
+
+    python bench/ablation/status.py                       # the table
+    python bench/ablation/status.py --out status.json --plot status.png
+
+Read from `bench/results/ablation/<run>/steps.jsonl` (steps: the distinct `step` rows),
+`git log` of `bench/results/ablation/weights/` (checkpoints, as `restore_weights.sh --list`
+finds them) and `bench/results/ablation/bench/<run>/<mode>/<subset>/<name>/` (finished
+tasks: the trajectory's summary records; selected: `run.json`'s tasks). Nothing is run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = Path("bench/results/ablation")
+ARMS = ("unified", "outcome_only")
+SEEDS = (0, 1, 2)
+STEPS = 60  # PROTOCOL.md, Training
+START = "sft_pairs_s0"  # the shared SFT start (its bench runs are named `sft`)
+# (bench_suite.sh mode folder, subset folder): turn-1 runs on both fixed subsets, then the
+# 4-turn run on the primary subset
+BENCHES = (("ablation", "train-unseen"), ("ablation", "heldout"), ("ablation-t4", "train-unseen"))
+
+
+def steps_trained(folder: Path) -> int:
+    """Distinct steps in a training run's steps.jsonl (0 when it has none)."""
+    path = folder / "steps.jsonl"
+    if not path.is_file():
+        return 0
+    steps = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue  # a line cut by a killed writer
+        if isinstance(row, dict) and row.get("kind") == "step":
+            steps.add(row.get("step"))
+    return len(steps)
+
+
+def checkpoints(root: Path) -> dict[str, int]:
+    """Run name -> the newest checkpoint step committed under the weights folder (history)."""
+    try:
+        out = subprocess.run(
+            [
+                "git",
+                "log",
+                "--diff-filter=A",
+                "--name-only",
+                "--format=",
+                "--",
+                str(RESULTS / "weights"),
+            ],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    best: dict[str, int] = {}
+    for name in {p.split("/")[4] for p in out.split() if p.count("/") >= 5}:
+        if m := re.fullmatch(r"(.+)_ckpt(\d+)", name):
+            best[m.group(1)] = max(best.get(m.group(1), 0), int(m.group(2)))
+    return best
+
+
+def bench_progress(folder: Path) -> str:
+    """ "finished/selected" tasks of a bench run folder, "-" when it was never started."""
+    rj = folder / "run.json"
+    if not rj.is_file():
+        return "-"
+    try:
+        selected = len(json.loads(rj.read_text(encoding="utf-8"))["tasks"])
+    except (ValueError, KeyError, TypeError):
+        return "?"
+    traj = folder / "trajectories.jsonl"
+    text = traj.read_text(encoding="utf-8") if traj.is_file() else ""
+    finished = sum(1 for x in text.splitlines() if '"type":"summary"' in x)
+    return f"{finished}/{selected}"
+
+
+def board(root: Path) -> list[dict]:
+    """One row per planned run and one for the shared start."""
+    kept = checkpoints(root)
+    rows = []
+    for arm in ARMS:
+        for seed in SEEDS:
+            run = f"abl_{arm}_s{seed}"
+            row = {"run": run, "arm": arm, "seed": seed}
+            row["steps"] = steps_trained(root / RESULTS / run)
+            row["checkpoint"] = kept.get(run)
+            row["bench"] = _benches(root, run, "grpo")
+            rows.append(row)
+    start = {"run": START, "arm": "start", "seed": 0, "steps": None, "checkpoint": None}
+    return [*rows, start | {"bench": _benches(root, START, "sft")}]
+
+
+def _benches(root: Path, run: str, name: str) -> dict[str, str]:
+    return {
+        f"{mode}/{subset}": bench_progress(root / RESULTS / "bench" / run / mode / subset / name)
+        for mode, subset in BENCHES
+    }
+
+
+def table(rows: list[dict]) -> str:
+    heads = ["run", "steps", "ckpt", *[k for k in rows[0]["bench"]]]
+    lines = [heads]
+    for r in rows:
+        steps = "-" if r["steps"] is None else f"{r['steps']}/{STEPS}"
+        ckpt = "-" if r["checkpoint"] is None else str(r["checkpoint"])
+        lines.append([r["run"], steps, ckpt, *r["bench"].values()])
+    widths = [max(len(x[i]) for x in lines) for i in range(len(heads))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(x, widths, strict=True)) for x in lines)
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = [r for r in rows if r["steps"] is not None]
+    fig, ax = plt.subplots(figsize=(8, 0.5 + 0.45 * len(runs)))
+    y = range(len(runs))
+    ax.barh(y, [STEPS] * len(runs), color="#eeeeee", edgecolor="#999999")
+    ax.barh(
+        y,
+        [r["steps"] for r in runs],
+        color=["#1f77b4" if r["arm"] == ARMS[0] else "#ff7f0e" for r in runs],
+    )
+    for i, r in enumerate(runs):
+        done = sum(
+            1 for v in r["bench"].values() if v != "-" and v.split("/")[0] == v.split("/")[1]
+        )
+        ax.text(STEPS + 1, i, f"benches done {done}/{len(r['bench'])}", va="center", fontsize=8)
+    ax.set_yticks(list(y), [r["run"] for r in runs])
+    ax.set_xlim(0, STEPS * 1.35)
+    ax.set_xlabel(f"GRPO steps trained (of {STEPS})")
+    ax.invert_yaxis()
+    ax.set_title("Ablation progress (committed files)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", type=Path, default=ROOT, help="the repository (default: this one)")
+    ap.add_argument("--out", type=Path, help="JSON to write")
+    ap.add_argument("--plot", type=Path, help="PNG of steps trained per run")
+    args = ap.parse_args(argv)
+    if not (args.root / RESULTS).is_dir():
+        print(
+            f"status: {args.root / RESULTS}: no such folder; give --root the repository",
+            file=sys.stderr,
+        )
+        return 2
+    rows = board(args.root)
+    print(table(rows))
+    if args.out:
+        args.out.write_text(json.dumps({"steps_planned": STEPS, "runs": rows}, indent=1) + "\n")
+    if args.plot:
+        plot(rows, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""bench/ablation/status.py over a small repository made here: steps from steps.jsonl,
+checkpoints from git history (also once removed from the tree), bench progress from run
+folders."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from tests.script_helpers import load_script
+
+
+def _git(root, *args):
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+def _repo(tmp_path):
+    root = tmp_path / "repo"
+    res = root / "bench/results/ablation"
+    run = res / "abl_unified_s0"
+    run.mkdir(parents=True)
+    rows = [{"kind": "step", "step": s} for s in (1, 2, 2, 3)] + [{"kind": "rollout", "step": 9}]
+    (run / "steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"kind": "st')
+    _git(root, "init", "-q")
+    _git(root, "config", "user.email", "t@t")
+    _git(root, "config", "user.name", "t")
+    for step in (15, 30):
+        w = res / f"weights/abl_unified_s0_ckpt{step}"
+        w.mkdir(parents=True)
+        (w / "SHA256SUMS").write_text("x\n")
+        _git(root, "add", "-A")
+        _git(root, "commit", "-qm", f"ckpt {step}")
+        _git(root, "rm", "-rq", str(w.relative_to(root)))
+        _git(root, "commit", "-qm", "removed")
+    bench = res / "bench/abl_unified_s0/ablation/train-unseen/grpo"
+    bench.mkdir(parents=True)
+    (bench / "run.json").write_text(json.dumps({"tasks": {"a": {}, "b": {}, "c": {}}}))
+    recs = [{"type": "turn"}, {"type": "summary"}, {"type": "turn"}, {"type": "summary"}]
+    (bench / "trajectories.jsonl").write_text(
+        "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs)
+    )
+    return root
+
+
+def test_the_board_reads_steps_checkpoints_and_bench_progress(tmp_path, capsys):
+    root = _repo(tmp_path)
+    script = load_script("bench/ablation/status.py")
+    out = tmp_path / "status.json"
+    assert (
+        script.main(["--root", str(root), "--out", str(out), "--plot", str(tmp_path / "s.png")])
+        == 0
+    )
+    rows = {r["run"]: r for r in json.loads(out.read_text())["runs"]}
+    a = rows["abl_unified_s0"]
+    assert a["steps"] == 3 and a["checkpoint"] == 30  # distinct steps; newest kept in history
+    assert a["bench"] == {
+        "ablation/train-unseen": "2/3",
+        "ablation/heldout": "-",
+        "ablation-t4/train-unseen": "-",
+    }
+    assert (
+        rows["abl_outcome_only_s2"]["steps"] == 0
+        and rows["abl_outcome_only_s2"]["checkpoint"] is None
+    )
+    assert rows["sft_pairs_s0"]["steps"] is None
+    assert "abl_unified_s0       3/60   30" in capsys.readouterr().out
+    assert (tmp_path / "s.png").stat().st_size > 0
+    assert script.main(["--root", str(tmp_path / "nowhere")]) == 2
+    assert "no such folder" in capsys.readouterr().err
