@@ -25,6 +25,7 @@ RESULTS = Path("bench/results/ablation")
 ARMS = ("unified", "outcome_only")
 SEEDS = (0, 1, 2)
 STEPS = 60  # PROTOCOL.md, Training
+TASKS = 60  # each fixed subset (bench/ablation/subsets.json)
 START = "sft_pairs_s0"  # the shared SFT start (its bench runs are named `sft`)
 # (bench_suite.sh mode folder, subset folder): turn-1 runs on both fixed subsets, then the
 # 4-turn run on the primary subset
@@ -112,6 +113,75 @@ def _benches(root: Path, run: str, name: str) -> dict[str, str]:
     }
 
 
+def lease_seconds(root: Path) -> list[float]:
+    """The seconds of every committed training process (`grpo_report_lease*.json`), each one
+    chunk of a run's steps with its pool preparation and first step."""
+    out = []
+    for rep in sorted((root / RESULTS).glob("abl_*/grpo_report_lease*.json")):
+        try:
+            doc = json.loads(rep.read_text(encoding="utf-8"))
+            out.append(
+                float(doc["seconds"]) / max(1, int(doc["options"]["max_steps"]) - _start(doc))
+            )
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def _start(doc: dict) -> int:
+    """The step a lease's process resumed from (0 for a fresh start)."""
+    m = re.search(r"checkpoint-(\d+)", str(doc.get("resumed_from") or ""))
+    return int(m.group(1)) if m else 0
+
+
+def bench_seconds(root: Path) -> dict[str, float]:
+    """Seconds per task of each `mode/subset` from the committed bench runs' complete chunks
+    (`timing.jsonl`); a mode/subset without one is absent."""
+    wall: dict[str, list[float]] = {}
+    for t in (root / RESULTS / "bench").glob("*/*/*/*/timing.jsonl"):
+        key = f"{t.parts[-4]}/{t.parts[-3]}"
+        for line in t.read_text(encoding="utf-8").splitlines():
+            try:
+                c = json.loads(line)
+            except ValueError:
+                continue
+            if c.get("complete") and c.get("tasks"):
+                wall.setdefault(key, [0.0, 0.0])
+                wall[key][0] += float(c["wall_s"])
+                wall[key][1] += int(c["tasks"])
+    return {k: w / n for k, (w, n) in wall.items() if n}
+
+
+def estimate(rows: list[dict], root: Path) -> dict:
+    """Device seconds still to spend, from the committed costs: training steps left at the
+    mean seconds per step of the committed processes (their preparation included), and bench
+    tasks left at each mode/subset's seconds per task; what has no committed cost is listed."""
+    per_step = lease_seconds(root)
+    step_s = sum(per_step) / len(per_step) if per_step else None
+    per_task = bench_seconds(root)
+    left_steps = sum(STEPS - r["steps"] for r in rows if r["steps"] is not None)
+    train = None if step_s is None else left_steps * step_s
+    bench, unknown = 0.0, []
+    for r in rows:
+        for key, prog in r["bench"].items():
+            done, total = (0, TASKS) if prog in ("-", "?") else map(int, prog.split("/"))
+            if done >= total:
+                continue
+            if key in per_task:
+                bench += (total - done) * per_task[key]
+            else:
+                unknown.append(f"{r['run']} {key}")
+    return {
+        "training_steps_left": left_steps,
+        "seconds_per_step": step_s,
+        "training_s": train,
+        "bench_seconds_per_task": per_task,
+        "bench_s": bench,
+        "bench_without_a_cost": unknown,
+        "note": "estimates from committed timings; machine starts and setup calls not counted",
+    }
+
+
 def table(rows: list[dict]) -> str:
     heads = ["run", "steps", "ckpt", *[k for k in rows[0]["bench"]]]
     lines = [heads]
@@ -167,8 +237,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = board(args.root)
     print(table(rows))
+    est = estimate(rows, args.root)
+    if est["training_s"] is not None:
+        print(
+            f"left: {est['training_steps_left']} training steps, ~{est['training_s']:,.0f} s at "
+            f"{est['seconds_per_step']:.1f} s a step; bench ~{est['bench_s']:,.0f} s"
+            + (
+                f" + {len(est['bench_without_a_cost'])} run(s) with no committed cost"
+                if est["bench_without_a_cost"]
+                else ""
+            )
+            + " (device time; machine starts and setup calls not counted)"
+        )
     if args.out:
-        args.out.write_text(json.dumps({"steps_planned": STEPS, "runs": rows}, indent=1) + "\n")
+        doc = {"steps_planned": STEPS, "runs": rows, "estimate": est}
+        args.out.write_text(json.dumps(doc, indent=1) + "\n")
     if args.plot:
         plot(rows, args.plot)
     return 0

@@ -20,6 +20,10 @@ def _repo(tmp_path):
     run = res / "abl_unified_s0"
     run.mkdir(parents=True)
     rows = [{"kind": "step", "step": s} for s in (1, 2, 2, 3)] + [{"kind": "rollout", "step": 9}]
+    report = {"seconds": 30.0, "options": {"max_steps": 3}, "resumed_from": None}
+    (run / "grpo_report_lease1.json").write_text(json.dumps(report))
+    resumed = {**report, "options": {"max_steps": 6}, "resumed_from": "/w/r/checkpoint-3"}
+    (run / "grpo_report_lease2.json").write_text(json.dumps(resumed))  # steps 4-6 in 30 s
     (run / "steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"kind": "st')
     _git(root, "init", "-q")
     _git(root, "config", "user.email", "t@t")
@@ -39,6 +43,11 @@ def _repo(tmp_path):
     (bench / "trajectories.jsonl").write_text(
         "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs)
     )
+    chunks = [
+        {"tasks": 2, "complete": True, "wall_s": 20.0},
+        {"tasks": 1, "complete": False, "wall_s": 99.0},
+    ]
+    (bench / "timing.jsonl").write_text("".join(json.dumps(c) + "\n" for c in chunks))
     return root
 
 
@@ -64,6 +73,15 @@ def test_the_board_reads_steps_checkpoints_and_bench_progress(tmp_path, capsys):
     )
     assert rows["sft_pairs_s0"]["steps"] is None
     assert "abl_unified_s0       3/60   30" in capsys.readouterr().out
+    est = json.loads(out.read_text())["estimate"]
+    assert est["seconds_per_step"] == 10.0  # 30 s for steps 1-3, 30 s for steps 4-6
+    assert est["training_steps_left"] == 57 + 5 * 60 and est["training_s"] == 3570.0
+    assert est["bench_seconds_per_task"] == {"ablation/train-unseen": 10.0}  # complete chunks
+    assert est["bench_s"] == 1 * 10.0 + 6 * 60 * 10.0  # one task left there, 60 in six more
+    assert (
+        len(est["bench_without_a_cost"]) == 2 * 7
+        and "sft_pairs_s0 ablation/heldout" in est["bench_without_a_cost"]
+    )
     assert (tmp_path / "s.png").stat().st_size > 0
     assert script.main(["--root", str(tmp_path / "nowhere")]) == 2
     assert "no such folder" in capsys.readouterr().err
