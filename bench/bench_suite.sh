@@ -32,6 +32,9 @@
 #       (every finished run of that suite). GENERATION=static|compile|continuous sets the
 #       SmolLM2 runs' --generation (default dynamic).
 #
+# A finished run may be packed (`cudaperf bench pack DIR`: trajectories.jsonl.gz); the script
+# counts its tasks as before and reruns nothing in it.
+#
 # Every step is bounded: the call stops a step at BUDGET_S seconds after the call started
 # (default 540, for device calls of at most 600 s) with SIGINT (the run keeps its finished
 # tasks; killed 30 s later if it hangs) and starts no step with less than 60 s left. A rerun
@@ -136,7 +139,11 @@ progress() {  # progress DIR: "finished/selected" tasks of a run folder ("-" whe
   [ -f "$1/run.json" ] || { echo "-"; return; }
   local sel fin
   sel=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["tasks"]))' "$1/run.json" 2>/dev/null)
-  fin=$(grep -c '"type":"summary"' "$1/trajectories.jsonl" 2>/dev/null)
+  if [ -f "$1/trajectories.jsonl" ] || [ ! -f "$1/trajectories.jsonl.gz" ]; then
+    fin=$(grep -c '"type":"summary"' "$1/trajectories.jsonl" 2>/dev/null)
+  else  # packed by `cudaperf bench pack` (finished runs only)
+    fin=$(gzip -dc "$1/trajectories.jsonl.gz" 2>/dev/null | grep -c '"type":"summary"')
+  fi
   echo "${fin:-0}/${sel:-?}"
 }
 

@@ -14,6 +14,7 @@ tasks: the trajectory's summary records; selected: `run.json`'s tasks). Nothing 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import subprocess
@@ -84,8 +85,11 @@ def bench_progress(folder: Path) -> str:
         selected = len(json.loads(rj.read_text(encoding="utf-8"))["tasks"])
     except (ValueError, KeyError, TypeError):
         return "?"
-    traj = folder / "trajectories.jsonl"
-    text = traj.read_text(encoding="utf-8") if traj.is_file() else ""
+    traj, packed = folder / "trajectories.jsonl", folder / "trajectories.jsonl.gz"
+    if traj.is_file():
+        text = traj.read_text(encoding="utf-8")
+    else:  # packed by `cudaperf bench pack` once finished
+        text = gzip.decompress(packed.read_bytes()).decode("utf-8") if packed.is_file() else ""
     finished = sum(1 for x in text.splitlines() if '"type":"summary"' in x)
     return f"{finished}/{selected}"
 

@@ -13,7 +13,9 @@ Every appender in cudaperf goes through here:
   once, ends a cut last line with a newline instead, in the same write as the lines (removing
   bytes could cut another process's write in flight); readers of such files skip bad lines.
 - `complete_lines(text)`: the lines of a file's text without a cut last line, for strict
-  readers that run before any writer (a resumed run reading what its stopped run wrote).
+  readers that run before any writer (a resumed run reading what its stopped run wrote);
+- `read_text(path)`: a file's text, gunzipped when its name ends in `.gz` (a finished run's
+  packed trajectory, which nothing appends to again).
 
 Guaranteed: each line appended starts a line of its own; nothing before the last newline of a
 file ever changes.
@@ -21,13 +23,23 @@ file ever changes.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["append_lines", "complete_lines", "cut_line", "cut_tail", "open_append"]
+__all__ = ["append_lines", "complete_lines", "cut_line", "cut_tail", "open_append", "read_text"]
+
+
+def read_text(path: str | Path, encoding: str = "utf-8") -> str:
+    """The text of `path`, read through gzip when its name ends in `.gz`."""
+    p = Path(path)
+    if p.suffix == ".gz":
+        with gzip.open(p, "rt", encoding=encoding) as f:
+            return f.read()
+    return p.read_text(encoding=encoding)
 
 
 def cut_tail(path: str | Path) -> int | None:

@@ -125,3 +125,17 @@ def test_ablation_mode_refuses_suites_outside_its_subsets(tmp_path):
     res, calls = _suite(tmp_path, "ablation", "kernelbench/smollm2", KB=str(tmp_path))
     assert res.returncode == 2 and not calls
     assert "subsets.json" in res.stderr
+
+
+def test_list_counts_the_finished_tasks_of_a_packed_run(tmp_path):
+    import gzip
+
+    res, _ = _suite(tmp_path, "ablation", "list")
+    mode = "ablation-compile-only" if "NO GPU" in res.stdout else "ablation"
+    run = tmp_path / "runs" / mode / "heldout/naive"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"tasks": {"a": {}, "b": {}}}))
+    lines = '{"type":"turn"}\n{"type":"summary"}\n{"type":"summary"}\n'
+    (run / "trajectories.jsonl.gz").write_bytes(gzip.compress(lines.encode()))
+    res, _ = _suite(tmp_path, "ablation", "list")
+    assert ["heldout/naive", "2/2"] in [x.split() for x in res.stdout.splitlines()], res.stdout

@@ -408,3 +408,21 @@ def test_max_batch_sets_the_sequences_of_one_generate_call(tmp_path, monkeypatch
         res = bench_run(tmp_path, model, out, *args, *extra)
         assert res.exit_code == 0, res.output
         assert rows == calls
+
+
+@needs_nvcc
+def test_bench_pack_gzips_a_finished_run_and_names_what_it_cannot_pack(tmp_path):
+    res = bench_run(tmp_path, "scripted:best", "done")
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["bench", "pack", str(tmp_path / "done")])
+    assert res.exit_code == 0 and "packed " in res.output and " -> " in res.output, res.output
+    assert (tmp_path / "done/trajectories.jsonl.gz").is_file()
+    report = runner.invoke(app, ["bench", "report", str(tmp_path / "done")])
+    assert report.exit_code == 0 and "compile rate (turn 1)" in report.output
+    for folder, message in (
+        (tmp_path / "done", "packed already; nothing to pack"),
+        (tmp_path / "none", "no run.json"),
+    ):
+        res = runner.invoke(app, ["bench", "pack", str(folder)])
+        assert res.exit_code == 2 and message in res.output, res.output
+        assert len(res.output.strip().splitlines()) == 1, res.output

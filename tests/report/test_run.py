@@ -484,3 +484,52 @@ def test_the_time_entry_sums_the_evaluator_phases_of_finished_tasks(tmp_path):
                 n += 1
     traj.write_text("".join(json.dumps(r) + "\n" for r in recs))
     assert run_time(read_run(out))["evaluator_phases_s"] == {"compile": 1.5 * n, "copy": 0.25 * n}
+
+
+def test_a_finished_run_packs_to_gzip_and_reads_resumes_and_reports_as_before(tmp_path):
+    import gzip
+
+    from cudaperf.report.run import pack_run
+
+    out = tmp_path / "r"
+    bench(out)
+    before = read_run(out)
+    plain = (out / "trajectories.jsonl").read_bytes()
+    n_plain, n_packed = pack_run(out)
+    assert not (out / "trajectories.jsonl").exists() and n_plain == len(plain)
+    assert gzip.decompress((out / "trajectories.jsonl.gz").read_bytes()) == plain
+    assert n_packed == (out / "trajectories.jsonl.gz").stat().st_size < n_plain
+    assert read_run(out).records == before.records  # reports and compare read it
+    calls: list = []
+    assert bench(out, calls=calls) == 0 and calls == []  # finished: nothing runs, nothing added
+    assert not (out / "trajectories.jsonl").exists()
+    with pytest.raises(ValueError, match="packed already"):
+        pack_run(out)
+    packed_bytes = (out / "trajectories.jsonl.gz").read_bytes()
+    # a byte-identical second pack of the same text (no timestamp in the gzip header)
+    again = tmp_path / "again"
+    bench(again)
+    pack_run(again)
+    assert (again / "trajectories.jsonl.gz").read_bytes() == packed_bytes
+
+
+def test_an_unfinished_run_is_not_packed_and_a_packed_unfinished_one_is_not_resumed(tmp_path):
+    import gzip
+
+    from cudaperf.report.run import check_resume, pack_run
+
+    out = tmp_path / "r"
+    with pytest.raises(KeyboardInterrupt):
+        bench(out, "scripted:weakest-first", interrupt_at=3)
+    with pytest.raises(ValueError, match="unfinished; pack a finished run"):
+        pack_run(out)
+    assert (out / "trajectories.jsonl").is_file()  # nothing changed
+    plain = out / "trajectories.jsonl"  # packed by hand: nothing may append to it
+    (out / "trajectories.jsonl.gz").write_bytes(gzip.compress(plain.read_bytes()))
+    plain.unlink()
+    st = BenchSettings(model="scripted:weakest-first", suite="sample", samples=2, turns=2)
+    with pytest.raises(ValueError, match="unfinished; gunzip it to trajectories.jsonl"):
+        check_resume(out, st, META, {})
+    with pytest.raises(ValueError, match="gunzip it"):
+        bench(out, "scripted:weakest-first")
+    assert not plain.exists()

@@ -455,6 +455,22 @@ def report(
     _print_summary(s, write_run_report(s, run_dir))
 
 
+@bench_app.command("pack")
+def pack(
+    runs: list[Path] = typer.Argument(..., help="Finished run folders of `cudaperf bench run`."),
+) -> None:
+    """Gzip each finished run's trajectory in place (trajectories.jsonl.gz, about a tenth of
+    the size); reports, compare and resumes read it as before."""
+    from cudaperf.report.run import pack_run
+
+    for r in runs:
+        try:
+            before, after = pack_run(r)
+        except ValueError as e:
+            fail(str(e))
+        stdout.print(Text(f"packed {r}: {before:,} -> {after:,} bytes"))
+
+
 @bench_app.command("compare")
 def compare(
     runs: list[Path] = typer.Argument(..., help="Two or more run folders; the first is the base."),

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from cudaperf.execute.types import ExecResult
-from cudaperf.jsonl import complete_lines, open_append
+from cudaperf.jsonl import complete_lines, open_append, read_text
 from cudaperf.rank.types import RankScore
 from cudaperf.reward.formula import RewardBreakdown
 
@@ -87,10 +87,10 @@ class TrajectoryWriter:
 
 
 def read_trajectory(path: str | Path) -> list[TurnRecord | SummaryRecord]:
-    """Every record of a trajectory file, validated."""
+    """Every record of a trajectory file (gzipped when its name ends in `.gz`), validated."""
     out: list[TurnRecord | SummaryRecord] = []
     # a last line cut by an interruption is skipped (the writer removes it before appending)
-    for n, line in enumerate(complete_lines(Path(path).read_text(encoding="utf-8")), 1):
+    for n, line in enumerate(complete_lines(read_text(path)), 1):
         if not line.strip():
             continue
         try:

@@ -24,6 +24,7 @@ by other prompts or rules) are dropped, and their task runs again from turn 1.
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 import logging
 import time
@@ -33,7 +34,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from cudaperf.jsonl import append_lines, complete_lines, cut_line
+from cudaperf.jsonl import append_lines, complete_lines, cut_line, read_text
 from cudaperf.refine.trajectory import SummaryRecord, TurnRecord, read_trajectory
 from cudaperf.report.rows import TaskMeta
 from cudaperf.tasks.model import Task
@@ -46,13 +47,16 @@ __all__ = [
     "RunFiles",
     "check_resume",
     "make_bench_backend",
+    "pack_run",
     "read_run",
     "run_bench",
     "sampling_diff",
     "setup_diff",
+    "trajectory_file",
 ]
 
 TRAJECTORY = "trajectories.jsonl"
+PACKED = TRAJECTORY + ".gz"  # a finished run's trajectory after `pack_run` (read, never appended)
 RUN_JSON = "run.json"
 TIMING = "timing.jsonl"
 
@@ -207,8 +211,61 @@ def check_resume(out: Path, settings: BenchSettings, meta: dict[str, TaskMeta], 
             f"it holds a run whose replies were sampled otherwise ({shown}); rerun with "
             "those options or use a new --out"
         )
+    if not problem:
+        problem = _packed_problem(Path(out), list(meta))
     if problem:
         raise ValueError(f"{out}: {problem}")
+
+
+def _packed_problem(out: Path, ids: list[str]) -> str:
+    """Why a packed run cannot be resumed ("" when it has every task finished, or is not
+    packed): `pack_run` packs finished runs only, and nothing appends to a packed file."""
+    packed = out / PACKED
+    if not packed.is_file() or (out / TRAJECTORY).is_file():
+        return ""
+    done = {r.task_id for r in read_records(packed) if isinstance(r, SummaryRecord)}
+    if all(i in done for i in ids):
+        return ""
+    return (
+        f"its trajectory is packed ({PACKED}) but {sum(i not in done for i in ids)} task(s) "
+        f"are unfinished; gunzip it to {TRAJECTORY} to resume"
+    )
+
+
+def trajectory_file(folder: str | Path) -> Path:
+    """A run folder's trajectory: `trajectories.jsonl`, or its packed `.gz` once packed."""
+    p = Path(folder)
+    packed = (p / PACKED).is_file() and not (p / TRAJECTORY).is_file()
+    return p / PACKED if packed else p / TRAJECTORY
+
+
+def pack_run(folder: str | Path) -> tuple[int, int]:
+    """Gzip a finished run's trajectory in place (`trajectories.jsonl.gz`, byte-identical
+    text, no timestamp), so finished runs take a tenth of the room; (bytes before, after).
+    ValueError when the folder is not a finished run or is packed already."""
+    p = Path(folder)
+    run = read_run(p)  # validates run.json and every record
+    plain, packed = p / TRAJECTORY, p / PACKED
+    if not plain.is_file():
+        what = "packed already" if packed.is_file() else f"without {TRAJECTORY}"
+        raise ValueError(f"{p}: {what}; nothing to pack")
+    done = {r.task_id for r in run.records if isinstance(r, SummaryRecord)}
+    left = [i for i in run.meta if i not in done]
+    if left:
+        raise ValueError(
+            f"{p}: {len(left)} of {len(run.meta)} task(s) unfinished; pack a finished run "
+            "(rerun bench run to finish it)"
+        )
+    text = plain.read_text(encoding="utf-8")
+    tmp = p / (PACKED + ".tmp")
+    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
+        gz.write(text.encode("utf-8"))
+    if gzip.decompress(tmp.read_bytes()).decode("utf-8") != text:
+        tmp.unlink()
+        raise ValueError(f"{p}: the packed copy did not read back the same; nothing changed")
+    tmp.replace(packed)
+    plain.unlink()
+    return len(text.encode("utf-8")), packed.stat().st_size
 
 
 def _prepare(out: Path, settings: BenchSettings, meta: dict[str, TaskMeta], info: dict) -> None:
@@ -235,12 +292,14 @@ def read_records(path: Path) -> list[TurnRecord | SummaryRecord]:
     if not path.is_file():
         return []
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except UnicodeDecodeError as e:
         raise ValueError(
             f"{path}: not UTF-8 text (byte {e.start}), so not a trajectory written by "
             "cudaperf bench; give a run folder it wrote"
         ) from None
+    except (OSError, EOFError) as e:  # a .gz that is not gzip, or cut short
+        raise ValueError(f"{path}: not a gzipped trajectory ({e}); give a run folder") from None
     if (cut := cut_line(text)) is not None:
         log.warning("%s: skipping a last line cut short (%d chars)", path, len(cut))
     try:
@@ -299,7 +358,9 @@ def run_bench(
 
     if batch_tasks < 1:
         raise ValueError(f"batch_tasks={batch_tasks}; use >= 1")
-    _prepare(Path(out), settings, meta, info or {})
+    _prepare(Path(out), settings, meta, info or {})  # refuses a packed unfinished run
+    if trajectory_file(out).name == PACKED:
+        return 0  # packed: every task finished (pack_run packs nothing else)
     traj = Path(out) / TRAJECTORY
     rules = Rules(turns=settings.turns, patience=settings.turns)  # what refine_many builds
     done, earlier = _resume_state(traj, tasks, backend.name, rules)
@@ -397,4 +458,5 @@ def read_run(path: str | Path) -> RunFiles:
     if not rj.is_file():
         raise ValueError(f"{p}: no {RUN_JSON}; give a folder written by `cudaperf bench run --out`")
     doc, settings, meta = _read_run_json(rj)
-    return RunFiles(p, settings, meta, doc, read_records(p / TRAJECTORY), read_timing(p / TIMING))
+    records = read_records(trajectory_file(p))
+    return RunFiles(p, settings, meta, doc, records, read_timing(p / TIMING))

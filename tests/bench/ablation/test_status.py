@@ -4,6 +4,7 @@ folders."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 
@@ -47,6 +48,10 @@ def _repo(tmp_path):
         {"tasks": 2, "complete": True, "wall_s": 20.0},
         {"tasks": 1, "complete": False, "wall_s": 99.0},
     ]
+    packed = res / "bench/sft_pairs_s0/ablation/heldout/sft"  # a finished run, packed
+    packed.mkdir(parents=True)
+    (packed / "run.json").write_text(json.dumps({"tasks": {"a": {}}}))
+    (packed / "trajectories.jsonl.gz").write_bytes(gzip.compress(b'{"type":"summary"}\n'))
     (bench / "timing.jsonl").write_text("".join(json.dumps(c) + "\n" for c in chunks))
     return root
 
@@ -72,16 +77,15 @@ def test_the_board_reads_steps_checkpoints_and_bench_progress(tmp_path, capsys):
         and rows["abl_outcome_only_s2"]["checkpoint"] is None
     )
     assert rows["sft_pairs_s0"]["steps"] is None
+    assert rows["sft_pairs_s0"]["bench"]["ablation/heldout"] == "1/1"  # read from the .gz
     assert "abl_unified_s0       3/60   30" in capsys.readouterr().out
     est = json.loads(out.read_text())["estimate"]
     assert est["seconds_per_step"] == 10.0  # 30 s for steps 1-3, 30 s for steps 4-6
     assert est["training_steps_left"] == 57 + 5 * 60 and est["training_s"] == 3570.0
     assert est["bench_seconds_per_task"] == {"ablation/train-unseen": 10.0}  # complete chunks
     assert est["bench_s"] == 1 * 10.0 + 6 * 60 * 10.0  # one task left there, 60 in six more
-    assert (
-        len(est["bench_without_a_cost"]) == 2 * 7
-        and "sft_pairs_s0 ablation/heldout" in est["bench_without_a_cost"]
-    )
+    assert len(est["bench_without_a_cost"]) == 2 * 7 - 1  # heldout of sft_pairs_s0 is done
+    assert "abl_unified_s1 ablation/heldout" in est["bench_without_a_cost"]
     assert (tmp_path / "s.png").stat().st_size > 0
     assert script.main(["--root", str(tmp_path / "nowhere")]) == 2
     assert "no such folder" in capsys.readouterr().err
