@@ -533,3 +533,12 @@ def test_an_unfinished_run_is_not_packed_and_a_packed_unfinished_one_is_not_resu
     with pytest.raises(ValueError, match="gunzip it"):
         bench(out, "scripted:weakest-first")
     assert not plain.exists()
+
+
+def test_a_packed_trajectory_that_is_not_gzip_is_one_named_error(tmp_path):
+    out = tmp_path / "r"
+    bench(out)
+    (out / "trajectories.jsonl").unlink()
+    (out / "trajectories.jsonl.gz").write_bytes(b"not gzip at all")
+    with pytest.raises(ValueError, match="not a gzipped trajectory"):
+        read_run(out)

@@ -299,6 +299,8 @@ def read_records(path: Path) -> list[TurnRecord | SummaryRecord]:
             "cudaperf bench; give a run folder it wrote"
         ) from None
     except (OSError, EOFError) as e:  # a .gz that is not gzip, or cut short
+        if path.suffix != ".gz":
+            raise
         raise ValueError(f"{path}: not a gzipped trajectory ({e}); give a run folder") from None
     if (cut := cut_line(text)) is not None:
         log.warning("%s: skipping a last line cut short (%d chars)", path, len(cut))
