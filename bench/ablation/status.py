@@ -14,12 +14,16 @@ tasks: the trajectory's summary records; selected: `run.json`'s tasks). Nothing 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+
+from cudaperf.jsonl import read_text  # noqa: E402
+from cudaperf.report.run import trajectory_file  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = Path("bench/results/ablation")
@@ -85,11 +89,8 @@ def bench_progress(folder: Path) -> str:
         selected = len(json.loads(rj.read_text(encoding="utf-8"))["tasks"])
     except (ValueError, KeyError, TypeError):
         return "?"
-    traj, packed = folder / "trajectories.jsonl", folder / "trajectories.jsonl.gz"
-    if traj.is_file():
-        text = traj.read_text(encoding="utf-8")
-    else:  # packed by `cudaperf bench pack` once finished
-        text = gzip.decompress(packed.read_bytes()).decode("utf-8") if packed.is_file() else ""
+    traj = trajectory_file(folder)  # trajectories.jsonl, or .gz once `cudaperf bench pack`ed
+    text = read_text(traj) if traj.is_file() else ""
     finished = sum(1 for x in text.splitlines() if '"type":"summary"' in x)
     return f"{finished}/{selected}"
 

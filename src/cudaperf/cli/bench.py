@@ -112,6 +112,14 @@ def _scorer(tasks, reward, ranker, **eval_opts):
     return command_scorer(tasks, reward, ev, ranker), env
 
 
+def _model_kind(model: str) -> str:
+    """ "scripted" (a replay of stored implementations), "server" (an OpenAI-compatible URL)
+    or "local" (a Hugging Face model loaded here): what a --model spec runs on."""
+    if model.startswith("scripted:"):
+        return "scripted"
+    return "server" if model.startswith(("http://", "https://")) else "local"
+
+
 def _backend(
     model,
     tasks,
@@ -127,11 +135,12 @@ def _backend(
 ):
     from cudaperf.report.run import make_bench_backend
 
-    if model.startswith(("http://", "https://")):
+    kind = _model_kind(model)
+    if kind == "server":
         opts = dict(
             model=server_model, api_key=api_key, temperature=temperature, max_tokens=max_tokens
         )
-    elif model.startswith("scripted:"):
+    elif kind == "scripted":
         opts = {}
     else:
         opts = dict(
@@ -151,10 +160,11 @@ def _backend(
 def _sampling(model: str, temperature, max_tokens, generation, gguf_file, server_model) -> dict:
     """How the model's replies are drawn, for run.json (`sampling`, checked on resume) and the
     recorded command; {} for a scripted replay, which samples nothing."""
-    if model.startswith("scripted:"):
+    kind = _model_kind(model)
+    if kind == "scripted":
         return {}
     out = {"temperature": temperature, "max_tokens": max_tokens}
-    if model.startswith(("http://", "https://")):
+    if kind == "server":
         return out | {"server_model": server_model}
     return out | {"generation": generation, "gguf_file": gguf_file}
 
@@ -356,7 +366,7 @@ def run(
     timing_budget = renamed("--time-budget", old_timing_budget, "--timing-budget", timing_budget)
     reward = reward_config(preset, reward_overrides)
     check_toolchain(compile_only)
-    if model.startswith(("http://", "https://")):
+    if _model_kind(model) == "server":
         check_server(model)
     suites, tasks, meta, left_out = _tasks(
         suite, suite_path, dataset, limit, per_family, seed, model, settings.compile_baseline, kind
@@ -372,8 +382,8 @@ def run(
         compile_baseline=False if no_compile_baseline else None,
     )
     scorer, env = _scorer(tasks, reward, ranker, **eval_opts)
-    if not model.startswith(("scripted:", "http://", "https://")):  # a local model: the mode
-        from cudaperf.generation import resolve_mode  # that runs, as HFBackend picks its device
+    if _model_kind(model) == "local":  # the generation mode that runs on HFBackend's device
+        from cudaperf.generation import resolve_mode
         from cudaperf.refine.hf import default_device
 
         try:

@@ -20,7 +20,14 @@ from cudaperf.jsonl import complete_lines, open_append, read_text
 from cudaperf.rank.types import RankScore
 from cudaperf.reward.formula import RewardBreakdown
 
-__all__ = ["SampleRecord", "SummaryRecord", "TrajectoryWriter", "TurnRecord", "read_trajectory"]
+__all__ = [
+    "SampleRecord",
+    "SummaryRecord",
+    "TrajectoryWriter",
+    "TurnRecord",
+    "parse_trajectory",
+    "read_trajectory",
+]
 
 
 class _Frozen(BaseModel):
@@ -88,9 +95,14 @@ class TrajectoryWriter:
 
 def read_trajectory(path: str | Path) -> list[TurnRecord | SummaryRecord]:
     """Every record of a trajectory file (gzipped when its name ends in `.gz`), validated."""
+    return parse_trajectory(read_text(path), path)
+
+
+def parse_trajectory(text: str, path: str | Path) -> list[TurnRecord | SummaryRecord]:
+    """Every record of a trajectory's text (read from `path`, which errors name), validated."""
     out: list[TurnRecord | SummaryRecord] = []
     # a last line cut by an interruption is skipped (the writer removes it before appending)
-    for n, line in enumerate(complete_lines(read_text(path)), 1):
+    for n, line in enumerate(complete_lines(text), 1):
         if not line.strip():
             continue
         try:

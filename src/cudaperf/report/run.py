@@ -35,7 +35,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from cudaperf.jsonl import append_lines, complete_lines, cut_line, read_text
-from cudaperf.refine.trajectory import SummaryRecord, TurnRecord, read_trajectory
+from cudaperf.refine.trajectory import SummaryRecord, TurnRecord, parse_trajectory
 from cudaperf.report.rows import TaskMeta
 from cudaperf.tasks.model import Task
 
@@ -199,22 +199,25 @@ def check_resume(out: Path, settings: BenchSettings, meta: dict[str, TaskMeta], 
     # or evaluator would mix them silently (keys the caller does not give are not checked)
     diff = setup_diff(old_doc, info, [k for k in _SETUP if k in info])
     if not problem and diff:
-        shown = ", ".join(f"{k} {a!r} there, {b!r} now" for k, a, b in diff)
         problem = (
-            f"it holds a run measured on another setup ({shown}); resume it where it "
+            f"it holds a run measured on another setup ({_shown(diff)}); resume it where it "
             "started, or use a new --out"
         )
     sampled = sampling_diff(old_doc, info)
     if not problem and sampled:
-        shown = ", ".join(f"{k} {a!r} there, {b!r} now" for k, a, b in sampled)
         problem = (
-            f"it holds a run whose replies were sampled otherwise ({shown}); rerun with "
-            "those options or use a new --out"
+            f"it holds a run whose replies were sampled otherwise ({_shown(sampled)}); rerun "
+            "with those options or use a new --out"
         )
     if not problem:
         problem = _packed_problem(Path(out), list(meta))
     if problem:
         raise ValueError(f"{out}: {problem}")
+
+
+def _shown(diffs: list[tuple]) -> str:
+    """ "name old there, new now" for each (name, old, new) of `setup_diff`/`sampling_diff`."""
+    return ", ".join(f"{k} {a!r} there, {b!r} now" for k, a, b in diffs)
 
 
 def _packed_problem(out: Path, ids: list[str]) -> str:
@@ -305,7 +308,7 @@ def read_records(path: Path) -> list[TurnRecord | SummaryRecord]:
     if (cut := cut_line(text)) is not None:
         log.warning("%s: skipping a last line cut short (%d chars)", path, len(cut))
     try:
-        return read_trajectory(path)
+        return parse_trajectory(text, path)  # the text read above: one read, one gunzip
     except (ValueError, KeyError) as e:
         raise ValueError(f"{path}: not a trajectory written by cudaperf bench ({e})") from None
 
