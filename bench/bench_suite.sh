@@ -53,7 +53,7 @@
 # Environment: ROOT (default bench/results/bench; runs go to RUNS=ROOT/MODE), BUDGET_S, PY
 # (default python3), KB, BT, HOLDOUT, ADAPTER; OUT (set by a device call): RUNS is copied to
 # $OUT/bench/MODE after every step and every 30 s, so what finished comes back even from a
-# call that hits its limit.
+# call that hits its limit. BG_JOB (set by bench/device_bg.sh) and BG_RUNS: below, where RUNS is set.
 #
 # On the GPU machine, each call: carry [".whl"] (and the GGUF parts for SmolLM2: bash
 # scripts/device_model.sh prints those calls; with them, export PYTHONPATH=/root/smollm2:$PYTHONPATH)
@@ -123,6 +123,27 @@ else
   echo "bench_suite: NO GPU visible (nvidia-smi lists none): COMPILE-ONLY. Candidates are compiled"
   echo "bench_suite: by nvcc but never run, checked or timed: no correctness or speedup numbers."
   echo "bench_suite: runs go to $RUNS, apart from GPU runs."
+fi
+# A device_bg.sh job (BG_JOB set) outlives the call that started it, and every later device
+# call copies the working tree onto the machine anew, which drops what is not in it: runs under
+# a folder of the repository that git does not ignore lost the job's log and gpu.txt that way
+# (session 31), and a run's own files would go the same way at the next call. Such a job works
+# on a copy outside the tree (BG_RUNS, default /tmp/cudaperf_runs, + the path in the repository),
+# seeded once from the repository's runs; sync_out brings it back as before ($OUT/bench/TAG).
+if [ -n "${BG_JOB:-}" ] && top=$(git rev-parse --show-toplevel 2>/dev/null); then
+  abs=$(realpath -m "$RUNS")
+  case "$abs" in
+    "$top"/*)
+      if ! git check-ignore -q "$abs" 2>/dev/null; then
+        safe=$(realpath -m "${BG_RUNS:-/tmp/cudaperf_runs}/${abs#"$top"/}")
+        if [ ! -d "$safe" ]; then
+          mkdir -p "$(dirname "$safe")"
+          if [ -d "$RUNS" ]; then cp -a "$RUNS" "$safe"; else mkdir -p "$safe"; fi
+        fi
+        echo "bench_suite: device_bg job $BG_JOB: runs in $safe (outside the copied tree; seeded from $RUNS), back as \$OUT/bench/$(basename "$safe")"
+        RUNS=$safe
+      fi ;;
+  esac
 fi
 CP=("$PY" -m cudaperf)
 COMMON=(--samples "$S" --turns "$TURNS" --batch-tasks "$BATCH_TASKS" --seed 0 --ranker none "--$EVMODE" "${EV[@]}")

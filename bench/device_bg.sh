@@ -17,7 +17,10 @@
 # brings back what the job wrote. It ends when the job ends and exits with the job's status
 # (0 while the job still runs, with a line saying so). The machine goes back after 30 s idle
 # (device README): fire the next `watch` at once, or the job dies with the machine; a lost
-# machine loses only what the job wrote since the last watch's copy.
+# machine loses only what the job wrote since the last watch's copy. Each call also copies the
+# working tree onto the machine anew, dropping files the job wrote inside it that git does not
+# ignore: write outside the tree (to $OUT, /root/...); the job gets BG_JOB=NAME, on which
+# bench_suite.sh moves runs that lie inside the tree to a copy outside it.
 # Example (the evaluator's whole GPU verification, bench/gpu_suite.sh's header):
 #   WALL_X=3 bash bench/device_bg.sh start verify -- bash bench/gpu_suite.sh execute smoke fast bench torch
 set -uo pipefail
@@ -46,7 +49,9 @@ start)
   rm -rf "$J"; mkdir -p "$J/out"
   # the job's shell writes its own pid (the session's leader: setsid may have forked) and its
   # exit status, so `watch` and `stop` find it whatever started it
-  OUT=$J/out setsid nohup bash -c \
+  # BG_JOB tells the job it outlives this call: bench_suite.sh then keeps its runs outside
+  # the tree that each device call copies anew
+  BG_JOB=$name OUT=$J/out setsid nohup bash -c \
     'echo $$ > "$3"; timeout "$1" "${@:4}"; echo $? > "$2.tmp"; mv "$2.tmp" "$2"' \
     _ "${BG_BUDGET_S:-1500}" "$J/rc" "$J/pid" "$@" > "$J/log" 2>&1 < /dev/null &
   for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$J/pid" ] && break; sleep 0.2; done

@@ -139,3 +139,69 @@ def test_list_counts_the_finished_tasks_of_a_packed_run(tmp_path):
     (run / "trajectories.jsonl.gz").write_bytes(gzip.compress(lines.encode()))
     res, _ = _suite(tmp_path, "ablation", "list")
     assert ["heldout/naive", "2/2"] in [x.split() for x in res.stdout.splitlines()], res.stdout
+
+
+def _repo_copy(tmp_path):
+    """A git repository holding bench_suite.sh and subsets.json, with `ignored/` git-ignored:
+    where a device call's copy of the tree would drop a background job's files."""
+    repo = tmp_path / "repo"
+    (repo / "bench" / "ablation").mkdir(parents=True)
+    for rel in ("bench/bench_suite.sh", "bench/ablation/subsets.json"):
+        (repo / rel).write_bytes((ROOT / rel).read_bytes())
+    (repo / ".gitignore").write_text("/ignored/\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    return repo
+
+
+def _suite_in(repo, tmp_path, *args, **env):
+    log = tmp_path / "calls.txt"
+    log.unlink(missing_ok=True)
+    fake = tmp_path / "py"
+    fake.write_text(
+        "#!/usr/bin/env bash\n"
+        f'if [ "$1" = -m ] && [ "$2" = cudaperf ]; then echo "$*" >> {log}; exit 0; fi\n'
+        f'exec {sys.executable} "$@"\n'
+    )
+    fake.chmod(0o755)
+    full = {**os.environ, "PY": str(fake), "BG_RUNS": str(tmp_path / "safe"), **env}
+    full.pop("OUT", None)
+    res = subprocess.run(
+        ["bash", str(repo / "bench/bench_suite.sh"), *args],
+        cwd=repo,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return res, log.read_text().splitlines() if log.is_file() else []
+
+
+def test_a_background_job_keeps_runs_inside_the_tree_on_a_seeded_copy_outside_it(tmp_path):
+    """Each device call copies the working tree anew and drops what is not in it (session 31
+    lost a job's log so): a device_bg job's runs under a folder git does not ignore go to a copy
+    outside the tree, seeded from what the repository holds; elsewhere nothing moves."""
+    repo = _repo_copy(tmp_path)
+    res, _ = _suite_in(repo, tmp_path, "ablation", "list", ROOT="results")
+    tag = "ablation-compile-only" if "NO GPU" in res.stdout else "ablation"
+    held = repo / "results" / tag / "heldout" / "naive"
+    held.mkdir(parents=True)
+    (held / "run.json").write_text(json.dumps({"tasks": {"a": {}, "b": {}}}))
+    (held / "trajectories.jsonl").write_text('{"type":"summary"}\n')
+
+    res, calls = _suite_in(repo, tmp_path, "ablation", "heldout/naive", ROOT="results", BG_JOB="j")
+    safe = tmp_path / "safe" / "results" / tag
+    assert len(calls) == 1 and f"--out {safe}/heldout/naive" in calls[0], res.stdout
+    assert (safe / "heldout/naive/trajectories.jsonl").read_text() == '{"type":"summary"}\n'
+    assert (safe / "calls.log").is_file() and not (repo / "results" / tag / "calls.log").exists()
+    assert f"device_bg job j: runs in {safe}" in res.stdout
+    # a later job of the same machine resumes the copy, not the repository's older runs
+    (safe / "heldout/naive/trajectories.jsonl").write_text('{"type":"summary"}\n' * 2)
+    res, _ = _suite_in(repo, tmp_path, "ablation", "list", ROOT="results", BG_JOB="j")
+    assert ["heldout/naive", "2/2"] in [x.split() for x in res.stdout.splitlines()], res.stdout
+
+    # not a background job, or a git-ignored ROOT: the runs stay where ROOT says
+    for env in ({"ROOT": "results"}, {"ROOT": "ignored/runs", "BG_JOB": "j"}):
+        res, calls = _suite_in(repo, tmp_path, "ablation", "heldout/naive", **env)
+        out = f"--out {env['ROOT']}/{tag}/heldout/naive"
+        assert len(calls) == 1 and out in calls[0], res.stdout
+        assert "device_bg job" not in res.stdout

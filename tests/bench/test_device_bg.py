@@ -99,3 +99,12 @@ def test_the_job_sees_the_callers_environment_unchanged(tmp_path):
     assert r.returncode == 0, r.stderr
     assert _bg(tmp_path, "watch", "j9", WATCH_S="20").returncode == 0
     assert _members(tmp_path, "j9")["out/env.txt"] == b"ROOT=/somewhere/else\n"
+
+
+def test_the_job_is_told_it_outlives_the_call(tmp_path):
+    # bench_suite.sh keeps a job's runs outside the tree that each device call copies anew
+    job = 'echo "BG_JOB=$BG_JOB" > "$OUT/env.txt"'
+    r = _bg(tmp_path, "start", "j10", "--", "bash", "-c", job)
+    assert r.returncode == 0, r.stderr
+    assert _bg(tmp_path, "watch", "j10", WATCH_S="20").returncode == 0
+    assert _members(tmp_path, "j10")["out/env.txt"] == b"BG_JOB=j10\n"

@@ -71,7 +71,7 @@ def test_the_re_run_pilot_paragraph_and_row_quote_its_summary():
     a, b = (runs[arm]["groups_2_correct"] for arm in ("unified", "outcome_only"))
     floor = summary["detectable_effect"]["by_assumed_seed_sd"][0]
     sd = summary["detectable_effect"]["within_task_sd"]
-    start = README.index("**Arm B (`outcome_only`), seed 0, has run steps 1-15**")
+    start = README.index("**Arm B (`outcome_only`), seed 0, has run steps 1-30**")
     para = README[start : README.index("\n\n", start)]
     row = _row("ablation re-run pilot")
     for text in (para, row):
@@ -80,7 +80,13 @@ def test_the_re_run_pilot_paragraph_and_row_quote_its_summary():
         assert f"**{floor['mde_normal']:.3f}**" in text
         assert f"{floor['mde_t2']:.3f}" in text
     assert f"within-task SD {sd:.3f}" in para
-    seconds = json.loads(
-        (ROOT / "bench/results/ablation/abl_outcome_only_s0/grpo_report_lease1.json").read_text()
-    )["seconds"]
-    assert f"one `bgstart` process, {seconds:g} s" in para
+    seconds = [
+        json.loads(
+            (
+                ROOT / f"bench/results/ablation/abl_outcome_only_s0/grpo_report_lease{k}.json"
+            ).read_text()
+        )["seconds"]
+        for k in (1, 2)
+    ]
+    quoted = f"15-step chunk, {seconds[0]:g} s and {seconds[1]:g} s"
+    assert quoted in para.replace("\n", " "), quoted
