@@ -22,6 +22,9 @@
 # (speed only: the same sampling options; a bigger chunk loses more to a budget stop).
 # DEADLINE (seconds since the epoch, `date +%s` + N) caps BUDGET_S so that calls chained in one
 # job share one end: `DEADLINE=$(( $(date +%s) + 480 )); export DEADLINE`, then each call.
+# TURNS_FROM=1 (with TURNS > 1) begins each run from the finished 1-turn run of the same ROOT,
+# suite and run (`bench run --turns-from`): each task takes that run's turn 1 and only turns
+# 2..TURNS are generated and scored (a step whose 1-turn run is not finished is skipped, saying so).
 # WORKERS (default 1) sets the evaluator's --workers-per-gpu; runs of WORKERS=K > 1 go to their
 # own folder (MODE[-tN]-wK): bench run refuses to resume a run with another worker count.
 # STEP: SUITE/RUN, e.g. heldout/naive heldout/best heldout/smollm2 heldout/compare; SUITE is
@@ -116,10 +119,13 @@ if [ -n "${DEADLINE:-}" ]; then  # one end shared by chained calls
 fi
 export PYTHONUNBUFFERED=1  # logs as they are written
 T0=$SECONDS
+T1TAG=$MODE; [ "$WORKERS" = 1 ] || T1TAG=$T1TAG-w$WORKERS  # the 1-turn runs of this setup
 if nvidia-smi -L >/dev/null 2>&1 && [ -n "$(nvidia-smi -L 2>/dev/null)" ]; then
   EVMODE=full; RUNS=${ROOT:-bench/results/bench}/$TAG
+  T1RUNS=${ROOT:-bench/results/bench}/$T1TAG
 else
   EVMODE=compile-only; RUNS=${ROOT:-bench/results/bench}/$TAG-compile-only
+  T1RUNS=${ROOT:-bench/results/bench}/$T1TAG-compile-only
   echo "bench_suite: NO GPU visible (nvidia-smi lists none): COMPILE-ONLY. Candidates are compiled"
   echo "bench_suite: by nvcc but never run, checked or timed: no correctness or speedup numbers."
   echo "bench_suite: runs go to $RUNS, apart from GPU runs."
@@ -270,6 +276,13 @@ run_step() {  # run_step SUITE RUN
       SKIPPED+=("$s/$r"); return 0
     fi
     extra+=(--adapter "${!var}")
+  fi
+  if [ "${TURNS_FROM:-0}" = 1 ] && [ "$TURNS" != 1 ]; then  # begin from the finished 1-turn run
+    if ! finished "$T1RUNS/$s/$r"; then
+      echo "bench_suite: SKIP $s/$r: TURNS_FROM=1 begins it from the finished 1-turn run $T1RUNS/$s/$r ($(progress "$T1RUNS/$s/$r") tasks); finish that first (TURNS=1) or drop TURNS_FROM" | tee -a "$log"
+      SKIPPED+=("$s/$r"); STATE=partial; return 0
+    fi
+    extra+=(--turns-from "$T1RUNS/$s/$r")
   fi
   if finished "$dir" && [ -f "$dir/report.html" ]; then
     echo "bench_suite: $s/$r already finished ($(progress "$dir") tasks, report.html there)"; return 0

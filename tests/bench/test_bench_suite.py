@@ -205,3 +205,22 @@ def test_a_background_job_keeps_runs_inside_the_tree_on_a_seeded_copy_outside_it
         out = f"--out {env['ROOT']}/{tag}/heldout/naive"
         assert len(calls) == 1 and out in calls[0], res.stdout
         assert "device_bg job" not in res.stdout
+
+
+def test_turns_from_begins_a_run_of_more_turns_from_the_finished_one_turn_run(tmp_path):
+    res, _ = _suite(tmp_path, "ablation", "list")
+    tag = "ablation-compile-only" if "NO GPU" in res.stdout else "ablation"
+    one = tmp_path / "runs" / tag / "heldout" / "naive"
+    one.mkdir(parents=True)
+    (one / "run.json").write_text(json.dumps({"tasks": {"a": {}, "b": {}}}))
+    (one / "trajectories.jsonl").write_text('{"type":"summary"}\n')  # 1 of 2 finished
+    res, calls = _suite(tmp_path, "ablation", "heldout/naive", TURNS="4", TURNS_FROM="1")
+    assert not calls and "SKIP heldout/naive: TURNS_FROM=1" in res.stdout, res.stdout
+    assert "(1/2 tasks)" in res.stdout and res.returncode == 3
+    (one / "trajectories.jsonl").write_text('{"type":"summary"}\n' * 2)
+    res, calls = _suite(tmp_path, "ablation", "heldout/naive", TURNS="4", TURNS_FROM="1")
+    assert len(calls) == 1 and f"--turns-from {one}" in calls[0], res.stdout
+    assert "--turns 4" in calls[0] and f"/{tag.replace('ablation', 'ablation-t4')}/" in calls[0]
+    for env in ({"TURNS": "4"}, {"TURNS_FROM": "1"}):  # off, or a 1-turn run: never
+        _, calls = _suite(tmp_path, "ablation", "heldout/best", **env)
+        assert len(calls) == 1 and "bench run" in calls[0] and "--turns-from" not in calls[0]

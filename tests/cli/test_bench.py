@@ -426,3 +426,31 @@ def test_bench_pack_gzips_a_finished_run_and_names_what_it_cannot_pack(tmp_path)
         res = runner.invoke(app, ["bench", "pack", str(folder)])
         assert res.exit_code == 2 and message in res.output, res.output
         assert len(res.output.strip().splitlines()) == 1, res.output
+
+
+@needs_nvcc
+def test_turns_from_begins_a_run_of_more_turns_and_the_command_repeats_it(tmp_path):
+    one = bench_run(tmp_path, "scripted:best", "one", "--turns", "1")
+    assert one.exit_code == 0, one.output
+    three = bench_run(
+        tmp_path, "scripted:best", "three", "--turns", "3", "--turns-from", str(tmp_path / "one")
+    )
+    assert three.exit_code == 0, three.output
+    assert "first turns: 4 task(s) begin with the turn 1 recorded by" in three.stdout
+    run = json.loads((tmp_path / "three/run.json").read_text())
+    assert run["turns_from"]["tasks"] == 4 and run["settings"]["turns"] == 3
+    assert f"--turns-from {tmp_path / 'one'}" in run["command"]
+    lines = (tmp_path / "three/trajectories.jsonl").read_text().splitlines()
+    assert lines[0] == (tmp_path / "one/trajectories.jsonl").read_text().splitlines()[0]
+    for source, message in (
+        (tmp_path / "none", "--turns-from"),
+        (tmp_path / "three", "it ran 3 turn(s)"),
+    ):
+        res = bench_run(tmp_path, "scripted:best", "t4", "--turns", "3", "--turns-from", source)
+        assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "t4" / "trajectories.jsonl").exists()
+    shutil.copytree(tmp_path / "one", tmp_path / "one2")  # the same turns, another run folder
+    res = bench_run(
+        tmp_path, "scripted:best", "three", "--turns", "3", "--turns-from", tmp_path / "one2"
+    )
+    assert res.exit_code == 2 and "its first turns came from" in res.output

@@ -542,3 +542,123 @@ def test_a_packed_trajectory_that_is_not_gzip_is_one_named_error(tmp_path):
     (out / "trajectories.jsonl.gz").write_bytes(b"not gzip at all")
     with pytest.raises(ValueError, match="not a gzipped trajectory"):
         read_run(out)
+
+
+def _more_turns(out, source, calls, turns=3, info=None):
+    """A `turns`-turn run of weakest-first into `out` that begins from the run `source`."""
+    from cudaperf.report.run import check_turns_from
+
+    st = BenchSettings(model="scripted:weakest-first", suite="sample", samples=2, turns=turns)
+    src = check_turns_from(source, st, META, info or {})
+    backend = make_bench_backend(st.model, TASKS)
+    return run_bench(st, TASKS, META, out, backend, scorer(calls), 4, info, turns_from=src)
+
+
+def test_a_run_of_more_turns_begins_from_the_turns_of_a_run_of_fewer(tmp_path):
+    """`bench run --turns-from`: a 3-turn run after a 1-turn one of the same settings takes
+    each task's recorded turn 1 and generates and scores turns 2-3 only, prompted from that
+    turn's chosen reply; run.json and the report say how many tasks began so."""
+    from cudaperf.report.render import write_run_report
+
+    one = tmp_path / "t1"
+    bench(one, "scripted:weakest-first", samples=2, turns=1)
+    calls: list = []
+    out = tmp_path / "t3"
+    assert _more_turns(out, one, calls) == len(TASKS)
+    assert len(calls) == 3 * 2  # 3 chunks x turns 2-3; turn 1 is not scored again
+    src = read_trajectory(one / "trajectories.jsonl")
+    recs = read_trajectory(out / "trajectories.jsonl")
+    first = [r for r in recs if isinstance(r, TurnRecord) and r.turn == 1]
+    assert first == [r for r in src if isinstance(r, TurnRecord)]
+    for r in recs:
+        if isinstance(r, TurnRecord) and r.turn == 2:
+            t1 = next(x for x in first if x.task_id == r.task_id)
+            assert t1.samples[t1.chosen].reply in [m["content"] for m in r.messages]
+    turns = Counter((r.task_id, r.turn) for r in recs if isinstance(r, TurnRecord))
+    assert set(turns.values()) == {1} and len(turns) == 3 * len(TASKS)
+    doc = json.loads((out / "run.json").read_text())
+    started = json.loads((one / "run.json").read_text())["started"]
+    assert doc["turns_from"] == {"run": str(one), "turns": 1, "started": started, "tasks": 12}
+    assert _more_turns(out, one, []) == 0  # a rerun: nothing left, nothing seeded twice
+    assert json.loads((out / "run.json").read_text())["turns_from"]["tasks"] == 12
+    assert len(read_trajectory(out / "trajectories.jsonl")) == len(recs)
+    s = summarize(read_run(out))
+    write_run_report(s, out)
+    assert (
+        f"first turns: 12 task(s) begin with the turn 1 recorded by {one}"
+        in (out / "report.md").read_text()
+    )
+
+
+def test_tasks_that_ran_their_own_first_turns_keep_them(tmp_path):
+    """A run cut after its first chunk's turn 1, resumed with --turns-from: that chunk's
+    tasks continue from their own turn 1; only the others take the other run's."""
+    one = tmp_path / "t1"
+    bench(one, "scripted:weakest-first", samples=2, turns=1)
+    traj = one / "trajectories.jsonl"
+    docs = [json.loads(line) for line in traj.read_text().splitlines()]
+    for d in docs:  # mark the other run's replies, to see which turn 1 a task continued from
+        for sample in d.get("samples", []):
+            sample["reply"] += "\n// from t1"
+    traj.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    out = tmp_path / "t3"
+    with pytest.raises(KeyboardInterrupt):  # chunk 1's turn 1 scored, then Ctrl-C
+        bench(out, "scripted:weakest-first", interrupt_at=1, turns=3)
+    own = {r.task_id for r in read_trajectory(out / "trajectories.jsonl")}
+    assert len(own) == 4
+    calls: list = []
+    assert _more_turns(out, one, calls) == len(TASKS)
+    assert len(calls) == 3 * 2
+    for r in read_trajectory(out / "trajectories.jsonl"):
+        if isinstance(r, TurnRecord) and r.turn == 2:
+            marked = any("// from t1" in m["content"] for m in r.messages)
+            assert marked == (r.task_id not in own), r.task_id
+    assert json.loads((out / "run.json").read_text())["turns_from"]["tasks"] == 8
+
+
+def test_turns_from_refuses_a_run_that_is_not_the_same_run_of_fewer_turns(tmp_path):
+    from cudaperf.report.run import check_resume, check_turns_from
+
+    setup = {"gpu": "NVIDIA H100 80GB HBM3", "sampling": {"temperature": 0.8, "max_tokens": 9}}
+    one = tmp_path / "t1"
+    st1 = BenchSettings(model="scripted:weakest-first", suite="sample", samples=2, turns=1)
+    backend = make_bench_backend(st1.model, TASKS)
+    run_bench(st1, TASKS, META, one, backend, scorer([]), 4, setup)
+    st3 = BenchSettings(model="scripted:weakest-first", suite="sample", samples=2, turns=3)
+    assert check_turns_from(one, st3, META, setup).path == one
+    few = {k: META[k] for k in list(META)[:3]}
+    for source, st, meta, info, why in (
+        (tmp_path / "none", st3, META, setup, "no run.json"),
+        (one, st1, META, setup, "it ran 1 turn(s); a run of --turns 1 begins from a run of fewer"),
+        (one, BenchSettings(**{**st3.__dict__, "samples": 4}), META, setup, "samples=2 there"),
+        (one, st3, few, setup, "it ran other tasks"),
+        (one, st3, META, {**setup, "gpu": "NVIDIA H200"}, "another setup (gpu"),
+        (one, st3, META, {**setup, "sampling": {"temperature": 1.0, "max_tokens": 9}}, "temper"),
+    ):
+        with pytest.raises(ValueError, match="--turns-from") as e:
+            check_turns_from(source, st, meta, info)
+        assert why in str(e.value) and "\n" not in str(e.value), str(e.value)
+    out = tmp_path / "t3"
+    _more_turns(out, one, [], info={**setup, "turns_from": {"run": str(one)}})
+    check_resume(out, st3, META, {**setup, "turns_from": {"run": str(one) + "/"}})  # same run
+    with pytest.raises(ValueError, match=f"its first turns came from {one}"):
+        check_resume(out, st3, META, {**setup, "turns_from": {"run": str(tmp_path / "other")}})
+
+
+def test_only_the_tasks_the_other_run_finished_begin_from_it(tmp_path):
+    """A task the other run left unfinished may still be continued there: this run makes
+    its own turns for it from turn 1."""
+    two = tmp_path / "t2"
+    with pytest.raises(KeyboardInterrupt):  # chunk 1 finished, chunk 2 only its turn 1
+        bench(two, "scripted:weakest-first", interrupt_at=3, turns=2)
+    recs = read_trajectory(two / "trajectories.jsonl")
+    done = {r.task_id for r in recs if isinstance(r, SummaryRecord)}
+    assert len(done) == 4 and len({r.task_id for r in recs}) == 8
+    calls: list = []
+    out = tmp_path / "t3"
+    assert _more_turns(out, two, calls) == len(TASKS)
+    assert set(calls[0]) == done  # chunk 1 goes on at turn 3; the others start at turn 1
+    recs = read_trajectory(out / "trajectories.jsonl")
+    turns = Counter((r.task_id, r.turn) for r in recs if isinstance(r, TurnRecord))
+    assert set(turns.values()) == {1} and len(turns) == 3 * len(TASKS)
+    assert json.loads((out / "run.json").read_text())["turns_from"]["tasks"] == 4

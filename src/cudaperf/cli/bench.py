@@ -240,6 +240,7 @@ def _row(t: Table, *cells: str) -> None:
 
 
 def _print_summary(s: dict, html: Path) -> None:
+    from cudaperf.report.render import turns_from_text
     from cudaperf.report.summary import fmt_ci, fmt_time, fmt_value
 
     t = Table(title=Text(s["title"]), title_justify="left")
@@ -255,6 +256,8 @@ def _print_summary(s: dict, html: Path) -> None:
         )
     stdout.print(t)
     if line := fmt_time(s.get("time") or {}):
+        stdout.print(Text(line))
+    if line := turns_from_text(s["info"].get("turns_from")):
         stdout.print(Text(line))
     if s["mode"] == "compile-only":
         stdout.print(
@@ -336,10 +339,23 @@ def run(
     ),
     max_tokens: int = typer.Option(2048, "--max-tokens", min=1, help="Tokens per reply."),
     generation: str = GenerationOpt,
+    turns_from: Path = typer.Option(
+        None,
+        "--turns-from",
+        help="A finished run of fewer --turns, otherwise the same (model, suite, settings, "
+        "tasks, setup, sampling): each task new here begins with its turns, so only the "
+        "later turns run (run.json and the report say so).",
+    ),
 ) -> None:
     """Run a model over a suite; every sample of every turn evaluated on every config."""
     from cudaperf.report.render import write_run_report
-    from cudaperf.report.run import BenchSettings, check_resume, read_run, run_bench
+    from cudaperf.report.run import (
+        BenchSettings,
+        check_resume,
+        check_turns_from,
+        read_run,
+        run_bench,
+    )
     from cudaperf.report.summary import summarize
 
     try:
@@ -393,9 +409,14 @@ def run(
             fail(str(e))
     sampling = _sampling(model, temperature, max_tokens, generation, gguf_file, server_model)
     command = _command(settings, out, suite_path, dataset, sampling)
+    if turns_from is not None:
+        command += " --turns-from " + shlex.quote(str(turns_from))
     info = _info(suites, left_out, env, eval_opts, command, sampling)
+    if turns_from is not None:
+        info["turns_from"] = {"run": str(turns_from)}
     try:  # before loading a model: a run this command cannot resume is named in one line
         check_resume(out, settings, meta, info)
+        source = None if turns_from is None else check_turns_from(turns_from, settings, meta, info)
     except ValueError as e:
         scorer.evaluator.close()
         fail(str(e))
@@ -431,6 +452,7 @@ def run(
                 batch_tasks,
                 info,
                 on_done=lambda res: bar.advance(tid),
+                turns_from=source,
             )
     except ValueError as e:
         fail(str(e))

@@ -227,6 +227,19 @@ def sampling_text(info: dict, model: str) -> str:
 _SAMPLED = ("temperature", "max_tokens")  # sampling_text's first two parts
 
 
+def turns_from_text(tf: dict | None) -> str:
+    """The header line of a run that began from another's turns (`bench run --turns-from`;
+    "" for one that did not)."""
+    if not isinstance(tf, dict) or not tf.get("run"):
+        return ""
+    k = tf.get("turns", "?")
+    turns = "turn 1" if k == 1 else f"turns 1-{k}"
+    return (
+        f"first turns: {tf.get('tasks', '?')} task(s) begin with the {turns} recorded by "
+        f"{tf['run']} (started {tf.get('started') or '?'}); those turns' time is that run's"
+    )
+
+
 def _header(s: dict) -> tuple[str, list[str]]:
     st = s["settings"]
     facts = [
@@ -242,6 +255,8 @@ def _header(s: dict) -> tuple[str, list[str]]:
         f"sampling: {sampling_text(s['info'], st['model'])}",
     ]
     if line := fmt_time(s.get("time") or {}):
+        facts.append(line)
+    if line := turns_from_text(s["info"].get("turns_from")):
         facts.append(line)
     if s["info"].get("left_out"):
         facts.append(f"left out: {s['info']['left_out']}")

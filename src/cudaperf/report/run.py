@@ -19,6 +19,13 @@ continues each task that never finished (a crash or Ctrl-C mid-task) after its l
 turn (`refine_many`'s `resume`: the next prompt is rebuilt from the recorded replies and
 feedback, as the stopped run would have built it). Turn records that do not replay (written
 by other prompts or rules) are dropped, and their task runs again from turn 1.
+
+A run of more turns can begin from a finished run of fewer (`turns_from`, `bench run
+--turns-from`): same model, suite, settings, tasks, setup and sampling, only `turns` lower. Each
+task that has no record here yet gets that run's turn records of the task, and resume continues
+it after them, so a 4-turn run after a 1-turn one generates and scores turns 2-4 only.
+`run.json`'s `turns_from` names the run and how many tasks began from it (their earlier turns'
+time is that run's), and the reports say so.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ __all__ = [
     "ConcurrentBatch",
     "RunFiles",
     "check_resume",
+    "check_turns_from",
     "make_bench_backend",
     "pack_run",
     "read_run",
@@ -172,15 +180,20 @@ def sampling_diff(old: dict, new: dict) -> list[tuple]:
     return [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
-def _settings_problem(old: dict, new: BenchSettings) -> str:
-    """Why a run of settings `old` cannot be resumed with `new` ("" when it can); a setting
-    an older run.json lacks counts as its default."""
+def _settings_shown(old: dict, new: BenchSettings) -> str:
+    """ "k=old there, new now" for each setting of `new` that `old` (run.json's settings)
+    gives otherwise ("" when none does); a setting an older run.json lacks counts as its
+    default."""
     defaults = asdict(BenchSettings(model="", suite=""))
     old = defaults | {k: v for k, v in old.items() if k in defaults}
     diff = [k for k, v in asdict(new).items() if old.get(k) != v]
-    if not diff:
+    return ", ".join(f"{k}={old.get(k)!r} there, {getattr(new, k)!r} now" for k in diff)
+
+
+def _settings_problem(old: dict, new: BenchSettings) -> str:
+    """Why a run of settings `old` cannot be resumed with `new` ("" when it can)."""
+    if not (shown := _settings_shown(old, new)):
         return ""
-    shown = ", ".join(f"{k}={old.get(k)!r} there, {getattr(new, k)!r} now" for k in diff)
     return f"it holds a run with other settings ({shown}); rerun with those or use a new --out"
 
 
@@ -211,6 +224,13 @@ def check_resume(out: Path, settings: BenchSettings, meta: dict[str, TaskMeta], 
         )
     if not problem:
         problem = _packed_problem(Path(out), list(meta))
+    was = (old_doc.get("turns_from") or {}).get("run")
+    now = (info.get("turns_from") or {}).get("run")
+    if not problem and was and now and Path(was) != Path(now):
+        problem = (
+            f"its first turns came from {was}; give --turns-from {was} (or leave it out) to "
+            "resume it"
+        )
     if problem:
         raise ValueError(f"{out}: {problem}")
 
@@ -269,6 +289,77 @@ def pack_run(folder: str | Path) -> tuple[int, int]:
     tmp.replace(packed)
     plain.unlink()
     return len(text.encode("utf-8")), packed.stat().st_size
+
+
+def check_turns_from(
+    source: str | Path, settings: BenchSettings, meta: dict[str, TaskMeta], info: dict
+) -> RunFiles:
+    """The run a run of `settings` may begin from (`run_bench`'s `turns_from`): ValueError in
+    one line unless it is a run folder of the same model, suite, settings and tasks with fewer
+    turns, measured on the same setup (the keys `info` gives) and sampled alike (where both
+    record how). Called before a model is loaded."""
+    where = f"--turns-from {source}"
+    try:
+        src = read_run(source)
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+    turns = src.settings["turns"]
+    if turns >= settings.turns:
+        raise ValueError(
+            f"{where}: it ran {turns} turn(s); a run of --turns {settings.turns} begins from a "
+            "run of fewer turns"
+        )
+    if shown := _settings_shown({**src.settings, "turns": settings.turns}, settings):
+        raise ValueError(f"{where}: it ran other settings ({shown}); give a run of these")
+    if list(src.meta) != list(meta):
+        raise ValueError(f"{where}: it ran other tasks (another suite or subset)")
+    if diff := setup_diff(src.info, info, [k for k in _SETUP if k in info]):
+        raise ValueError(f"{where}: it was measured on another setup ({_shown(diff)})")
+    if sampled := sampling_diff(src.info, info):
+        raise ValueError(f"{where}: its replies were sampled otherwise ({_shown(sampled)})")
+    return src
+
+
+def _seed_turns(traj: Path, src: RunFiles) -> None:
+    """Append to `traj` the turn records of each task `src` finished that has no record here
+    yet (resume then continues each after them)."""
+    have = {r.task_id for r in read_records(traj)}
+    done = {r.task_id for r in src.records if isinstance(r, SummaryRecord)}
+    take = [
+        r
+        for r in src.records
+        if isinstance(r, TurnRecord) and r.task_id in done and r.task_id not in have
+    ]
+    if take:
+        append_lines(traj, [r.model_dump_json() for r in take])
+        log.info("%d task(s) begin from the turns of %s", len({r.task_id for r in take}), src.path)
+
+
+def _note_turns_from(out: Path, src: RunFiles, traj: Path) -> None:
+    """run.json's `turns_from`: the run, its turns, when it started, and how many of this
+    run's tasks begin with its turn-1 record (counted from the trajectory, so a record that
+    did not replay, and was dropped, is not counted)."""
+    first = {
+        r.task_id: r.model_dump_json()
+        for r in src.records
+        if isinstance(r, TurnRecord) and r.turn == 1
+    }
+    n = sum(
+        1
+        for r in read_records(traj)
+        if isinstance(r, TurnRecord) and r.turn == 1 and first.get(r.task_id) == r.model_dump_json()
+    )
+    rj = out / RUN_JSON
+    doc = json.loads(rj.read_text(encoding="utf-8"))
+    doc["turns_from"] = {
+        "run": str(src.path),
+        "turns": src.settings["turns"],
+        "started": src.info.get("started"),
+        "tasks": n,
+    }
+    tmp = rj.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    tmp.replace(rj)
 
 
 def _prepare(out: Path, settings: BenchSettings, meta: dict[str, TaskMeta], info: dict) -> None:
@@ -354,10 +445,12 @@ def run_bench(
     info: dict | None = None,
     on_turn: Callable[[TurnRecord], None] | None = None,
     on_done: Callable | None = None,
+    turns_from: RunFiles | None = None,
 ) -> int:
     """Run every not-yet-finished task of `tasks` into the folder `out`; returns how many
     tasks were run now (0: everything was already done). Raises ValueError when `out`
-    holds a run of other settings or tasks."""
+    holds a run of other settings or tasks. `turns_from` (from `check_turns_from`): a run
+    of fewer turns whose turn records begin each task that has none here yet."""
     from cudaperf.refine.episode import Rules
     from cudaperf.refine.loop import refine_many
 
@@ -367,8 +460,12 @@ def run_bench(
     if trajectory_file(out).name == PACKED:
         return 0  # packed: every task finished (pack_run packs nothing else)
     traj = Path(out) / TRAJECTORY
+    if turns_from is not None:
+        _seed_turns(traj, turns_from)
     rules = Rules(turns=settings.turns, patience=settings.turns)  # what refine_many builds
     done, earlier = _resume_state(traj, tasks, backend.name, rules)
+    if turns_from is not None:
+        _note_turns_from(Path(out), turns_from, traj)
     todo = [t for t in tasks if t.id not in done]
     if done:
         log.info("resuming: %d of %d task(s) already finished", len(tasks) - len(todo), len(tasks))
