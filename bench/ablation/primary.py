@@ -66,6 +66,7 @@ from cudaperf.report.metrics import (  # noqa: E402
 )
 from cudaperf.report.run import read_run, sampling_diff, setup_diff  # noqa: E402
 from cudaperf.report.summary import _ci, load_views  # noqa: E402
+from cudaperf.train.curves import trained_steps  # noqa: E402
 
 RESAMPLES = 10_000
 SECONDARY = (
@@ -110,8 +111,7 @@ def training(spec: str) -> tuple[str, int, dict]:
     reports = sorted(folder.glob("grpo_report_lease*.json"))
     if not steps_file.is_file() or not reports:
         raise ValueError(f"--training {spec!r}: {folder} holds no steps.jsonl and reports")
-    rows = [json.loads(x) for x in steps_file.read_text().splitlines() if x.strip()]
-    steps = sorted({r["step"] for r in rows if r.get("kind") == "step"})
+    steps = trained_steps(steps_file)
     seen = set()
     for rep in reports:
         o = json.loads(rep.read_text())["options"]

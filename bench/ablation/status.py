@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from cudaperf.jsonl import read_text  # noqa: E402
 from cudaperf.report.run import trajectory_file  # noqa: E402
+from cudaperf.train.curves import trained_steps  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = Path("bench/results/ablation")
@@ -39,18 +40,7 @@ BENCHES = (("ablation", "train-unseen"), ("ablation", "heldout"), ("ablation-t4"
 
 def steps_trained(folder: Path) -> int:
     """Distinct steps in a training run's steps.jsonl (0 when it has none)."""
-    path = folder / "steps.jsonl"
-    if not path.is_file():
-        return 0
-    steps = set()
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue  # a line cut by a killed writer
-        if isinstance(row, dict) and row.get("kind") == "step":
-            steps.add(row.get("step"))
-    return len(steps)
+    return len(trained_steps(folder / "steps.jsonl"))
 
 
 def checkpoints(root: Path) -> dict[str, int]:

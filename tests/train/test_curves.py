@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from cudaperf.train.curves import merge_rollouts
+from cudaperf.train.curves import merge_rollouts, trained_steps
 
 
 def test_rollouts_of_several_processes_merge_by_rows():
@@ -188,3 +188,22 @@ def test_blocks_and_rolling_means_show_the_trend_single_steps_hide():
     assert [b["score_by_turn"] for b in got] == [[1.0, 1.5], [1.0, 3.5], [2.0]]
     assert rolling([1.0, None, 3.0, 5.0], size=2) == [1.0, 1.0, 3.0, 4.0]
     assert rolling([None, 2.0], size=3) == [None, 2.0]
+
+
+def test_trained_steps_counts_each_logged_step_once_and_skips_a_cut_last_line(tmp_path):
+    """What the ablation's status and primary.py count as trained: distinct `step` rows (a
+    resumed process that redid a step logs it again), not rollout or trainer rows."""
+    import json
+
+    rows = [
+        {"kind": "rollout", "step": 0},
+        {"kind": "step", "step": 1},
+        {"kind": "trainer", "step": 1, "loss": 0.1},
+        {"kind": "step", "step": 2},
+        {"kind": "step", "step": 2},
+        {"kind": "step", "step": 3},
+    ]
+    path = tmp_path / "steps.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"kind": "step", "st')
+    assert trained_steps(path) == [1, 2, 3]
+    assert trained_steps(tmp_path / "none.jsonl") == []

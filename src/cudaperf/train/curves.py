@@ -34,6 +34,7 @@ __all__ = [
     "read_steps",
     "rolling",
     "summary",
+    "trained_steps",
 ]
 
 BLOCK = 10  # steps per block of `blocks` and window of the plot's rolling means
@@ -62,6 +63,23 @@ STATUSES = (
     "rejected",
     "infra_error",
 )
+
+
+def trained_steps(path: str | Path) -> list[int]:
+    """The distinct steps a run's steps.jsonl logged as trained (its `step` rows), in order;
+    [] when there is no such file; a last line cut by a killed writer is skipped. A resumed
+    process logs each step once more only if it redid it, so this counts a step once."""
+    p = Path(path)
+    if not p.is_file():
+        return []
+    steps = set()
+    for line in complete_lines(p.read_text(encoding="utf-8")):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if isinstance(row, dict) and row.get("kind") == "step":
+            steps.add(int(row["step"]))
+    return sorted(steps)
 
 
 def read_steps(run: str | Path) -> list[dict]:
