@@ -36,6 +36,7 @@ START = "sft_pairs_s0"  # the shared SFT start (its bench runs are named `sft`)
 # (bench_suite.sh mode folder, subset folder): turn-1 runs on both fixed subsets, then the
 # 4-turn run on the primary subset
 BENCHES = (("ablation", "train-unseen"), ("ablation", "heldout"), ("ablation-t4", "train-unseen"))
+T4, TURNS4 = "ablation-t4", 4  # the 4-turn runs' mode folder and turns
 
 
 def steps_trained(folder: Path) -> int:
@@ -129,17 +130,57 @@ def _start(doc: dict) -> int:
     return int(m.group(1)) if m else 0
 
 
+def _timing_rows(path: Path) -> list[dict]:
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue  # a line cut by a killed writer
+    return rows
+
+
+def turn_seconds(root: Path) -> float | None:
+    """Device seconds per scored task-turn of the committed 4-turn bench runs: the wall time
+    of their chunks that count their turns (`timing.jsonl`'s `turns`, recorded since session
+    31; a cut chunk's lost work included, as the device time was spent), over those turns."""
+    wall = turns = 0.0
+    for t in (root / RESULTS / "bench").glob(f"*/{T4}/*/*/timing.jsonl"):
+        for c in _timing_rows(t):
+            if c.get("turns"):
+                wall, turns = wall + float(c["wall_s"]), turns + int(c["turns"])
+    return wall / turns if turns else None
+
+
+def turns_left(folder: Path) -> int:
+    """Task-turns a 4-turn run still has to score, each task new to it beginning from its
+    checkpoint's 1-turn run (PROTOCOL.md, session-31 note (5)): 3 for a task with no record,
+    4 less its recorded turns for an unfinished one, 0 for a finished one."""
+    rj = folder / "run.json"
+    selected = len(json.loads(rj.read_text(encoding="utf-8"))["tasks"]) if rj.is_file() else TASKS
+    traj = trajectory_file(folder)
+    turns: dict[str, int] = {}
+    done = set()
+    for line in (read_text(traj) if traj.is_file() else "").splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if rec.get("type") == "turn":
+            turns[rec["task_id"]] = turns.get(rec["task_id"], 0) + 1
+        elif rec.get("type") == "summary":
+            done.add(rec["task_id"])
+    left = sum(TURNS4 - n for tid, n in turns.items() if tid not in done)
+    return left + (selected - len(set(turns) | done)) * (TURNS4 - 1)
+
+
 def bench_seconds(root: Path) -> dict[str, float]:
     """Seconds per task of each `mode/subset` from the committed bench runs' complete chunks
     (`timing.jsonl`); a mode/subset without one is absent."""
     wall: dict[str, list[float]] = {}
     for t in (root / RESULTS / "bench").glob("*/*/*/*/timing.jsonl"):
         key = f"{t.parts[-4]}/{t.parts[-3]}"
-        for line in t.read_text(encoding="utf-8").splitlines():
-            try:
-                c = json.loads(line)
-            except ValueError:
-                continue
+        for c in _timing_rows(t):
             if c.get("complete") and c.get("tasks"):
                 wall.setdefault(key, [0.0, 0.0])
                 wall[key][0] += float(c["wall_s"])
@@ -150,10 +191,12 @@ def bench_seconds(root: Path) -> dict[str, float]:
 def estimate(rows: list[dict], root: Path) -> dict:
     """Device seconds still to spend, from the committed costs: training steps left at the
     mean seconds per step of the committed processes (their preparation included), and bench
-    tasks left at each mode/subset's seconds per task; what has no committed cost is listed."""
+    tasks left at each mode/subset's seconds per task, the 4-turn runs' task-turns left at
+    their seconds per task-turn; what has no committed cost is listed."""
     per_step = lease_seconds(root)
     step_s = sum(per_step) / len(per_step) if per_step else None
     per_task = bench_seconds(root)
+    turn_s = turn_seconds(root)
     left_steps = sum(STEPS - r["steps"] for r in rows if r["steps"] is not None)
     train = None if step_s is None else left_steps * step_s
     bench, unknown = 0.0, []
@@ -162,7 +205,14 @@ def estimate(rows: list[dict], root: Path) -> dict:
             done, total = (0, TASKS) if prog in ("-", "?") else map(int, prog.split("/"))
             if done >= total:
                 continue
-            if key in per_task:
+            if key.startswith(T4 + "/"):  # priced by the task-turn: its tasks run 3 or fewer
+                if turn_s is None:
+                    unknown.append(f"{r['run']} {key}")
+                    continue
+                name = "sft" if r["run"] == START else "grpo"
+                folder = root / RESULTS / "bench" / r["run"] / key / name
+                bench += turns_left(folder) * turn_s
+            elif key in per_task:
                 bench += (total - done) * per_task[key]
             else:
                 unknown.append(f"{r['run']} {key}")
@@ -171,6 +221,7 @@ def estimate(rows: list[dict], root: Path) -> dict:
         "seconds_per_step": step_s,
         "training_s": train,
         "bench_seconds_per_task": per_task,
+        "bench_seconds_per_task_turn_4_turn_runs": turn_s,
         "bench_s": bench,
         "bench_without_a_cost": unknown,
         "note": "estimates from committed timings; machine starts and setup calls not counted",

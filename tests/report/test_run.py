@@ -432,6 +432,7 @@ def test_each_chunk_records_its_time_and_the_summary_adds_them_up(tmp_path):
         bench(out, wf, interrupt_at=3)  # chunk 1 (4 tasks) done, chunk 2 cut in its turn 1
     lines = [json.loads(x) for x in (out / TIMING).read_text().splitlines()]
     assert [(c["tasks"], c["complete"]) for c in lines] == [(4, True), (4, False)]
+    assert [c["turns"] for c in lines] == [4 * 2, 4]  # task-turns scored; the cut turn 2 is not
     for c in lines:
         assert c["wall_s"] >= c["generate_s"] + c["score_s"] - 1e-3 and c["score_s"] >= 0
     with (out / TIMING).open("a") as f:
@@ -579,6 +580,8 @@ def test_a_run_of_more_turns_begins_from_the_turns_of_a_run_of_fewer(tmp_path):
     doc = json.loads((out / "run.json").read_text())
     started = json.loads((one / "run.json").read_text())["started"]
     assert doc["turns_from"] == {"run": str(one), "turns": 1, "started": started, "tasks": 12}
+    timing = [json.loads(x) for x in (out / "timing.jsonl").read_text().splitlines()]
+    assert [c["turns"] for c in timing] == [4 * 2] * 3  # turns 2-3 only: turn 1 was not scored
     assert _more_turns(out, one, []) == 0  # a rerun: nothing left, nothing seeded twice
     assert json.loads((out / "run.json").read_text())["turns_from"]["tasks"] == 12
     assert len(read_trajectory(out / "trajectories.jsonl")) == len(recs)

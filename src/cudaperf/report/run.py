@@ -10,7 +10,9 @@ A run folder holds:
   and turn as soon as that turn is scored, then the task's summary record;
 - `timing.jsonl`: one line per chunk of tasks as it ends (also one cut by Ctrl-C or an
   error, `"complete": false`): its wall seconds, the seconds spent generating and scoring,
-  and how many tasks it held, so a run's wall time adds up over every process that resumed it.
+  how many tasks it held and how many task-turns it scored (`turns`; a resumed or seeded
+  task's earlier turns are not this chunk's), so a run's wall time adds up over every process
+  that resumed it and a turn's cost can be read from it.
 
 Tasks go through `refine_many` in chunks of `batch_tasks` (one generation batch and one
 evaluator batch per turn and chunk), with `patience = turns` so that no task stops before its
@@ -472,6 +474,7 @@ def run_bench(
     for i in range(0, len(todo), batch_tasks):
         chunk = todo[i : i + batch_tasks]
         clock: dict[str, float] = {}
+        scored: list[TurnRecord] = []  # the chunk's task-turns, for timing.jsonl
         started, t0, complete = _now(), time.perf_counter(), False
         try:
             refine_many(
@@ -484,7 +487,7 @@ def run_bench(
                 keep_exchanges=rules.keep_exchanges,
                 out=traj,
                 resume=earlier,
-                on_turn=on_turn,
+                on_turn=_counting(scored, on_turn),
                 on_done=on_done,
                 clock=clock,
             )
@@ -493,12 +496,24 @@ def run_bench(
             line = {
                 "started": started,
                 "tasks": len(chunk),
+                "turns": len(scored),
                 "complete": complete,
                 "wall_s": round(time.perf_counter() - t0, 3),
                 **{k: round(v, 3) for k, v in sorted(clock.items())},
             }
             append_lines(Path(out) / TIMING, [json.dumps(line)])
     return len(todo)
+
+
+def _counting(into: list, then: Callable | None) -> Callable[[TurnRecord], None]:
+    """An `on_turn` that keeps each turn record in `into`, then calls `then` (if any)."""
+
+    def call(rec: TurnRecord) -> None:
+        into.append(rec)
+        if then is not None:
+            then(rec)
+
+    return call
 
 
 def _now() -> str:

@@ -89,3 +89,30 @@ def test_the_board_reads_steps_checkpoints_and_bench_progress(tmp_path, capsys):
     assert (tmp_path / "s.png").stat().st_size > 0
     assert script.main(["--root", str(tmp_path / "nowhere")]) == 2
     assert "no such folder" in capsys.readouterr().err
+
+
+def test_four_turn_runs_are_priced_by_the_task_turns_left(tmp_path):
+    """A 4-turn run's tasks begin from their 1-turn run (PROTOCOL.md, session-31 note (5)):
+    3 task-turns for a task with no record, 4 less its turns for an unfinished one, none for
+    a finished one, at the seconds per scored task-turn of the chunks that count them."""
+    root = _repo(tmp_path)
+    t4 = root / "bench/results/ablation/bench/abl_unified_s0/ablation-t4/train-unseen/grpo"
+    t4.mkdir(parents=True)
+    (t4 / "run.json").write_text(json.dumps({"tasks": {"a": {}, "b": {}, "c": {}}}))
+    recs = [{"type": "turn", "task_id": "a"}] * 2 + [{"type": "turn", "task_id": "b"}] * 3
+    recs.append({"type": "summary", "task_id": "b"})  # stopped early (no valid reward)
+    (t4 / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    chunks = [
+        {"tasks": 2, "turns": 4, "complete": False, "wall_s": 40.0},
+        {"tasks": 2, "complete": False, "wall_s": 99.0},  # written before turns were counted
+    ]
+    (t4 / "timing.jsonl").write_text("".join(json.dumps(c) + "\n" for c in chunks))
+    script = load_script("bench/ablation/status.py")
+    assert script.turns_left(t4) == 2 + 0 + 3
+    out = tmp_path / "status.json"
+    assert script.main(["--root", str(root), "--out", str(out)]) == 0
+    est = json.loads(out.read_text())["estimate"]
+    assert est["bench_seconds_per_task_turn_4_turn_runs"] == 10.0
+    four = 5 * 10.0 + 6 * 60 * 3 * 10.0  # this run, then 5 more planned runs and the start's
+    assert est["bench_s"] == 1 * 10.0 + 6 * 60 * 10.0 + four
+    assert not [k for k in est["bench_without_a_cost"] if "ablation-t4" in k]
