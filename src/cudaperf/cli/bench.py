@@ -257,7 +257,7 @@ def _print_summary(s: dict, html: Path) -> None:
     stdout.print(t)
     if line := fmt_time(s.get("time") or {}):
         stdout.print(Text(line))
-    if line := turns_from_text(s["info"].get("turns_from")):
+    if line := turns_from_text((s.get("info") or {}).get("turns_from")):
         stdout.print(Text(line))
     if s["mode"] == "compile-only":
         stdout.print(
