@@ -14,7 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _suite(tmp_path, *args, **env):
+def _suite(tmp_path, *args, repo=ROOT, **env):
+    """bench_suite.sh of `repo` run there, with ROOT and BG_RUNS under tmp_path unless `env`
+    names them; (the process, the `cudaperf` command lines it ran)."""
     log = tmp_path / "calls.txt"
     log.unlink(missing_ok=True)  # this call's bench runs only
     fake = tmp_path / "py"
@@ -24,11 +26,12 @@ def _suite(tmp_path, *args, **env):
         f'exec {sys.executable} "$@"\n'
     )
     fake.chmod(0o755)
-    full = {**os.environ, "PY": str(fake), "ROOT": str(tmp_path / "runs"), **env}
+    full = {**os.environ, "PY": str(fake), "ROOT": str(tmp_path / "runs")}
+    full |= {"BG_RUNS": str(tmp_path / "safe"), **env}
     full.pop("OUT", None)
     res = subprocess.run(
-        ["bash", "bench/bench_suite.sh", *args],
-        cwd=ROOT,
+        ["bash", str(repo / "bench/bench_suite.sh"), *args],
+        cwd=repo,
         env=full,
         capture_output=True,
         text=True,
@@ -153,42 +156,21 @@ def _repo_copy(tmp_path):
     return repo
 
 
-def _suite_in(repo, tmp_path, *args, **env):
-    log = tmp_path / "calls.txt"
-    log.unlink(missing_ok=True)
-    fake = tmp_path / "py"
-    fake.write_text(
-        "#!/usr/bin/env bash\n"
-        f'if [ "$1" = -m ] && [ "$2" = cudaperf ]; then echo "$*" >> {log}; exit 0; fi\n'
-        f'exec {sys.executable} "$@"\n'
-    )
-    fake.chmod(0o755)
-    full = {**os.environ, "PY": str(fake), "BG_RUNS": str(tmp_path / "safe"), **env}
-    full.pop("OUT", None)
-    res = subprocess.run(
-        ["bash", str(repo / "bench/bench_suite.sh"), *args],
-        cwd=repo,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return res, log.read_text().splitlines() if log.is_file() else []
-
-
 def test_a_background_job_keeps_runs_inside_the_tree_on_a_seeded_copy_outside_it(tmp_path):
     """Each device call copies the working tree anew and drops what is not in it (session 31
     lost a job's log so): a device_bg job's runs under a folder git does not ignore go to a copy
     outside the tree, seeded from what the repository holds; elsewhere nothing moves."""
     repo = _repo_copy(tmp_path)
-    res, _ = _suite_in(repo, tmp_path, "ablation", "list", ROOT="results")
+    res, _ = _suite(tmp_path, "ablation", "list", ROOT="results", repo=repo)
     tag = "ablation-compile-only" if "NO GPU" in res.stdout else "ablation"
     held = repo / "results" / tag / "heldout" / "naive"
     held.mkdir(parents=True)
     (held / "run.json").write_text(json.dumps({"tasks": {"a": {}, "b": {}}}))
     (held / "trajectories.jsonl").write_text('{"type":"summary"}\n')
 
-    res, calls = _suite_in(repo, tmp_path, "ablation", "heldout/naive", ROOT="results", BG_JOB="j")
+    res, calls = _suite(
+        tmp_path, "ablation", "heldout/naive", ROOT="results", BG_JOB="j", repo=repo
+    )
     safe = tmp_path / "safe" / "results" / tag
     assert len(calls) == 1 and f"--out {safe}/heldout/naive" in calls[0], res.stdout
     assert (safe / "heldout/naive/trajectories.jsonl").read_text() == '{"type":"summary"}\n'
@@ -196,12 +178,12 @@ def test_a_background_job_keeps_runs_inside_the_tree_on_a_seeded_copy_outside_it
     assert f"device_bg job j: runs in {safe}" in res.stdout
     # a later job of the same machine resumes the copy, not the repository's older runs
     (safe / "heldout/naive/trajectories.jsonl").write_text('{"type":"summary"}\n' * 2)
-    res, _ = _suite_in(repo, tmp_path, "ablation", "list", ROOT="results", BG_JOB="j")
+    res, _ = _suite(tmp_path, "ablation", "list", ROOT="results", BG_JOB="j", repo=repo)
     assert ["heldout/naive", "2/2"] in [x.split() for x in res.stdout.splitlines()], res.stdout
 
     # not a background job, or a git-ignored ROOT: the runs stay where ROOT says
     for env in ({"ROOT": "results"}, {"ROOT": "ignored/runs", "BG_JOB": "j"}):
-        res, calls = _suite_in(repo, tmp_path, "ablation", "heldout/naive", **env)
+        res, calls = _suite(tmp_path, "ablation", "heldout/naive", **env, repo=repo)
         out = f"--out {env['ROOT']}/{tag}/heldout/naive"
         assert len(calls) == 1 and out in calls[0], res.stdout
         assert "device_bg job" not in res.stdout
