@@ -322,10 +322,13 @@ def check_turns_from(
     return src
 
 
-def _seed_turns(traj: Path, src: RunFiles) -> None:
-    """Append to `traj` the turn records of each task `src` finished that has no record here
-    yet (resume then continues each after them)."""
-    have = {r.task_id for r in read_records(traj)}
+def _seed_turns(
+    traj: Path, src: RunFiles, records: list[TurnRecord | SummaryRecord]
+) -> list[TurnRecord]:
+    """Append to `traj` (whose records are `records`) the turn records of each task `src`
+    finished that has no record here yet (resume then continues each after them); those
+    appended."""
+    have = {r.task_id for r in records}
     done = {r.task_id for r in src.records if isinstance(r, SummaryRecord)}
     take = [
         r
@@ -335,12 +338,13 @@ def _seed_turns(traj: Path, src: RunFiles) -> None:
     if take:
         append_lines(traj, [r.model_dump_json() for r in take])
         log.info("%d task(s) begin from the turns of %s", len({r.task_id for r in take}), src.path)
+    return take
 
 
-def _note_turns_from(out: Path, src: RunFiles, traj: Path) -> None:
+def _note_turns_from(out: Path, src: RunFiles, records: list[TurnRecord | SummaryRecord]) -> None:
     """run.json's `turns_from`: the run, its turns, when it started, and how many of this
-    run's tasks begin with its turn-1 record (counted from the trajectory, so a record that
-    did not replay, and was dropped, is not counted)."""
+    run's tasks begin with its turn-1 record (counted from the trajectory's `records` as
+    resume kept them, so a record that did not replay, and was dropped, is not counted)."""
     first = {
         r.task_id: r.model_dump_json()
         for r in src.records
@@ -348,7 +352,7 @@ def _note_turns_from(out: Path, src: RunFiles, traj: Path) -> None:
     }
     n = sum(
         1
-        for r in read_records(traj)
+        for r in records
         if isinstance(r, TurnRecord) and r.turn == 1 and first.get(r.task_id) == r.model_dump_json()
     )
     rj = out / RUN_JSON
@@ -407,16 +411,16 @@ def read_records(path: Path) -> list[TurnRecord | SummaryRecord]:
 
 
 def _resume_state(
-    path: Path, tasks: Sequence[Task], model: str, rules
-) -> tuple[set[str], list[TurnRecord]]:
-    """Task ids with a summary record, and the turn records of unfinished tasks that replay
-    (`refine.episode.resume` rebuilds the chain from them: `refine_many`'s `resume`); the
-    trajectory is rewritten without the others, whose tasks run again from turn 1."""
+    path: Path, records: list[TurnRecord | SummaryRecord], tasks: Sequence[Task], model: str, rules
+) -> tuple[set[str], list[TurnRecord], list[TurnRecord | SummaryRecord]]:
+    """From the trajectory `path`'s `records`: task ids with a summary record, the turn
+    records of unfinished tasks that replay (`refine.episode.resume` rebuilds the chain from
+    them: `refine_many`'s `resume`), and every record kept; the trajectory is rewritten
+    without the others, whose tasks run again from turn 1."""
     from cudaperf.refine import episode
 
-    records = read_records(path)
     if not records:
-        return set(), []
+        return set(), [], []
     done = {r.task_id for r in records if isinstance(r, SummaryRecord)}
     replay = set()
     for t in tasks:
@@ -433,7 +437,7 @@ def _resume_state(
         tmp.replace(path)
     if replay:
         log.info("continuing %d unfinished task(s) after their last recorded turn", len(replay))
-    return done, [r for r in keep if isinstance(r, TurnRecord) and r.task_id in replay]
+    return done, [r for r in keep if isinstance(r, TurnRecord) and r.task_id in replay], keep
 
 
 def run_bench(
@@ -462,12 +466,13 @@ def run_bench(
     if trajectory_file(out).name == PACKED:
         return 0  # packed: every task finished (pack_run packs nothing else)
     traj = Path(out) / TRAJECTORY
+    records = read_records(traj)  # read once: seeding appends to them, resume filters them
     if turns_from is not None:
-        _seed_turns(traj, turns_from)
+        records = records + _seed_turns(traj, turns_from, records)
     rules = Rules(turns=settings.turns, patience=settings.turns)  # what refine_many builds
-    done, earlier = _resume_state(traj, tasks, backend.name, rules)
+    done, earlier, kept = _resume_state(traj, records, tasks, backend.name, rules)
     if turns_from is not None:
-        _note_turns_from(Path(out), turns_from, traj)
+        _note_turns_from(Path(out), turns_from, kept)
     todo = [t for t in tasks if t.id not in done]
     if done:
         log.info("resuming: %d of %d task(s) already finished", len(tasks) - len(todo), len(tasks))
