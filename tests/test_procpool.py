@@ -209,3 +209,28 @@ def test_a_wait_for_the_next_item_acts_on_a_sigint_another_thread_got(tmp_path, 
     out = out.strip()
     assert out.startswith("interrupted"), (out, err[-2000:])
     assert float(out.split()[1]) < 10  # not after the 30 s item
+
+
+def test_stop_returns_after_the_pools_manager_thread_closed_its_wakeup(monkeypatch):
+    # The manager thread closes its wake-up pipe as it ends; the interpreter's exit hook
+    # writes to that pipe without a lock, so a process exiting while the thread is still
+    # ending could die of EBADF (exit code 1, seen in CI). Here the thread ends slowly.
+    import concurrent.futures.process as cfp
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from cudaperf.procpool import stop, worker_init
+
+    slow = cfp._ExecutorManagerThread.join_executor_internals
+
+    def join_slowly(self):
+        time.sleep(1.0)
+        slow(self)
+
+    monkeypatch.setattr(cfp._ExecutorManagerThread, "join_executor_internals", join_slowly)
+    ctx = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(2, mp_context=ctx, initializer=worker_init)
+    assert [f.result() for f in [pool.submit(_square, i) for i in range(4)]] == [0, 1, 4, 9]
+    wakeup = pool._executor_manager_thread_wakeup  # shutdown drops it
+    stop(pool)
+    assert wakeup._closed

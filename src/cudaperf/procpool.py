@@ -12,8 +12,13 @@ them before it propagates.
 and joined. `pool.shutdown(wait=False)` is not enough inside a multiprocessing child: the
 child's exit joins its non-daemon children (the pool's workers) before it runs the thread-exit
 hooks that would tell those workers to leave, so it can wait for ever (seen: `data measure`'s
-PyTorch child hung after its last row until killed, every run). `worker_init` is the pools'
-initializer: workers ignore SIGINT, so a terminal's Ctrl-C prints no traceback from each.
+PyTorch child hung after its last row until killed, every run). `stop` also waits for the
+pool's manager thread to end: that thread closes its wake-up pipe as it ends, while the
+interpreter's exit hook writes to the same pipe without a lock (CPython 3.11), so a process that
+exited right after `stop` could die with `OSError: [Errno 9] Bad file descriptor` and exit code
+1 (seen in CI: `data measure`'s PyTorch child, its work done, was restarted for it).
+`worker_init` is the pools' initializer: workers ignore SIGINT, so a terminal's Ctrl-C prints
+no traceback from each.
 """
 
 from __future__ import annotations
@@ -100,7 +105,8 @@ def _apply(job):
 def stop(pool: ProcessPoolExecutor, grace_s: float = 2.0) -> None:
     """Cancel `pool`'s queued work and end its workers (running work is lost): returns within
     about `grace_s` seconds and leaves no worker behind."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown drops them
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown drops them,
+    manager = getattr(pool, "_executor_manager_thread", None)  # and this
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in procs:  # all of them first: a second Ctrl-C during the joins leaves none
         if proc.is_alive():
@@ -110,3 +116,5 @@ def stop(pool: ProcessPoolExecutor, grace_s: float = 2.0) -> None:
         if proc.is_alive():
             proc.kill()
             proc.join(grace_s)
+    if manager is not None and manager.is_alive():  # see the module docstring's last part
+        manager.join(grace_s)
