@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from cudaperf.jsonl import read_text  # noqa: E402
-from cudaperf.report.run import trajectory_file  # noqa: E402
+from cudaperf.refine.trajectory import SummaryRecord  # noqa: E402
+from cudaperf.report.run import read_records, read_timing, trajectory_file  # noqa: E402
 from cudaperf.train.curves import trained_steps  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,18 +72,28 @@ def checkpoints(root: Path) -> dict[str, int]:
 
 
 def bench_progress(folder: Path) -> str:
-    """ "finished/selected" tasks of a bench run folder, "-" when it was never started."""
+    """ "finished/selected" tasks of a bench run folder, "-" when it was never started, "?"
+    when its run.json or trajectory is not one `cudaperf bench run` wrote."""
     rj = folder / "run.json"
     if not rj.is_file():
         return "-"
     try:
         selected = len(json.loads(rj.read_text(encoding="utf-8"))["tasks"])
+        finished = len(_finished(folder))
     except (ValueError, KeyError, TypeError):
         return "?"
-    traj = trajectory_file(folder)  # trajectories.jsonl, or .gz once `cudaperf bench pack`ed
-    text = read_text(traj) if traj.is_file() else ""
-    finished = sum(1 for x in text.splitlines() if '"type":"summary"' in x)
     return f"{finished}/{selected}"
+
+
+def _finished(folder: Path) -> set[str]:
+    """The tasks with a summary record in the run's trajectory (plain, or packed)."""
+    return {r.task_id for r in _records(folder) if isinstance(r, SummaryRecord)}
+
+
+def _records(folder: Path) -> list:
+    """The trajectory's records (`trajectories.jsonl`, or its `.gz` once `cudaperf bench
+    pack`ed), as `cudaperf bench report` reads them; ValueError for a file it did not write."""
+    return read_records(trajectory_file(folder))
 
 
 def board(root: Path) -> list[dict]:
@@ -130,23 +140,13 @@ def _start(doc: dict) -> int:
     return int(m.group(1)) if m else 0
 
 
-def _timing_rows(path: Path) -> list[dict]:
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            continue  # a line cut by a killed writer
-    return rows
-
-
 def turn_seconds(root: Path) -> float | None:
     """Device seconds per scored task-turn of the committed 4-turn bench runs: the wall time
     of their chunks that count their turns (`timing.jsonl`'s `turns`, recorded since session
     31; a cut chunk's lost work included, as the device time was spent), over those turns."""
     wall = turns = 0.0
     for t in (root / RESULTS / "bench").glob(f"*/{T4}/*/*/timing.jsonl"):
-        for c in _timing_rows(t):
+        for c in read_timing(t):
             if c.get("turns"):
                 wall, turns = wall + float(c["wall_s"]), turns + int(c["turns"])
     return wall / turns if turns else None
@@ -158,18 +158,12 @@ def turns_left(folder: Path) -> int:
     4 less its recorded turns for an unfinished one, 0 for a finished one."""
     rj = folder / "run.json"
     selected = len(json.loads(rj.read_text(encoding="utf-8"))["tasks"]) if rj.is_file() else TASKS
-    traj = trajectory_file(folder)
     turns: dict[str, int] = {}
-    done = set()
-    for line in (read_text(traj) if traj.is_file() else "").splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if rec.get("type") == "turn":
-            turns[rec["task_id"]] = turns.get(rec["task_id"], 0) + 1
-        elif rec.get("type") == "summary":
-            done.add(rec["task_id"])
+    records = _records(folder)
+    for rec in records:
+        if not isinstance(rec, SummaryRecord):
+            turns[rec.task_id] = turns.get(rec.task_id, 0) + 1
+    done = {r.task_id for r in records if isinstance(r, SummaryRecord)}
     left = sum(TURNS4 - n for tid, n in turns.items() if tid not in done)
     return left + (selected - len(set(turns) | done)) * (TURNS4 - 1)
 
@@ -180,7 +174,7 @@ def bench_seconds(root: Path) -> dict[str, float]:
     wall: dict[str, list[float]] = {}
     for t in (root / RESULTS / "bench").glob("*/*/*/*/timing.jsonl"):
         key = f"{t.parts[-4]}/{t.parts[-3]}"
-        for c in _timing_rows(t):
+        for c in read_timing(t):
             if c.get("complete") and c.get("tasks"):
                 wall.setdefault(key, [0.0, 0.0])
                 wall[key][0] += float(c["wall_s"])
@@ -281,9 +275,13 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    rows = board(args.root)
+    try:
+        rows = board(args.root)
+        est = estimate(rows, args.root)
+    except ValueError as e:  # a committed timing or trajectory file that bench did not write
+        print(f"status: {e}", file=sys.stderr)
+        return 2
     print(table(rows))
-    est = estimate(rows, args.root)
     if est["training_s"] is not None:
         print(
             f"left: {est['training_steps_left']} training steps, ~{est['training_s']:,.0f} s at "

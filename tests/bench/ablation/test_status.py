@@ -8,7 +8,39 @@ import gzip
 import json
 import subprocess
 
+from cudaperf.refine.trajectory import SummaryRecord, TurnRecord
 from tests.script_helpers import load_script
+
+
+def _turn(task_id: str, turn: int = 1) -> str:
+    rec = TurnRecord(
+        task_id=task_id,
+        turn=turn,
+        model="m",
+        messages=[],
+        samples=[],
+        chosen=None,
+        best_total=None,
+    )
+    return rec.model_dump_json() + "\n"
+
+
+def _summary(task_id: str, turns: int = 1) -> str:
+    rec = SummaryRecord(
+        task_id=task_id,
+        model="m",
+        turns=turns,
+        stopped="turns",
+        best_turn=None,
+        best_index=None,
+        best_total=None,
+        best_status=None,
+        best_speedup=None,
+        best_code=None,
+        reward_config="r",
+        mode="",
+    )
+    return rec.model_dump_json() + "\n"
 
 
 def _git(root, *args):
@@ -40,9 +72,8 @@ def _repo(tmp_path):
     bench = res / "bench/abl_unified_s0/ablation/train-unseen/grpo"
     bench.mkdir(parents=True)
     (bench / "run.json").write_text(json.dumps({"tasks": {"a": {}, "b": {}, "c": {}}}))
-    recs = [{"type": "turn"}, {"type": "summary"}, {"type": "turn"}, {"type": "summary"}]
     (bench / "trajectories.jsonl").write_text(
-        "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs)
+        _turn("a") + _summary("a") + _turn("b") + _summary("b")
     )
     chunks = [
         {"tasks": 2, "complete": True, "wall_s": 20.0},
@@ -51,7 +82,7 @@ def _repo(tmp_path):
     packed = res / "bench/sft_pairs_s0/ablation/heldout/sft"  # a finished run, packed
     packed.mkdir(parents=True)
     (packed / "run.json").write_text(json.dumps({"tasks": {"a": {}}}))
-    (packed / "trajectories.jsonl.gz").write_bytes(gzip.compress(b'{"type":"summary"}\n'))
+    (packed / "trajectories.jsonl.gz").write_bytes(gzip.compress(_summary("a").encode()))
     (bench / "timing.jsonl").write_text("".join(json.dumps(c) + "\n" for c in chunks))
     return root
 
@@ -99,9 +130,9 @@ def test_four_turn_runs_are_priced_by_the_task_turns_left(tmp_path):
     t4 = root / "bench/results/ablation/bench/abl_unified_s0/ablation-t4/train-unseen/grpo"
     t4.mkdir(parents=True)
     (t4 / "run.json").write_text(json.dumps({"tasks": {"a": {}, "b": {}, "c": {}}}))
-    recs = [{"type": "turn", "task_id": "a"}] * 2 + [{"type": "turn", "task_id": "b"}] * 3
-    recs.append({"type": "summary", "task_id": "b"})  # stopped early (no valid reward)
-    (t4 / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    recs = [_turn("a", 1), _turn("a", 2), *[_turn("b", t) for t in (1, 2, 3)]]
+    recs.append(_summary("b", 3))  # stopped early (no valid reward)
+    (t4 / "trajectories.jsonl").write_text("".join(recs))
     chunks = [
         {"tasks": 2, "turns": 4, "complete": False, "wall_s": 40.0},
         {"tasks": 2, "complete": False, "wall_s": 99.0},  # written before turns were counted
@@ -116,3 +147,20 @@ def test_four_turn_runs_are_priced_by_the_task_turns_left(tmp_path):
     four = 5 * 10.0 + 6 * 60 * 3 * 10.0  # this run, then 5 more planned runs and the start's
     assert est["bench_s"] == 1 * 10.0 + 6 * 60 * 10.0 + four
     assert not [k for k in est["bench_without_a_cost"] if "ablation-t4" in k]
+
+
+def test_files_bench_did_not_write_are_named_not_counted(tmp_path, capsys):
+    # Read as `cudaperf bench report` reads them: a trajectory whose records are not bench's
+    # shows "?" (it used to count any line holding '"type":"summary"'), and a timing file
+    # with a bad line before its last stops the estimate with one line naming it.
+    root = _repo(tmp_path)
+    bench = root / "bench/results/ablation/bench/abl_unified_s0/ablation/train-unseen/grpo"
+    (bench / "trajectories.jsonl").write_text('{"type":"summary"}\n' + _summary("a"))
+    script = load_script("bench/ablation/status.py")
+    assert script.bench_progress(bench) == "?"
+    (bench / "trajectories.jsonl").write_text(_summary("a"))
+    assert script.bench_progress(bench) == "1/3"
+    (bench / "timing.jsonl").write_text('{"tasks": 2, "wall_s": 1}\nnot json\n{"tasks": 1}\n')
+    assert script.main(["--root", str(root)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "timing.jsonl" in err[0] and err[0].startswith("status: ")
