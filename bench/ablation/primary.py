@@ -114,8 +114,14 @@ def training(spec: str) -> tuple[str, int, dict]:
     steps = trained_steps(steps_file)
     seen = set()
     for rep in reports:
-        o = json.loads(rep.read_text())["options"]
-        seen.add((o["reward"]["name"], o["seed"], o.get("ranker"), o["num_generations"]))
+        try:
+            o = json.loads(rep.read_text(encoding="utf-8"))["options"]
+            seen.add((o["reward"]["name"], o["seed"], o.get("ranker"), o["num_generations"]))
+        except (ValueError, KeyError, TypeError) as e:  # UnicodeDecodeError is a ValueError
+            why = f"no key {e}" if isinstance(e, KeyError) else type(e).__name__
+            raise ValueError(
+                f"--training {spec!r}: {rep.name} is not a report of cudaperf train grpo ({why})"
+            ) from None
     if len(seen) != 1:
         raise ValueError(f"--training {spec!r}: its leases ran with other options: {sorted(seen)}")
     preset, run_seed, ranker, gens = seen.pop()

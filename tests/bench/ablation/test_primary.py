@@ -205,11 +205,17 @@ def test_training_runs_ranker_and_detectable_effect_are_recorded_and_checked(
     short = _training(tmp_path / "short", "outcome_only", 0, [1, 2])
     wrong = _training(tmp_path / "wrong", "unified", 0, [1, 2, 3])
     gap = _training(tmp_path / "gap", "outcome_only", 0, [1, 3, 4])
+    odd = _training(tmp_path / "odd", "outcome_only", 0, [1, 2, 3], leases=2)
+    (odd / "grpo_report_lease2.json").write_text('{"seconds": 3}')  # no options
     for bad, shown in (
         (["--training", f"unified:0={a}", "--training", f"outcome_only:0={short}"], "unequal"),
         (["--training", f"unified:0={a}", "--training", f"outcome_only:0={wrong}"], "trained "),
         (["--training", f"unified:0={a}", "--training", f"outcome_only:0={gap}"], "steps 1..N"),
         (["--training", f"unified:0={a}"], "no training run given for outcome_only:0"),
+        (
+            ["--training", f"unified:0={a}", "--training", f"outcome_only:0={odd}"],
+            "grpo_report_lease2.json is not a report of cudaperf train grpo (no key 'options')",
+        ),
         ([*train, "--detectable", str(ranker)], "not a summarise.py JSON"),
     ):
         assert _script().main([*base, *bad]) == 2
