@@ -25,7 +25,8 @@
 # device seconds left minus ~120. Then back-to-back `bgwatch` calls (each follows the run for
 # WATCH_S=540 s, then brings back steps, stderr tail, the report once it ended, and the newest
 # complete checkpoint: 8 files). The machine goes back after 30 s idle: fire each bgwatch at
-# once; a lost machine loses only the steps since the last bgwatch's checkpoint. The ablation's
+# once; a lost machine loses only the steps since the last bgwatch's checkpoint. Merge a chunk
+# locally with bench/ablation/merge_chunk.py (--watch each bgwatch call's folder). The ablation's
 # main runs (PROTOCOL.md, session-26 note): CHUNK=15 TOTAL=60 sets STEPS to the next multiple
 # of 15 after the run's newest checkpoint, e.g.
 #   RUN=abl_unified_s0 PRESET=unified SEED=0 NGEN=8 NGROUPS=4 POOLFITS=1 CHUNK=15 TOTAL=60 \

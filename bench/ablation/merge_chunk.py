@@ -1,0 +1,256 @@
+"""Merge one training chunk of an ablation run, as the GPU machine's watch calls brought it
+back, into the run's committed folder, after checking that it continues what is committed.
+
+A chunk is one `bench/train_h200.sh bgstart` process (PROTOCOL.md, session-26 note: 15 steps
+of a run) followed by `bgwatch` calls; each watch call brings back `grpo_steps.jsonl` (the
+run's whole steps file), `grpo_stderr.txt`, `stage.log` and the newest checkpoint in pieces
+(`ckpt/`: adapter_model.safetensors.part000.. and rest.tar.gz, which holds the checkpoint
+folder, steps.jsonl and completions.jsonl); the last one, after the process ended, also
+`grpo_report.json`. Give the watch calls' folders in the order they ran:
+
+    python bench/ablation/merge_chunk.py --run abl_outcome_only_s0 --lease 3 \\
+        --watch /work/.device/7/out --watch /work/.device/8/out --env /work/.device/5/out/env.txt
+
+Checked before anything is written (one line naming the problem, exit 2): the last watch saw
+the process end (its report); the new steps.jsonl and completions.jsonl begin with the
+committed ones byte for byte and hold steps 1..N with N the report's steps; the checkpoint
+is checkpoint-N; no file of this lease exists yet. Then written under
+bench/results/ablation/<run>/: steps.jsonl, completions.jsonl.gz (gzip -9, no timestamp),
+grpo_report_lease<L>.json, grpo_stderr_lease<L>_tail.txt (the last 6,000 bytes),
+stage_bgwatch_lease<L>.log (the watch calls' stage logs joined), env.txt (with --env) and
+curves.png (`cudaperf train report --plot`); and the checkpoint under
+bench/results/ablation/weights/<run>_ckpt<N>/ with its SHA256SUMS, to commit once and remove
+in the next commit (restore_weights.sh brings it back). The run's README stays for a person.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import io
+import json
+import re
+import shutil
+import statistics
+import sys
+import tarfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+
+from cudaperf.train.curves import plot_runs, trained_steps  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = Path("bench/results/ablation")
+TAIL = 6000  # bytes of the process's stderr kept (its last steps' logs and its last line)
+
+
+class Refused(ValueError):
+    """One line naming what does not fit, and what to do."""
+
+
+def _read_tar(tar_path: Path) -> tuple[int, bytes]:
+    """The checkpoint step and completions.jsonl inside a watch call's rest.tar.gz."""
+    try:
+        with tarfile.open(tar_path, "r:gz") as tar:
+            names = tar.getnames()
+            steps = {int(m.group(1)) for n in names if (m := re.match(r"checkpoint-(\d+)/", n))}
+            member = tar.extractfile("completions.jsonl") if "completions.jsonl" in names else None
+            data = member.read() if member is not None else None
+    except (OSError, tarfile.TarError, EOFError) as e:
+        raise Refused(f"{tar_path}: not a checkpoint archive of train_h200.sh ({e})") from None
+    if len(steps) != 1 or data is None:
+        raise Refused(f"{tar_path}: needs one checkpoint-N folder and completions.jsonl")
+    return steps.pop(), data
+
+
+def _continues(new: bytes, old: bytes, what: str) -> None:
+    if not new.startswith(old):
+        at = next((i for i, (a, b) in enumerate(zip(new, old, strict=False)) if a != b), len(new))
+        raise Refused(
+            f"{what}: the chunk's file does not begin with the committed one (they differ at "
+            f"byte {at} of {len(old)}); was it resumed from this run's newest checkpoint?"
+        )
+
+
+def _steps_in(data: bytes, tmp: Path) -> list[int]:
+    tmp.write_bytes(data)
+    return trained_steps(tmp)
+
+
+def plan(root: Path, run: str, lease: int, watches: list[Path], env: Path | None) -> dict:
+    """What to write, every check passed; Refused otherwise."""
+    folder = root / RESULTS / run
+    if not folder.is_dir():
+        raise Refused(f"--run {run}: no folder {folder}; give a run of {RESULTS}")
+    names = {
+        "report": f"grpo_report_lease{lease}.json",
+        "stderr": f"grpo_stderr_lease{lease}_tail.txt",
+        "stage": f"stage_bgwatch_lease{lease}.log",
+    }
+    there = [n for n in names.values() if (folder / n).exists()]
+    if there:
+        raise Refused(f"--lease {lease}: {folder / there[0]} exists; this lease is merged already")
+    if not watches:
+        raise Refused("give --watch DIR for each bgwatch call, in the order they ran")
+    for w in watches:
+        if not (w / "grpo_steps.jsonl").is_file():
+            raise Refused(f"--watch {w}: no grpo_steps.jsonl; give a bgwatch call's files folder")
+    last = watches[-1]
+    rep_path = last / "grpo_report.json"
+    if not rep_path.is_file():
+        raise Refused(
+            f"--watch {last}: no grpo_report.json, so the process had not ended at that call; "
+            "run bgwatch again and give its folder last"
+        )
+    try:
+        report = json.loads(rep_path.read_text(encoding="utf-8"))
+        n = int(report["steps"])
+        seconds = float(report["seconds"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise Refused(f"{rep_path}: not a report of cudaperf train grpo ({e!r})") from None
+    ckpt = last / "ckpt"
+    parts = sorted(ckpt.glob("adapter_model.safetensors.part*"))
+    if not parts or not (ckpt / "rest.tar.gz").is_file():
+        raise Refused(f"--watch {last}: no checkpoint pieces under {ckpt}")
+    ck_step, completions = _read_tar(ckpt / "rest.tar.gz")
+    if ck_step != n:
+        raise Refused(f"{ckpt}: holds checkpoint-{ck_step}, but the report says {n} steps")
+    weights = root / RESULTS / "weights" / f"{run}_ckpt{n}"
+    if weights.exists():
+        raise Refused(f"{weights} exists; checkpoint-{n} of {run} is merged already")
+    steps = (last / "grpo_steps.jsonl").read_bytes()
+    old_steps = (folder / "steps.jsonl").read_bytes() if (folder / "steps.jsonl").is_file() else b""
+    _continues(steps, old_steps, "steps.jsonl")
+    old_gz = folder / "completions.jsonl.gz"
+    _continues(
+        completions,
+        gzip.decompress(old_gz.read_bytes()) if old_gz.is_file() else b"",
+        "completions.jsonl",
+    )
+    tmp = folder / ".merge_steps.tmp"
+    try:
+        new_steps, had = _steps_in(steps, tmp), _steps_in(old_steps, tmp)
+    finally:
+        tmp.unlink(missing_ok=True)
+    if new_steps != list(range(1, n + 1)):
+        raise Refused(f"{last / 'grpo_steps.jsonl'}: holds steps {_span(new_steps)}, not 1..{n}")
+    if len(had) >= n:
+        raise Refused(f"the chunk adds no step: {folder / 'steps.jsonl'} holds {len(had)} already")
+    if env is not None and not env.is_file():
+        raise Refused(f"--env {env}: no such file; give the probe call's env.txt")
+    stage = b"".join((w / "stage.log").read_bytes() for w in watches if (w / "stage.log").is_file())
+    stderr = last / "grpo_stderr.txt"
+    return {
+        "folder": folder,
+        "weights": weights,
+        "names": names,
+        "steps": steps,
+        "completions": completions,
+        "report": rep_path.read_bytes(),
+        "stderr": stderr.read_bytes()[-TAIL:] if stderr.is_file() else b"",
+        "stage": stage,
+        "env": env,
+        "ckpt": [*parts, ckpt / "rest.tar.gz"],
+        "span": (len(had) + 1, n),
+        "seconds": seconds,
+        "step_s": _step_seconds(steps, len(had) + 1),
+    }
+
+
+def _span(steps: list[int]) -> str:
+    return f"{steps[0]}..{steps[-1]} ({len(steps)} distinct)" if steps else "none"
+
+
+def _step_seconds(steps: bytes, first: int) -> list[float]:
+    """Each new step's `step_s` (the trainer's step rows), for the summary line."""
+    out = []
+    for line in steps.decode("utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and row.get("kind") == "step" and row.get("step", 0) >= first:
+            if isinstance(row.get("step_s"), int | float):
+                out.append(float(row["step_s"]))
+    return out
+
+
+def write(p: dict) -> list[Path]:
+    """Write what `plan` checked; the paths written."""
+    folder, names = p["folder"], p["names"]
+    out = []
+
+    def put(name: str, data: bytes) -> None:
+        path = folder / name
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+        out.append(path)
+
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=9, mtime=0, filename="") as gz:
+        gz.write(p["completions"])
+    put("completions.jsonl.gz", buf.getvalue())
+    put("steps.jsonl", p["steps"])
+    put(names["report"], p["report"])
+    put(names["stderr"], p["stderr"])
+    put(names["stage"], p["stage"])
+    if p["env"] is not None:
+        put("env.txt", p["env"].read_bytes())
+    out.append(plot_runs([folder / "steps.jsonl"], folder / "curves.png"))
+    w = p["weights"]
+    w.mkdir(parents=True)
+    sums = []
+    for f in p["ckpt"]:
+        shutil.copyfile(f, w / f.name)
+        (w / f.name).chmod(0o644)
+        sums.append(f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.name}\n")
+    (w / "SHA256SUMS").write_text("".join(sorted(sums, key=lambda s: s.split()[1])))
+    (w / "SHA256SUMS").chmod(0o644)
+    out.append(w)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--run", required=True, help="the run's folder name, e.g. abl_outcome_only_s0")
+    ap.add_argument("--lease", required=True, type=int, help="this chunk's lease number (1, 2, ..)")
+    ap.add_argument(
+        "--watch",
+        action="append",
+        type=Path,
+        default=[],
+        help="a bgwatch call's files folder (repeat, in the order the calls ran)",
+    )
+    ap.add_argument("--env", type=Path, help="the probe call's env.txt (replaces env.txt)")
+    ap.add_argument("--root", type=Path, default=ROOT, help="the repository (default: this one)")
+    args = ap.parse_args(argv)
+    try:
+        if args.lease < 1:
+            raise Refused(f"--lease {args.lease}: give the chunk's lease number, 1 or more")
+        p = plan(args.root, args.run, args.lease, args.watch, args.env)
+    except Refused as e:
+        print(f"merge_chunk: {e}", file=sys.stderr)
+        return 2
+    written = write(p)
+    first, last = p["span"]
+    s = p["step_s"]  # a process's first step prepares more (compiles, warms): shown apart
+    rest = f", steps {first + 1}-{last} median {statistics.median(s[1:]):.1f} s" if s[1:] else ""
+    head = f", step {first} {s[0]:.1f} s" if s else ""
+    print(
+        f"{args.run}: steps {first}-{last} merged ({last - first + 1} steps in "
+        f"{p['seconds']:.1f} s{head}{rest}); checkpoint-{last} in {p['weights']}"
+    )
+    for path in written:
+        print(f"  wrote {path}")
+    print(
+        "next: bench/ablation/summarise.py for the groups and canaries, the run's README, "
+        f"commit, then `git rm -r {p['weights'].relative_to(args.root)}` in the next commit"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

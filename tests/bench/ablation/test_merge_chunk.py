@@ -1,0 +1,155 @@
+"""bench/ablation/merge_chunk.py on a run folder and watch-call folders made here: a chunk that
+continues the committed run is merged whole; one that does not is refused before anything is
+written."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import tarfile
+
+import pytest
+
+from tests.script_helpers import load_script
+
+RUN = "abl_x_s0"
+
+
+def _steps(upto: int) -> bytes:
+    rows = []
+    for s in range(1, upto + 1):  # the rollout of step s is logged at step s - 1
+        rollout = {"kind": "rollout", "step": s - 1, "processes": 1, "rows": 32, "groups": 4}
+        rollout |= {"generate_s": 20.0, "eval_s": 15.0, "return_mean": 0.1 * s}
+        rollout |= {"status_share": {"ok": 0.5, "compile_error": 0.5}, "score_by_turn": [0.1, 0.2]}
+        rows += [rollout, {"kind": "step", "step": s, "step_s": 40.0 + s}]
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def _completions(upto: int) -> bytes:
+    return "".join(
+        json.dumps({"step": s, "code": f"k{s}"}) + "\n" for s in range(1, upto + 1)
+    ).encode()
+
+
+def _tar(step: int, completions: bytes) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in (
+            (f"checkpoint-{step}/adapter_config.json", b"{}"),
+            ("completions.jsonl", completions),
+            ("steps.jsonl", _steps(step)),
+        ):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _watch(d, upto: int, ended: bool, ckpt: int | None = None, completions: bytes | None = None):
+    d.mkdir(parents=True)
+    (d / "grpo_steps.jsonl").write_bytes(_steps(upto))
+    (d / "grpo_stderr.txt").write_bytes(b"x" * 7000 + f"{upto} steps done\n".encode())
+    (d / "stage.log").write_text(f"[{d.name}] {'ended' if ended else 'still running'}\n")
+    c = d / "ckpt"
+    c.mkdir()
+    (c / "adapter_model.safetensors.part000").write_bytes(b"a" * 100)
+    (c / "adapter_model.safetensors.part001").write_bytes(b"b" * 10)
+    step = ckpt if ckpt is not None else upto
+    (c / "rest.tar.gz").write_bytes(_tar(step, completions or _completions(step)))
+    if ended:
+        report = {"steps": upto, "seconds": 123.4, "options": {"max_steps": upto}}
+        (d / "grpo_report.json").write_text(json.dumps(report))
+    return d
+
+
+@pytest.fixture
+def repo(tmp_path):
+    run = tmp_path / "repo/bench/results/ablation" / RUN
+    run.mkdir(parents=True)
+    (run / "steps.jsonl").write_bytes(_steps(2))
+    (run / "completions.jsonl.gz").write_bytes(gzip.compress(_completions(2)))
+    (run / "grpo_report_lease1.json").write_text("{}")
+    return tmp_path / "repo"
+
+
+def _main(repo, *args):
+    return load_script("bench/ablation/merge_chunk.py").main(
+        ["--root", str(repo), "--run", RUN, *map(str, args)]
+    )
+
+
+def test_a_chunk_that_continues_the_run_is_merged_whole(repo, tmp_path, capsys):
+    w1 = _watch(tmp_path / "w1", 3, ended=False)
+    w2 = _watch(tmp_path / "w2", 4, ended=True)
+    env = tmp_path / "env.txt"
+    env.write_text("NVIDIA H100\n")
+    mask = os.umask(0o077)  # the checkpoint's files are committed readable all the same
+    try:
+        assert _main(repo, "--lease", 2, "--watch", w1, "--watch", w2, "--env", env) == 0
+    finally:
+        os.umask(mask)
+    run = repo / "bench/results/ablation" / RUN
+    assert (run / "steps.jsonl").read_bytes() == _steps(4)
+    packed = (run / "completions.jsonl.gz").read_bytes()
+    assert gzip.decompress(packed) == _completions(4)
+    assert packed[4:8] == bytes(4)  # no timestamp: the same chunk packs to the same bytes
+    assert json.loads((run / "grpo_report_lease2.json").read_text())["steps"] == 4
+    tail = (run / "grpo_stderr_lease2_tail.txt").read_bytes()
+    assert len(tail) == 6000 and tail.endswith(b"4 steps done\n")
+    assert (run / "stage_bgwatch_lease2.log").read_text() == "[w1] still running\n[w2] ended\n"
+    assert (run / "env.txt").read_text() == "NVIDIA H100\n"
+    assert (run / "curves.png").stat().st_size > 0
+    w = repo / "bench/results/ablation/weights" / f"{RUN}_ckpt4"
+    sums = dict(reversed(x.split("  ")) for x in (w / "SHA256SUMS").read_text().splitlines())
+    assert sorted(sums) == sorted(p.name for p in (w2 / "ckpt").iterdir())
+    assert (w / "SHA256SUMS").stat().st_mode & 0o777 == 0o644
+    for name, digest in sums.items():
+        assert hashlib.sha256((w / name).read_bytes()).hexdigest() == digest
+        assert (w / name).stat().st_mode & 0o777 == 0o644
+    out = capsys.readouterr().out
+    assert "steps 3-4 merged (2 steps in 123.4 s, step 3 43.0 s, steps 4-4 median 44.0 s)" in out
+
+
+def _committed(repo) -> dict:
+    return {p: p.read_bytes() for p in sorted(repo.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    "case, shown",
+    [
+        ("not ended", "no grpo_report.json"),
+        ("other steps", "does not begin with the committed one"),
+        ("other completions", "completions.jsonl: the chunk's file does not begin"),
+        ("older checkpoint", "holds checkpoint-3, but the report says 4 steps"),
+        ("lease merged", "grpo_report_lease1.json exists"),
+        ("no new step", "the chunk adds no step"),
+        ("a gap", "not 1..4"),
+    ],
+)
+def test_a_chunk_that_does_not_continue_the_run_is_refused(repo, tmp_path, capsys, case, shown):
+    lease = 2
+    kw: dict = {"upto": 4, "ended": True}
+    if case == "not ended":
+        kw["ended"] = False
+    elif case == "other completions":
+        kw["completions"] = b'{"step": 1, "code": "other"}\n' + _completions(4)
+    elif case == "older checkpoint":
+        kw["ckpt"] = 3
+    elif case == "lease merged":
+        lease = 1
+    elif case == "no new step":
+        kw["upto"] = 2
+    w = _watch(tmp_path / "w", **kw)
+    if case == "other steps":
+        (w / "grpo_steps.jsonl").write_bytes(b'{"kind": "layout"}\n' + _steps(4))
+    elif case == "a gap":
+        steps = _steps(4).decode().replace('"step": 3', '"step": 5').encode()
+        (w / "grpo_steps.jsonl").write_bytes(steps)
+    before = _committed(repo)
+    assert _main(repo, "--lease", lease, "--watch", w) == 2
+    err = capsys.readouterr().err.strip()
+    assert shown in err and "\n" not in err and err.startswith("merge_chunk: "), err
+    assert _committed(repo) == before  # nothing written
