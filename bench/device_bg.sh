@@ -20,7 +20,9 @@
 # machine loses only what the job wrote since the last watch's copy. Each call also copies the
 # working tree onto the machine anew, dropping files the job wrote inside it that git does not
 # ignore: write outside the tree (to $OUT, /root/...); the job gets BG_JOB=NAME, on which
-# bench_suite.sh moves runs that lie inside the tree to a copy outside it.
+# bench_suite.sh moves runs that lie inside the tree to a copy outside it. Merge a bench_suite
+# job's bg_NAME.tar.gz into the committed runs with bench/ablation/merge_bench.py (it checks
+# that no measured record is lost or changed).
 # Example (the evaluator's whole GPU verification, bench/gpu_suite.sh's header):
 #   WALL_X=3 bash bench/device_bg.sh start verify -- bash bench/gpu_suite.sh execute smoke fast bench torch
 set -uo pipefail

@@ -8,39 +8,9 @@ import gzip
 import json
 import subprocess
 
-from cudaperf.refine.trajectory import SummaryRecord, TurnRecord
 from tests.script_helpers import load_script
-
-
-def _turn(task_id: str, turn: int = 1) -> str:
-    rec = TurnRecord(
-        task_id=task_id,
-        turn=turn,
-        model="m",
-        messages=[],
-        samples=[],
-        chosen=None,
-        best_total=None,
-    )
-    return rec.model_dump_json() + "\n"
-
-
-def _summary(task_id: str, turns: int = 1) -> str:
-    rec = SummaryRecord(
-        task_id=task_id,
-        model="m",
-        turns=turns,
-        stopped="turns",
-        best_turn=None,
-        best_index=None,
-        best_total=None,
-        best_status=None,
-        best_speedup=None,
-        best_code=None,
-        reward_config="r",
-        mode="",
-    )
-    return rec.model_dump_json() + "\n"
+from tests.trajectory_helpers import summary_line as _summary
+from tests.trajectory_helpers import turn_line as _turn
 
 
 def _git(root, *args):
