@@ -1,0 +1,233 @@
+"""The next lease of the GPU machine for the ablation, from committed files only: which run's
+chunk to train and which bench run to continue in the spare minutes, in the order
+PROTOCOL.md's session-30 note (6) fixes, with the commands to run here before, on the
+machine (call by call, back to back), and here after (merge_chunk.py, merge_bench.py).
+
+    python bench/ablation/lease_plan.py            # the plan, printed
+    python bench/ablation/lease_plan.py --json     # the same as JSON
+
+The order: (a) one training chunk, the unfinished run first, else the next run not started
+(seed 0 of both arms, then seeds 1 and 2, arm A before arm B of a seed); (b) after it, the
+turn-1 bench on the primary subset of each finished run, then the turn-1 test-family benches;
+(c) the 4-turn runs on the primary subset, the SFT start's and seed 0's first. A run resumes
+from its newest checkpoint in history, which must be the step its steps.jsonl reached (else
+the plan says so: the steps after it were trained but not kept, and train again). Nothing is
+run here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import status  # noqa: E402  (bench/ablation/status.py: the board of committed files)
+
+CHUNK = 15  # PROTOCOL.md, session-26 note (6) as amended: 15-step chunks in every run
+RANKER = "bench/ablation/ranker/feature_ranker.json"  # arm A's ranker (PROTOCOL 2026-12-05)
+WEIGHTS = "bench/results/ablation/weights"
+BENCH_ROOT = "bench/results/ablation/bench"
+ORDER = [f"abl_{arm}_s{seed}" for seed in status.SEEDS for arm in status.ARMS]
+SETUP = [  # a fresh checkout: the venv, the wheels and the GGUF's two parts
+    "bash scripts/setup.sh    # if .venv is missing",
+    "bash scripts/device_wheels.sh    # if .whl is missing",
+    "bash bench/train_parts.sh    # if .models/smollm2.gguf.xz.part00/01 are missing",
+]
+MACHINE = [  # every lease's first three calls: wheels, then the model in two parts
+    ([".whl"], "source scripts/device_env.sh"),
+    (
+        [".models/smollm2.gguf.xz.part00"],
+        "PROBE_TESTS=0 timeout 120 bash bench/train_h200.sh probe",
+    ),
+    ([".models/smollm2.gguf.xz.part01"], "timeout 150 bash bench/train_h200.sh model"),
+]
+
+
+def _train(row: dict, root: Path) -> dict:
+    """The chunk of `row`'s run: its restore, its bgstart and bgwatch, its merge."""
+    run, steps, kept = row["run"], row["steps"], row["checkpoint"] or 0
+    arm, seed = row["arm"], row["seed"]
+    to = min((kept // CHUNK + 1) * CHUNK, status.STEPS)
+    env = (
+        f"RUN={run} PRESET={arm} SEED={seed} NGEN=8 NGROUPS=4 POOLFITS=1 CHUNK={CHUNK} "
+        f"TOTAL={status.STEPS} RANKER={RANKER} GENWEIGHTS=merged GRPO_BUDGET=<device s left - 120>"
+    )
+    if kept:
+        here = f"bash bench/ablation/restore_weights.sh {run}_ckpt{kept} grpo_ckpt"
+        carry, first = ".models/grpo_ckpt", f"RUN={run} bash bench/train_h200.sh restore"
+    else:
+        here = "bash bench/ablation/restore_weights.sh sft_pairs_s0 sft_final"
+        carry, first = ".models/sft_final", "bash bench/train_h200.sh restoresft"
+    warn = None
+    if steps != kept:
+        warn = (
+            f"{run}: steps.jsonl reached step {steps} but the newest checkpoint in history is "
+            f"{kept}; the chunk trains steps {kept + 1}-{to} again from checkpoint {kept} and "
+            "merge_chunk.py refuses it until steps.jsonl is cut back to step "
+            f"{kept} (a person's decision, said in PROTOCOL.md)"
+        )
+    return {
+        "what": f"train {run} steps {kept + 1}-{to}",
+        "run": run,
+        "from_step": kept,
+        "to_step": to,
+        "here": here,
+        "calls": [
+            ([carry], f"{first} && {env} bash bench/train_h200.sh bgstart"),
+            (
+                [],
+                f"RUN={run} WATCH_S=540 bash bench/train_h200.sh bgwatch    # back to back "
+                "until it brings grpo_report.json",
+            ),
+        ],
+        "after": f"python bench/ablation/merge_chunk.py --run {run} --lease "
+        f"{_next_lease(row, root)} --watch <each bgwatch call's folder, in order> "
+        "--env <the probe call's env.txt>",
+        "warning": warn,
+    }
+
+
+def _next_lease(row: dict, root: Path) -> int:
+    """The lease number of the run's next chunk: one more than its committed reports."""
+    folder = root / status.RESULTS / row["run"]
+    return len(list(folder.glob("grpo_report_lease*.json"))) + 1
+
+
+def _bench(row: dict, key: str, prog: str) -> dict:
+    """The bench job that continues `key` (mode/subset) of `row`'s run or of the SFT start."""
+    run, mode, subset = row["run"], *key.split("/")
+    sft = run == status.START
+    name = "sft" if sft else "grpo"
+    short = {"train-unseen": "tu", "heldout": "tf"}.get(subset, subset)  # tf: test families
+    job = f"{'sft' if sft else run.removeprefix('abl_')}_{short}"
+    job += "_t4" if mode == status.T4 else ""
+    root = f"{BENCH_ROOT}/{run}"
+    if sft:
+        here = "bash bench/ablation/restore_weights.sh sft_pairs_s0 sft_final"
+        carry, first, var = (
+            ".models/sft_final",
+            "bash bench/train_h200.sh restoresft",
+            "SFT_ADAPTER=/root/work/sft/final",
+        )
+    else:
+        dest = f"ckpt_{run.removeprefix('abl_')}"
+        here = f"bash bench/ablation/restore_weights.sh {run}_ckpt{status.STEPS} {dest}"
+        carry = f".models/{dest}"
+        first = f"CKPT=.models/{dest} RUN={run} bash bench/train_h200.sh restore"
+        var = f"GRPO_ADAPTER=/root/work/{run}/checkpoint-{status.STEPS}"
+    turns = "TURNS=4 TURNS_FROM=1 " if mode == status.T4 else ""
+    start = (
+        f"{first} && source scripts/device_env.sh >/dev/null 2>&1 && "
+        "export PYTHONPATH=/root/smollm2:$PYTHONPATH && "
+        f"DEADLINE=$(( $(date +%s) + <device s left - 100> )) {turns}{var} ROOT={root} "
+        f"WALL_X=1 BG_BUDGET_S=<device s left - 70> bash bench/device_bg.sh start {job} -- "
+        f"bash bench/bench_suite.sh ablation {subset}/{name}"
+    )
+    return {
+        "what": f"bench {run} {key} ({prog} tasks finished)",
+        "run": run,
+        "key": key,
+        "here": here,
+        "calls": [
+            ([carry], start),
+            (
+                [],
+                f"WATCH_S=<540, or device s left - 30 if less> bash bench/device_bg.sh watch "
+                f"{job}    # back to back until it ends",
+            ),
+        ],
+        "after": f"python bench/ablation/merge_bench.py --job <the last watch call's folder>/"
+        f"bg_{job}.tar.gz --into {root} --log <that folder>/bg_{job}.log --log-name "
+        f"bg_{job}_session<N>.log",
+    }
+
+
+def plan(rows: list[dict], root: Path) -> dict:
+    by_run = {r["run"]: r for r in rows}
+    train = None
+    unfinished = [r for r in ORDER if 0 < by_run[r]["steps"] < status.STEPS]
+    fresh = [r for r in ORDER if by_run[r]["steps"] == 0]
+    if unfinished or fresh:
+        train = _train(by_run[(unfinished or fresh)[0]], root)
+    benches = []
+    finished = [by_run[r] for r in ORDER if by_run[r]["steps"] >= status.STEPS]
+    start = by_run[status.START]
+    t1 = [k for k in start["bench"] if not k.startswith(status.T4 + "/")]
+    t4 = [k for k in start["bench"] if k.startswith(status.T4 + "/")]
+    for key in t1:  # (b): the primary subset's first (BENCHES lists it first), run by run
+        for row in finished:
+            if not _done(row["bench"][key]):
+                benches.append(_bench(row, key, row["bench"][key]))
+    seed0 = [r for r in finished if r["seed"] == 0]
+    for key in t4:  # (c): the SFT start's and seed 0's first, then the other seeds'
+        for row in [start, *seed0, *[r for r in finished if r["seed"] != 0]]:
+            if not _done(row["bench"][key]):
+                benches.append(_bench(row, key, row["bench"][key]))
+    return {"train": train, "benches": benches}
+
+
+def _done(prog: str) -> bool:
+    if prog in ("-", "?"):
+        return False
+    done, total = prog.split("/")
+    return done == total
+
+
+def show(p: dict) -> str:
+    out = ["Here, first (each only if missing):", *[f"  {c}" for c in SETUP]]
+    steps = [s for s in [p["train"], *p["benches"][:1]] if s]
+    if not steps:
+        return "Nothing left: every run is trained and every bench run finished."
+    for s in steps:
+        out.append(f"  {s['here']}")
+    out.append("")
+    out.append("On the machine, back to back (it goes back after 30 s idle):")
+    n = 0
+    for carry, cmd in MACHINE:
+        n += 1
+        out.append(f"  {n}. carry {' '.join(carry)}: {cmd}")
+    for s in steps:
+        out.append(f"  -- {s['what']}")
+        for carry, cmd in s["calls"]:
+            n += 1
+            out.append(f"  {n}. carry {' '.join(carry)}: {cmd}" if carry else f"  {n}. {cmd}")
+    out.append("")
+    out.append("Here, after:")
+    for s in steps:
+        out.append(f"  {s['after']}")
+    warnings = [s["warning"] for s in steps if s.get("warning")]
+    if warnings:
+        out.append("")
+        out += [f"WARNING: {w}" for w in warnings]
+    if len(p["benches"]) > 1:
+        out.append("")
+        out.append("Bench runs after that one, in order (later leases, or spare minutes left):")
+        out += [f"  {b['what']}" for b in p["benches"][1:]]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", type=Path, default=status.ROOT, help="the repository")
+    ap.add_argument("--json", action="store_true", help="print the plan as JSON")
+    args = ap.parse_args(argv)
+    if not (args.root / status.RESULTS).is_dir():
+        print(
+            f"lease_plan: {args.root / status.RESULTS}: no such folder; give --root the repository",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        p = plan(status.board(args.root), args.root)
+    except ValueError as e:
+        print(f"lease_plan: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(p, indent=1) if args.json else show(p))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

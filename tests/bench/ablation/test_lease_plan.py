@@ -1,0 +1,118 @@
+"""bench/ablation/lease_plan.py over boards made here (status.py's rows): the chunk to train
+and the bench runs to continue, in PROTOCOL.md's session-30 (6) order."""
+
+from __future__ import annotations
+
+import json
+
+from tests.script_helpers import load_script
+
+KEYS = ("ablation/train-unseen", "ablation/heldout", "ablation-t4/train-unseen")
+
+
+def _rows(steps: dict[str, int], ckpt: dict[str, int] | None = None, bench=None) -> list[dict]:
+    """A board: every planned run with `steps` (0 when absent), its checkpoint (`ckpt`, else
+    its steps), bench progress from `bench` ({run: {key: prog}}, else "-")."""
+    ckpt, bench = ckpt or {}, bench or {}
+    rows = []
+    for seed in (0, 1, 2):
+        for arm in ("unified", "outcome_only"):
+            run = f"abl_{arm}_s{seed}"
+            n = steps.get(run, 0)
+            row = {"run": run, "arm": arm, "seed": seed, "steps": n}
+            row["checkpoint"] = ckpt.get(run, n or None)
+            row["bench"] = {k: bench.get(run, {}).get(k, "-") for k in KEYS}
+            rows.append(row)
+    start = {"run": "sft_pairs_s0", "arm": "start", "seed": 0, "steps": None, "checkpoint": None}
+    done = {"ablation/train-unseen": "60/60", "ablation/heldout": "60/60"}
+    start["bench"] = {k: bench.get("sft_pairs_s0", done).get(k, "0/60") for k in KEYS}
+    return [*rows, start]
+
+
+def _plan(tmp_path, rows):
+    mod = load_script("bench/ablation/lease_plan.py")
+    return mod, mod.plan(rows, tmp_path)
+
+
+def test_the_unfinished_run_trains_before_a_new_one(tmp_path):
+    run = tmp_path / "bench/results/ablation/abl_outcome_only_s0"
+    run.mkdir(parents=True)
+    for k in (1, 2):
+        (run / f"grpo_report_lease{k}.json").write_text("{}")
+    rows = _rows({"abl_unified_s0": 60, "abl_outcome_only_s0": 30})
+    mod, p = _plan(tmp_path, rows)
+    t = p["train"]
+    assert t["run"] == "abl_outcome_only_s0" and (t["from_step"], t["to_step"]) == (30, 45)
+    assert (
+        t["here"] == "bash bench/ablation/restore_weights.sh abl_outcome_only_s0_ckpt30 grpo_ckpt"
+    )
+    carry, cmd = t["calls"][0]
+    assert carry == [".models/grpo_ckpt"] and "PRESET=outcome_only SEED=0" in cmd
+    assert "RUN=abl_outcome_only_s0 bash bench/train_h200.sh restore &&" in cmd
+    assert "--lease 3 " in t["after"] and t["warning"] is None
+    text = mod.show(p)
+    assert text.index("train abl_outcome_only_s0 steps 31-45") < text.index("bench abl_unified_s0")
+
+
+def test_a_new_run_starts_from_the_sft_start_in_seed_then_arm_order(tmp_path):
+    rows = _rows({"abl_unified_s0": 60, "abl_outcome_only_s0": 60})
+    _, p = _plan(tmp_path, rows)
+    t = p["train"]
+    assert t["run"] == "abl_unified_s1" and (t["from_step"], t["to_step"]) == (0, 15)
+    assert t["here"] == "bash bench/ablation/restore_weights.sh sft_pairs_s0 sft_final"
+    carry, cmd = t["calls"][0]
+    assert carry == [".models/sft_final"] and cmd.startswith("bash bench/train_h200.sh restoresft")
+    assert "PRESET=unified SEED=1" in cmd and "--lease 1 " in t["after"]
+
+
+def test_steps_beyond_the_kept_checkpoint_are_warned_about(tmp_path):
+    rows = _rows({"abl_unified_s0": 60, "abl_outcome_only_s0": 37}, {"abl_outcome_only_s0": 30})
+    mod, p = _plan(tmp_path, rows)
+    assert p["train"]["from_step"] == 30 and p["train"]["to_step"] == 45
+    assert "reached step 37 but the newest checkpoint in history is 30" in p["train"]["warning"]
+    assert "WARNING: abl_outcome_only_s0: steps.jsonl reached step 37" in mod.show(p)
+
+
+def test_benches_go_primary_subset_then_test_families_then_four_turn_runs(tmp_path):
+    bench = {
+        "abl_unified_s0": {"ablation/train-unseen": "60/60", "ablation/heldout": "12/60"},
+        "abl_outcome_only_s0": {"ablation/train-unseen": "16/60"},
+        "sft_pairs_s0": {"ablation/train-unseen": "60/60", "ablation/heldout": "60/60"},
+    }
+    steps = {"abl_unified_s0": 60, "abl_outcome_only_s0": 60, "abl_unified_s1": 60}
+    _, p = _plan(tmp_path, _rows(steps, bench=bench))
+    got = [(b["run"], b["key"]) for b in p["benches"]]
+    assert got == [
+        ("abl_outcome_only_s0", "ablation/train-unseen"),
+        ("abl_unified_s1", "ablation/train-unseen"),
+        ("abl_unified_s0", "ablation/heldout"),
+        ("abl_outcome_only_s0", "ablation/heldout"),
+        ("abl_unified_s1", "ablation/heldout"),
+        ("sft_pairs_s0", "ablation-t4/train-unseen"),
+        ("abl_unified_s0", "ablation-t4/train-unseen"),
+        ("abl_outcome_only_s0", "ablation-t4/train-unseen"),
+        ("abl_unified_s1", "ablation-t4/train-unseen"),
+    ]
+    first = p["benches"][0]
+    carry, cmd = first["calls"][0]
+    assert carry == [".models/ckpt_outcome_only_s0"]
+    assert "GRPO_ADAPTER=/root/work/abl_outcome_only_s0/checkpoint-60" in cmd
+    assert cmd.endswith("bench_suite.sh ablation train-unseen/grpo") and "TURNS=4" not in cmd
+    sft = p["benches"][5]
+    carry, cmd = sft["calls"][0]
+    assert carry == [".models/sft_final"] and "TURNS=4 TURNS_FROM=1 SFT_ADAPTER=" in cmd
+    assert cmd.endswith("bench_suite.sh ablation train-unseen/sft")
+    assert "--into bench/results/ablation/bench/sft_pairs_s0" in sft["after"]
+
+
+def test_nothing_left_and_a_missing_repository(tmp_path, capsys):
+    done = {k: "60/60" for k in KEYS}
+    runs = [f"abl_{a}_s{s}" for s in (0, 1, 2) for a in ("unified", "outcome_only")]
+    rows = _rows(dict.fromkeys(runs, 60), bench={r: done for r in [*runs, "sft_pairs_s0"]})
+    mod, p = _plan(tmp_path, rows)
+    assert p == {"train": None, "benches": []}
+    assert mod.show(p).startswith("Nothing left")
+    assert mod.main(["--root", str(tmp_path / "nowhere")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    assert mod.main(["--json"]) == 0  # this repository's own board
+    assert set(json.loads(capsys.readouterr().out)) == {"train", "benches"}
