@@ -376,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         help="ARM:SEED=RUN (repeat): the training run folder of each arm and seed; its steps, "
         "preset, seed and ranker are recorded and must give every run the same steps",
     )
+    ap.add_argument("--plot", type=Path, help="PNG of the result (a forest plot)")
     ap.add_argument("--ranker", type=Path, help="arm A's ranker file, recorded with its sha256")
     ap.add_argument(
         "--detectable",
@@ -423,8 +424,78 @@ def main(argv: list[str] | None = None) -> int:
             f"detectable effect fixed before the runs: {floor['mde_normal']:.3f} "
             f"(t(2): {floor['mde_t2']:.3f}) from sampling alone"
         )
+    if args.plot:
+        args.plot.parent.mkdir(parents=True, exist_ok=True)
+        print(f"plot: {plot(res, args.plot)}")
     print(f"wrote {args.out}")
     return 0
+
+
+def plot(res: dict, path: Path) -> Path:
+    """The result as a forest plot: left, each run's primary metric with its interval over
+    families; right, each seed's A - B and the pooled one with both its intervals (the wider,
+    the one read, drawn bold), against 0 and the detectable effect fixed before the runs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs, seeds, pooled = res["runs"], res["per_seed"], res["pooled"]
+    rows = 2 + len(seeds) + 2 * bool(pooled)
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(11, 1.2 + 0.42 * max(len(runs), rows)), gridspec_kw={"wspace": 0.7}
+    )
+    colors = {res["a"]: "#1f77b4", res["b"]: "#ff7f0e"}
+    for i, r in enumerate(runs):
+        if r["primary"] is None:
+            continue
+        c = colors.get(r["arm"], "#555555")
+        if r["ci"] is not None:
+            left.plot(r["ci"], [i, i], color=c, lw=2)
+        left.plot(r["primary"], i, "o", color=c)
+    left.set_yticks(range(len(runs)), [f"{r['arm']} seed {r['seed']}" for r in runs])
+    left.invert_yaxis()
+    left.set_xlabel("primary metric: mean turn-1 outcome_only score per task")
+    left.set_title("each run (95% interval over families)", fontsize=10)
+    labels, y = [], 0
+    for p in seeds:
+        if p["d"] is not None:
+            if p["ci"] is not None:
+                right.plot(p["ci"], [y, y], color="#333333", lw=2)
+            right.plot(p["d"], y, "o", color="#333333")
+        labels.append(f"seed {p['seed']}" + (" (no interval)" if p["ci"] is None else ""))
+        y += 1
+    if pooled:
+        for key, name in (("bootstrap_ci", "bootstrap"), ("t_over_seeds_ci", "t over seeds")):
+            iv = pooled[key]
+            if iv is not None:
+                read = iv == pooled["ci"]
+                right.plot(iv, [y, y], color="#d62728", lw=3.5 if read else 1.5)
+                right.plot(pooled["d"], y, "D", color="#d62728")
+            labels.append(f"pooled, {name}" + (" (read)" if iv == pooled["ci"] else ""))
+            y += 1
+    right.axvline(0, color="black", lw=0.8)
+    xlabel = f"{res['a']} - {res['b']}"
+    if de := res.get("detectable_effect"):
+        floor = de["by_assumed_seed_sd"][0]
+        for x, style in ((floor["mde_normal"], ":"), (floor["mde_t2"], "--")):
+            right.axvline(x, color="#2ca02c", ls=style, lw=1)
+            right.axvline(-x, color="#2ca02c", ls=style, lw=1)
+        xlabel += (
+            f"\ngreen: the detectable effect fixed before the runs, "
+            f"{floor['mde_normal']:.3f} (normal, dotted), {floor['mde_t2']:.3f} (t(2), dashed)"
+        )
+    right.set_yticks(range(len(labels)), labels)
+    right.invert_yaxis()
+    right.set_xlabel(xlabel, fontsize=9)
+    verdict = ""
+    if pooled:
+        verdict = ": null (the read interval holds 0)" if pooled["null"] else ": not null"
+    right.set_title(f"the effect, per seed and pooled{verdict}", fontsize=10)
+    fig.suptitle(f"Ablation, primary subset: {res['a']} vs {res['b']}", fontsize=11)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return Path(path)
 
 
 if __name__ == "__main__":

@@ -193,9 +193,11 @@ def test_training_runs_ranker_and_detectable_effect_are_recorded_and_checked(
     out = tmp_path / "x.json"
     base = ["--run", f"unified:0={folders['best']}", "--run", f"outcome_only:0={folders['naive']}"]
     base += ["--out", str(out)]
-    extra = ["--ranker", str(ranker), "--detectable", str(summary)]
+    png = tmp_path / "plots/result.png"  # its folder is made
+    extra = ["--ranker", str(ranker), "--detectable", str(summary), "--plot", str(png)]
     train = ["--training", f"unified:0={a}", "--training", f"outcome_only:0={b}"]
     assert _script().main([*base, *extra, *train]) == 0
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
     res = json.loads(out.read_text())
     leases = {t["arm"]: t["leases"] for t in res["training"]}
     assert res["steps"] == 3 and leases == {"unified": 2, "outcome_only": 1}
