@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from cudaperf.train.curves import plot_runs, trained_steps  # noqa: E402
+from cudaperf.train.curves import plot_runs, read_steps, trained_steps  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = Path("bench/results/ablation")
@@ -72,11 +72,6 @@ def _continues(new: bytes, old: bytes, what: str) -> None:
             f"{what}: the chunk's file does not begin with the committed one (they differ at "
             f"byte {at} of {len(old)}); was it resumed from this run's newest checkpoint?"
         )
-
-
-def _steps_in(data: bytes, tmp: Path) -> list[int]:
-    tmp.write_bytes(data)
-    return trained_steps(tmp)
 
 
 def plan(root: Path, run: str, lease: int, watches: list[Path], env: Path | None) -> dict:
@@ -129,11 +124,7 @@ def plan(root: Path, run: str, lease: int, watches: list[Path], env: Path | None
         gzip.decompress(old_gz.read_bytes()) if old_gz.is_file() else b"",
         "completions.jsonl",
     )
-    tmp = folder / ".merge_steps.tmp"
-    try:
-        new_steps, had = _steps_in(steps, tmp), _steps_in(old_steps, tmp)
-    finally:
-        tmp.unlink(missing_ok=True)
+    new_steps, had = trained_steps(last / "grpo_steps.jsonl"), trained_steps(folder / "steps.jsonl")
     if new_steps != list(range(1, n + 1)):
         raise Refused(f"{last / 'grpo_steps.jsonl'}: holds steps {_span(new_steps)}, not 1..{n}")
     if len(had) >= n:
@@ -155,26 +146,16 @@ def plan(root: Path, run: str, lease: int, watches: list[Path], env: Path | None
         "ckpt": [*parts, ckpt / "rest.tar.gz"],
         "span": (len(had) + 1, n),
         "seconds": seconds,
-        "step_s": _step_seconds(steps, len(had) + 1),
+        "step_s": [
+            r["step_s"]
+            for r in read_steps(last / "grpo_steps.jsonl")
+            if r["step"] > len(had) and "step_s" in r
+        ],
     }
 
 
 def _span(steps: list[int]) -> str:
     return f"{steps[0]}..{steps[-1]} ({len(steps)} distinct)" if steps else "none"
-
-
-def _step_seconds(steps: bytes, first: int) -> list[float]:
-    """Each new step's `step_s` (the trainer's step rows), for the summary line."""
-    out = []
-    for line in steps.decode("utf-8", errors="replace").splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict) and row.get("kind") == "step" and row.get("step", 0) >= first:
-            if isinstance(row.get("step_s"), int | float):
-                out.append(float(row["step_s"]))
-    return out
 
 
 def write(p: dict) -> list[Path]:
