@@ -43,14 +43,16 @@ class Refused(ValueError):
     """One line naming what does not fit, and what to do."""
 
 
-def _finished_lines(folder: Path) -> tuple[set[str], list[str]]:
-    """The tasks with a summary record, and the trajectory lines of those tasks, in order."""
+def _records(folder: Path) -> list:
+    """A run folder's trajectory records (plain or packed), as `bench report` reads them."""
     try:
-        recs = read_records(trajectory_file(folder))
+        return read_records(trajectory_file(folder))
     except ValueError as e:
         raise Refused(str(e)) from None
-    done = {r.task_id for r in recs if isinstance(r, SummaryRecord)}
-    return done, [r.model_dump_json() for r in recs if r.task_id in done]
+
+
+def _finished(records: list) -> set[str]:
+    return {r.task_id for r in records if isinstance(r, SummaryRecord)}
 
 
 def _in_order(needles: list[str], hay: list[str]) -> bool:
@@ -66,25 +68,26 @@ def _run_json(path: Path) -> dict:
         raise Refused(f"{path}: not a run.json of cudaperf bench run ({e!r})") from None
 
 
-def check_run(old: Path, new: Path) -> tuple[int, int]:
-    """A committed run folder `old` against the job's `new`; finished tasks before, after."""
+def check_run(old: Path, new: Path, new_json: dict, new_records: list) -> int:
+    """A committed run folder `old` against the job's `new` (its run.json's settings and
+    tasks, its records): the tasks `old` had finished."""
     if (old / "trajectories.jsonl.gz").is_file():
         raise Refused(f"{old}: packed, so finished; the job's copy of it is not needed")
-    if _run_json(old / "run.json") != _run_json(new / "run.json"):
+    if _run_json(old / "run.json") != new_json:
         raise Refused(
             f"{new / 'run.json'}: other settings or tasks than the committed {old / 'run.json'}; "
             "the job ran another run into this folder"
         )
-    done_old, lines_old = _finished_lines(old)
-    done_new, _ = _finished_lines(new)
-    new_lines = [r.model_dump_json() for r in read_records(trajectory_file(new))]
-    if not _in_order(lines_old, new_lines):  # the lost tasks named, else a changed record
-        lost = sorted(done_old - done_new) or ["a record changed"]
+    old_records = _records(old)
+    done_old = _finished(old_records)
+    lines_old = [r.model_dump_json() for r in old_records if r.task_id in done_old]
+    if not _in_order(lines_old, [r.model_dump_json() for r in new_records]):
+        lost = sorted(done_old - _finished(new_records)) or ["a record changed"]
         raise Refused(
             f"{new}: the job's trajectory lacks committed records of finished tasks "
             f"({', '.join(lost[:3])}); was it seeded from this repository's runs?"
         )
-    return len(done_old), len(done_new)
+    return len(done_old)
 
 
 def plan(job_out: Path, into: Path) -> tuple[list[tuple[Path, Path]], list[str]]:
@@ -96,11 +99,9 @@ def plan(job_out: Path, into: Path) -> tuple[list[tuple[Path, Path]], list[str]]
     runs = sorted(p.parent for p in src_root.rglob("run.json"))
     for new in runs:
         old = into / new.relative_to(src_root)
-        if (old / "run.json").is_file():
-            before, after = check_run(old, new)
-        else:
-            before, after = 0, len(_finished_lines(new)[0])
-        n = len(_run_json(new / "run.json")["tasks"])
+        new_json, new_records = _run_json(new / "run.json"), _records(new)
+        before = check_run(old, new, new_json, new_records) if (old / "run.json").is_file() else 0
+        after, n = len(_finished(new_records)), len(new_json["tasks"])
         shown.append(f"{new.relative_to(src_root)}: {before}/{n} -> {after}/{n} tasks finished")
     for f in sorted(p for p in src_root.rglob("*") if p.is_file()):
         rel = f.relative_to(src_root)

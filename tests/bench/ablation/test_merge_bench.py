@@ -99,6 +99,10 @@ def _log_rewritten(files):
     files["ablation/logs/train-unseen_grpo.log"] = b"another run\n"
 
 
+def _not_a_trajectory(files):  # read as bench report reads it: refused in one line
+    files[f"{RUN}/trajectories.jsonl"] = b'{"type": "turn"}\n' + files[f"{RUN}/trajectories.jsonl"]
+
+
 def _other_file_changed(files):
     files["ablation/summary.json"] = b"{}"
 
@@ -112,6 +116,7 @@ def _other_file_changed(files):
         (_timing_rewritten, "timing.jsonl: does not begin with the committed"),
         (_log_rewritten, "train-unseen_grpo.log: does not begin with the committed"),
         (_other_file_changed, "summary.json: differs from the committed"),
+        (_not_a_trajectory, "not a trajectory written by cudaperf bench"),
     ],
 )
 def test_a_job_that_would_lose_a_record_is_refused(tmp_path, capsys, mutate, shown):
