@@ -159,21 +159,14 @@ def plan(rows: list[dict], root: Path) -> dict:
     t4 = [k for k in start["bench"] if k.startswith(status.T4 + "/")]
     for key in t1:  # (b): the primary subset's first (BENCHES lists it first), run by run
         for row in finished:
-            if not _done(row["bench"][key]):
+            if not status.finished_all(row["bench"][key]):
                 benches.append(_bench(row, key, row["bench"][key]))
     seed0 = [r for r in finished if r["seed"] == 0]
     for key in t4:  # (c): the SFT start's and seed 0's first, then the other seeds'
         for row in [start, *seed0, *[r for r in finished if r["seed"] != 0]]:
-            if not _done(row["bench"][key]):
+            if not status.finished_all(row["bench"][key]):
                 benches.append(_bench(row, key, row["bench"][key]))
     return {"train": train, "benches": benches}
-
-
-def _done(prog: str) -> bool:
-    if prog in ("-", "?"):
-        return False
-    done, total = prog.split("/")
-    return done == total
 
 
 def show(p: dict) -> str:

@@ -85,6 +85,14 @@ def bench_progress(folder: Path) -> str:
     return f"{finished}/{selected}"
 
 
+def finished_all(prog: str) -> bool:
+    """Whether a `bench_progress` string says every selected task finished."""
+    if prog in ("-", "?"):
+        return False
+    done, total = prog.split("/")
+    return done == total
+
+
 def _finished(folder: Path) -> set[str]:
     """The tasks with a summary record in the run's trajectory (plain, or packed)."""
     return {r.task_id for r in _records(folder) if isinstance(r, SummaryRecord)}
@@ -249,9 +257,7 @@ def plot(rows: list[dict], path: Path) -> None:
         color=["#1f77b4" if r["arm"] == ARMS[0] else "#ff7f0e" for r in runs],
     )
     for i, r in enumerate(runs):
-        done = sum(
-            1 for v in r["bench"].values() if v != "-" and v.split("/")[0] == v.split("/")[1]
-        )
+        done = sum(finished_all(v) for v in r["bench"].values())
         ax.text(STEPS + 1, i, f"benches done {done}/{len(r['bench'])}", va="center", fontsize=8)
     ax.set_yticks(list(y), [r["run"] for r in runs])
     ax.set_xlim(0, STEPS * 1.35)

@@ -134,3 +134,9 @@ def test_files_bench_did_not_write_are_named_not_counted(tmp_path, capsys):
     assert script.main(["--root", str(root)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "timing.jsonl" in err[0] and err[0].startswith("status: ")
+
+
+def test_a_bench_run_is_finished_only_when_every_selected_task_is():
+    script = load_script("bench/ablation/status.py")
+    assert script.finished_all("60/60") and not script.finished_all("16/60")
+    assert not script.finished_all("-") and not script.finished_all("?")  # the plot read "?"
