@@ -71,7 +71,7 @@ def test_the_re_run_pilot_paragraph_and_row_quote_its_summary():
     a, b = (runs[arm]["groups_2_correct"] for arm in ("unified", "outcome_only"))
     floor = summary["detectable_effect"]["by_assumed_seed_sd"][0]
     sd = summary["detectable_effect"]["within_task_sd"]
-    start = README.index("**Arm B (`outcome_only`), seed 0, has run steps 1-30**")
+    start = README.index("**Arm B (`outcome_only`), seed 0, has run steps 1-45**")
     para = README[start : README.index("\n\n", start)]
     row = _row("ablation re-run pilot")
     for text in (para, row):
@@ -86,7 +86,7 @@ def test_the_re_run_pilot_paragraph_and_row_quote_its_summary():
                 ROOT / f"bench/results/ablation/abl_outcome_only_s0/grpo_report_lease{k}.json"
             ).read_text()
         )["seconds"]
-        for k in (1, 2)
+        for k in (1, 2, 3)
     ]
-    quoted = f"15-step chunk, {seconds[0]:g} s and {seconds[1]:g} s"
+    quoted = f"15-step chunk, {seconds[0]:g} s, {seconds[1]:g} s and {seconds[2]:g} s"
     assert quoted in para.replace("\n", " "), quoted
