@@ -71,7 +71,12 @@ def test_the_re_run_pilot_paragraph_and_row_quote_its_summary():
     a, b = (runs[arm]["groups_2_correct"] for arm in ("unified", "outcome_only"))
     floor = summary["detectable_effect"]["by_assumed_seed_sd"][0]
     sd = summary["detectable_effect"]["within_task_sd"]
-    start = README.index("**Arm B (`outcome_only`), seed 0, has run steps 1-45**")
+    arm_b = ROOT / "bench/results/ablation/abl_outcome_only_s0"
+    leases = sorted(arm_b.glob("grpo_report_lease*.json"), key=lambda f: int(f.stem[17:]))
+    reports = [json.loads(f.read_text()) for f in leases]
+    start = README.index(
+        f"**Arm B (`outcome_only`), seed 0, has run steps 1-{reports[-1]['steps']}**"
+    )
     para = README[start : README.index("\n\n", start)]
     row = _row("ablation re-run pilot")
     for text in (para, row):
@@ -80,13 +85,21 @@ def test_the_re_run_pilot_paragraph_and_row_quote_its_summary():
         assert f"**{floor['mde_normal']:.3f}**" in text
         assert f"{floor['mde_t2']:.3f}" in text
     assert f"within-task SD {sd:.3f}" in para
-    seconds = [
-        json.loads(
-            (
-                ROOT / f"bench/results/ablation/abl_outcome_only_s0/grpo_report_lease{k}.json"
-            ).read_text()
-        )["seconds"]
-        for k in (1, 2, 3)
-    ]
-    quoted = f"15-step chunk, {seconds[0]:g} s, {seconds[1]:g} s and {seconds[2]:g} s"
+    seconds = [f"{r['seconds']:g} s" for r in reports]
+    quoted = "15-step chunk, " + ", ".join(seconds[:-1]) + " and " + seconds[-1]
     assert quoted in para.replace("\n", " "), quoted
+
+
+def test_the_arm_a_bench_in_progress_is_quoted_at_its_committed_count():
+    from tests.script_helpers import load_script
+
+    status = load_script("bench/ablation/status.py")
+    run = ROOT / "bench/results/ablation/bench/abl_unified_s0/ablation/train-unseen/grpo"
+    done, total = status.bench_progress(run).split("/")
+    if done == total:
+        pytest.skip("the run is finished: its paragraph quotes its metrics, not a count")
+    para = README[README.index("**Arm B (`outcome_only`), seed 0, has run steps") :]
+    para = para[: para.index("\n\n")].replace("\n", " ")
+    assert f"under way ({done} of {total} tasks" in para
+    table = (ROOT / "bench/results/ablation/bench/abl_unified_s0/README.md").read_text()
+    assert f"| {done} of {total} (not quoted until all {total} are done) |" in table
