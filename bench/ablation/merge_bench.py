@@ -15,9 +15,11 @@ to `INTO/MODE/...`. Checked before anything is written (one line naming the prob
 - its timing.jsonl, calls.log and logs/*.log only grew (the job's copy begins with the
   committed one byte for byte: bench_suite appends to them);
 - any other committed file is unchanged, except gpu.txt (the card of the job's last call,
-  shown when it differs).
-Then the files are written, the job's log (`--log`) goes to `INTO/MODE/logs/LOG_NAME`, and
-each run's finished tasks are shown before and after.
+  shown when it differs) and a run's pending_replies.jsonl (replies a run stopped while
+  scoring, `refine.pending`: a working file, not a record; the job's copy replaces it, and
+  when the job's run has none, its replies were scored and recorded, so it goes).
+Then the files are written (and pending files that went, removed), the job's log (`--log`)
+goes to `INTO/MODE/logs/LOG_NAME`, and each run's finished tasks are shown before and after.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from cudaperf.refine.trajectory import SummaryRecord  # noqa: E402
-from cudaperf.report.run import read_records, trajectory_file  # noqa: E402
+from cudaperf.report.run import PENDING, read_records, trajectory_file  # noqa: E402
 
 GROWS = ("timing.jsonl", "calls.log")  # appended to; logs/*.log too
 REPLACED = ("gpu.txt",)
@@ -90,8 +92,9 @@ def check_run(old: Path, new: Path, new_json: dict, new_records: list) -> int:
     return len(done_old)
 
 
-def plan(job_out: Path, into: Path) -> tuple[list[tuple[Path, Path]], list[str]]:
-    """(source, destination) of every file to write, and lines to show; Refused otherwise."""
+def plan(job_out: Path, into: Path) -> tuple[list[tuple[Path | None, Path]], list[str]]:
+    """(source, destination) of every file to write (source None: remove the destination),
+    and lines to show; Refused otherwise."""
     src_root = job_out / "bench"
     if not src_root.is_dir() or not any(src_root.iterdir()):
         raise Refused(f"{job_out}: no bench/ folder in the job's files; give a bench_suite job")
@@ -103,6 +106,9 @@ def plan(job_out: Path, into: Path) -> tuple[list[tuple[Path, Path]], list[str]]
         before = check_run(old, new, new_json, new_records) if (old / "run.json").is_file() else 0
         after, n = len(_finished(new_records)), len(new_json["tasks"])
         shown.append(f"{new.relative_to(src_root)}: {before}/{n} -> {after}/{n} tasks finished")
+        if (old / PENDING).is_file() and not (new / PENDING).is_file():
+            copies.append((None, old / PENDING))
+            shown.append(f"{new.relative_to(src_root) / PENDING}: scored and recorded, removed")
     for f in sorted(p for p in src_root.rglob("*") if p.is_file()):
         rel = f.relative_to(src_root)
         dest = into / rel
@@ -117,8 +123,8 @@ def plan(job_out: Path, into: Path) -> tuple[list[tuple[Path, Path]], list[str]]
             elif f.name in REPLACED:
                 if old != data:
                     shown.append(f"{rel}: {old.decode().strip()} -> {data.decode().strip()}")
-            elif f.name == "trajectories.jsonl" or f.name == "run.json":
-                pass  # checked above, run by run
+            elif f.name in ("trajectories.jsonl", "run.json", PENDING):
+                pass  # checked above, run by run; pending replies are not records
             elif old != data:
                 raise Refused(f"{f}: differs from the committed {dest}; nothing is replaced")
         copies.append((f, dest))
@@ -166,13 +172,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"merge_bench: {e}", file=sys.stderr)
             return 2
         for src, dest in copies:
+            if src is None:
+                dest.unlink()
+                continue
             dest.parent.mkdir(parents=True, exist_ok=True)
             part = dest.with_name(dest.name + ".tmp")
             shutil.copyfile(src, part)
             part.replace(dest)
     for line in shown:
         print(line)
-    print(f"merged {len(copies)} file(s) into {args.into}")
+    print(f"merged {sum(s is not None for s, _ in copies)} file(s) into {args.into}")
     return 0
 
 

@@ -93,3 +93,28 @@ def test_refine_bad_target_and_missing_c_options(tmp_path):
         ],
     )
     assert res.exit_code == 2 and "no implementations" in res.output
+
+
+@needs_nvcc
+def test_refine_scores_the_replies_a_stopped_run_left_pending(tmp_path):
+    """A run stopped while scoring leaves its turn's replies in `<out stem>.pending.jsonl`;
+    the rerun scores those (no new draw) and removes the file once the turn is recorded."""
+    from cudaperf.refine import first_messages, make_backend
+    from cudaperf.refine.pending import Pending, draw_key
+    from cudaperf.tasks.io import load_sample
+
+    out = tmp_path / "t.jsonl"
+    task = next(t for t in load_sample() if t.id.endswith("c2cuda/saxpy"))
+    name = make_backend("scripted:implementations", task=task).name
+    code = task.implementation("naive").code
+    reply = f"From before the stop.\n```cuda\n// pending draw\n{code}\n```"
+    key = draw_key(task.id, 1, name, first_messages(task))
+    Pending(tmp_path / "t.pending.jsonl").hold([(key, task.id, 1, name, [reply])])
+    args = ["refine", "c2cuda/saxpy", "--model", "scripted:implementations", "--turns", "1"]
+    args += ["--samples", "1", "--out", str(out), "--best-out", str(tmp_path / "b.cu")]
+    args += ["--compile-only", "--cache-dir", str(tmp_path / "cache")]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    first = json.loads(out.read_text().splitlines()[0])
+    assert first["samples"][0]["reply"] == reply
+    assert not (tmp_path / "t.pending.jsonl").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -287,3 +288,100 @@ def test_the_clock_gets_generation_and_scoring_seconds_even_when_interrupted():
     with pytest.raises(KeyboardInterrupt):
         refine_many([SAXPY], Slow([f"```cuda\n{naive}\n```"]), sc, turns=2, clock=clock)
     assert clock["generate_s"] >= 0.2 and clock["score_s"] >= 0.3  # the cut turn's seconds
+
+
+class Draws:
+    """A new reply at every draw, as a sampling model gives: a regenerated turn differs."""
+
+    name = "draws"
+
+    def __init__(self, start: int = 0) -> None:
+        self.k, self.asked = start, []
+
+    def generate(self, messages, n):
+        self.asked.append(messages)
+        naive = SAXPY.implementation("naive").code
+        self.k += n
+        return [f"```cuda\n// draw {self.k - j}\n{naive}\n```" for j in range(n)]
+
+
+def test_replies_generated_before_a_stop_in_scoring_are_scored_on_resume(tmp_path):
+    """Ctrl-C while turn 2 is scored: the turn's replies stay in the pending file, and the
+    resumed run scores exactly those (no new draw), records them and drops the file; a task
+    whose set is missing is generated again, alone."""
+    out, pending = tmp_path / "traj.jsonl", tmp_path / "pending.jsonl"
+    calls = []
+
+    def stop_in_turn_2(jobs):
+        calls.append(jobs)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return evaluator(jobs)
+
+    sc = RewardScorer(
+        [SAXPY, MATMUL], evaluator=stop_in_turn_2, analyzer=lambda c: [], analyze="always"
+    )
+    with pytest.raises(KeyboardInterrupt):
+        refine_many(
+            [SAXPY, MATMUL], Draws(), sc, turns=2, samples=2, patience=2, out=out, pending=pending
+        )
+    assert [r.turn for r in read_trajectory(out)] == [1, 1]
+    held = {}
+    for line in pending.read_text().splitlines():
+        doc = json.loads(line)
+        held[doc["task_id"]] = doc["replies"]
+    assert set(held) == {SAXPY.id, MATMUL.id} and all(len(r) == 2 for r in held.values())
+    stale = {"key": "k", "task_id": SAXPY.id, "turn": 1, "model": "draws", "replies": ["x", "y"]}
+    with pending.open("a") as fh:  # a set of a turn already recorded (a stop before settling)
+        fh.write(json.dumps(stale) + "\n")
+
+    backend, clock = Draws(start=100), {}
+    sc = RewardScorer([SAXPY, MATMUL], evaluator=evaluator, analyzer=lambda c: [], analyze="always")
+    resumed = refine_many(
+        [SAXPY, MATMUL],
+        backend,
+        sc,
+        turns=2,
+        samples=2,
+        patience=2,
+        out=out,
+        pending=pending,
+        resume=read_trajectory(out),
+        clock=clock,
+    )
+    assert backend.asked == []  # nothing generated again
+    assert clock["reused_sets"] == 2
+    for res in resumed:
+        assert [s.reply for s in res.turns[-1].samples] == held[res.task_id]
+    assert not pending.exists()
+    assert [r.turn for r in read_trajectory(out) if isinstance(r, TurnRecord)] == [1, 1, 2, 2]
+
+    # only MATMUL's set left: SAXPY's turn 2 is drawn again, alone
+    out2, pending2 = tmp_path / "traj2.jsonl", tmp_path / "pending2.jsonl"
+    calls.clear()
+    sc = RewardScorer(
+        [SAXPY, MATMUL], evaluator=stop_in_turn_2, analyzer=lambda c: [], analyze="always"
+    )
+    with pytest.raises(KeyboardInterrupt):
+        refine_many(
+            [SAXPY, MATMUL], Draws(), sc, turns=2, samples=2, patience=2, out=out2, pending=pending2
+        )
+    lines = pending2.read_text().splitlines()
+    pending2.write_text("".join(x + "\n" for x in lines if MATMUL.id in x))
+    backend = Draws(start=100)
+    sc = RewardScorer([SAXPY, MATMUL], evaluator=evaluator, analyzer=lambda c: [], analyze="always")
+    resumed = refine_many(
+        [SAXPY, MATMUL],
+        backend,
+        sc,
+        turns=2,
+        samples=2,
+        patience=2,
+        out=out2,
+        pending=pending2,
+        resume=read_trajectory(out2),
+    )
+    assert len(backend.asked) == 1 and SAXPY.description[:20] in json.dumps(backend.asked)
+    assert [s.reply for s in resumed[1].turns[-1].samples] == json.loads(lines[1])["replies"]
+    assert "draw 10" in resumed[0].turns[-1].samples[0].reply  # drawn now (101, 102)
+    assert not pending2.exists()

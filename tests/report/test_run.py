@@ -665,3 +665,43 @@ def test_only_the_tasks_the_other_run_finished_begin_from_it(tmp_path):
     turns = Counter((r.task_id, r.turn) for r in recs if isinstance(r, TurnRecord))
     assert set(turns.values()) == {1} and len(turns) == 3 * len(TASKS)
     assert json.loads((out / "run.json").read_text())["turns_from"]["tasks"] == 4
+
+
+def test_a_run_stopped_while_scoring_scores_the_replies_it_had_generated(tmp_path):
+    """Ctrl-C in chunk 2's turn-2 evaluator batch: its 4 tasks' turn-2 replies stay in
+    pending_replies.jsonl; the rerun scores them without generating that turn again (timing.jsonl
+    counts them), ends as an uninterrupted run does, and leaves no pending file."""
+    out = tmp_path / "r"
+    wf = "scripted:weakest-first"
+    with pytest.raises(KeyboardInterrupt):
+        bench(out, wf, interrupt_at=3)  # chunk 1 done (2 calls), chunk 2 stopped in turn 2
+    pending = out / "pending_replies.jsonl"
+    held = [json.loads(line) for line in pending.read_text().splitlines()]
+    assert len(held) == 4 and {d["turn"] for d in held} == {2}
+    done = next(r.task_id for r in read_trajectory(out / "trajectories.jsonl") if r.turn == 2)
+    stale = {"key": "k", "task_id": done, "turn": 2, "model": "x", "replies": ["a", "b"]}
+    with pending.open("a") as fh:  # a finished task's set (a stop after its records were written)
+        fh.write(json.dumps(stale) + "\n")
+
+    backend = make_bench_backend(wf, TASKS)
+    asked = []
+    one = backend.generate  # its generate_batch calls generate once per conversation
+
+    def counting(messages, n):
+        asked.append(messages)
+        return one(messages, n)
+
+    backend.generate = counting
+    st = BenchSettings(model=wf, suite="sample", samples=2, turns=2)
+    assert run_bench(st, TASKS, META, out, backend, scorer([]), batch_tasks=4) == len(TASKS) - 4
+    assert len(asked) == 2 * 4  # chunk 3's two turns only
+    lines = [json.loads(x) for x in (out / "timing.jsonl").read_text().splitlines()]
+    assert lines[-2]["reused_sets"] == 4 and "reused_sets" not in lines[-1]
+    assert not pending.exists()
+    recs = read_trajectory(out / "trajectories.jsonl")
+    for d in held:  # the turn-2 records hold the replies generated before the stop
+        rec = next(r for r in recs if r.task_id == d["task_id"] and r.turn == 2)
+        assert [s.reply for s in rec.samples] == d["replies"]
+    whole = tmp_path / "w"
+    bench(whole, wf)
+    assert summarize(read_run(out))["metrics"] == summarize(read_run(whole))["metrics"]

@@ -301,6 +301,7 @@ def refine_command(
                 out=out,
                 on_turn=on_turn,
                 resume=prior,
+                pending=out.with_name(out.stem + ".pending.jsonl"),  # kept if stopped scoring
             )
         except ValueError as e:
             fail(str(e))

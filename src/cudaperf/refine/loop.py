@@ -25,6 +25,7 @@ from pathlib import Path
 
 from cudaperf.refine import episode
 from cudaperf.refine.backends import Backend, Message
+from cudaperf.refine.pending import Pending, draw_key
 from cudaperf.refine.prompts import SYSTEM
 from cudaperf.refine.trajectory import SummaryRecord, TrajectoryWriter, TurnRecord
 from cudaperf.reward.scorer import RewardScorer
@@ -71,6 +72,7 @@ def refine_many(
     keep_exchanges: int = 2,
     resume: Sequence[TurnRecord | SummaryRecord] = (),
     clock: dict[str, float] | None = None,
+    pending: str | Path | None = None,
 ) -> list[RefineResult]:
     """Refine every task for up to `turns` turns in lockstep; results in the order of `tasks`.
 
@@ -80,7 +82,12 @@ def refine_many(
     (`read_trajectory(out)`) continues each unfinished episode where it stopped (its earlier
     turns are not redone or rewritten); finished episodes are refined anew. `clock`, when
     given, gets the seconds spent generating (`generate_s`) and scoring (`score_s`: the
-    evaluator and the analyzer) added to it, also when the run is interrupted."""
+    evaluator and the analyzer) added to it, also when the run is interrupted.
+
+    `pending` (a file, `refine.pending`): each turn's replies are written there before they
+    are scored and dropped once the turn is recorded, so a run stopped while scoring keeps
+    them; a resumed run scores the ones of the draw it is about to make instead of
+    generating them again (`clock["reused_sets"]` counts them)."""
     if turns < 1 or samples < 1 or patience < 1:
         raise ValueError(f"turns={turns}, samples={samples}, patience={patience}: use >= 1 each")
     if len({t.id for t in tasks}) != len(tasks):
@@ -88,12 +95,15 @@ def refine_many(
     rules = episode.Rules(
         turns=turns, patience=patience, keep_exchanges=keep_exchanges, screen_keep=screen_keep
     )
+    held = Pending(pending) if pending is not None else None
     writer = TrajectoryWriter(out) if out is not None else None
     chains = [
         episode.resume(t, episode.unfinished_turns(resume, t.id, backend.name), rules, system)
         for t in tasks
     ]
     results = [RefineResult(t.id, turns=list(c.turns)) for t, c in zip(tasks, chains, strict=True)]
+    if held is not None:
+        held.drop_stale({c.task.id: len(c.turns) + 1 for c in chains})
     try:
         for c, res in zip(chains, results, strict=True):
             if episode.done(c):  # every turn was made before the stop; only the summary is due
@@ -101,7 +111,7 @@ def refine_many(
         while live := [i for i, c in enumerate(chains) if not episode.done(c)]:
             t0 = time.perf_counter()
             try:
-                replies = generate(backend, [chains[i].messages for i in live], samples)
+                replies = _replies(backend, [chains[i] for i in live], samples, held, clock)
             finally:
                 t1 = time.perf_counter()
                 _tick(clock, "generate_s", t1 - t0)
@@ -117,6 +127,8 @@ def refine_many(
                     on_turn(rec)
                 if episode.done(chains[i]):
                     _finish(chains[i], results[i], backend, scorer, writer, on_done)
+            if held is not None:
+                held.settle()
     finally:
         if writer:
             writer.close()
@@ -136,6 +148,7 @@ def refine(
     system: str = SYSTEM,
     keep_exchanges: int = 2,
     resume: Sequence[TurnRecord | SummaryRecord] = (),
+    pending: str | Path | None = None,
 ) -> RefineResult:
     """Refine one task for up to `turns` turns of `samples` replies each; see the module doc.
 
@@ -154,8 +167,39 @@ def refine(
         system=system,
         keep_exchanges=keep_exchanges,
         resume=resume,
+        pending=pending,
     )
     return res
+
+
+def _replies(
+    backend: Backend,
+    chains: list[episode.Chain],
+    samples: int,
+    held: Pending | None,
+    clock: dict[str, float] | None,
+) -> list[list[str]]:
+    """`samples` replies for each chain's next turn: the pending ones of the same draw when
+    `held` has them, the rest generated (in one call) and held before they are scored."""
+    if held is None:
+        return generate(backend, [c.messages for c in chains], samples)
+    keys = [draw_key(c.task.id, len(c.turns) + 1, backend.name, c.messages) for c in chains]
+    out = [held.take(k, samples) for k in keys]
+    fresh = [j for j, r in enumerate(out) if r is None]
+    if len(fresh) < len(chains):
+        n = len(chains) - len(fresh)
+        log.info("scoring %d task(s)' replies generated before an interruption", n)
+        _tick(clock, "reused_sets", n)
+    made = generate(backend, [chains[j].messages for j in fresh], samples) if fresh else []
+    for j, rs in zip(fresh, made, strict=True):
+        out[j] = rs
+    held.hold(
+        [
+            (keys[j], chains[j].task.id, len(chains[j].turns) + 1, backend.name, list(rs))
+            for j, rs in zip(fresh, made, strict=True)
+        ]
+    )
+    return out  # type: ignore[return-value]
 
 
 def _tick(clock: dict[str, float] | None, key: str, seconds: float) -> None:

@@ -12,7 +12,11 @@ A run folder holds:
   error, `"complete": false`): its wall seconds, the seconds spent generating and scoring,
   how many tasks it held and how many task-turns it scored (`turns`; a resumed or seeded
   task's earlier turns are not this chunk's), so a run's wall time adds up over every process
-  that resumed it and a turn's cost can be read from it.
+  that resumed it and a turn's cost can be read from it (`reused_sets`: tasks whose replies
+  an earlier, interrupted process had generated);
+- `pending_replies.jsonl`, only while a turn is scored or after a run stopped then: the
+  replies being scored (`refine.pending`), which a resumed run scores instead of generating
+  that turn again.
 
 Tasks go through `refine_many` in chunks of `batch_tasks` (one generation batch and one
 evaluator batch per turn and chunk), with `patience = turns` so that no task stops before its
@@ -66,6 +70,7 @@ __all__ = [
 ]
 
 TRAJECTORY = "trajectories.jsonl"
+PENDING = "pending_replies.jsonl"  # replies being scored (`refine.pending`); gone when recorded
 PACKED = TRAJECTORY + ".gz"  # a finished run's trajectory after `pack_run` (read, never appended)
 RUN_JSON = "run.json"
 TIMING = "timing.jsonl"
@@ -495,6 +500,7 @@ def run_bench(
                 on_turn=_counting(scored, on_turn),
                 on_done=on_done,
                 clock=clock,
+                pending=Path(out) / PENDING,
             )
             complete = True
         finally:
@@ -507,6 +513,8 @@ def run_bench(
                 **{k: round(v, 3) for k, v in sorted(clock.items())},
             }
             append_lines(Path(out) / TIMING, [json.dumps(line)])
+    if (stale := Path(out) / PENDING).is_file():  # every task recorded: nothing is pending
+        stale.unlink()
     return len(todo)
 
 
