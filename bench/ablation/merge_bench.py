@@ -15,9 +15,10 @@ to `INTO/MODE/...`. Checked before anything is written (one line naming the prob
 - its timing.jsonl, calls.log and logs/*.log only grew (the job's copy begins with the
   committed one byte for byte: bench_suite appends to them);
 - any other committed file is unchanged, except gpu.txt (the card of the job's last call,
-  shown when it differs) and a run's pending_replies.jsonl (replies a run stopped while
-  scoring, `refine.pending`: a working file, not a record; the job's copy replaces it, and
-  when the job's run has none, its replies were scored and recorded, so it goes).
+  shown when it differs) and a run's working files, pending_replies.jsonl and
+  scored_results.jsonl (the replies and evaluator results of a chunk the job stopped in,
+  which a resume takes instead of redoing them: not records; the job's copy replaces each,
+  and when the job's run has none, the chunk was recorded, so it goes).
 Then the files are written (and pending files that went, removed), the job's log (`--log`)
 goes to `INTO/MODE/logs/LOG_NAME`, and each run's finished tasks are shown before and after.
 """
@@ -35,10 +36,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from cudaperf.refine.trajectory import SummaryRecord  # noqa: E402
-from cudaperf.report.run import PENDING, read_records, trajectory_file  # noqa: E402
+from cudaperf.report.run import PENDING, SCORED, read_records, trajectory_file  # noqa: E402
 
 GROWS = ("timing.jsonl", "calls.log")  # appended to; logs/*.log too
 REPLACED = ("gpu.txt",)
+WORKING = (PENDING, SCORED)  # a stopped chunk's replies and results: the job's copy wins
 
 
 class Refused(ValueError):
@@ -106,9 +108,10 @@ def plan(job_out: Path, into: Path) -> tuple[list[tuple[Path | None, Path]], lis
         before = check_run(old, new, new_json, new_records) if (old / "run.json").is_file() else 0
         after, n = len(_finished(new_records)), len(new_json["tasks"])
         shown.append(f"{new.relative_to(src_root)}: {before}/{n} -> {after}/{n} tasks finished")
-        if (old / PENDING).is_file() and not (new / PENDING).is_file():
-            copies.append((None, old / PENDING))
-            shown.append(f"{new.relative_to(src_root) / PENDING}: scored and recorded, removed")
+        for name in WORKING:
+            if (old / name).is_file() and not (new / name).is_file():
+                copies.append((None, old / name))
+                shown.append(f"{new.relative_to(src_root) / name}: recorded since, removed")
     for f in sorted(p for p in src_root.rglob("*") if p.is_file()):
         rel = f.relative_to(src_root)
         dest = into / rel
@@ -123,8 +126,8 @@ def plan(job_out: Path, into: Path) -> tuple[list[tuple[Path | None, Path]], lis
             elif f.name in REPLACED:
                 if old != data:
                     shown.append(f"{rel}: {old.decode().strip()} -> {data.decode().strip()}")
-            elif f.name in ("trajectories.jsonl", "run.json", PENDING):
-                pass  # checked above, run by run; pending replies are not records
+            elif f.name in ("trajectories.jsonl", "run.json", *WORKING):
+                pass  # checked above, run by run; working files are not records
             elif old != data:
                 raise Refused(f"{f}: differs from the committed {dest}; nothing is replaced")
         copies.append((f, dest))

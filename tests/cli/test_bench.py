@@ -454,3 +454,23 @@ def test_turns_from_begins_a_run_of_more_turns_and_the_command_repeats_it(tmp_pa
         tmp_path, "scripted:best", "three", "--turns", "3", "--turns-from", tmp_path / "one2"
     )
     assert res.exit_code == 2 and "its first turns came from" in res.output
+
+
+@needs_nvcc
+def test_a_run_keeps_each_evaluator_result_until_its_chunk_is_recorded(tmp_path, monkeypatch):
+    """`bench run` wraps its evaluator session in `KeptResults`: every batch appends its
+    results to RUN/scored_results.jsonl as they finish (so a batch cut by Ctrl-C or a call's
+    budget is not evaluated again), and the file is gone once the run's chunks are recorded."""
+    import cudaperf.execute.api as api
+
+    outs, real = [], api.evaluate_batch
+
+    def recording(jobs, config, out=None, **kw):
+        outs.append(out)
+        yield from real(jobs, config, out=out, **kw)
+
+    monkeypatch.setattr(api, "evaluate_batch", recording)
+    res = bench_run(tmp_path, "scripted:best", "one", "--batch-tasks", "2")  # 2 chunks x 2 turns
+    assert res.exit_code == 0, res.output
+    assert outs and set(outs) == {tmp_path / "one/scored_results.jsonl"}
+    assert not (tmp_path / "one/scored_results.jsonl").exists()

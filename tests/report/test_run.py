@@ -693,7 +693,17 @@ def test_a_run_stopped_while_scoring_scores_the_replies_it_had_generated(tmp_pat
 
     backend.generate = counting
     st = BenchSettings(model=wf, suite="sample", samples=2, turns=2)
-    assert run_bench(st, TASKS, META, out, backend, scorer([]), batch_tasks=4) == len(TASKS) - 4
+    (out / "scored_results.jsonl").write_text("")  # what KeptResults leaves of a cut batch
+    seen, sc = [], scorer([])
+    inner = sc.evaluator
+
+    def watching(jobs):
+        seen.append((out / "scored_results.jsonl").exists())
+        return inner(jobs)
+
+    sc.evaluator = watching
+    assert run_bench(st, TASKS, META, out, backend, sc, batch_tasks=4) == len(TASKS) - 4
+    assert seen == [True, False, False]  # kept for the cut chunk, gone once it was recorded
     assert len(asked) == 2 * 4  # chunk 3's two turns only
     lines = [json.loads(x) for x in (out / "timing.jsonl").read_text().splitlines()]
     assert lines[-2]["reused_sets"] == 4 and "reused_sets" not in lines[-1]
@@ -705,3 +715,59 @@ def test_a_run_stopped_while_scoring_scores_the_replies_it_had_generated(tmp_pat
     whole = tmp_path / "w"
     bench(whole, wf)
     assert summarize(read_run(out))["metrics"] == summarize(read_run(whole))["metrics"]
+    (out / "scored_results.jsonl").write_text("")  # left by a stop after the last record
+    assert bench(out, wf) == 0 and not (out / "scored_results.jsonl").exists()
+
+
+class _Session:
+    """An evaluator session over a backend that answers `ok` and can be cut after `stop_after`
+    results (Ctrl-C in the middle of a batch)."""
+
+    def __init__(self, stop_after: int | None = None):
+        from cudaperf.execute.config import EvalConfig
+
+        self.config, self.batches, self.seconds, self.closed = EvalConfig(), 0, 0.0, False
+        self.ran: list[str] = []
+        self.stop_after = stop_after
+        env = type("Env", (), {"mode": "full"})()
+        self.backend = self
+        self.evaluator = type("E", (), {"env": env, "key": staticmethod(self._key)})()
+
+    @staticmethod
+    def _key(t, c):
+        return f"{t.id}:{c.hash}"
+
+    def run(self, jobs):
+        from cudaperf.execute.types import ExecResult
+
+        for i, (t, c) in enumerate(jobs):
+            if self.stop_after is not None and len(self.ran) == self.stop_after:
+                raise KeyboardInterrupt
+            self.ran.append(c.id)
+            r = ExecResult(status="ok", mode="full", task_id=t.id, candidate_hash=c.hash)
+            yield i, r.model_copy(update={"candidate_id": c.id, "cache_key": self._key(t, c)})
+
+    def close(self):
+        self.closed = True
+
+
+def test_kept_results_let_a_resumed_session_skip_what_a_cut_batch_finished(tmp_path):
+    from cudaperf.execute import Candidate
+    from cudaperf.report.run import KeptResults
+
+    task = TASKS[0].model_copy(update={"implementations": []})  # no naive run first
+    jobs = [(task, Candidate(code=f"// {i}", id=f"c{i}")) for i in range(5)]
+    path = tmp_path / "scored_results.jsonl"
+    cut = _Session(stop_after=3)
+    with pytest.raises(KeyboardInterrupt):
+        KeptResults(cut, path)(jobs)
+    assert len(path.read_text().splitlines()) == 3  # each result written as it finished
+    again = _Session()
+    kept = KeptResults(again, path)
+    got = kept(jobs)
+    assert again.ran == ["c3", "c4"]  # the three finished ones were not run again
+    assert [r.candidate_id for r in got] == [f"c{i}" for i in range(5)]  # in job order
+    assert [r.cached for r in got] == [True, True, True, False, False]
+    assert again.batches == 1 and again.seconds > 0
+    kept.close()  # the rest is the session's
+    assert again.closed

@@ -350,7 +350,9 @@ def run(
     """Run a model over a suite; every sample of every turn evaluated on every config."""
     from cudaperf.report.render import write_run_report
     from cudaperf.report.run import (
+        SCORED,
         BenchSettings,
+        KeptResults,
         check_resume,
         check_turns_from,
         read_run,
@@ -420,6 +422,7 @@ def run(
     except ValueError as e:
         scorer.evaluator.close()
         fail(str(e))
+    scorer.evaluator = KeptResults(scorer.evaluator, out / SCORED)  # a cut batch's work kept
     backend = _backend(
         model,
         tasks,

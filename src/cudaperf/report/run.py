@@ -16,7 +16,11 @@ A run folder holds:
   an earlier, interrupted process had generated);
 - `pending_replies.jsonl`, only while a turn is scored or after a run stopped then: the
   replies being scored (`refine.pending`), which a resumed run scores instead of generating
-  that turn again.
+  that turn again;
+- `scored_results.jsonl`, only while a chunk runs or after a run stopped in one: each
+  evaluator result of the chunk as it finishes (`KeptResults`, when the command's evaluator
+  session is wrapped in it, as `bench run` does), so a resumed run takes the candidates a
+  stopped batch had finished instead of running them again.
 
 Tasks go through `refine_many` in chunks of `batch_tasks` (one generation batch and one
 evaluator batch per turn and chunk), with `patience = turns` so that no task stops before its
@@ -57,6 +61,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "BenchSettings",
     "ConcurrentBatch",
+    "KeptResults",
     "RunFiles",
     "check_resume",
     "check_turns_from",
@@ -71,6 +76,7 @@ __all__ = [
 
 TRAJECTORY = "trajectories.jsonl"
 PENDING = "pending_replies.jsonl"  # replies being scored (`refine.pending`); gone when recorded
+SCORED = "scored_results.jsonl"  # the evaluator's results of the chunk being run (`KeptResults`)
 PACKED = TRAJECTORY + ".gz"  # a finished run's trajectory after `pack_run` (read, never appended)
 RUN_JSON = "run.json"
 TIMING = "timing.jsonl"
@@ -513,9 +519,37 @@ def run_bench(
                 **{k: round(v, 3) for k, v in sorted(clock.items())},
             }
             append_lines(Path(out) / TIMING, [json.dumps(line)])
-    if (stale := Path(out) / PENDING).is_file():  # every task recorded: nothing is pending
-        stale.unlink()
+        (Path(out) / SCORED).unlink(missing_ok=True)  # the chunk's turns are all recorded
+    for done_with in (PENDING, SCORED):  # every task recorded: nothing is pending
+        (Path(out) / done_with).unlink(missing_ok=True)
     return len(todo)
+
+
+class KeptResults:
+    """A command's evaluator session (`execute.session.EvalSession`) whose results are also
+    appended to `path` as each finishes (`execute.api.evaluate_batch`'s `out`). A batch cut
+    short (Ctrl-C, a call's budget) keeps the candidates it had finished; a later session, a
+    resumed run's, takes each from the file instead of running it again (the same task,
+    candidate, evaluator settings, GPU and toolchain: the evaluator's result key; marked
+    `cached`, as a hit of the evaluator's own result cache is). Anything else is the
+    session's."""
+
+    def __init__(self, session, path: str | Path) -> None:
+        self.session = session
+        self.path = Path(path)
+
+    def __call__(self, jobs: list) -> list:
+        from cudaperf.execute.api import evaluate_batch
+
+        s, t0 = self.session, time.perf_counter()
+        got = list(evaluate_batch(jobs, s.config, out=self.path, backend=s.backend))
+        s.batches += 1
+        s.seconds += time.perf_counter() - t0
+        by_key = {(r.task_id, r.candidate_hash): r for r in got}
+        return [by_key[(task.id, c.hash)] for task, c in jobs]
+
+    def __getattr__(self, name: str):
+        return getattr(self.session, name)
 
 
 def _counting(into: list, then: Callable | None) -> Callable[[TurnRecord], None]:

@@ -157,11 +157,13 @@ def test_a_packed_run_a_taken_log_name_and_a_bad_archive_are_refused(tmp_path, c
     assert "not a device_bg.sh job archive" in capsys.readouterr().err
 
 
-def test_pending_replies_follow_the_job(tmp_path, capsys):
-    """A run's pending_replies.jsonl is a working file: the job's copy replaces the committed
-    one, and a committed one the job's run no longer has (scored and recorded) is removed."""
+@pytest.mark.parametrize("name", ["pending_replies.jsonl", "scored_results.jsonl"])
+def test_a_stopped_chunks_working_files_follow_the_job(tmp_path, capsys, name):
+    """A run's pending replies and kept evaluator results are working files: the job's copy
+    replaces the committed one, and a committed one the job's run no longer has (its chunk was
+    recorded since) is removed."""
     into = tmp_path / "bench/abl_x_s0"
-    pend = f"{RUN}/pending_replies.jsonl"
+    pend = f"{RUN}/{name}"
     _committed(into, {**_files(["a"], partial=["b"]), pend: b'{"key": "k1"}\n'})
     new = {**_files(["a"], partial=["b"], timing=2), pend: b'{"key": "k2"}\n'}
     assert _main("--job", _job(tmp_path / "bg1.tar.gz", new), "--into", into) == 0
@@ -170,6 +172,6 @@ def test_pending_replies_follow_the_job(tmp_path, capsys):
     done = _files(["a", "b", "c"], timing=3)
     assert _main("--job", _job(tmp_path / "bg2.tar.gz", done), "--into", into) == 0
     assert not (into / pend).exists()
-    assert "pending_replies.jsonl: scored and recorded, removed" in capsys.readouterr().out
+    assert f"{name}: recorded since, removed" in capsys.readouterr().out
     for rel, data in done.items():
         assert (into / rel).read_bytes() == data
