@@ -305,11 +305,8 @@ class Draws:
         return [f"```cuda\n// draw {self.k - j}\n{naive}\n```" for j in range(n)]
 
 
-def test_replies_generated_before_a_stop_in_scoring_are_scored_on_resume(tmp_path):
-    """Ctrl-C while turn 2 is scored: the turn's replies stay in the pending file, and the
-    resumed run scores exactly those (no new draw), records them and drops the file; a task
-    whose set is missing is generated again, alone."""
-    out, pending = tmp_path / "traj.jsonl", tmp_path / "pending.jsonl"
+def _stop_in_turn_2(out, pending):
+    """Two tasks, 2 turns of 2 samples, Ctrl-C in turn 2's evaluator batch."""
     calls = []
 
     def stop_in_turn_2(jobs):
@@ -325,19 +322,11 @@ def test_replies_generated_before_a_stop_in_scoring_are_scored_on_resume(tmp_pat
         refine_many(
             [SAXPY, MATMUL], Draws(), sc, turns=2, samples=2, patience=2, out=out, pending=pending
         )
-    assert [r.turn for r in read_trajectory(out)] == [1, 1]
-    held = {}
-    for line in pending.read_text().splitlines():
-        doc = json.loads(line)
-        held[doc["task_id"]] = doc["replies"]
-    assert set(held) == {SAXPY.id, MATMUL.id} and all(len(r) == 2 for r in held.values())
-    stale = {"key": "k", "task_id": SAXPY.id, "turn": 1, "model": "draws", "replies": ["x", "y"]}
-    with pending.open("a") as fh:  # a set of a turn already recorded (a stop before settling)
-        fh.write(json.dumps(stale) + "\n")
 
-    backend, clock = Draws(start=100), {}
+
+def _resume(out, pending, backend, clock=None):
     sc = RewardScorer([SAXPY, MATMUL], evaluator=evaluator, analyzer=lambda c: [], analyze="always")
-    resumed = refine_many(
+    return refine_many(
         [SAXPY, MATMUL],
         backend,
         sc,
@@ -349,6 +338,26 @@ def test_replies_generated_before_a_stop_in_scoring_are_scored_on_resume(tmp_pat
         resume=read_trajectory(out),
         clock=clock,
     )
+
+
+def test_replies_generated_before_a_stop_in_scoring_are_scored_on_resume(tmp_path):
+    """Ctrl-C while turn 2 is scored: the turn's replies stay in the pending file, and the
+    resumed run scores exactly those (no new draw), records them and drops the file; a task
+    whose set is missing is generated again, alone."""
+    out, pending = tmp_path / "traj.jsonl", tmp_path / "pending.jsonl"
+    _stop_in_turn_2(out, pending)
+    assert [r.turn for r in read_trajectory(out)] == [1, 1]
+    held = {}
+    for line in pending.read_text().splitlines():
+        doc = json.loads(line)
+        held[doc["task_id"]] = doc["replies"]
+    assert set(held) == {SAXPY.id, MATMUL.id} and all(len(r) == 2 for r in held.values())
+    stale = {"key": "k", "task_id": SAXPY.id, "turn": 1, "model": "draws", "replies": ["x", "y"]}
+    with pending.open("a") as fh:  # a set of a turn already recorded (a stop before settling)
+        fh.write(json.dumps(stale) + "\n")
+
+    backend, clock = Draws(start=100), {}
+    resumed = _resume(out, pending, backend, clock)
     assert backend.asked == []  # nothing generated again
     assert clock["reused_sets"] == 2
     for res in resumed:
@@ -358,30 +367,12 @@ def test_replies_generated_before_a_stop_in_scoring_are_scored_on_resume(tmp_pat
 
     # only MATMUL's set left: SAXPY's turn 2 is drawn again, alone
     out2, pending2 = tmp_path / "traj2.jsonl", tmp_path / "pending2.jsonl"
-    calls.clear()
-    sc = RewardScorer(
-        [SAXPY, MATMUL], evaluator=stop_in_turn_2, analyzer=lambda c: [], analyze="always"
-    )
-    with pytest.raises(KeyboardInterrupt):
-        refine_many(
-            [SAXPY, MATMUL], Draws(), sc, turns=2, samples=2, patience=2, out=out2, pending=pending2
-        )
-    lines = pending2.read_text().splitlines()
-    pending2.write_text("".join(x + "\n" for x in lines if MATMUL.id in x))
+    _stop_in_turn_2(out2, pending2)
+    (kept,) = [x for x in pending2.read_text().splitlines() if MATMUL.id in x]
+    pending2.write_text(kept + "\n")
     backend = Draws(start=100)
-    sc = RewardScorer([SAXPY, MATMUL], evaluator=evaluator, analyzer=lambda c: [], analyze="always")
-    resumed = refine_many(
-        [SAXPY, MATMUL],
-        backend,
-        sc,
-        turns=2,
-        samples=2,
-        patience=2,
-        out=out2,
-        pending=pending2,
-        resume=read_trajectory(out2),
-    )
+    resumed = _resume(out2, pending2, backend)
     assert len(backend.asked) == 1 and SAXPY.description[:20] in json.dumps(backend.asked)
-    assert [s.reply for s in resumed[1].turns[-1].samples] == json.loads(lines[1])["replies"]
+    assert [s.reply for s in resumed[1].turns[-1].samples] == json.loads(kept)["replies"]
     assert "draw 10" in resumed[0].turns[-1].samples[0].reply  # drawn now (101, 102)
     assert not pending2.exists()
