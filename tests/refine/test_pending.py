@@ -70,6 +70,7 @@ def test_a_file_that_is_not_pending_sets_is_one_named_error(tmp_path):
     path.write_text('{"key": "k", "replies": ["a"]}\nnot json\n')
     with pytest.raises(ValueError, match=r"pending.jsonl:2: not a pending reply set .*delete"):
         Pending(path)
-    path.write_text('{"key": "k", "replies": [1]}\n')
-    with pytest.raises(ValueError, match=r":1: not a pending reply set"):
-        Pending(path)
+    for bad in ('{"key": "k", "replies": [1]}', '{"key": "k", "replies": "ab"}', "[1]"):
+        path.write_text(bad + "\n")
+        with pytest.raises(ValueError, match=r":1: not a pending reply set"):
+            Pending(path)

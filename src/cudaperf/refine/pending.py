@@ -20,12 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from pathlib import Path
 
 from cudaperf.refine.prompts import Message
-
-log = logging.getLogger(__name__)
 
 __all__ = ["Pending", "draw_key"]
 
@@ -53,8 +50,10 @@ class Pending:
             try:
                 doc = json.loads(line)
                 key, replies = doc["key"], doc["replies"]
-                if not isinstance(key, str) or not all(isinstance(r, str) for r in replies):
-                    raise TypeError("key and replies must be text")
+                if not isinstance(key, str) or not isinstance(replies, list):
+                    raise TypeError("a text key and a list of replies")
+                if not all(isinstance(r, str) for r in replies):
+                    raise TypeError("every reply must be text")
             except (ValueError, KeyError, TypeError) as e:
                 raise ValueError(
                     f"{self.path}:{n}: not a pending reply set ({e}); delete the file to "
