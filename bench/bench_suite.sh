@@ -15,7 +15,8 @@
 # TURNS (default 1) sets --turns; runs of TURNS=N > 1 go to their own folder (MODE-tN).
 # BATCH_TASKS (default 16) sets --batch-tasks, the tasks of one chunk: one generation and one
 # evaluator batch per turn (fewer tasks make generation batches too small to stay fast; a
-# budget stop loses at most the turn in flight, since `bench run` resumes by the turn).
+# budget stop loses at most a generation in progress and the candidates being evaluated: a
+# chunk's generated replies and finished results wait in the run folder for the resume).
 # MAX_BATCH (default 64) sets SmolLM2 runs' --max-batch, the sequences one generate call
 # decodes together: a chunk's BATCH_TASKS x samples replies take ceil(that / MAX_BATCH) calls,
 # each decoding until its longest reply ends, so BATCH_TASKS=32 MAX_BATCH=128 halves the calls
@@ -41,8 +42,9 @@
 # Every step is bounded: the call stops a step at BUDGET_S seconds after the call started
 # (default 540, for device calls of at most 600 s) with SIGINT (the run keeps its finished
 # tasks; killed 30 s later if it hangs) and starts no step with less than 60 s left. A rerun
-# of the same command resumes every run (finished tasks are skipped), so a call cut off by its
-# budget loses at most the turn in flight (of one chunk of BATCH_TASKS tasks). Each step's output
+# of the same command resumes every run (finished tasks are skipped; a cut chunk's replies and
+# finished results are taken from RUN/pending_replies.jsonl and RUN/scored_results.jsonl), so a
+# call cut off by its budget loses at most the generation or evaluations in flight. Each step's output
 # goes to RUNS/logs/SUITE_RUN.log as it is written, a line every 30 s says how many tasks are
 # finished, and RUNS/calls.log gets one line per call (date, commit, steps, outcome).
 # The script ends with `bench_suite: done` or `bench_suite: NOT done` (and rerun advice).
