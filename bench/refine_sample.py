@@ -40,7 +40,7 @@ from pathlib import Path
 
 from cudaperf.execute.config import EvalConfig
 from cudaperf.refine import TurnRecord, make_backend, read_trajectory, refine_many
-from cudaperf.refine.trajectory import SummaryRecord
+from cudaperf.refine.trajectory import SummaryRecord, finished_tasks
 from cudaperf.reward import RewardConfig, RewardScorer
 from cudaperf.reward.scorer import ranker_from_spec
 from cudaperf.tasks.io import load_sample, load_tasks
@@ -295,7 +295,7 @@ def main(argv=None) -> None:
     kept = _resume(traj) if args.resume else []
     if not args.resume and traj.exists():
         traj.unlink()
-    done = {r.task_id for r in kept if isinstance(r, SummaryRecord)}
+    done = finished_tasks(kept)
     todo = [t for t in tasks if t.id not in done]
     ev = {"trials": args.trials, "compile_baseline": False}
     ev |= {
@@ -382,7 +382,7 @@ def _resume(traj: Path) -> list:
     if not traj.exists():
         return []
     records = read_trajectory(traj)
-    done = {r.task_id for r in records if isinstance(r, SummaryRecord)}
+    done = finished_tasks(records)
     kept = [r for r in records if r.task_id in done]
     traj.write_text("".join(r.model_dump_json() + "\n" for r in kept), encoding="utf-8")
     return kept

@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from cudaperf.refine.trajectory import SummaryRecord  # noqa: E402
+from cudaperf.refine.trajectory import finished_tasks  # noqa: E402
 from cudaperf.report.run import PENDING, SCORED, read_records, trajectory_file  # noqa: E402
 
 GROWS = ("timing.jsonl", "calls.log")  # appended to; logs/*.log too
@@ -56,7 +56,7 @@ def _records(folder: Path) -> list:
 
 
 def _finished(records: list) -> set[str]:
-    return {r.task_id for r in records if isinstance(r, SummaryRecord)}
+    return finished_tasks(records)
 
 
 def _in_order(needles: list[str], hay: list[str]) -> bool:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from cudaperf.refine.trajectory import SummaryRecord  # noqa: E402
+from cudaperf.refine.trajectory import SummaryRecord, finished_tasks  # noqa: E402
 from cudaperf.report.run import read_records, read_timing, trajectory_file  # noqa: E402
 from cudaperf.train.curves import trained_steps  # noqa: E402
 
@@ -95,7 +95,7 @@ def finished_all(prog: str) -> bool:
 
 def _finished(folder: Path) -> set[str]:
     """The tasks with a summary record in the run's trajectory (plain, or packed)."""
-    return {r.task_id for r in _records(folder) if isinstance(r, SummaryRecord)}
+    return finished_tasks(_records(folder))
 
 
 def _records(folder: Path) -> list:
@@ -171,7 +171,7 @@ def turns_left(folder: Path) -> int:
     for rec in records:
         if not isinstance(rec, SummaryRecord):
             turns[rec.task_id] = turns.get(rec.task_id, 0) + 1
-    done = {r.task_id for r in records if isinstance(r, SummaryRecord)}
+    done = finished_tasks(records)
     left = sum(TURNS4 - n for tid, n in turns.items() if tid not in done)
     return left + (selected - len(set(turns) | done)) * (TURNS4 - 1)
 

@@ -10,6 +10,7 @@ triples from it; samples with `reward.valid == false` or `screened == true` carr
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,6 +26,7 @@ __all__ = [
     "SummaryRecord",
     "TrajectoryWriter",
     "TurnRecord",
+    "finished_tasks",
     "parse_trajectory",
     "read_trajectory",
 ]
@@ -91,6 +93,12 @@ class TrajectoryWriter:
 
     def close(self) -> None:
         self._fh.close()
+
+
+def finished_tasks(records: Iterable[TurnRecord | SummaryRecord]) -> set[str]:
+    """The ids of the tasks with a summary record: a task is finished once its summary is
+    written (resumes skip it, reports count it)."""
+    return {r.task_id for r in records if isinstance(r, SummaryRecord)}
 
 
 def read_trajectory(path: str | Path) -> list[TurnRecord | SummaryRecord]:

@@ -52,7 +52,12 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from cudaperf.jsonl import append_lines, complete_lines, cut_line, read_text
-from cudaperf.refine.trajectory import SummaryRecord, TurnRecord, parse_trajectory
+from cudaperf.refine.trajectory import (
+    SummaryRecord,
+    TurnRecord,
+    finished_tasks,
+    parse_trajectory,
+)
 from cudaperf.report.rows import TaskMeta
 from cudaperf.tasks.model import Task
 
@@ -259,7 +264,7 @@ def _packed_problem(out: Path, ids: list[str]) -> str:
     packed = out / PACKED
     if not packed.is_file() or (out / TRAJECTORY).is_file():
         return ""
-    done = {r.task_id for r in read_records(packed) if isinstance(r, SummaryRecord)}
+    done = finished_tasks(read_records(packed))
     if all(i in done for i in ids):
         return ""
     return (
@@ -285,7 +290,7 @@ def pack_run(folder: str | Path) -> tuple[int, int]:
     if not plain.is_file():
         what = "packed already" if packed.is_file() else f"without {TRAJECTORY}"
         raise ValueError(f"{p}: {what}; nothing to pack")
-    done = {r.task_id for r in run.records if isinstance(r, SummaryRecord)}
+    done = finished_tasks(run.records)
     left = [i for i in run.meta if i not in done]
     if left:
         raise ValueError(
@@ -340,7 +345,7 @@ def _seed_turns(
     finished that has no record here yet (resume then continues each after them); those
     appended."""
     have = {r.task_id for r in records}
-    done = {r.task_id for r in src.records if isinstance(r, SummaryRecord)}
+    done = finished_tasks(src.records)
     take = [
         r
         for r in src.records
@@ -432,7 +437,7 @@ def _resume_state(
 
     if not records:
         return set(), [], []
-    done = {r.task_id for r in records if isinstance(r, SummaryRecord)}
+    done = finished_tasks(records)
     replay = set()
     for t in tasks:
         if t.id in done:

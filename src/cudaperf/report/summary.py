@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from cudaperf.execute.types import sum_phases
-from cudaperf.refine.trajectory import SummaryRecord, TurnRecord
+from cudaperf.refine.trajectory import TurnRecord, finished_tasks
 from cudaperf.report.metrics import (
     INFRA,
     Metric,
@@ -63,7 +63,7 @@ FAILURE_ORDER = [
 def load_views(run: RunFiles, samples: int | None = None, turns: int | None = None):
     """(rows, task views, baselines present, mode) of the finished tasks of `run`, keeping
     only samples < `samples` and turns <= `turns` when given (for paired comparisons)."""
-    finished = {r.task_id for r in run.records if isinstance(r, SummaryRecord)}
+    finished = finished_tasks(run.records)
     meta = {k: m for k, m in run.meta.items() if k in finished}
     rows = [
         r
@@ -256,7 +256,7 @@ def run_time(run: RunFiles) -> dict:
     and scoring seconds; a run older than timing.jsonl has the phases only. A run resumed
     from a start older than timing.jsonl is timed only in part: `tasks_timed` (tasks of the
     chunks that finished) of `tasks_finished` say how much, and the line says so."""
-    finished = {r.task_id for r in run.records if isinstance(r, SummaryRecord)}
+    finished = finished_tasks(run.records)
     phases = sum_phases(
         s.result.phases
         for r in run.records
