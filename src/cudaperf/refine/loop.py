@@ -183,7 +183,10 @@ def _replies(
     `held` has them, the rest generated (in one call) and held before they are scored."""
     if held is None:
         return generate(backend, [c.messages for c in chains], samples)
-    keys = [draw_key(c.task.id, len(c.turns) + 1, backend.name, c.messages) for c in chains]
+    turns = [len(c.turns) + 1 for c in chains]  # the turn each chain draws now
+    keys = [
+        draw_key(c.task.id, n, backend.name, c.messages) for c, n in zip(chains, turns, strict=True)
+    ]
     out = [held.take(k, samples) for k in keys]
     fresh = [j for j, r in enumerate(out) if r is None]
     if len(fresh) < len(chains):
@@ -195,7 +198,7 @@ def _replies(
         out[j] = rs
     held.hold(
         [
-            (keys[j], chains[j].task.id, len(chains[j].turns) + 1, backend.name, list(rs))
+            (keys[j], chains[j].task.id, turns[j], backend.name, list(rs))
             for j, rs in zip(fresh, made, strict=True)
         ]
     )
