@@ -159,9 +159,18 @@ COMMON=(--samples "$S" --turns "$TURNS" --batch-tasks "$BATCH_TASKS" --seed 0 --
 [ "$MODE" = ablation ] && COMMON+=(--preset outcome_only)
 mkdir -p "$RUNS/logs"
 
-sync_out() {  # the runs into $OUT (a device call's return folder), when there is one
+sync_out() {  # the runs into $OUT (a device call's return folder), when there is one, as they
+  # are now: a file the runs removed (a chunk's pending_replies.jsonl, once recorded) goes from
+  # the copy too, which a copy over the last one kept (session 34). Files are deleted, never the
+  # folder, so device_bg's tar of $OUT never catches it missing.
   [ -n "${OUT:-}" ] || return 0
+  local dest f
+  dest="$OUT/bench/$(basename "$RUNS")"
   mkdir -p "$OUT/bench" && cp -a "$RUNS" "$OUT/bench/" 2>/dev/null || true
+  [ -d "$dest" ] || return 0
+  (cd "$dest" && find . -type f) | while IFS= read -r f; do
+    [ -e "$RUNS/$f" ] || rm -f "$dest/$f"
+  done
 }
 
 progress() {  # progress DIR: "finished/selected" tasks of a run folder ("-" when none)

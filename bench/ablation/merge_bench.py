@@ -102,6 +102,7 @@ def plan(job_out: Path, into: Path) -> tuple[list[tuple[Path | None, Path]], lis
         raise Refused(f"{job_out}: no bench/ folder in the job's files; give a bench_suite job")
     copies, shown = [], []
     runs = sorted(p.parent for p in src_root.rglob("run.json"))
+    stale: set[Path] = set()  # working files of finished runs: left by a copy, not pending
     for new in runs:
         old = into / new.relative_to(src_root)
         new_json, new_records = _run_json(new / "run.json"), _records(new)
@@ -109,10 +110,18 @@ def plan(job_out: Path, into: Path) -> tuple[list[tuple[Path | None, Path]], lis
         after, n = len(_finished(new_records)), len(new_json["tasks"])
         shown.append(f"{new.relative_to(src_root)}: {before}/{n} -> {after}/{n} tasks finished")
         for name in WORKING:
-            if (old / name).is_file() and not (new / name).is_file():
+            # `run_bench` removes both when its last task is recorded, so a finished run's copy
+            # of one is stale (session 34: bench_suite's copy into $OUT never deleted)
+            finished, has_new, has_old = after == n, (new / name).is_file(), (old / name).is_file()
+            if finished and has_new:
+                stale.add(new / name)
+            if has_old and (finished or not has_new):
                 copies.append((None, old / name))
+            if has_old and not has_new:
                 shown.append(f"{new.relative_to(src_root) / name}: recorded since, removed")
-    for f in sorted(p for p in src_root.rglob("*") if p.is_file()):
+            elif finished and has_new:
+                shown.append(f"{new.relative_to(src_root) / name}: the run is finished, not kept")
+    for f in sorted(p for p in src_root.rglob("*") if p.is_file() and p not in stale):
         rel = f.relative_to(src_root)
         dest = into / rel
         if dest.is_file():

@@ -27,8 +27,8 @@ def _suite(tmp_path, *args, repo=ROOT, **env):
     )
     fake.chmod(0o755)
     full = {**os.environ, "PY": str(fake), "ROOT": str(tmp_path / "runs")}
+    full.pop("OUT", None)  # a device call's return folder only where `env` gives one
     full |= {"BG_RUNS": str(tmp_path / "safe"), **env}
-    full.pop("OUT", None)
     res = subprocess.run(
         ["bash", str(repo / "bench/bench_suite.sh"), *args],
         cwd=repo,
@@ -187,6 +187,25 @@ def test_a_background_job_keeps_runs_inside_the_tree_on_a_seeded_copy_outside_it
         out = f"--out {env['ROOT']}/{tag}/heldout/naive"
         assert len(calls) == 1 and out in calls[0], res.stdout
         assert "device_bg job" not in res.stdout
+
+
+def test_the_copy_in_out_loses_what_the_runs_removed(tmp_path):
+    """Session 34: the copy into $OUT was made over the last one, so a finished run came back
+    with the pending_replies.jsonl and scored_results.jsonl its runner had removed."""
+    res, _ = _suite(tmp_path, "ablation", "list")
+    tag = "ablation-compile-only" if "NO GPU" in res.stdout else "ablation"
+    run = tmp_path / "runs" / tag / "heldout" / "naive"
+    run.mkdir(parents=True)
+    (run / "trajectories.jsonl").write_text('{"type":"summary"}\n')
+    back = tmp_path / "out" / "bench" / tag / "heldout" / "naive"
+    back.mkdir(parents=True)
+    (back / "pending_replies.jsonl").write_text("{}\n")  # an earlier copy's, removed since
+    (back / "trajectories.jsonl").write_text("")
+    res, calls = _suite(tmp_path, "ablation", "heldout/naive", OUT=str(tmp_path / "out"))
+    assert len(calls) == 1, res.stdout + res.stderr
+    assert (back / "trajectories.jsonl").read_text() == '{"type":"summary"}\n'
+    assert not (back / "pending_replies.jsonl").exists()
+    assert (back.parent.parent / "calls.log").is_file()
 
 
 def test_turns_from_begins_a_run_of_more_turns_from_the_finished_one_turn_run(tmp_path):

@@ -175,3 +175,20 @@ def test_a_stopped_chunks_working_files_follow_the_job(tmp_path, capsys, name):
     assert f"{name}: recorded since, removed" in capsys.readouterr().out
     for rel, data in done.items():
         assert (into / rel).read_bytes() == data
+
+
+@pytest.mark.parametrize("name", ["pending_replies.jsonl", "scored_results.jsonl"])
+def test_a_finished_runs_working_files_are_stale_and_not_kept(tmp_path, capsys, name):
+    """`run_bench` removes both working files when its last task is recorded, so a finished
+    run's copy of one was left by a copy that never deleted (session 34's job brought both back
+    with 60/60 tasks finished): neither the job's copy nor a committed one is kept."""
+    into = tmp_path / "bench/abl_x_s0"
+    pend = f"{RUN}/{name}"
+    _committed(into, {**_files(["a"], partial=["b"]), pend: b'{"key": "k1"}\n'})
+    done = {**_files(["a", "b", "c"], timing=3), pend: b'{"key": "k2"}\n'}
+    assert _main("--job", _job(tmp_path / "bg.tar.gz", done), "--into", into) == 0
+    assert not (into / pend).exists()
+    assert f"{name}: the run is finished, not kept" in capsys.readouterr().out
+    for rel, data in done.items():
+        if rel != pend:
+            assert (into / rel).read_bytes() == data
