@@ -90,16 +90,29 @@ def test_the_re_run_pilot_paragraph_and_row_quote_its_summary():
     assert quoted in para.replace("\n", " "), quoted
 
 
-def test_the_arm_a_bench_in_progress_is_quoted_at_its_committed_count():
+def test_arm_a_seed_0_against_the_start_is_quoted_from_its_primary_file_and_bench():
+    """The paragraph and the table row quote `primary.py`'s file and the bench run's summary;
+    the run they read is finished (the paragraph quoted a count while it was not)."""
     from tests.script_helpers import load_script
 
     status = load_script("bench/ablation/status.py")
     run = ROOT / "bench/results/ablation/bench/abl_unified_s0/ablation/train-unseen/grpo"
     done, total = status.bench_progress(run).split("/")
-    if done == total:
-        pytest.skip("the run is finished: its paragraph quotes its metrics, not a count")
+    assert done == total, f"arm A's bench is at {done}/{total}: quote a count, not metrics"
+    cmp = ROOT / "bench/results/ablation/bench/compare/sft_vs_unified_s0/train-unseen"
+    doc = json.loads((cmp / "primary.json").read_text())
+    runs = {r["arm"]: r for r in doc["runs"]}
+    assert str(run.relative_to(ROOT)) in doc["command"]
+    d = doc["per_seed"][0]
+    lo, hi = d["ci"]
+    quoted = (
+        f"{runs['unified']['primary']:.3f} vs {runs['sft']['primary']:.3f}, "
+        f"{d['d']:+.3f} [{lo:.3f}, {hi:.3f}]"
+    )
+    assert quoted in _row("arm A (`unified`) seed 0 after 60 steps"), quoted
     para = README[README.index("**Arm B (`outcome_only`), seed 0, has run steps") :]
     para = para[: para.index("\n\n")].replace("\n", " ")
-    assert f"under way ({done} of {total} tasks" in para
-    table = (ROOT / "bench/results/ablation/bench/abl_unified_s0/README.md").read_text()
-    assert f"| {done} of {total} (not quoted until all {total} are done) |" in table
+    assert f"{runs['unified']['primary']:.3f} against the SFT start's" in para
+    assert f"{runs['sft']['primary']:.3f}: {d['d']:+.3f} [{lo:.3f}, {hi:.3f}]" in para
+    summary = json.loads((run / "summary.json").read_text())
+    assert f"correct {_pct(_metric(summary, 'correct rate (turn 1)'))} against" in para
