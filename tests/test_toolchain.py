@@ -1,6 +1,6 @@
 import stat
 
-from cudaperf.toolchain import tool_version
+from cudaperf.toolchain import host_cpu, tool_version
 
 
 def _exe(tmp_path, name: str, text: str) -> str:
@@ -25,3 +25,28 @@ def test_a_failed_probe_is_not_remembered(tmp_path):
     assert tool_version(str(exe)) == "missing"  # not there yet
     _exe(tmp_path, "late", "Cuda compilation tools, release 13.0, V13.0.88")
     assert tool_version(str(exe)) == "13.0.88"  # asked again, not the cached "missing"
+
+
+def test_host_cpu_is_the_model_name_and_falls_back_when_cpuinfo_is_unreadable(monkeypatch):
+    import platform
+    from pathlib import Path
+
+    real = Path.read_text
+    monkeypatch.setattr(
+        Path,
+        "read_text",
+        lambda self, *a, **k: (
+            "processor\t: 0\nmodel name\t: Some CPU @ 2.0GHz\nmodel name\t: other\n"
+            if str(self) == "/proc/cpuinfo"
+            else real(self, *a, **k)
+        ),
+    )
+    assert host_cpu() == "Some CPU @ 2.0GHz"
+
+    def unreadable(self, *a, **k):
+        raise OSError("no /proc here")
+
+    monkeypatch.setattr(Path, "read_text", unreadable)
+    monkeypatch.setattr(platform, "processor", lambda: "")
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    assert host_cpu() == "x86_64"

@@ -3,10 +3,12 @@ candidate-side loader `cudaperf.execute.native` can use it without heavy imports
 
 from __future__ import annotations
 
+import platform
 import re
 import subprocess
+from pathlib import Path
 
-__all__ = ["tool_version"]
+__all__ = ["host_cpu", "tool_version"]
 
 
 _KNOWN: dict[str, str] = {}  # exe -> its version, for the process's lifetime
@@ -28,3 +30,15 @@ def tool_version(exe: str) -> str:
     version = m.group(2) if m else (text.splitlines()[0] if text else "unknown")
     _KNOWN[exe] = version
     return version
+
+
+def host_cpu() -> str:
+    """This host's CPU model (`/proc/cpuinfo`'s first "model name"; elsewhere what `platform`
+    says): the serial C reference runs on it, so speedups against it are this host's."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"

@@ -92,6 +92,24 @@ def test_bench_run_resume_report_and_compare_compile_only(tmp_path):
     assert "measured differently" in (tmp_path / "cmp3/report.html").read_text()
 
 
+def test_compare_says_when_the_c_reference_was_timed_on_other_hosts(tmp_path):
+    """Full-mode runs (stored measurements) whose chunks ran on different host CPUs: the
+    terminal says the speedups vs cpu are not comparable, beside the table."""
+    from tests.report.test_run import _rehost
+    from tests.report.test_run import bench as stored_bench
+
+    for name, model, host in (("a", "scripted:naive", "CPU-A"), ("b", "scripted:best", "CPU-B")):
+        stored_bench(tmp_path / name, model=model, samples=1, turns=1)
+        _rehost(tmp_path / name, host, host, host)
+    args = ["bench", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out"]
+    r = runner.invoke(app, [*args, str(tmp_path / "cmp")])
+    assert r.exit_code == 0, r.output
+    assert "note: speedups vs cpu are not comparable" in " ".join(r.stdout.split())
+    _rehost(tmp_path / "b", "CPU-A", "CPU-A", "CPU-A")
+    r = runner.invoke(app, [*args, str(tmp_path / "cmp2")])
+    assert r.exit_code == 0 and "note:" not in r.stdout
+
+
 def test_bad_input_gives_one_line_errors(tmp_path):
     cases = [
         (["--suite", "nosuch"], "nor a suite name"),

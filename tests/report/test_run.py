@@ -771,3 +771,66 @@ def test_kept_results_let_a_resumed_session_skip_what_a_cut_batch_finished(tmp_p
     assert again.batches == 1 and again.seconds > 0
     kept.close()  # the rest is the session's
     assert again.closed
+
+
+def _rehost(run_dir, *hosts):
+    """timing.jsonl's chunks re-labelled as run on `hosts` (None: a line without the field)."""
+    path = run_dir / "timing.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    for line, host in zip(lines, hosts, strict=True):
+        line.pop("host_cpu", None)
+        if host is not None:
+            line["host_cpu"] = host
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def test_speedups_vs_the_c_reference_name_the_hosts_that_timed_them(tmp_path, monkeypatch):
+    """The serial C reference is timed on the host's CPU, which the run.json setup does not
+    name (session 34: two runs on one GPU kind differed by 16% in C-reference time per naive
+    time, from one lease's host to another's). Each chunk's timing line records it; a run
+    report names it, and warns when chunks mixed hosts; compare warns when the runs' hosts
+    differ or some are unknown, and only then."""
+    from cudaperf.report import run as run_mod
+    from cudaperf.report.render import write_compare_report
+
+    monkeypatch.setattr(run_mod, "host_cpu", lambda: "CPU-A")
+    bench(tmp_path / "a", model="scripted:naive", samples=1, turns=1)
+    bench(tmp_path / "b", model="scripted:best", samples=1, turns=1)
+    lines = [json.loads(x) for x in (tmp_path / "a/timing.jsonl").read_text().splitlines()]
+    assert [x["host_cpu"] for x in lines] == ["CPU-A"] * 3
+    s = summarize(read_run(tmp_path / "a"))
+    assert s["hosts"] == {"models": {"CPU-A": 3}, "unrecorded": 0}
+    c = compare([read_run(tmp_path / "a"), read_run(tmp_path / "b")])
+    assert c["hosts_note"] == ""  # one recorded host: nothing to say
+
+    _rehost(tmp_path / "b", "CPU-A", "CPU-B", None)
+    s = summarize(read_run(tmp_path / "b"))
+    assert s["hosts"] == {"models": {"CPU-A": 1, "CPU-B": 1}, "unrecorded": 1}
+    c = compare([read_run(tmp_path / "a"), read_run(tmp_path / "b")])
+    note = c["hosts_note"]
+    assert "speedups vs cpu are not comparable" in note
+    assert "a: CPU-A (3 chunk(s))" in note
+    assert "b: CPU-A (1 chunk(s)), CPU-B (1 chunk(s)); 1 chunk(s) not recorded" in note
+    md = (write_compare_report(c, tmp_path / "cmp").parent / "report.md").read_text()
+    assert "speedups vs cpu are not comparable" in md
+
+    _rehost(tmp_path / "b", "CPU-B", "CPU-B", "CPU-B")  # one host each, but not the same one
+    c = compare([read_run(tmp_path / "a"), read_run(tmp_path / "b")])
+    assert "a: CPU-A (3 chunk(s)); b: CPU-B (3 chunk(s))" in c["hosts_note"]
+    _rehost(tmp_path / "b", None, None, None)  # a run older than the field: unknown, not known
+    c = compare([read_run(tmp_path / "a"), read_run(tmp_path / "b")])
+    assert "speedups vs cpu may not be comparable" in c["hosts_note"]
+    assert "b: 3 chunk(s) not recorded" in c["hosts_note"]
+
+
+def test_a_run_report_names_its_host_cpu_and_warns_when_chunks_mixed_hosts(tmp_path):
+    from cudaperf.report.render import write_run_report as write_report
+
+    bench(tmp_path / "r", model="scripted:naive", samples=1, turns=1)
+    _rehost(tmp_path / "r", "CPU-A", "CPU-A", "CPU-A")
+    md = write_report(summarize(read_run(tmp_path / "r")), tmp_path / "r").parent / "report.md"
+    assert "host CPU (times the serial C reference): CPU-A" in md.read_text()
+    _rehost(tmp_path / "r", "CPU-A", "CPU-B", "CPU-A")
+    md = write_report(summarize(read_run(tmp_path / "r")), tmp_path / "r").parent / "report.md"
+    text = md.read_text()
+    assert "speedups vs cpu mix host CPUs" in text and "CPU-A (2 chunk(s)), CPU-B (1" in text

@@ -559,4 +559,6 @@ def compare(
         diffs = [paired_text(d, m["kind"]) for d in m["diffs"]]
         _row(t, m["metric"], *[fmt_value(v, m["kind"]) for v in m["values"]], *diffs)
     stdout.print(t)
+    if c["hosts_note"]:
+        stdout.print(f"note: {c['hosts_note']}", markup=False)
     stdout.print(f"paired on {c['tasks']} task(s); report: {html}")

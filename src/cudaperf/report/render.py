@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cudaperf.report.figures import compare_figures, have_matplotlib, run_figures
 from cudaperf.report.rows import BASELINE_LABELS
-from cudaperf.report.summary import fmt_ci, fmt_time, fmt_value
+from cudaperf.report.summary import fmt_ci, fmt_time, fmt_value, host_note
 
 __all__ = [
     "absent_text",
@@ -256,6 +256,8 @@ def _header(s: dict) -> tuple[str, list[str]]:
     ]
     if line := fmt_time(s.get("time") or {}):
         facts.append(line)
+    if s.get("hosts") and (line := host_note(s["hosts"], s["baselines"])):
+        facts.append(line)
     if line := turns_from_text(s["info"].get("turns_from")):
         facts.append(line)
     if s["info"].get("left_out"):
@@ -457,6 +459,8 @@ def write_compare_report(c: dict, folder: str | Path) -> Path:
             + ". "
             + note
         )
+    if c.get("hosts_note"):
+        note = f"{c['hosts_note']}. {note}".strip()
     sections = [
         ("Side by side: paired differences (rates, in points) and ratios (speedups)", head, rows),
         *_family_sections(c),

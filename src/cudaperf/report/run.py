@@ -13,7 +13,9 @@ A run folder holds:
   how many tasks it held and how many task-turns it scored (`turns`; a resumed or seeded
   task's earlier turns are not this chunk's), so a run's wall time adds up over every process
   that resumed it and a turn's cost can be read from it (`reused_sets`: tasks whose replies
-  an earlier, interrupted process had generated);
+  an earlier, interrupted process had generated) and the host's CPU model (`host_cpu`: the
+  serial C reference is timed on it, so a run resumed on other hosts mixes them, and the
+  reports say so);
 - `pending_replies.jsonl`, only while a turn is scored or after a run stopped then: the
   replies being scored (`refine.pending`), which a resumed run scores instead of generating
   that turn again;
@@ -60,6 +62,7 @@ from cudaperf.refine.trajectory import (
 )
 from cudaperf.report.rows import TaskMeta
 from cudaperf.tasks.model import Task
+from cudaperf.toolchain import host_cpu
 
 log = logging.getLogger(__name__)
 
@@ -517,6 +520,7 @@ def run_bench(
         finally:
             line = {
                 "started": started,
+                "host_cpu": host_cpu(),  # the C reference's host: speedups vs cpu are its
                 "tasks": len(chunk),
                 "turns": len(scored),
                 "complete": complete,

@@ -43,6 +43,9 @@ __all__ = [
     "family_table",
     "fmt_ci",
     "fmt_value",
+    "host_cpus",
+    "host_note",
+    "hosts_differ_note",
     "load_views",
     "summarize",
 ]
@@ -245,6 +248,7 @@ def summarize(run: RunFiles) -> dict:
         else {},
         "fast_p_curves": _curves(views, baselines, turns) if mode != "compile-only" else {},
         "time": run_time(run),
+        "hosts": host_cpus(run),
     }
 
 
@@ -281,6 +285,57 @@ def run_time(run: RunFiles) -> dict:
         "tasks_finished": len(finished),
         **out,
     }
+
+
+def host_cpus(run: RunFiles) -> dict:
+    """The host CPUs a run's chunks ran on (timing.jsonl's `host_cpu`): `models`, each with
+    its chunk count, and `unrecorded`, chunks of a run older than the field (or without
+    timing.jsonl: then 0 chunks and `unrecorded` None). The serial C reference is timed on the
+    host, so speedups against it compare host CPUs too."""
+    if not run.timing:
+        return {"models": {}, "unrecorded": None}
+    got = Counter(c["host_cpu"] for c in run.timing if c.get("host_cpu"))
+    return {"models": dict(sorted(got.items())), "unrecorded": len(run.timing) - got.total()}
+
+
+def _hosts_text(h: dict) -> str:
+    models = ", ".join(f"{m} ({n} chunk(s))" for m, n in h["models"].items())
+    if h["unrecorded"] is None:
+        return "not recorded (no timing.jsonl)"
+    if h["unrecorded"]:
+        models += ("; " if models else "") + f"{h['unrecorded']} chunk(s) not recorded"
+    return models
+
+
+def host_note(h: dict, baselines) -> str:
+    """One report line on the host CPU of a run whose speedups include the C reference's
+    ("" when they do not): which host, and a warning when the run's chunks ran on several or
+    some host is unknown."""
+    if "cpu" not in baselines:
+        return ""
+    if len(h["models"]) == 1 and not h["unrecorded"]:
+        return f"host CPU (times the serial C reference): {next(iter(h['models']))}"
+    return (
+        "speedups vs cpu mix host CPUs or hosts not recorded, so they are the hosts' as much as "
+        f"the kernels': {_hosts_text(h)}"
+    )
+
+
+def hosts_differ_note(names: Sequence[str], hosts: Sequence[dict], baselines) -> str:
+    """The compare report's warning when the runs' speedups against the C reference were not
+    all timed on one recorded host CPU ("" when they were, or no such speedup is compared)."""
+    if "cpu" not in baselines:
+        return ""
+    models = {m for h in hosts for m in h["models"]}
+    if len(models) == 1 and not any(h["unrecorded"] for h in hosts):
+        return ""
+    verdict = "are not" if len(models) > 1 else "may not be"  # else: one known, some unknown
+    return (
+        f"speedups vs cpu {verdict} comparable between these runs: the serial C reference was "
+        "timed on "
+        + "; ".join(f"{n}: {_hosts_text(h)}" for n, h in zip(names, hosts, strict=True))
+        + " (compare speedups against a GPU baseline instead)"
+    )
 
 
 def fmt_time(t: dict) -> str:
@@ -422,6 +477,8 @@ def compare(runs: Sequence[RunFiles]) -> dict:
         "metrics": table,
         "baselines_absent": absent_baselines(baselines, runs),
         "setup_differences": setup_differences(runs),
+        "hosts": [host_cpus(r) for r in runs],
+        "hosts_note": hosts_differ_note(names, [host_cpus(r) for r in runs], baselines),
         "per_turn": per_turn,
         "by_family": family_table(views, family_metrics(samples, turns, _primary(baselines), mode)),
         "fast_p_curves": [_curves(v, baselines, turns) for v in views] if mode == "full" else [],
