@@ -34,7 +34,9 @@ def tool_version(exe: str) -> str:
 
 def host_cpu() -> str:
     """This host's CPU model (`/proc/cpuinfo`'s first "model name"; elsewhere what `platform`
-    says): the serial C reference runs on it, so speedups against it are this host's."""
+    says): the serial C reference runs on it, so speedups against it are this host's.
+    `execute.c.baselines._cpu_model` reads the same for its cache key; it is to call this once
+    the ablation no longer pins the evaluator's code (bench/ablation/PROTOCOL.md)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):

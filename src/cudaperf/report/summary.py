@@ -451,6 +451,7 @@ def compare(runs: Sequence[RunFiles]) -> dict:
             d, iv = paired_interval(m, views[0], v)
             row["diffs"].append({"diff": d, **_ci(iv)})
         table.append(row)
+    hosts = [host_cpus(r) for r in runs]  # the C reference's hosts: its speedups are theirs
     per_turn = []
     if mode == "full":
         by_turn = [turn_metrics(t, baselines) for t in range(1, turns + 1)]
@@ -477,8 +478,8 @@ def compare(runs: Sequence[RunFiles]) -> dict:
         "metrics": table,
         "baselines_absent": absent_baselines(baselines, runs),
         "setup_differences": setup_differences(runs),
-        "hosts": [host_cpus(r) for r in runs],
-        "hosts_note": hosts_differ_note(names, [host_cpus(r) for r in runs], baselines),
+        "hosts": hosts,
+        "hosts_note": hosts_differ_note(names, hosts, baselines),
         "per_turn": per_turn,
         "by_family": family_table(views, family_metrics(samples, turns, _primary(baselines), mode)),
         "fast_p_curves": [_curves(v, baselines, turns) for v in views] if mode == "full" else [],
