@@ -42,11 +42,24 @@ def cpu_over_naive(run_dir: Path) -> dict[str, float]:
     return {t: sum(v) / len(v) for t, v in got.items()}
 
 
+def reward_baselines(run_dir: Path) -> dict[str, int]:
+    """How many samples' reward speed term was measured against each baseline (`reward.baseline`;
+    samples without a speed term left out): how much the C reference reaches the scores."""
+    got: dict[str, int] = {}
+    for rec in read_run(run_dir).records:
+        if isinstance(rec, TurnRecord):
+            for s in rec.samples:
+                if s.reward is not None and s.reward.baseline:
+                    got[s.reward.baseline] = got.get(s.reward.baseline, 0) + 1
+    return dict(sorted(got.items()))
+
+
 def drift(a: Path, b: Path) -> dict:
     """The per-task ratios B / A and their summary (`tasks` 0 when no task has both)."""
     ra, rb = cpu_over_naive(a), cpu_over_naive(b)
     ratios = {t: rb[t] / ra[t] for t in sorted(ra.keys() & rb.keys())}
     out: dict = {"runs": [str(a), str(b)], "tasks": len(ratios)}
+    out["reward_baselines"] = [reward_baselines(a), reward_baselines(b)]
     if ratios:
         logs = [math.log(x) for x in ratios.values()]
         out |= {
@@ -76,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{d['tasks']} tasks: C-reference time per naive-kernel time, run B / run A: "
         f"geomean {d['geomean_ratio']:.3f} (per task {d['min_ratio']:.2f} to {d['max_ratio']:.2f})"
     )
+    for name, counts in zip(("A", "B"), d["reward_baselines"], strict=True):
+        shown = ", ".join(f"{k} {n}" for k, n in counts.items()) or "none"
+        print(f"run {name}: samples whose reward speed term used each baseline: {shown}")
     if args.out:
         args.out.write_text(json.dumps(d, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {args.out}")

@@ -40,7 +40,11 @@ def test_the_ratio_is_1_on_one_host_and_the_hosts_factor_on_another(tmp_path, ca
     assert d["tasks"] == same["tasks"]
     assert d["geomean_ratio"] == pytest.approx(1.5) and d["min_ratio"] == pytest.approx(1.5)
     assert drift.main([str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "d")]) == 0
-    assert "geomean 1.500" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "geomean 1.500" in printed
+    counts = d["reward_baselines"][1]
+    assert sum(counts.values()) > 0 and set(counts) <= {"naive", "cpu", "eager", "compile"}
+    assert "run B: samples whose reward speed term used each baseline: " in printed
     assert json.loads((tmp_path / "d").read_text())["tasks"] == d["tasks"]
 
 
