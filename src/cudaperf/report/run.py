@@ -541,7 +541,9 @@ class KeptResults:
     resumed run's, takes each from the file instead of running it again (the same task,
     candidate, evaluator settings, GPU and toolchain: the evaluator's result key; marked
     `cached`, as a hit of the evaluator's own result cache is). Anything else is the
-    session's."""
+    session's. Its `__call__` repeats `EvalSession.__call__` with `out` added; an `out` option
+    on the session is to replace it once the ablation no longer pins the evaluator's code
+    (bench/ablation/PROTOCOL.md)."""
 
     def __init__(self, session, path: str | Path) -> None:
         self.session = session
