@@ -28,13 +28,15 @@ from cudaperf.refine.trajectory import TurnRecord  # noqa: E402
 from cudaperf.report.run import read_run  # noqa: E402
 
 
-def cpu_over_naive(run_dir: Path) -> dict[str, float]:
+def _turns(run_dir: Path) -> list[TurnRecord]:
+    return [r for r in read_run(run_dir).records if isinstance(r, TurnRecord)]
+
+
+def cpu_over_naive(turns: list[TurnRecord]) -> dict[str, float]:
     """Task id -> mean over its samples of (C-reference time / naive-kernel time), from the
     samples whose result has both speedups."""
     got: dict[str, list[float]] = {}
-    for rec in read_run(run_dir).records:
-        if not isinstance(rec, TurnRecord):
-            continue
+    for rec in turns:
         for s in rec.samples:
             r = s.result
             if r is not None and r.speedup_vs_cpu and r.speedup_vs_naive:
@@ -42,24 +44,24 @@ def cpu_over_naive(run_dir: Path) -> dict[str, float]:
     return {t: sum(v) / len(v) for t, v in got.items()}
 
 
-def reward_baselines(run_dir: Path) -> dict[str, int]:
+def reward_baselines(turns: list[TurnRecord]) -> dict[str, int]:
     """How many samples' reward speed term was measured against each baseline (`reward.baseline`;
     samples without a speed term left out): how much the C reference reaches the scores."""
     got: dict[str, int] = {}
-    for rec in read_run(run_dir).records:
-        if isinstance(rec, TurnRecord):
-            for s in rec.samples:
-                if s.reward is not None and s.reward.baseline:
-                    got[s.reward.baseline] = got.get(s.reward.baseline, 0) + 1
+    for rec in turns:
+        for s in rec.samples:
+            if s.reward is not None and s.reward.baseline:
+                got[s.reward.baseline] = got.get(s.reward.baseline, 0) + 1
     return dict(sorted(got.items()))
 
 
 def drift(a: Path, b: Path) -> dict:
     """The per-task ratios B / A and their summary (`tasks` 0 when no task has both)."""
-    ra, rb = cpu_over_naive(a), cpu_over_naive(b)
+    ta, tb = _turns(a), _turns(b)  # each run read once
+    ra, rb = cpu_over_naive(ta), cpu_over_naive(tb)
     ratios = {t: rb[t] / ra[t] for t in sorted(ra.keys() & rb.keys())}
     out: dict = {"runs": [str(a), str(b)], "tasks": len(ratios)}
-    out["reward_baselines"] = [reward_baselines(a), reward_baselines(b)]
+    out["reward_baselines"] = [reward_baselines(ta), reward_baselines(tb)]
     if ratios:
         logs = [math.log(x) for x in ratios.values()]
         out |= {

@@ -55,10 +55,6 @@ def _records(folder: Path) -> list:
         raise Refused(str(e)) from None
 
 
-def _finished(records: list) -> set[str]:
-    return finished_tasks(records)
-
-
 def _in_order(needles: list[str], hay: list[str]) -> bool:
     it = iter(hay)
     return all(any(h == n for h in it) for n in needles)
@@ -83,10 +79,10 @@ def check_run(old: Path, new: Path, new_json: dict, new_records: list) -> int:
             "the job ran another run into this folder"
         )
     old_records = _records(old)
-    done_old = _finished(old_records)
+    done_old = finished_tasks(old_records)
     lines_old = [r.model_dump_json() for r in old_records if r.task_id in done_old]
     if not _in_order(lines_old, [r.model_dump_json() for r in new_records]):
-        lost = sorted(done_old - _finished(new_records)) or ["a record changed"]
+        lost = sorted(done_old - finished_tasks(new_records)) or ["a record changed"]
         raise Refused(
             f"{new}: the job's trajectory lacks committed records of finished tasks "
             f"({', '.join(lost[:3])}); was it seeded from this repository's runs?"
@@ -107,7 +103,7 @@ def plan(job_out: Path, into: Path) -> tuple[list[tuple[Path | None, Path]], lis
         old = into / new.relative_to(src_root)
         new_json, new_records = _run_json(new / "run.json"), _records(new)
         before = check_run(old, new, new_json, new_records) if (old / "run.json").is_file() else 0
-        after, n = len(_finished(new_records)), len(new_json["tasks"])
+        after, n = len(finished_tasks(new_records)), len(new_json["tasks"])
         shown.append(f"{new.relative_to(src_root)}: {before}/{n} -> {after}/{n} tasks finished")
         for name in WORKING:
             # `run_bench` removes both when its last task is recorded, so a finished run's copy
