@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
+
+from cudaperf import jsonl
 from cudaperf.jsonl import append_lines, complete_lines, cut_tail, open_append
 
 GOOD = json.dumps({"a": 1})
@@ -103,3 +107,27 @@ def test_a_stopped_refine_trajectory_and_grpo_log_read_back(tmp_path):
     ]
     steps.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"kind": "rollout", "st')
     assert [r["step"] for r in read_steps(steps)] == [1]
+
+
+def test_replace_text_makes_parents_and_leaves_no_temporary_file(tmp_path):
+    target = tmp_path / "run" / "run.json"
+    jsonl.replace_text(target, '{"a": 1}\n')
+    jsonl.replace_text(target, '{"a": 2}\n')
+    assert target.read_text() == '{"a": 2}\n'
+    assert [p.name for p in target.parent.iterdir()] == ["run.json"]
+
+
+def test_replace_text_cut_while_writing_keeps_the_old_text(tmp_path, monkeypatch):
+    target = tmp_path / "run.json"
+    target.write_text("old\n")
+    real = Path.write_text
+
+    def cut(self, text, *a, **k):  # the process dies halfway through the write
+        real(self, text[: len(text) // 2], *a, **k)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "write_text", cut)
+    with pytest.raises(KeyboardInterrupt):
+        jsonl.replace_text(target, "new text, longer than the old\n")
+    monkeypatch.undo()
+    assert target.read_text() == "old\n"

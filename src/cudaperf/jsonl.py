@@ -15,7 +15,10 @@ Every appender in cudaperf goes through here:
 - `complete_lines(text)`: the lines of a file's text without a cut last line, for strict
   readers that run before any writer (a resumed run reading what its stopped run wrote);
 - `read_text(path)`: a file's text, gunzipped when its name ends in `.gz` (a finished run's
-  packed trajectory, which nothing appends to again).
+  packed trajectory, which nothing appends to again);
+- `replace_text(path, text)`: a file rewritten whole (a run's `run.json`, a file of waiting
+  work), through a temporary file beside it and one rename, so an interruption leaves the old
+  text or the new, never a part.
 
 Guaranteed: each line appended starts a line of its own; nothing before the last newline of a
 file ever changes.
@@ -30,7 +33,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["append_lines", "complete_lines", "cut_line", "cut_tail", "open_append", "read_text"]
+__all__ = [
+    "append_lines",
+    "complete_lines",
+    "cut_line",
+    "cut_tail",
+    "open_append",
+    "read_text",
+    "replace_text",
+]
 
 
 def read_text(path: str | Path, encoding: str = "utf-8") -> str:
@@ -40,6 +51,16 @@ def read_text(path: str | Path, encoding: str = "utf-8") -> str:
         with gzip.open(p, "rt", encoding=encoding) as f:
             return f.read()
     return p.read_text(encoding=encoding)
+
+
+def replace_text(path: str | Path, text: str, encoding: str = "utf-8") -> None:
+    """Make `text` the whole of `path` (parents made) atomically: written to `NAME.tmp` beside
+    it, then renamed over it, so a reader or an interruption sees the old text or the new."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(text, encoding=encoding)
+    tmp.replace(p)
 
 
 def cut_tail(path: str | Path) -> int | None:

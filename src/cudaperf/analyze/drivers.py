@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from cudaperf.analyze.ncu import ALL_METRICS, ProfileError, find_ncu, profile_command
 from cudaperf.analyze.types import AnalyzeConfig
+from cudaperf.jsonl import replace_text
 
 if TYPE_CHECKING:
     from cudaperf.tasks.model import InputConfig, Task
@@ -214,10 +215,7 @@ def profile_candidate(
     with tempfile.TemporaryDirectory(prefix="cudaperf-ncu-") as tmp:
         cmd = _driver_command(code, task, ic, cfg, Path(tmp))
         result = profile_command(cmd, kernels, ncu=ncu, extra=["--profile-from-start", "off"])
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp_file = cache.with_suffix(".tmp")
-    tmp_file.write_text(json.dumps(result))
-    tmp_file.replace(cache)
+    replace_text(cache, json.dumps(result))
     return result
 
 

@@ -22,6 +22,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from cudaperf.jsonl import replace_text
 from cudaperf.refine.prompts import Message
 
 __all__ = ["Pending", "draw_key"]
@@ -110,8 +111,4 @@ class Pending:
         if not docs:
             self.path.unlink(missing_ok=True)
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        text = "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs)
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(self.path)
+        replace_text(self.path, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs))

@@ -53,7 +53,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from cudaperf.jsonl import append_lines, complete_lines, cut_line, read_text
+from cudaperf.jsonl import append_lines, complete_lines, cut_line, read_text, replace_text
 from cudaperf.refine.trajectory import (
     SummaryRecord,
     TurnRecord,
@@ -382,9 +382,7 @@ def _note_turns_from(out: Path, src: RunFiles, records: list[TurnRecord | Summar
         "started": src.info.get("started"),
         "tasks": n,
     }
-    tmp = rj.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=1), encoding="utf-8")
-    tmp.replace(rj)
+    replace_text(rj, json.dumps(doc, indent=1))
 
 
 def _prepare(out: Path, settings: BenchSettings, meta: dict[str, TaskMeta], info: dict) -> None:
@@ -399,9 +397,7 @@ def _prepare(out: Path, settings: BenchSettings, meta: dict[str, TaskMeta], info
         "started": _now(),
         **info,
     }
-    tmp = rj.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=1), encoding="utf-8")
-    tmp.replace(rj)
+    replace_text(rj, json.dumps(doc, indent=1))
 
 
 def read_records(path: Path) -> list[TurnRecord | SummaryRecord]:
@@ -451,9 +447,7 @@ def _resume_state(
     keep = [r for r in records if r.task_id in done or r.task_id in replay]
     if len(keep) < len(records):
         log.info("dropping %d turn record(s) that do not replay", len(records) - len(keep))
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text("".join(r.model_dump_json() + "\n" for r in keep), encoding="utf-8")
-        tmp.replace(path)
+        replace_text(path, "".join(r.model_dump_json() + "\n" for r in keep))
     if replay:
         log.info("continuing %d unfinished task(s) after their last recorded turn", len(replay))
     return done, [r for r in keep if isinstance(r, TurnRecord) and r.task_id in replay], keep
