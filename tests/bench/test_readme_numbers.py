@@ -116,3 +116,21 @@ def test_arm_a_seed_0_against_the_start_is_quoted_from_its_primary_file_and_benc
     assert f"{runs['sft']['primary']:.3f}: {d['d']:+.3f} [{lo:.3f}, {hi:.3f}]" in para
     summary = json.loads((run / "summary.json").read_text())
     assert f"correct {_pct(_metric(summary, 'correct rate (turn 1)'))} against" in para
+
+
+def test_the_later_seeds_progress_is_quoted_from_their_committed_runs():
+    """Each "Arm X, seed N, has run steps 1-K" sentence quotes that run's last chunk report
+    and its steps file: K steps trained, the process's seconds, the groups with 2 correct."""
+    from tests.script_helpers import load_script
+
+    summarise = load_script("bench/ablation/summarise.py")
+    para = README.replace("\n", " ")
+    folder = ROOT / "bench/results/ablation/abl_unified_s1"
+    leases = sorted(folder.glob("grpo_report_lease*.json"), key=lambda f: int(f.stem[17:]))
+    reports = [json.loads(f.read_text()) for f in leases]
+    start = para.index(f"**Arm A, seed 1, has run steps 1-{reports[-1]['steps']}**")
+    said = para[start : para.index("`bench/results/ablation/abl_unified_s1/`", start)]
+    seconds = ", ".join(f"{r['seconds']:g} s" for r in reports)
+    assert f"process from the SFT start, {seconds};" in said, seconds
+    g = summarise.run_summary("unified", folder)["groups_2_correct"]
+    assert f"{g['with_2_correct']} of {g['groups']} groups with at least 2" in said
