@@ -110,6 +110,17 @@ def test_compare_says_when_the_c_reference_was_timed_on_other_hosts(tmp_path):
     assert r.exit_code == 0 and "note:" not in r.stdout
 
 
+def test_an_adapter_that_is_no_adapter_folder_is_refused_before_the_model_loads(tmp_path):
+    """It was read only when the backend attached it, after the model had loaded, and the
+    line named --model instead of --adapter."""
+    for adapter, said in ((tmp_path / "none", "no such folder"), (tmp_path, "no adapter_config")):
+        args = ["bench", "run", "--model", "smollm2", "--suite", "sample", "--limit", "1"]
+        r = cli(*args, "--adapter", adapter, "--out", tmp_path / "r", timeout=120)
+        user_error(r, f"--adapter {adapter}: {said}", code=2)
+        assert "Loading weights" not in r.stdout + r.stderr
+        assert not (tmp_path / "r").exists()
+
+
 def test_bad_input_gives_one_line_errors(tmp_path):
     cases = [
         (["--suite", "nosuch"], "nor a suite name"),

@@ -281,3 +281,19 @@ def test_a_default_cache_dir_that_cannot_be_written_is_one_line(tmp_path):
         r = cli(*args, HOME=str(home))
         user_error(r, "the default --cache-dir", "give --cache-dir DIR", code=2)
     assert not (tmp_path / "b").exists() and not (tmp_path / "g").exists()
+
+
+@pytest.mark.parametrize("spec", ["nope:x", "a model", "runs/x/final", "-x"])
+def test_a_model_that_is_no_path_nor_hub_name_is_named_with_the_fix(tmp_path, spec):
+    """The hub's own validation message came out instead ("Repo id must use alphanumeric
+    chars ..."), naming no fix, or a relative folder that does not exist went to the hub."""
+    r = cli("refine", "saxpy", "--model", spec, "--out", tmp_path / "t.jsonl", timeout=60)
+    user_error(r, f"--model {spec}: no such file or folder, nor a Hugging Face model name")
+    assert "a Hugging Face model name (org/name)" in r.stderr
+
+
+def test_hub_names_and_existing_folders_pass_the_model_check():
+    from cudaperf.cli.common import _HUB_NAME
+
+    for name in ("gpt2", "HuggingFaceTB/SmolLM2-135M-Instruct", "Qwen/Qwen2.5-0.5B"):
+        assert _HUB_NAME.fullmatch(name), name

@@ -49,6 +49,9 @@ def test_a_run_folder_that_cannot_be_made_is_refused(tmp_path, trainer):
         (["sft", "--seed", "-1"], ["--seed -1", "0 .. 4294967295"]),
         (["grpo", "--seed", "4294967296"], ["--seed 4294967296", "0 .. 4294967295"]),
         (["grpo", "--split-seed", "-3"], ["--split-seed -3", "0 .. 4294967295"]),
+        # an adapter path was read only after the model loaded (minutes for a large one)
+        (["grpo", "--adapter", "{tmp}/none"], ["--adapter", "none: no such folder"]),
+        (["grpo", "--adapter", "{tmp}"], ["--adapter", "no adapter_config.json there"]),
     ],
     ids=lambda v: " ".join(v) if isinstance(v, list) and v[0] in ("sft", "grpo") else "",
 )
@@ -56,6 +59,7 @@ def test_values_no_run_can_use_are_refused_before_loading(tmp_path, args, needle
     r = cli("train", *(a.format(tmp=tmp_path) for a in args), "--out", tmp_path / "run", timeout=60)
     user_error(r, *needles, code=2)
     assert not (tmp_path / "run").exists()
+    assert "Loading weights" not in r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("trainer", ["sft", "grpo"])

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from cudaperf.cli.common import (
     GenerationOpt,
+    check_adapter,
     check_cache_dir,
     check_model_spec,
     check_out_dir,
@@ -380,6 +381,7 @@ def run(
     check_out_dir(out, "--out")
     check_cache_dir(cache_dir)
     check_model_spec(model, "--model", gguf_file)
+    check_adapter(adapter, model)
     gpu_ids = _gpus(gpus, compile_only)
     timing_budget = renamed("--time-budget", old_timing_budget, "--timing-budget", timing_budget)
     reward = reward_config(preset, reward_overrides)

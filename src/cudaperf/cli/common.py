@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -310,6 +311,10 @@ def check_arch(arch: str | None, nvcc: str = "nvcc", option: str = "--arch") -> 
         )
 
 
+# a hub model id as the hub accepts it: name or org/name, letters, digits, '-', '_', '.'
+_HUB_NAME = re.compile(r"(?![-.])[\w.-]{1,96}(?<![-.])(/(?![-.])[\w.-]{1,96}(?<![-.]))?")
+
+
 def check_model_spec(spec: str, option: str, gguf_file: str | None = None) -> None:
     """Fail when a model that names a local path (a .gguf file, or a name that starts with /,
     ./, ../ or ~) does not exist, instead of letting the hub reject it as a model id, and
@@ -321,6 +326,8 @@ def check_model_spec(spec: str, option: str, gguf_file: str | None = None) -> No
     fix = "give a checkpoint folder, a .gguf file, a Hugging Face model name (org/name), or smollm2"
     if looks_local and not p.exists():
         fail(f"{option} {spec}: no such file or folder; {fix}")
+    if not looks_local and not p.exists() and not _HUB_NAME.fullmatch(spec):
+        fail(f"{option} {spec}: no such file or folder, nor a Hugging Face model name; {fix}")
     if p.is_file() and not p.stat().st_size:
         fail(f"{option} {spec}: the file is empty; {fix}")
     if p.is_dir() and gguf_file is None and not (p / "config.json").is_file():
@@ -330,6 +337,22 @@ def check_model_spec(spec: str, option: str, gguf_file: str | None = None) -> No
             else "no checkpoint"
         )
         fail(f"{option} {spec}: the folder holds no config.json, so it is {what}; {fix}")
+
+
+def check_adapter(adapter: str | Path | None, model: str, option: str = "--adapter") -> None:
+    """Fail before any model is loaded when `adapter` is no adapter folder (no
+    adapter_config.json there), or when `model` cannot take one (a server or scripted model)."""
+    if adapter is None:
+        return
+    if model.startswith(("http://", "https://", "scripted:")):
+        fail(f"{option} works with a Hugging Face --model (name or path), not {model!r}")
+    p = Path(adapter).expanduser()
+    if not (p / "adapter_config.json").is_file():
+        what = "no such folder" if not p.exists() else "no adapter_config.json there"
+        fail(
+            f"{option} {adapter}: {what}; give the folder `cudaperf train` saved the adapter "
+            "to (its final/ or a checkpoint-N/ folder)"
+        )
 
 
 def check_server(url: str) -> None:

@@ -11,6 +11,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from cudaperf.cli.common import (
     SAMPLE_DEFAULT,
+    check_adapter,
     check_model_spec,
     check_out_dir,
     check_out_file,
@@ -238,6 +239,7 @@ def refine_command(
     check_out_dir(cache_dir, "--cache-dir")
     check_out_dir(model_cache, "--model-cache")
     check_model_spec(model, "--model", gguf_file)
+    check_adapter(adapter, model)
     reward_cfg = reward_config(preset, reward)
     task = _target(target, tasks_path, function, sizes, lengths)
     best_path = _best_path(task, target, best_out, out)
@@ -248,15 +250,8 @@ def refine_command(
             "--best-out (or leave it out: the default never replaces a file)"
         )
     scorer = scorer_for(task, reward_cfg, compile_only, cache_dir, ranker)
-    if adapter is not None and (model.startswith(("http://", "https://", "scripted:"))):
-        fail(f"--adapter works with a Hugging Face --model (name or path), not {model!r}")
     if gguf_file is not None and (model.startswith(("http://", "https://", "scripted:"))):
         fail(f"--gguf-file works with a Hugging Face --model (name or path), not {model!r}")
-    if adapter is not None and not (adapter / "adapter_config.json").is_file():
-        fail(
-            f"--adapter {adapter}: no adapter_config.json there; give the folder `cudaperf "
-            "train` saved the adapter to (its final/ or a checkpoint-N/ folder)"
-        )
     backend = _backend(
         model,
         task,

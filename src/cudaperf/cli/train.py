@@ -12,6 +12,7 @@ import typer
 from cudaperf.cli.common import (
     DATASET_DEFAULT,
     GenerationOpt,
+    check_adapter,
     check_cache_dir,
     check_model_spec,
     check_out_dir,
@@ -236,6 +237,7 @@ def grpo_command(
     gpus = gpu_list(eval_gpus, "--eval-gpus")
     wall_budget = renamed("--time-budget", old_wall_budget, "--wall-budget", wall_budget)
     _check_run_options(out, model, pieces_mib, resume, overwrite)
+    check_adapter(adapter, model)
     check_cache_dir(None)  # the evaluator's builds and results
     reward_cfg = reward_config(preset, reward)
     if ranker not in ("default", "none"):  # else a file that cannot be read only warns
