@@ -74,6 +74,13 @@ def _tasks(
         picked = [(s, select(of_kind(s.tasks), limit, per_family, seed)) for s in loaded]
     except (ValueError, FileNotFoundError, ImportError) as e:
         fail(str(e))
+    for s in loaded:  # an importer that kept nothing says why, not "no task to run"
+        if not s.tasks and s.skipped:
+            why = "; ".join(f"{reason}: {n}" for reason, n in sorted(s.skipped.items()))
+            fail(
+                f"--suite {s.label}: {s.source} gave no task; its importer skipped every row "
+                f"({why}); check that --suite-path is that suite's own file or checkout"
+            )
     left_out = ""
     if model in REFERENCE_SPECS or model == "scripted:weakest-first":
         n = sum(len(ts) for _, ts in picked)
