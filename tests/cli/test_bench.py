@@ -509,18 +509,7 @@ def test_a_suite_file_whose_every_row_the_importer_skips_says_why(tmp_path):
     """It said "no task to run (after --kind/--limit ...)", which pointed at the wrong options."""
     bt = tmp_path / "bt.jsonl"
     bt.write_text('not json\n{"id": 4, "cpp_code": "int f();"}\n')
-    r = cli(
-        "bench",
-        "run",
-        "--model",
-        "scripted:naive",
-        "--suite",
-        "babeltower",
-        "--suite-path",
-        bt,
-        "--out",
-        tmp_path / "r",
-        timeout=60,
-    )
+    suite = ["--suite", "babeltower", "--suite-path", bt, "--out", tmp_path / "r"]
+    r = cli("bench", "run", "--model", "scripted:naive", *suite, timeout=60)
     user_error(r, f"--suite babeltower: {bt} gave no task", "not a JSON object: 1", code=2)
     assert "missing field(s) cuda_code" in r.stderr
