@@ -1,11 +1,12 @@
 """Process helpers shared by the test packages: is a process (or process group) gone, and
-the cleanup that kills a test's child together with its process group.
+the cleanup that kills a test's child together with its process group and descendants.
 
 Imported as `from tests.proc_helpers import ...` (pytest's importlib mode resolves `tests`
 from the rootdir, also under a bare `pytest`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -36,12 +37,24 @@ def group_gone(pgid: int, within_s: float, every_s: float = 0.1) -> bool:
 
 
 def kill_group(p: subprocess.Popen, wait_s: float | None = None) -> None:
-    """SIGKILL the process group of `p` (started with `start_new_session=True`); a group
-    with no member left is fine. With `wait_s`, then wait for `p` and read its pipes to
-    the end (`communicate`) for at most that many seconds."""
+    """SIGKILL the process group of `p` (started with `start_new_session=True`) and every
+    descendant of `p`, wherever it lives: torchrun starts each worker in a session of its
+    own, and a worker that outlived the kill kept `p`'s pipes open, so the `communicate`
+    after it waited forever (a hung CI run, 2026-12-06). A group with no member left is
+    fine. With `wait_s`, then wait for `p` and read its pipes to the end (`communicate`) for
+    at most that many seconds."""
+    import psutil  # accelerate's dependency
+
+    try:
+        kids = psutil.Process(p.pid).children(recursive=True)  # before they are orphaned
+    except psutil.NoSuchProcess:
+        kids = []
     try:
         os.killpg(p.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    for k in kids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            k.kill()
     if wait_s is not None:
         p.communicate(timeout=wait_s)

@@ -81,7 +81,7 @@ def _torchrun(tmp_path, tiny, tasks, *extra) -> list[dict]:
         _, err = proc.communicate(timeout=300)
     except subprocess.TimeoutExpired:
         kill_group(proc)
-        _, err = proc.communicate()
+        _, err = proc.communicate(timeout=60)
         pytest.fail(f"torchrun did not end in 300 s; its stderr ends:\n{err[-4000:]}")
     assert proc.returncode == 0, err[-3000:]
     return [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]

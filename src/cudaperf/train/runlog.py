@@ -242,6 +242,16 @@ def _sigint_ignored():
         signal.signal(signal.SIGINT, old)
 
 
+# After the last barrier, gloo's worker thread frees that barrier's work (and the gathers it
+# waited for), and those destructors take the GIL. DDP's Reducer holds the process group, so
+# its last reference goes when the trainer is freed, with the GIL held, and
+# ~ProcessGroupGloo then joins that worker thread: if the worker has not finished yet, it
+# waits for the GIL and the process hangs (CI, 2026-12-06: gdb showed exactly these two
+# threads; pytorch/pytorch#56297 describes the class of bug). A sleep releases the GIL, so
+# the worker finishes first; it needs microseconds, the pause costs once per run.
+TEARDOWN_PAUSE_S = 0.5
+
+
 def end_processes(acc, interrupted: bool) -> None:
     """Under several processes, after a run that was not interrupted: wait for every process,
     then destroy the process group. A process that exits with its gloo group alive can abort at
@@ -254,6 +264,7 @@ def end_processes(acc, interrupted: bool) -> None:
 
     if dist.is_available() and dist.is_initialized():
         acc.wait_for_everyone()
+        time.sleep(TEARDOWN_PAUSE_S)
         dist.destroy_process_group()
 
 
