@@ -292,7 +292,7 @@ def test_a_model_that_is_no_path_nor_hub_name_is_named_with_the_fix(tmp_path, sp
     assert "a Hugging Face model name (org/name)" in r.stderr
 
 
-def test_hub_names_and_existing_folders_pass_the_model_check():
+def test_hub_names_pass_the_model_name_check():
     from cudaperf.cli.common import _HUB_NAME
 
     for name in ("gpt2", "HuggingFaceTB/SmolLM2-135M-Instruct", "Qwen/Qwen2.5-0.5B"):
