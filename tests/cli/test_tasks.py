@@ -325,3 +325,10 @@ def test_attach_refuses_a_date_that_is_not_one(tmp_path):
     r = cli("tasks", "attach", res, "--out", tmp_path / "t.jsonl", "--date", "yesterday")
     user_error(r, "--date 'yesterday'", "YYYY-MM-DD", code=2)
     assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_export_hf_to_a_file_name_is_refused(tmp_path):
+    """`--hf --out tasks.jsonl` wrote a dataset folder named tasks.jsonl."""
+    r = cli("tasks", "export", "--sample", "--hf", "--out", tmp_path / "tasks.jsonl")
+    user_error(r, "--hf writes a folder", "drop --hf", code=2)
+    assert not (tmp_path / "tasks.jsonl").exists()

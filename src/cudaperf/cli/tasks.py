@@ -163,6 +163,11 @@ def export(
 ) -> None:
     """Convert a task set to JSONL, Parquet or a Hugging Face dataset folder."""
     if hf:
+        if out.name.endswith((".jsonl", ".jsonl.gz", ".parquet", ".json")):
+            fail(
+                f"--out {out}: --hf writes a folder (a Hugging Face `datasets` dataset), not "
+                "a file; give a folder name, or drop --hf to write that file"
+            )
         check_out_dir(out, "--out")
     else:
         check_out_file(out, "--out", (".jsonl", ".jsonl.gz", ".parquet"))
