@@ -131,6 +131,6 @@ def test_the_later_seeds_progress_is_quoted_from_their_committed_runs():
     start = para.index(f"**Arm A, seed 1, has run steps 1-{reports[-1]['steps']}**")
     said = para[start : para.index("`bench/results/ablation/abl_unified_s1/`", start)]
     seconds = ", ".join(f"{r['seconds']:g} s" for r in reports)
-    assert f"process from the SFT start, {seconds};" in said, seconds
+    assert f"chunk from the SFT start on: {seconds};" in said, seconds
     g = summarise.run_summary("unified", folder)["groups_2_correct"]
     assert f"{g['with_2_correct']} of {g['groups']} groups with at least 2" in said
