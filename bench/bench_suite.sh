@@ -41,7 +41,9 @@
 #
 # Every step is bounded: the call stops a step at BUDGET_S seconds after the call started
 # (default 540, for device calls of at most 600 s) with SIGINT (the run keeps its finished
-# tasks; killed 30 s later if it hangs) and starts no step with less than 60 s left. A rerun
+# tasks; killed 30 s later if it hangs) and starts no step with less than 60 s left; the run
+# gets the same seconds as `bench run --wall-budget`, so it starts no chunk that its finished
+# chunks say would end after that stop (it exits 75 before it: the step is partial). A rerun
 # of the same command resumes every run (finished tasks are skipped; a cut chunk's replies and
 # finished results are taken from RUN/pending_replies.jsonl and RUN/scored_results.jsonl), so a
 # call cut off by its budget loses at most the generation or evaluations in flight. Each step's output
@@ -308,12 +310,18 @@ run_step() {  # run_step SUITE RUN
   local n0; n0=$(mark "$log" "$model on $s, at most ${left}s")
   heartbeat "$dir" "$s/$r" & local hb=$!
   suite_args "$s"
+  # --wall-budget: the run starts no chunk its finished chunks say would end after the
+  # timeout (a chunk cut there loses its generation), and exits 75 before it instead
   timeout --signal=INT --kill-after=30 "$left" "${CP[@]}" bench run --model "$model" \
-    "${SARGS[@]}" "${SUB[@]}" "${COMMON[@]}" "${extra[@]}" --out "$dir" >>"$log" 2>&1
+    "${SARGS[@]}" "${SUB[@]}" "${COMMON[@]}" "${extra[@]}" --wall-budget "$left" \
+    --out "$dir" >>"$log" 2>&1
   rc=$?
   kill "$hb" 2>/dev/null; wait "$hb" 2>/dev/null
   tail -n +"$n0" "$log" | tail -n 25
-  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] || [ "$rc" -eq 130 ]; then
+  if [ "$rc" -eq 75 ]; then
+    echo "bench_suite: $s/$r stopped before a chunk that would not end inside the call's budget, with $(progress "$dir") tasks finished; rerun the same step to resume"
+    STATE=partial
+  elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] || [ "$rc" -eq 130 ]; then
     echo "bench_suite: $s/$r stopped at the call's budget with $(progress "$dir") tasks finished; rerun the same step to resume"
     STATE=partial
   elif [ "$rc" -ne 0 ]; then

@@ -22,7 +22,8 @@ def _suite(tmp_path, *args, repo=ROOT, **env):
     fake = tmp_path / "py"
     fake.write_text(
         "#!/usr/bin/env bash\n"
-        f'if [ "$1" = -m ] && [ "$2" = cudaperf ]; then echo "$*" >> {log}; exit 0; fi\n'
+        f'if [ "$1" = -m ] && [ "$2" = cudaperf ]; then echo "$*" >> {log}; '
+        "exit ${FAKE_RC:-0}; fi\n"
         f'exec {sys.executable} "$@"\n'
     )
     fake.chmod(0o755)
@@ -99,6 +100,8 @@ def test_a_deadline_caps_the_budget_of_chained_calls(tmp_path):
     res, calls = _suite(tmp_path, "ablation", "heldout/naive", DEADLINE=str(int(time.time()) + 90))
     budget = int(res.stdout.split("; budget ")[1].split("s;")[0])
     assert len(calls) == 1 and 80 <= budget <= 90, res.stdout
+    wall = int(calls[0].split("--wall-budget ")[1].split()[0])  # the run's own stop, in time
+    assert 60 <= wall <= budget, calls[0]
     res, calls = _suite(tmp_path, "ablation", "heldout/naive", DEADLINE="soon")
     assert res.returncode == 2 and res.stderr.startswith("bench_suite: DEADLINE=soon")
 
@@ -225,3 +228,14 @@ def test_turns_from_begins_a_run_of_more_turns_from_the_finished_one_turn_run(tm
     for env in ({"TURNS": "4"}, {"TURNS_FROM": "1"}):  # off, or a 1-turn run: never
         _, calls = _suite(tmp_path, "ablation", "heldout/best", **env)
         assert len(calls) == 1 and "bench run" in calls[0] and "--turns-from" not in calls[0]
+
+
+def test_a_run_stopped_by_its_wall_budget_is_partial_and_says_so(tmp_path):
+    """`bench run` exits 75 when it stops before a chunk that would not end inside
+    --wall-budget: the step is partial (rerun to resume), not a failure."""
+    res, calls = _suite(tmp_path, "ablation", "heldout/naive", FAKE_RC="75")
+    assert len(calls) == 1 and 530 <= int(calls[0].split("--wall-budget ")[1].split()[0]) <= 540
+    assert "stopped before a chunk that would not end inside the call's budget" in res.stdout
+    assert "failed" not in res.stdout and "NOT done (partial)" in res.stdout, res.stdout
+    res, _ = _suite(tmp_path, "ablation", "heldout/naive", FAKE_RC="3")
+    assert "heldout/naive failed (rc=3" in res.stdout, res.stdout

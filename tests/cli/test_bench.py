@@ -138,6 +138,8 @@ def test_bad_input_gives_one_line_errors(tmp_path):
         (["--suite", "sample", "--kind", "fortran"], "use c2cuda or torch2cuda"),
         (["--suite", "sample", "--max-tokens", "0"], "'--max-tokens': Input should be greater"),
         (["--suite", "sample", "--max-batch", "0"], "'--max-batch': Input should be greater"),
+        (["--suite", "sample", "--wall-budget", "0"], "--wall-budget 0.0: give seconds > 0"),
+        (["--suite", "sample", "--wall-budget", "inf"], "--wall-budget inf: give seconds > 0"),
     ]
     for extra, message in cases:
         args = ["bench", "run", "--model", "scripted:best", "--out", str(tmp_path / "r"), *extra]
@@ -231,6 +233,11 @@ def test_run_checks_its_outputs_model_ranker_and_gpu_before_any_work(tmp_path):
             2,
         ),
         (["--model", "./no/such/model", "--out", tmp_path / "r"], ["no such file or folder"], 2),
+        (  # before the model is looked at (and loaded: minutes for a large one)
+            ["--model", "./no/such/model", "--out", tmp_path / "r", "--wall-budget", "0"],
+            ["--wall-budget 0.0: give seconds > 0"],
+            2,
+        ),
         (["--model", folder, "--out", tmp_path / "r"], ["holds no config.json"], 2),
         (
             ["--model", f"http://127.0.0.1:{_closed_port()}/v1", "--out", tmp_path / "r"],
@@ -513,3 +520,24 @@ def test_a_suite_file_whose_every_row_the_importer_skips_says_why(tmp_path):
     r = cli("bench", "run", "--model", "scripted:naive", *suite, timeout=60)
     user_error(r, f"--suite babeltower: {bt} gave no task", "not a JSON object: 1", code=2)
     assert "missing field(s) cuda_code" in r.stderr
+
+
+@needs_nvcc
+def test_a_wall_budget_stop_exits_75_with_one_line_and_the_same_command_resumes(tmp_path):
+    """A run whose earlier chunks took 500 s does not start one with 100 s of budget: exit 75
+    (sysexits' "try again"), one line saying why and how to resume, nothing run; the same
+    command with room for a chunk finishes the run."""
+    out = tmp_path / "r"
+    out.mkdir()
+    slow = {"tasks": 4, "complete": True, "wall_s": 500.0, "generate_s": 1.0, "score_s": 499.0}
+    (out / "timing.jsonl").write_text(json.dumps(slow) + "\n")
+    res = bench_run(tmp_path, "scripted:best", "r", "--wall-budget", "100")
+    assert res.exit_code == 75, res.output
+    assert "stopped by the wall budget (100 s): the next chunk is expected to take 500 s" in (
+        res.output
+    )
+    assert f"the same command resumes the run in {out}" in res.output.replace("\n", "")
+    assert "Traceback" not in res.output and not (out / "trajectories.jsonl").exists()
+    res = bench_run(tmp_path, "scripted:best", "r", "--wall-budget", "1000")
+    assert res.exit_code == 0, res.output
+    assert len((out / "timing.jsonl").read_text().splitlines()) == 2  # the seeded chunk + 1

@@ -834,3 +834,74 @@ def test_a_run_report_names_its_host_cpu_and_warns_when_chunks_mixed_hosts(tmp_p
     md = write_report(summarize(read_run(tmp_path / "r")), tmp_path / "r").parent / "report.md"
     text = md.read_text()
     assert "speedups vs cpu mix host CPUs" in text and "CPU-A (2 chunk(s)), CPU-B (1" in text
+
+
+def test_a_chunk_is_predicted_from_the_slowest_complete_chunk_at_least_as_large():
+    from cudaperf.report.run import chunk_seconds
+
+    lines = [
+        {"tasks": 16, "complete": True, "wall_s": 320.0},  # 20 s a task
+        {"tasks": 16, "complete": True, "wall_s": 240.0},  # 15 s a task
+        {"tasks": 16, "complete": False, "wall_s": 600.0},  # cut (a hang?): no chunk's length
+        {"tasks": 2, "complete": True, "wall_s": 60.0},  # 30 s a task: its fixed costs
+        {"tasks": 4},  # a line without seconds (not written by this version) is skipped
+    ]
+    assert chunk_seconds(lines, 16) == 320.0
+    assert chunk_seconds(lines, 12) == 12 * 20.0  # the small chunk's rate predicts no larger one
+    assert chunk_seconds(lines, 2) == 60.0  # every chunk holds at least 2: the slowest rate
+    assert chunk_seconds(lines, 32) == 32 * 30.0  # none as large: every complete chunk's rate
+    assert chunk_seconds(lines[2:3], 16) is None and chunk_seconds([], 4) is None
+
+
+def test_a_wall_budget_stops_before_a_chunk_that_would_not_end_inside_it(tmp_path, monkeypatch):
+    """12 tasks in chunks of 4, 2 turns; each evaluator call takes 25 s of a fake clock, so a
+    chunk takes 50 s. With 120 s the first two chunks run (the first with no chunk to predict
+    from, the second predicted 50 s with 70 s left) and the third (50 s, 20 left) does not
+    start; the same call without the budget finishes the run."""
+    import cudaperf.report.run as run_mod
+    from cudaperf.report.run import WallBudget
+
+    class Clock:
+        now = 1000.0
+
+        def perf_counter(self):
+            return self.now
+
+    clock = Clock()
+    monkeypatch.setattr(run_mod, "time", clock)
+    calls: list = []
+    ev = stored_evaluator(calls)
+
+    def slow(jobs):
+        clock.now += 25.0
+        return ev(jobs)
+
+    sc = RewardScorer(TASKS, evaluator=slow, analyzer=lambda c: [], analyze="always")
+    wf = "scripted:weakest-first"  # a new implementation each turn: one evaluator call a turn
+    st = BenchSettings(model=wf, suite="sample", samples=2, turns=2)
+    out = tmp_path / "r"
+
+    def go(budget, started=None):
+        be = make_bench_backend(wf, TASKS)
+        return run_bench(st, TASKS, META, out, be, sc, 4, wall_budget_s=budget, started=started)
+
+    with pytest.raises(WallBudget) as stop:
+        go(120.0)
+    assert (stop.value.finished, stop.value.total) == (8, len(TASKS))
+    assert (stop.value.need_s, stop.value.left_s) == (50.0, 20.0)
+    assert "50 s and 20 s are left; 8 of 12 tasks finished" in str(stop.value)
+    run = read_run(out)
+    assert len(finished_ids(run)) == 8 and [c["wall_s"] for c in run.timing] == [50.0, 50.0]
+    with pytest.raises(WallBudget, match="longer than the whole budget.*--batch-tasks"):
+        go(40.0)  # a resumed process predicts from the run's chunks: none fits 40 s
+    assert len(read_run(out).timing) == 2  # nothing ran
+    clock.now += 1000.0
+    with pytest.raises(WallBudget, match="take 50 s and 10 s are left; 8 of 12"):
+        go(200.0, started=clock.now - 190.0)  # loading took 190 s of the 200
+    assert go(None) == 4 and len(finished_ids(read_run(out))) == len(TASKS)
+    with pytest.raises(ValueError, match="--wall-budget 0.0: give seconds > 0"):
+        go(0.0)
+
+
+def finished_ids(run) -> set[str]:
+    return {r.task_id for r in run.records if isinstance(r, SummaryRecord)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import time
 from pathlib import Path
 
 import typer
@@ -41,6 +42,7 @@ bench_app = typer.Typer(
     no_args_is_help=True,
 )
 
+WALL_BUDGET_EXIT = 75  # sysexits' EX_TEMPFAIL: stopped by --wall-budget, the same command resumes
 _SUITE_HELP = (
     "A task file or folder, or a suite name: sample (bundled), test-families (the test "
     "split's families in data/tasks.jsonl.gz; formerly heldout), train-unseen (a training "
@@ -347,6 +349,13 @@ def run(
     ),
     max_tokens: int = typer.Option(2048, "--max-tokens", min=1, help="Tokens per reply."),
     generation: str = GenerationOpt,
+    wall_budget: float = typer.Option(
+        None,
+        "--wall-budget",
+        help="Seconds from the start, loading included: a chunk of --batch-tasks starts only "
+        "when the run's complete chunks (timing.jsonl) predict it ends inside them; else the "
+        "run stops (exit 75) and the same command resumes it. A run's first chunk always runs.",
+    ),
     turns_from: Path = typer.Option(
         None,
         "--turns-from",
@@ -356,17 +365,22 @@ def run(
     ),
 ) -> None:
     """Run a model over a suite; every sample of every turn evaluated on every config."""
+    t_start = time.perf_counter()  # --wall-budget counts loading too
     from cudaperf.report.render import write_run_report
     from cudaperf.report.run import (
         SCORED,
         BenchSettings,
         KeptResults,
+        WallBudget,
         check_resume,
         check_turns_from,
         read_run,
         run_bench,
     )
     from cudaperf.report.summary import summarize
+
+    if wall_budget is not None and not 0 < wall_budget < float("inf"):
+        fail(f"--wall-budget {wall_budget}: give seconds > 0 (or leave it out)")
 
     try:
         settings = BenchSettings(
@@ -465,9 +479,14 @@ def run(
                 info,
                 on_done=lambda res: bar.advance(tid),
                 turns_from=source,
+                wall_budget_s=wall_budget,
+                started=t_start,
             )
     except ValueError as e:
         fail(str(e))
+    except WallBudget as stop:
+        console.print(f"{stop}; the same command resumes the run in {out}")
+        raise typer.Exit(WALL_BUDGET_EXIT) from None
     except KeyboardInterrupt:
         console.print(
             f"interrupted: finished tasks and turns are kept in {out}; rerun the same command to "

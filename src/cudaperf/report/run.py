@@ -38,6 +38,13 @@ task that has no record here yet gets that run's turn records of the task, and r
 it after them, so a 4-turn run after a 1-turn one generates and scores turns 2-4 only.
 `run.json`'s `turns_from` names the run and how many tasks began from it (their earlier turns'
 time is that run's), and the reports say so.
+
+A wall budget (`bench run --wall-budget`) stops a run between chunks, never inside one: a chunk
+starts only when the run's own complete chunks (`timing.jsonl`, every process that ran it)
+predict that it ends inside the budget (`chunk_seconds`); else `run_bench` raises `WallBudget`
+and a rerun resumes. A chunk cut by an outside limit loses its generation in flight, so a
+caller that stops the process at a deadline (`bench/bench_suite.sh`) gives the same seconds as
+the budget and the run ends before a chunk it could not finish, not in it.
 """
 
 from __future__ import annotations
@@ -71,7 +78,9 @@ __all__ = [
     "ConcurrentBatch",
     "KeptResults",
     "RunFiles",
+    "WallBudget",
     "check_resume",
+    "chunk_seconds",
     "check_turns_from",
     "make_bench_backend",
     "pack_run",
@@ -453,6 +462,47 @@ def _resume_state(
     return done, [r for r in keep if isinstance(r, TurnRecord) and r.task_id in replay], keep
 
 
+class WallBudget(Exception):
+    """`run_bench` stopped before a chunk that would not end inside its wall budget."""
+
+    def __init__(self, finished: int, total: int, need_s: float, left_s: float, budget_s: float):
+        self.finished, self.total = finished, total
+        self.need_s, self.left_s, self.budget_s = need_s, left_s, budget_s
+        why = (
+            "; a chunk takes longer than the whole budget here: give a larger --wall-budget or "
+            "a smaller --batch-tasks"
+            if need_s > budget_s
+            else ""
+        )
+        super().__init__(
+            f"stopped by the wall budget ({budget_s:g} s): the next chunk is expected to take "
+            f"{need_s:.0f} s and {max(left_s, 0):.0f} s are left; {finished} of {total} tasks "
+            f"finished{why}"
+        )
+
+
+def chunk_seconds(timing: Sequence[dict], tasks: int) -> float | None:
+    """Seconds a chunk of `tasks` tasks is expected to take, from a run's `timing.jsonl` lines:
+    `tasks` times the slowest seconds per task of its complete chunks that held at least as
+    many tasks (of all its complete chunks when none did: a small chunk's fixed costs, such as
+    a generation call, weigh more per task, so it over-predicts a larger one). None before a
+    chunk completed. The slowest, not the mean: chunks of the same run differ by a third
+    between hosts (16-task chunks of 224-342 s on H100 leases, 2026-12-06), and a chunk
+    predicted too short is cut at the caller's deadline and loses its generation."""
+    done = [
+        (r["tasks"], r["wall_s"])
+        for r in timing
+        if r.get("complete")
+        and isinstance(r.get("tasks"), int)
+        and r["tasks"] > 0
+        and isinstance(r.get("wall_s"), (int, float))
+    ]
+    if not done:
+        return None
+    big = [(n, s) for n, s in done if n >= tasks] or done
+    return tasks * max(s / n for n, s in big)
+
+
 def run_bench(
     settings: BenchSettings,
     tasks: Sequence[Task],
@@ -465,16 +515,25 @@ def run_bench(
     on_turn: Callable[[TurnRecord], None] | None = None,
     on_done: Callable | None = None,
     turns_from: RunFiles | None = None,
+    wall_budget_s: float | None = None,
+    started: float | None = None,
 ) -> int:
     """Run every not-yet-finished task of `tasks` into the folder `out`; returns how many
     tasks were run now (0: everything was already done). Raises ValueError when `out`
     holds a run of other settings or tasks. `turns_from` (from `check_turns_from`): a run
-    of fewer turns whose turn records begin each task that has none here yet."""
+    of fewer turns whose turn records begin each task that has none here yet.
+    `wall_budget_s`: seconds from `started` (a `time.perf_counter()` value; default: this
+    call), loading the model included; raises `WallBudget` before a chunk that
+    `chunk_seconds` says would not end inside it (a chunk with no complete one before it
+    starts anyway)."""
     from cudaperf.refine.episode import Rules
     from cudaperf.refine.loop import refine_many
 
     if batch_tasks < 1:
         raise ValueError(f"batch_tasks={batch_tasks}; use >= 1")
+    if wall_budget_s is not None and not 0 < wall_budget_s < float("inf"):
+        raise ValueError(f"--wall-budget {wall_budget_s}: give seconds > 0 (or leave it out)")
+    t_start = time.perf_counter() if started is None else started
     _prepare(Path(out), settings, meta, info or {})  # refuses a packed unfinished run
     if trajectory_file(out).name == PACKED:
         return 0  # packed: every task finished (pack_run packs nothing else)
@@ -491,6 +550,11 @@ def run_bench(
         log.info("resuming: %d of %d task(s) already finished", len(tasks) - len(todo), len(tasks))
     for i in range(0, len(todo), batch_tasks):
         chunk = todo[i : i + batch_tasks]
+        if wall_budget_s is not None:
+            need = chunk_seconds(read_timing(Path(out) / TIMING), len(chunk))
+            left = wall_budget_s - (time.perf_counter() - t_start)
+            if need is not None and need > left:
+                raise WallBudget(len(tasks) - len(todo) + i, len(tasks), need, left, wall_budget_s)
         clock: dict[str, float] = {}
         scored: list[TurnRecord] = []  # the chunk's task-turns, for timing.jsonl
         started, t0, complete = _now(), time.perf_counter(), False
