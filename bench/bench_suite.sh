@@ -42,7 +42,7 @@
 # Every step is bounded: the call stops a step at BUDGET_S seconds after the call started
 # (default 540, for device calls of at most 600 s) with SIGINT (the run keeps its finished
 # tasks; killed 30 s later if it hangs) and starts no step with less than 60 s left; the run
-# gets the same seconds as `bench run --wall-budget`, so it starts no chunk that its finished
+# gets those seconds less 15 as `bench run --wall-budget`, so it starts no chunk that its finished
 # chunks say would end after that stop (it exits 75 before it: the step is partial). A rerun
 # of the same command resumes every run (finished tasks are skipped; a cut chunk's replies and
 # finished results are taken from RUN/pending_replies.jsonl and RUN/scored_results.jsonl), so a
@@ -311,9 +311,10 @@ run_step() {  # run_step SUITE RUN
   heartbeat "$dir" "$s/$r" & local hb=$!
   suite_args "$s"
   # --wall-budget: the run starts no chunk its finished chunks say would end after the
-  # timeout (a chunk cut there loses its generation), and exits 75 before it instead
+  # timeout (a chunk cut there loses its generation), and exits 75 before it instead; 15 s
+  # less, for starting Python before its clock starts and writing the report after the last chunk
   timeout --signal=INT --kill-after=30 "$left" "${CP[@]}" bench run --model "$model" \
-    "${SARGS[@]}" "${SUB[@]}" "${COMMON[@]}" "${extra[@]}" --wall-budget "$left" \
+    "${SARGS[@]}" "${SUB[@]}" "${COMMON[@]}" "${extra[@]}" --wall-budget "$((left - 15))" \
     --out "$dir" >>"$log" 2>&1
   rc=$?
   kill "$hb" 2>/dev/null; wait "$hb" 2>/dev/null

@@ -101,7 +101,7 @@ def test_a_deadline_caps_the_budget_of_chained_calls(tmp_path):
     budget = int(res.stdout.split("; budget ")[1].split("s;")[0])
     assert len(calls) == 1 and 80 <= budget <= 90, res.stdout
     wall = int(calls[0].split("--wall-budget ")[1].split()[0])  # the run's own stop, in time
-    assert 60 <= wall <= budget, calls[0]
+    assert budget - 16 <= wall <= budget - 15, (budget, calls[0])
     res, calls = _suite(tmp_path, "ablation", "heldout/naive", DEADLINE="soon")
     assert res.returncode == 2 and res.stderr.startswith("bench_suite: DEADLINE=soon")
 
@@ -234,7 +234,8 @@ def test_a_run_stopped_by_its_wall_budget_is_partial_and_says_so(tmp_path):
     """`bench run` exits 75 when it stops before a chunk that would not end inside
     --wall-budget: the step is partial (rerun to resume), not a failure."""
     res, calls = _suite(tmp_path, "ablation", "heldout/naive", FAKE_RC="75")
-    assert len(calls) == 1 and 530 <= int(calls[0].split("--wall-budget ")[1].split()[0]) <= 540
+    wall = int(calls[0].split("--wall-budget ")[1].split()[0])  # BUDGET_S's 540, 15 s kept
+    assert len(calls) == 1 and 515 <= wall <= 525, calls
     assert "stopped before a chunk that would not end inside the call's budget" in res.stdout
     assert "failed" not in res.stdout and "NOT done (partial)" in res.stdout, res.stdout
     res, _ = _suite(tmp_path, "ablation", "heldout/naive", FAKE_RC="3")
