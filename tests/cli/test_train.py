@@ -216,7 +216,7 @@ def test_ctrl_c_saves_a_checkpoint_exits_130_and_resume_continues(tmp_path, tiny
         "--tasks",
         write_task_file(tmp_path),
         "--epochs",
-        "8",  # 40 steps, a checkpoint after every 5: far longer than Ctrl-C takes to arrive
+        "8",  # 40 steps (one epoch: 5): still running when the Ctrl-C after the first arrives
         "--batch-size",
         "1",
         "--lora-r",
