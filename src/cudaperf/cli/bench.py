@@ -19,6 +19,7 @@ from cudaperf.cli.common import (
     check_out_dir,
     check_server,
     check_toolchain,
+    check_wall_budget,
     console,
     fail,
     stdout,
@@ -379,8 +380,7 @@ def run(
     )
     from cudaperf.report.summary import summarize
 
-    if wall_budget is not None and not 0 < wall_budget < float("inf"):
-        fail(f"--wall-budget {wall_budget}: give seconds > 0 (or leave it out)")
+    check_wall_budget(wall_budget)
 
     try:
         settings = BenchSettings(

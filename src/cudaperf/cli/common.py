@@ -193,6 +193,13 @@ def check_out_dir(path: Path | None, option: str) -> None:
     _check_parent(path, option)
 
 
+def check_wall_budget(seconds: float | None) -> None:
+    """`--wall-budget` (train sft, bench run), before any work: seconds > 0 and finite, or
+    absent."""
+    if seconds is not None and not 0 < seconds < float("inf"):
+        fail(f"--wall-budget {seconds}: give seconds > 0 (or leave it out)")
+
+
 def check_cache_dir(path: Path | None) -> None:
     """--cache-dir as check_out_dir checks it, and the evaluator's default when it is not
     given (a home that cannot be written failed later with a traceback per candidate)."""

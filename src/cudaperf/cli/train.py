@@ -17,6 +17,7 @@ from cudaperf.cli.common import (
     check_model_spec,
     check_out_dir,
     check_out_file,
+    check_wall_budget,
     console,
     emit_json,
     fail,
@@ -146,8 +147,7 @@ def sft_command(
 
     wall_budget = renamed("--time-budget", old_wall_budget, "--wall-budget", wall_budget)
     # checked here: SftOptions would name the old flag (--time-budget)
-    if wall_budget is not None and not 0 < wall_budget < float("inf"):
-        fail(f"--wall-budget {wall_budget}: give seconds > 0 (or leave it out)")
+    check_wall_budget(wall_budget)
     _check_run_options(out, model, pieces_mib, resume, overwrite)
     tasks = tasks or measured_dataset()
     console.print(f"SFT of {model} on {tasks} (training-split families only) → {out}")
