@@ -557,7 +557,7 @@ def run_bench(
                 raise WallBudget(len(tasks) - len(todo) + i, len(tasks), need, left, wall_budget_s)
         clock: dict[str, float] = {}
         scored: list[TurnRecord] = []  # the chunk's task-turns, for timing.jsonl
-        started, t0, complete = _now(), time.perf_counter(), False
+        began, t0, complete = _now(), time.perf_counter(), False
         try:
             refine_many(
                 chunk,
@@ -577,7 +577,7 @@ def run_bench(
             complete = True
         finally:
             line = {
-                "started": started,
+                "started": began,
                 "host_cpu": host_cpu(),  # the C reference's host: speedups vs cpu are its
                 "tasks": len(chunk),
                 "turns": len(scored),
