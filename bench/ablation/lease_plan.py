@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -31,19 +32,86 @@ RANKER = "bench/ablation/ranker/feature_ranker.json"  # arm A's ranker (PROTOCOL
 WEIGHTS = "bench/results/ablation/weights"
 BENCH_ROOT = "bench/results/ablation/bench"
 ORDER = [f"abl_{arm}_s{seed}" for seed in status.SEEDS for arm in status.ARMS]
-SETUP = [  # a fresh checkout: the venv, the wheels and the GGUF's two parts
+SETUP = [  # a fresh checkout: the venv, the wheels and the GGUF's parts
     "bash scripts/setup.sh    # if .venv is missing",
     "bash scripts/device_wheels.sh    # if .whl is missing",
-    "bash bench/train_parts.sh    # if .models/smollm2.gguf.xz.part00/01 are missing",
+    "bash bench/train_parts.sh    # if .models/smollm2.gguf.xz.part00... are missing",
 ]
-MACHINE = [  # every lease's first three calls: wheels, then the model in two parts
-    ([".whl"], "source scripts/device_env.sh"),
-    (
-        [".models/smollm2.gguf.xz.part00"],
-        "PROBE_TESTS=0 timeout 120 bash bench/train_h200.sh probe",
-    ),
-    ([".models/smollm2.gguf.xz.part01"], "timeout 150 bash bench/train_h200.sh model"),
-]
+MIB = 1 << 20
+CALL_MIB = 63  # what one call may carry with the tree: the device's 64 MiB, 1 MiB spare
+PARTS = ".models/smollm2.gguf.xz.part"  # bench/train_parts.sh's pieces of the packed GGUF
+
+
+def tree_bytes(root: Path) -> int | None:
+    """What every call carries besides its `carry`: tracked and untracked-not-ignored files
+    (the device README), in bytes; None where `root` is not a git checkout."""
+    try:
+        out = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(root),
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+            ],
+            capture_output=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    files = [root / n for n in out.decode().split("\0") if n]
+    return sum(f.stat().st_size for f in files if f.is_file() and not f.is_symlink())
+
+
+def carried_bytes(root: Path, path: str) -> int | None:
+    """The size of a carried path here (a file, or a folder's files); None if absent."""
+    f = root / path
+    if f.is_file():
+        return f.stat().st_size
+    if f.is_dir():
+        return sum(g.stat().st_size for g in f.rglob("*") if g.is_file())
+    return None
+
+
+def machine_calls(root: Path, tree: int | None) -> list[tuple[list[str], str]]:
+    """Every lease's first calls: the wheels and each part of the GGUF that
+    bench/train_parts.sh made here (as many as fit beside the tree, at least two), one call
+    per part: probe parks part00 and installs the wheels (in a call of their own when both
+    would not fit beside the tree), part parks a middle one, model joins them with the last."""
+    found = sorted(str(f.relative_to(root)) for f in root.glob(PARTS + "*"))
+    parts = found if len(found) >= 2 else [f"{PARTS}00", f"{PARTS}01"]
+    probe = "PROBE_TESTS=0 timeout 120 bash bench/train_h200.sh probe"
+    first = [".whl", parts[0]]
+    sizes = [carried_bytes(root, c) for c in first]
+    calls: list[tuple[list[str], str]] = []
+    if tree is None or None in sizes or tree + sum(sizes) > CALL_MIB * MIB:
+        calls = [([".whl"], "source scripts/device_env.sh"), ([parts[0]], probe)]
+    else:
+        calls = [(first, probe)]
+    calls += [([part], "timeout 60 bash bench/train_h200.sh part") for part in parts[1:-1]]
+    calls.append(([parts[-1]], "timeout 150 bash bench/train_h200.sh model"))
+    return calls
+
+
+def oversize(root: Path, tree: int | None, calls: list[tuple[list[str], str]]) -> list[str]:
+    """A line for each call whose carry, with the tree, is over what one call takes."""
+    if tree is None:
+        return []
+    out = []
+    for carry, cmd in calls:
+        sizes = [carried_bytes(root, c) for c in carry]
+        total = tree + sum(s for s in sizes if s is not None)
+        if carry and total > CALL_MIB * MIB:
+            out.append(
+                f"carry {' '.join(carry)} ({cmd.split('    #')[0][:60]}...): {total / MIB:.1f} MiB "
+                f"with the tree ({tree / MIB:.1f} MiB), over {CALL_MIB} MiB: the call is refused; "
+                "cut the parts smaller (bash bench/train_parts.sh) or move large files out of "
+                "the tree"
+            )
+    return out
 
 
 def _train(row: dict, root: Path) -> dict:
@@ -166,7 +234,17 @@ def plan(rows: list[dict], root: Path) -> dict:
         for row in [start, *seed0, *[r for r in finished if r["seed"] != 0]]:
             if not status.finished_all(row["bench"][key]):
                 benches.append(_bench(row, key, row["bench"][key]))
-    return {"train": train, "benches": benches}
+    tree = tree_bytes(root)
+    machine = machine_calls(root, tree)
+    steps = [s for s in [train, *benches[:1]] if s]
+    calls = [*machine, *[c for s in steps for c in s["calls"]]]
+    return {
+        "train": train,
+        "benches": benches,
+        "machine": machine,
+        "tree_mib": None if tree is None else round(tree / MIB, 1),
+        "oversize": oversize(root, tree, calls) if steps else [],
+    }
 
 
 def show(p: dict) -> str:
@@ -179,7 +257,7 @@ def show(p: dict) -> str:
     out.append("")
     out.append("On the machine, back to back (it goes back after 30 s idle):")
     n = 0
-    for carry, cmd in MACHINE:
+    for carry, cmd in p["machine"]:
         n += 1
         out.append(f"  {n}. carry {' '.join(carry)}: {cmd}")
     for s in steps:
@@ -191,7 +269,7 @@ def show(p: dict) -> str:
     out.append("Here, after:")
     for s in steps:
         out.append(f"  {s['after']}")
-    warnings = [s["warning"] for s in steps if s.get("warning")]
+    warnings = [s["warning"] for s in steps if s.get("warning")] + p["oversize"]
     if warnings:
         out.append("")
         out += [f"WARNING: {w}" for w in warnings]

@@ -4,6 +4,8 @@ and the bench runs to continue, in PROTOCOL.md's session-30 (6) order."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 from tests.script_helpers import load_script
 
@@ -110,9 +112,77 @@ def test_nothing_left_and_a_missing_repository(tmp_path, capsys):
     runs = [f"abl_{a}_s{s}" for s in (0, 1, 2) for a in ("unified", "outcome_only")]
     rows = _rows(dict.fromkeys(runs, 60), bench={r: done for r in [*runs, "sft_pairs_s0"]})
     mod, p = _plan(tmp_path, rows)
-    assert p == {"train": None, "benches": []}
+    assert (p["train"], p["benches"], p["oversize"]) == (None, [], [])
     assert mod.show(p).startswith("Nothing left")
     assert mod.main(["--root", str(tmp_path / "nowhere")]) == 2
     assert "no such folder" in capsys.readouterr().err
     assert mod.main(["--json"]) == 0  # this repository's own board
-    assert set(json.loads(capsys.readouterr().out)) == {"train", "benches"}
+    assert set(json.loads(capsys.readouterr().out)) == {
+        "train",
+        "benches",
+        "machine",
+        "tree_mib",
+        "oversize",
+    }
+
+
+def _repo(tmp_path, tree_mib: float, parts: int = 3, part_mib: float = 30, whl_mib: float = 9):
+    """A git checkout whose tree is `tree_mib` (one sparse untracked file: what a device call
+    carries), with `parts` GGUF parts and .whl of the given sizes, ignored as here."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("/.models/\n/.whl/\n")
+    for name, mib in [("big.bin", tree_mib), (".whl/w.whl", whl_mib)] + [
+        (f".models/smollm2.gguf.xz.part{k:02d}", part_mib) for k in range(parts)
+    ]:
+        f = tmp_path / name
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.touch()
+        os.truncate(f, int(mib * (1 << 20)))
+    return tmp_path
+
+
+def test_each_gguf_part_found_here_gets_a_call_and_the_wheels_ride_with_the_first(tmp_path):
+    mod = load_script("bench/ablation/lease_plan.py")
+    root = _repo(tmp_path, tree_mib=20)
+    tree = mod.tree_bytes(root)
+    assert 20 * (1 << 20) <= tree < 20 * (1 << 20) + 4096  # big.bin + .gitignore, not .models
+    calls = mod.machine_calls(root, tree)
+    assert [c for c, _ in calls] == [
+        [".whl", ".models/smollm2.gguf.xz.part00"],
+        [".models/smollm2.gguf.xz.part01"],
+        [".models/smollm2.gguf.xz.part02"],
+    ]
+    assert [cmd.split("train_h200.sh ")[1] for _, cmd in calls] == ["probe", "part", "model"]
+    # a tree with no room for the wheels beside part00: they go first, in a call of their own
+    calls = mod.machine_calls(root, tree + 20 * (1 << 20))
+    assert [c for c, _ in calls][:2] == [[".whl"], [".models/smollm2.gguf.xz.part00"]]
+    assert calls[0][1] == "source scripts/device_env.sh" and len(calls) == 4
+
+
+def test_a_call_carrying_more_than_the_device_takes_is_warned_about(tmp_path):
+    rows = _rows({"abl_unified_s0": 60, "abl_outcome_only_s0": 30})
+    root = _repo(tmp_path, tree_mib=25, parts=2, part_mib=45)  # session 37's refusal
+    ckpt = root / ".models/grpo_ckpt/adapter_model.safetensors"
+    ckpt.parent.mkdir(parents=True)
+    ckpt.touch()
+    os.truncate(ckpt, 37 * (1 << 20))
+    mod, p = _plan(root, rows)
+    assert p["tree_mib"] == 25.0
+    assert len(p["oversize"]) == 2  # part00 and part01 with the tree; the checkpoint fits
+    assert p["oversize"][0].startswith("carry .models/smollm2.gguf.xz.part00 (PROBE_TESTS=0")
+    assert "70.0 MiB with the tree (25.0 MiB), over 63 MiB" in p["oversize"][0]
+    assert "WARNING: carry .models/smollm2.gguf.xz.part01" in mod.show(p)
+    os.truncate(ckpt, 39 * (1 << 20))
+    _, p = _plan(root, rows)
+    assert len(p["oversize"]) == 3 and p["oversize"][2].startswith("carry .models/grpo_ckpt")
+
+
+def test_without_parts_or_git_the_plan_names_two_parts_and_checks_nothing(tmp_path):
+    rows = _rows({"abl_unified_s0": 60, "abl_outcome_only_s0": 30})
+    mod, p = _plan(tmp_path, rows)
+    assert p["tree_mib"] is None and p["oversize"] == []
+    assert [c for c, _ in p["machine"]] == [
+        [".whl"],
+        [".models/smollm2.gguf.xz.part00"],
+        [".models/smollm2.gguf.xz.part01"],
+    ]
