@@ -79,6 +79,17 @@ def test_bench_run_resume_report_and_compare_compile_only(tmp_path):
     )
     assert cmp.exit_code == 0, cmp.output
     assert "paired on 4 task(s)" in cmp.stdout and (tmp_path / "cmp/report.html").is_file()
+    assert "naive vs best" in cmp.stdout  # the folder names, by default
+
+    # --label names the runs (two checkpoints' folders are often both called `grpo`)
+    args = ["bench", "compare", tmp_path / "naive", tmp_path / "best", "--out"]
+    named = cli(*args, tmp_path / "cmpl", "--label", "start", "--label", "step 60")
+    assert named.returncode == 0, named.stderr
+    assert "step 60 vs start" in named.stdout
+    assert "start vs step 60" in (tmp_path / "cmpl/report.html").read_text()
+    user_error(cli(*args, tmp_path / "cmpb", "--label", "x"), "one --label per run", code=2)
+    user_error(cli(*args, tmp_path / "cmpb", "--label", "x", "--label", "x"), "distinct", code=2)
+    assert not (tmp_path / "cmpb").exists()
 
     # a run measured with other evaluator code is refused, unless asked, and then flagged
     doc = json.loads((tmp_path / "best/run.json").read_text())

@@ -544,6 +544,12 @@ def compare(
         help="Compare runs measured on another GPU, evaluator setting, toolchain or evaluator "
         "code (refused by default; the report then says how they differ).",
     ),
+    label: list[str] = typer.Option(
+        None,
+        "--label",
+        help="A name for each run, in their order (repeat once per run); default: the folder "
+        "names, numbered where two are alike.",
+    ),
 ) -> None:
     """The same metrics side by side, with paired differences and their 95% intervals."""
     from cudaperf.report.render import paired_text, write_compare_report
@@ -553,6 +559,8 @@ def compare(
 
     if len(runs) < 2:
         fail("give at least two run folders to compare")
+    if label and len(label) != len(runs):
+        fail(f"give one --label per run: {len(runs)} runs, {len(label)} --label")
     check_out_dir(out, "--out")
     if (out / "run.json").is_file():  # its report.html and report.md would be replaced
         fail(
@@ -569,7 +577,7 @@ def compare(
             fail(f"{r} is given twice (as {seen[key]} too); compare different run folders")
         seen[key] = r
     try:
-        c = compare_runs(loaded)
+        c = compare_runs(loaded, label or None)
     except ValueError as e:
         fail(str(e))
     diffs = c["setup_differences"]

@@ -411,13 +411,21 @@ def setup_differences(runs: Sequence[RunFiles]) -> list[str]:
     ]
 
 
-def compare(runs: Sequence[RunFiles]) -> dict:
+def compare(runs: Sequence[RunFiles], labels: Sequence[str] | None = None) -> dict:
     """The first run against each later one: every metric of both on the tasks both finished,
     the samples both have (index < the smaller `samples`) and the turns both ran, with the
     paired difference (later - first) and its paired interval; `by_family` holds
-    the same per family (`family_table` of `family_metrics`)."""
+    the same per family (`family_table` of `family_metrics`). `labels` names the runs (one
+    each, distinct); by default their folder names, numbered where two are alike."""
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
+    if labels is not None:
+        labels = [str(n).strip() for n in labels]
+        if len(labels) != len(runs) or not all(labels) or len(set(labels)) < len(labels):
+            raise ValueError(
+                f"give one distinct, non-empty --label per run ({len(runs)} runs, "
+                f"{len(labels)} labels), in the order of the runs"
+            )
     samples = min(int(r.settings["samples"]) for r in runs)
     turns = min(int(r.settings["turns"]) for r in runs)
     loaded = [load_views(r, samples, turns) for r in runs]
@@ -431,7 +439,7 @@ def compare(runs: Sequence[RunFiles]) -> dict:
     if mode != "full":
         ms = [m for m in ms if "compile rate" in m.name]
     views = [[v for v in lv[1] if v.meta.id in ids] for lv in loaded]
-    names = [r.path.name or str(r.path) for r in runs]
+    names = list(labels) if labels else [r.path.name or str(r.path) for r in runs]
     if len(set(names)) < len(names):
         names = [f"{n} ({i + 1})" for i, n in enumerate(names)]
     models = [
