@@ -5,6 +5,7 @@ machine (call by call, back to back), and here after (merge_chunk.py, merge_benc
 
     python bench/ablation/lease_plan.py            # the plan, printed
     python bench/ablation/lease_plan.py --json     # the same as JSON
+    python bench/ablation/lease_plan.py --left S   # S device s left: train only if a chunk fits
 
 The order: (a) one training chunk, the unfinished run first, else the next run not started
 (seed 0 of both arms, then seeds 1 and 2, arm A before arm B of a seed); (b) after it, the
@@ -40,6 +41,8 @@ SETUP = [  # a fresh checkout: the venv, the wheels and the GGUF's parts
 MIB = 1 << 20
 CALL_MIB = 63  # what one call may carry with the tree: the device's 64 MiB, 1 MiB spare
 PARTS = ".models/smollm2.gguf.xz.part"  # bench/train_parts.sh's pieces of the packed GGUF
+SETUP_S = 60  # the wheel and GGUF calls of a lease (session 37: 17 to 18 s each, held time)
+CHUNK_MARGIN_S = 150  # bgstart's GRPO_BUDGET is the seconds left less 120; 30 s for its call
 
 
 def tree_bytes(root: Path) -> int | None:
@@ -213,12 +216,45 @@ def _bench(row: dict, key: str, prog: str) -> dict:
     }
 
 
-def plan(rows: list[dict], root: Path) -> dict:
+def slowest_chunk(root: Path) -> float | None:
+    """The most seconds a committed training process took (`grpo_report_lease*.json`)."""
+    out = []
+    for rep in (root / status.RESULTS).glob("abl_*/grpo_report_lease*.json"):
+        try:
+            out.append(float(json.loads(rep.read_text(encoding="utf-8"))["seconds"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return max(out) if out else None
+
+
+def chunk_fits(left: float | None, root: Path) -> tuple[bool, str]:
+    """Whether a 15-step chunk fits `left` device seconds (counted before the setup calls):
+    the setup calls (SETUP_S), the slowest committed chunk and the bgstart margin (the chunk's
+    wall budget is the seconds left less 120, and a call starts in seconds). A chunk the wall
+    budget stops early moves the step where the optimizer restarts (PROTOCOL.md, session-26
+    note (6) as amended), so a lease too short for the slowest chunk runs benches instead."""
+    if left is None:
+        return True, ""
+    slow = slowest_chunk(root)
+    if slow is None:
+        return True, ""
+    need = SETUP_S + slow + CHUNK_MARGIN_S
+    if left >= need:
+        return True, ""
+    return False, (
+        f"{left:.0f} s left is under a chunk's {need:.0f} s (setup {SETUP_S} s + the slowest "
+        f"committed chunk {slow:.1f} s + {CHUNK_MARGIN_S} s): no training this lease, "
+        "bench runs only (a chunk cut by its wall budget moves the optimizer's restart)"
+    )
+
+
+def plan(rows: list[dict], root: Path, left: float | None = None) -> dict:
     by_run = {r["run"]: r for r in rows}
     train = None
     unfinished = [r for r in ORDER if 0 < by_run[r]["steps"] < status.STEPS]
     fresh = [r for r in ORDER if by_run[r]["steps"] == 0]
-    if unfinished or fresh:
+    fits, why = chunk_fits(left, root)
+    if (unfinished or fresh) and fits:
         train = _train(by_run[(unfinished or fresh)[0]], root)
     benches = []
     finished = [by_run[r] for r in ORDER if by_run[r]["steps"] >= status.STEPS]
@@ -244,6 +280,7 @@ def plan(rows: list[dict], root: Path) -> dict:
         "machine": machine,
         "tree_mib": None if tree is None else round(tree / MIB, 1),
         "oversize": oversize(root, tree, calls) if steps else [],
+        "no_training": why,
     }
 
 
@@ -252,6 +289,8 @@ def show(p: dict) -> str:
     steps = [s for s in [p["train"], *p["benches"][:1]] if s]
     if not steps:
         return "Nothing left: every run is trained and every bench run finished."
+    if p.get("no_training"):
+        out = [f"Training: {p['no_training']}.", "", *out]
     for s in steps:
         out.append(f"  {s['here']}")
     out.append("")
@@ -284,7 +323,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", type=Path, default=status.ROOT, help="the repository")
     ap.add_argument("--json", action="store_true", help="print the plan as JSON")
+    ap.add_argument(
+        "--left",
+        type=float,
+        help="device seconds left now (the device tool's status): train only if a whole chunk "
+        "fits, else plan bench runs only",
+    )
     args = ap.parse_args(argv)
+    if args.left is not None and args.left < 0:
+        print(
+            f"lease_plan: --left {args.left:g}: give the device seconds left, 0 or more",
+            file=sys.stderr,
+        )
+        return 2
     if not (args.root / status.RESULTS).is_dir():
         print(
             f"lease_plan: {args.root / status.RESULTS}: no such folder; give --root the repository",
@@ -292,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
-        p = plan(status.board(args.root), args.root)
+        p = plan(status.board(args.root), args.root, args.left)
     except ValueError as e:
         print(f"lease_plan: {e}", file=sys.stderr)
         return 2

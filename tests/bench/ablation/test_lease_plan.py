@@ -123,6 +123,7 @@ def test_nothing_left_and_a_missing_repository(tmp_path, capsys):
         "machine",
         "tree_mib",
         "oversize",
+        "no_training",
     }
 
 
@@ -186,3 +187,26 @@ def test_without_parts_or_git_the_plan_names_two_parts_and_checks_nothing(tmp_pa
         [".models/smollm2.gguf.xz.part00"],
         [".models/smollm2.gguf.xz.part01"],
     ]
+
+
+def test_a_lease_too_short_for_the_slowest_chunk_plans_bench_runs_only(tmp_path, capsys):
+    run = tmp_path / "bench/results/ablation/abl_unified_s1"
+    run.mkdir(parents=True)
+    for k, secs in [(1, 875.3), (2, 1003.1)]:
+        (run / f"grpo_report_lease{k}.json").write_text(json.dumps({"seconds": secs}))
+    bench = {"abl_unified_s0": {"ablation/train-unseen": "60/60"}}
+    rows = _rows(
+        {"abl_unified_s0": 60, "abl_outcome_only_s0": 60, "abl_unified_s1": 30}, bench=bench
+    )
+    mod = load_script("bench/ablation/lease_plan.py")
+    need = mod.SETUP_S + 1003.1 + mod.CHUNK_MARGIN_S
+    p = mod.plan(rows, tmp_path, left=need)
+    assert p["train"]["run"] == "abl_unified_s1" and p["no_training"] == ""
+    p = mod.plan(rows, tmp_path, left=need - 1)
+    assert p["train"] is None and p["benches"][0]["run"] == "abl_outcome_only_s0"
+    assert p["no_training"].startswith(f"{need - 1:.0f} s left is under a chunk's {need:.0f} s")
+    text = mod.show(p)
+    assert text.startswith("Training: ") and "-- train" not in text
+    assert mod.plan(rows, tmp_path)["train"] is not None  # no --left: the chunk as before
+    assert mod.main(["--root", str(tmp_path), "--left", "-1"]) == 2
+    assert "give the device seconds left" in capsys.readouterr().err
