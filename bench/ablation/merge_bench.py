@@ -68,11 +68,25 @@ def _run_json(path: Path) -> dict:
         raise Refused(f"{path}: not a run.json of cudaperf bench run ({e!r})") from None
 
 
+def _same_as_packed(old: Path, new: Path) -> set[Path]:
+    """The job's files of a run committed packed (`cudaperf bench pack`: finished), each the
+    same as the committed one (a job copies every run of its ROOT, the finished ones too);
+    Refused if one differs or is new."""
+    files = {f for f in new.rglob("*") if f.is_file()}
+    for f in sorted(files):
+        dest = old / f.relative_to(new)
+        if not dest.is_file() or dest.read_bytes() != f.read_bytes():
+            raise Refused(
+                f"{old}: packed, so finished, but the job's {f.relative_to(new)} "
+                f"{'differs from the committed one' if dest.is_file() else 'is not committed'}; "
+                "a finished run takes nothing new"
+            )
+    return files
+
+
 def check_run(old: Path, new: Path, new_json: dict, new_records: list) -> int:
     """A committed run folder `old` against the job's `new` (its run.json's settings and
     tasks, its records): the tasks `old` had finished."""
-    if (old / "trajectories.jsonl.gz").is_file():
-        raise Refused(f"{old}: packed, so finished; the job's copy of it is not needed")
     if _run_json(old / "run.json") != new_json:
         raise Refused(
             f"{new / 'run.json'}: other settings or tasks than the committed {old / 'run.json'}; "
@@ -101,6 +115,12 @@ def plan(job_out: Path, into: Path) -> tuple[list[tuple[Path | None, Path]], lis
     stale: set[Path] = set()  # working files of finished runs: left by a copy, not pending
     for new in runs:
         old = into / new.relative_to(src_root)
+        if (old / "trajectories.jsonl.gz").is_file() and not (old / "trajectories.jsonl").is_file():
+            stale.update(_same_as_packed(old, new))  # a job of another suite of the same ROOT
+            shown.append(
+                f"{new.relative_to(src_root)}: packed (finished); the job's copy is the same"
+            )
+            continue
         new_json, new_records = _run_json(new / "run.json"), _records(new)
         before = check_run(old, new, new_json, new_records) if (old / "run.json").is_file() else 0
         after, n = len(finished_tasks(new_records)), len(new_json["tasks"])

@@ -157,6 +157,33 @@ def test_a_packed_run_a_taken_log_name_and_a_bad_archive_are_refused(tmp_path, c
     assert "not a device_bg.sh job archive" in capsys.readouterr().err
 
 
+def test_a_packed_runs_same_copy_is_passed_over_and_the_other_suite_merged(tmp_path, capsys):
+    """A heldout job of a ROOT whose train-unseen run was packed brings that run's files back
+    as they were (bench_suite copies every run of the ROOT): it merges the heldout run."""
+    into = tmp_path / "bench/abl_x_s0"
+    packed = _files(["a", "b", "c"])
+    traj = packed.pop(f"{RUN}/trajectories.jsonl")
+    packed[f"{RUN}/trajectories.jsonl.gz"] = gzip.compress(traj, mtime=0)
+    _committed(into, packed)
+    other = "ablation/heldout/grpo"
+    job = {**packed, "ablation/calls.log": b"call 0\ncall 1\n"}
+    job[f"{other}/run.json"] = json.dumps(RUN_JSON).encode()
+    job[f"{other}/trajectories.jsonl"] = (turn_line("a") + summary_line("a")).encode()
+    assert _main("--job", _job(tmp_path / "bg.tar.gz", job), "--into", into) == 0
+    out = capsys.readouterr().out
+    assert f"{RUN}: packed (finished); the job's copy is the same" in out
+    assert f"{other}: 0/3 -> 1/3 tasks finished" in out
+    assert (into / other / "trajectories.jsonl").read_bytes() == job[f"{other}/trajectories.jsonl"]
+    assert not (into / RUN / "trajectories.jsonl").exists()
+    # the same job with a changed file of the packed run: refused, nothing written
+    job[f"{RUN}/timing.jsonl"] += b'{"tasks": 1}\n'
+    before = _tree(tmp_path / "bench")
+    assert _main("--job", _job(tmp_path / "bg2.tar.gz", job), "--into", into) == 2
+    err = capsys.readouterr().err
+    assert "packed, so finished, but the job's timing.jsonl differs" in err
+    assert _tree(tmp_path / "bench") == before
+
+
 @pytest.mark.parametrize("name", ["pending_replies.jsonl", "scored_results.jsonl"])
 def test_a_stopped_chunks_working_files_follow_the_job(tmp_path, capsys, name):
     """A run's pending replies and kept evaluator results are working files: the job's copy
