@@ -11,7 +11,7 @@ import math
 from dataclasses import field, fields
 from typing import Any
 
-__all__ = ["check_numbers", "option"]
+__all__ = ["check_numbers", "option", "wall_budget_problem"]
 
 SEED_MAX = 2**32 - 1  # numpy's and torch's seeds are 32-bit unsigned
 
@@ -37,3 +37,11 @@ def check_numbers(obj: Any, seeds: tuple[str, ...] = ()) -> None:
         v = getattr(obj, name)
         if v is not None and not 0 <= v <= SEED_MAX:
             raise ValueError(f"--{name.replace('_', '-')} {v}: use a seed in 0 .. {SEED_MAX}")
+
+
+def wall_budget_problem(seconds: float | None) -> str | None:
+    """The one line that refuses a `--wall-budget` (train sft, train grpo, bench run): seconds
+    > 0 and finite, or absent (None: no problem)."""
+    if seconds is None or 0 < seconds < math.inf:
+        return None
+    return f"--wall-budget {seconds}: give seconds > 0 (or leave it out)"

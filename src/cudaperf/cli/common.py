@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 import typer
 from rich.console import Console
 
+from cudaperf.fields import wall_budget_problem
 from cudaperf.tasks.io import TaskFileError, dataset_path, load_sample, load_tasks
 from cudaperf.tasks.model import Task
 
@@ -196,8 +197,8 @@ def check_out_dir(path: Path | None, option: str) -> None:
 def check_wall_budget(seconds: float | None) -> None:
     """`--wall-budget` (train sft, bench run), before any work: seconds > 0 and finite, or
     absent."""
-    if seconds is not None and not 0 < seconds < float("inf"):
-        fail(f"--wall-budget {seconds}: give seconds > 0 (or leave it out)")
+    if problem := wall_budget_problem(seconds):
+        fail(problem)
 
 
 def check_cache_dir(path: Path | None) -> None:

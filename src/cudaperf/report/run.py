@@ -60,6 +60,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from cudaperf.fields import wall_budget_problem
 from cudaperf.jsonl import append_lines, complete_lines, cut_line, read_text, replace_text
 from cudaperf.refine.trajectory import (
     SummaryRecord,
@@ -531,8 +532,8 @@ def run_bench(
 
     if batch_tasks < 1:
         raise ValueError(f"batch_tasks={batch_tasks}; use >= 1")
-    if wall_budget_s is not None and not 0 < wall_budget_s < float("inf"):
-        raise ValueError(f"--wall-budget {wall_budget_s}: give seconds > 0 (or leave it out)")
+    if problem := wall_budget_problem(wall_budget_s):
+        raise ValueError(problem)
     t_start = time.perf_counter() if started is None else started
     _prepare(Path(out), settings, meta, info or {})  # refuses a packed unfinished run
     if trajectory_file(out).name == PACKED:

@@ -44,7 +44,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from cudaperf.fields import check_numbers
+from cudaperf.fields import check_numbers, wall_budget_problem
 from cudaperf.fields import option as _o
 from cudaperf.reward.config import RewardConfig
 from cudaperf.train.data import load_training_tasks, split_training, write_manifest
@@ -200,10 +200,8 @@ class GrpoOptions:
             raise ValueError(f"--canaries {self.canaries}: use 0 (none) or more tasks")
         if self.pool is not None and self.pool < 1:
             raise ValueError(f"--pool {self.pool}: use >= 1 (or leave it out for all tasks)")
-        if self.wall_budget_s is not None and not self.wall_budget_s > 0:
-            raise ValueError(
-                f"--wall-budget {self.wall_budget_s}: give seconds > 0 (or leave it out)"
-            )
+        if problem := wall_budget_problem(self.wall_budget_s):
+            raise ValueError(problem)
 
 
 def prompt_dataset(tasks):

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+from cudaperf.fields import wall_budget_problem
 from cudaperf.jsonl import append_lines
 from cudaperf.train.layout import last_checkpoint
 from cudaperf.train.pieces import split_large_files
@@ -134,8 +135,8 @@ class TimeBudget(TrainerCallback):
     every process after every step), so all stop at the same step."""
 
     def __init__(self, budget_s: float | None, started: float | None = None) -> None:
-        if budget_s is not None and not budget_s > 0:
-            raise ValueError(f"--wall-budget {budget_s}: give seconds > 0 (or leave it out)")
+        if problem := wall_budget_problem(budget_s):
+            raise ValueError(problem)
         self.budget_s = budget_s
         self.agree: Callable[[bool], bool] | None = None
         self.t0 = time.perf_counter() if started is None else started
