@@ -472,7 +472,10 @@ def plot(res: dict, path: Path) -> Path:
                 read = iv == pooled["ci"]
                 right.plot(iv, [y, y], color="#d62728", lw=3.5 if read else 1.5)
                 right.plot(pooled["d"], y, "D", color="#d62728")
-            labels.append(f"pooled, {name}" + (" (read)" if iv == pooled["ci"] else ""))
+            note = (
+                " (read)" if iv == pooled["ci"] else (" (n/a: needs 2 seeds)" if iv is None else "")
+            )
+            labels.append(f"pooled, {name}{note}")
             y += 1
     right.axvline(0, color="black", lw=0.8)
     xlabel = f"{res['a']} - {res['b']}"
