@@ -41,6 +41,7 @@ SETUP = [  # a fresh checkout: the venv, the wheels and the GGUF's parts
 MIB = 1 << 20
 CALL_MIB = 63  # what one call may carry with the tree: the device's 64 MiB, 1 MiB spare
 PARTS = ".models/smollm2.gguf.xz.part"  # bench/train_parts.sh's pieces of the packed GGUF
+BENCH_CARD = "H100"  # every committed bench run's card; `bench compare` refuses another GPU
 SETUP_S = 60  # the wheel and GGUF calls of a lease (session 37: 17 to 18 s each, held time)
 CHUNK_MARGIN_S = 150  # bgstart's GRPO_BUDGET is the seconds left less 120; 30 s for its call
 
@@ -301,6 +302,8 @@ def show(p: dict) -> str:
         out.append(f"  {n}. carry {' '.join(carry)}: {cmd}")
     for s in steps:
         out.append(f"  -- {s['what']}")
+        if "key" in s:  # a bench run: compared with runs of one card kind only
+            out.append(f"     (only on an {BENCH_CARD}, the card of every committed bench run)")
         for carry, cmd in s["calls"]:
             n += 1
             out.append(f"  {n}. carry {' '.join(carry)}: {cmd}" if carry else f"  {n}. {cmd}")

@@ -54,6 +54,7 @@ def test_the_unfinished_run_trains_before_a_new_one(tmp_path):
     assert "--lease 3 " in t["after"] and t["warning"] is None
     text = mod.show(p)
     assert text.index("train abl_outcome_only_s0 steps 31-45") < text.index("bench abl_unified_s0")
+    assert text.count("(only on an H100") == 1  # the bench run, not the training chunk
 
 
 def test_a_new_run_starts_from_the_sft_start_in_seed_then_arm_order(tmp_path):
