@@ -90,7 +90,7 @@ def machine_calls(root: Path, tree: int | None) -> list[tuple[list[str], str]]:
     probe = "PROBE_TESTS=0 timeout 120 bash bench/train_h200.sh probe"
     first = [".whl", parts[0]]
     sizes = [carried_bytes(root, c) for c in first]
-    calls: list[tuple[list[str], str]] = []
+    calls: list[tuple[list[str], str]]
     if tree is None or None in sizes or tree + sum(sizes) > CALL_MIB * MIB:
         calls = [([".whl"], "source scripts/device_env.sh"), ([parts[0]], probe)]
     else:
@@ -219,13 +219,8 @@ def _bench(row: dict, key: str, prog: str) -> dict:
 
 def slowest_chunk(root: Path) -> float | None:
     """The most seconds a committed training process took (`grpo_report_lease*.json`)."""
-    out = []
-    for rep in (root / status.RESULTS).glob("abl_*/grpo_report_lease*.json"):
-        try:
-            out.append(float(json.loads(rep.read_text(encoding="utf-8"))["seconds"]))
-        except (ValueError, KeyError, TypeError):
-            continue
-    return max(out) if out else None
+    seconds = [s for _, s in status.lease_reports(root)]
+    return max(seconds) if seconds else None
 
 
 def chunk_fits(left: float | None, root: Path) -> tuple[bool, str]:

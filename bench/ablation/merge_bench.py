@@ -36,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from cudaperf.refine.trajectory import finished_tasks  # noqa: E402
-from cudaperf.report.run import PENDING, SCORED, read_records, trajectory_file  # noqa: E402
+from cudaperf.report.run import PACKED, PENDING, SCORED, read_records, trajectory_file  # noqa: E402
 
 GROWS = ("timing.jsonl", "calls.log")  # appended to; logs/*.log too
 REPLACED = ("gpu.txt",)
@@ -112,11 +112,13 @@ def plan(job_out: Path, into: Path) -> tuple[list[tuple[Path | None, Path]], lis
         raise Refused(f"{job_out}: no bench/ folder in the job's files; give a bench_suite job")
     copies, shown = [], []
     runs = sorted(p.parent for p in src_root.rglob("run.json"))
-    stale: set[Path] = set()  # working files of finished runs: left by a copy, not pending
+    # not copied: working files of finished runs (left by a copy, not pending) and the job's
+    # unchanged copies of packed runs
+    skip: set[Path] = set()
     for new in runs:
         old = into / new.relative_to(src_root)
-        if (old / "trajectories.jsonl.gz").is_file() and not (old / "trajectories.jsonl").is_file():
-            stale.update(_same_as_packed(old, new))  # a job of another suite of the same ROOT
+        if trajectory_file(old).name == PACKED:
+            skip.update(_same_as_packed(old, new))  # a job of another suite of the same ROOT
             shown.append(
                 f"{new.relative_to(src_root)}: packed (finished); the job's copy is the same"
             )
@@ -130,14 +132,14 @@ def plan(job_out: Path, into: Path) -> tuple[list[tuple[Path | None, Path]], lis
             # of one is stale (session 34: bench_suite's copy into $OUT never deleted)
             finished, has_new, has_old = after == n, (new / name).is_file(), (old / name).is_file()
             if finished and has_new:
-                stale.add(new / name)
+                skip.add(new / name)
             if has_old and (finished or not has_new):
                 copies.append((None, old / name))
             if has_old and not has_new:
                 shown.append(f"{new.relative_to(src_root) / name}: recorded since, removed")
             elif finished and has_new:
                 shown.append(f"{new.relative_to(src_root) / name}: the run is finished, not kept")
-    for f in sorted(p for p in src_root.rglob("*") if p.is_file() and p not in stale):
+    for f in sorted(p for p in src_root.rglob("*") if p.is_file() and p not in skip):
         rel = f.relative_to(src_root)
         dest = into / rel
         if dest.is_file():

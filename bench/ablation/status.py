@@ -127,16 +127,26 @@ def _benches(root: Path, run: str, name: str) -> dict[str, str]:
     }
 
 
-def lease_seconds(root: Path) -> list[float]:
-    """The seconds of every committed training process (`grpo_report_lease*.json`), each one
-    chunk of a run's steps with its pool preparation and first step."""
+def lease_reports(root: Path) -> list[tuple[dict, float]]:
+    """Every committed training process's report (`grpo_report_lease*.json`) with its seconds;
+    one that cannot be read is left out."""
     out = []
     for rep in sorted((root / RESULTS).glob("abl_*/grpo_report_lease*.json")):
         try:
             doc = json.loads(rep.read_text(encoding="utf-8"))
-            out.append(
-                float(doc["seconds"]) / max(1, int(doc["options"]["max_steps"]) - _start(doc))
-            )
+            out.append((doc, float(doc["seconds"])))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def lease_seconds(root: Path) -> list[float]:
+    """The seconds per step of every committed training process, each one chunk of a run's
+    steps with its pool preparation and first step."""
+    out = []
+    for doc, seconds in lease_reports(root):
+        try:
+            out.append(seconds / max(1, int(doc["options"]["max_steps"]) - _start(doc)))
         except (ValueError, KeyError, TypeError):
             continue
     return out
