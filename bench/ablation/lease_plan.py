@@ -44,6 +44,12 @@ PARTS = ".models/smollm2.gguf.xz.part"  # bench/train_parts.sh's pieces of the p
 BENCH_CARD = "H100"  # every committed bench run's card; `bench compare` refuses another GPU
 SETUP_S = 60  # the wheel and GGUF calls of a lease (session 37: 17 to 18 s each, held time)
 CHUNK_MARGIN_S = 150  # bgstart's GRPO_BUDGET is the seconds left less 120; 30 s for its call
+# Issue #42's reference runs on the H200 (scripted naive and best: no model, no GGUF) on the
+# ablation's two fixed subsets: what a lease given an H200 runs when it cannot train, since
+# no bench run of the ablation may run on that card (BENCH_CARD)
+REFERENCE_ROOT = "bench/results/bench/h200"
+REFERENCE_JOB = "h200ref"
+REFERENCE_STEPS = ("heldout/naive", "heldout/best", "train-unseen/naive", "train-unseen/best")
 
 
 def tree_bytes(root: Path) -> int | None:
@@ -217,6 +223,37 @@ def _bench(row: dict, key: str, prog: str) -> dict:
     }
 
 
+def reference(root: Path) -> dict | None:
+    """The job that continues #42's H200 reference runs, None once all are finished."""
+    runs = root / REFERENCE_ROOT / "ablation"
+    prog = {st: status.bench_progress(runs / st) for st in REFERENCE_STEPS}
+    left = [st for st in REFERENCE_STEPS if not status.finished_all(prog[st])]
+    if not left:
+        return None
+    job = REFERENCE_JOB
+    start = (
+        "source scripts/device_env.sh >/dev/null 2>&1 && "
+        f"DEADLINE=$(( $(date +%s) + <device s left - 100> )) ROOT={REFERENCE_ROOT} "
+        f"BG_BUDGET_S=<device s left - 70> bash bench/device_bg.sh start {job} -- "
+        f"bash bench/bench_suite.sh ablation {' '.join(left)}"
+    )
+    return {
+        "what": "#42's reference runs on the H200: "
+        + ", ".join(f"{st} ({prog[st]})" for st in left),
+        "calls": [
+            ([".whl"], start),
+            (
+                [],
+                f"WATCH_S=<540, or device s left - 30 if less> bash bench/device_bg.sh watch "
+                f"{job}    # back to back until it ends",
+            ),
+        ],
+        "after": f"python bench/ablation/merge_bench.py --job <the last watch call's folder>/"
+        f"bg_{job}.tar.gz --into {REFERENCE_ROOT} --log <that folder>/bg_{job}.log "
+        f"--log-name bg_{job}_session<N>.log",
+    }
+
+
 def slowest_chunk(root: Path) -> float | None:
     """The most seconds a committed training process took (`grpo_report_lease*.json`)."""
     seconds = [s for _, s in status.lease_reports(root)]
@@ -277,6 +314,7 @@ def plan(rows: list[dict], root: Path, left: float | None = None) -> dict:
         "tree_mib": None if tree is None else round(tree / MIB, 1),
         "oversize": oversize(root, tree, calls) if steps else [],
         "no_training": why,
+        "h200": None if train else reference(root),
     }
 
 
@@ -306,6 +344,16 @@ def show(p: dict) -> str:
     out.append("Here, after:")
     for s in steps:
         out.append(f"  {s['after']}")
+    if p.get("h200"):
+        ref = p["h200"]
+        out.append("")
+        out.append(
+            f"If the machine is an H200 (no {BENCH_CARD} bench run above may run on it), instead:"
+        )
+        out.append(f"  -- {ref['what']} (no GGUF: the wheels only)")
+        for i, (carry, cmd) in enumerate(ref["calls"], 1):
+            out.append(f"  {i}. carry {' '.join(carry)}: {cmd}" if carry else f"  {i}. {cmd}")
+        out.append(f"  after: {ref['after']}")
     warnings = [s["warning"] for s in steps if s.get("warning")] + p["oversize"]
     if warnings:
         out.append("")

@@ -8,6 +8,7 @@ import os
 import subprocess
 
 from tests.script_helpers import load_script
+from tests.trajectory_helpers import summary_line
 
 KEYS = ("ablation/train-unseen", "ablation/heldout", "ablation-t4/train-unseen")
 
@@ -125,6 +126,7 @@ def test_nothing_left_and_a_missing_repository(tmp_path, capsys):
         "tree_mib",
         "oversize",
         "no_training",
+        "h200",
     }
 
 
@@ -211,3 +213,37 @@ def test_a_lease_too_short_for_the_slowest_chunk_plans_bench_runs_only(tmp_path,
     assert mod.plan(rows, tmp_path)["train"] is not None  # no --left: the chunk as before
     assert mod.main(["--root", str(tmp_path), "--left", "-1"]) == 2
     assert "give the device seconds left" in capsys.readouterr().err
+
+
+def test_a_lease_that_cannot_train_names_the_h200_reference_runs_left(tmp_path):
+    """No H100 bench run may go to an H200 (bench compare refuses another card): a lease that
+    cannot train gets #42's scripted reference runs for that card, only those not finished."""
+    rows = _rows(
+        {"abl_unified_s0": 60}, bench={"abl_unified_s0": {"ablation/train-unseen": "60/60"}}
+    )
+    mod = load_script("bench/ablation/lease_plan.py")
+    p = mod.plan(rows, tmp_path)  # a chunk to train: the lease trains, on either card
+    assert p["train"] is not None and p["h200"] is None
+    rows = _rows({r: 60 for r in ("abl_unified_s0", "abl_outcome_only_s0")})
+    rows = [r | {"steps": 60} for r in rows[:-1]] + rows[-1:]  # every run trained
+    runs = tmp_path / mod.REFERENCE_ROOT / "ablation"
+    done = runs / "heldout/naive"
+    done.mkdir(parents=True)
+    (done / "run.json").write_text(json.dumps({"tasks": ["a"]}))
+    (done / "trajectories.jsonl").write_text(summary_line("a"))
+    p = mod.plan(rows, tmp_path)
+    assert p["train"] is None
+    ref = p["h200"]
+    assert "heldout/naive" not in ref["calls"][0][1]  # finished: not run again
+    assert ref["calls"][0][1].endswith(
+        "bench_suite.sh ablation heldout/best train-unseen/naive train-unseen/best"
+    )
+    assert ref["calls"][0][0] == [".whl"] and "ROOT=bench/results/bench/h200" in ref["calls"][0][1]
+    text = mod.show(p)
+    assert "If the machine is an H200" in text and "--into bench/results/bench/h200" in text
+    for st in mod.REFERENCE_STEPS:
+        d = runs / st
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "run.json").write_text(json.dumps({"tasks": ["a"]}))
+        (d / "trajectories.jsonl").write_text(summary_line("a"))
+    assert mod.plan(rows, tmp_path)["h200"] is None
