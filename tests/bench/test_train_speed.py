@@ -52,12 +52,11 @@ def test_eval_speed_candidates_are_never_the_naive_implementation():
     assert any(a[t.id] != c for t, c in b)  # batch B holds other kernels than batch A
 
 
-def test_the_three_ways_an_adapter_samples_run_and_are_recorded(tmp_path):
-    """`--weights merged|adapter|twin` (CPU, a tiny model and adapter): each run writes its
-    tokens/s under its own name; `adapter` and `twin` need the adapter."""
+def test_the_three_ways_an_adapter_samples_run_and_are_recorded(tmp_path, monkeypatch):
+    """`--weights merged|adapter|twin` (a tiny model and adapter, the sample tasks; run in
+    this process, as `python bench/train_speed.py` runs main): each run writes its tokens/s
+    under its own name; `adapter` and `twin` need the adapter."""
     import json
-    import os
-    import subprocess
     import sys
 
     import pytest
@@ -65,8 +64,7 @@ def test_the_three_ways_an_adapter_samples_run_and_are_recorded(tmp_path):
     peft = pytest.importorskip("peft")
     from transformers import AutoModelForCausalLM
 
-    from tests.script_helpers import ROOT
-    from tests.train.helpers import make_tiny_model
+    from tests.train.helpers import make_tiny_model, write_task_file
 
     tiny = make_tiny_model(tmp_path / "tiny")
     lora = peft.get_peft_model(
@@ -74,26 +72,22 @@ def test_the_three_ways_an_adapter_samples_run_and_are_recorded(tmp_path):
         peft.LoraConfig(r=2, target_modules="all-linear", task_type="CAUSAL_LM"),
     )
     lora.save_pretrained(tmp_path / "adapter")
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    (tmp_path / "data").mkdir()
+    tasks = write_task_file(tmp_path / "data")  # the dataset's 4,199 tasks took 7 s a run
     args = ["--model", str(tiny), "--adapter", str(tmp_path / "adapter"), "--modes", "dynamic"]
-    args += ["--batches", "2", "--repeats", "1", "--max-new-tokens", "3"]
+    args += ["--batches", "2", "--repeats", "1", "--max-new-tokens", "3", "--tasks", str(tasks)]
+    speed = load_script("bench/train_speed.py")
     for weights in ("merged", "adapter", "twin"):
         out = tmp_path / f"{weights}.json"
-        cmd = [sys.executable, str(ROOT / "bench/train_speed.py"), *args, "--weights", weights]
-        r = subprocess.run(
-            [*cmd, "--out", str(out)], env=env, capture_output=True, text=True, timeout=300
+        monkeypatch.setattr(
+            sys, "argv", ["train_speed.py", *args, "--weights", weights, "--out", str(out)]
         )
-        assert r.returncode == 0, r.stderr[-2000:]
+        speed.main()
         doc = json.loads(out.read_text())
         assert doc["weights"] == weights
         assert weights == "merged" or f"({weights})" in doc["model"]
         (row,) = doc["summary"]
         assert row["error"] is None and row["tokens_per_s"] > 0, row
-    r = subprocess.run(
-        [sys.executable, str(ROOT / "bench/train_speed.py"), "--weights", "twin"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert r.returncode != 0 and "--weights twin: give the --adapter" in r.stderr
+    monkeypatch.setattr(sys, "argv", ["train_speed.py", "--weights", "twin"])
+    with pytest.raises(SystemExit, match="--weights twin: give the --adapter"):
+        speed.main()
