@@ -16,6 +16,19 @@ SPLIT_DOC = json.loads((ROOT / "data/splits.json").read_text())
 SPLITS = SPLIT_DOC["families"]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _dataset_read_once():
+    """The packaged dataset read once for this file (7 s a read; its tasks are frozen)."""
+    import functools
+
+    import cudaperf.report.suites as suites
+
+    cached = functools.cache(suites.load_tasks)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(suites, "load_tasks", lambda path: list(cached(path)))
+        yield
+
+
 @pytest.fixture(scope="module")
 def heldout():
     return load_suite("test-families")
