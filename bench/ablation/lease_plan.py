@@ -12,8 +12,9 @@ The order: (a) one training chunk, the unfinished run first, else the next run n
 turn-1 bench on the primary subset of each finished run, then the turn-1 test-family benches;
 (c) the 4-turn runs on the primary subset, the SFT start's and seed 0's first. A run resumes
 from its newest checkpoint in history, which must be the step its steps.jsonl reached (else
-the plan says so: the steps after it were trained but not kept, and train again). Nothing is
-run here.
+the plan says so: the steps after it were trained but not kept, and train again). A lease
+that cannot train is also told what to run if its machine is an H200, where no bench run of
+the ablation may go (BENCH_CARD): issue #42's scripted references. Nothing is run here.
 """
 
 from __future__ import annotations
