@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from cudaperf.analyze import FEATURES, RULES, AnalyzeConfig, analyze, score_features
 from cudaperf.analyze.types import score_components
+from tests.code_helpers import implementations
 
 KERNELS = Path(__file__).parent / "kernels"
 
@@ -293,23 +294,6 @@ __global__ void st(int nx, const float* __restrict__ in, float* out) {
     assert score_components(r.features, cfg)["reuse"] == 1.0
 
 
-def _implementations(every: int = 700) -> list[tuple[str, str]]:
-    """(name, code) of every sample implementation and of the dataset's tasks at every
-    `every`-th line (C and PyTorch families)."""
-    import gzip
-
-    from cudaperf.tasks.io import load_sample
-    from cudaperf.tasks.model import Task
-
-    out = [(f"{t.id}:{i.id}", i.code) for t in load_sample() for i in t.implementations]
-    data = Path(__file__).resolve().parents[2] / "data" / "tasks.jsonl.gz"
-    if data.exists():
-        with gzip.open(data, "rt", encoding="utf-8") as f:
-            tasks = [Task.model_validate_json(ln) for n, ln in enumerate(f) if n % every == 0]
-        out += [(f"{t.id}:{i.id}", i.code) for t in tasks for i in t.implementations]
-    return out
-
-
 def _dumps(reports) -> list[str]:
     return [r.model_dump_json() for r in reports]
 
@@ -320,7 +304,7 @@ def test_ptxas_only_adds_what_without_resources_takes_away():
 
     on, off = AnalyzeConfig(), AnalyzeConfig(resources=False)
     changed = 0
-    for name, code in _implementations():
+    for name, code in implementations():
         full = analyze(code, config=on)
         changed += _dumps(full) != _dumps(analyze(code, config=off))
         assert _dumps(without_resources(full, on)) == _dumps(analyze(code, config=off)), name

@@ -4,10 +4,8 @@ trained on the latter."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -15,9 +13,7 @@ from cudaperf.analyze import AnalyzeConfig, analyze
 from cudaperf.rank.features import clear_cache, code_features, features_from_analysis
 from cudaperf.rank.ranker import load_ranker
 from cudaperf.tasks.io import load_sample
-from cudaperf.tasks.model import Task
-
-DATA = Path(__file__).resolve().parents[2] / "data" / "tasks.jsonl.gz"
+from tests.code_helpers import implementations
 
 
 @pytest.fixture(autouse=True)
@@ -25,17 +21,6 @@ def _fresh_feature_cache():
     clear_cache()
     yield
     clear_cache()
-
-
-def implementations(every: int = 700) -> list[tuple[str, str]]:
-    """(name, code) of every sample implementation and of the dataset's tasks at every
-    `every`-th line (C and PyTorch families)."""
-    out = [(f"{t.id}:{i.id}", i.code) for t in load_sample() for i in t.implementations]
-    if DATA.exists():
-        with gzip.open(DATA, "rt", encoding="utf-8") as f:
-            tasks = [Task.model_validate_json(ln) for n, ln in enumerate(f) if n % every == 0]
-        out += [(f"{t.id}:{i.id}", i.code) for t in tasks for i in t.implementations]
-    return out
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (ptxas) on PATH")
