@@ -175,6 +175,27 @@ def _next_lease(row: dict, root: Path) -> int:
     return len(list(folder.glob("grpo_report_lease*.json"))) + 1
 
 
+def _suite_job(job: str, root: str, env: str, steps: str, carry: list[str], first: str) -> dict:
+    """A `device_bg.sh` job of `bench_suite.sh ablation STEPS` into `root`: its start call
+    (carrying `carry`, after `first`, with `env`), the watch call, and the merge after."""
+    start = (
+        f"{first}source scripts/device_env.sh >/dev/null 2>&1 && {env}"
+        f"DEADLINE=$(( $(date +%s) + <device s left - 100> )) ROOT={root} "
+        f"BG_BUDGET_S=<device s left - 70> bash bench/device_bg.sh start {job} -- "
+        f"bash bench/bench_suite.sh ablation {steps}"
+    )
+    watch = (
+        f"WATCH_S=<540, or device s left - 30 if less> bash bench/device_bg.sh watch "
+        f"{job}    # back to back until it ends"
+    )
+    return {
+        "calls": [(carry, start), ([], watch)],
+        "after": f"python bench/ablation/merge_bench.py --job <the last watch call's folder>/"
+        f"bg_{job}.tar.gz --into {root} --log <that folder>/bg_{job}.log --log-name "
+        f"bg_{job}_session<N>.log",
+    }
+
+
 def _bench(row: dict, key: str, prog: str) -> dict:
     """The bench job that continues `key` (mode/subset) of `row`'s run or of the SFT start."""
     run, mode, subset = row["run"], *key.split("/")
@@ -198,29 +219,13 @@ def _bench(row: dict, key: str, prog: str) -> dict:
         first = f"CKPT=.models/{dest} RUN={run} bash bench/train_h200.sh restore"
         var = f"GRPO_ADAPTER=/root/work/{run}/checkpoint-{status.STEPS}"
     turns = "TURNS=4 TURNS_FROM=1 " if mode == status.T4 else ""
-    start = (
-        f"{first} && source scripts/device_env.sh >/dev/null 2>&1 && "
-        "export PYTHONPATH=/root/smollm2:$PYTHONPATH && "
-        f"DEADLINE=$(( $(date +%s) + <device s left - 100> )) {turns}{var} ROOT={root} "
-        f"WALL_X=1 BG_BUDGET_S=<device s left - 70> bash bench/device_bg.sh start {job} -- "
-        f"bash bench/bench_suite.sh ablation {subset}/{name}"
-    )
+    env = f"export PYTHONPATH=/root/smollm2:$PYTHONPATH && {turns}{var} WALL_X=1 "
     return {
         "what": f"bench {run} {key} ({prog} tasks finished)",
         "run": run,
         "key": key,
         "here": here,
-        "calls": [
-            ([carry], start),
-            (
-                [],
-                f"WATCH_S=<540, or device s left - 30 if less> bash bench/device_bg.sh watch "
-                f"{job}    # back to back until it ends",
-            ),
-        ],
-        "after": f"python bench/ablation/merge_bench.py --job <the last watch call's folder>/"
-        f"bg_{job}.tar.gz --into {root} --log <that folder>/bg_{job}.log --log-name "
-        f"bg_{job}_session<N>.log",
+        **_suite_job(job, root, env, f"{subset}/{name}", [carry], f"{first} && "),
     }
 
 
@@ -231,27 +236,10 @@ def reference(root: Path) -> dict | None:
     left = [st for st in REFERENCE_STEPS if not status.finished_all(prog[st])]
     if not left:
         return None
-    job = REFERENCE_JOB
-    start = (
-        "source scripts/device_env.sh >/dev/null 2>&1 && "
-        f"DEADLINE=$(( $(date +%s) + <device s left - 100> )) ROOT={REFERENCE_ROOT} "
-        f"BG_BUDGET_S=<device s left - 70> bash bench/device_bg.sh start {job} -- "
-        f"bash bench/bench_suite.sh ablation {' '.join(left)}"
-    )
     return {
         "what": "#42's reference runs on the H200: "
         + ", ".join(f"{st} ({prog[st]})" for st in left),
-        "calls": [
-            ([".whl"], start),
-            (
-                [],
-                f"WATCH_S=<540, or device s left - 30 if less> bash bench/device_bg.sh watch "
-                f"{job}    # back to back until it ends",
-            ),
-        ],
-        "after": f"python bench/ablation/merge_bench.py --job <the last watch call's folder>/"
-        f"bg_{job}.tar.gz --into {REFERENCE_ROOT} --log <that folder>/bg_{job}.log "
-        f"--log-name bg_{job}_session<N>.log",
+        **_suite_job(REFERENCE_JOB, REFERENCE_ROOT, "", " ".join(left), [".whl"], ""),
     }
 
 
@@ -319,6 +307,10 @@ def plan(rows: list[dict], root: Path, left: float | None = None) -> dict:
     }
 
 
+def _call_line(n: int, carry: list[str], cmd: str) -> str:
+    return f"  {n}. carry {' '.join(carry)}: {cmd}" if carry else f"  {n}. {cmd}"
+
+
 def show(p: dict) -> str:
     out = ["Here, first (each only if missing):", *[f"  {c}" for c in SETUP]]
     steps = [s for s in [p["train"], *p["benches"][:1]] if s]
@@ -333,14 +325,14 @@ def show(p: dict) -> str:
     n = 0
     for carry, cmd in p["machine"]:
         n += 1
-        out.append(f"  {n}. carry {' '.join(carry)}: {cmd}")
+        out.append(_call_line(n, carry, cmd))
     for s in steps:
         out.append(f"  -- {s['what']}")
         if "key" in s:  # a bench run: compared with runs of one card kind only
             out.append(f"     (only on an {BENCH_CARD}, the card of every committed bench run)")
         for carry, cmd in s["calls"]:
             n += 1
-            out.append(f"  {n}. carry {' '.join(carry)}: {cmd}" if carry else f"  {n}. {cmd}")
+            out.append(_call_line(n, carry, cmd))
     out.append("")
     out.append("Here, after:")
     for s in steps:
@@ -352,8 +344,7 @@ def show(p: dict) -> str:
             f"If the machine is an H200 (no {BENCH_CARD} bench run above may run on it), instead:"
         )
         out.append(f"  -- {ref['what']} (no GGUF: the wheels only)")
-        for i, (carry, cmd) in enumerate(ref["calls"], 1):
-            out.append(f"  {i}. carry {' '.join(carry)}: {cmd}" if carry else f"  {i}. {cmd}")
+        out += [_call_line(i, *call) for i, call in enumerate(ref["calls"], 1)]
         out.append(f"  after: {ref['after']}")
     warnings = [s["warning"] for s in steps if s.get("warning")] + p["oversize"]
     if warnings:
