@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from cudaperf.analyze import FEATURES, RULES, AnalyzeConfig, analyze, score_features
 from cudaperf.analyze.types import score_components
-from tests.code_helpers import implementations
+from tests.data_helpers import implementations
 
 KERNELS = Path(__file__).parent / "kernels"
 

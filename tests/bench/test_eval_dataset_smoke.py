@@ -3,25 +3,22 @@ itself on the dataset's largest configs (GPU)."""
 
 from __future__ import annotations
 
-import functools
 import json
 import shutil
 
 import pytest
 
-from cudaperf.tasks.io import load_tasks
 from cudaperf.tasks.model import Implementation, Measurement
+from tests.data_helpers import read_tasks_once
 from tests.script_helpers import ROOT, load_script
 
 smoke = load_script("bench/eval_dataset_smoke.py")
 DATA = ROOT / "data" / "tasks.jsonl.gz"
-# the packaged dataset, read once per test process (7 s a read; its tasks are frozen models)
-_load = functools.cache(load_tasks)
 
 
 @pytest.fixture(scope="module")
 def tasks():
-    return list(_load(str(DATA)))
+    return read_tasks_once(DATA)
 
 
 def test_every_family_gets_a_drawn_task_and_its_largest_one(tasks):
@@ -154,7 +151,7 @@ def _stand_in(monkeypatch) -> list[list[str]]:
 
     monkeypatch.setattr(smoke, "EvalSession", Session)
     monkeypatch.setattr(smoke, "evaluate_batch", evaluate)
-    monkeypatch.setattr(smoke, "load_tasks", lambda path: list(_load(str(path))))
+    monkeypatch.setattr(smoke, "load_tasks", read_tasks_once)
     return batches
 
 
@@ -318,7 +315,7 @@ def test_a_family_whose_tasks_changed_or_named_in_redo_runs_again(tmp_path, monk
     argv = ["--families", "gemm,histogram", "--out", str(out)]
     assert smoke.main(argv) == 0
     doc = json.loads(out.read_text())
-    chosen = smoke.pick(list(_load(str(DATA))), seed=0)
+    chosen = smoke.pick(read_tasks_once(DATA), seed=0)
     assert doc["families"]["gemm"]["tasks_digest"] == smoke.family_digest(chosen["gemm"])
     batches.clear()
     assert smoke.main(argv) == 0 and batches == []  # nothing changed: nothing runs

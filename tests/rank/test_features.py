@@ -13,7 +13,7 @@ from cudaperf.analyze import AnalyzeConfig, analyze
 from cudaperf.rank.features import clear_cache, code_features, features_from_analysis
 from cudaperf.rank.ranker import load_ranker
 from cudaperf.tasks.io import load_sample
-from tests.code_helpers import implementations
+from tests.data_helpers import implementations
 
 
 @pytest.fixture(autouse=True)

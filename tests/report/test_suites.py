@@ -18,14 +18,12 @@ SPLITS = SPLIT_DOC["families"]
 
 @pytest.fixture(scope="module", autouse=True)
 def _dataset_read_once():
-    """The packaged dataset read once for this file (7 s a read; its tasks are frozen)."""
-    import functools
-
+    """The packaged dataset read once (tests.data_helpers), not at each load_suite."""
     import cudaperf.report.suites as suites
+    from tests.data_helpers import read_tasks_once
 
-    cached = functools.cache(suites.load_tasks)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(suites, "load_tasks", lambda path: list(cached(path)))
+        mp.setattr(suites, "load_tasks", read_tasks_once)
         yield
 
 

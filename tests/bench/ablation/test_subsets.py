@@ -22,12 +22,11 @@ def test_the_committed_subsets_are_what_the_bench_arguments_draw(capsys):
 
 
 def test_a_changed_draw_is_refused(monkeypatch, tmp_path, capsys):
-    import functools
-
     import cudaperf.report.suites as suites
+    from tests.data_helpers import read_tasks_once
 
-    # each draw loads the dataset (7 s); the four draws here differ in seeds, not in suites
-    monkeypatch.setattr(suites, "load_suite", functools.cache(suites.load_suite))
+    # each draw loads the dataset (7 s); the four draws here differ in seeds, not in data
+    monkeypatch.setattr(suites, "load_tasks", read_tasks_once)
     out = tmp_path / "subsets.json"
     assert subsets.main(["--out", str(out)]) == 0
     moved = {**subsets.SUBSETS["train_unseen"], "seed": 1}
