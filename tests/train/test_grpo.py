@@ -478,3 +478,26 @@ def test_a_folder_holding_a_run_is_refused_and_the_budget_counts_loading(
     assert (tmp_path / "run" / "notes.txt").read_text() == "mine"  # the user's file stays
     steps = [json.loads(x) for x in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
     assert [r["step"] for r in steps if r.get("kind") == "step"] == [1]  # the new run's only
+
+
+def test_an_update_with_a_nan_gradient_is_skipped_and_recorded(tmp_path, tiny, monkeypatch):
+    """A NaN loss (every gradient NaN, as the ablation's step 41 on an H200) leaves the
+    adapter as it was, where the update would have written NaN into every LoRA weight."""
+    import torch
+    from safetensors.torch import load_file
+    from trl import GRPOTrainer
+
+    real = GRPOTrainer.compute_loss
+
+    def nan_loss(self, *a, **kw):
+        return real(self, *a, **kw) * float("nan")
+
+    monkeypatch.setattr(GRPOTrainer, "compute_loss", nan_loss)
+    opts = _opts(tmp_path, tiny, lora_r=4, lr=1e-2, turns=2, num_generations=4)
+    rep = run_grpo(opts, evaluator=FakeEvaluator(), generate=_scripted(tiny))
+    assert rep["steps"] == 1 and rep["skipped_updates"] == [1]
+    assert [r["step"] for r in _log(tmp_path) if r["kind"] == "skipped_update"] == [1]
+    w = load_file(str(tmp_path / "run" / "final" / "adapter_model.safetensors"))
+    assert all(torch.isfinite(v).all() for v in w.values())
+    b = [v for k, v in w.items() if "lora_B" in k]
+    assert b and not any(torch.count_nonzero(v) for v in b)  # lora_B starts at 0: unmoved

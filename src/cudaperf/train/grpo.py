@@ -402,6 +402,7 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     from cudaperf.train.rewards import TurnReturn
     from cudaperf.train.rollout import MultiTurnRollout
     from cudaperf.train.runlog import (
+        FiniteUpdates,
         StepLog,
         TimeBudget,
         end_processes,
@@ -427,6 +428,7 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     opts.out.mkdir(parents=True, exist_ok=True)
     # the budget counts from the start: loading and preparing the pool are inside it too
     steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.wall_budget_s, started=t0)
+    finite = FiniteUpdates(steplog.add)
     ropts = RolloutOptions(
         opts.turns,
         opts.gamma,
@@ -446,7 +448,7 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
         processing_class=policy.tokenizer,
         peft_config=lora_config(opts.lora_r) if new_lora else None,
         rollout_func=rollout,
-        callbacks=[steplog, budget],
+        callbacks=[finite, steplog, budget],
     )
     acc = trainer.accelerator  # the trainer set up the processes: one evaluator per process
     layout = layout_of(opts, acc)
@@ -477,6 +479,7 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
         "prepare_s": round(prep_s, 2),
         "steps": trainer.state.global_step,
         "stopped_by_time_budget": budget.stopped,
+        "skipped_updates": finite.skipped,
         "interrupted": interrupted,
         "resumed_from": resume,
         "final": str(final),

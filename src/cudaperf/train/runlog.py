@@ -7,6 +7,9 @@
   rollout's replies: task, turn, status, score, text) go to `<out>/completions.jsonl` instead,
   one line per reply with the record's step, so the log of numbers stays small and the replies
   behind them can still be read. Only the main process writes.
+- `FiniteUpdates`: skips an optimizer update whose gradients are not all finite (a NaN or an
+  infinity in one reaches every weight through the gradient clipping and ends the run at its
+  next sampling: arm A seed 1 of the ablation, step 41, 2026-12-07) and records it.
 - `TimeBudget`: saves a checkpoint and stops training before a step that would not end, with
   the saves after it, inside `budget_s` from the run's start (model loading and GRPO's
   `prepare` count: the save lands before an outside wall-clock limit of `budget_s`); under
@@ -38,6 +41,7 @@ from cudaperf.train.pieces import split_large_files
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "FiniteUpdates",
     "RunInterrupted",
     "StepLog",
     "TimeBudget",
@@ -100,6 +104,43 @@ class StepLog(TrainerCallback):
         if logs and state.is_world_process_zero:
             clean = {k: v for k, v in logs.items() if isinstance(v, int | float | str)}
             self.add({"kind": "trainer", "step": state.global_step, "epoch": state.epoch, **clean})
+
+
+class FiniteUpdates(TrainerCallback):
+    """Skip an optimizer update whose gradients hold a NaN or an infinity, and record it.
+
+    The trainer clips the gradients before the update: one non-finite gradient makes the norm
+    NaN and the clipping multiplies every gradient by NaN, so the update would write NaN into
+    every trained weight, and the next sampling fails on the device (`device-side assert
+    triggered`: an H200 run of the ablation, step 41). Here every gradient the optimizer
+    would use is dropped instead (`grad = None`: the optimizer leaves that weight and its
+    moments as they were), so the step counts but changes nothing; the learning goes on from
+    the next step's batch. Each skip is `record`ed (`{"kind": "skipped_update", "step": N}`)
+    and kept in `skipped` (the report's `skipped_updates`). Under several processes the
+    gradients are already reduced, so every process sees the same NaN and skips the same step.
+    A run whose gradients are all finite is unchanged: one check a step (one device sync)."""
+
+    def __init__(self, record: Callable[[dict], None] | None = None) -> None:
+        self.record = record
+        self.skipped: list[int] = []
+
+    def on_pre_optimizer_step(self, args, state, control, optimizer=None, model=None, **kw):
+        import torch
+
+        if optimizer is not None:
+            params = [p for g in optimizer.param_groups for p in g["params"]]
+        else:
+            params = list(model.parameters()) if model is not None else []
+        grads = [p.grad for p in params if p.grad is not None]
+        if not grads or bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()):
+            return
+        for p in params:
+            p.grad = None
+        step = state.global_step + 1  # the step whose update this was
+        self.skipped.append(step)
+        log.warning("step %d: a gradient is not finite; this update is skipped", step)
+        if self.record is not None:
+            self.record({"kind": "skipped_update", "step": step, "why": "non-finite gradient"})
 
 
 def _synchronize() -> None:

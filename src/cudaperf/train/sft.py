@@ -176,6 +176,7 @@ def run_sft(opts: SftOptions) -> dict:
     from cudaperf.train.layout import check_resume, check_run_folder, clear_run, record_options
     from cudaperf.train.models import load_policy
     from cudaperf.train.runlog import (
+        FiniteUpdates,
         StepLog,
         TimeBudget,
         end_processes,
@@ -219,7 +220,9 @@ def run_sft(opts: SftOptions) -> dict:
     if not opts.resume:
         record_options(opts.out, asdict(opts))
     budget = TimeBudget(opts.time_budget_s, started=t0)
-    trainer = _trainer(opts, policy, train_ds, eval_ds, cap, [StepLog(opts.out, "sft"), budget])
+    steplog = StepLog(opts.out, "sft")
+    finite = FiniteUpdates(steplog.add)
+    trainer = _trainer(opts, policy, train_ds, eval_ds, cap, [finite, steplog, budget])
     resume, interrupted = train_until_stopped(trainer, opts.out, opts.resume)
     if not trainer.accelerator.is_main_process:  # one process writes the model and report
         end_processes(trainer.accelerator, interrupted)  # ... and meets this one at the end
@@ -246,6 +249,7 @@ def run_sft(opts: SftOptions) -> dict:
         "best_checkpoint": trainer.state.best_model_checkpoint,
         "steps": trainer.state.global_step,
         "stopped_by_time_budget": budget.stopped,
+        "skipped_updates": finite.skipped,
         "interrupted": interrupted,
         "resumed_from": resume,
         "final": str(final),
