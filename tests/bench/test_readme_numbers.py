@@ -119,8 +119,9 @@ def test_arm_a_seed_0_against_the_start_is_quoted_from_its_primary_file_and_benc
 
 
 def test_the_later_seeds_progress_is_quoted_from_their_committed_runs():
-    """Each "Arm X, seed N, has run steps 1-K" sentence quotes that run's last chunk report
-    and its steps file: K steps trained, the process's seconds, the groups with 2 correct."""
+    """Each "Arm X, seed N, has run steps 1-K" sentence quotes that run's lease reports and
+    its steps file: K steps trained, each lease's last process's seconds, the groups with 2
+    correct."""
     from tests.script_helpers import load_script
 
     summarise = load_script("bench/ablation/summarise.py")
@@ -131,6 +132,6 @@ def test_the_later_seeds_progress_is_quoted_from_their_committed_runs():
     start = para.index(f"**Arm A, seed 1, has run steps 1-{reports[-1]['steps']}**")
     said = para[start : para.index("`bench/results/ablation/abl_unified_s1/`", start)]
     seconds = ", ".join(f"{r['seconds']:g} s" for r in reports)
-    assert f"chunk from the SFT start on: {seconds};" in said, seconds
+    assert f"last process from the SFT start on: {seconds};" in said, seconds
     g = summarise.run_summary("unified", folder)["groups_2_correct"]
     assert f"{g['with_2_correct']} of {g['groups']} groups with at least 2" in said
