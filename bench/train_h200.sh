@@ -124,7 +124,9 @@ pack() {  # the newest complete GRPO checkpoint into $OUT/ckpt: adapter pieces +
   split -b 15M -d -a 3 "$c/adapter_model.safetensors" "$OUT/ckpt/adapter_model.safetensors.part"
   tar -C "$W/$RUN" -czf "$OUT/ckpt/rest.tar.gz" --warning=no-file-changed --exclude=adapter_model.safetensors \
     --exclude=optimizer.pt "$(basename "$c")" steps.jsonl completions.jsonl holdout.json \
-    $( [ -f "$W/$RUN/options.json" ] && echo options.json ) 2>/dev/null  # a resume checks it
+    $( [ -f "$W/$RUN/options.json" ] && echo options.json ) \
+    $(cd "$W/$RUN" && ls -d after-checkpoint-* 2>/dev/null) 2>/dev/null  # options.json: a resume
+  # checks it; after-checkpoint-N/: what a dead process logged past N (train.runlog)
   log "packed $(basename "$c"): $(ls "$OUT/ckpt" | tr '\n' ' ')"
 }
 grpo_args() {  # GRPO: the command line of stages grpo and bgstart; AD: its start; res: --resume

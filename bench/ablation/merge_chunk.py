@@ -17,8 +17,11 @@ committed ones byte for byte and hold steps 1..N with N the report's steps; the 
 is checkpoint-N; no file of this lease exists yet. Then written under
 bench/results/ablation/<run>/: steps.jsonl, completions.jsonl.gz (gzip -9, no timestamp),
 grpo_report_lease<L>.json, grpo_stderr_lease<L>_tail.txt (the last 6,000 bytes),
-stage_bgwatch_lease<L>.log (the watch calls' stage logs joined), env.txt (with --env) and
-curves.png (`cudaperf train report --plot`); and the checkpoint under
+stage_bgwatch_lease<L>.log (the watch calls' stage logs joined), env.txt (with --env),
+curves.png (`cudaperf train report --plot`), after-checkpoint-N/steps.jsonl and
+completions.jsonl.gz for each such folder in the archive (what a process that died after
+checkpoint-N wrote, set aside when a second process resumed it; each must begin with its
+committed copy); and the checkpoint under
 bench/results/ablation/weights/<run>_ckpt<N>/ with its SHA256SUMS, to commit once and remove
 in the next commit (restore_weights.sh brings it back). The run's README stays for a person.
 """
@@ -50,19 +53,25 @@ class Refused(ValueError):
     """One line naming what does not fit, and what to do."""
 
 
-def _read_tar(tar_path: Path) -> tuple[int, bytes]:
-    """The checkpoint step and completions.jsonl inside a watch call's rest.tar.gz."""
+ASIDE = re.compile(r"after-checkpoint-\d+/(steps|completions)\.jsonl")
+
+
+def _read_tar(tar_path: Path) -> tuple[int, bytes, dict[str, bytes]]:
+    """The checkpoint step, completions.jsonl and the logs set aside at resumes
+    (`after-checkpoint-N/`: what a process that died after checkpoint-N had written,
+    `cudaperf.train.runlog.set_aside_after`) inside a watch call's rest.tar.gz."""
     try:
         with tarfile.open(tar_path, "r:gz") as tar:
             names = tar.getnames()
             steps = {int(m.group(1)) for n in names if (m := re.match(r"checkpoint-(\d+)/", n))}
             member = tar.extractfile("completions.jsonl") if "completions.jsonl" in names else None
             data = member.read() if member is not None else None
+            aside = {n: tar.extractfile(n).read() for n in names if ASIDE.fullmatch(n)}
     except (OSError, tarfile.TarError, EOFError) as e:
         raise Refused(f"{tar_path}: not a checkpoint archive of train_h200.sh ({e})") from None
     if len(steps) != 1 or data is None:
         raise Refused(f"{tar_path}: needs one checkpoint-N folder and completions.jsonl")
-    return steps.pop(), data
+    return steps.pop(), data, aside
 
 
 def _continues(new: bytes, old: bytes, what: str) -> None:
@@ -109,7 +118,7 @@ def plan(root: Path, run: str, lease: int, watches: list[Path], env: Path | None
     parts = sorted(ckpt.glob("adapter_model.safetensors.part*"))
     if not parts or not (ckpt / "rest.tar.gz").is_file():
         raise Refused(f"--watch {last}: no checkpoint pieces under {ckpt}")
-    ck_step, completions = _read_tar(ckpt / "rest.tar.gz")
+    ck_step, completions, aside = _read_tar(ckpt / "rest.tar.gz")
     if ck_step != n:
         raise Refused(f"{ckpt}: holds checkpoint-{ck_step}, but the report says {n} steps")
     weights = root / RESULTS / "weights" / f"{run}_ckpt{n}"
@@ -124,6 +133,10 @@ def plan(root: Path, run: str, lease: int, watches: list[Path], env: Path | None
         gzip.decompress(old_gz.read_bytes()) if old_gz.is_file() else b"",
         "completions.jsonl",
     )
+    for name, data in aside.items():  # kept whole by the machine: only ever appended to
+        old = folder / _aside_name(name)
+        if old.is_file():
+            _continues(data, _unpack(old), str(old))
     new_steps, had = trained_steps(last / "grpo_steps.jsonl"), trained_steps(folder / "steps.jsonl")
     if new_steps != list(range(1, n + 1)):
         raise Refused(f"{last / 'grpo_steps.jsonl'}: holds steps {_span(new_steps)}, not 1..{n}")
@@ -142,6 +155,7 @@ def plan(root: Path, run: str, lease: int, watches: list[Path], env: Path | None
         "report": rep_path.read_bytes(),
         "stderr": stderr.read_bytes()[-TAIL:] if stderr.is_file() else b"",
         "stage": stage,
+        "aside": aside,
         "env": env,
         "ckpt": [*parts, ckpt / "rest.tar.gz"],
         "span": (len(had) + 1, n),
@@ -152,6 +166,22 @@ def plan(root: Path, run: str, lease: int, watches: list[Path], env: Path | None
             if r["step"] > len(had) and "step_s" in r
         ],
     }
+
+
+def _aside_name(name: str) -> str:
+    """Where a set-aside log goes in the run's folder (completions gzipped, as the run's)."""
+    return name + ".gz" if name.endswith("completions.jsonl") else name
+
+
+def _unpack(path: Path) -> bytes:
+    return gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+
+
+def _gzip(data: bytes) -> bytes:
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=9, mtime=0, filename="") as gz:
+        gz.write(data)
+    return buf.getvalue()
 
 
 def _span(steps: list[int]) -> str:
@@ -165,15 +195,15 @@ def write(p: dict) -> list[Path]:
 
     def put(name: str, data: bytes) -> None:
         path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_bytes(data)
         tmp.replace(path)
         out.append(path)
 
-    buf = io.BytesIO()
-    with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=9, mtime=0, filename="") as gz:
-        gz.write(p["completions"])
-    put("completions.jsonl.gz", buf.getvalue())
+    put("completions.jsonl.gz", _gzip(p["completions"]))
+    for name, data in sorted(p["aside"].items()):
+        put(_aside_name(name), _gzip(data) if name.endswith("completions.jsonl") else data)
     put("steps.jsonl", p["steps"])
     put(names["report"], p["report"])
     put(names["stderr"], p["stderr"])

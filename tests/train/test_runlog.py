@@ -152,6 +152,57 @@ def test_a_records_samples_go_to_completions_jsonl_not_steps_jsonl(tmp_path):
     assert len((tmp_path / "completions.jsonl").read_text().splitlines()) == 2  # main only
 
 
+def _jsonl(path):
+    import json
+
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def test_resuming_sets_aside_what_followed_the_checkpoint_in_the_logs(tmp_path):
+    """The order a GRPO process writes (rollout of step s logged at s - 1), as the ablation's
+    process that died after checkpoint-40 left it, a cut last line included."""
+    import json
+
+    from cudaperf.train.runlog import StepLog
+
+    kinds = [("rollout", 39), ("step", 40), ("trainer", 40), ("rollout", 40), ("step", 41)]
+    kinds += [("trainer", 41)]
+    lines = [json.dumps({"kind": k, "step": s}) + "\n" for k, s in kinds]
+    (tmp_path / "steps.jsonl").write_text("".join(lines) + '{"kind": "rollo')
+    done = [json.dumps({"step": s, "task": t}) + "\n" for s in (39, 40) for t in "ab"]
+    (tmp_path / "completions.jsonl").write_text("".join(done))
+    log = StepLog(tmp_path, "grpo", resumes=str(tmp_path / "checkpoint-40"))
+    log.add({"kind": "layout"})  # the resumed process's first record
+    log.add({"kind": "rollout", "step": 40, "samples": [{"task": "c"}]})
+    steps = [(r["kind"], r.get("step")) for r in _jsonl(tmp_path / "steps.jsonl")]
+    assert steps == kinds[:3] + [("layout", None), ("rollout", 40)]
+    assert [(r["step"], r["task"]) for r in _jsonl(tmp_path / "completions.jsonl")] == [
+        (39, "a"),
+        (39, "b"),
+        (40, "c"),
+    ]
+    aside = tmp_path / "after-checkpoint-40"
+    assert (aside / "steps.jsonl").read_text() == "".join(lines[3:]) + '{"kind": "rollo\n'
+    assert (aside / "completions.jsonl").read_text() == "".join(done[2:])
+
+
+def test_a_resume_with_nothing_after_its_checkpoint_changes_no_log(tmp_path):
+    import json
+
+    from cudaperf.train.runlog import set_aside_after
+
+    text = "".join(json.dumps({"kind": k, "step": 2}) + "\n" for k in ("step", "trainer"))
+    (tmp_path / "steps.jsonl").write_text(text)
+    (tmp_path / "completions.jsonl").write_text('{"step": 1, "task": "a"}\n')
+    assert set_aside_after(tmp_path, 2) is None
+    assert (tmp_path / "steps.jsonl").read_text() == text
+    assert not (tmp_path / "after-checkpoint-2").exists()
+    # a log without step 2's records is kept whole: no cut point can be trusted
+    (tmp_path / "steps.jsonl").write_text('{"kind": "step", "step": 1}\n{"kind": "x"}\n')
+    assert set_aside_after(tmp_path, 2) is None
+    assert len((tmp_path / "steps.jsonl").read_text().splitlines()) == 2
+
+
 def test_resume_with_no_checkpoint_raises_before_training(tmp_path):
     from cudaperf.train.runlog import train_until_stopped
 

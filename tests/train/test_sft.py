@@ -148,10 +148,15 @@ def test_ctrl_c_saves_checkpoint_n_that_resume_continues(tmp_path, tiny, monkeyp
     assert (out / "checkpoint-2" / "optimizer.pt").is_file()
     assert not (out / "final").exists() and not (out / "report.json").exists()
     monkeypatch.setattr(sft, "_trainer", make)
+    with (out / "steps.jsonl").open("a") as f:  # as a process that died after checkpoint-2
+        f.write('{"kind": "step", "step": 3}\n')
     rep = run_sft(_opts(tmp_path, tiny, val_families=0, epochs=3, batch_size=1, resume=True))
     assert rep["resumed_from"] == str(out / "checkpoint-2") and rep["steps"] > 2
     steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
     assert [r["step"] for r in steps if r["kind"] == "step"] == list(range(1, rep["steps"] + 1))
+    assert (
+        out / "after-checkpoint-2" / "steps.jsonl"
+    ).read_text() == '{"kind": "step", "step": 3}\n'
 
 
 def test_the_time_budget_counts_loading_the_model(tmp_path, tiny, monkeypatch):

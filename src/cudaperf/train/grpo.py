@@ -406,6 +406,7 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
         StepLog,
         TimeBudget,
         end_processes,
+        last_checkpoint,
         save_final,
         train_until_stopped,
     )
@@ -427,7 +428,9 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
             )
     opts.out.mkdir(parents=True, exist_ok=True)
     # the budget counts from the start: loading and preparing the pool are inside it too
-    steplog, budget = StepLog(opts.out, "grpo"), TimeBudget(opts.wall_budget_s, started=t0)
+    resumes = last_checkpoint(opts.out) if opts.resume else None
+    steplog = StepLog(opts.out, "grpo", resumes=resumes)
+    budget = TimeBudget(opts.wall_budget_s, started=t0)
     finite = FiniteUpdates(steplog.add)
     ropts = RolloutOptions(
         opts.turns,

@@ -6,7 +6,9 @@
   JSON object per line, flushed as written (a crash keeps them). A record's `samples` (the
   rollout's replies: task, turn, status, score, text) go to `<out>/completions.jsonl` instead,
   one line per reply with the record's step, so the log of numbers stays small and the replies
-  behind them can still be read. Only the main process writes.
+  behind them can still be read. Only the main process writes. A run resumed from
+  checkpoint-N first sets aside what a process that died after that checkpoint wrote
+  (`set_aside_after`), so the log holds each step once.
 - `FiniteUpdates`: skips an optimizer update whose gradients are not all finite (a NaN or an
   infinity in one reaches every weight through the gradient clipping and ends the run at its
   next sampling: arm A seed 1 of the ablation, step 41, 2026-12-07) and records it.
@@ -34,7 +36,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from cudaperf.fields import wall_budget_problem
-from cudaperf.jsonl import append_lines
+from cudaperf.jsonl import append_lines, replace_text
 from cudaperf.train.layout import last_checkpoint
 from cudaperf.train.pieces import split_large_files
 
@@ -47,6 +49,7 @@ __all__ = [
     "TimeBudget",
     "last_checkpoint",
     "save_final",
+    "set_aside_after",
     "train_until_stopped",
 ]
 
@@ -57,12 +60,15 @@ class StepLog(TrainerCallback):
     to the main process first). The optimizer step is timed between device synchronisations,
     so its seconds are the GPU's, not only the launch's."""
 
-    def __init__(self, out: str | Path, run: str = "", main: bool = True) -> None:
+    def __init__(
+        self, out: str | Path, run: str = "", main: bool = True, resumes: str | None = None
+    ) -> None:
         self.path = Path(out) / "steps.jsonl"
         self.samples_path = Path(out) / "completions.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.run = run
         self.main = main
+        self.resumes = resumes  # the checkpoint-N this run resumes: set aside what followed it
         self._step_t = self._opt_t = time.perf_counter()
         self._opt_s = 0.0
 
@@ -70,6 +76,9 @@ class StepLog(TrainerCallback):
         """Append one record (a dict of JSON-able values); nothing on other processes."""
         if not self.main:
             return
+        if self.resumes is not None:  # before this process's first record, on the main one
+            set_aside_after(self.path.parent, int(Path(self.resumes).name.split("-")[-1]))
+            self.resumes = None
         samples = record.get("samples")
         if samples is not None:
             record = {k: v for k, v in record.items() if k != "samples"}
@@ -141,6 +150,65 @@ class FiniteUpdates(TrainerCallback):
         log.warning("step %d: a gradient is not finite; this update is skipped", step)
         if self.record is not None:
             self.record({"kind": "skipped_update", "step": step, "why": "non-finite gradient"})
+
+
+def set_aside_after(out: str | Path, step: int) -> Path | None:
+    """Move what `out`'s logs hold after checkpoint-`step` into `out/after-checkpoint-<step>/`
+    (appended there, in order); returns that folder, or None when nothing followed.
+
+    A process that died after saving checkpoint-N (its update's NaN ended the next sampling;
+    a machine taken back) wrote the records of steps it never saved; a run resumed from
+    checkpoint-N redoes them, and its log must hold each step once. A step's `step` and
+    `trainer` records are written before its checkpoint is saved, so steps.jsonl is cut after
+    the last of those with step N (kept as it is when it has none); a reply's `step` is the
+    trainer's step while it was sampled, so completions.jsonl keeps the replies of step < N.
+    What is set aside is kept, not deleted: it is the record of what that process did."""
+    out = Path(out)
+    steps, samples = out / "steps.jsonl", out / "completions.jsonl"
+    aside = out / f"after-checkpoint-{step}"
+    moved = False
+    if steps.is_file():
+        lines = steps.read_text(encoding="utf-8").splitlines(keepends=True)
+        ends = [
+            i
+            for i, line in enumerate(lines)
+            if (r := _record(line)) and r.get("kind") in ("step", "trainer") and _at(r) == step
+        ]
+        if ends and ends[-1] + 1 < len(lines):
+            moved = _move_lines(steps, aside / "steps.jsonl", lines, ends[-1] + 1)
+    if samples.is_file():
+        lines = samples.read_text(encoding="utf-8").splitlines(keepends=True)
+        late = [i for i, line in enumerate(lines) if (r := _record(line)) is None or _at(r) >= step]
+        if late:
+            moved = _move_lines(samples, aside / "completions.jsonl", lines, late[0]) or moved
+    if moved:
+        log.warning("resuming checkpoint-%d: what followed it in the logs went to %s", step, aside)
+    return aside if moved else None
+
+
+def _record(line: str) -> dict | None:
+    try:
+        r = json.loads(line)
+    except ValueError:  # a line cut by a dying process
+        return None
+    return r if isinstance(r, dict) else None
+
+
+def _at(record: dict) -> int:
+    step = record.get("step")
+    return step if isinstance(step, int) else 0
+
+
+def _move_lines(path: Path, to: Path, lines: list[str], keep: int) -> bool:
+    """Append lines[keep:] to `to`, then rewrite `path` as lines[:keep] (atomically)."""
+    to.parent.mkdir(parents=True, exist_ok=True)
+    tail = lines[keep:]
+    if tail and not tail[-1].endswith("\n"):
+        tail[-1] += "\n"
+    with to.open("a", encoding="utf-8") as f:
+        f.writelines(tail)
+    replace_text(path, "".join(lines[:keep]))
+    return True
 
 
 def _synchronize() -> None:

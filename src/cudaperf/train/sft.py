@@ -180,6 +180,7 @@ def run_sft(opts: SftOptions) -> dict:
         StepLog,
         TimeBudget,
         end_processes,
+        last_checkpoint,
         save_final,
         train_until_stopped,
     )
@@ -220,7 +221,7 @@ def run_sft(opts: SftOptions) -> dict:
     if not opts.resume:
         record_options(opts.out, asdict(opts))
     budget = TimeBudget(opts.time_budget_s, started=t0)
-    steplog = StepLog(opts.out, "sft")
+    steplog = StepLog(opts.out, "sft", resumes=last_checkpoint(opts.out) if opts.resume else None)
     finite = FiniteUpdates(steplog.add)
     trainer = _trainer(opts, policy, train_ds, eval_ds, cap, [finite, steplog, budget])
     resume, interrupted = train_until_stopped(trainer, opts.out, opts.resume)

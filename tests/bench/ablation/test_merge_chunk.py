@@ -34,13 +34,14 @@ def _completions(upto: int) -> bytes:
     ).encode()
 
 
-def _tar(step: int, completions: bytes) -> bytes:
+def _tar(step: int, completions: bytes, extra: dict | None = None) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         for name, data in (
             (f"checkpoint-{step}/adapter_config.json", b"{}"),
             ("completions.jsonl", completions),
             ("steps.jsonl", _steps(step)),
+            *(extra or {}).items(),
         ):
             info = tarfile.TarInfo(name)
             info.size = len(data)
@@ -111,6 +112,29 @@ def test_a_chunk_that_continues_the_run_is_merged_whole(repo, tmp_path, capsys):
         assert (w / name).stat().st_mode & 0o777 == 0o644
     out = capsys.readouterr().out
     assert "steps 3-4 merged (2 steps in 123.4 s, step 3 43.0 s, steps 4-4 median 44.0 s)" in out
+
+
+def test_the_logs_a_dead_process_left_past_its_checkpoint_are_merged_beside_the_run(repo, tmp_path):
+    """A chunk whose first process died after checkpoint-3 and whose second resumed it: the
+    archive's after-checkpoint-3/ (train.runlog.set_aside_after) lands in the run's folder,
+    completions gzipped; a committed copy that the new one does not continue is refused."""
+    aside = {
+        "after-checkpoint-3/steps.jsonl": b'{"kind": "step", "step": 4}\n',
+        "after-checkpoint-3/completions.jsonl": b'{"step": 3, "code": "dead"}\n',
+    }
+    w = _watch(tmp_path / "w", 4, ended=True)
+    (w / "ckpt" / "rest.tar.gz").write_bytes(_tar(4, _completions(4), aside))
+    run = repo / "bench/results/ablation" / RUN
+    (run / "after-checkpoint-3").mkdir()
+    (run / "after-checkpoint-3" / "steps.jsonl").write_bytes(b"other\n")
+    assert _main(repo, "--lease", 2, "--watch", w) == 2  # refused: it does not continue it
+    (run / "after-checkpoint-3" / "steps.jsonl").unlink()
+    assert _main(repo, "--lease", 2, "--watch", w) == 0
+    assert (run / "after-checkpoint-3" / "steps.jsonl").read_bytes() == aside[
+        "after-checkpoint-3/steps.jsonl"
+    ]
+    packed = (run / "after-checkpoint-3" / "completions.jsonl.gz").read_bytes()
+    assert gzip.decompress(packed) == aside["after-checkpoint-3/completions.jsonl"]
 
 
 def _committed(repo) -> dict:
