@@ -165,6 +165,15 @@ def _train(row: dict, root: Path) -> dict:
         "after": f"python bench/ablation/merge_chunk.py --run {run} --lease "
         f"{_next_lease(row, root)} --watch <each bgwatch call's folder, in order> "
         "--env <the probe call's env.txt>",
+        "recover": (
+            f"If a bgwatch says '{run} ended' with no grpo_report.json (the process died): "
+            "on the same machine, give the bgstart call again without its restore (it resumes "
+            "the newest checkpoint; what the dead process logged after it goes to "
+            "after-checkpoint-N/); on a new machine, here `rm -rf .models/grpo_ckpt && cp -r "
+            "<that watch's folder>/ckpt .models/grpo_ckpt`, then the setup calls and the "
+            "restore and bgstart call again. Merge with every watch folder of both processes, "
+            "in order, and say in PROTOCOL.md where the optimizer restarted."
+        ),
         "warning": warn,
     }
 
@@ -333,6 +342,8 @@ def show(p: dict) -> str:
         for carry, cmd in s["calls"]:
             n += 1
             out.append(_call_line(n, carry, cmd))
+        if s.get("recover"):
+            out.append(f"     {s['recover']}")
     out.append("")
     out.append("Here, after:")
     for s in steps:

@@ -56,6 +56,10 @@ def test_the_unfinished_run_trains_before_a_new_one(tmp_path):
     text = mod.show(p)
     assert text.index("train abl_outcome_only_s0 steps 31-45") < text.index("bench abl_unified_s0")
     assert text.count("(only on an H100") == 1  # the bench run, not the training chunk
+    # what to do when the chunk's process dies (session 39: a NaN update at step 41)
+    died = "If a bgwatch says 'abl_outcome_only_s0 ended' with no grpo_report.json"
+    assert died in text and text.index(died) < text.index("bench abl_unified_s0")
+    assert "cp -r <that watch's folder>/ckpt .models/grpo_ckpt" in t["recover"]
 
 
 def test_a_new_run_starts_from_the_sft_start_in_seed_then_arm_order(tmp_path):
