@@ -314,3 +314,29 @@ def test_ctrl_c_saves_a_resumable_checkpoint_and_stops_as_interrupted(tmp_path):
         with pytest.raises(RunInterrupted) as e:
             train_until_stopped(trainer, tmp_path, resume=False)
         assert trainer.saved == [] and e.value.checkpoint is None and e.value.step == steps
+
+
+def test_finite_updates_skips_only_an_update_with_a_nan_or_an_infinity():
+    from types import SimpleNamespace
+
+    import torch
+
+    from cudaperf.train.runlog import FiniteUpdates
+
+    lin = torch.nn.Linear(2, 2)
+    opt = torch.optim.AdamW(lin.parameters(), lr=0.1)
+    seen: list[dict] = []
+    guard = FiniteUpdates(seen.append)
+    for step, bad in enumerate((None, float("nan"), float("inf"), None)):
+        before = [p.detach().clone() for p in lin.parameters()]
+        lin(torch.ones(1, 2)).sum().backward()
+        if bad is not None:
+            lin.bias.grad[0] = bad  # one value of one gradient
+        guard.on_pre_optimizer_step(None, SimpleNamespace(global_step=step), None, optimizer=opt)
+        opt.step()
+        opt.zero_grad()
+        moved = any(not torch.equal(a, p) for a, p in zip(before, lin.parameters(), strict=True))
+        assert moved is (bad is None), step
+        assert all(torch.isfinite(p).all() for p in lin.parameters())
+    assert guard.skipped == [2, 3]
+    assert [r["step"] for r in seen] == [2, 3] and seen[0]["kind"] == "skipped_update"

@@ -141,7 +141,10 @@ class FiniteUpdates(TrainerCallback):
         else:
             params = list(model.parameters()) if model is not None else []
         grads = [p.grad for p in params if p.grad is not None]
-        if not grads or bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()):
+        if not grads:
+            return
+        at = grads[0].device  # one device sync for all (a model split over devices included)
+        if bool(torch.stack([torch.isfinite(g).all().to(at) for g in grads]).all()):
             return
         for p in params:
             p.grad = None
