@@ -30,6 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import status  # noqa: E402  (bench/ablation/status.py: the board of committed files)
 
 CHUNK = 15  # PROTOCOL.md, session-26 note (6) as amended: 15-step chunks in every run
+# Steps where both arms of a seed also stop and resume (PROTOCOL.md, session-39 note (5)): a
+# run's task order follows where its processes resumed (TRL's RepeatSampler draws one
+# permutation per epoch from a generator seeded once per process; seed 0's arms, resumed at
+# 15, 30 and 45, saw the same tasks at all 60 steps), and arm A seed 1 resumed at 40 too
+EXTRA_STOPS = {1: (40,)}
 RANKER = "bench/ablation/ranker/feature_ranker.json"  # arm A's ranker (PROTOCOL 2026-12-05)
 WEIGHTS = "bench/results/ablation/weights"
 BENCH_ROOT = "bench/results/ablation/bench"
@@ -130,9 +135,12 @@ def _train(row: dict, root: Path) -> dict:
     run, steps, kept = row["run"], row["steps"], row["checkpoint"] or 0
     arm, seed = row["arm"], row["seed"]
     to = min((kept // CHUNK + 1) * CHUNK, status.STEPS)
+    to = min([s for s in EXTRA_STOPS.get(seed, ()) if kept < s < to], default=to)
+    # a chunk that ends at an extra stop names its last step; every other, CHUNK and TOTAL
+    span = f"CHUNK={CHUNK} TOTAL={status.STEPS}" if to % CHUNK == 0 else f"STEPS={to}"
     env = (
-        f"RUN={run} PRESET={arm} SEED={seed} NGEN=8 NGROUPS=4 POOLFITS=1 CHUNK={CHUNK} "
-        f"TOTAL={status.STEPS} RANKER={RANKER} GENWEIGHTS=merged GRPO_BUDGET=<device s left - 120>"
+        f"RUN={run} PRESET={arm} SEED={seed} NGEN=8 NGROUPS=4 POOLFITS=1 {span} "
+        f"RANKER={RANKER} GENWEIGHTS=merged GRPO_BUDGET=<device s left - 120>"
     )
     if kept:
         here = f"bash bench/ablation/restore_weights.sh {run}_ckpt{kept} grpo_ckpt"

@@ -73,6 +73,23 @@ def test_a_new_run_starts_from_the_sft_start_in_seed_then_arm_order(tmp_path):
     assert "PRESET=unified SEED=1" in cmd and "--lease 1 " in t["after"]
 
 
+def test_both_arms_of_seed_1_stop_at_step_40_as_arm_a_did(tmp_path):
+    """PROTOCOL.md session-39 (5): the task order follows the resume points, so arm B seed 1
+    trains 31-40 and then 41-45, as arm A seed 1 had to; other seeds keep 15-step chunks."""
+    done = {"abl_unified_s0": 60, "abl_outcome_only_s0": 60, "abl_unified_s1": 60}
+    for kept, span, env in (
+        (30, (30, 40), "POOLFITS=1 STEPS=40 RANKER="),
+        (40, (40, 45), "CHUNK=15 TOTAL=60"),
+        (45, (45, 60), "CHUNK=15 TOTAL=60"),
+    ):
+        _, p = _plan(tmp_path, _rows(done | {"abl_outcome_only_s1": kept}))
+        t = p["train"]
+        assert t["run"] == "abl_outcome_only_s1" and (t["from_step"], t["to_step"]) == span
+        assert env in t["calls"][0][1] and ("CHUNK=" in t["calls"][0][1]) is (kept != 30)
+    _, p = _plan(tmp_path, _rows(done | {"abl_outcome_only_s1": 60, "abl_unified_s2": 30}))
+    assert (p["train"]["from_step"], p["train"]["to_step"]) == (30, 45)  # seed 2: no stop
+
+
 def test_steps_beyond_the_kept_checkpoint_are_warned_about(tmp_path):
     rows = _rows({"abl_unified_s0": 60, "abl_outcome_only_s0": 37}, {"abl_outcome_only_s0": 30})
     mod, p = _plan(tmp_path, rows)
