@@ -340,3 +340,10 @@ def test_finite_updates_skips_only_an_update_with_a_nan_or_an_infinity():
         assert all(torch.isfinite(p).all() for p in lin.parameters())
     assert guard.skipped == [2, 3]
     assert [r["step"] for r in seen] == [2, 3] and seen[0]["kind"] == "skipped_update"
+    other = FiniteUpdates(seen.append)  # another process than the main one skips, silently
+    lin(torch.ones(1, 2)).sum().backward()
+    lin.bias.grad[0] = float("nan")
+    other.on_pre_optimizer_step(
+        None, SimpleNamespace(global_step=7, is_world_process_zero=False), None, optimizer=opt
+    )
+    assert other.skipped == [8] and len(seen) == 2 and lin.bias.grad is None

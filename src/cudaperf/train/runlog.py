@@ -124,7 +124,8 @@ class FiniteUpdates(TrainerCallback):
     triggered`: an H200 run of the ablation, step 41). Here every gradient the optimizer
     would use is dropped instead (`grad = None`: the optimizer leaves that weight and its
     moments as they were), so the step counts but changes nothing; the learning goes on from
-    the next step's batch. Each skip is `record`ed (`{"kind": "skipped_update", "step": N}`)
+    the next step's batch. Each skip is `record`ed by the main process
+    (`{"kind": "skipped_update", "step": N}`)
     and kept in `skipped` (the report's `skipped_updates`). Under several processes the
     gradients are already reduced, so every process sees the same NaN and skips the same step.
     A run whose gradients are all finite is unchanged: one check a step (one device sync)."""
@@ -151,7 +152,7 @@ class FiniteUpdates(TrainerCallback):
         step = state.global_step + 1  # the step whose update this was
         self.skipped.append(step)
         log.warning("step %d: a gradient is not finite; this update is skipped", step)
-        if self.record is not None:
+        if self.record is not None and getattr(state, "is_world_process_zero", True):
             self.record({"kind": "skipped_update", "step": step, "why": "non-finite gradient"})
 
 
