@@ -160,12 +160,22 @@ def plan(root: Path, run: str, lease: int, watches: list[Path], env: Path | None
         "ckpt": [*parts, ckpt / "rest.tar.gz"],
         "span": (len(had) + 1, n),
         "seconds": seconds,
-        "step_s": [
-            r["step_s"]
+        # the report's process trained from the checkpoint it resumed; an earlier process of
+        # this chunk (one that died, its steps kept up to its last checkpoint) the steps before
+        "own_first": max(len(had), _resumed_step(report)) + 1,
+        "processes": steps[len(old_steps) :].count(b'"kind": "layout"'),
+        "step_s": {
+            r["step"]: r["step_s"]
             for r in read_steps(last / "grpo_steps.jsonl")
             if r["step"] > len(had) and "step_s" in r
-        ],
+        },
     }
+
+
+def _resumed_step(report: dict) -> int:
+    """The step of the checkpoint the report's process resumed (0: it started the run)."""
+    m = re.search(r"checkpoint-(\d+)$", str(report.get("resumed_from") or ""))
+    return int(m.group(1)) if m else 0
 
 
 def _aside_name(name: str) -> str:
@@ -247,12 +257,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     written = write(p)
     first, last = p["span"]
-    s = p["step_s"]  # a process's first step prepares more (compiles, warms): shown apart
-    rest = f", steps {first + 1}-{last} median {statistics.median(s[1:]):.1f} s" if s[1:] else ""
-    head = f", step {first} {s[0]:.1f} s" if s else ""
+    own = p["own_first"]  # the last process's first step: its seconds are the report's
+    s = [t for step, t in sorted(p["step_s"].items()) if step >= own]
+    # a process's first step prepares more (compiles, warms): shown apart
+    rest = f", steps {own + 1}-{last} median {statistics.median(s[1:]):.1f} s" if s[1:] else ""
+    head = f", step {own} {s[0]:.1f} s" if s else ""
+    took = f"{last - first + 1} steps in {p['seconds']:.1f} s"
+    if own > first:  # the chunk took several processes; the report has the last one's time
+        took = (
+            f"{last - first + 1} steps by {max(p['processes'], 2)} processes; the last "
+            f"trained steps {own}-{last} in {p['seconds']:.1f} s"
+        )
     print(
-        f"{args.run}: steps {first}-{last} merged ({last - first + 1} steps in "
-        f"{p['seconds']:.1f} s{head}{rest}); checkpoint-{last} in {p['weights']}"
+        f"{args.run}: steps {first}-{last} merged ({took}{head}{rest}); "
+        f"checkpoint-{last} in {p['weights']}"
     )
     for path in written:
         print(f"  wrote {path}")

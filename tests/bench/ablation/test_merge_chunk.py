@@ -137,6 +137,27 @@ def test_the_logs_a_dead_process_left_past_its_checkpoint_are_merged_beside_the_
     assert gzip.decompress(packed) == aside["after-checkpoint-3/completions.jsonl"]
 
 
+def test_a_chunk_of_two_processes_says_which_steps_the_reported_seconds_cover(
+    repo, tmp_path, capsys
+):
+    """Session 39: a process trained 31-40 and died, a second resumed checkpoint-40 and
+    trained 41-45; its report's seconds are its own five steps, not the chunk's."""
+    w = _watch(tmp_path / "w", 5, ended=True)
+    layout = b'{"kind": "layout", "processes": 1}\n'
+    old, mid = _steps(2), _steps(3)
+    (w / "grpo_steps.jsonl").write_bytes(
+        old + layout + mid[len(old) :] + layout + _steps(5)[len(mid) :]
+    )
+    report = {"steps": 5, "seconds": 99.5, "resumed_from": "/root/work/r/checkpoint-3"}
+    (w / "grpo_report.json").write_text(json.dumps(report))
+    assert _main(repo, "--lease", 2, "--watch", w) == 0
+    out = capsys.readouterr().out
+    assert (
+        "steps 3-5 merged (3 steps by 2 processes; the last trained steps 4-5 in 99.5 s, "
+        "step 4 44.0 s, steps 5-5 median 45.0 s)"
+    ) in out
+
+
 def _committed(repo) -> dict:
     return {p: p.read_bytes() for p in sorted(repo.rglob("*")) if p.is_file()}
 
