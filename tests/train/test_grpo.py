@@ -149,8 +149,18 @@ def test_multi_turn_step_with_compile_only_rewards_and_lora(tmp_path, tiny):
     assert load_policy(str(tiny), adapter=final).model is not None  # pieces join back
 
 
-def test_resume_continues_from_the_last_checkpoint(tmp_path, tiny):
+def test_resume_continues_from_the_last_checkpoint_and_logs_each_step_once(tmp_path, tiny):
+    """A resume continues checkpoint-1; what a process that died past it had logged (step 2's
+    records and replies, written here as such a process writes them) goes to
+    after-checkpoint-1/, not beside the redone step 2."""
     run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator(), generate=_scripted(tiny))
+    run = tmp_path / "run"
+    dead = [{"kind": "rollout", "step": 1}, {"kind": "step", "step": 2}]
+    dead_lines = "".join(json.dumps({"run": "grpo", **r}) + "\n" for r in dead)
+    with (run / "steps.jsonl").open("a") as f:
+        f.write(dead_lines)
+    with (run / "completions.jsonl").open("a") as f:
+        f.write('{"step": 1, "task": "dead"}\n')
     with pytest.raises(ValueError, match=r"other settings: --gamma 0\.9 \(the run: "):
         run_grpo(
             _opts(tmp_path, tiny, max_steps=2, gamma=0.9, resume=True),
@@ -163,35 +173,15 @@ def test_resume_continues_from_the_last_checkpoint(tmp_path, tiny):
         generate=_scripted(tiny),
     )
     assert rep["resumed_from"].endswith("checkpoint-1") and rep["steps"] == 2
-
-
-def test_a_resume_after_a_process_died_past_its_checkpoint_logs_each_step_once(tmp_path, tiny):
-    """A process that saved checkpoint-1, trained step 2 and died before saving it (its
-    checkpoint-2 removed here): the resumed run redoes step 2, and the dead process's step-2
-    records go to after-checkpoint-1/, not beside the new ones."""
-    run_grpo(
-        _opts(tmp_path, tiny, max_steps=2), evaluator=FakeEvaluator(), generate=_scripted(tiny)
-    )
-    run = tmp_path / "run"
-    shutil.rmtree(run / "checkpoint-2")
-    (run / "report.json").unlink()
-    shutil.rmtree(run / "final")
-    rep = run_grpo(
-        _opts(tmp_path, tiny, max_steps=2, resume=True),
-        evaluator=FakeEvaluator(),
-        generate=_scripted(tiny),
-    )
-    assert rep["resumed_from"].endswith("checkpoint-1") and rep["steps"] == 2
     logs = _log(tmp_path)
     for kind in ("step", "rollout"):
         steps = [r["step"] for r in logs if r["kind"] == kind]
         assert len(steps) == len(set(steps)) == 2, (kind, steps)
-    done = [json.loads(x)["step"] for x in (run / "completions.jsonl").read_text().splitlines()]
-    assert done == [0, 0, 1, 1]  # step 2's replies (sampled at step 1) once
-    aside = [
-        json.loads(x) for x in (run / "after-checkpoint-1" / "steps.jsonl").read_text().splitlines()
-    ]
-    assert {(r["kind"], r["step"]) for r in aside} >= {("rollout", 1), ("step", 2)}
+    done = [json.loads(x) for x in (run / "completions.jsonl").read_text().splitlines()]
+    assert [x["step"] for x in done] == [0, 0, 1, 1] and "dead" not in {x["task"] for x in done}
+    assert (run / "after-checkpoint-1" / "steps.jsonl").read_text() == dead_lines
+    aside = (run / "after-checkpoint-1" / "completions.jsonl").read_text()
+    assert aside == '{"step": 1, "task": "dead"}\n'
 
 
 def test_resume_without_optimizer_state_keeps_the_step_and_learning_rate(tmp_path, tiny):
