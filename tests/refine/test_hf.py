@@ -82,8 +82,8 @@ def test_smollm2_is_converted_once_then_loaded_from_the_cache(tmp_path, monkeypa
         raise AssertionError("converted again instead of reading the cache")
 
     monkeypatch.setattr(models, "_convert", no_conversion)
-    again = hf.HFBackend(cache_dir=tmp_path, max_new_tokens=4, device="cpu")
-    assert again.path == be.path
+    # what HFBackend loads from (its path comes from resolve_model), without loading it again
+    assert models.resolve_model(models.DEFAULT_MODEL, cache_dir=tmp_path) == be.path
 
 
 def test_hf_backend_loads_a_lora_adapter_saved_in_pieces(tmp_path):
