@@ -41,6 +41,9 @@ import tarfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from status import resumed_step  # noqa: E402  (bench/ablation/status.py)
 
 from cudaperf.train.curves import plot_runs, read_steps, trained_steps  # noqa: E402
 
@@ -162,7 +165,7 @@ def plan(root: Path, run: str, lease: int, watches: list[Path], env: Path | None
         "seconds": seconds,
         # the report's process trained from the checkpoint it resumed; an earlier process of
         # this chunk (one that died, its steps kept up to its last checkpoint) the steps before
-        "own_first": max(len(had), _resumed_step(report)) + 1,
+        "own_first": max(len(had), resumed_step(report)) + 1,
         "processes": steps[len(old_steps) :].count(b'"kind": "layout"'),
         "step_s": {
             r["step"]: r["step_s"]
@@ -170,12 +173,6 @@ def plan(root: Path, run: str, lease: int, watches: list[Path], env: Path | None
             if r["step"] > len(had) and "step_s" in r
         },
     }
-
-
-def _resumed_step(report: dict) -> int:
-    """The step of the checkpoint the report's process resumed (0: it started the run)."""
-    m = re.search(r"checkpoint-(\d+)$", str(report.get("resumed_from") or ""))
-    return int(m.group(1)) if m else 0
 
 
 def _aside_name(name: str) -> str:

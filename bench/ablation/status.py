@@ -146,13 +146,13 @@ def lease_seconds(root: Path) -> list[float]:
     out = []
     for doc, seconds in lease_reports(root):
         try:
-            out.append(seconds / max(1, int(doc["options"]["max_steps"]) - _start(doc)))
+            out.append(seconds / max(1, int(doc["options"]["max_steps"]) - resumed_step(doc)))
         except (ValueError, KeyError, TypeError):
             continue
     return out
 
 
-def _start(doc: dict) -> int:
+def resumed_step(doc: dict) -> int:
     """The step a lease's process resumed from (0 for a fresh start)."""
     m = re.search(r"checkpoint-(\d+)", str(doc.get("resumed_from") or ""))
     return int(m.group(1)) if m else 0

@@ -52,6 +52,7 @@ __all__ = [
     "MeteredEvaluator",
     "check_resume",
     "check_run_folder",
+    "checkpoint_step",
     "clear_run",
     "last_checkpoint",
     "physical_gpu",
@@ -75,6 +76,12 @@ def run_files(out: str | Path) -> list[Path]:
     return sorted(found)
 
 
+def checkpoint_step(path: str | Path) -> int | None:
+    """N of a `checkpoint-N` folder's path (None for another name)."""
+    n = Path(path).name.split("-")[-1]
+    return int(n) if n.isdigit() else None
+
+
 def last_checkpoint(out: str | Path) -> str | None:
     """The newest complete `checkpoint-N` folder under `out` (None when there is none).
     Complete: it holds `trainer_state.json`, which the trainer writes after the model and
@@ -82,9 +89,9 @@ def last_checkpoint(out: str | Path) -> str | None:
     found = [
         p
         for p in Path(out).glob("checkpoint-*")
-        if p.name.split("-")[-1].isdigit() and (p / "trainer_state.json").is_file()
+        if checkpoint_step(p) is not None and (p / "trainer_state.json").is_file()
     ]
-    return str(max(found, key=lambda p: int(p.name.split("-")[-1]))) if found else None
+    return str(max(found, key=checkpoint_step)) if found else None
 
 
 def check_run_folder(out: str | Path, resume: bool, overwrite: bool) -> None:

@@ -37,7 +37,7 @@ from transformers import TrainerCallback
 
 from cudaperf.fields import wall_budget_problem
 from cudaperf.jsonl import append_lines, replace_text
-from cudaperf.train.layout import last_checkpoint
+from cudaperf.train.layout import checkpoint_step, last_checkpoint
 from cudaperf.train.pieces import split_large_files
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ class StepLog(TrainerCallback):
         if not self.main:
             return
         if self.resumes is not None:  # before this process's first record, on the main one
-            set_aside_after(self.path.parent, int(Path(self.resumes).name.split("-")[-1]))
+            set_aside_after(self.path.parent, checkpoint_step(self.resumes))
             self.resumes = None
         samples = record.get("samples")
         if samples is not None:
@@ -169,25 +169,35 @@ def set_aside_after(out: str | Path, step: int) -> Path | None:
     What is set aside is kept, not deleted: it is the record of what that process did."""
     out = Path(out)
     steps, samples = out / "steps.jsonl", out / "completions.jsonl"
-    aside = out / f"after-checkpoint-{step}"
-    moved = False
+    cuts: dict[Path, tuple[list[str], int]] = {}  # file -> (its lines, how many it keeps)
     if steps.is_file():
-        lines = steps.read_text(encoding="utf-8").splitlines(keepends=True)
+        lines = _lines(steps)
         ends = [
             i
             for i, line in enumerate(lines)
             if (r := _record(line)) and r.get("kind") in ("step", "trainer") and _at(r) == step
         ]
         if ends and ends[-1] + 1 < len(lines):
-            moved = _move_lines(steps, aside / "steps.jsonl", lines, ends[-1] + 1)
+            cuts[steps] = (lines, ends[-1] + 1)
     if samples.is_file():
-        lines = samples.read_text(encoding="utf-8").splitlines(keepends=True)
+        lines = _lines(samples)
         late = [i for i, line in enumerate(lines) if (r := _record(line)) is None or _at(r) >= step]
         if late:
-            moved = _move_lines(samples, aside / "completions.jsonl", lines, late[0]) or moved
-    if moved:
-        log.warning("resuming checkpoint-%d: what followed it in the logs went to %s", step, aside)
-    return aside if moved else None
+            cuts[samples] = (lines, late[0])
+    if not cuts:
+        return None
+    aside = out / f"after-checkpoint-{step}"
+    for path, (lines, keep) in cuts.items():
+        append_lines(aside / path.name, lines[keep:])  # a cut last line ends with a newline
+        replace_text(path, "".join(line + "\n" for line in lines[:keep]))
+    log.warning("resuming checkpoint-%d: what followed it in the logs went to %s", step, aside)
+    return aside
+
+
+def _lines(path: Path) -> list[str]:
+    """The lines of `path` without their newlines (a cut last line included)."""
+    text = path.read_text(encoding="utf-8")
+    return text.removesuffix("\n").split("\n") if text else []
 
 
 def _record(line: str) -> dict | None:
@@ -201,18 +211,6 @@ def _record(line: str) -> dict | None:
 def _at(record: dict) -> int:
     step = record.get("step")
     return step if isinstance(step, int) else 0
-
-
-def _move_lines(path: Path, to: Path, lines: list[str], keep: int) -> bool:
-    """Append lines[keep:] to `to`, then rewrite `path` as lines[:keep] (atomically)."""
-    to.parent.mkdir(parents=True, exist_ok=True)
-    tail = lines[keep:]
-    if tail and not tail[-1].endswith("\n"):
-        tail[-1] += "\n"
-    with to.open("a", encoding="utf-8") as f:
-        f.writelines(tail)
-    replace_text(path, "".join(lines[:keep]))
-    return True
 
 
 def _synchronize() -> None:
