@@ -201,9 +201,16 @@ bgstart)  # the grpo stage's run in its own process session: it outlives this ca
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && { echo "$RUN is running already (pid $pid): stage bgwatch"; exit 3; }
   log "grpo in the background ${res[*]}, budget ${GRPO_BUDGET:-480} s"
   mkdir -p "$W/$RUN"
-  setsid nohup timeout $(( ${GRPO_BUDGET:-480} + 60 )) "${GRPO[@]}" > "$W/$RUN/bg_report.json" \
-    2> "$W/$RUN/bg_stderr.txt" < /dev/null &
-  echo $! > "$W/$RUN/bg.pid"
+  # the process runs from a copy of the tree: every later call copies the working tree onto
+  # the machine again, and a module the run imports late (cudaperf.train.models) was missing
+  # mid-copy once (session 40: 'No module named cudaperf.train.models' 6 s after the start)
+  T=$W/tree_$RUN; rm -rf "$T"; mkdir -p "$T"
+  tar --exclude=./.git --exclude=./.venv --exclude=./.whl --exclude=./.models -cf - . | tar -xf - -C "$T"
+  # (the `&` on the setsid command alone: on `cd && setsid ... &` bg.pid named the subshell)
+  (cd "$T" || exit 4
+   PYTHONPATH=/tmp/site:$M:$T/src setsid nohup timeout $(( ${GRPO_BUDGET:-480} + 60 )) \
+     "${GRPO[@]}" > "$W/$RUN/bg_report.json" 2> "$W/$RUN/bg_stderr.txt" < /dev/null &
+   echo $! > "$W/$RUN/bg.pid")
   sleep 5
   kill -0 "$(cat "$W/$RUN/bg.pid")" 2>/dev/null || { grep -v "it/s" "$W/$RUN/bg_stderr.txt" | tail -20; exit 4; }
   log "started (pid $(cat "$W/$RUN/bg.pid")); follow it with stage bgwatch"
