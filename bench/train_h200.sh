@@ -211,7 +211,7 @@ bgstart)  # the grpo stage's run in its own process session: it outlives this ca
    PYTHONPATH=/tmp/site:$M:$T/src setsid nohup timeout $(( ${GRPO_BUDGET:-480} + 60 )) \
      "${GRPO[@]}" > "$W/$RUN/bg_report.json" 2> "$W/$RUN/bg_stderr.txt" < /dev/null &
    echo $! > "$W/$RUN/bg.pid")
-  sleep 5
+  sleep "${BG_START_CHECK_S:-5}"  # a process that dies at once says why in this call
   kill -0 "$(cat "$W/$RUN/bg.pid")" 2>/dev/null || { grep -v "it/s" "$W/$RUN/bg_stderr.txt" | tail -20; exit 4; }
   log "started (pid $(cat "$W/$RUN/bg.pid")); follow it with stage bgwatch"
   ;;

@@ -46,3 +46,59 @@ def test_pack_brings_the_newest_complete_checkpoint_and_the_logs_set_aside(tmp_p
     assert "after-checkpoint-4/steps.jsonl" in names
     assert not any(n.startswith(("checkpoint-8", "checkpoint-4")) for n in names)
     assert not any(n.endswith(("optimizer.pt", "adapter_model.safetensors")) for n in names)
+
+
+def test_bgstart_runs_the_process_from_its_own_copy_of_the_tree_and_names_it(tmp_path):
+    """Every device call copies the working tree onto the machine again: a background run
+    that imports from the tree died once mid-copy (session 40), so `bgstart` runs it from a
+    copy of its own, and bg.pid names the training process (not a subshell that ends with
+    the call, which made `bgwatch` say the run had ended while it trained on)."""
+    import os
+    import signal
+    import time
+
+    repo, work, fake = tmp_path / "repo", tmp_path / "work", tmp_path / "bin"
+    (repo / "bench").mkdir(parents=True)
+    (repo / "bench/train_h200.sh").write_text((ROOT / "bench/train_h200.sh").read_text())
+    (repo / "src/cudaperf").mkdir(parents=True)
+    (repo / "src/cudaperf/late.py").write_text("# imported late by the run\n")
+    (work / "sft/final").mkdir(parents=True)
+    fake.mkdir()
+    seen = tmp_path / "seen.txt"
+    (fake / "python3").write_text(  # the training process: where it runs, what it imports from
+        f'#!/bin/bash\necho "$PWD $PYTHONPATH" > {seen}\nexec sleep 20\n'
+    )
+    (fake / "python3").chmod(0o755)
+    env = {
+        "PATH": f"{fake}:/usr/bin:/bin",
+        "W": str(work),
+        "M": str(tmp_path / "m"),
+        "OUT": str(tmp_path / "out"),
+        "RUN": "r",
+        "BG_START_CHECK_S": "0.5",
+    }
+    done = subprocess.run(
+        ["bash", "bench/train_h200.sh", "bgstart"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    pid = int((work / "r/bg.pid").read_text())
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        assert cmd[0] == b"timeout" and b"python3" in cmd, cmd  # the process, not a subshell
+        for _ in range(100):
+            if seen.exists() and seen.read_text().strip():
+                break
+            time.sleep(0.05)
+        cwd, pythonpath = seen.read_text().split()
+        tree = work / "tree_r"
+        assert cwd == str(tree)
+        assert f"{tree}/src" in pythonpath.split(":") and f"{repo}/src" not in pythonpath
+        (repo / "src/cudaperf/late.py").unlink()  # a later call's copy, half done
+        assert (tree / "src/cudaperf/late.py").exists()
+    finally:
+        os.killpg(pid, signal.SIGKILL)
