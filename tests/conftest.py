@@ -24,3 +24,26 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture()
+def shared_ptxas_cache(tmp_path_factory, monkeypatch):
+    """ptxas reports (`cudaperf.analyze.resources`) cached on disk for this test run and shared
+    by its xdist workers: the tests that analyse every sample implementation with ptxas
+    (tests/analyze/test_types.py, tests/rank/test_features.py) run ptxas on the same 44
+    sources, ~17 s each on CI's cores. Only where the analyzer was given no cache directory;
+    the reports are the ones ptxas printed for the same source, arch and nvcc."""
+    import cudaperf.analyze.api as api
+
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # this run's
+    real = api.ptxas_resources
+
+    def shared(code, arch, nvcc="nvcc", cache_dir=None, timeout_s=60):
+        return real(code, arch, nvcc, cache_dir or str(root / "ptxas-shared"), timeout_s)
+
+    monkeypatch.setattr(api, "ptxas_resources", shared)
+    return root / "ptxas-shared"

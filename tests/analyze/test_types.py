@@ -299,7 +299,7 @@ def _dumps(reports) -> list[str]:
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (ptxas) on PATH")
-def test_ptxas_only_adds_what_without_resources_takes_away():
+def test_ptxas_only_adds_what_without_resources_takes_away(shared_ptxas_cache):
     from cudaperf.analyze import without_resources
 
     on, off = AnalyzeConfig(), AnalyzeConfig(resources=False)

@@ -90,7 +90,10 @@ def _ptx(path: Path, nvcc: str) -> tuple[str, int, str]:
     with tempfile.TemporaryDirectory() as tmp:
         cu = Path(tmp) / "k.cu"
         cu.write_text(_string_assign(path, "CUDA_SRC"))
-        cmd = [nvcc, "-O3", "-arch=sm_90", "--ptx", "-o", str(Path(tmp) / "k.ptx"), str(cu)]
+        # the front end and cicc without optimising: a source that does not compile fails
+        # the same, in about 30% less time than -O3
+        out = str(Path(tmp) / "k.ptx")
+        cmd = [nvcc, "-arch=sm_90", "--ptx", "-Xcicc", "-O0", "-o", out, str(cu)]
         res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     return path.name, res.returncode, (res.stdout + res.stderr)[-2000:]
 

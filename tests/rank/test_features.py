@@ -24,7 +24,9 @@ def _fresh_feature_cache():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (ptxas) on PATH")
-def test_features_from_the_scorers_analysis_are_the_rankers_own_byte_for_byte():
+def test_features_from_the_scorers_analysis_are_the_rankers_own_byte_for_byte(
+    shared_ptxas_cache,
+):
     from cudaperf.reward import default_analyzer
 
     have = default_analyzer().config  # what RewardScorer analyses with by default
