@@ -53,6 +53,9 @@ start)
   # exit status, so `watch` and `stop` find it whatever started it
   # BG_JOB tells the job it outlives this call: bench_suite.sh then keeps its runs outside
   # the tree that each device call copies anew
+  # and the package it imports comes from a copy of src/ first on PYTHONPATH: a later call's
+  # copy of the tree once removed a module a background run imported late (session 40)
+  cp -r src "$J/src" 2>/dev/null && export PYTHONPATH=$J/src${PYTHONPATH:+:$PYTHONPATH}
   BG_JOB=$name OUT=$J/out setsid nohup bash -c \
     'echo $$ > "$3"; timeout "$1" "${@:4}"; echo $? > "$2.tmp"; mv "$2.tmp" "$2"' \
     _ "${BG_BUDGET_S:-1500}" "$J/rc" "$J/pid" "$@" > "$J/log" 2>&1 < /dev/null &

@@ -108,3 +108,14 @@ def test_the_job_is_told_it_outlives_the_call(tmp_path):
     assert r.returncode == 0, r.stderr
     assert _bg(tmp_path, "watch", "j10", WATCH_S="20").returncode == 0
     assert _members(tmp_path, "j10")["out/env.txt"] == b"BG_JOB=j10\n"
+
+
+def test_the_job_imports_the_package_from_a_copy_that_later_calls_leave_alone(tmp_path):
+    """Each device call copies the working tree anew; a background run's late import once
+    found its module missing mid-copy (session 40). The job's package is a copy of src/."""
+    job = 'python3 -c "import cudaperf, sys; print(cudaperf.__file__)" > "$OUT/where.txt"'
+    assert _bg(tmp_path, "start", "j6", "--", "bash", "-c", job).returncode == 0
+    w = _bg(tmp_path, "watch", "j6", WATCH_S="30")
+    assert w.returncode == 0, w.stdout + w.stderr
+    where = _members(tmp_path, "j6")["out/where.txt"].decode().strip()
+    assert where == str(tmp_path / "bg" / "j6" / "src" / "cudaperf" / "__init__.py"), where
