@@ -86,6 +86,38 @@ def _continues(new: bytes, old: bytes, what: str) -> None:
         )
 
 
+# Options a chunk may change against the run's earlier leases: where it resumed from, how far it
+# trains, its wall budget, whether it resumed, and where the process read the task file (the
+# same file, from the machine's tree or, since session 40, bgstart's copy of it: compared by
+# its path inside the tree below)
+CHUNK_OPTIONS = {"adapter", "max_steps", "resume", "wall_budget_s", "tasks"}
+
+
+def _same_options(report: dict, folder: Path, rep_path: Path) -> None:
+    """Refused unless `report`'s options are the run's earlier leases' options but for
+    CHUNK_OPTIONS: a chunk started with another seed, preset, pool or ranker is not this
+    run's next chunk, whatever its steps say."""
+    new = report.get("options")
+    if not isinstance(new, dict):
+        raise Refused(f"{rep_path}: not a report of cudaperf train grpo (no options)")
+    for old_path in sorted(folder.glob("grpo_report_lease*.json")):
+        try:
+            old = json.loads(old_path.read_text(encoding="utf-8"))["options"]
+        except (ValueError, KeyError, TypeError):
+            continue  # not a report this check can read: the others still count
+        keys = sorted(k for k in (set(old) | set(new)) - CHUNK_OPTIONS if old.get(k) != new.get(k))
+        tail = [str(Path(str(o.get("tasks", ""))).parts[-2:]) for o in (old, new)]
+        if tail[0] != tail[1]:
+            keys.append("tasks")
+        if keys:
+            said = ", ".join(f"{k} {old.get(k)!r} -> {new.get(k)!r}" for k in keys[:3])
+            raise Refused(
+                f"{rep_path}: trained with other options than {old_path.name} ({said}); "
+                "a chunk must continue its run's command (only where it resumed, its steps "
+                "and its budget change)"
+            )
+
+
 def plan(root: Path, run: str, lease: int, watches: list[Path], env: Path | None) -> dict:
     """What to write, every check passed; Refused otherwise."""
     folder = root / RESULTS / run
@@ -117,6 +149,7 @@ def plan(root: Path, run: str, lease: int, watches: list[Path], env: Path | None
         seconds = float(report["seconds"])
     except (ValueError, KeyError, TypeError) as e:
         raise Refused(f"{rep_path}: not a report of cudaperf train grpo ({e!r})") from None
+    _same_options(report, folder, rep_path)
     ckpt = last / "ckpt"
     parts = sorted(ckpt.glob("adapter_model.safetensors.part*"))
     if not parts or not (ckpt / "rest.tar.gz").is_file():

@@ -149,6 +149,7 @@ def test_a_chunk_of_two_processes_says_which_steps_the_reported_seconds_cover(
         old + layout + mid[len(old) :] + layout + _steps(5)[len(mid) :]
     )
     report = {"steps": 5, "seconds": 99.5, "resumed_from": "/root/work/r/checkpoint-3"}
+    report["options"] = {"max_steps": 5}
     (w / "grpo_report.json").write_text(json.dumps(report))
     assert _main(repo, "--lease", 2, "--watch", w) == 0
     out = capsys.readouterr().out
@@ -198,3 +199,37 @@ def test_a_chunk_that_does_not_continue_the_run_is_refused(repo, tmp_path, capsy
     err = capsys.readouterr().err.strip()
     assert shown in err and "\n" not in err and err.startswith("merge_chunk: "), err
     assert _committed(repo) == before  # nothing written
+
+
+OTHER_TASKS = "/root/work/tree_r/data/other.jsonl.gz"
+
+
+@pytest.mark.parametrize(
+    "change, shown",
+    [
+        ({}, None),
+        ({"seed": 0}, "(seed 1 -> 0)"),
+        ({"tasks": OTHER_TASKS}, f"(tasks '/work/main/data/tasks.jsonl.gz' -> '{OTHER_TASKS}')"),
+    ],
+)
+def test_a_chunk_must_continue_its_runs_command(repo, tmp_path, capsys, change, shown):
+    """Only where it resumed, how far it trains, its budget and where the process read the
+    task file (bgstart's copy of the tree, session 40) may differ from the earlier leases'
+    options; a chunk started with another seed (or preset, pool, ranker) or task file is
+    refused."""
+    run = repo / "bench/results/ablation" / RUN
+    first = {"seed": 1, "max_steps": 2, "adapter": "/w/sft/final", "resume": False}
+    first |= {"wall_budget_s": 900.0, "tasks": "/work/main/data/tasks.jsonl.gz"}
+    (run / "grpo_report_lease1.json").write_text(json.dumps({"options": first}))
+    w = _watch(tmp_path / "w", 4, ended=True)
+    now = first | {"max_steps": 4, "adapter": f"/w/{RUN}/checkpoint-2"}
+    now |= {"resume": True, "wall_budget_s": 1400.0}
+    now["tasks"] = f"/root/work/tree_{RUN}/data/tasks.jsonl.gz"
+    now |= change
+    (w / "grpo_report.json").write_text(json.dumps({"steps": 4, "seconds": 9.0, "options": now}))
+    before = _committed(repo)
+    assert _main(repo, "--lease", 2, "--watch", w) == (0 if shown is None else 2)
+    if shown is not None:
+        err = capsys.readouterr().err.strip()
+        assert f"other options than grpo_report_lease1.json {shown}" in err, err
+        assert _committed(repo) == before
