@@ -91,30 +91,62 @@ def _continues(new: bytes, old: bytes, what: str) -> None:
 # same file, from the machine's tree or, since session 40, bgstart's copy of it: compared by
 # its path inside the tree below)
 CHUNK_OPTIONS = {"adapter", "max_steps", "resume", "wall_budget_s", "tasks"}
+# and what a run's first chunk may change against another run's first chunk: its arm (the
+# reward), its seed and its folder on the machine (PROTOCOL.md: the runs differ in nothing else)
+RUN_OPTIONS = CHUNK_OPTIONS | {"reward", "seed", "out"}
+ABL_RUN = re.compile(r"abl_(\w+?)_s(\d+)")
+
+
+def _options(path: Path) -> dict | None:
+    try:
+        opts = json.loads(path.read_text(encoding="utf-8"))["options"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # not a report this check can read: the others still count
+    return opts if isinstance(opts, dict) else None
 
 
 def _same_options(report: dict, folder: Path, rep_path: Path) -> None:
     """Refused unless `report`'s options are the run's earlier leases' options but for
-    CHUNK_OPTIONS: a chunk started with another seed, preset, pool or ranker is not this
-    run's next chunk, whatever its steps say."""
+    CHUNK_OPTIONS (a chunk started with another seed, preset, pool or ranker is not this run's
+    next chunk, whatever its steps say); a run's first chunk, unless they are every other
+    ablation run's first chunk's options but for RUN_OPTIONS, and its reward and seed are the
+    ones the run's name (abl_ARM_sSEED) says."""
     new = report.get("options")
     if not isinstance(new, dict):
         raise Refused(f"{rep_path}: not a report of cudaperf train grpo (no options)")
-    for old_path in sorted(folder.glob("grpo_report_lease*.json")):
-        try:
-            old = json.loads(old_path.read_text(encoding="utf-8"))["options"]
-        except (ValueError, KeyError, TypeError):
-            continue  # not a report this check can read: the others still count
-        keys = sorted(k for k in (set(old) | set(new)) - CHUNK_OPTIONS if old.get(k) != new.get(k))
+    earlier = sorted(folder.glob("grpo_report_lease*.json"))
+    if earlier:
+        against, free = earlier, CHUNK_OPTIONS
+    else:
+        against = sorted(
+            p
+            for p in folder.parent.glob("*/grpo_report_lease1.json")
+            if ABL_RUN.fullmatch(p.parent.name)  # the main runs, not the pilots
+        )
+        free = RUN_OPTIONS
+        m = ABL_RUN.fullmatch(folder.name)
+        said = ((new.get("reward") or {}).get("name"), new.get("seed"))
+        if m and said != (m.group(1), int(m.group(2))):
+            raise Refused(
+                f"{rep_path}: trained {said[0]} with seed {said[1]}, but the run "
+                f"{folder.name} is {m.group(1)} with seed {m.group(2)}"
+            )
+    for old_path in against:
+        old = _options(old_path)
+        if old is None:
+            continue
+        keys = sorted(k for k in (set(old) | set(new)) - free if old.get(k) != new.get(k))
         tail = [str(Path(str(o.get("tasks", ""))).parts[-2:]) for o in (old, new)]
         if tail[0] != tail[1]:
             keys.append("tasks")
         if keys:
             said = ", ".join(f"{k} {old.get(k)!r} -> {new.get(k)!r}" for k in keys[:3])
+            whose = old_path.name if earlier else f"{old_path.parent.name}'s {old_path.name}"
             raise Refused(
-                f"{rep_path}: trained with other options than {old_path.name} ({said}); "
+                f"{rep_path}: trained with other options than {whose} ({said}); "
                 "a chunk must continue its run's command (only where it resumed, its steps "
-                "and its budget change)"
+                "and its budget change), and a run's first chunk differs from the other "
+                "runs' only in its reward and seed"
             )
 
 

@@ -233,3 +233,53 @@ def test_a_chunk_must_continue_its_runs_command(repo, tmp_path, capsys, change, 
         err = capsys.readouterr().err.strip()
         assert f"other options than grpo_report_lease1.json {shown}" in err, err
         assert _committed(repo) == before
+
+
+@pytest.mark.parametrize(
+    "change, shown",
+    [
+        ({}, None),
+        (
+            {"num_generations": 4},
+            "abl_outcome_only_s1's grpo_report_lease1.json (num_generations 8 -> 4)",
+        ),
+        (
+            {"seed": 2},
+            "trained unified with seed 2, but the run abl_unified_s1 is unified with seed 1",
+        ),
+    ],
+)
+def test_a_runs_first_chunk_differs_from_the_other_runs_only_in_arm_and_seed(
+    tmp_path, capsys, change, shown
+):
+    """A run's first chunk has no lease of its own to continue: its options must be the other
+    main runs' first chunks' but for the reward, the seed and the folder (a pilot's are not
+    compared), and its reward and seed the ones its name says."""
+    root = tmp_path / "repo"
+    runs = root / "bench/results/ablation"
+    base = {"num_generations": 8, "max_steps": 15, "adapter": "/w/sft/final"}
+    base |= {"tasks": "/work/main/data/tasks.jsonl.gz", "wall_budget_s": 900.0}
+    for name, opts in (
+        ("abl_outcome_only_s1", {"reward": {"name": "outcome_only"}, "seed": 1}),
+        ("pilot_2026-12-04", {"reward": {"name": "unified"}, "seed": 0, "num_generations": 4}),
+    ):
+        (runs / name).mkdir(parents=True)
+        report = {"options": base | opts | {"out": f"/w/{name}"}}
+        (runs / name / "grpo_report_lease1.json").write_text(json.dumps(report))
+    (runs / "abl_unified_s1").mkdir()
+    w = _watch(tmp_path / "w", 2, ended=True)
+    now = base | {"reward": {"name": "unified"}, "seed": 1, "out": "/w/abl_unified_s1"}
+    now |= {"wall_budget_s": 1400.0, "tasks": "/root/work/tree_abl_unified_s1/data/tasks.jsonl.gz"}
+    now |= change
+    (w / "grpo_report.json").write_text(json.dumps({"steps": 2, "seconds": 9.0, "options": now}))
+    before = _committed(root)
+    rc = load_script("bench/ablation/merge_chunk.py").main(
+        ["--root", str(root), "--run", "abl_unified_s1", "--lease", "1", "--watch", str(w)]
+    )
+    assert rc == (0 if shown is None else 2)
+    if shown is not None:
+        err = capsys.readouterr().err.strip()
+        assert shown in err and "\n" not in err, err
+        assert _committed(root) == before
+    else:
+        assert (runs / "abl_unified_s1" / "grpo_report_lease1.json").is_file()
