@@ -205,7 +205,8 @@ bgstart)  # the grpo stage's run in its own process session: it outlives this ca
   # the machine again, and a module the run imports late (cudaperf.train.models) was missing
   # mid-copy once (session 40: 'No module named cudaperf.train.models' 6 s after the start)
   T=$W/tree_$RUN; rm -rf "$T"; mkdir -p "$T"
-  tar --exclude=./.git --exclude=./.venv --exclude=./.whl --exclude=./.models -cf - . | tar -xf - -C "$T"
+  tar --exclude=./.git --exclude=./.venv --exclude=./.whl --exclude=./.models -cf - . \
+    | tar -xf - -C "$T" || { echo "could not copy the tree to $T (disk full?)"; exit 4; }
   # (the `&` on the setsid command alone: on `cd && setsid ... &` bg.pid named the subshell)
   (cd "$T" || exit 4
    PYTHONPATH=/tmp/site:$M:$T/src setsid nohup timeout $(( ${GRPO_BUDGET:-480} + 60 )) \

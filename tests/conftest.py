@@ -18,15 +18,14 @@ from __future__ import annotations
 import os
 import signal
 
+import pytest
+
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, "1")
-
-
-import pytest  # noqa: E402
 
 
 @pytest.fixture()
