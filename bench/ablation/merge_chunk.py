@@ -46,6 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from status import resumed_step  # noqa: E402  (bench/ablation/status.py)
 
 from cudaperf.train.curves import plot_runs, read_steps, trained_steps  # noqa: E402
+from cudaperf.train.grpo import GrpoOptions  # noqa: E402
+from cudaperf.train.layout import option_defaults  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = Path("bench/results/ablation")
@@ -98,11 +100,21 @@ ABL_RUN = re.compile(r"abl_(\w+?)_s(\d+)")
 
 
 def _options(path: Path) -> dict | None:
+    """A lease report's options; an option the report lacks (added to `cudaperf train grpo`
+    after that lease ran, e.g. `sampler`) as its default, the value that lease ran with."""
     try:
         opts = json.loads(path.read_text(encoding="utf-8"))["options"]
     except (OSError, ValueError, KeyError, TypeError):
         return None  # not a report this check can read: the others still count
-    return opts if isinstance(opts, dict) else None
+    return _filled(opts) if isinstance(opts, dict) else None
+
+
+def _filled(opts: dict) -> dict:
+    defaults = {k: str(v) if isinstance(v, Path) else v for k, v in DEFAULTS.items()}
+    return json.loads(json.dumps(defaults, default=str)) | opts
+
+
+DEFAULTS = option_defaults(GrpoOptions)
 
 
 def _same_options(report: dict, folder: Path, rep_path: Path) -> None:
@@ -114,6 +126,7 @@ def _same_options(report: dict, folder: Path, rep_path: Path) -> None:
     new = report.get("options")
     if not isinstance(new, dict):
         raise Refused(f"{rep_path}: not a report of cudaperf train grpo (no options)")
+    new = _filled(new)
     earlier = sorted(folder.glob("grpo_report_lease*.json"))
     if earlier:
         against, free = earlier, CHUNK_OPTIONS

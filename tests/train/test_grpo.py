@@ -190,6 +190,10 @@ def test_resume_without_optimizer_state_keeps_the_step_and_learning_rate(tmp_pat
     run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator(), generate=_scripted(tiny))
     ck = tmp_path / "run" / "checkpoint-1"
     (ck / "optimizer.pt").unlink()
+    # and a run started before --sampler existed: it ran with the default, so it resumes
+    recorded = tmp_path / "run" / "options.json"
+    was = json.loads(recorded.read_text())
+    recorded.write_text(json.dumps({k: v for k, v in was.items() if k != "sampler"}))
     rep = run_grpo(
         _opts(tmp_path, tiny, max_steps=3, resume=True),
         evaluator=FakeEvaluator(),

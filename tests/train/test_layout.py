@@ -259,3 +259,23 @@ def test_a_resume_must_give_the_options_the_run_started_with(tmp_path):
     (out / "options.json").write_text("{oops")
     with pytest.raises(ValueError, match="options.json: not readable"):
         check_resume(out, opts)
+
+
+def test_an_option_added_after_a_run_started_is_compared_with_its_default(tmp_path):
+    """A run started before `sampler` existed ran with its default: resuming it with the
+    default is the same run, with another value it is not; without the defaults every new
+    option would refuse every older run's resume."""
+    from dataclasses import asdict
+
+    from cudaperf.train.grpo import GrpoOptions
+    from cudaperf.train.layout import check_resume, option_defaults, record_options
+
+    opts = asdict(GrpoOptions(out=tmp_path / "run"))
+    record_options(tmp_path / "run", {k: v for k, v in opts.items() if k != "sampler"})
+    defaults = option_defaults(GrpoOptions)
+    assert defaults["sampler"] == "trl" and "out" not in defaults  # out has no default
+    check_resume(tmp_path / "run", opts, defaults)
+    with pytest.raises(ValueError, match=r"--sampler 'epoch' \(the run: 'trl'\)"):
+        check_resume(tmp_path / "run", opts | {"sampler": "epoch"}, defaults)
+    with pytest.raises(ValueError, match=r"--sampler 'trl' \(the run: None\)"):
+        check_resume(tmp_path / "run", opts)

@@ -49,6 +49,7 @@ from cudaperf.fields import option as _o
 from cudaperf.reward.config import RewardConfig
 from cudaperf.train.data import load_training_tasks, split_training, write_manifest
 from cudaperf.train.rollout import RolloutOptions
+from cudaperf.train.sampler import SAMPLERS, epoch_seeded_trainer
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,12 @@ class GrpoOptions:
         "resume redraws nothing); unset: order and sampling as 0, salt secret and random.",
     )
     split_seed: int = _o(0, "Holdout and pool: the SFT run's --seed (checked).")
+    sampler: str = _o(
+        "trl",
+        "Prompt order: trl (TRL's sampler; a resumed run draws other batches than one that "
+        "never stopped) or epoch (each epoch's order from the seed and the epoch alone, "
+        "however often the run was resumed: train.sampler).",
+    )
     eval_gpus: tuple[int, ...] | None = _o(
         None, "GPUs for timing (nvidia-smi indices, e.g. 1 or 1,2; train.layout)."
     )
@@ -155,6 +162,8 @@ class GrpoOptions:
                 f"reward={self.reward!r}: give a RewardConfig (e.g. "
                 "RewardConfig.preset('outcome_only'))"
             )
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"--sampler {self.sampler!r}: use one of {', '.join(SAMPLERS)}")
         if self.turns < 1:  # else the episode's rules named their own fields
             raise ValueError(f"--turns {self.turns}: use >= 1 (1: one reply per chain)")
         RolloutOptions(
@@ -397,7 +406,13 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     `generate` replace the evaluator session and the policy's generation (tests)."""
     from trl import GRPOTrainer
 
-    from cudaperf.train.layout import check_resume, check_run_folder, clear_run, record_options
+    from cudaperf.train.layout import (
+        check_resume,
+        check_run_folder,
+        clear_run,
+        option_defaults,
+        record_options,
+    )
     from cudaperf.train.models import load_policy, lora_config
     from cudaperf.train.rewards import TurnReturn
     from cudaperf.train.rollout import MultiTurnRollout
@@ -414,7 +429,7 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     t0 = time.perf_counter()
     check_run_folder(opts.out, opts.resume, opts.overwrite)
     if opts.resume:
-        check_resume(opts.out, asdict(opts))
+        check_resume(opts.out, asdict(opts), option_defaults(type(opts)))
     hold = training_holdout(opts)
     check_same_holdout(hold, opts)  # before the model loads: a refusal comes at once
     policy = load_policy(opts.model, adapter=opts.adapter)
@@ -443,7 +458,8 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
         pool, None, ropts, generate=generate, on_batch=steplog.add, canaries=pool[: opts.canaries]
     )
     new_lora = opts.lora_r and opts.adapter is None
-    trainer = GRPOTrainer(
+    trainer_class = epoch_seeded_trainer(GRPOTrainer) if opts.sampler == "epoch" else GRPOTrainer
+    trainer = trainer_class(
         model=policy.model,
         reward_funcs=[TurnReturn(group_size=opts.num_generations)],
         args=_config(opts),

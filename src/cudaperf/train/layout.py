@@ -40,7 +40,7 @@ import shutil
 import time
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 
 from cudaperf.execute.types import sum_phases
@@ -152,11 +152,24 @@ def record_options(out: str | Path, options: dict) -> None:
     path.write_text(json.dumps(_comparable(options), indent=1, sort_keys=True) + "\n")
 
 
-def check_resume(out: str | Path, options: dict) -> None:
+def option_defaults(cls) -> dict:
+    """The default of each field of the options dataclass `cls` that has one."""
+    out = {}
+    for f in fields(cls):
+        if f.default is not MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
+def check_resume(out: str | Path, options: dict, defaults: dict | None = None) -> None:
     """Raise ValueError (one line naming each difference) when `options` would resume the run
     in `out` with other settings than it started with (a checkpoint of another LoRA rank fails
     deep in loading; another task file or learning rate trains something else without a
-    word). A run older than options.json is not checked."""
+    word). A run older than options.json is not checked; an option the run's options.json
+    lacks (added by a later version) is compared with its default in `defaults`, the value
+    the run was started with."""
     path = Path(out) / OPTIONS_FILE
     if not path.is_file():
         return
@@ -165,6 +178,7 @@ def check_resume(out: str | Path, options: dict) -> None:
     except (OSError, ValueError) as e:
         raise ValueError(f"{path}: not readable ({e}); fix or remove it to resume") from None
     now = _comparable(options)
+    was = _comparable(defaults or {}) | was  # what an older run ran with, where it is silent
     diff = [
         f"--{k.replace('_', '-')} {now.get(k)!r} (the run: {was.get(k)!r})"
         for k in sorted(set(was) | set(now))

@@ -210,6 +210,9 @@ OTHER_TASKS = "/root/work/tree_r/data/other.jsonl.gz"
         ({}, None),
         ({"seed": 0}, "(seed 1 -> 0)"),
         ({"tasks": OTHER_TASKS}, f"(tasks '/work/main/data/tasks.jsonl.gz' -> '{OTHER_TASKS}')"),
+        # an option the earlier lease's report lacks (added later) counts as its default
+        ({"sampler": "trl"}, None),
+        ({"sampler": "epoch"}, "(sampler 'trl' -> 'epoch')"),
     ],
 )
 def test_a_chunk_must_continue_its_runs_command(repo, tmp_path, capsys, change, shown):
