@@ -228,9 +228,13 @@ bgwatch)  # follow bgstart's run for WATCH_S seconds (default 540), then bring b
   if kill -0 "$pid" 2>/dev/null; then
     log "$RUN still running: $(grep -c '"kind": "step"' "$W/$RUN/steps.jsonl" 2>/dev/null) step records"
     pack live
-  else
+  elif [ -s "$W/$RUN/bg_report.json" ]; then
     cp "$W/$RUN/bg_report.json" "$OUT/grpo_report.json"
     log "$RUN ended: $(head -c 300 "$W/$RUN/bg_report.json" | tr '\n' ' ')"
+    pack
+  else  # no report: the process died (session 40's first start: an import error at once)
+    log "$RUN DIED without a report (no grpo_report.json); its stderr ends: $(grep -v "it/s" \
+      "$W/$RUN/bg_stderr.txt" 2>/dev/null | tail -3 | tr '\n' ' ')"
     pack
   fi
   ;;

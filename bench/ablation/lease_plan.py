@@ -174,7 +174,7 @@ def _train(row: dict, root: Path) -> dict:
         f"{_next_lease(row, root)} --watch <each bgwatch call's folder, in order> "
         "--env <the probe call's env.txt>",
         "recover": (
-            f"If a bgwatch says '{run} ended' with no grpo_report.json (the process died): "
+            f"If a bgwatch says '{run} DIED without a report' (no grpo_report.json): "
             "on the same machine, give the bgstart call again without its restore (it resumes "
             "the newest checkpoint; what the dead process logged after it goes to "
             "after-checkpoint-N/); on a new machine, here `rm -rf .models/grpo_ckpt && cp -r "

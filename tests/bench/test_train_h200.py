@@ -102,3 +102,32 @@ def test_bgstart_runs_the_process_from_its_own_copy_of_the_tree_and_names_it(tmp
         assert (tree / "src/cudaperf/late.py").exists()
     finally:
         os.killpg(pid, signal.SIGKILL)
+
+
+def test_bgwatch_says_plainly_when_the_process_died_without_a_report(tmp_path):
+    """Session 40: a process that died at once left an empty report, and the watch said
+    'ended:' as if the run were done; it now says DIED with the stderr's last lines and brings
+    back no grpo_report.json (merge_chunk then refuses the chunk as unfinished)."""
+    repo, work, out = tmp_path / "repo", tmp_path / "work", tmp_path / "out"
+    (repo / "bench").mkdir(parents=True)
+    (repo / "bench/train_h200.sh").write_text((ROOT / "bench/train_h200.sh").read_text())
+    run = work / "r"
+    run.mkdir(parents=True)
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid that no longer runs
+    (run / "bg.pid").write_text(f"{dead.pid}\n")
+    (run / "bg_report.json").write_text("")
+    (run / "bg_stderr.txt").write_text("GRPO of smollm2\nerror: No module named 'x'\n")
+    (run / "steps.jsonl").write_text("")
+    env = {"PATH": "/usr/bin:/bin", "W": str(work), "M": str(tmp_path / "m"), "OUT": str(out)}
+    done = subprocess.run(
+        ["bash", "bench/train_h200.sh", "bgwatch"],
+        cwd=repo,
+        env=env | {"RUN": "r", "WATCH_S": "0"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "r DIED without a report" in done.stdout and "No module named 'x'" in done.stdout
+    assert not (out / "grpo_report.json").exists()

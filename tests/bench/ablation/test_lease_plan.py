@@ -57,7 +57,7 @@ def test_the_unfinished_run_trains_before_a_new_one(tmp_path):
     assert text.index("train abl_outcome_only_s0 steps 31-45") < text.index("bench abl_unified_s0")
     assert text.count("(only on an H100") == 1  # the bench run, not the training chunk
     # what to do when the chunk's process dies (session 39: a NaN update at step 41)
-    died = "If a bgwatch says 'abl_outcome_only_s0 ended' with no grpo_report.json"
+    died = "If a bgwatch says 'abl_outcome_only_s0 DIED without a report' (no grpo_report.json)"
     assert died in text and text.index(died) < text.index("bench abl_unified_s0")
     assert "cp -r <that watch's folder>/ckpt .models/grpo_ckpt" in t["recover"]
 
