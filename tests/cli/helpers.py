@@ -104,31 +104,40 @@ for line in sys.stdin:
     channel.flush()
 """
 _server: subprocess.Popen | None = None
+_pending = bytearray()  # what was read from the server past the last answer's newline
 
 
 def _fork_server() -> subprocess.Popen:
     global _server
     if _server is None or _server.poll() is not None:
+        _pending.clear()
         _server = subprocess.Popen(
             [sys.executable, "-c", _SERVER_CODE],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            text=True,
+            bufsize=0,  # answers are read from the pipe itself (select), not a buffer
             env=env(),
             cwd=_SCRATCH,
         )
     return _server
 
 
-def _answer(server: subprocess.Popen, timeout: float | None) -> dict | None:
+def _answer(server: subprocess.Popen, timeout: float) -> dict | None:
+    """The server's next answer line; None when none came within `timeout` s. Both answers
+    of a quick call may arrive in one read: the second waits in `_pending`."""
     import select
 
-    ready, _, _ = select.select([server.stdout], [], [], timeout)
-    if not ready:
-        return None
-    line = server.stdout.readline()
-    if not line:
-        raise RuntimeError("the CLI fork server ended (tests/cli/helpers.py)")
+    deadline = time.monotonic() + timeout
+    while b"\n" not in _pending:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([server.stdout], [], [], left)[0]:
+            return None
+        chunk = os.read(server.stdout.fileno(), 4096)
+        if not chunk:
+            raise RuntimeError("the CLI fork server ended (tests/cli/helpers.py)")
+        _pending.extend(chunk)
+    line, _, rest = bytes(_pending).partition(b"\n")
+    _pending[:] = rest
     return json.loads(line)
 
 
@@ -137,8 +146,7 @@ def _forked(cmd: list[str], e: dict, cwd: Path, timeout: float) -> subprocess.Co
     with tempfile.TemporaryDirectory(prefix="cudaperf-cli-call-") as tmp:
         out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
         req = {"args": cmd[3:], "env": e, "cwd": str(cwd), "stdout": str(out), "stderr": str(err)}
-        server.stdin.write(json.dumps(req) + "\n")
-        server.stdin.flush()
+        server.stdin.write((json.dumps(req) + "\n").encode())
         pid = _answer(server, 30)["pid"]
         done = _answer(server, timeout)
         if done is None:  # as subprocess.run: kill the command, then raise

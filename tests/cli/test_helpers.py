@@ -41,3 +41,23 @@ def test_a_forked_call_gets_its_environment_folder_and_timeout(tmp_path):
     with pytest.raises(subprocess.TimeoutExpired):
         helpers.cli("tasks", "list", timeout=0.01)
     assert helpers.cli("--version").returncode == 0  # the server goes on after a timeout
+
+
+def test_both_answers_of_a_quick_call_read_at_once_are_both_taken(monkeypatch):
+    """A command that ends at once: its pid and exit answers may come in one read; the
+    second must not wait for more from the pipe (it would time the call out)."""
+    import os
+    import time
+    from types import SimpleNamespace
+
+    r, w = os.pipe()
+    os.write(w, b'{"pid": 1}\n{"rc": 0}\n')
+    monkeypatch.setattr(helpers, "_pending", bytearray())
+    with os.fdopen(r, "rb", buffering=0) as pipe:
+        server = SimpleNamespace(stdout=pipe)
+        t0 = time.monotonic()
+        assert helpers._answer(server, 5) == {"pid": 1}
+        assert helpers._answer(server, 5) == {"rc": 0}
+        assert time.monotonic() - t0 < 1
+        assert helpers._answer(server, 0.2) is None  # nothing more: no answer, no wait past it
+    os.close(w)
