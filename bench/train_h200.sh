@@ -233,8 +233,8 @@ bgwatch)  # follow bgstart's run for WATCH_S seconds (default 540), then bring b
     log "$RUN ended: $(head -c 300 "$W/$RUN/bg_report.json" | tr '\n' ' ')"
     pack
   else  # no report: the process died (session 40's first start: an import error at once)
-    log "$RUN DIED without a report (no grpo_report.json); its stderr ends: $(grep -v "it/s" \
-      "$W/$RUN/bg_stderr.txt" 2>/dev/null | tail -3 | tr '\n' ' ')"
+    log "$RUN DIED without a report (no grpo_report.json); its stderr ends: $(tail -3 \
+      "$OUT/grpo_stderr.txt" | tr '\n' ' ')"
     pack
   fi
   ;;

@@ -99,6 +99,15 @@ RUN_OPTIONS = CHUNK_OPTIONS | {"reward", "seed", "out"}
 ABL_RUN = re.compile(r"abl_(\w+?)_s(\d+)")
 
 
+# the options' defaults as a report writes them (a path as its string, JSON values)
+DEFAULTS = json.loads(
+    json.dumps(
+        {k: str(v) if isinstance(v, Path) else v for k, v in option_defaults(GrpoOptions).items()},
+        default=str,
+    )
+)
+
+
 def _options(path: Path) -> dict | None:
     """A lease report's options; an option the report lacks (added to `cudaperf train grpo`
     after that lease ran, e.g. `sampler`) as its default, the value that lease ran with."""
@@ -106,15 +115,7 @@ def _options(path: Path) -> dict | None:
         opts = json.loads(path.read_text(encoding="utf-8"))["options"]
     except (OSError, ValueError, KeyError, TypeError):
         return None  # not a report this check can read: the others still count
-    return _filled(opts) if isinstance(opts, dict) else None
-
-
-def _filled(opts: dict) -> dict:
-    defaults = {k: str(v) if isinstance(v, Path) else v for k, v in DEFAULTS.items()}
-    return json.loads(json.dumps(defaults, default=str)) | opts
-
-
-DEFAULTS = option_defaults(GrpoOptions)
+    return DEFAULTS | opts if isinstance(opts, dict) else None
 
 
 def _same_options(report: dict, folder: Path, rep_path: Path) -> None:
@@ -126,7 +127,7 @@ def _same_options(report: dict, folder: Path, rep_path: Path) -> None:
     new = report.get("options")
     if not isinstance(new, dict):
         raise Refused(f"{rep_path}: not a report of cudaperf train grpo (no options)")
-    new = _filled(new)
+    new = DEFAULTS | new  # an option the report lacks ran with its default
     earlier = sorted(folder.glob("grpo_report_lease*.json"))
     if earlier:
         against, free = earlier, CHUNK_OPTIONS

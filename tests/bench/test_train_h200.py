@@ -48,6 +48,23 @@ def test_pack_brings_the_newest_complete_checkpoint_and_the_logs_set_aside(tmp_p
     assert not any(n.endswith(("optimizer.pt", "adapter_model.safetensors")) for n in names)
 
 
+def _stage(tmp_path: Path, stage: str, **env: str) -> subprocess.CompletedProcess:
+    """Run train_h200.sh STAGE from a repository of its own under tmp_path (repo/, with the
+    script), its work folder tmp_path/work, $OUT tmp_path/out and RUN r."""
+    repo = tmp_path / "repo"
+    (repo / "bench").mkdir(parents=True, exist_ok=True)
+    (repo / "bench/train_h200.sh").write_text((ROOT / "bench/train_h200.sh").read_text())
+    base = {"PATH": "/usr/bin:/bin", "W": str(tmp_path / "work"), "M": str(tmp_path / "m")}
+    return subprocess.run(
+        ["bash", "bench/train_h200.sh", stage],
+        cwd=repo,
+        env=base | {"OUT": str(tmp_path / "out"), "RUN": "r"} | env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def test_bgstart_runs_the_process_from_its_own_copy_of_the_tree_and_names_it(tmp_path):
     """Every device call copies the working tree onto the machine again: a background run
     that imports from the tree died once mid-copy (session 40), so `bgstart` runs it from a
@@ -58,8 +75,6 @@ def test_bgstart_runs_the_process_from_its_own_copy_of_the_tree_and_names_it(tmp
     import time
 
     repo, work, fake = tmp_path / "repo", tmp_path / "work", tmp_path / "bin"
-    (repo / "bench").mkdir(parents=True)
-    (repo / "bench/train_h200.sh").write_text((ROOT / "bench/train_h200.sh").read_text())
     (repo / "src/cudaperf").mkdir(parents=True)
     (repo / "src/cudaperf/late.py").write_text("# imported late by the run\n")
     (work / "sft/final").mkdir(parents=True)
@@ -69,22 +84,7 @@ def test_bgstart_runs_the_process_from_its_own_copy_of_the_tree_and_names_it(tmp
         f'#!/bin/bash\necho "$PWD $PYTHONPATH" > {seen}\nexec sleep 20\n'
     )
     (fake / "python3").chmod(0o755)
-    env = {
-        "PATH": f"{fake}:/usr/bin:/bin",
-        "W": str(work),
-        "M": str(tmp_path / "m"),
-        "OUT": str(tmp_path / "out"),
-        "RUN": "r",
-        "BG_START_CHECK_S": "0.5",
-    }
-    done = subprocess.run(
-        ["bash", "bench/train_h200.sh", "bgstart"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = _stage(tmp_path, "bgstart", PATH=f"{fake}:/usr/bin:/bin", BG_START_CHECK_S="0.5")
     assert done.returncode == 0, done.stdout + done.stderr
     pid = int((work / "r/bg.pid").read_text())
     try:
@@ -108,10 +108,7 @@ def test_bgwatch_says_plainly_when_the_process_died_without_a_report(tmp_path):
     """Session 40: a process that died at once left an empty report, and the watch said
     'ended:' as if the run were done; it now says DIED with the stderr's last lines and brings
     back no grpo_report.json (merge_chunk then refuses the chunk as unfinished)."""
-    repo, work, out = tmp_path / "repo", tmp_path / "work", tmp_path / "out"
-    (repo / "bench").mkdir(parents=True)
-    (repo / "bench/train_h200.sh").write_text((ROOT / "bench/train_h200.sh").read_text())
-    run = work / "r"
+    run = tmp_path / "work" / "r"
     run.mkdir(parents=True)
     dead = subprocess.Popen(["true"])
     dead.wait()  # a pid that no longer runs
@@ -119,15 +116,7 @@ def test_bgwatch_says_plainly_when_the_process_died_without_a_report(tmp_path):
     (run / "bg_report.json").write_text("")
     (run / "bg_stderr.txt").write_text("GRPO of smollm2\nerror: No module named 'x'\n")
     (run / "steps.jsonl").write_text("")
-    env = {"PATH": "/usr/bin:/bin", "W": str(work), "M": str(tmp_path / "m"), "OUT": str(out)}
-    done = subprocess.run(
-        ["bash", "bench/train_h200.sh", "bgwatch"],
-        cwd=repo,
-        env=env | {"RUN": "r", "WATCH_S": "0"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = _stage(tmp_path, "bgwatch", WATCH_S="0")
     assert done.returncode == 0, done.stderr
     assert "r DIED without a report" in done.stdout and "No module named 'x'" in done.stdout
-    assert not (out / "grpo_report.json").exists()
+    assert not (tmp_path / "out" / "grpo_report.json").exists()
