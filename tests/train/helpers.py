@@ -75,3 +75,35 @@ def make_tiny_model(folder: Path, vocab: int = 600) -> Path:
     LlamaForCausalLM(cfg).save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+def read_steps(folder: Path, kind: str | None = None) -> list[dict]:
+    """The rows of a run folder's steps.jsonl (only those of `kind` when given)."""
+    rows = [json.loads(x) for x in (Path(folder) / "steps.jsonl").read_text().splitlines()]
+    return [r for r in rows if kind is None or r["kind"] == kind]
+
+
+def grpo_options(tmp_path: Path, model=None, **kw):
+    """GrpoOptions of a one-step, one-turn, one-group run of 2 rows on the sample task file
+    written into `tmp_path`, no ranker and no held-out share; `kw` overrides any field."""
+    from cudaperf.train.grpo import GrpoOptions
+
+    base = dict(
+        out=tmp_path / "run",
+        pool=2,
+        turns=1,
+        num_generations=2,
+        groups_per_step=1,
+        max_steps=1,
+        max_new_tokens=12,
+        val_families=0,
+        holdout_share=0.0,
+        ranker="none",
+        save_steps=1,
+        prepare=False,
+    )
+    if model is not None:
+        base["model"] = str(model)
+    if "tasks" not in kw:
+        base["tasks"] = write_task_file(tmp_path)
+    return GrpoOptions(**(base | kw))

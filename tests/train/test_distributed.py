@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.proc_helpers import kill_group
-from tests.train.helpers import write_task_file
+from tests.train.helpers import read_steps, write_task_file
 
 pytest.importorskip("trl")
 
@@ -84,7 +84,7 @@ def _torchrun(tmp_path, tiny, tasks, *extra) -> list[dict]:
         _, err = proc.communicate(timeout=60)
         pytest.fail(f"torchrun did not end in 300 s; its stderr ends:\n{err[-4000:]}")
     assert proc.returncode == 0, err[-3000:]
-    return [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
+    return read_steps(out)
 
 
 def _kind(logs, kind):
@@ -125,7 +125,7 @@ def test_two_processes_keep_groups_log_like_one_process_and_resume(tmp_path, tin
         holdout_share=0.0,
     )
     run_grpo(one)
-    solo = [json.loads(x) for x in (tmp_path / "one" / "steps.jsonl").read_text().splitlines()]
+    solo = read_steps(tmp_path / "one")
     for kind in ("rollout", "step", "layout", "prepare"):
         assert set(_kind(solo, kind)[0]) == set(_kind(logs, kind)[0]), kind
     assert _kind(solo, "rollout")[0]["processes"] == 1

@@ -4,10 +4,11 @@ of SmolLM2 with the real evaluator session timing on the same GPU, after generat
 from __future__ import annotations
 
 import importlib.util
-import json
 import shutil
 
 import pytest
+
+from tests.train.helpers import read_steps
 
 pytestmark = [
     pytest.mark.gpu,
@@ -39,7 +40,7 @@ def test_one_multi_turn_grpo_step_of_smollm2_with_the_real_evaluator(tmp_path):
     )
     rep = run_grpo(opts)
     assert rep["steps"] == 1 and rep["prepare_s"] > 0
-    logs = [json.loads(x) for x in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
+    logs = read_steps(tmp_path / "run")
     roll = next(r for r in logs if r["kind"] == "rollout")
     assert roll["rows"] == 8 and roll["generate_s"] > 0 and roll["eval_s"] > 0
     assert "compiled" not in roll["status_share"]  # full mode: candidates ran on the GPU
@@ -72,7 +73,7 @@ def test_grpo_step_with_timing_on_the_eval_gpu_and_canaries(tmp_path):
     rep = run_grpo(opts)
     assert rep["layout"]["eval_gpus"] == [g] and rep["layout"]["train_gpus"] == [0]
     assert rep["layout"]["shares_train_gpu"] == (g == 0)
-    logs = [json.loads(x) for x in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
+    logs = read_steps(tmp_path / "run")
     roll = next(r for r in logs if r["kind"] == "rollout")
     assert roll["canary_s"] > 0 and roll["canary"]  # timed on the GPU (full mode)
     assert all(c["median_us"] > 0 for c in roll["canary"])
@@ -119,7 +120,7 @@ def test_a_step_of_the_ablation_shape_fits_an_80_gb_card(tmp_path):
     torch.cuda.reset_peak_memory_stats()
     rep = run_grpo(opts, evaluator=FakeEvaluator(), generate=generate)
     peak = torch.cuda.max_memory_allocated() / 2**30
-    logs = [json.loads(x) for x in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
+    logs = read_steps(tmp_path / "run")
     roll = next(r for r in logs if r["kind"] == "rollout")
     print(f"peak {peak:.1f} GiB, {roll['prompt_tokens']} prompt tokens in {roll['rows']} rows")
     assert rep["steps"] == 1 and roll["rows"] == 32

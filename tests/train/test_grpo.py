@@ -8,33 +8,9 @@ import pytest
 
 from cudaperf.train.grpo import GrpoOptions, run_grpo
 from tests.train.fakes import FakeEvaluator, ScriptedPolicy, reply
-from tests.train.helpers import write_task_file
+from tests.train.helpers import grpo_options, read_steps, write_task_file
 
 pytest.importorskip("trl")
-
-
-def _opts(tmp_path, tiny, **kw):
-    base = dict(
-        out=tmp_path / "run",
-        model=str(tiny),
-        tasks=write_task_file(tmp_path),
-        pool=2,
-        turns=1,
-        num_generations=2,
-        groups_per_step=1,
-        max_steps=1,
-        max_new_tokens=12,
-        val_families=0,
-        holdout_share=0.0,
-        ranker="none",
-        save_steps=1,
-        prepare=False,
-    )
-    return GrpoOptions(**(base | kw))
-
-
-def _log(tmp_path):
-    return [json.loads(x) for x in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
 
 
 def test_single_turn_step_with_the_policy_generating_and_a_fake_evaluator(tmp_path, tiny):
@@ -43,18 +19,18 @@ def test_single_turn_step_with_the_policy_generating_and_a_fake_evaluator(tmp_pa
     from cudaperf.reward import RewardConfig
 
     reward = RewardConfig.preset("outcome_only", ["structure_weight=0.5"])
-    rep = run_grpo(_opts(tmp_path, tiny, reward=reward), evaluator=FakeEvaluator())
+    rep = run_grpo(grpo_options(tmp_path, tiny, reward=reward), evaluator=FakeEvaluator())
     assert rep["steps"] == 1
     # the returned report is report.json's (the H200 GPU test once failed on (0,) == [0])
     assert rep == json.loads((tmp_path / "run" / "report.json").read_text())
     assert rep["options"]["reward"] == asdict(reward)  # the whole reward, not a preset name
-    roll = [r for r in _log(tmp_path) if r["kind"] == "rollout"]
+    roll = [r for r in read_steps(tmp_path / "run") if r["kind"] == "rollout"]
     assert roll and roll[0]["rows"] == 2 and roll[0]["completion_tokens"] > 0
     assert roll[0]["status_share"] == {"format_error": 1.0}  # a random model writes no block
     assert "samples" not in roll[0]  # the replies are in completions.jsonl, one per row
     done = (tmp_path / "run" / "completions.jsonl").read_text().splitlines()
     assert [json.loads(x)["status"] for x in done] == ["format_error", "format_error"]
-    assert any(r["kind"] == "trainer" and "loss" in r for r in _log(tmp_path))
+    assert any(r["kind"] == "trainer" and "loss" in r for r in read_steps(tmp_path / "run"))
     assert (tmp_path / "run" / "final" / "model.safetensors").is_file()
 
 
@@ -63,9 +39,9 @@ def test_the_generation_mode_reaches_the_policys_sampling(tmp_path, tiny, monkey
 
     seen, real = [], gen.generate_ids
     monkeypatch.setattr(gen, "generate_ids", lambda *a, **k: seen.append(a[3]) or real(*a, **k))
-    rep = run_grpo(_opts(tmp_path, tiny, generation="static"), evaluator=FakeEvaluator())
+    rep = run_grpo(grpo_options(tmp_path, tiny, generation="static"), evaluator=FakeEvaluator())
     assert rep["steps"] == 1 and seen == ["static"]
-    roll = [r for r in _log(tmp_path) if r["kind"] == "rollout"]
+    roll = [r for r in read_steps(tmp_path / "run") if r["kind"] == "rollout"]
     assert roll[0]["rows"] == 2 and roll[0]["completion_tokens"] > 0
 
 
@@ -82,7 +58,7 @@ def test_merged_generation_weights_sample_from_a_twin_refreshed_once_a_step(
     monkeypatch.setattr(gen, "generate_ids", lambda *a, **k: seen.append(a[0]) or real(*a, **k))
     refreshes, real_refresh = [], MergedTwin.refresh
     monkeypatch.setattr(MergedTwin, "refresh", lambda t: refreshes.append(1) or real_refresh(t))
-    opts = _opts(
+    opts = grpo_options(
         tmp_path,
         tiny,
         turns=2,
@@ -96,9 +72,9 @@ def test_merged_generation_weights_sample_from_a_twin_refreshed_once_a_step(
     assert len({id(m) for m in seen}) == 1 and "Peft" not in type(seen[0]).__name__
     assert len(refreshes) == 2  # built (with its first refresh) at step 1, refreshed at step 2
     with pytest.raises(ValueError, match="needs a LoRA policy"):
-        _opts(tmp_path, tiny, generation_weights="merged")
+        grpo_options(tmp_path, tiny, generation_weights="merged")
     with pytest.raises(ValueError, match="--generation-weights 'both'"):
-        _opts(tmp_path, tiny, lora_r=4, generation_weights="both")
+        grpo_options(tmp_path, tiny, lora_r=4, generation_weights="both")
 
 
 def test_gradient_checkpointing_reaches_trl_and_the_lora_update_trains(tmp_path, tiny):
@@ -110,10 +86,10 @@ def test_gradient_checkpointing_reaches_trl_and_the_lora_update_trains(tmp_path,
 
     from cudaperf.train.grpo import _config
 
-    assert _config(_opts(tmp_path, tiny)).gradient_checkpointing is True
-    off = _opts(tmp_path, tiny, gradient_checkpointing=False)
+    assert _config(grpo_options(tmp_path, tiny)).gradient_checkpointing is True
+    off = grpo_options(tmp_path, tiny, gradient_checkpointing=False)
     assert _config(off).gradient_checkpointing is False
-    opts = _opts(tmp_path, tiny, lora_r=4, lr=1e-2, turns=2, num_generations=4)
+    opts = grpo_options(tmp_path, tiny, lora_r=4, lr=1e-2, turns=2, num_generations=4)
     rep = run_grpo(opts, evaluator=FakeEvaluator(), generate=_scripted(tiny))
     assert rep["steps"] == 1 and rep["options"]["gradient_checkpointing"] is True
     w = load_file(str(tmp_path / "run" / "final" / "adapter_model.safetensors"))
@@ -135,9 +111,9 @@ def test_multi_turn_step_with_compile_only_rewards_and_lora(tmp_path, tiny):
     from cudaperf.execute.session import EvalSession, training_config
 
     session = EvalSession(training_config(compile_only=True, cache_dir=tmp_path / "cache"))
-    opts = _opts(tmp_path, tiny, turns=2, num_generations=4, lora_r=4, pieces_mib=0.01)
+    opts = grpo_options(tmp_path, tiny, turns=2, num_generations=4, lora_r=4, pieces_mib=0.01)
     rep = run_grpo(opts, evaluator=session, generate=_scripted(tiny))
-    roll = [r for r in _log(tmp_path) if r["kind"] == "rollout"][0]
+    roll = [r for r in read_steps(tmp_path / "run") if r["kind"] == "rollout"][0]
     assert rep["steps"] == 1 and roll["rows"] == 4
     assert set(roll["status_share"]) <= {"compile_error", "compiled"}
     assert roll["score_by_turn"][1] >= roll["score_by_turn"][0]
@@ -153,7 +129,7 @@ def test_resume_continues_from_the_last_checkpoint_and_logs_each_step_once(tmp_p
     """A resume continues checkpoint-1; what a process that died past it had logged (step 2's
     records and replies, written here as such a process writes them) goes to
     after-checkpoint-1/, not beside the redone step 2."""
-    run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator(), generate=_scripted(tiny))
+    run_grpo(grpo_options(tmp_path, tiny), evaluator=FakeEvaluator(), generate=_scripted(tiny))
     run = tmp_path / "run"
     dead = [{"kind": "rollout", "step": 1}, {"kind": "step", "step": 2}]
     dead_lines = "".join(json.dumps({"run": "grpo", **r}) + "\n" for r in dead)
@@ -163,17 +139,17 @@ def test_resume_continues_from_the_last_checkpoint_and_logs_each_step_once(tmp_p
         f.write('{"step": 1, "task": "dead"}\n')
     with pytest.raises(ValueError, match=r"other settings: --gamma 0\.9 \(the run: "):
         run_grpo(
-            _opts(tmp_path, tiny, max_steps=2, gamma=0.9, resume=True),
+            grpo_options(tmp_path, tiny, max_steps=2, gamma=0.9, resume=True),
             evaluator=FakeEvaluator(),
             generate=_scripted(tiny),
         )
     rep = run_grpo(
-        _opts(tmp_path, tiny, max_steps=2, resume=True),
+        grpo_options(tmp_path, tiny, max_steps=2, resume=True),
         evaluator=FakeEvaluator(),
         generate=_scripted(tiny),
     )
     assert rep["resumed_from"].endswith("checkpoint-1") and rep["steps"] == 2
-    logs = _log(tmp_path)
+    logs = read_steps(tmp_path / "run")
     for kind in ("step", "rollout"):
         steps = [r["step"] for r in logs if r["kind"] == kind]
         assert len(steps) == len(set(steps)) == 2, (kind, steps)
@@ -187,7 +163,7 @@ def test_resume_continues_from_the_last_checkpoint_and_logs_each_step_once(tmp_p
 def test_resume_without_optimizer_state_keeps_the_step_and_learning_rate(tmp_path, tiny):
     """A checkpoint carried between machines without optimizer.pt (bench/train_h200.sh pack)
     resumes at its step with the run's learning rate (constant schedule)."""
-    run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator(), generate=_scripted(tiny))
+    run_grpo(grpo_options(tmp_path, tiny), evaluator=FakeEvaluator(), generate=_scripted(tiny))
     ck = tmp_path / "run" / "checkpoint-1"
     (ck / "optimizer.pt").unlink()
     # and a run started before --sampler existed: it ran with the default, so it resumes
@@ -195,25 +171,25 @@ def test_resume_without_optimizer_state_keeps_the_step_and_learning_rate(tmp_pat
     was = json.loads(recorded.read_text())
     recorded.write_text(json.dumps({k: v for k, v in was.items() if k != "sampler"}))
     rep = run_grpo(
-        _opts(tmp_path, tiny, max_steps=3, resume=True),
+        grpo_options(tmp_path, tiny, max_steps=3, resume=True),
         evaluator=FakeEvaluator(),
         generate=_scripted(tiny),
     )
     assert rep["resumed_from"].endswith("checkpoint-1") and rep["steps"] == 3
-    logs = [json.loads(x) for x in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
+    logs = read_steps(tmp_path / "run")
     rates = [r["learning_rate"] for r in logs if "learning_rate" in r]
-    assert len(rates) >= 3 and set(rates) == {_opts(tmp_path, tiny).lr}
+    assert len(rates) >= 3 and set(rates) == {grpo_options(tmp_path, tiny).lr}
 
 
 def test_a_restored_checkpoint_as_the_adapter_resumes_the_run(tmp_path, tiny):
     """What bench/train_h200.sh `restore` + `bgstart` do on a fresh machine: the checkpoint,
     carried without optimizer.pt, is both --adapter and the --resume point of the same run
     folder (its holdout.json beside it), and the run goes on from its step."""
-    opts = _opts(tmp_path, tiny, lora_r=4)
+    opts = grpo_options(tmp_path, tiny, lora_r=4)
     run_grpo(opts, evaluator=FakeEvaluator(), generate=_scripted(tiny))
     ck = tmp_path / "run" / "checkpoint-1"
     (ck / "optimizer.pt").unlink()
-    again = _opts(tmp_path, tiny, lora_r=4, adapter=ck, max_steps=2, resume=True)
+    again = grpo_options(tmp_path, tiny, lora_r=4, adapter=ck, max_steps=2, resume=True)
     rep = run_grpo(again, evaluator=FakeEvaluator(), generate=_scripted(tiny))
     assert rep["resumed_from"].endswith("checkpoint-1") and rep["steps"] == 2
     assert (tmp_path / "run" / "checkpoint-2").is_dir()
@@ -221,7 +197,7 @@ def test_a_restored_checkpoint_as_the_adapter_resumes_the_run(tmp_path, tiny):
 
 def test_bad_options_are_clear(tmp_path, tiny):
     with pytest.raises(ValueError, match="give a RewardConfig"):
-        _opts(tmp_path, tiny, reward="outcome_only")  # a preset name is the CLI's business
+        grpo_options(tmp_path, tiny, reward="outcome_only")  # a preset name is the CLI's business
     for kw, flag in (
         ({"lr": 0.0}, "--lr 0.0"),
         ({"beta": -1.0}, "--beta -1.0"),
@@ -230,36 +206,39 @@ def test_bad_options_are_clear(tmp_path, tiny):
         ({"turns": 0, "num_generations": 4}, "--turns 0: use >= 1"),
     ):
         with pytest.raises(ValueError, match=flag):
-            _opts(tmp_path, tiny, **kw)
+            grpo_options(tmp_path, tiny, **kw)
     with pytest.raises(ValueError, match="multiple of --turns"):
-        _opts(tmp_path, tiny, turns=2, num_generations=3)
+        grpo_options(tmp_path, tiny, turns=2, num_generations=3)
     with pytest.raises(ValueError, match="--canaries"):
-        _opts(tmp_path, tiny, canaries=-1)
+        grpo_options(tmp_path, tiny, canaries=-1)
     with pytest.raises(ValueError, match="--canary-every 0"):
-        _opts(tmp_path, tiny, canary_every=0)
+        grpo_options(tmp_path, tiny, canary_every=0)
     with pytest.raises(ValueError, match="--eval-gpus"):
-        _opts(tmp_path, tiny, eval_gpus=(-1,))
+        grpo_options(tmp_path, tiny, eval_gpus=(-1,))
     with pytest.raises(ValueError, match="model"):
-        run_grpo(_opts(tmp_path, tiny, model=str(tmp_path / "none")), evaluator=FakeEvaluator())
+        run_grpo(grpo_options(tmp_path, tmp_path / "none"), evaluator=FakeEvaluator())
     with pytest.raises(ValueError, match="has no GPU 99"):  # not silently compile-only
-        run_grpo(_opts(tmp_path, tiny, eval_gpus=(99,)), evaluator=FakeEvaluator())
+        run_grpo(grpo_options(tmp_path, tiny, eval_gpus=(99,)), evaluator=FakeEvaluator())
     (tmp_path / "test_only").mkdir()
     only_test = write_task_file(tmp_path / "test_only", families=("histogram",))
     with pytest.raises(ValueError, match="training-split"):
-        run_grpo(_opts(tmp_path, tiny, tasks=only_test))
+        run_grpo(grpo_options(tmp_path, tiny, tasks=only_test))
 
 
 def test_the_seed_changes_sampling_but_not_the_pool_or_the_holdout(tmp_path, tiny):
     from cudaperf.train.grpo import training_pool
 
-    pa = training_pool(_opts(tmp_path, tiny, pool=2))[1]  # 2 of the 5 fit tasks
-    pb = training_pool(_opts(tmp_path, tiny, pool=2, seed=7))[1]
+    pa = training_pool(grpo_options(tmp_path, tiny, pool=2))[1]  # 2 of the 5 fit tasks
+    pb = training_pool(grpo_options(tmp_path, tiny, pool=2, seed=7))[1]
     assert [t.id for t in pa] == [t.id for t in pb]
-    assert training_pool(_opts(tmp_path, tiny, pool=2, split_seed=7))[1] != pa  # it moves it
+    assert training_pool(grpo_options(tmp_path, tiny, pool=2, split_seed=7))[1] != pa  # it moves it
     kw = dict(pool=3, val_families=1, holdout_share=0.3)
-    ha = training_pool(_opts(tmp_path, tiny, **kw))[0]
-    assert training_pool(_opts(tmp_path, tiny, seed=7, **kw))[0].manifest() == ha.manifest()
-    assert training_pool(_opts(tmp_path, tiny, split_seed=7, **kw))[0].manifest() != ha.manifest()
+    ha = training_pool(grpo_options(tmp_path, tiny, **kw))[0]
+    assert training_pool(grpo_options(tmp_path, tiny, seed=7, **kw))[0].manifest() == ha.manifest()
+    assert (
+        training_pool(grpo_options(tmp_path, tiny, split_seed=7, **kw))[0].manifest()
+        != ha.manifest()
+    )
 
 
 def test_an_adapter_from_an_sft_run_with_another_holdout_is_refused(tmp_path, tiny):
@@ -268,10 +247,12 @@ def test_an_adapter_from_an_sft_run_with_another_holdout_is_refused(tmp_path, ti
 
     kw = dict(pool=3, val_families=1, holdout_share=0.3)
     (tmp_path / "sft" / "final").mkdir(parents=True)
-    write_manifest(training_pool(_opts(tmp_path, tiny, **kw))[0], tmp_path / "sft/holdout.json")
-    same = _opts(tmp_path, tiny, adapter=tmp_path / "sft" / "final", **kw)
+    write_manifest(
+        training_pool(grpo_options(tmp_path, tiny, **kw))[0], tmp_path / "sft/holdout.json"
+    )
+    same = grpo_options(tmp_path, tiny, adapter=tmp_path / "sft" / "final", **kw)
     check_same_holdout(training_pool(same)[0], same)  # the SFT run's split: accepted
-    other = _opts(tmp_path, tiny, adapter=tmp_path / "sft" / "final", split_seed=7, **kw)
+    other = grpo_options(tmp_path, tiny, adapter=tmp_path / "sft" / "final", split_seed=7, **kw)
     with pytest.raises(ValueError, match="held out other tasks.*--split-seed"):
         check_same_holdout(training_pool(other)[0], other)
     with pytest.raises(ValueError, match="held out other tasks"):  # and run_grpo checks it
@@ -316,10 +297,10 @@ def test_pool_fits_keeps_only_tasks_whose_fastest_reply_fits_in_max_new_tokens(t
     from cudaperf.train.grpo import fits_in, training_pool
 
     tok = transformers.AutoTokenizer.from_pretrained(tiny)
-    every = training_pool(_opts(tmp_path, tiny, pool=None))[1]
+    every = training_pool(grpo_options(tmp_path, tiny, pool=None))[1]
     assert (
         training_pool(
-            _opts(tmp_path, tiny, pool=None, pool_fits=True, max_new_tokens=100_000), tok
+            grpo_options(tmp_path, tiny, pool=None, pool_fits=True, max_new_tokens=100_000), tok
         )[1]
         == every
     )
@@ -328,16 +309,18 @@ def test_pool_fits_keeps_only_tasks_whose_fastest_reply_fits_in_max_new_tokens(t
     )
     cut = lens[len(lens) // 2]  # the median task fits exactly; the longer ones do not
     assert lens.count(cut) == 1 and lens[-1] > cut
-    kept = training_pool(_opts(tmp_path, tiny, pool=None, pool_fits=True, max_new_tokens=cut), tok)[
-        1
-    ]
+    kept = training_pool(
+        grpo_options(tmp_path, tiny, pool=None, pool_fits=True, max_new_tokens=cut), tok
+    )[1]
     assert len(kept) == len(lens) // 2 + 1
     assert all(fits_in(t, tok, cut) for t in kept)
     assert {t.id for t in every if fits_in(t, tok, cut)} == {t.id for t in kept}
     with pytest.raises(ValueError, match="--pool-fits: no training task"):
-        training_pool(_opts(tmp_path, tiny, pool=None, pool_fits=True, max_new_tokens=2), tok)
+        training_pool(
+            grpo_options(tmp_path, tiny, pool=None, pool_fits=True, max_new_tokens=2), tok
+        )
     with pytest.raises(ValueError, match="tokenizer"):
-        training_pool(_opts(tmp_path, tiny, pool_fits=True))
+        training_pool(grpo_options(tmp_path, tiny, pool_fits=True))
 
 
 def _advantages(monkeypatch) -> list[list[float]]:
@@ -370,7 +353,9 @@ def test_a_failure_gets_no_advantage_from_its_turn_in_a_real_step(tmp_path, tiny
     tok = AutoTokenizer.from_pretrained(str(tiny))
     bad = ScriptedPolicy(first=[reply("no kernel")], later=[reply("none")], tokenizer=tok)
     rep = run_grpo(
-        _opts(tmp_path, tiny, turns=2, num_generations=4), evaluator=FakeEvaluator(), generate=bad
+        grpo_options(tmp_path, tiny, turns=2, num_generations=4),
+        evaluator=FakeEvaluator(),
+        generate=bad,
     )
     assert rep["steps"] == 1 and len(seen) == 1 and len(seen[0]) == 4
     rows = _completions(tmp_path)
@@ -394,7 +379,7 @@ def test_advantages_are_each_rows_return_standardised_within_its_task_and_turn(
     wrong = reply("__global__ void k(int n) {} // WRONG")
     ce = reply("no kernel")
     policy = ScriptedPolicy(first=[ok, ce, wrong], later=[ce, ok, ok], tokenizer=tok)
-    opts = _opts(tmp_path, tiny, turns=2, num_generations=6, gamma=0.4)
+    opts = grpo_options(tmp_path, tiny, turns=2, num_generations=6, gamma=0.4)
     run_grpo(opts, evaluator=FakeEvaluator(), generate=policy)
     rows = _completions(tmp_path)
     assert [r["turn"] for r in rows] == [1, 2] * 3  # per chain: turn 1 then turn 2
@@ -421,7 +406,7 @@ def test_the_seed_fixes_the_evaluators_salt_and_no_seed_keeps_it_secret(tmp_path
     tasks = sample_c_tasks()[:2]
 
     def salt(**kw):
-        opts = _opts(tmp_path, tiny, compile_only=True, **kw)
+        opts = grpo_options(tmp_path, tiny, compile_only=True, **kw)
         return make_scorer(opts, tasks).evaluator.inner.config.seed_salt
 
     assert salt(seed=0) == salt(seed=0) == seed_salt(0) and seed_salt(0) is not None
@@ -456,7 +441,7 @@ def test_the_trainer_learns_on_the_ids_generated_from_eos_included(tmp_path, tin
 
     monkeypatch.setattr(gen, "generate_ids", fake_generate)
     monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", spy)
-    run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator())
+    run_grpo(grpo_options(tmp_path, tiny), evaluator=FakeEvaluator())
     ((prompts, comps),), (out,) = made, seen
 
     def kept(ids, mask):
@@ -484,22 +469,22 @@ def test_a_folder_holding_a_run_is_refused_and_the_budget_counts_loading(
             super().__init__(budget_s, started)
 
     monkeypatch.setattr(runlog, "TimeBudget", Spy)
-    run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator())
+    run_grpo(grpo_options(tmp_path, tiny), evaluator=FakeEvaluator())
     assert starts and starts[0] is not None  # the run's own start, not the budget's creation
     before = sorted(p.name for p in (tmp_path / "run").iterdir())
     with pytest.raises(ValueError, match="holds a run.*--resume"):
-        run_grpo(_opts(tmp_path, tiny), evaluator=FakeEvaluator())
+        run_grpo(grpo_options(tmp_path, tiny), evaluator=FakeEvaluator())
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before
     with pytest.raises(ValueError, match="no such task file"):
         run_grpo(
-            _opts(tmp_path, tiny, overwrite=True, tasks=tmp_path / "gone.jsonl"),
+            grpo_options(tmp_path, tiny, overwrite=True, tasks=tmp_path / "gone.jsonl"),
             evaluator=FakeEvaluator(),
         )
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before
     (tmp_path / "run" / "notes.txt").write_text("mine")
-    run_grpo(_opts(tmp_path, tiny, overwrite=True), evaluator=FakeEvaluator())
+    run_grpo(grpo_options(tmp_path, tiny, overwrite=True), evaluator=FakeEvaluator())
     assert (tmp_path / "run" / "notes.txt").read_text() == "mine"  # the user's file stays
-    steps = [json.loads(x) for x in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
+    steps = read_steps(tmp_path / "run")
     assert [r["step"] for r in steps if r.get("kind") == "step"] == [1]  # the new run's only
 
 
@@ -516,10 +501,10 @@ def test_an_update_with_a_nan_gradient_is_skipped_and_recorded(tmp_path, tiny, m
         return real(self, *a, **kw) * float("nan")
 
     monkeypatch.setattr(GRPOTrainer, "compute_loss", nan_loss)
-    opts = _opts(tmp_path, tiny, lora_r=4, lr=1e-2, turns=2, num_generations=4)
+    opts = grpo_options(tmp_path, tiny, lora_r=4, lr=1e-2, turns=2, num_generations=4)
     rep = run_grpo(opts, evaluator=FakeEvaluator(), generate=_scripted(tiny))
     assert rep["steps"] == 1 and rep["skipped_updates"] == [1]
-    assert [r["step"] for r in _log(tmp_path) if r["kind"] == "skipped_update"] == [1]
+    assert [r["step"] for r in read_steps(tmp_path / "run") if r["kind"] == "skipped_update"] == [1]
     w = load_file(str(tmp_path / "run" / "final" / "adapter_model.safetensors"))
     assert all(torch.isfinite(v).all() for v in w.values())
     b = [v for k, v in w.items() if "lora_B" in k]

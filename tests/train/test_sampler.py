@@ -4,20 +4,17 @@ TRL's own sampler does not (the measurement the module's docstring quotes)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from cudaperf.train.grpo import GrpoOptions, run_grpo
 from tests.train.fakes import FakeEvaluator, ScriptedPolicy, reply
-from tests.train.helpers import write_task_file
+from tests.train.helpers import grpo_options, read_steps, write_task_file
 
 pytest.importorskip("trl")
 
 
 def _order(out) -> list[tuple[str, ...]]:
-    rows = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
-    return [tuple(r["tasks_by_process"][0]) for r in rows if r["kind"] == "rollout"]
+    return [tuple(r["tasks_by_process"][0]) for r in read_steps(out, "rollout")]
 
 
 @pytest.mark.parametrize("sampler, same", [("epoch", True), ("trl", False)])
@@ -31,21 +28,14 @@ def test_a_resumed_run_trains_on_the_tasks_of_the_run_that_never_stopped(
     generate = ScriptedPolicy(first=[reply("x")], later=[reply("x")], tokenizer=tok)
 
     def run(out, steps, resume=False):
-        opts = GrpoOptions(
+        opts = grpo_options(
+            tmp_path,
+            tiny,
             out=tmp_path / out,
-            model=str(tiny),
             tasks=tasks,
             pool=None,
-            turns=1,
-            num_generations=2,
-            groups_per_step=1,
             max_steps=steps,
             max_new_tokens=4,
-            val_families=0,
-            holdout_share=0.0,
-            ranker="none",
-            save_steps=1,
-            prepare=False,
             seed=3,
             sampler=sampler,
             resume=resume,
