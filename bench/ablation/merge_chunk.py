@@ -167,8 +167,11 @@ def _same_options(report: dict, folder: Path, rep_path: Path) -> None:
 def plan(root: Path, run: str, lease: int, watches: list[Path], env: Path | None) -> dict:
     """What to write, every check passed; Refused otherwise."""
     folder = root / RESULTS / run
-    if not folder.is_dir():
-        raise Refused(f"--run {run}: no folder {folder}; give a run of {RESULTS}")
+    if not folder.is_dir() and not (lease == 1 and ABL_RUN.fullmatch(run)):
+        raise Refused(
+            f"--run {run}: no folder {folder}; give a run of {RESULTS} (only a main run's "
+            "first lease, --lease 1 of abl_ARM_sSEED, starts its folder)"
+        )
     names = {
         "report": f"grpo_report_lease{lease}.json",
         "stderr": f"grpo_stderr_lease{lease}_tail.txt",

@@ -118,20 +118,25 @@ def test_arm_a_seed_0_against_the_start_is_quoted_from_its_primary_file_and_benc
     assert f"correct {_pct(_metric(summary, 'correct rate (turn 1)'))} against" in para
 
 
-def test_the_later_seeds_progress_is_quoted_from_their_committed_runs():
-    """Each "Arm X, seed N, has run steps 1-K" sentence quotes that run's lease reports and
-    its steps file: K steps trained, each lease's last process's seconds, the groups with 2
-    correct."""
+LATER_SEEDS = sorted((ROOT / "bench/results/ablation").glob("abl_*_s[1-9]"))
+
+
+@pytest.mark.parametrize("folder", LATER_SEEDS, ids=lambda f: f.name)
+def test_the_later_seeds_progress_is_quoted_from_their_committed_runs(folder):
+    """Each committed run of seed 1 or 2 has its "Arm X, seed N, has run steps 1-K" sentence,
+    quoting that run's lease reports and its steps file: K steps trained, each lease's last
+    process's seconds, the groups with 2 correct."""
     from tests.script_helpers import load_script
 
     summarise = load_script("bench/ablation/summarise.py")
     para = README.replace("\n", " ")
-    folder = ROOT / "bench/results/ablation/abl_unified_s1"
+    preset, seed = folder.name[4:].rsplit("_s", 1)
+    arm = {"unified": "A", "outcome_only": "B"}[preset]
     leases = sorted(folder.glob("grpo_report_lease*.json"), key=lambda f: int(f.stem[17:]))
     reports = [json.loads(f.read_text()) for f in leases]
-    start = para.index(f"**Arm A, seed 1, has run steps 1-{reports[-1]['steps']}**")
-    said = para[start : para.index("`bench/results/ablation/abl_unified_s1/`", start)]
+    start = para.index(f"**Arm {arm}, seed {seed}, has run steps 1-{reports[-1]['steps']}**")
+    said = para[start : para.index(f"`bench/results/ablation/{folder.name}/`", start)]
     seconds = ", ".join(f"{r['seconds']:g} s" for r in reports)
     assert f"last process from the SFT start on: {seconds};" in said, seconds
-    g = summarise.run_summary("unified", folder)["groups_2_correct"]
+    g = summarise.run_summary(preset, folder)["groups_2_correct"]
     assert f"{g['with_2_correct']} of {g['groups']} groups with at least 2" in said

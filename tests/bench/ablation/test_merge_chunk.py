@@ -286,3 +286,26 @@ def test_a_runs_first_chunk_differs_from_the_other_runs_only_in_arm_and_seed(
         assert _committed(root) == before
     else:
         assert (runs / "abl_unified_s1" / "grpo_report_lease1.json").is_file()
+
+
+@pytest.mark.parametrize(
+    "run, lease, merged",
+    [("abl_unified_s2", 1, True), ("abl_unified_s2", 2, False), ("unified_s2", 1, False)],
+)
+def test_only_a_main_runs_first_lease_starts_its_folder(tmp_path, capsys, run, lease, merged):
+    """A new run has no folder until its first chunk is merged: `--lease 1` of a name
+    abl_ARM_sSEED makes it; a later lease, or another name (a typo), is refused unwritten."""
+    root = tmp_path / "repo"
+    (root / "bench/results/ablation").mkdir(parents=True)
+    w = _watch(tmp_path / "w", 2, ended=True)
+    opts = {"reward": {"name": "unified"}, "seed": 2, "out": f"/w/{run}"}
+    (w / "grpo_report.json").write_text(json.dumps({"steps": 2, "seconds": 9.0, "options": opts}))
+    rc = load_script("bench/ablation/merge_chunk.py").main(
+        ["--root", str(root), "--run", run, "--lease", str(lease), "--watch", str(w)]
+    )
+    folder = root / "bench/results/ablation" / run
+    assert rc == (0 if merged else 2)
+    assert (folder / f"grpo_report_lease{lease}.json").is_file() == merged
+    if not merged:
+        err = capsys.readouterr().err.strip()
+        assert "no folder" in err and "\n" not in err and not folder.exists(), err
