@@ -504,7 +504,9 @@ def test_an_update_with_a_nan_gradient_is_skipped_and_recorded(tmp_path, tiny, m
     opts = grpo_options(tmp_path, tiny, lora_r=4, lr=1e-2, turns=2, num_generations=4)
     rep = run_grpo(opts, evaluator=FakeEvaluator(), generate=_scripted(tiny))
     assert rep["steps"] == 1 and rep["skipped_updates"] == [1]
-    assert [r["step"] for r in read_steps(tmp_path / "run") if r["kind"] == "skipped_update"] == [1]
+    (skip,) = read_steps(tmp_path / "run", "skipped_update")
+    assert skip["step"] == 1 and skip["tensors"] == skip["of"] == skip["nan_tensors"] > 0
+    assert "lora_" in skip["last"]  # named from the trainer's model: every LoRA gradient NaN
     w = load_file(str(tmp_path / "run" / "final" / "adapter_model.safetensors"))
     assert all(torch.isfinite(v).all() for v in w.values())
     b = [v for k, v in w.items() if "lora_B" in k]

@@ -347,3 +347,31 @@ def test_finite_updates_skips_only_an_update_with_a_nan_or_an_infinity():
         None, SimpleNamespace(global_step=7, is_world_process_zero=False), None, optimizer=opt
     )
     assert other.skipped == [8] and len(seen) == 2 and lin.bias.grad is None
+
+
+def test_a_skipped_update_names_where_the_non_finite_gradients_are():
+    """The record of a skipped update says which tensors' gradients were not finite, in the
+    model's order (the deepest one brackets where the NaN entered the backward pass), and the
+    warning names the deepest; an optimizer without the model still counts them."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from cudaperf.train.runlog import FiniteUpdates
+
+    net = torch.nn.Sequential(*(torch.nn.Linear(2, 2) for _ in range(3)))
+    opt = torch.optim.AdamW(reversed(list(net.parameters())), lr=0.1)  # not the model's order
+    seen: list[dict] = []
+    for model in (net, None):
+        net(torch.ones(1, 2)).sum().backward()
+        net[0].weight.grad[0, 0] = float("inf")
+        net[1].weight.grad[1, 1] = float("nan")
+        FiniteUpdates(seen.append).on_pre_optimizer_step(
+            None, SimpleNamespace(global_step=4), None, optimizer=opt, model=model
+        )
+        opt.zero_grad()
+    named, bare = seen
+    assert named["step"] == 5 and named["tensors"] == 2 and named["of"] == 6
+    assert named["nan_tensors"] == 1 and named["finite_after_first"] == 4
+    assert (named["first"], named["last"]) == ("0.weight", "1.weight")
+    assert bare["tensors"] == 2 and bare["nan_tensors"] == 1 and bare["first"].startswith("param")
