@@ -43,7 +43,8 @@
 # (default 540, for device calls of at most 600 s) with SIGINT (the run keeps its finished
 # tasks; killed 30 s later if it hangs) and starts no step with less than 60 s left; the run
 # gets those seconds less 15 as `bench run --wall-budget`, so it starts no chunk that its finished
-# chunks say would end after that stop (it exits 75 before it: the step is partial). A rerun
+# chunks say would end after that stop: it cuts the chunk to the tasks that would not, and with
+# none it exits 75 (the step is partial). A rerun
 # of the same command resumes every run (finished tasks are skipped; a cut chunk's replies and
 # finished results are taken from RUN/pending_replies.jsonl and RUN/scored_results.jsonl), so a
 # call cut off by its budget loses at most the generation or evaluations in flight. Each step's output
@@ -311,7 +312,8 @@ run_step() {  # run_step SUITE RUN
   heartbeat "$dir" "$s/$r" & local hb=$!
   suite_args "$s"
   # --wall-budget: the run starts no chunk its finished chunks say would end after the
-  # timeout (a chunk cut there loses its generation), and exits 75 before it instead; 15 s
+  # timeout (a chunk cut there loses its generation): it runs the tasks that fit, or exits 75
+  # when none does; 15 s
   # less, for starting Python before its clock starts and writing the report after the last chunk
   timeout --signal=INT --kill-after=30 "$left" "${CP[@]}" bench run --model "$model" \
     "${SARGS[@]}" "${SUB[@]}" "${COMMON[@]}" "${extra[@]}" --wall-budget "$((left - 15))" \

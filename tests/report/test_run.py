@@ -853,11 +853,29 @@ def test_a_chunk_is_predicted_from_the_slowest_complete_chunk_at_least_as_large(
     assert chunk_seconds(lines[2:3], 16) is None and chunk_seconds([], 4) is None
 
 
+def test_the_tasks_that_fit_the_seconds_left_are_predicted_with_a_whole_generation():
+    from cudaperf.report.run import fitting_tasks
+
+    # session 41's chunk of arm A seed 1's bench (H100): 16 tasks in 206.6 s, 66.2 s of it
+    # generating; the job stopped with 96 s left, where 3 tasks would have fit
+    h100 = [{"tasks": 16, "complete": True, "wall_s": 206.6, "generate_s": 66.2}]
+    assert fitting_tasks(h100, 15, 96.0) == 3  # (96 - 66.2) // ((206.6 - 66.2) / 16)
+    assert fitting_tasks(h100, 2, 96.0) == 2 and fitting_tasks(h100, 15, 60.0) == 0
+    lines = h100 + [
+        {"tasks": 4, "complete": True, "wall_s": 50.0},  # no generate_s: 12.5 s a task
+        {"tasks": 16, "complete": False, "wall_s": 900.0, "generate_s": 800.0},  # cut: not used
+    ]
+    assert fitting_tasks(lines, 15, 96.0) == 2  # (96 - 66.2) // 12.5: the slowest of each
+    assert fitting_tasks(lines[2:], 15, 1e6) == 0 and fitting_tasks([], 15, 1e6) == 0
+
+
 def test_a_wall_budget_stops_before_a_chunk_that_would_not_end_inside_it(tmp_path, monkeypatch):
-    """12 tasks in chunks of 4, 2 turns; each evaluator call takes 25 s of a fake clock, so a
-    chunk takes 50 s. With 120 s the first two chunks run (the first with no chunk to predict
-    from, the second predicted 50 s with 70 s left) and the third (50 s, 20 left) does not
-    start; the same call without the budget finishes the run."""
+    """12 tasks in chunks of 4, 2 turns; the evaluator takes 6.25 s of a fake clock per
+    candidate (the scripted model's 2 samples are one), so a chunk of n tasks takes 12.5 n s.
+    With 126 s the first two chunks run (the first with no chunk to predict from, the second
+    predicted 50 s with 76 s left); the third (50 s, 26 left) is cut to the 2 tasks that fit,
+    and the fourth (the other 2: 25 s, 1 left) does not start; the same call without the
+    budget finishes the run."""
     import cudaperf.report.run as run_mod
     from cudaperf.report.run import WallBudget
 
@@ -873,7 +891,7 @@ def test_a_wall_budget_stops_before_a_chunk_that_would_not_end_inside_it(tmp_pat
     ev = stored_evaluator(calls)
 
     def slow(jobs):
-        clock.now += 25.0
+        clock.now += 6.25 * len(jobs)
         return ev(jobs)
 
     sc = RewardScorer(TASKS, evaluator=slow, analyzer=lambda c: [], analyze="always")
@@ -886,19 +904,20 @@ def test_a_wall_budget_stops_before_a_chunk_that_would_not_end_inside_it(tmp_pat
         return run_bench(st, TASKS, META, out, be, sc, 4, wall_budget_s=budget, started=started)
 
     with pytest.raises(WallBudget) as stop:
-        go(120.0)
-    assert (stop.value.finished, stop.value.total) == (8, len(TASKS))
-    assert (stop.value.need_s, stop.value.left_s) == (50.0, 20.0)
-    assert "50 s and 20 s are left; 8 of 12 tasks finished" in str(stop.value)
+        go(126.0)
+    assert (stop.value.finished, stop.value.total) == (10, len(TASKS))
+    assert (stop.value.need_s, stop.value.left_s) == (25.0, 1.0)
+    assert "25 s and 1 s are left; 10 of 12 tasks finished" in str(stop.value)
     run = read_run(out)
-    assert len(finished_ids(run)) == 8 and [c["wall_s"] for c in run.timing] == [50.0, 50.0]
+    assert len(finished_ids(run)) == 10
+    assert [(c["tasks"], c["wall_s"]) for c in run.timing] == [(4, 50.0), (4, 50.0), (2, 25.0)]
     with pytest.raises(WallBudget, match="longer than the whole budget.*--batch-tasks"):
-        go(40.0)  # a resumed process predicts from the run's chunks: none fits 40 s
-    assert len(read_run(out).timing) == 2  # nothing ran
+        go(10.0)  # a resumed process predicts from the run's chunks: not one task fits 10 s
+    assert len(read_run(out).timing) == 3  # nothing ran
     clock.now += 1000.0
-    with pytest.raises(WallBudget, match="take 50 s and 10 s are left; 8 of 12"):
+    with pytest.raises(WallBudget, match="take 25 s and 10 s are left; 10 of 12"):
         go(200.0, started=clock.now - 190.0)  # loading took 190 s of the 200
-    assert go(None) == 4 and len(finished_ids(read_run(out))) == len(TASKS)
+    assert go(None) == 2 and len(finished_ids(read_run(out))) == len(TASKS)
     with pytest.raises(ValueError, match="--wall-budget 0.0: give seconds > 0"):
         go(0.0)
 

@@ -354,8 +354,9 @@ def run(
         None,
         "--wall-budget",
         help="Seconds from the start, loading included: a chunk of --batch-tasks starts only "
-        "when the run's complete chunks (timing.jsonl) predict it ends inside them; else the "
-        "run stops (exit 75) and the same command resumes it. A run's first chunk always runs.",
+        "when the run's complete chunks (timing.jsonl) predict it ends inside them; else it "
+        "holds only the tasks predicted to fit, and with none the run stops (exit 75) and the "
+        "same command resumes it. A run's first chunk always runs.",
     ),
     turns_from: Path = typer.Option(
         None,

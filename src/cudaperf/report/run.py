@@ -504,6 +504,32 @@ def chunk_seconds(timing: Sequence[dict], tasks: int) -> float | None:
     return tasks * max(s / n for n, s in big)
 
 
+def fitting_tasks(timing: Sequence[dict], most: int, left_s: float) -> int:
+    """The most tasks (up to `most`) a chunk can hold and still end inside `left_s` seconds,
+    0 when not even one can, from a run's `timing.jsonl` lines (0 before a chunk completed).
+
+    For a chunk smaller than the run's usual, each complete chunk predicts its generation
+    seconds whole (one generation call decodes until its longest reply ends, however few
+    sequences it holds; the first chunk of a process also compiles) plus its other seconds
+    per task; the slowest prediction counts, as in `chunk_seconds`. The time a budget stop
+    would leave unused at the end of a call runs the tasks that fit instead."""
+    done = [
+        (r["tasks"], r["wall_s"], min(float(r.get("generate_s") or 0.0), r["wall_s"]))
+        for r in timing
+        if r.get("complete")
+        and isinstance(r.get("tasks"), int)
+        and r["tasks"] > 0
+        and isinstance(r.get("wall_s"), (int, float))
+    ]
+    if not done:
+        return 0
+    gen = max(g for _, _, g in done)
+    per_task = max((s - g) / n for n, s, g in done)
+    if per_task <= 0:
+        return most if gen <= left_s else 0
+    return max(0, min(most, int((left_s - gen) // per_task)))
+
+
 def run_bench(
     settings: BenchSettings,
     tasks: Sequence[Task],
@@ -524,9 +550,10 @@ def run_bench(
     holds a run of other settings or tasks. `turns_from` (from `check_turns_from`): a run
     of fewer turns whose turn records begin each task that has none here yet.
     `wall_budget_s`: seconds from `started` (a `time.perf_counter()` value; default: this
-    call), loading the model included; raises `WallBudget` before a chunk that
-    `chunk_seconds` says would not end inside it (a chunk with no complete one before it
-    starts anyway)."""
+    call), loading the model included; a chunk that `chunk_seconds` says would not end inside
+    it is cut to the tasks that `fitting_tasks` says would, and `WallBudget` is raised
+    before a chunk of which not one task would (a chunk with no complete one before it starts
+    anyway)."""
     from cudaperf.refine.episode import Rules
     from cudaperf.refine.loop import refine_many
 
@@ -549,13 +576,21 @@ def run_bench(
     todo = [t for t in tasks if t.id not in done]
     if done:
         log.info("resuming: %d of %d task(s) already finished", len(tasks) - len(todo), len(tasks))
-    for i in range(0, len(todo), batch_tasks):
+    i = 0
+    while i < len(todo):
         chunk = todo[i : i + batch_tasks]
         if wall_budget_s is not None:
-            need = chunk_seconds(read_timing(Path(out) / TIMING), len(chunk))
+            timing = read_timing(Path(out) / TIMING)
+            need = chunk_seconds(timing, len(chunk))
             left = wall_budget_s - (time.perf_counter() - t_start)
             if need is not None and need > left:
-                raise WallBudget(len(tasks) - len(todo) + i, len(tasks), need, left, wall_budget_s)
+                fit = fitting_tasks(timing, len(chunk) - 1, left)
+                if not fit:
+                    finished = len(tasks) - len(todo) + i
+                    raise WallBudget(finished, len(tasks), need, left, wall_budget_s)
+                log.info("%d of the next %d task(s) fit the %.0f s left", fit, len(chunk), left)
+                chunk = chunk[:fit]
+        i += len(chunk)
         clock: dict[str, float] = {}
         scored: list[TurnRecord] = []  # the chunk's task-turns, for timing.jsonl
         began, t0, complete = _now(), time.perf_counter(), False
