@@ -279,3 +279,6 @@ def test_an_option_added_after_a_run_started_is_compared_with_its_default(tmp_pa
         check_resume(tmp_path / "run", opts | {"sampler": "epoch"}, defaults)
     with pytest.raises(ValueError, match=r"--sampler 'trl' \(the run: None\)"):
         check_resume(tmp_path / "run", opts)
+    check_resume(tmp_path / "run", GrpoOptions(out=tmp_path / "run"))  # its defaults, derived
+    with pytest.raises(ValueError, match=r"--sampler 'epoch' \(the run: 'trl'\)"):
+        check_resume(tmp_path / "run", GrpoOptions(out=tmp_path / "run", sampler="epoch"))

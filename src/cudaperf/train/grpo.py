@@ -406,13 +406,7 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     `generate` replace the evaluator session and the policy's generation (tests)."""
     from trl import GRPOTrainer
 
-    from cudaperf.train.layout import (
-        check_resume,
-        check_run_folder,
-        clear_run,
-        option_defaults,
-        record_options,
-    )
+    from cudaperf.train.layout import check_resume, check_run_folder, clear_run, record_options
     from cudaperf.train.models import load_policy, lora_config
     from cudaperf.train.rewards import TurnReturn
     from cudaperf.train.rollout import MultiTurnRollout
@@ -429,7 +423,7 @@ def run_grpo(opts: GrpoOptions, evaluator=None, generate=None) -> dict:
     t0 = time.perf_counter()
     check_run_folder(opts.out, opts.resume, opts.overwrite)
     if opts.resume:
-        check_resume(opts.out, asdict(opts), option_defaults(type(opts)))
+        check_resume(opts.out, opts)
     hold = training_holdout(opts)
     check_same_holdout(hold, opts)  # before the model loads: a refusal comes at once
     policy = load_policy(opts.model, adapter=opts.adapter)

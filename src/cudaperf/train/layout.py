@@ -40,7 +40,7 @@ import shutil
 import time
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
 from pathlib import Path
 
 from cudaperf.execute.types import sum_phases
@@ -163,13 +163,17 @@ def option_defaults(cls) -> dict:
     return out
 
 
-def check_resume(out: str | Path, options: dict, defaults: dict | None = None) -> None:
+def check_resume(out: str | Path, options, defaults: dict | None = None) -> None:
     """Raise ValueError (one line naming each difference) when `options` would resume the run
     in `out` with other settings than it started with (a checkpoint of another LoRA rank fails
     deep in loading; another task file or learning rate trains something else without a
     word). A run older than options.json is not checked; an option the run's options.json
     lacks (added by a later version) is compared with its default in `defaults`, the value
-    the run was started with."""
+    the run was started with. `options`: a dict, or the options dataclass itself, whose
+    fields' defaults are then `defaults` unless given."""
+    if is_dataclass(options):
+        defaults = option_defaults(type(options)) if defaults is None else defaults
+        options = asdict(options)
     path = Path(out) / OPTIONS_FILE
     if not path.is_file():
         return

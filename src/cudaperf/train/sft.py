@@ -173,13 +173,7 @@ def _trainer(opts: SftOptions, policy, train_ds, eval_ds, cap: int, callbacks):
 
 def run_sft(opts: SftOptions) -> dict:
     """Train; returns (and writes to `<out>/report.json`) what was done and measured."""
-    from cudaperf.train.layout import (
-        check_resume,
-        check_run_folder,
-        clear_run,
-        option_defaults,
-        record_options,
-    )
+    from cudaperf.train.layout import check_resume, check_run_folder, clear_run, record_options
     from cudaperf.train.models import load_policy
     from cudaperf.train.runlog import (
         FiniteUpdates,
@@ -194,7 +188,7 @@ def run_sft(opts: SftOptions) -> dict:
     t0 = time.perf_counter()
     check_run_folder(opts.out, opts.resume, opts.overwrite)
     if opts.resume:
-        check_resume(opts.out, asdict(opts), option_defaults(type(opts)))
+        check_resume(opts.out, opts)
     hold = split_training(
         load_training_tasks(opts.tasks, opts.splits, opts.kinds),
         opts.val_families,
