@@ -100,12 +100,7 @@ ABL_RUN = re.compile(r"abl_(\w+?)_s(\d+)")
 
 
 # the options' defaults as a report writes them (a path as its string, JSON values)
-DEFAULTS = json.loads(
-    json.dumps(
-        {k: str(v) if isinstance(v, Path) else v for k, v in option_defaults(GrpoOptions).items()},
-        default=str,
-    )
-)
+DEFAULTS = json.loads(json.dumps(option_defaults(GrpoOptions), default=str))
 
 
 def _options(path: Path) -> dict | None:
