@@ -1,5 +1,6 @@
 """The next lease of the GPU machine for the ablation, from committed files only: which run's
-chunk to train and which bench run to continue in the spare minutes, in the order
+chunk to train and which bench runs to continue in the spare minutes (the first one left,
+and the next one if the first ends with a whole chunk's time to spare), in the order
 PROTOCOL.md's session-30 note (6) fixes, with the commands to run here before, on the
 machine (call by call, back to back), and here after (merge_chunk.py, merge_bench.py).
 
@@ -29,6 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import status  # noqa: E402  (bench/ablation/status.py: the board of committed files)
 
+from cudaperf.report.run import chunk_seconds  # noqa: E402  (status.py put src/ on the path)
+
 CHUNK = 15  # PROTOCOL.md, session-26 note (6) as amended: 15-step chunks in every run
 # Steps where both arms of a seed also stop and resume (PROTOCOL.md, session-39 note (5)): a
 # run's task order follows where its processes resumed (TRL's RepeatSampler draws one
@@ -56,6 +59,14 @@ CHUNK_MARGIN_S = 150  # bgstart's GRPO_BUDGET is the seconds left less 120; 30 s
 REFERENCE_ROOT = "bench/results/bench/h200"
 REFERENCE_JOB = "h200ref"
 REFERENCE_STEPS = ("heldout/naive", "heldout/best", "train-unseen/naive", "train-unseen/best")
+# A lease runs the first bench job left and, when that one ends early enough, the next one:
+# session 42's job finished its run's last chunk but one with 140 device s left, and a job
+# that finishes a run (12 tasks, one chunk) leaves most of a lease idle
+BENCHES_PER_LEASE = 2
+BATCH_TASKS = 16  # bench/bench_suite.sh's BATCH_TASKS default: the tasks of a whole chunk
+DEADLINE_MARGIN_S = 100  # _suite_job's DEADLINE: the device seconds left less 100
+BENCH_START_S = 30  # a job's restore, imports and model load before its first chunk (12 s in
+# session 42's job)
 
 
 def tree_bytes(root: Path) -> int | None:
@@ -246,6 +257,33 @@ def _bench(row: dict, key: str, prog: str) -> dict:
     }
 
 
+def bench_chunk_s(root: Path, key: str) -> float | None:
+    """Seconds a whole chunk of `key` (mode/subset) is expected to take, from every committed
+    bench run of that key (`report.run.chunk_seconds` over their `timing.jsonl` lines: the
+    slowest seconds per task); None before one completed."""
+    lines = []
+    for t in sorted((root / status.RESULTS / "bench").glob(f"*/{key}/*/timing.jsonl")):
+        lines += status.read_timing(t)
+    return chunk_seconds(lines, BATCH_TASKS)
+
+
+def next_bench_needs(root: Path, bench: dict) -> tuple[float | None, str]:
+    """The device seconds that must be left when the job before it ends for `bench` to start
+    (a whole chunk, the DEADLINE margin and the job's start), with the line that says so."""
+    chunk = bench_chunk_s(root, bench["key"])
+    if chunk is None:
+        return None, (
+            f"only if the job above ended with time to spare: no committed chunk of {bench['key']} "
+            "says what one costs"
+        )
+    need = chunk + DEADLINE_MARGIN_S + BENCH_START_S
+    return need, (
+        f"only if {need:.0f} device s or more are left when the job above ends (a whole "
+        f"{BATCH_TASKS}-task chunk of {bench['key']}, {chunk:.0f} s at the slowest committed "
+        f"rate, + {DEADLINE_MARGIN_S} s DEADLINE margin + {BENCH_START_S} s start); else stop"
+    )
+
+
 def reference(root: Path) -> dict | None:
     """The job that continues #42's H200 reference runs, None once all are finished."""
     runs = root / REFERENCE_ROOT / "ablation"
@@ -309,9 +347,11 @@ def plan(rows: list[dict], root: Path, left: float | None = None) -> dict:
         for row in [start, *seed0, *[r for r in finished if r["seed"] != 0]]:
             if not status.finished_all(row["bench"][key]):
                 benches.append(_bench(row, key, row["bench"][key]))
+    for b in benches[1:BENCHES_PER_LEASE]:
+        b["needs_left_s"], b["when"] = next_bench_needs(root, b)
     tree = tree_bytes(root)
     machine = machine_calls(root, tree)
-    steps = [s for s in [train, *benches[:1]] if s]
+    steps = [s for s in [train, *benches[:BENCHES_PER_LEASE]] if s]
     calls = [*machine, *[c for s in steps for c in s["calls"]]]
     return {
         "train": train,
@@ -330,7 +370,7 @@ def _call_line(n: int, carry: list[str], cmd: str) -> str:
 
 def show(p: dict) -> str:
     out = ["Here, first (each only if missing):", *[f"  {c}" for c in SETUP]]
-    steps = [s for s in [p["train"], *p["benches"][:1]] if s]
+    steps = [s for s in [p["train"], *p["benches"][:BENCHES_PER_LEASE]] if s]
     if not steps:
         return "Nothing left: every run is trained and every bench run finished."
     if p.get("no_training"):
@@ -347,6 +387,8 @@ def show(p: dict) -> str:
         out.append(f"  -- {s['what']}")
         if "key" in s:  # a bench run: compared with runs of one card kind only
             out.append(f"     (only on an {BENCH_CARD}, the card of every committed bench run)")
+        if s.get("when"):
+            out.append(f"     ({s['when']})")
         for carry, cmd in s["calls"]:
             n += 1
             out.append(_call_line(n, carry, cmd))
@@ -369,10 +411,10 @@ def show(p: dict) -> str:
     if warnings:
         out.append("")
         out += [f"WARNING: {w}" for w in warnings]
-    if len(p["benches"]) > 1:
+    if len(p["benches"]) > BENCHES_PER_LEASE:
         out.append("")
-        out.append("Bench runs after that one, in order (later leases, or spare minutes left):")
-        out += [f"  {b['what']}" for b in p["benches"][1:]]
+        out.append("Bench runs after those, in order (later leases):")
+        out += [f"  {b['what']}" for b in p["benches"][BENCHES_PER_LEASE:]]
     return "\n".join(out)
 
 

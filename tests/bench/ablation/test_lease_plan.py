@@ -55,7 +55,9 @@ def test_the_unfinished_run_trains_before_a_new_one(tmp_path):
     assert "--lease 3 " in t["after"] and t["warning"] is None
     text = mod.show(p)
     assert text.index("train abl_outcome_only_s0 steps 31-45") < text.index("bench abl_unified_s0")
-    assert text.count("(only on an H100") == 1  # the bench run, not the training chunk
+    # each of the lease's two bench runs, not the training chunk
+    assert text.count("(only on an H100") == 2
+    assert text.index("(only on an H100") > text.index("-- train abl_outcome_only_s0")
     # what to do when the chunk's process dies (session 39: a NaN update at step 41)
     died = "If a bgwatch says 'abl_outcome_only_s0 DIED without a report' (no grpo_report.json)"
     assert died in text and text.index(died) < text.index("bench abl_unified_s0")
@@ -268,3 +270,46 @@ def test_a_lease_that_cannot_train_names_the_h200_reference_runs_left(tmp_path):
         (d / "run.json").write_text(json.dumps({"tasks": ["a"]}))
         (d / "trajectories.jsonl").write_text(summary_line("a"))
     assert mod.plan(rows, tmp_path)["h200"] is None
+
+
+def test_a_lease_runs_a_second_bench_job_when_the_first_ends_with_a_chunk_to_spare(tmp_path):
+    """The next bench job left comes with its calls and the device seconds it needs when the
+    first ends: a whole chunk at the slowest committed rate of its mode/subset (over every
+    committed run of it, complete chunks only), the DEADLINE margin and the job's start; the
+    rest are only listed. Without a committed chunk of its mode/subset, no number is made up."""
+    bench = {"abl_unified_s0": {"ablation/train-unseen": "60/60"}}
+    rows = _rows({"abl_unified_s0": 60, "abl_outcome_only_s0": 60}, bench=bench)
+    mod = load_script("bench/ablation/lease_plan.py")
+    p = mod.plan(rows, tmp_path)
+    first, second, *rest = p["benches"]
+    assert (first["run"], first["key"]) == ("abl_outcome_only_s0", "ablation/train-unseen")
+    assert (second["run"], second["key"]) == ("abl_unified_s0", "ablation/heldout")
+    assert "needs_left_s" not in first and all("needs_left_s" not in b for b in rest)
+    assert (
+        second["needs_left_s"] is None
+        and "no committed chunk of ablation/heldout" in (second["when"])
+    )
+    timing = [  # per task: 10 s and 12 s (complete), 40 s (cut: not counted)
+        {"tasks": 16, "complete": True, "wall_s": 160.0, "generate_s": 60.0},
+        {"tasks": 8, "complete": False, "wall_s": 320.0, "generate_s": 60.0},
+    ]
+    other = [{"tasks": 16, "complete": True, "wall_s": 192.0, "generate_s": 50.0}]
+    for run, lines in [
+        ("sft_pairs_s0/ablation/heldout/sft", timing),
+        ("abl_unified_s0/ablation/train-unseen/grpo", [{**other[0], "wall_s": 999.0}]),
+        ("abl_outcome_only_s0/ablation/heldout/grpo", other),
+    ]:
+        folder = tmp_path / "bench/results/ablation/bench" / run
+        folder.mkdir(parents=True)
+        (folder / "timing.jsonl").write_text("".join(json.dumps(t) + "\n" for t in lines))
+    p = mod.plan(rows, tmp_path)
+    second = p["benches"][1]
+    need = 16 * 12.0 + mod.DEADLINE_MARGIN_S + mod.BENCH_START_S  # not train-unseen's 999 s
+    assert second["needs_left_s"] == need
+    text = mod.show(p)
+    calls = [line for line in text.splitlines() if "device_bg.sh start" in line]
+    assert len(calls) == 2 and "start unified_s0_tf --" in calls[1]
+    assert f"only if {need:.0f} device s or more are left when the job above ends" in text
+    assert text.count("merge_bench.py") == 2
+    later = text[text.index("Bench runs after those") :]
+    assert f"  {second['what']}" not in later and all(f"  {b['what']}" in later for b in rest)
