@@ -924,3 +924,28 @@ def test_a_wall_budget_stops_before_a_chunk_that_would_not_end_inside_it(tmp_pat
 
 def finished_ids(run) -> set[str]:
     return {r.task_id for r in run.records if isinstance(r, SummaryRecord)}
+
+
+def test_the_time_entry_counts_a_shared_evaluation_once_and_a_cache_answer_not_at_all(tmp_path):
+    """Samples of one task with the same candidate share one evaluation (the same result, its
+    phases copied): counted once. A result the cache answered (`cached`) cost this run none of
+    its copied phases. The same candidate of another task is another evaluation."""
+    from cudaperf.report.summary import run_time
+
+    out = tmp_path / "r"
+    bench(out, samples=3, turns=1)
+    traj = out / "trajectories.jsonl"
+    recs = [json.loads(x) for x in traj.read_text().splitlines()]
+    turns = [r for r in recs if r.get("samples")]
+    assert len(turns) >= 2
+    for r in turns:
+        for s in r["samples"]:
+            s["result"]["phases"] = {"compile": 1.0}
+            s["result"]["cache_key"] = "same"  # every sample of a task: one evaluation
+            s["result"]["cached"] = False
+    turns[0]["samples"][0]["result"]["cache_key"] = "other"
+    turns[1]["samples"][0]["result"]["cache_key"] = "hit"
+    turns[1]["samples"][0]["result"]["cached"] = True
+    traj.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    # task 0: "same" and "other"; task 1: "same" ("hit" came from the cache); then one each
+    assert run_time(read_run(out))["evaluator_phases_s"] == {"compile": 2 + 1 + len(turns) - 2}

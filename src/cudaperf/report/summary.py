@@ -254,20 +254,23 @@ def summarize(run: RunFiles) -> dict:
 
 def run_time(run: RunFiles) -> dict:
     """Where a run's time went: the evaluator's per-phase seconds of the finished tasks'
-    samples (`evaluator_phases_s`, summed over candidates: compiles run in parallel, so the
-    phases may add up to more than the wall time) and, from timing.jsonl (every chunk of
+    evaluations (`evaluator_phases_s`, summed over them: compiles run in parallel, so the
+    phases may add up to more than the wall time; samples of one task with the same candidate
+    share one evaluation and its phases, counted once, and a result the cache answered took
+    none of them in this run) and, from timing.jsonl (every chunk of
     every process that worked on the run, interrupted ones included), the wall, generation
     and scoring seconds; a run older than timing.jsonl has the phases only. A run resumed
     from a start older than timing.jsonl is timed only in part: `tasks_timed` (tasks of the
     chunks that finished) of `tasks_finished` say how much, and the line says so."""
     finished = finished_tasks(run.records)
-    phases = sum_phases(
-        s.result.phases
+    evaluations = {
+        (r.task_id, s.result.cache_key or id(s.result)): s.result.phases
         for r in run.records
         if isinstance(r, TurnRecord) and r.task_id in finished
         for s in r.samples
-        if s.result is not None
-    )
+        if s.result is not None and not s.result.cached
+    }
+    phases = sum_phases(evaluations.values())
     out = {"evaluator_phases_s": phases} if phases else {}
     if not run.timing:
         return out
