@@ -482,6 +482,19 @@ class WallBudget(Exception):
         )
 
 
+def complete_chunks(timing: Sequence[dict]) -> list[dict]:
+    """The `timing.jsonl` lines of chunks that completed, with a task count above 0 and wall
+    seconds: the ones `chunk_seconds` and `fitting_tasks` predict from."""
+    return [
+        r
+        for r in timing
+        if r.get("complete")
+        and isinstance(r.get("tasks"), int)
+        and r["tasks"] > 0
+        and isinstance(r.get("wall_s"), (int, float))
+    ]
+
+
 def chunk_seconds(timing: Sequence[dict], tasks: int) -> float | None:
     """Seconds a chunk of `tasks` tasks is expected to take, from a run's `timing.jsonl` lines:
     `tasks` times the slowest seconds per task of its complete chunks that held at least as
@@ -490,14 +503,7 @@ def chunk_seconds(timing: Sequence[dict], tasks: int) -> float | None:
     chunk completed. The slowest, not the mean: chunks of the same run differ by a third
     between hosts (16-task chunks of 224-342 s on H100 leases, 2026-12-06), and a chunk
     predicted too short is cut at the caller's deadline and loses its generation."""
-    done = [
-        (r["tasks"], r["wall_s"])
-        for r in timing
-        if r.get("complete")
-        and isinstance(r.get("tasks"), int)
-        and r["tasks"] > 0
-        and isinstance(r.get("wall_s"), (int, float))
-    ]
+    done = [(r["tasks"], r["wall_s"]) for r in complete_chunks(timing)]
     if not done:
         return None
     big = [(n, s) for n, s in done if n >= tasks] or done
@@ -515,11 +521,7 @@ def fitting_tasks(timing: Sequence[dict], most: int, left_s: float) -> int:
     would leave unused at the end of a call runs the tasks that fit instead."""
     done = [
         (r["tasks"], r["wall_s"], min(float(r.get("generate_s") or 0.0), r["wall_s"]))
-        for r in timing
-        if r.get("complete")
-        and isinstance(r.get("tasks"), int)
-        and r["tasks"] > 0
-        and isinstance(r.get("wall_s"), (int, float))
+        for r in complete_chunks(timing)
     ]
     if not done:
         return 0
