@@ -140,3 +140,25 @@ def test_the_later_seeds_progress_is_quoted_from_their_committed_runs(folder):
     assert f"last process from the SFT start on: {seconds};" in said, seconds
     g = summarise.run_summary(preset, folder)["groups_2_correct"]
     assert f"{g['with_2_correct']} of {g['groups']} groups with at least 2" in said
+
+
+COMPARE = ROOT / "bench/results/ablation/bench/compare"
+AGAINST_START = sorted(COMPARE.glob("sft_vs_*/train-unseen"))
+
+
+@pytest.mark.parametrize("cmp", AGAINST_START, ids=lambda f: f.parent.name)
+def test_each_checkpoint_against_the_start_is_quoted_from_its_primary_file(cmp):
+    """Every committed primary-subset comparison of a trained checkpoint with the SFT start has
+    its "X against the (SFT) start's Y: d [lo, hi]" quote in the README, read from its
+    `primary.json`, and the checkpoint's turn-1 correct rate from its bench run's summary."""
+    doc = json.loads((cmp / "primary.json").read_text())
+    runs = {r["arm"]: r for r in doc["runs"]}
+    (arm,) = set(runs) - {"sft"}
+    (d,) = doc["per_seed"]
+    lo, hi = d["ci"]
+    para = README.replace("\n", " ")
+    assert f"{runs[arm]['primary']:.3f} against the" in para
+    assert f"{runs['sft']['primary']:.3f}: {d['d']:+.3f} [{lo:.3f}, {hi:.3f}]" in para
+    run = next(p for p in doc["command"].split() if p.startswith(f"{arm}:")).split("=", 1)[1]
+    summary = json.loads((ROOT / run / "summary.json").read_text())
+    assert f"correct {_pct(_metric(summary, 'correct rate (turn 1)'))} against" in para
