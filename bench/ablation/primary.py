@@ -432,9 +432,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def plot(res: dict, path: Path) -> Path:
+    """`figure(res)` written to `path` as a PNG."""
+    fig = figure(res)  # chooses the Agg backend before pyplot is imported here
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return Path(path)
+
+
+def figure(res: dict):
     """The result as a forest plot: left, each run's primary metric with its interval over
     families; right, each seed's A - B and the pooled one with both its intervals (the wider,
-    the one read, drawn bold), against 0 and the detectable effect fixed before the runs."""
+    the one read, drawn bold), against 0 and the detectable effect fixed before the runs.
+    Every row keeps its place on its axis, drawn or not (an interval that cannot be given is
+    a labelled empty row, not a label below the axis)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -454,7 +466,7 @@ def plot(res: dict, path: Path) -> Path:
             left.plot(r["ci"], [i, i], color=c, lw=2)
         left.plot(r["primary"], i, "o", color=c)
     left.set_yticks(range(len(runs)), [f"{r['arm']} seed {r['seed']}" for r in runs])
-    left.invert_yaxis()
+    left.set_ylim(len(runs) - 0.5, -0.5)  # top to bottom, every row inside the axis
     left.set_xlabel("primary metric: mean turn-1 outcome_only score per task")
     left.set_title("each run (95% interval over families)", fontsize=10)
     labels, y = [], 0
@@ -489,16 +501,14 @@ def plot(res: dict, path: Path) -> Path:
             f"{floor['mde_normal']:.3f} (normal, dotted), {floor['mde_t2']:.3f} (t(2), dashed)"
         )
     right.set_yticks(range(len(labels)), labels)
-    right.invert_yaxis()
+    right.set_ylim(len(labels) - 0.5, -0.5)
     right.set_xlabel(xlabel, fontsize=9)
     verdict = ""
     if pooled:
         verdict = ": null (the read interval holds 0)" if pooled["null"] else ": not null"
     right.set_title(f"the effect, per seed and pooled{verdict}", fontsize=10)
     fig.suptitle(f"Ablation, primary subset: {res['a']} vs {res['b']}", fontsize=11)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return Path(path)
+    return fig
 
 
 if __name__ == "__main__":

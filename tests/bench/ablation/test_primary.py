@@ -223,3 +223,27 @@ def test_training_runs_ranker_and_detectable_effect_are_recorded_and_checked(
         assert _script().main([*base, *bad]) == 2
         err = capsys.readouterr().err.strip()
         assert shown in err and "\n" not in err, err
+
+
+@pytest.mark.parametrize("seeds", [1, 3])
+def test_every_row_of_the_forest_plot_is_inside_its_axis(seeds):
+    """With one seed the pooled t interval cannot be given: its row is labelled "n/a" and
+    nothing is drawn on it, and its label fell below the axis, over the other panel."""
+    runs = [
+        {"arm": arm, "seed": s, "primary": 0.5, "ci": [0.3, 0.7]}
+        for arm in ("unified", "outcome_only")
+        for s in range(seeds)
+    ]
+    per_seed = [{"seed": s, "d": 0.01, "ci": [-0.1, 0.1]} for s in range(seeds)]
+    t_ci = [-0.2, 0.2] if seeds > 1 else None
+    pooled = {"d": 0.01, "bootstrap_ci": [-0.1, 0.1], "t_over_seeds_ci": t_ci, "null": True}
+    pooled["ci"] = t_ci or pooled["bootstrap_ci"]
+    res = {"a": "unified", "b": "outcome_only", "runs": runs, "per_seed": per_seed}
+    fig = _script().figure({**res, "pooled": pooled})
+    left, right = fig.axes
+    assert len(right.get_yticks()) == seeds + 2
+    for ax in (left, right):
+        lo, hi = sorted(ax.get_ylim())
+        ticks = list(ax.get_yticks())
+        assert all(lo < t < hi for t in ticks), (ax.get_title(), ticks, (lo, hi))
+        assert ax.get_ylim()[0] > ax.get_ylim()[1]  # the first row on top
