@@ -24,6 +24,9 @@ checkpoint-N wrote, set aside when a second process resumed it; each must begin 
 committed copy); and the checkpoint under
 bench/results/ablation/weights/<run>_ckpt<N>/ with its SHA256SUMS, to commit once and remove
 in the next commit (restore_weights.sh brings it back). The run's README stays for a person.
+Last, for each other main run of the same seed, whether each step both ran drew the same
+tasks (the arms of a seed are paired by step); "NOT PAIRED", on stderr, names the first step
+that did not.
 """
 
 from __future__ import annotations
@@ -252,6 +255,44 @@ def plan(root: Path, run: str, lease: int, watches: list[Path], env: Path | None
     }
 
 
+def _tasks(folder: Path) -> dict[int, list]:
+    """Each step's tasks, per process, as the run's rollout records name them."""
+    if not (folder / "steps.jsonl").is_file():
+        return {}
+    return {r["step"]: r["tasks_by_process"] for r in read_steps(folder) if "tasks_by_process" in r}
+
+
+def pairing(root: Path, run: str) -> list[str]:
+    """One line per other main run of `run`'s seed: whether every step both have drew the same
+    tasks. The arms of a seed are compared step by step (PROTOCOL.md): the task order follows
+    the seed and the steps where processes resumed, so a chunk that stopped elsewhere than its
+    pair breaks the pairing from there on, and a person must say so in PROTOCOL.md."""
+    m = ABL_RUN.fullmatch(run)
+    if not m:
+        return []
+    mine, lines = _tasks(root / RESULTS / run), []
+    for other in sorted((root / RESULTS).iterdir()):
+        o = ABL_RUN.fullmatch(other.name)
+        if not o or other.name == run or o[2] != m[2]:
+            continue
+        theirs = _tasks(other)
+        both = sorted(set(mine) & set(theirs))
+        differ = [s for s in both if mine[s] != theirs[s]]
+        if not both:
+            continue
+        same = f"{len(both) - len(differ)} of {len(both)} steps both ran drew the same tasks"
+        if differ:
+            s = differ[0]
+            lines.append(
+                f"NOT PAIRED with {other.name}: {same}; step {s} drew {theirs[s]} there and "
+                f"{mine[s]} here (say so in PROTOCOL.md: the arms of a seed are compared step "
+                "by step)"
+            )
+        else:
+            lines.append(f"paired with {other.name}: {same}")
+    return lines
+
+
 def _aside_name(name: str) -> str:
     """Where a set-aside log goes in the run's folder (completions gzipped, as the run's)."""
     return name + ".gz" if name.endswith("completions.jsonl") else name
@@ -348,6 +389,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     for path in written:
         print(f"  wrote {path}")
+    for line in pairing(args.root, args.run):
+        print(line, file=sys.stderr if line.startswith("NOT") else sys.stdout)
     print(
         "next: bench/ablation/summarise.py for the groups and canaries, the run's README, "
         f"commit, then `git rm -r {p['weights'].relative_to(args.root)}` in the next commit"

@@ -18,10 +18,11 @@ from tests.script_helpers import load_script
 RUN = "abl_x_s0"
 
 
-def _steps(upto: int) -> bytes:
+def _steps(upto: int, tasks=lambda s: [[f"t{s % 3}"]]) -> bytes:
     rows = []
     for s in range(1, upto + 1):  # the rollout of step s is logged at step s - 1
         rollout = {"kind": "rollout", "step": s - 1, "processes": 1, "rows": 32, "groups": 4}
+        rollout["tasks_by_process"] = tasks(s)
         rollout |= {"generate_s": 20.0, "eval_s": 15.0, "return_mean": 0.1 * s}
         rollout |= {"status_share": {"ok": 0.5, "compile_error": 0.5}, "score_by_turn": [0.1, 0.2]}
         rows += [rollout, {"kind": "step", "step": s, "step_s": 40.0 + s}]
@@ -309,3 +310,26 @@ def test_only_a_main_runs_first_lease_starts_its_folder(tmp_path, capsys, run, l
     if not merged:
         err = capsys.readouterr().err.strip()
         assert "no folder" in err and "\n" not in err and not folder.exists(), err
+
+
+def test_the_merge_says_whether_the_other_arm_of_the_seed_drew_the_same_tasks(
+    repo, tmp_path, capsys
+):
+    results = repo / "bench/results/ablation"
+    for name, upto, tasks in (
+        ("abl_y_s0", 3, lambda s: [[f"t{s % 3}"]]),  # the pair, 3 steps so far
+        ("abl_z_s0", 4, lambda s: [["other"]] if s == 4 else [[f"t{s % 3}"]]),  # broke at 4
+        ("abl_y_s1", 4, lambda s: [["seed 1"]]),  # another seed: never compared
+        ("pilot_y_s0", 4, lambda s: [["pilot"]]),  # not a main run
+    ):
+        (results / name).mkdir()
+        (results / name / "steps.jsonl").write_bytes(_steps(upto, tasks))
+    w = _watch(tmp_path / "w", 4, ended=True)
+    assert _main(repo, "--lease", 2, "--watch", w) == 0
+    out, err = capsys.readouterr()
+    assert "paired with abl_y_s0: 3 of 3 steps both ran drew the same tasks" in out
+    assert (
+        "NOT PAIRED with abl_z_s0: 3 of 4 steps both ran drew the same tasks; "
+        "step 4 drew [['other']] there and [['t1']] here"
+    ) in err
+    assert "abl_y_s1" not in out + err and "pilot" not in out + err
