@@ -262,11 +262,12 @@ def _tasks(folder: Path) -> dict[int, list]:
     return {r["step"]: r["tasks_by_process"] for r in read_steps(folder) if "tasks_by_process" in r}
 
 
-def pairing(root: Path, run: str) -> list[str]:
-    """One line per other main run of `run`'s seed: whether every step both have drew the same
-    tasks. The arms of a seed are compared step by step (PROTOCOL.md): the task order follows
-    the seed and the steps where processes resumed, so a chunk that stopped elsewhere than its
-    pair breaks the pairing from there on, and a person must say so in PROTOCOL.md."""
+def pairing(root: Path, run: str) -> list[tuple[bool, str]]:
+    """Per other main run of `run`'s seed: whether every step both have drew the same tasks,
+    and the line that says so. The arms of a seed are compared step by step (PROTOCOL.md):
+    the task order follows the seed and the steps where processes resumed, so a chunk that
+    stopped elsewhere than its pair breaks the pairing from there on, and a person must say
+    so in PROTOCOL.md."""
     m = ABL_RUN.fullmatch(run)
     if not m:
         return []
@@ -277,19 +278,22 @@ def pairing(root: Path, run: str) -> list[str]:
             continue
         theirs = _tasks(other)
         both = sorted(set(mine) & set(theirs))
-        differ = [s for s in both if mine[s] != theirs[s]]
         if not both:
             continue
+        differ = [s for s in both if mine[s] != theirs[s]]
         same = f"{len(both) - len(differ)} of {len(both)} steps both ran drew the same tasks"
-        if differ:
-            s = differ[0]
-            lines.append(
+        if not differ:
+            lines.append((True, f"paired with {other.name}: {same}"))
+            continue
+        s = differ[0]
+        lines.append(
+            (
+                False,
                 f"NOT PAIRED with {other.name}: {same}; step {s} drew {theirs[s]} there and "
-                f"{mine[s]} here (say so in PROTOCOL.md: the arms of a seed are compared step "
-                "by step)"
+                f"{mine[s]} here (say so in PROTOCOL.md: the arms of a seed are compared "
+                "step by step)",
             )
-        else:
-            lines.append(f"paired with {other.name}: {same}")
+        )
     return lines
 
 
@@ -389,8 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     for path in written:
         print(f"  wrote {path}")
-    for line in pairing(args.root, args.run):
-        print(line, file=sys.stderr if line.startswith("NOT") else sys.stdout)
+    for paired, line in pairing(args.root, args.run):
+        print(line, file=sys.stdout if paired else sys.stderr)
     print(
         "next: bench/ablation/summarise.py for the groups and canaries, the run's README, "
         f"commit, then `git rm -r {p['weights'].relative_to(args.root)}` in the next commit"

@@ -30,6 +30,31 @@ def _row(label: str) -> str:
     return rows[0]
 
 
+COMPARE = ROOT / "bench/results/ablation/bench/compare"
+
+
+def _against_start(cmp: Path) -> dict:
+    """A `compare/sft_vs_ARM_sSEED/SUBSET` folder's `primary.json` as the README quotes it:
+    the trained run's folder (`run`), its primary metric (`point`, 3 decimals), the start's
+    (`start`), the paired difference (`d`) and its quote with the start's point (`diff`:
+    "Y: +d [lo, hi]"), and the run's turn-1 correct rate from its bench summary (`correct`)."""
+    doc = json.loads((cmp / "primary.json").read_text())
+    runs = {r["arm"]: r for r in doc["runs"]}
+    (arm,) = set(runs) - {"sft"}
+    (d,) = doc["per_seed"]
+    lo, hi = d["ci"]
+    run = next(p for p in doc["command"].split() if p.startswith(f"{arm}:")).split("=", 1)[1]
+    summary = json.loads((ROOT / run / "summary.json").read_text())
+    return {
+        "run": ROOT / run,
+        "point": f"{runs[arm]['primary']:.3f}",
+        "start": runs["sft"]["primary"],
+        "d": d,
+        "diff": f"{runs['sft']['primary']:.3f}: {d['d']:+.3f} [{lo:.3f}, {hi:.3f}]",
+        "correct": f"correct {_pct(_metric(summary, 'correct rate (turn 1)'))} against",
+    }
+
+
 @pytest.mark.parametrize(
     "label, run",
     [("primary: unseen tasks of training families", "train-unseen"), ("test families", "heldout")],
@@ -99,23 +124,15 @@ def test_arm_a_seed_0_against_the_start_is_quoted_from_its_primary_file_and_benc
     run = ROOT / "bench/results/ablation/bench/abl_unified_s0/ablation/train-unseen/grpo"
     done, total = status.bench_progress(run).split("/")
     assert done == total, f"arm A's bench is at {done}/{total}: quote a count, not metrics"
-    cmp = ROOT / "bench/results/ablation/bench/compare/sft_vs_unified_s0/train-unseen"
-    doc = json.loads((cmp / "primary.json").read_text())
-    runs = {r["arm"]: r for r in doc["runs"]}
-    assert str(run.relative_to(ROOT)) in doc["command"]
-    d = doc["per_seed"][0]
-    lo, hi = d["ci"]
-    quoted = (
-        f"{runs['unified']['primary']:.3f} vs {runs['sft']['primary']:.3f}, "
-        f"{d['d']:+.3f} [{lo:.3f}, {hi:.3f}]"
-    )
+    q = _against_start(COMPARE / "sft_vs_unified_s0/train-unseen")
+    assert q["run"] == run
+    d, (lo, hi) = q["d"], q["d"]["ci"]
+    quoted = f"{q['point']} vs {q['start']:.3f}, {d['d']:+.3f} [{lo:.3f}, {hi:.3f}]"
     assert quoted in _row("arm A (`unified`) seed 0 after 60 steps"), quoted
     para = README[README.index("**Arm B (`outcome_only`), seed 0, has run steps") :]
     para = para[: para.index("\n\n")].replace("\n", " ")
-    assert f"{runs['unified']['primary']:.3f} against the SFT start's" in para
-    assert f"{runs['sft']['primary']:.3f}: {d['d']:+.3f} [{lo:.3f}, {hi:.3f}]" in para
-    summary = json.loads((run / "summary.json").read_text())
-    assert f"correct {_pct(_metric(summary, 'correct rate (turn 1)'))} against" in para
+    assert f"{q['point']} against the SFT start's" in para
+    assert q["diff"] in para and q["correct"] in para
 
 
 LATER_SEEDS = sorted((ROOT / "bench/results/ablation").glob("abl_*_s[1-9]"))
@@ -142,7 +159,6 @@ def test_the_later_seeds_progress_is_quoted_from_their_committed_runs(folder):
     assert f"{g['with_2_correct']} of {g['groups']} groups with at least 2" in said
 
 
-COMPARE = ROOT / "bench/results/ablation/bench/compare"
 AGAINST_START = sorted(COMPARE.glob("sft_vs_*/train-unseen"))
 
 
@@ -151,14 +167,7 @@ def test_each_checkpoint_against_the_start_is_quoted_from_its_primary_file(cmp):
     """Every committed primary-subset comparison of a trained checkpoint with the SFT start has
     its "X against the (SFT) start's Y: d [lo, hi]" quote in the README, read from its
     `primary.json`, and the checkpoint's turn-1 correct rate from its bench run's summary."""
-    doc = json.loads((cmp / "primary.json").read_text())
-    runs = {r["arm"]: r for r in doc["runs"]}
-    (arm,) = set(runs) - {"sft"}
-    (d,) = doc["per_seed"]
-    lo, hi = d["ci"]
+    q = _against_start(cmp)
     para = README.replace("\n", " ")
-    assert f"{runs[arm]['primary']:.3f} against the" in para
-    assert f"{runs['sft']['primary']:.3f}: {d['d']:+.3f} [{lo:.3f}, {hi:.3f}]" in para
-    run = next(p for p in doc["command"].split() if p.startswith(f"{arm}:")).split("=", 1)[1]
-    summary = json.loads((ROOT / run / "summary.json").read_text())
-    assert f"correct {_pct(_metric(summary, 'correct rate (turn 1)'))} against" in para
+    assert f"{q['point']} against the" in para
+    assert q["diff"] in para and q["correct"] in para
