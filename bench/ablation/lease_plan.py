@@ -205,10 +205,15 @@ def _next_lease(row: dict, root: Path) -> int:
 
 def _suite_job(job: str, root: str, env: str, steps: str, carry: list[str], first: str) -> dict:
     """A `device_bg.sh` job of `bench_suite.sh ablation STEPS` into `root`: its start call
-    (carrying `carry`, after `first`, with `env`), the watch call, and the merge after."""
+    (carrying `carry`, after `first`, with `env`), the watch call, and the merge after.
+
+    BUDGET_S as well as DEADLINE: bench_suite's budget defaults to 540 s (one device call) and
+    DEADLINE only lowers it, so a job meant to span several watch calls stopped at 540 s
+    (session 44: 41 of 60 tasks with 88 s of its 540 left and 440 s of the lease unused)."""
     start = (
         f"{first}source scripts/device_env.sh >/dev/null 2>&1 && {env}"
-        f"DEADLINE=$(( $(date +%s) + <device s left - 100> )) ROOT={root} "
+        f"DEADLINE=$(( $(date +%s) + <device s left - 100> )) BUDGET_S=<device s left - 100> "
+        f"ROOT={root} "
         f"BG_BUDGET_S=<device s left - 70> bash bench/device_bg.sh start {job} -- "
         f"bash bench/bench_suite.sh ablation {steps}"
     )

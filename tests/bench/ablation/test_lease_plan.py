@@ -309,6 +309,8 @@ def test_a_lease_runs_a_second_bench_job_when_the_first_ends_with_a_chunk_to_spa
     text = mod.show(p)
     calls = [line for line in text.splitlines() if "device_bg.sh start" in line]
     assert len(calls) == 2 and "start unified_s0_tf --" in calls[1]
+    # bench_suite's own 540 s default would end a job that spans several watch calls early
+    assert all("BUDGET_S=<device s left - 100> " in c and "BG_BUDGET_S" in c for c in calls)
     assert f"only if {need:.0f} device s or more are left when the job above ends" in text
     assert text.count("merge_bench.py") == 2
     later = text[text.index("Bench runs after those") :]
