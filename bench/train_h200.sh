@@ -231,6 +231,9 @@ bgwatch)  # follow bgstart's run for WATCH_S seconds (default 540), then bring b
   elif [ -s "$W/$RUN/bg_report.json" ]; then
     cp "$W/$RUN/bg_report.json" "$OUT/grpo_report.json"
     log "$RUN ended: $(head -c 300 "$W/$RUN/bg_report.json" | tr '\n' ' ')"
+    # a bench job of the same lease shares the GPU with whatever the run left behind
+    log "GPU compute processes now: $(nvidia-smi --query-compute-apps=pid,process_name,used_memory \
+      --format=csv,noheader 2>/dev/null | tr '\n' ';' | sed 's/;$//' | grep . || echo none)"
     pack
   else  # no report: the process died (session 40's first start: an import error at once)
     log "$RUN DIED without a report (no grpo_report.json); its stderr ends: $(tail -3 \

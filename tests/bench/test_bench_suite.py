@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -240,3 +241,27 @@ def test_a_run_stopped_by_its_wall_budget_is_partial_and_says_so(tmp_path):
     assert "failed" not in res.stdout and "NOT done (partial)" in res.stdout, res.stdout
     res, _ = _suite(tmp_path, "ablation", "heldout/naive", FAKE_RC="3")
     assert "heldout/naive failed (rc=3" in res.stdout, res.stdout
+
+
+def test_each_step_logs_the_hosts_load_and_the_other_gpu_processes(tmp_path):
+    """A bench chunk's generation time depends on what else holds the GPU and the host's
+    CPUs (session 44: 100 s a chunk whatever its size); each step's log says both as it
+    starts, read from nvidia-smi's compute processes and /proc/loadavg."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    smi = bin_ / "nvidia-smi"
+    smi.write_text(
+        "#!/usr/bin/env bash\n"
+        'case "$1" in -L) echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-x)" ;;\n'
+        '  --query-compute-apps=*) printf "4242, python, 9000 MiB\\n77, nvcc, 1 MiB\\n" ;;\n'
+        "  *) ;; esac\n"
+    )
+    smi.chmod(0o755)
+    path = f"{bin_}:{os.environ['PATH']}"
+    res, calls = _suite(tmp_path, "ablation", "heldout/naive", PATH=path)
+    assert len(calls) == 1, res.stdout + res.stderr
+    text = (tmp_path / "runs/ablation/logs/heldout_naive.log").read_text()
+    host = next(line for line in text.splitlines() if line.startswith("host: load "))
+    assert "GPU compute processes: 4242, python, 9000 MiB;77, nvcc, 1 MiB" in host
+    cpus = len(os.sched_getaffinity(0))
+    assert re.match(rf"host: load \d+\.\d+ \d+\.\d+ \d+\.\d+ on {cpus} CPUs; GPU", host), host

@@ -120,3 +120,27 @@ def test_bgwatch_says_plainly_when_the_process_died_without_a_report(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "r DIED without a report" in done.stdout and "No module named 'x'" in done.stdout
     assert not (tmp_path / "out" / "grpo_report.json").exists()
+
+
+def test_bgwatch_says_which_gpu_processes_outlive_an_ended_run(tmp_path):
+    """A bench job started after the run shares the GPU with whatever the run left; the watch
+    that brings the report names the GPU's compute processes at that moment (none: "none")."""
+    run = tmp_path / "work" / "r"
+    run.mkdir(parents=True)
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    (run / "bg.pid").write_text(f"{ended.pid}\n")
+    (run / "bg_report.json").write_text('{"steps": 45}\n')
+    (run / "bg_stderr.txt").write_text("")
+    (run / "steps.jsonl").write_text("")
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    smi = bin_ / "nvidia-smi"
+    smi.write_text('#!/usr/bin/env bash\necho "4242, python, 9000 MiB"\n')
+    smi.chmod(0o755)
+    done = _stage(tmp_path, "bgwatch", WATCH_S="0", PATH=f"{bin_}:/usr/bin:/bin")
+    assert done.returncode == 0, done.stderr
+    assert "GPU compute processes now: 4242, python, 9000 MiB" in done.stdout, done.stdout
+    smi.write_text("#!/usr/bin/env bash\n")
+    done = _stage(tmp_path, "bgwatch", WATCH_S="0", PATH=f"{bin_}:/usr/bin:/bin")
+    assert "GPU compute processes now: none" in done.stdout, done.stdout
