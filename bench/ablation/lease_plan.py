@@ -209,7 +209,7 @@ def _suite_job(job: str, root: str, env: str, steps: str, carry: list[str], firs
 
     BUDGET_S as well as DEADLINE: bench_suite's budget defaults to 540 s (one device call) and
     DEADLINE only lowers it, so a job meant to span several watch calls stopped at 540 s
-    (session 44: 41 of 60 tasks with 88 s of its 540 left and 440 s of the lease unused)."""
+    (session 44: stopped at 41 of 60 tasks after 440 of the 980 s its DEADLINE allowed)."""
     start = (
         f"{first}source scripts/device_env.sh >/dev/null 2>&1 && {env}"
         f"DEADLINE=$(( $(date +%s) + <device s left - 100> )) BUDGET_S=<device s left - 100> "
