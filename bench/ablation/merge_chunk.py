@@ -26,7 +26,10 @@ bench/results/ablation/weights/<run>_ckpt<N>/ with its SHA256SUMS, to commit onc
 in the next commit (restore_weights.sh brings it back). The run's README stays for a person.
 Last, for each other main run of the same seed, whether each step both ran drew the same
 tasks (the arms of a seed are paired by step); "NOT PAIRED", on stderr, names the first step
-that did not.
+that did not. Then the numbers the README's section on the chunk quotes (`chunk_numbers`):
+phase means, nvcc seconds a candidate against the steps before, groups with >= 2 correct
+and turn 2 below turn 1 (the chunk's and so far), the `ok` share, canaries against step 1,
+and each pool task's first score against its last.
 """
 
 from __future__ import annotations
@@ -48,7 +51,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from status import resumed_step  # noqa: E402  (bench/ablation/status.py)
 
-from cudaperf.train.curves import plot_runs, read_steps, trained_steps  # noqa: E402
+from cudaperf.train.curves import (  # noqa: E402
+    first_last_by_task,
+    plot_runs,
+    read_steps,
+    trained_steps,
+)
 from cudaperf.train.grpo import GrpoOptions  # noqa: E402
 from cudaperf.train.layout import option_defaults  # noqa: E402
 
@@ -353,6 +361,103 @@ def write(p: dict) -> list[Path]:
     return out
 
 
+def _nvcc_per_candidate(rows: list[dict]) -> float | None:
+    """Seconds of nvcc per candidate compiled: the evaluator's `compile` phase summed over the
+    rows, divided by the candidates not answered from its cache (the host's compile speed,
+    which moves step times from lease to lease)."""
+    secs = sum((r.get("eval_phases_s") or {}).get("compile", 0.0) for r in rows)
+    n = sum(r.get("candidates", 0) - r.get("cached", 0) for r in rows)
+    return round(secs / n, 2) if n > 0 else None
+
+
+def chunk_numbers(rows: list[dict], first: int, last: int) -> dict:
+    """What a run README's section on steps `first`-`last` quotes, from the run's step rows
+    (`read_steps`: 1-based, each with its rollout merged in): phase means, nvcc speed against
+    the earlier steps, groups with at least 2 correct samples and steps whose turn 2 scored
+    below turn 1 (the chunk's and all so far), the row share of `ok`, the canaries of the
+    chunk's steps against step 1's, and each pool task's first against its last score."""
+    chunk = [r for r in rows if first <= r["step"] <= last]
+    upto = [r for r in rows if r["step"] <= last]
+    if not chunk:
+        raise Refused(f"steps {first}-{last}: no step row in the run's steps.jsonl")
+
+    def groups(rs):
+        done = [r for r in rs if r.get("groups_2_correct") is not None]
+        g = sum(r.get("groups", 4) for r in done)
+        return round(sum(r["groups_2_correct"] * r.get("groups", 4) for r in done)), g
+
+    def below(rs):
+        turns = [r["score_by_turn"] for r in rs if len(r.get("score_by_turn") or []) >= 2]
+        return sum(t[1] < t[0] for t in turns), len(turns)
+
+    def mean(key):
+        vals = [r[key] for r in chunk if r.get(key) is not None]
+        return round(statistics.mean(vals), 1) if vals else None
+
+    start = {
+        (c["task"], c["config"]): c["median_us"] for r in rows[:1] for c in r.get("canary") or []
+    }
+    canaries = {
+        r["step"]: [
+            {**c, "step1_us": start[k], "change": round(c["median_us"] / start[k] - 1, 4)}
+            for c in r["canary"]
+            if (k := (c["task"], c["config"])) in start
+        ]
+        for r in chunk
+        if r.get("canary") and r["step"] > 1
+    }
+    n_rows = sum(r.get("rows", 0) for r in chunk)
+    ok = sum(r.get("status_share", {}).get("ok", 0.0) * r.get("rows", 0) for r in chunk)
+    return {
+        "steps": [first, last],
+        "step_s_mean": mean("step_s"),
+        "generate_s_mean": mean("generate_s"),
+        "eval_s_mean": mean("eval_s"),
+        "analyse_s_mean": mean("analyse_s"),
+        "nvcc_s_per_candidate": _nvcc_per_candidate(chunk),
+        "nvcc_s_per_candidate_before": _nvcc_per_candidate([r for r in rows if r["step"] < first]),
+        "groups_2_correct": groups(chunk),
+        "groups_2_correct_so_far": groups(upto),
+        "turn2_below_turn1": below(chunk),
+        "turn2_below_turn1_so_far": below(upto),
+        "ok_share": round(ok / n_rows, 4) if n_rows else None,
+        "canaries": canaries,
+        "first_last_by_task": first_last_by_task(upto),
+    }
+
+
+def show_numbers(n: dict) -> list[str]:
+    """`chunk_numbers` as the lines merge_chunk prints."""
+    a, b = n["steps"]
+    g, gs = n["groups_2_correct"], n["groups_2_correct_so_far"]
+    t, ts = n["turn2_below_turn1"], n["turn2_below_turn1_so_far"]
+    ok = "n/a" if n["ok_share"] is None else f"{100 * n['ok_share']:.1f}%"
+    fl = n["first_last_by_task"]
+    lines = [
+        f"steps {a}-{b}: mean step {n['step_s_mean']} s (generation {n['generate_s_mean']} s, "
+        f"evaluation {n['eval_s_mean']} s, analysis {n['analyse_s_mean']} s); nvcc "
+        f"{n['nvcc_s_per_candidate']} s a candidate (steps before: "
+        f"{n['nvcc_s_per_candidate_before']} s)",
+        f"  groups with >= 2 correct: {g[0]} of {g[1]} ({gs[0]} of {gs[1]} over steps 1-{b}); "
+        f"turn 2 below turn 1 in {t[0]} of {t[1]} steps ({ts[0]} of {ts[1]} so far); "
+        f"ok rows {ok}",
+    ]
+    if fl.get("tasks"):
+        lines.append(
+            f"  per pool task, first step against last: {fl['first_mean']} -> {fl['last_mean']}"
+            f", difference {fl['diff_mean']} +- {fl['diff_se']} (se); rose on {fl['rose']}, "
+            f"fell on {fl['fell']} of {fl['tasks']}"
+        )
+    for step, cs in n["canaries"].items():
+        moved = ", ".join(
+            f"{c['task'].rsplit('/', 2)[-2]}/{c['task'].rsplit('/', 1)[-1]}:{c['config']} "
+            f"{c['median_us']:g} us ({100 * c['change']:+.1f}%)"
+            for c in cs
+        )
+        lines.append(f"  canaries at step {step} against step 1: {moved}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", required=True, help="the run's folder name, e.g. abl_outcome_only_s0")
@@ -395,8 +500,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  wrote {path}")
     for paired, line in pairing(args.root, args.run):
         print(line, file=sys.stdout if paired else sys.stderr)
+    rows = read_steps(args.root / RESULTS / args.run)
+    for line in show_numbers(chunk_numbers(rows, first, last)):
+        print(line)
     print(
-        "next: bench/ablation/summarise.py for the groups and canaries, the run's README, "
+        "next: the run's README from the numbers above (bench/ablation/summarise.py adds the "
+        "rejected share, one-thread launches and correct replies without a launch), "
         f"commit, then `git rm -r {p['weights'].relative_to(args.root)}` in the next commit"
     )
     return 0

@@ -246,7 +246,7 @@ def test_a_run_stopped_by_its_wall_budget_is_partial_and_says_so(tmp_path):
 def test_each_step_logs_the_hosts_load_and_the_other_gpu_processes(tmp_path):
     """A bench chunk's generation time depends on what else holds the GPU and the host's
     CPUs (session 44: 100 s a chunk whatever its size); each step's log says both as it
-    starts, read from nvidia-smi's compute processes and /proc/loadavg."""
+    starts, read from nvidia-smi's compute processes, /proc/loadavg and ps."""
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     smi = bin_ / "nvidia-smi"
@@ -265,3 +265,6 @@ def test_each_step_logs_the_hosts_load_and_the_other_gpu_processes(tmp_path):
     assert "GPU compute processes: 4242, python, 9000 MiB;77, nvcc, 1 MiB" in host
     cpus = len(os.sched_getaffinity(0))
     assert re.match(rf"host: load \d+\.\d+ \d+\.\d+ \d+\.\d+ on {cpus} CPUs; GPU", host), host
+    # and the processes using the most CPU (a leftover pool would slow launch-bound decoding)
+    busiest = host.split("; busiest: ")[1].split("; ")
+    assert 1 <= len(busiest) <= 5 and all(re.match(r"\d+ [\d.]+% \S+ \S", b) for b in busiest)

@@ -333,3 +333,56 @@ def test_the_merge_says_whether_the_other_arm_of_the_seed_drew_the_same_tasks(
         "step 4 drew [['other']] there and [['t1']] here"
     ) in err
     assert "abl_y_s1" not in out + err and "pilot" not in out + err
+
+
+def _row(step, g2, turns, ok, cand, cached, compile_s, step_s, scores, canary=None, rows=32):
+    return {
+        "step": step,
+        "rows": rows,
+        "groups": 4,
+        "groups_2_correct": g2,
+        "score_by_turn": turns,
+        "status_share": {"ok": ok},
+        "candidates": cand,
+        "cached": cached,
+        "eval_phases_s": {"compile": compile_s},
+        "step_s": step_s,
+        "generate_s": step_s / 2,
+        "eval_s": step_s / 4,
+        "analyse_s": 1.0,
+        "score_by_task": {t: {"score": v, "rows": 8} for t, v in scores.items()},
+        **(
+            {"canary": [{"task": "gen/c2cuda/x/00001", "config": "small", "median_us": canary}]}
+            if canary
+            else {}
+        ),
+    }
+
+
+def test_chunk_numbers_are_the_ones_a_run_readme_quotes():
+    """The numbers sessions 41-44 computed by hand for each chunk's README section (one of
+    them once read a rollout record as its step's): the chunk's and the run's so far."""
+    mod = load_script("bench/ablation/merge_chunk.py")
+    rows = [
+        _row(1, 0.5, [0.5, 0.2], 0.5, 10, 0, 5.0, 100.0, {"a": 0.1, "b": 0.5}, canary=10.0),
+        _row(2, 1.0, [0.3, 0.4], 0.25, 12, 2, 20.0, 60.0, {"a": 0.3}, canary=15.0),
+        _row(3, 0.75, [0.6, 0.1], 0.75, 5, 5, 0.0, 40.0, {"b": 0.2}, rows=64),
+    ]
+    n = mod.chunk_numbers(rows, 2, 3)
+    assert n["step_s_mean"] == 50.0 and n["generate_s_mean"] == 25.0 and n["eval_s_mean"] == 12.5
+    # compile seconds over candidates not from the cache: 20 / (12 - 2 + 5 - 5); before 5 / 10
+    assert n["nvcc_s_per_candidate"] == 2.0 and n["nvcc_s_per_candidate_before"] == 0.5
+    assert n["groups_2_correct"] == (7, 8) and n["groups_2_correct_so_far"] == (9, 12)
+    assert n["turn2_below_turn1"] == (1, 2) and n["turn2_below_turn1_so_far"] == (2, 3)
+    assert n["ok_share"] == 0.5833  # rows-weighted: (0.25 x 32 + 0.75 x 64) / 96
+    ((c,),) = n["canaries"].values()
+    assert list(n["canaries"]) == [2] and c["change"] == 0.5 and c["step1_us"] == 10.0
+    fl = n["first_last_by_task"]  # a: 0.1 -> 0.3, b: 0.5 -> 0.2 (its last step, 3)
+    assert (fl["tasks"], fl["rose"], fl["fell"], fl["diff_mean"]) == (2, 1, 1, -0.05)
+    text = "\n".join(mod.show_numbers(n))
+    assert "7 of 8 (9 of 12 over steps 1-3)" in text and "1 of 2 steps (2 of 3 so far)" in text
+    assert "x/00001:small 15 us (+50.0%)" in text and "ok rows 58.3%" in text
+    early = mod.chunk_numbers(rows, 2, 2)  # "so far" stops at the chunk's last step
+    assert early["groups_2_correct_so_far"] == (6, 8) and early["first_last_by_task"]["tasks"] == 1
+    with pytest.raises(mod.Refused, match="steps 7-9"):
+        mod.chunk_numbers(rows, 7, 9)
