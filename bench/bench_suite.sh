@@ -198,8 +198,8 @@ mark() {  # mark LOG WHAT: a dated line opening this call's part of LOG; prints 
     2>/dev/null | tr '\n' ';' | sed 's/;$//')
   echo "host: load $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) on $(nproc 2>/dev/null) CPUs;" \
     "GPU compute processes: ${apps:-none}; busiest: $(ps -eo pid=,pcpu=,etime=,comm= \
-    --sort=-pcpu 2>/dev/null | head -5 | awk '{printf "%s%s %s%% %s %s", NR > 1 ? "; " : "", \
-    $1, $2, $3, $4}')" >> "$1"
+    --sort=-pcpu 2>/dev/null | head -5 | awk '{s = s (NR > 1 ? "; " : "") $1 " " $2 "% " $3 \
+    " " $4} END {printf "%s", s}')" >> "$1"
   echo $(($(wc -l < "$1") + 1))
 }
 
