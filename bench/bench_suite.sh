@@ -196,7 +196,8 @@ mark() {  # mark LOG WHAT: a dated line opening this call's part of LOG; prints 
   local apps
   apps=$(nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader \
     2>/dev/null | tr '\n' ';' | sed 's/;$//')
-  echo "host: load $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) on $(nproc 2>/dev/null) CPUs;" \
+  local cpus; cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null)  # not nproc: OMP_NUM_THREADS moves it
+  echo "host: load $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) on $cpus CPUs;" \
     "GPU compute processes: ${apps:-none}; busiest: $(ps -eo pid=,pcpu=,etime=,comm= \
     --sort=-pcpu 2>/dev/null | head -5 | awk '{s = s (NR > 1 ? "; " : "") $1 " " $2 "% " $3 \
     " " $4} END {printf "%s", s}')" >> "$1"
