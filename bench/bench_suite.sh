@@ -190,9 +190,10 @@ progress() {  # progress DIR: "finished/selected" tasks of a run folder ("-" whe
 
 mark() {  # mark LOG WHAT: a dated line opening this call's part of LOG; prints the line after it
   echo "=== $(date -u +%FT%TZ) $WHAT_CALL: $2" >> "$1"
-  # what else loads the machine as the step starts: generation of a 135M model is bound by
-  # kernel launches, and chunks of session 41-44's runs generated 2-4x slower than earlier
-  # ones with no longer replies (bench/results/ablation/bench/abl_outcome_only_s0/README.md)
+  # what else loads the machine as the step starts: `dynamic` generation of a 135M model is
+  # bound by the host's Python and kernel launches, and warm chunks of the same settings took
+  # 23-25 s in some leases and 54-115 s in others
+  # (bench/results/ablation/bench/abl_outcome_only_s0/README.md)
   local apps
   apps=$(nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader \
     2>/dev/null | tr '\n' ';' | sed 's/;$//')
