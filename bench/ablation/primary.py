@@ -43,6 +43,7 @@ suite, preset); the script says which differ instead of comparing them.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -56,7 +57,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from cudaperf.report.intervals import paired_cluster_t, t_quantile  # noqa: E402
+from cudaperf.report.intervals import t_quantile  # noqa: E402
 from cudaperf.report.metrics import (  # noqa: E402
     Metric,
     TaskView,
@@ -250,24 +251,21 @@ def t_over_seeds(ds: list[float]) -> list[float] | None:
 
 
 def families_t(pairs: list[tuple[list[TaskView], list[TaskView]]], d: float) -> list[float] | None:
-    """The paired cluster-robust t interval over families (`intervals.paired_cluster_t`, as
-    each seed's) of A - B with every seed's tasks stacked, centred on the pooled `d`. It keeps
+    """The paired cluster-robust t interval over families (`metrics.paired_interval`, as each
+    seed's) of A - B with every seed's tasks stacked, centred on the pooled `d`. It keeps
     what the bootstrap loses with few families (issue #42: its "95%" covered 73-87% at 3-6
     clusters) and equals the seed's own interval with one seed; what seeds share across
     families is `t_over_seeds`' part. `pairs`: per seed, (A's views, B's views). None where
     no two-sided interval exists (one family, or the same difference in every family)."""
-    sums: dict[str, np.ndarray] = {}
-    for a, b in pairs:
-        held = {t.meta.id for t in a} & {t.meta.id for t in b}
-        for k, views in enumerate((a, b)):
-            for t in views:
-                if t.meta.id in held and (vals := PRIMARY.per_task(t)):
-                    acc = sums.setdefault(t.meta.family, np.zeros(4))
-                    acc[2 * k : 2 * k + 2] += (sum(vals), len(vals))
-    if not sums:
-        return None
-    x = np.array([sums[f] for f in sorted(sums)])
-    _, iv = paired_cluster_t((x[:, 2], x[:, 3]), (x[:, 0], x[:, 1]))
+
+    def stacked(k: int) -> list[TaskView]:  # arm k's views of every seed, ids kept apart
+        return [
+            dataclasses.replace(t, meta=t.meta.model_copy(update={"id": f"{i}/{t.meta.id}"}))
+            for i, pair in enumerate(pairs)
+            for t in pair[k]
+        ]
+
+    _, iv = paired_interval(PRIMARY, stacked(1), stacked(0))
     if not iv.two_sided:
         return None
     w = (iv.hi - iv.lo) / 2
