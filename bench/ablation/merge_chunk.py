@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from status import resumed_step  # noqa: E402  (bench/ablation/status.py)
+from summarise import groups_2_correct, turn2_below_turn1  # noqa: E402  (its counts, per run)
 
 from cudaperf.train.curves import (  # noqa: E402
     first_last_by_task,
@@ -382,13 +383,8 @@ def chunk_numbers(rows: list[dict], first: int, last: int) -> dict:
         raise Refused(f"steps {first}-{last}: no step row in the run's steps.jsonl")
 
     def groups(rs):
-        done = [r for r in rs if r.get("groups_2_correct") is not None]
-        g = sum(r.get("groups", 4) for r in done)
-        return round(sum(r["groups_2_correct"] * r.get("groups", 4) for r in done)), g
-
-    def below(rs):
-        turns = [r["score_by_turn"] for r in rs if len(r.get("score_by_turn") or []) >= 2]
-        return sum(t[1] < t[0] for t in turns), len(turns)
+        with_2, n = groups_2_correct(rs)
+        return round(with_2), n
 
     def mean(key):
         vals = [r[key] for r in chunk if r.get(key) is not None]
@@ -418,8 +414,8 @@ def chunk_numbers(rows: list[dict], first: int, last: int) -> dict:
         "nvcc_s_per_candidate_before": _nvcc_per_candidate([r for r in rows if r["step"] < first]),
         "groups_2_correct": groups(chunk),
         "groups_2_correct_so_far": groups(upto),
-        "turn2_below_turn1": below(chunk),
-        "turn2_below_turn1_so_far": below(upto),
+        "turn2_below_turn1": turn2_below_turn1(chunk),
+        "turn2_below_turn1_so_far": turn2_below_turn1(upto),
         "ok_share": round(ok / n_rows, 4) if n_rows else None,
         "canaries": canaries,
         "first_last_by_task": first_last_by_task(upto),

@@ -118,6 +118,19 @@ def first_steps(folder: Path, steps: int | None) -> tuple[list[dict], list[dict]
     return rows, samples
 
 
+def groups_2_correct(rows: list[dict]) -> tuple[float, int]:
+    """(groups with at least 2 correct samples, groups) over step rows that record it."""
+    done = [r for r in rows if r.get("groups_2_correct") is not None]
+    n = sum(r.get("groups", 4) for r in done)
+    return sum(r["groups_2_correct"] * r.get("groups", 4) for r in done), n
+
+
+def turn2_below_turn1(rows: list[dict]) -> tuple[int, int]:
+    """(steps whose turn 2 scored below turn 1, steps with two turns scored)."""
+    turns = [r["score_by_turn"] for r in rows if len(r.get("score_by_turn") or []) >= 2]
+    return sum(t[1] < t[0] for t in turns), len(turns)
+
+
 def run_summary(
     arm: str,
     folder: Path,
@@ -150,13 +163,8 @@ def run_summary(
                 "eval_s": r.get("eval_s"),
             }
         )
-    g2 = [
-        r["groups_2_correct"] * r.get("groups", 4)
-        for r in rows
-        if r.get("groups_2_correct") is not None
-    ]
-    n_groups = sum(r.get("groups", 4) for r in rows if r.get("groups_2_correct") is not None)
-    turns = [r["score_by_turn"] for r in rows if len(r.get("score_by_turn") or []) >= 2]
+    with_2, n_groups = groups_2_correct(rows)
+    below, two_turns = turn2_below_turn1(rows)
     return {
         "arm": arm,
         "folder": str(folder),
@@ -164,14 +172,14 @@ def run_summary(
         "groups_2_correct": {
             "first_step": rows[0].get("groups_2_correct"),
             "last_step": rows[-1].get("groups_2_correct"),
-            "pooled": round(sum(g2) / n_groups, 4) if n_groups else None,
+            "pooled": round(with_2 / n_groups, 4) if n_groups else None,
             "groups": n_groups,
-            "with_2_correct": round(sum(g2)),
+            "with_2_correct": round(with_2),
         },
         "ok_mean": _mean([p["ok"] for p in per_step]),
         "outcome_only_score_mean": _mean([p["outcome_only_score"] for p in per_step]),
-        "turn2_below_turn1_steps": sum(t[1] < t[0] for t in turns),
-        "steps_with_2_turns": len(turns),
+        "turn2_below_turn1_steps": below,
+        "steps_with_2_turns": two_turns,
         "rejected_mean": _mean([p["rejected"] for p in per_step]),
         "turn1_duplicate_share": _mean(dup),
         "serial_launch": {
