@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from tests.train.helpers import read_steps
+from tests.train.helpers import grpo_options, read_steps
 
 pytestmark = [
     pytest.mark.gpu,
@@ -22,21 +22,10 @@ pytestmark = [
 
 def test_one_multi_turn_grpo_step_of_smollm2_with_the_real_evaluator(tmp_path):
     pytest.importorskip("trl")
-    from cudaperf.train.grpo import GrpoOptions, run_grpo
-    from tests.train.helpers import write_task_file
+    from cudaperf.train.grpo import run_grpo
 
-    opts = GrpoOptions(
-        out=tmp_path / "run",
-        tasks=write_task_file(tmp_path),
-        pool=2,
-        turns=2,
-        num_generations=4,
-        groups_per_step=2,
-        max_steps=1,
-        max_new_tokens=256,
-        val_families=0,
-        holdout_share=0.0,
-        ranker="none",
+    opts = grpo_options(
+        tmp_path, turns=2, num_generations=4, groups_per_step=2, max_new_tokens=256, prepare=True
     )
     rep = run_grpo(opts)
     assert rep["steps"] == 1 and rep["prepare_s"] > 0
@@ -51,24 +40,11 @@ def test_grpo_step_with_timing_on_the_eval_gpu_and_canaries(tmp_path):
     layout is logged, candidates and the canary are timed on that GPU, after generation."""
     pytest.importorskip("trl")
     from cudaperf.execute.build import detect_gpus
-    from cudaperf.train.grpo import GrpoOptions, run_grpo
-    from tests.train.helpers import write_task_file
+    from cudaperf.train.grpo import run_grpo
 
     g = 1 if len(detect_gpus()) >= 2 else 0
-    opts = GrpoOptions(
-        out=tmp_path / "run",
-        tasks=write_task_file(tmp_path),
-        pool=2,
-        turns=1,
-        num_generations=4,
-        groups_per_step=1,
-        max_steps=1,
-        max_new_tokens=128,
-        val_families=0,
-        holdout_share=0.0,
-        ranker="none",
-        eval_gpus=(g,),
-        canaries=1,
+    opts = grpo_options(
+        tmp_path, num_generations=4, max_new_tokens=128, prepare=True, eval_gpus=(g,), canaries=1
     )
     rep = run_grpo(opts)
     assert rep["layout"]["eval_gpus"] == [g] and rep["layout"]["train_gpus"] == [0]
