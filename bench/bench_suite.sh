@@ -190,15 +190,15 @@ progress() {  # progress DIR: "finished/selected" tasks of a run folder ("-" whe
 
 mark() {  # mark LOG WHAT: a dated line opening this call's part of LOG; prints the line after it
   echo "=== $(date -u +%FT%TZ) $WHAT_CALL: $2" >> "$1"
-  # what else loads the machine as the step starts: `dynamic` generation of a 135M model is
-  # bound by the host's Python and kernel launches, and warm chunks of the same settings took
-  # 23-25 s in some leases and 54-115 s in others
-  # (bench/results/ablation/bench/abl_outcome_only_s0/README.md)
+  # what else loads the machine as the step starts, and how fast its Python is: a chunk's
+  # `dynamic` generation took 23-28 ms a decode step as a process's later chunk of the same
+  # size and 54-112 ms as its first or of a new size (bench/ablation/decode_steps.py)
   local apps
   apps=$(nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader \
     2>/dev/null | tr '\n' ';' | sed 's/;$//')
   local cpus; cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null)  # not nproc: OMP_NUM_THREADS moves it
   echo "host: load $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) on $cpus CPUs;" \
+    "$("$PY" bench/hoststat.py speed 2>&1);" \
     "GPU compute processes: ${apps:-none}; busiest: $(ps -eo pid=,pcpu=,etime=,comm= \
     --sort=-pcpu 2>/dev/null | head -5 | awk '{s = s (NR > 1 ? "; " : "") $1 " " $2 "% " $3 \
     " " $4} END {printf "%s", s}')" >> "$1"
@@ -322,6 +322,7 @@ run_step() {  # run_step SUITE RUN
   echo "== [$((SECONDS - T0)) s] $model on $s -> $dir (at most ${left}s; log $log)"
   local n0; n0=$(mark "$log" "$model on $s, at most ${left}s")
   heartbeat "$dir" "$s/$r" & local hb=$!
+  local cpu0; cpu0=$("$PY" bench/hoststat.py stat 2>/dev/null)
   suite_args "$s"
   # --wall-budget: the run starts no chunk its finished chunks say would end after the
   # timeout (a chunk cut there loses its generation): it runs the tasks that fit, or exits 75
@@ -332,6 +333,8 @@ run_step() {  # run_step SUITE RUN
     --out "$dir" >>"$log" 2>&1
   rc=$?
   kill "$hb" 2>/dev/null; wait "$hb" 2>/dev/null
+  # the CPUs over the step: a slow step with a low `steal` share was not starved by the host
+  [ -n "$cpu0" ] && echo "host over the step: $("$PY" bench/hoststat.py over "$cpu0" 2>&1)" >> "$log"
   tail -n +"$n0" "$log" | tail -n 25
   if [ "$rc" -eq 75 ]; then
     echo "bench_suite: $s/$r stopped before a chunk that would not end inside the call's budget, with $(progress "$dir") tasks finished; rerun the same step to resume"

@@ -244,9 +244,10 @@ def test_a_run_stopped_by_its_wall_budget_is_partial_and_says_so(tmp_path):
 
 
 def test_each_step_logs_the_hosts_load_and_the_other_gpu_processes(tmp_path):
-    """A bench chunk's generation time depends on what else holds the GPU and the host's
+    """A bench chunk's generation time may depend on what else holds the GPU and the host's
     CPUs (session 44: 100 s a chunk whatever its size); each step's log says both as it
-    starts, read from nvidia-smi's compute processes, /proc/loadavg and ps."""
+    starts, read from nvidia-smi's compute processes, /proc/loadavg and ps, with the speed of
+    the host's Python (bench/hoststat.py), and how the CPUs spent the step as it ends."""
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     smi = bin_ / "nvidia-smi"
@@ -264,7 +265,15 @@ def test_each_step_logs_the_hosts_load_and_the_other_gpu_processes(tmp_path):
     host = next(line for line in text.splitlines() if line.startswith("host: load "))
     assert "GPU compute processes: 4242, python, 9000 MiB;77, nvcc, 1 MiB" in host
     cpus = os.cpu_count()  # the machine's, not nproc's (which OMP_NUM_THREADS=1 makes 1)
-    assert re.match(rf"host: load \d+\.\d+ \d+\.\d+ \d+\.\d+ on {cpus} CPUs; GPU", host), host
+    pattern = rf"host: load \d+\.\d+ \d+\.\d+ \d+\.\d+ on {cpus} CPUs; python loop [\d.]+ ms; GPU"
+    assert re.match(pattern, host), host
     # and the processes using the most CPU (a leftover pool would slow launch-bound decoding)
     busiest = host.split("; busiest: ")[1].split("; ")
     assert 1 <= len(busiest) <= 5 and all(re.match(r"\d+ [\d.]+% \S+ \S", b) for b in busiest)
+    # and how the CPUs spent the step (busy, waiting on I/O, stolen by the hypervisor)
+    over = next(line for line in text.splitlines() if line.startswith("host over the step: "))
+    assert re.fullmatch(
+        rf"host over the step: (busy [\d.]+%, iowait [\d.]+%, steal [\d.]+% of {cpus} CPUs"
+        r"|no CPU time passed)",
+        over,
+    ), over
