@@ -191,8 +191,8 @@ progress() {  # progress DIR: "finished/selected" tasks of a run folder ("-" whe
 mark() {  # mark LOG WHAT: a dated line opening this call's part of LOG; prints the line after it
   echo "=== $(date -u +%FT%TZ) $WHAT_CALL: $2" >> "$1"
   # what else loads the machine as the step starts, and how fast its Python is: a chunk's
-  # `dynamic` generation took 23-28 ms a decode step as a process's later chunk of the same
-  # size and 54-112 ms as its first or of a new size (bench/ablation/decode_steps.py)
+  # `dynamic` generation took a median 24 ms a decode step as a process's later chunk of the
+  # same size and 54-112 ms as its first or of a new size (bench/ablation/decode_steps.py)
   local apps
   apps=$(nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader \
     2>/dev/null | tr '\n' ';' | sed 's/;$//')
