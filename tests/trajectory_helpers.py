@@ -1,18 +1,20 @@
-"""Trajectory lines as `cudaperf bench run` writes them (valid records, no samples), for tests
-of scripts that read run folders."""
+"""Trajectory lines as `cudaperf bench run` writes them (valid records; a turn's samples are
+replies only, none scored), for tests of scripts that read run folders."""
 
 from __future__ import annotations
 
-from cudaperf.refine.trajectory import SummaryRecord, TurnRecord
+from collections.abc import Sequence
+
+from cudaperf.refine.trajectory import SampleRecord, SummaryRecord, TurnRecord
 
 
-def turn_line(task_id: str, turn: int = 1, model: str = "m") -> str:
+def turn_line(task_id: str, turn: int = 1, model: str = "m", replies: Sequence[str] = ()) -> str:
     rec = TurnRecord(
         task_id=task_id,
         turn=turn,
         model=model,
         messages=[],
-        samples=[],
+        samples=[SampleRecord(index=i, reply=r, code=None) for i, r in enumerate(replies)],
         chosen=None,
         best_total=None,
     )

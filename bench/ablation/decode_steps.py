@@ -18,14 +18,25 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import gzip
 import json
 import platform
+import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "src"))
+
+from cudaperf.refine.trajectory import TurnRecord  # noqa: E402
+from cudaperf.report.run import (  # noqa: E402
+    PENDING,
+    TIMING,
+    read_records,
+    read_timing,
+    trajectory_file,
+)
+
 BENCH = ROOT / "bench/results/ablation/bench"
 OUT = BENCH / "decode_steps.json"
 GAP_S = 5.0  # seconds between one chunk's end and the next's start within one process
@@ -38,17 +49,10 @@ KIND_WHAT = {
 }
 
 
-def _lines(path: Path) -> list[dict]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        return [json.loads(x) for x in f if x.strip()]
-
-
-def _trajectory(run: Path) -> list[dict]:
-    for name in ("trajectories.jsonl", "trajectories.jsonl.gz"):
-        if (run / name).is_file() and (run / name).stat().st_size:
-            return _lines(run / name)
-    return []
+def _pending(run: Path) -> list[dict]:
+    """The reply sets of the chunk the run stopped in (`refine.pending`'s file; [] if none)."""
+    path = run / PENDING
+    return [json.loads(x) for x in path.read_text().splitlines() if x] if path.is_file() else []
 
 
 def run_chunks(run: Path, count: Callable[[str], int], cap: int = CAP) -> list[dict]:
@@ -56,11 +60,10 @@ def run_chunks(run: Path, count: Callable[[str], int], cap: int = CAP) -> list[d
     meta = json.loads((run / "run.json").read_text())
     if meta.get("turns", 1) != 1:
         raise ValueError(f"{run}: a run of {meta.get('turns')} turns (this reads 1-turn runs)")
-    turns = [r for r in _trajectory(run) if r.get("type") == "turn" and int(r["turn"]) == 1]
-    timing = [r for r in _lines(run / "timing.jsonl") if r.get("generate_s") is not None]
-    pending = (
-        _lines(run / "pending_replies.jsonl") if (run / "pending_replies.jsonl").is_file() else []
-    )
+    records = read_records(trajectory_file(run))
+    turns = [r for r in records if isinstance(r, TurnRecord) and r.turn == 1]
+    timing = [r for r in read_timing(run / TIMING) if r.get("generate_s") is not None]
+    pending = _pending(run)
     # timing.jsonl came after some runs' first chunks: their rows are the last chunks
     i = len(turns) - sum(t["tasks"] for t in timing if t.get("complete"))
     if i < 0:
@@ -74,7 +77,7 @@ def run_chunks(run: Path, count: Callable[[str], int], cap: int = CAP) -> list[d
         shape = "first" if first else ("same" if t["tasks"] == prev[2] else "new")
         prev = (start, t.get("wall_s") or 0.0, t["tasks"])
         if t.get("complete"):
-            replies = [s["reply"] for r in turns[i : i + t["tasks"]] for s in r["samples"]]
+            replies = [s.reply for r in turns[i : i + t["tasks"]] for s in r.samples]
             i += t["tasks"]
         elif n == len(timing) - 1 and pending:
             replies = [x for r in pending for x in r["replies"]]
@@ -103,7 +106,7 @@ def run_chunks(run: Path, count: Callable[[str], int], cap: int = CAP) -> list[d
 def one_turn_runs(root: Path) -> list[Path]:
     """Every bench run folder under `root` with a timing.jsonl and 1 turn."""
     out = []
-    for t in sorted(root.glob("**/timing.jsonl")):
+    for t in sorted(root.glob(f"**/{TIMING}")):
         meta = json.loads((t.parent / "run.json").read_text())
         if meta.get("turns", 1) == 1:
             out.append(t.parent)
@@ -111,7 +114,6 @@ def one_turn_runs(root: Path) -> list[Path]:
 
 
 def smollm2_count() -> Callable[[str], int]:
-    sys.path.insert(0, str(ROOT / "src"))
     from cudaperf.train.models import load_policy
 
     tok = load_policy("smollm2").tokenizer
@@ -171,12 +173,12 @@ def main(argv: list[str] | None = None) -> int:
     for k in KINDS:
         mine = sorted(r["ms_per_step"] for r in rows if r["in_process"] == k)
         if mine:
-            by_kind[k] = {"chunks": len(mine), "min": mine[0], "max": mine[-1]}
-            by_kind[k]["median"] = (
-                mine[len(mine) // 2]
-                if len(mine) % 2
-                else round((mine[len(mine) // 2 - 1] + mine[len(mine) // 2]) / 2, 2)
-            )
+            by_kind[k] = {
+                "chunks": len(mine),
+                "min": mine[0],
+                "max": mine[-1],
+                "median": round(statistics.median(mine), 2),
+            }
     doc = {
         "what": "ms per decode step of each bench chunk: generation s / longest reply (tokens)",
         "command": "python bench/ablation/decode_steps.py",
@@ -188,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         "ms_per_step_max": max(ms),
         "chunks_with_a_reply_at_cap": sum(r["at_cap"] > 0 for r in rows),
         "ms_per_step_by_chunk_kind": by_kind,
-        "chunk_kinds": {k: v for k, v in KIND_WHAT.items()},
+        "chunk_kinds": dict(KIND_WHAT),
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(doc, indent=1) + "\n")

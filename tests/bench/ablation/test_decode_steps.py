@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tests.script_helpers import load_script
+from tests.trajectory_helpers import summary_line, turn_line
 
 ds = load_script("bench/ablation/decode_steps.py")
 
@@ -24,13 +25,11 @@ def _run(tmp_path, chunks, timing, pending=None, turns=1, packed=False):
     run = tmp_path / "run"
     run.mkdir()
     (run / "run.json").write_text(json.dumps({"turns": turns}))
-    recs = []
-    for c, tasks in enumerate(chunks):
-        for t, replies in enumerate(tasks):
-            samples = [{"index": i, "reply": r} for i, r in enumerate(replies)]
-            recs.append({"type": "turn", "task_id": f"t{c}_{t}", "turn": "1", "samples": samples})
-            recs.append({"type": "summary", "task_id": f"t{c}_{t}"})
-    text = "".join(json.dumps(r) + "\n" for r in recs)
+    text = "".join(
+        turn_line(f"t{c}_{t}", replies=replies) + summary_line(f"t{c}_{t}")
+        for c, tasks in enumerate(chunks)
+        for t, replies in enumerate(tasks)
+    )
     if packed:
         (run / "trajectories.jsonl.gz").write_bytes(gzip.compress(text.encode()))
     else:
