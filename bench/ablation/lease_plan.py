@@ -67,6 +67,21 @@ BATCH_TASKS = 16  # bench/bench_suite.sh's BATCH_TASKS default: the tasks of a w
 DEADLINE_MARGIN_S = 100  # _suite_job's DEADLINE: the device seconds left less 100
 BENCH_START_S = 30  # a job's restore, imports and model load before its first chunk (12 s in
 # session 42's job)
+# Once, on the first H100 lease that trains: bench/decode_warm.py, the probe of why a process's
+# first `dynamic` chunk decodes at about 3x a later chunk's ms a step (PROTOCOL.md, session-45
+# note (3)). Every bench job is a new process, so its first chunk pays that; if the allocator is
+# the cause, a setting that changes no token could cut every later bench job. About 200 s: two
+# processes, each 2 calls of 64 rows and one of 48, 512 steps each
+PROBE_DIR = "bench/results/decode_warm"
+PROBE_S = 280
+PROBE_CMD = (
+    "source scripts/device_env.sh >/dev/null 2>&1 && "
+    "export PYTHONPATH=/root/smollm2:$PYTHONPATH && "
+    "timeout 135 python bench/decode_warm.py --new 512 --then-batch 48 "
+    "--out $OUT/warm_default.json; "
+    "timeout 135 python bench/decode_warm.py --new 512 --then-batch 48 --expandable "
+    "--out $OUT/warm_expandable.json"
+)
 
 
 def tree_bytes(root: Path) -> int | None:
@@ -330,6 +345,18 @@ def chunk_fits(left: float | None, root: Path) -> tuple[bool, str]:
     )
 
 
+def probe(root: Path) -> dict | None:
+    """The decode_warm probe's call, until its results are committed under PROBE_DIR."""
+    if (root / PROBE_DIR / "warm_default.json").is_file():
+        return None
+    return {
+        "what": f"decode_warm (once; about {PROBE_S - 80} s, after the training chunk "
+        "and before the bench jobs, which take the seconds left)",
+        "calls": [([], f"timeout {PROBE_S} bash -c '{PROBE_CMD}'")],
+        "after": f"mkdir -p {PROBE_DIR} && cp <its folder>/warm_*.json {PROBE_DIR}/",
+    }
+
+
 def plan(rows: list[dict], root: Path, left: float | None = None) -> dict:
     by_run = {r["run"]: r for r in rows}
     train = None
@@ -356,10 +383,12 @@ def plan(rows: list[dict], root: Path, left: float | None = None) -> dict:
         b["needs_left_s"], b["when"] = next_bench_needs(root, b)
     tree = tree_bytes(root)
     machine = machine_calls(root, tree)
-    steps = [s for s in [train, *benches[:BENCHES_PER_LEASE]] if s]
+    warm = probe(root) if train and benches else None  # a lease that trains has the time
+    steps = [s for s in [train, warm, *benches[:BENCHES_PER_LEASE]] if s]
     calls = [*machine, *[c for s in steps for c in s["calls"]]]
     return {
         "train": train,
+        "probe": warm,
         "benches": benches,
         "machine": machine,
         "tree_mib": None if tree is None else round(tree / MIB, 1),
@@ -375,13 +404,14 @@ def _call_line(n: int, carry: list[str], cmd: str) -> str:
 
 def show(p: dict) -> str:
     out = ["Here, first (each only if missing):", *[f"  {c}" for c in SETUP]]
-    steps = [s for s in [p["train"], *p["benches"][:BENCHES_PER_LEASE]] if s]
+    steps = [s for s in [p["train"], p.get("probe"), *p["benches"][:BENCHES_PER_LEASE]] if s]
     if not steps:
         return "Nothing left: every run is trained and every bench run finished."
     if p.get("no_training"):
         out = [f"Training: {p['no_training']}.", "", *out]
     for s in steps:
-        out.append(f"  {s['here']}")
+        if s.get("here"):
+            out.append(f"  {s['here']}")
     out.append("")
     out.append("On the machine, back to back (it goes back after 30 s idle):")
     n = 0

@@ -144,6 +144,7 @@ def test_nothing_left_and_a_missing_repository(tmp_path, capsys):
     assert mod.main(["--json"]) == 0  # this repository's own board
     assert set(json.loads(capsys.readouterr().out)) == {
         "train",
+        "probe",
         "benches",
         "machine",
         "tree_mib",
@@ -315,3 +316,28 @@ def test_a_lease_runs_a_second_bench_job_when_the_first_ends_with_a_chunk_to_spa
     assert text.count("merge_bench.py") == 2
     later = text[text.index("Bench runs after those") :]
     assert f"  {second['what']}" not in later and all(f"  {b['what']}" in later for b in rest)
+
+
+def test_a_training_lease_runs_the_decode_warm_probe_once_before_its_bench_jobs(tmp_path):
+    """The probe runs after the chunk, before the bench jobs (they take every second left),
+    and only until its results are committed; a lease that cannot train has no time for it."""
+    bench = {"abl_unified_s0": {"ablation/train-unseen": "0/60"}}
+    rows = _rows({"abl_unified_s0": 60, "abl_outcome_only_s0": 45}, bench=bench)
+    mod, p = _plan(tmp_path, rows)
+    assert p["probe"] is not None
+    (carry, cmd), *more = p["probe"]["calls"]
+    assert not carry and not more and "--expandable" in cmd and "$OUT/warm_default.json" in cmd
+    text = mod.show(p)
+    train, warm = text.index("-- train abl_outcome_only_s0"), text.index("-- decode_warm")
+    assert train < warm < text.index("-- bench abl_unified_s0")
+    assert f"cp <its folder>/warm_*.json {mod.PROBE_DIR}/" in text
+    run = tmp_path / "bench/results/ablation/abl_outcome_only_s0"
+    run.mkdir(parents=True)
+    (run / "grpo_report_lease1.json").write_text(json.dumps({"seconds": 1000.0}))
+    assert mod.plan(rows, tmp_path, left=1500)["probe"] is not None
+    assert mod.plan(rows, tmp_path, left=100)["probe"] is None  # no chunk fits: no probe
+    done = tmp_path / mod.PROBE_DIR / "warm_default.json"
+    done.parent.mkdir(parents=True)
+    done.write_text("{}")
+    p = mod.plan(rows, tmp_path)
+    assert p["probe"] is None and "decode_warm" not in mod.show(p)
