@@ -52,3 +52,17 @@ def test_a_config_without_profile_is_refused_not_ignored(tmp_path):
     cand.write_text("__global__ void k(float* x) { x[threadIdx.x] = 0; }\n")
     r = cli("analyze", cand, "--task", "saxpy", "--config", "large")
     user_error(r, "--config large picks the input --profile runs on", "add --profile", code=2)
+
+
+def test_a_task_id_without_a_task_file_is_refused(tmp_path):
+    """`--task-id` picks a task of a `--task` file: alone it was ignored (exit 0), and with a
+    sample task id as --task it replaced that id without a word."""
+    k = tmp_path / "k.cu"
+    k.write_text("__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n")
+    user_error(cli("analyze", k, "--task-id", "saxpy"), "--task-id saxpy", "--task FILE", code=2)
+    r = cli("analyze", k, "--task", "saxpy", "--task-id", "matmul")
+    user_error(r, "--task saxpy is a task id", "drop --task-id", code=2)
+    tasks = tmp_path / "t.jsonl"
+    assert cli("tasks", "export", "--sample", "--out", tasks).returncode == 0
+    r = cli("analyze", k, "--task", tasks, "--task-id", "nosuch")
+    user_error(r, "no task 'nosuch' (--task-id)", code=2)

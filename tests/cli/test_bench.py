@@ -552,3 +552,17 @@ def test_a_wall_budget_stop_exits_75_with_one_line_and_the_same_command_resumes(
     res = bench_run(tmp_path, "scripted:best", "r", "--wall-budget", "1000")
     assert res.exit_code == 0, res.output
     assert len((out / "timing.jsonl").read_text().splitlines()) == 2  # the seeded chunk + 1
+
+
+def test_a_dataset_that_the_suites_do_not_read_is_refused(tmp_path):
+    """--dataset is read by test-families and train-unseen only: with another suite it was
+    ignored (exit 0, the run on other tasks than named); a dataset with no splits.json beside
+    it named no fix."""
+    tasks = tmp_path / "t.jsonl"
+    assert cli("tasks", "export", "--sample", "--out", tasks).returncode == 0
+    base = ("bench", "run", "--model", "scripted:best", "--compile-only", "--out", tmp_path / "r")
+    r = cli(*base, "--suite", "sample", "--dataset", tasks)
+    user_error(r, f"--dataset {tasks}", "test-families and train-unseen", code=2)
+    r = cli(*base, "--suite", "test-families", "--dataset", tasks)
+    user_error(r, "no splits file beside the dataset", "data build", code=2)
+    assert not (tmp_path / "r").exists()

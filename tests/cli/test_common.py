@@ -297,3 +297,71 @@ def test_hub_names_pass_the_model_name_check():
 
     for name in ("gpt2", "HuggingFaceTB/SmolLM2-135M-Instruct", "Qwen/Qwen2.5-0.5B"):
         assert _HUB_NAME.fullmatch(name), name
+
+
+def test_a_model_file_that_is_not_gguf_is_named_with_the_fix(tmp_path):
+    """A regular file as --model (not .gguf) went to transformers, whose line ("the config
+    file ... is not a valid JSON file") named no fix."""
+    f = tmp_path / "weights.bin"
+    f.write_bytes(b"\x00\x01garbage")
+    r = cli("refine", "saxpy", "--model", f, "--out", tmp_path / "t.jsonl")
+    user_error(r, f"--model {f}", "not a .gguf model file", "smollm2", code=2)
+    r = cli("bench", "run", "--model", f, "--suite", "sample", "--out", tmp_path / "r")
+    user_error(r, f"--model {f}", "not a .gguf model file", code=2)
+    assert not (tmp_path / "t.jsonl").exists() and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        ["tasks", "list"],
+        ["eval", "--implementations", "--compile-only", "--tasks-file"],
+        ["tasks", "overlap", "{sample}"],
+    ],
+    ids=["tasks-list", "eval", "tasks-overlap"],
+)
+def test_results_given_as_a_task_file_are_named_with_the_fix(tmp_path, cmd):
+    """A results JSONL given where tasks go listed three 'required field is missing' and
+    '(and 28 more)': nothing said it was the wrong kind of file, nor what to give."""
+    res = tmp_path / "res.jsonl"
+    row = {"task_id": "sample/c2cuda/saxpy", "candidate_id": "a", "status": "compiled"}
+    res.write_text(json.dumps(row | {"configs": []}) + "\n")
+    sample = tmp_path / "sample.jsonl"
+    assert cli("tasks", "export", "--sample", "--out", sample).returncode == 0
+    args = [str(sample) if a == "{sample}" else a for a in cmd if a != "--tasks-file"]
+    r = cli(*args, res)
+    user_error(r, "res.jsonl:1: not a task but an evaluation result", "tasks export", code=2)
+    cand = tmp_path / "cand.jsonl"
+    cand.write_text(json.dumps({"task_id": "saxpy", "code": "x", "id": "a"}) + "\n")
+    user_error(cli(*args, cand), "cand.jsonl:1: not a task", "'task_id'", code=2)
+
+
+def test_a_parquet_task_file_with_a_nested_column_that_is_not_json_is_one_line(tmp_path):
+    """Parquet keeps nested fields as JSON text; a cell that was not JSON ended in a
+    JSONDecodeError traceback."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = tmp_path / "t.parquet"
+    row = {k: [v] for k, v in C_TASK.items() if isinstance(v, str)}
+    pq.write_table(pa.table(row | {"configs": ["{not json"]}), p)
+    r = cli("tasks", "list", p)
+    user_error(r, "t.parquet: row 0: column 'configs' is not JSON", "tasks export", code=2)
+
+
+def test_results_whose_last_line_a_stopped_run_cut_are_read_without_it(tmp_path):
+    """`eval --out` appends: a run stopped mid-write leaves a cut last line, which every
+    writer and the library's readers leave out; `report` and `tasks attach` refused the whole
+    file ("not valid JSON; give the JSONL that `cudaperf eval --out` wrote": it was)."""
+    row = {"task_id": "sample/c2cuda/saxpy", "candidate_id": "naive", "candidate_hash": "h"}
+    row |= {"status": "compiled", "mode": "compile-only", "configs": []}
+    res = tmp_path / "res.jsonl"
+    res.write_text(json.dumps(row) + "\n" + json.dumps(row)[:40])
+    r = cli("report", res, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["results"] == 1
+    assert "last line is cut short" in r.stderr and "Traceback" not in r.stderr
+    r = cli("tasks", "attach", res, "--out", tmp_path / "t.jsonl")
+    user_error(r, "no GPU-timed `ok` result", code=1)  # read: the rows were compile-only
+    res.write_text(json.dumps(row) + "\n{not json\n" + json.dumps(row) + "\n")
+    user_error(cli("report", res), "res.jsonl:2: not valid JSON", code=2)  # inside: refused

@@ -152,3 +152,39 @@ def test_measure_kinds_that_name_no_kind_are_refused(tmp_path):
     """`--kinds ,` measured nothing and exited 0."""
     r = cli("data", "measure", "--kinds", ",", "--compile-only", "--out", tmp_path / "m.jsonl")
     user_error(r, "--kinds ',' names no kind", code=2)
+
+
+def test_measure_names_bad_numbers_by_their_flag_before_any_work(tmp_path):
+    """--progress-every took -5 and nan; the others were named by the bulk config's fields
+    (`silence_timeout_s=0.0 must be > 0` for --run-timeout 0)."""
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text(json.dumps(C_TASK) + "\n")
+    out = tmp_path / "m.jsonl"
+    base = ("data", "measure", tasks, "--compile-only", "--out", out)
+    for flag, value in (
+        ("--progress-every", "-5"),
+        ("--progress-every", "nan"),
+        ("--run-timeout", "0"),
+        ("--max-inflight-gb", "-1"),
+        ("--warmup", "-1"),
+        ("--cpu-trials", "-1"),
+    ):
+        line = user_error(cli(*base, flag, value), flag, code=2)
+        assert "silence_timeout_s" not in line and "max_inflight_gb" not in line
+    assert not out.exists()
+
+
+def test_build_names_a_bad_family_share_by_its_flag(tmp_path):
+    out = tmp_path / "t.jsonl"
+    for value in ("0", "2", "nan"):
+        r = cli("data", "build", "--out", out, "--max-family-share", value)
+        user_error(r, f"--max-family-share {value}", "(0, 1]", code=2)
+    assert not out.exists()
+
+
+def test_tolerances_of_a_task_set_the_generator_did_not_make_names_the_fix(tmp_path):
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text(json.dumps(C_TASK) + "\n")
+    r = cli("data", "tolerances", tasks, "--out", tmp_path / "o.jsonl")
+    user_error(r, "not a task this generator draws", "`cudaperf data build` wrote", code=2)
+    assert not (tmp_path / "o.jsonl").exists()

@@ -276,17 +276,32 @@ def test_the_summary_has_a_geomean_per_speedup_field_in_order():
     assert s["geomean_speedup_vs_eager"] is None
 
 
-@pytest.mark.parametrize(
-    ("flag", "field"),
-    [("--run-timeout", "run_timeout_s"), ("--timing-budget", "time_budget_s")],
-)
-def test_an_infinite_time_setting_is_one_line(tmp_path, flag, field):
+@pytest.mark.parametrize("flag", ["--run-timeout", "--timing-budget"])
+def test_an_infinite_time_setting_is_one_line(tmp_path, flag):
     """inf passes the evaluator's `> 0` checks: `--run-timeout inf` was taken (a hung
     candidate would hold its worker for ever)."""
     c = _cands(tmp_path / "c.jsonl", [{"task_id": "saxpy", "code": _saxpy_naive()}])
     r = cli("eval", "--candidates", c, "--compile-only", flag, "inf", "--out", tmp_path / "o.jsonl")
-    user_error(r, f"{field}=inf", "finite", code=2)
+    user_error(r, f"{flag} inf", "finite", code=2)
     assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "field"),
+    [
+        ("--timing-budget", "-1", "time_budget_s"),
+        ("--cpu-time-budget", "0", "cpu_time_budget_s"),
+        ("--run-timeout", "-5", "run_timeout_s"),
+        ("--arch", "sm_1", "arch"),
+    ],
+)
+def test_a_bad_evaluator_setting_is_named_by_its_flag(tmp_path, flag, value, field):
+    """The evaluator's check named its own field (`time_budget_s=-1.0 must be > 0`), a name
+    the user never typed; the line names the flag."""
+    c = _cands(tmp_path / "c.jsonl", [{"task_id": "saxpy", "code": _saxpy_naive()}])
+    r = cli("eval", "--candidates", c, "--compile-only", flag, value)
+    line = user_error(r, flag, code=2)
+    assert f"{field}=" not in line
 
 
 def test_an_address_without_the_ray_backend_is_refused(tmp_path):

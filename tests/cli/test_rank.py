@@ -193,3 +193,26 @@ def test_a_candidate_of_the_other_track_is_refused(tmp_path):
     user_error(cli("rank", "score", "saxpy", py), "is a C→CUDA task", "a .cu kernel", code=2)
     r = cli("rank", "score", "saxpy", cu, "--json")
     assert r.returncode == 0, r.stderr
+
+
+def test_non_finite_training_values_are_refused_before_training(tmp_path):
+    """`--l2 nan` trained and saved a NaN ranker, then ended in a traceback from its
+    held-out evaluation; `--lr inf` started a neural run."""
+    p = _data(tmp_path)
+    for flag, value in (("--l2", "nan"), ("--lr", "inf"), ("--epochs", "nan")):
+        r = cli("rank", "train", "--tasks", p, "--out", tmp_path / "m", flag, value)
+        user_error(r, f"{flag} {value}", "finite", code=2)
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_model_or_splits_file_that_cannot_be_read_is_named_with_the_fix(tmp_path):
+    """The reader's line named the file and the parse error, but not the option nor what to
+    give instead."""
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    cand = tmp_path / "k.cu"
+    cand.write_text(kernel())
+    r = cli("rank", "score", "saxpy", cand, "--model", bad)
+    user_error(r, f"--model {bad}", "cannot read the ranker model", "rank train --out", code=2)
+    r = cli("rank", "eval", "--tasks", _data(tmp_path), "--splits", bad)
+    user_error(r, f"--splits {bad}", "cannot read the splits file", "data build", code=2)

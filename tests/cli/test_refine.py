@@ -338,3 +338,19 @@ def test_options_a_task_id_would_ignore_are_refused(tmp_path):
     r = cli(*base, "--best-out", tmp_path / "best.py")
     user_error(r, "--best-out", "is a .cu file", code=2)
     assert not (tmp_path / "t.jsonl").exists() and not (tmp_path / "best.py").exists()
+
+
+def test_a_length_that_is_not_array_equals_expr_or_names_no_array_is_refused(tmp_path):
+    """`--length x` (no '=') and `--length y=n` (no array y) were dropped without a word: the
+    task was built as if they had not been given."""
+    c = tmp_path / "f.c"
+    c.write_text("void f(int n, int m, float* x) { x[0] = 2; }\n")
+    out = tmp_path / "t.jsonl"
+    base = ("refine", c, "--function", "f", "--sizes", "n=16,m=2", "--model", "scripted:best")
+    r = cli(*base, "--length", "x", "--out", out)
+    user_error(r, "--length 'x'", "ARRAY=EXPR", code=2)
+    r = cli(*base, "--length", "x=n", "--length", "y=n", "--out", out)
+    user_error(r, "--length y=", "no array parameter 'y'", "its arrays are x", code=2)
+    r = cli(*base, "--length", "x=n", "--length", "x=m", "--out", out)
+    user_error(r, "array 'x' is given twice", code=2)
+    assert not out.exists()

@@ -86,6 +86,8 @@ def analyze_command(
     except ValidationError as e:
         fail(e.errors()[0]["msg"].removeprefix("Value error, "))
     source = read_source(file, "FILE")
+    if task_id is not None and task is None:  # was ignored without a word
+        fail(f"--task-id {task_id} picks a task of a --task file; add --task FILE or drop it")
     the_task = _load_task(task, task_id) if task else None
     names = [c.name for c in the_task.configs] if the_task is not None else []
     if input_config is not None and the_task is not None and input_config not in names:
@@ -179,9 +181,13 @@ def _load_task(spec: str, task_id: str | None):
             return tasks[0]
         if task_id is None:
             fail(f"{path} holds {len(tasks)} tasks; pick one with --task-id")
-    else:
-        tasks, task_id = load_sample(), task_id or spec
-    return select_task(tasks, task_id, option="--task")
+        return select_task(tasks, task_id, option="--task-id")
+    if task_id is not None:  # --task names a sample task: there is no file to pick from
+        fail(
+            f"--task {spec} is a task id (no such file or folder), so --task-id {task_id} has "
+            "nothing to pick from; drop --task-id, or give --task a task file"
+        )
+    return select_task(load_sample(), spec, option="--task")
 
 
 def _kernel_json(r: StructuralReport) -> dict:

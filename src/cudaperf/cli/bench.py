@@ -72,6 +72,11 @@ def _tasks(
     for old in sorted(set(suites) & set(RENAMED)):
         console.print(f"--suite {old} is now --suite {RENAMED[old]} (same tasks)", highlight=False)
     suites = [RENAMED.get(s, s) for s in suites]
+    if dataset is not None and not {"test-families", "train-unseen"} & set(suites):
+        fail(  # was ignored without a word: the run used other tasks than the user named
+            f"--dataset {dataset} is read by --suite test-families and train-unseen only; "
+            "drop it, or give the task file as --suite PATH"
+        )
     try:
         loaded = load_suites(suites, suite_paths or [], dataset)
         picked = [(s, select(of_kind(s.tasks), limit, per_family, seed)) for s in loaded]

@@ -338,6 +338,8 @@ def check_model_spec(spec: str, option: str, gguf_file: str | None = None) -> No
         fail(f"{option} {spec}: no such file or folder, nor a Hugging Face model name; {fix}")
     if p.is_file() and not p.stat().st_size:
         fail(f"{option} {spec}: the file is empty; {fix}")
+    if p.is_file() and p.suffix != ".gguf":  # from_pretrained read it as a config.json
+        fail(f"{option} {spec}: a file, but not a .gguf model file; {fix}")
     if p.is_dir() and gguf_file is None and not (p / "config.json").is_file():
         what = (
             "a LoRA adapter (pass it with --adapter, on top of its base model)"
@@ -381,10 +383,23 @@ def check_server(url: str) -> None:
         )
 
 
-def jsonl_rows(path: Path, what: str, hint: str):
+def jsonl_rows(path: Path, what: str, hint: str, cut_ok: bool = False):
     """(line number, parsed value) for every non-blank line of a JSONL file; a line that is
-    not JSON fails naming the file, the line and `hint` (what to give instead)."""
+    not JSON fails naming the file, the line and `hint` (what to give instead). `cut_ok`: a
+    file that a run appends to, whose last line a run stopped mid-write (or one still
+    writing) may have cut short (`cudaperf.jsonl.cut_line`): that line is left out, with a
+    note, as the library's own readers leave it out."""
+    from cudaperf.jsonl import cut_line
+
     text = read_gzip_text(path, what) if path.name.endswith(".gz") else read_text(path, what)
+    if cut_ok and (cut := cut_line(text)) is not None:
+        text = text[: len(text) - len(cut)]
+        console.print(
+            f"note: {what} {path}: its last line is cut short (a run stopped, or still "
+            "running, in the middle of writing it); it is left out",
+            highlight=False,
+            soft_wrap=True,
+        )
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -400,7 +415,8 @@ def read_eval_results(path: Path, what: str = "RESULTS", allow_empty: bool = Fal
     a `status` of the evaluator's. Fails on a file that is not one (a task file, a trajectory,
     garbage) or, unless `allow_empty`, holds no results."""
     rows = []
-    for n, row in jsonl_rows(path, what, "give the JSONL that `cudaperf eval --out` wrote"):
+    hint = "give the JSONL that `cudaperf eval --out` wrote"
+    for n, row in jsonl_rows(path, what, hint, cut_ok=True):  # eval appends: a cut last line
         if why := _not_a_result(row):
             fail(
                 f"{what} {path}:{n} is not an evaluation result ({why}); give the JSONL that "

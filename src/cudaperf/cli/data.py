@@ -4,6 +4,7 @@ measure it (`measure`), bring its tolerances up to the generator (`tolerances`).
 from __future__ import annotations
 
 import json as jsonlib
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -87,6 +88,8 @@ def build(
             f"--splits {beside} (the default, beside --out) holds another task set's splits; "
             "give --splits NEW.json or an --out in another folder"
         )
+    if not 0 < max_share <= 1:  # also nan; the generator's check named its field
+        fail(f"--max-family-share {max_share}: use a share in (0, 1], e.g. 0.1")
     try:
         names = tuple(f.strip() for f in families.split(",") if f.strip())
         if families.strip() and not names:  # "" is every family; "," names none
@@ -231,6 +234,11 @@ def tolerances(
     try:
         new, changed = refresh_tolerances(tasks, seed)
     except ValueError as e:
+        if "not a task this generator draws" in str(e):  # a task set `data build` did not make
+            fail(
+                f"{e}: `data tolerances` refreshes a task file `cudaperf data build` wrote; "
+                "give that file, with its build's --seed"
+            )
         fail(str(e))
     save_tasks(new, out)
     family = {t.id: t.family for t in tasks}
@@ -258,7 +266,7 @@ def measure(
     ),
     gpus: str = typer.Option("all", "--gpus", help="GPU indices such as 0,1, or all."),
     trials: int = typer.Option(20, "--trials", min=1, help="Timed trials per config."),
-    warmup: int = typer.Option(3, "--warmup", help="Untimed calls before the trials."),
+    warmup: int = typer.Option(3, "--warmup", min=0, help="Untimed calls before the trials."),
     timing_budget: float = typer.Option(
         None,
         "--timing-budget",
@@ -276,7 +284,7 @@ def measure(
     cache_dir: Path = typer.Option(Path("~/.cache/cudaperf"), "--cache-dir", help="Build cache."),
     scratch: Path = typer.Option(None, "--scratch", help="Folder for prepared inputs."),
     max_inflight_gb: float = typer.Option(16.0, "--max-inflight-gb", help="Prepared inputs held."),
-    cpu_trials: int = typer.Option(0, "--cpu-trials", help="Time the C reference N times."),
+    cpu_trials: int = typer.Option(0, "--cpu-trials", min=0, help="Time the C reference N times."),
     run_timeout: float = typer.Option(120.0, "--run-timeout", help="Seconds before a hang."),
     seed_salt: int = typer.Option(None, "--seed-salt", help="Fixed secret input salt."),
     summary: Path = typer.Option(None, "--summary", help="Write the run summary JSON here."),
@@ -295,6 +303,13 @@ def measure(
     from cudaperf.execute.build import detect_gpus
     from cudaperf.execute.bulk import MeasureError, estimate_gpu_seconds, measure_tasks
 
+    for flag, value in (
+        ("--max-inflight-gb", max_inflight_gb),
+        ("--run-timeout", run_timeout),
+        ("--progress-every", every),
+    ):  # named by the flag (the bulk config names its fields); --progress-every was not checked
+        if not (math.isfinite(value) and value > 0):
+            fail(f"{flag} {value}: use a number > 0")
     check_out_file(out, "--out", (".jsonl",))
     check_results_out(out)
     check_out_file(summary, "--summary", (".json",))

@@ -98,16 +98,36 @@ def reward_config(preset: str, overrides: list[str] | None = None) -> RewardConf
         fail(str(e))
 
 
+# The command-line flag of each `EvalConfig` field that `eval` and `bench run` take, so that
+# a bad value is named as the user typed it (not `time_budget_s=-1.0`).
+EVAL_FLAGS = {
+    "trials": "--trials",
+    "time_budget_s": "--timing-budget",
+    "cpu_time_budget_s": "--cpu-time-budget",
+    "run_timeout_s": "--run-timeout",
+    "arch": "--arch",
+    "compile_jobs": "--jobs",
+    "workers_per_gpu": "--workers-per-gpu",
+    "cache_dir": "--cache-dir",
+    "gpus": "--gpus",
+}
+
+
 def eval_config(**given: Any) -> EvalConfig:
     """`EvalConfig` with the given settings (None: the default), or one line naming a bad one
-    (inf, which the evaluator's `> 0` checks let through, too)."""
+    by its flag (inf, which the evaluator's `> 0` checks let through, too)."""
     for k, v in given.items():
         if isinstance(v, float) and not math.isfinite(v):
-            fail(f"{k}={v}: use a finite number")
+            fail(f"{EVAL_FLAGS.get(k, k)} {v}: use a finite number")
     try:
         return EvalConfig(**{k: v for k, v in given.items() if v is not None})
     except ValueError as e:
-        fail(str(e))
+        msg = str(e)
+        for field, flag in EVAL_FLAGS.items():  # the evaluator's "field=value ..." messages
+            if field in given and msg.startswith(f"{field}="):
+                msg = f"{flag} {msg.removeprefix(f'{field}=')}"
+                break
+        fail(msg)
 
 
 TimingBudgetOpt = typer.Option(

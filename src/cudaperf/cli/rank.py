@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 from pathlib import Path
@@ -83,7 +84,7 @@ def _splits(tasks_path: Path | None, splits: Path | None) -> dict[str, str] | No
     try:
         return read_splits(path)
     except ValueError as e:
-        fail(str(e))
+        fail(f"--splits {e}" if splits is not None else str(e))
 
 
 def _ranker(path: Path | None):
@@ -92,8 +93,15 @@ def _ranker(path: Path | None):
 
     try:
         return load_ranker(path)
-    except (ModelNotTrainedError, ValueError, ImportError) as e:
-        fail(str(e))
+    except (ModelNotTrainedError, ImportError) as e:  # their messages name the fix
+        fail(f"--model {e}" if path is not None else str(e))
+    except ValueError as e:  # a file that is no ranker: its reader says only what is wrong
+        if path is None:  # the packaged ranker
+            fail(str(e))
+        fail(
+            f"--model {e}; give a ranker `cudaperf rank train --out DIR` wrote (DIR or its "
+            "feature_ranker.json), or leave --model out for the packaged one"
+        )
 
 
 def _progress(what: str):
@@ -247,6 +255,9 @@ def train(
     from cudaperf.rank.metrics import evaluate
     from cudaperf.rank.ranker import NoPairsError, provenance
 
+    for flag, value in (("--l2", l2), ("--epochs", epochs), ("--lr", lr)):
+        if not math.isfinite(value):  # --l2 nan trained a NaN ranker, then failed in a traceback
+            fail(f"{flag} {value}: use a finite number")
     _check_train_options(kind, ship, force, out, cache_dir, backbone, arch, device)
     tasks_path = tasks_path or measured_dataset()
     excluded_ids = read_exclusions(exclude) if exclude is not None else None

@@ -31,6 +31,20 @@ from cudaperf.tasks.model import Task, TaskKind
 __all__ = ["refine_command"]
 
 
+def _lengths(items: list[str]) -> dict[str, str]:
+    """--length ARRAY=EXPR items; one that is not NAME=EXPR (an item without '=' was dropped
+    without a word) or names an array twice is one line."""
+    lens: dict[str, str] = {}
+    for kv in items:
+        name, eq, expr = (x.strip() for x in kv.partition("="))
+        if not eq or not name or not expr:
+            fail(f"--length {kv!r}: write ARRAY=EXPR, e.g. x=n (the array's element count)")
+        if name in lens:
+            fail(f"--length: array {name!r} is given twice; give each array's length once")
+        lens[name] = expr
+    return lens
+
+
 def _target(target: str, tasks_path, function, sizes, lengths) -> Task:
     from cudaperf.refine.target import parse_sizes, task_from_c_file, task_from_torch_file
 
@@ -51,8 +65,15 @@ def _target(target: str, tasks_path, function, sizes, lengths) -> Task:
         if p.suffix == ".c" and p.is_file():
             if not function or not sizes:
                 fail("a .c TARGET needs --function NAME and --sizes n=1048576,...")
-            lens = dict(kv.split("=", 1) for kv in (lengths or []) if "=" in kv)
-            return task_from_c_file(p, function, parse_sizes(sizes), lens)
+            lens = _lengths(lengths or [])
+            task = task_from_c_file(p, function, parse_sizes(sizes), lens)
+            arrays = [q.name for q in task.signature if q.length is not None]
+            if unknown := [name for name in lens if name not in arrays]:  # was ignored
+                fail(
+                    f"--length {unknown[0]}=...: {function}() has no array parameter "
+                    f"{unknown[0]!r}; its arrays are {', '.join(arrays) or 'none'}"
+                )
+            return task
         if p.suffix == ".py" and p.is_file():
             return task_from_torch_file(p)
     except UnicodeDecodeError as e:  # a ValueError whose message names no file

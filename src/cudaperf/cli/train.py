@@ -329,7 +329,7 @@ def _check_steps(run: Path) -> None:
         return  # the reader says so, naming the run
     hint = "give a run folder of `cudaperf train` (or its steps.jsonl)"
     known, grpo, sft = 0, False, False
-    for n, row in jsonl_rows(path, "RUNS", hint):
+    for n, row in jsonl_rows(path, "RUNS", hint, cut_ok=True):  # train.curves skips a cut line
         if not isinstance(row, dict):
             fail(f"RUNS {path}:{n}: not a JSON object; {hint}")
         if row.get("kind") in ("rollout", "step", "trainer") and not isinstance(

@@ -77,7 +77,10 @@ def _dataset(dataset: Path | None) -> tuple[list[Task], dict[str, str], Path]:
     path = Path(path)
     split_file = (path if path.is_dir() else path.parent) / "splits.json"
     if not split_file.is_file():
-        raise FileNotFoundError(f"{split_file}: no splits file beside the dataset {path}")
+        raise FileNotFoundError(
+            f"{split_file}: no splits file beside the dataset {path}; give a dataset with the "
+            "splits.json `cudaperf data build` wrote beside it (its test split picks the tasks)"
+        )
     return load_tasks(path), read_splits(split_file), path
 
 

@@ -70,10 +70,26 @@ def explain(err: ValidationError) -> str:
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 
 
+_TASK_FIELDS = ("id", "kind", "family", "source", "entry", "configs")  # a task's required
+
+
 def _validate(data: Any, where: str) -> Task:
     if not isinstance(data, dict):
         raise TaskFileError(
             f"{where}: expected a JSON object (one task), got {type(data).__name__}"
+        )
+    other = "task_id" in data or not any(k in data for k in ("id", "kind", "source", "entry"))
+    if other:  # a row of another JSONL (results, candidates, a trajectory) or no task at all
+        if "status" in data:
+            what = "an evaluation result (`cudaperf eval --out`)"
+        elif "task_id" in data:
+            what = "a row about a task (its 'task_id'), such as a candidate or trajectory"
+        else:
+            what = f"a JSON object with fields {', '.join(sorted(data)[:5]) or '(none)'}"
+        raise TaskFileError(
+            f"{where}: not a task but {what}; a task has the fields "
+            f"{', '.join(_TASK_FIELDS)}: give a task file (e.g. one `cudaperf tasks export "
+            "--out FILE` wrote)"
         )
     try:
         return Task.model_validate(data)
@@ -135,7 +151,14 @@ def _read_parquet(path: Path) -> list[Task]:
     for i, row in enumerate(rows):
         for key in _NESTED:
             if isinstance(row.get(key), str):
-                row[key] = json.loads(row[key])
+                try:
+                    row[key] = json.loads(row[key])
+                except json.JSONDecodeError as e:
+                    raise TaskFileError(
+                        f"{path}: row {i}: column '{key}' is not JSON ({e.msg}); each nested "
+                        "field is stored as JSON text: rewrite the file with `cudaperf tasks "
+                        "export`"
+                    ) from None
         tasks.append(_validate(row, f"{path}: row {i}"))
     return tasks
 

@@ -51,7 +51,10 @@ def read_splits(path: str | Path) -> dict[str, str]:
     try:
         doc = json.loads(p.read_text())
     except (OSError, ValueError) as e:
-        raise ValueError(f"{p}: cannot read the splits file ({e})") from None
+        raise ValueError(
+            f"{p}: cannot read the splits file ({e}); give the splits.json `cudaperf data "
+            "build` wrote (its 'families' maps each family to train, validation or test)"
+        ) from None
     fams = doc.get("families") if isinstance(doc, dict) else None
     if not isinstance(fams, dict) or not all(v in SPLIT_NAMES for v in fams.values()):
         raise ValueError(f"{p}: expected {{'families': {{family: 'train'|'validation'|'test'}}}}")
