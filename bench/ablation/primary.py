@@ -229,7 +229,10 @@ def bootstrap(pairs: list[tuple[dict, dict]], resamples: int = RESAMPLES, seed: 
     for a, b in pairs:
         fams = sorted(set(a) & set(b))
         diffs = [np.array([a[f][t] - b[f][t] for t in sorted(set(a[f]) & set(b[f]))]) for f in fams]
-        prepared.append([d for d in diffs if len(d)])
+        if kept := [d for d in diffs if len(d)]:  # a seed with no task scored in both: out
+            prepared.append(kept)
+    if not prepared:
+        raise ValueError("no seed has a task scored in both runs")
     draws = np.empty(resamples)
     for i in range(resamples):
         per_seed = []
@@ -315,8 +318,8 @@ def analyse(runs: list[tuple[str, int, dict]], arm_a: str, arm_b: str) -> dict:
         a, b = by[(arm_a, s)]["views"], by[(arm_b, s)]["views"]
         d, iv = paired_interval(PRIMARY, b, a)
         per_seed.append({"seed": s, "d": d, **_ci(iv)})
-        pairs.append((_by_family(a), _by_family(b)))
-        if d is not None:
+        if d is not None:  # a seed with no task scored in both runs takes no part in any
+            pairs.append((_by_family(a), _by_family(b)))
             stacked.append((a, b))
     ds = [p["d"] for p in per_seed if p["d"] is not None]
     pooled = None

@@ -8,7 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from cudaperf.report.intervals import Interval, cluster_t, paired_cluster_t, t_quantile
+from cudaperf.report.intervals import (
+    Interval,
+    bm_df,
+    cluster_t,
+    paired_cluster_t,
+    t_quantile,
+)
 
 LEVEL = 0.95
 FLOOR = 0.92  # the least empirical coverage a 95% method may show here (1,500 simulations)
@@ -145,3 +151,45 @@ def test_paired_interval_cancels_what_families_share():
     assert d == pytest.approx(0.1, abs=0.01) and 0 < iv.lo < 0.1 < iv.hi < 0.2
     d, iv = paired_cluster_t(a, a)
     assert d == 0.0 and iv.lo is None and "same difference" in iv.note
+
+
+def _unequal_coverage(df_rule=None, reps: int = 3000) -> float:
+    """Coverage of cluster_t's 95% interval for a mean over 6 families of 2-18 tasks with a
+    family effect (sd 0.53) and task noise (sd 0.6), truth 0.6 (a statistics review, session
+    46). `df_rule`: the df to use instead of cluster_t's own (a negative control)."""
+    rng = np.random.default_rng(11)
+    n = np.array([2, 4, 8, 12, 16, 18])
+    hits = 0
+    for _ in range(reps):
+        mu = 0.6 + rng.normal(0, 0.53, n.size)
+        sums = np.array([(m + rng.normal(0, 0.6, k)).sum() for m, k in zip(mu, n, strict=True)])
+        est, iv = cluster_t(sums, n.astype(float))
+        if df_rule is not None:  # the same interval with another df
+            w = (iv.hi - iv.lo) / 2 / t_quantile(0.975, bm_df(n / n.sum()))
+            w *= t_quantile(0.975, df_rule(n))
+            iv = Interval(est - w, est + w)
+        hits += iv.lo <= 0.6 <= iv.hi
+    return hits / reps
+
+
+def test_the_95_percent_interval_covers_95_percent_at_unequal_family_sizes():
+    """Bell and McCaffrey's df (3.49 for these sizes); with G - 1 = 5 it covered ~92%."""
+    assert _unequal_coverage() >= 0.94  # binomial SE at 95%: 0.004
+    assert _unequal_coverage(lambda n: len(n) - 1) < 0.935  # the df before session 46
+
+
+def test_bell_mccaffrey_df_is_g_minus_1_for_equal_sizes_and_less_otherwise():
+    assert bm_df(np.full(6, 1 / 6)) == pytest.approx(5.0)
+    assert bm_df(np.array([2, 4, 8, 12, 16, 18]) / 60) == pytest.approx(3.487371, abs=1e-6)
+    assert bm_df(np.array([1, 99]) / 100) == 1.0  # never below 1: the t quantile exists
+    sizes = np.array([1, 2, 3] * 7 + [2], float)  # 22 families of 1-3 tasks, as the ablation's
+    assert 17 < bm_df(sizes / sizes.sum()) < 21
+
+
+def test_a_nan_or_inf_value_gives_no_interval_and_says_why():
+    for bad in (math.nan, math.inf):
+        _, iv = cluster_t(np.array([1.0, bad, 2.0]), np.array([2.0, 2.0, 2.0]))
+        assert not iv.two_sided and iv.note == "a value is not finite"
+        a = (np.array([1.0, 2.0, 3.0]), np.ones(3))
+        _, iv = paired_cluster_t(a, (np.array([1.0, bad, 2.0]), np.ones(3)))
+        assert not iv.two_sided and iv.note == "a value is not finite"

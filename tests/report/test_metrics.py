@@ -14,6 +14,7 @@ from cudaperf.report.metrics import (
     Metric,
     interval,
     paired_interval,
+    paired_tasks,
     pass_at_k,
     rejected_reasons,
     standard_metrics,
@@ -255,3 +256,78 @@ def test_paired_interval_of_speedups_is_a_ratio():
     d, iv = paired_interval(m["geomean speedup vs naive, correct turn-1 samples"], a, b)
     assert d == pytest.approx(math.prod(1.8 + 0.1 * k for k in range(4)) ** 0.25)
     assert 1.5 < iv.lo < d < iv.hi < 2.5 and iv.lo * iv.hi == pytest.approx(d * d)  # log scale
+
+
+def _metric(name: str, baselines=()):
+    return next(m for m in standard_metrics(2, 1, list(baselines)) if m.name == name)
+
+
+def _run(spec: dict[str, tuple[str, list]]):
+    """task -> (family, its turn-1 samples: statuses, or (status, speedup vs naive) pairs)."""
+    rows, metas = [], []
+    for tid, (fam, samples) in spec.items():
+        metas.append(meta(tid, family=fam))
+        for i, s in enumerate(samples):
+            st, sp = s if isinstance(s, tuple) else (s, 2.0)
+            rows.append(row(tid, 1, i, st, family=fam, naive=sp))
+    return views(rows, metas)
+
+
+OK, BAD, INFRA = "ok", "compile_error", "infra_error"
+
+
+def test_a_paired_difference_uses_only_the_tasks_both_runs_score():
+    """Every task equal in both runs except h1, whose samples were all infra errors in B: the
+    paired difference is 0 (it was -0.083, h1 counting on A's side only)."""
+    spec = {
+        "f1": ("f", [OK, OK]),
+        "f2": ("f", [BAD, BAD]),
+        "g1": ("g", [OK, BAD]),
+        "g2": ("g", [OK, OK]),
+        "h1": ("h", [OK, OK]),
+        "h2": ("h", [BAD, BAD]),
+    }
+    a, b = _run(spec), _run(spec | {"h1": ("h", [INFRA, INFRA])})
+    m = _metric("correct rate (turn 1)")
+    assert paired_tasks(m, a, b) == ["f1", "f2", "g1", "g2", "h2"]
+    d, _ = paired_interval(m, a, b)
+    assert d == pytest.approx(0.0)
+
+
+def test_a_paired_difference_lies_inside_its_own_interval():
+    """Family h is perfect in A and all infra errors in B: it takes part in neither the point
+    nor the interval (the point was +0.1875, outside its interval [0.239, 0.636])."""
+    a, b = {}, {}
+    for f, second in (("f", [OK, OK]), ("g", [OK, OK]), ("k", [OK, BAD]), ("m", [OK, OK])):
+        a[f + "1"], a[f + "2"] = (f, [BAD, BAD]), (f, [OK, BAD])
+        b[f + "1"], b[f + "2"] = (f, [OK, BAD]), (f, second)  # B better by 0.5, .5, .25, .5
+    for i in range(4):
+        a[f"h{i}"], b[f"h{i}"] = ("h", [OK, OK]), ("h", [INFRA, INFRA])
+    d, iv = paired_interval(_metric("correct rate (turn 1)"), _run(a), _run(b))
+    assert d == pytest.approx((0.5 + 0.5 + 0.25 + 0.5) / 4)  # f, g, k, m: B better by those
+    assert iv.two_sided and iv.lo <= d <= iv.hi
+
+
+def test_a_paired_speedup_ratio_is_over_the_tasks_where_both_runs_have_a_correct_sample():
+    """Beside the runs' own geomeans (each over its correct samples), the paired ratio is
+    taken where both have a correct sample: here f and g, not h (correct in A only)."""
+    a = _run(
+        {
+            "f1": ("f", [(OK, 2.0), (OK, 3.0)]),
+            "g1": ("g", [(OK, 1.5), (OK, 1.2)]),
+            "h1": ("h", [(OK, 8.0), (OK, 6.0)]),
+        }
+    )
+    b = _run(
+        {
+            "f1": ("f", [(OK, 2.2), (OK, 3.1)]),
+            "g1": ("g", [(OK, 1.4), (OK, 1.5)]),
+            "h1": ("h", [BAD, BAD]),
+        }
+    )
+    m = _metric("geomean speedup vs naive, correct turn-1 samples", ["naive"])
+    assert paired_tasks(m, a, b) == ["f1", "g1"]
+    d, _ = paired_interval(m, a, b)
+    both = lambda v: [t for t in v if t.meta.id != "h1"]  # noqa: E731
+    assert d == pytest.approx(value(m, both(b)) / value(m, both(a)))
+    assert d != pytest.approx(value(m, b) / value(m, a))

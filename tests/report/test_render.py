@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -9,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from cudaperf.report.render import write_compare_report, write_run_report
+from cudaperf.report.render import paired_text, write_compare_report, write_run_report
 from cudaperf.report.rows import task_meta
 from cudaperf.report.run import BenchSettings, make_bench_backend, read_run, run_bench
 from cudaperf.report.summary import compare, summarize
@@ -84,6 +85,17 @@ def test_compare_report_has_the_per_family_tables_and_dot_plot(reports):
     assert "Per family, each run with its 95% interval" in text
     assert list((reports[1].parent / "figures").glob("per_family_each_run*.png"))
     assert md.count("| " + TASKS[0].family + " | 1 |") == 3  # a row in each of the 3 tables
+
+
+def test_a_paired_difference_on_fewer_tasks_than_compared_says_on_how_many(reports):
+    d = {"diff": 0.99, "ci": [0.87, 1.13], "tasks": 45}
+    assert paired_text(d, "speedup", 60) == "x0.99 [x0.87, x1.13] (on 45 tasks)"
+    assert paired_text(d | {"tasks": 60}, "speedup", 60) == "x0.99 [x0.87, x1.13]"
+    rate = {"diff": 0.05, "ci": [-0.01, 0.1], "tasks": 3}
+    assert paired_text(rate, "rate", 4) == "+5.0 pts [-1.0, +10.0] (on 3 tasks)"
+    c = json.loads((reports[1].parent / "summary.json").read_text())
+    assert all(0 < d["tasks"] <= c["tasks"] for m in c["metrics"] for d in m["diffs"])
+    assert "the tasks where both runs have a value" in reports[1].read_text()
 
 
 def test_run_report_names_baselines_and_shows_failures_with_feedback(reports):

@@ -190,9 +190,15 @@ def test_compare_pairs_the_same_tasks_and_samples(tmp_path):
         "diff": 1.0,
         "ci": None,
         "ci_note": "the same difference in every family",
+        "tasks": 12,
     }
     same = m["correct rate (turn 1)"]["diffs"][0]
-    assert same == {"diff": 0.0, "ci": None, "ci_note": "the same difference in every family"}
+    assert same == {
+        "diff": 0.0,
+        "ci": None,
+        "ci_note": "the same difference in every family",
+        "tasks": 12,
+    }
     fams = c["by_family"]  # one task per sample family
     assert [f["family"] for f in fams] == sorted(t.family for t in TASKS)
     for f in fams:

@@ -23,7 +23,10 @@ correct kernel.
 Intervals (`interval`, `paired_interval`): 95% cluster-robust t intervals with families as
 clusters, because tasks of one family share a generator and are not independent; the method,
 why it and where none is given are in `report.intervals`. Few families give wide intervals;
-the tables print the family count.
+the tables print the family count. A paired difference is taken on the tasks where both runs
+have a value (`paired_tasks`): a task scored in one run only (its samples all infra errors
+in the other; for a speedup of correct samples, correct in one run only) takes no part in
+its point or its interval (until session 46 it entered the point on one side).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ __all__ = [
     "fast_p",
     "interval",
     "paired_interval",
+    "paired_tasks",
     "pass_at_k",
     "rejected_reasons",
     "scored",
@@ -177,6 +181,14 @@ def interval(
     return _exp(iv) if _form(m) == "log" else iv
 
 
+def paired_tasks(m: Metric, a: Sequence[TaskView], b: Sequence[TaskView]) -> list[str]:
+    """The ids of the tasks both runs hold where `m` has a value in both (in `a`'s order): a
+    task whose samples were all infra errors in one run, or (for a speedup over correct
+    samples) with no correct sample in one, takes no part in a paired difference."""
+    ib = {t.meta.id: t for t in b}
+    return [t.meta.id for t in a if t.meta.id in ib and m.per_task(t) and m.per_task(ib[t.meta.id])]
+
+
 def paired_interval(
     m: Metric,
     a: Sequence[TaskView],
@@ -184,11 +196,16 @@ def paired_interval(
     level: float = 0.95,
     by: str = "family",
 ) -> tuple[float | None, Interval]:
-    """(m(b) - m(a), its interval) on the tasks both runs hold, clusters (families; `by=
-    "task"`: tasks) paired so that shared task difficulty cancels (`intervals.paired_cluster_t`).
-    For a speedup metric (`kind == "speedup"`) it is the ratio m(b) / m(a) (a difference of
-    logs). A median gets the difference without an interval."""
-    ids = [t.meta.id for t in a if t.meta.id in {x.meta.id for x in b}]
+    """(m(b) - m(a), its interval) on the tasks where both runs have a value of `m`
+    (`paired_tasks`), clusters (families; `by="task"`: tasks) paired so that shared task
+    difficulty cancels (`intervals.paired_cluster_t`). The point is the difference on those
+    tasks, so it lies inside its interval; it differs from the difference of the two runs'
+    own values (each over all of its tasks) when a task has a value in one run only. For a
+    speedup metric (`kind == "speedup"`) it is the ratio m(b) / m(a) on those tasks (a
+    difference of logs for a geomean): a geomean of correct samples' speedups is compared on
+    the tasks where both runs have a correct sample. A median gets the difference without an
+    interval."""
+    ids = paired_tasks(m, a, b)
     ia, ib = {t.meta.id: t for t in a}, {t.meta.id: t for t in b}
     ta, tb = [ia[i] for i in ids], [ib[i] for i in ids]
     va, vb = value(m, ta), value(m, tb)

@@ -428,7 +428,7 @@ def write_compare_report(c: dict, folder: str | Path) -> Path:
         [
             m["metric"],
             *[fmt_value(v, m["kind"]) for v in m["values"]],
-            *[paired_text(d, m["kind"]) for d in m["diffs"]],
+            *[paired_text(d, m["kind"], c["tasks"]) for d in m["diffs"]],
         ]
         for m in c["metrics"]
     ]
@@ -438,7 +438,9 @@ def write_compare_report(c: dict, folder: str | Path) -> Path:
     facts = [
         f"runs: {runs}",
         f"paired on {c['tasks']} tasks ({c['families']} families) that every run finished, "
-        f"samples 0..{c['samples'] - 1}, turns 1..{c['turns']}",
+        f"samples 0..{c['samples'] - 1}, turns 1..{c['turns']}; each difference is taken on "
+        "the tasks where both runs have a value (a speedup of correct samples: the tasks "
+        "correct in both), counted where fewer",
         f"speedup baselines: {base}",
         f"evaluator: {c['mode']}",
         "sampling: "
@@ -473,14 +475,18 @@ def write_compare_report(c: dict, folder: str | Path) -> Path:
     return _write(Path(folder), _page(c["title"], facts, note, sections, figs), md, figs, c)
 
 
-def paired_text(d: dict, kind: str) -> str:
-    """A paired difference: rate metrics in percentage points, speedups as a ratio."""
+def paired_text(d: dict, kind: str, of: int | None = None) -> str:
+    """A paired difference: rate metrics in percentage points, speedups as a ratio; with
+    "(on N tasks)" when it was taken on fewer than the `of` tasks compared."""
     v, ci, note = d["diff"], d["ci"], d.get("ci_note", "")
     if v is None:
         return "n/a"
     none = f"n/a ({note})" if note else "n/a"
+    on = f" (on {d['tasks']} tasks)" if of is not None and d.get("tasks", of) < of else ""
     if kind == "rate":
-        return f"{100 * v:+.1f} pts " + (
-            f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci else none
+        return (
+            f"{100 * v:+.1f} pts "
+            + (f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci else none)
+            + on
         )
-    return f"x{v:.2f} " + (f"[x{ci[0]:.2f}, x{ci[1]:.2f}]" if ci else none)
+    return f"x{v:.2f} " + (f"[x{ci[0]:.2f}, x{ci[1]:.2f}]" if ci else none) + on

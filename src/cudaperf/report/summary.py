@@ -24,6 +24,7 @@ from cudaperf.report.metrics import (
     fast_p,
     interval,
     paired_interval,
+    paired_tasks,
     rejected_reasons,
     scored,
     standard_metrics,
@@ -460,7 +461,8 @@ def compare(runs: Sequence[RunFiles], labels: Sequence[str] | None = None) -> di
         }
         for v in views[1:]:
             d, iv = paired_interval(m, views[0], v)
-            row["diffs"].append({"diff": d, **_ci(iv)})
+            n = len(paired_tasks(m, views[0], v))  # where both have a value of m
+            row["diffs"].append({"diff": d, **_ci(iv), "tasks": n})
         table.append(row)
     hosts = [host_cpus(r) for r in runs]  # the C reference's hosts: its speedups are theirs
     per_turn = []

@@ -307,3 +307,15 @@ def test_every_row_of_the_forest_plot_is_inside_its_axis(seeds):
         ticks = list(ax.get_yticks())
         assert all(lo < t < hi for t in ticks), (ax.get_title(), ticks, (lo, hi))
         assert ax.get_ylim()[0] > ax.get_ylim()[1]  # the first row on top
+
+
+def test_the_bootstrap_leaves_out_a_seed_without_paired_tasks():
+    """A seed whose pair has no task scored in both runs takes no part (it raised an empty
+    concatenate's ValueError), as it takes none in the mean and the other intervals."""
+    mod = _script()
+    pairs = [({"f": {"a": 1.0}, "g": {"b": 0.0}}, {"f": {"a": 0.0}, "g": {"b": 0.0}}), ({}, {})]
+    lo, hi = mod.bootstrap(pairs, resamples=50)
+    assert 0.0 <= lo <= hi <= 1.0
+    assert mod.bootstrap(pairs[:1], resamples=50) == [lo, hi]  # the same draws without it
+    with pytest.raises(ValueError, match="no seed has a task scored in both runs"):
+        mod.bootstrap([({}, {})], resamples=5)
