@@ -41,3 +41,10 @@ def test_standardise_drops_constant_and_unknown_features():
     rows = [{"a": 1.0, "b": 5.0, "c": float("nan")}, {"a": 3.0, "b": 5.0, "c": float("nan")}]
     names, means, stds = standardise(rows, ["a", "b", "c"])
     assert names == ["a"] and means == [2.0] and stds == [1.0]
+
+
+def test_a_non_finite_l2_is_refused_as_a_non_positive_one_is():
+    d, y = np.array([[1.0], [-1.0]]), np.array([1.0, 0.0])
+    for bad in (float("nan"), float("inf"), 0.0):
+        with pytest.raises(ValueError, match="l2 must be a finite number > 0"):
+            fit_bt(d, y, l2=bad)

@@ -100,3 +100,11 @@ def test_calibration_bins_are_symmetric(tmp_path):
     assert sum(r["count"] for r in rows) == 6
     assert sum(r["observed"] * r["count"] for r in rows) == 3  # both orientations
     assert calibration_plot(probs, labels, tmp_path / "c.png").is_file()
+
+
+def test_kendall_tau_of_non_finite_strengths_is_one_clear_error():
+    """A ranker whose weights hold NaN predicts NaN: int(NaN) crashed the evaluation."""
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="not finite .*train it again"):
+            kendall_tau([0.1, bad, 0.3], [1.0, 2.0, 3.0])
+    assert kendall_tau([0.3, 0.2, 0.1], [1.0, 2.0, 3.0]) == 1.0

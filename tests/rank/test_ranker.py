@@ -164,3 +164,9 @@ def test_a_scored_candidate_is_analysed_once_and_implementations_once_per_task(m
         assert s.reports and s.rank is not None
     impls = [i.code for i in task.implementations]
     assert sorted(seen) == sorted(impls + cands)  # each code analysed exactly once
+
+
+def test_a_non_finite_l2_is_refused_by_the_training_config():
+    for bad in (float("nan"), float("inf"), -1.0):
+        with pytest.raises(ValueError, match="l2 must be a finite number > 0"):
+            TrainConfig(l2=bad)

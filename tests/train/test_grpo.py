@@ -204,6 +204,7 @@ def test_bad_options_are_clear(tmp_path, tiny):
         ({"temperature": 0.0}, "--temperature 0.0"),
         ({"wall_budget_s": 0.0}, "--wall-budget 0.0"),
         ({"turns": 0, "num_generations": 4}, "--turns 0: use >= 1"),
+        ({"lora_r": -1}, "--lora-r -1: use >= 1"),  # before any run folder is made
     ):
         with pytest.raises(ValueError, match=flag):
             grpo_options(tmp_path, tiny, **kw)

@@ -110,8 +110,8 @@ def fit_bt(
     t = np.asarray(y, dtype=float)
     if d.ndim != 2 or d.shape[0] != t.shape[0] or d.shape[0] == 0:
         raise ValueError(f"need (n, d) differences and n labels with n > 0, got {d.shape}")
-    if l2 <= 0:
-        raise ValueError(f"l2 must be > 0 (it keeps the fit unique), got {l2}")
+    if not 0 < l2 < float("inf"):  # a NaN passes `l2 <= 0` and makes every coefficient NaN
+        raise ValueError(f"l2 must be a finite number > 0 (it keeps the fit unique), got {l2}")
     w = np.ones(len(t)) if weights is None else np.asarray(weights, dtype=float)
     w = w / w.sum()
     beta = np.zeros(d.shape[1])

@@ -80,6 +80,11 @@ def kendall_tau(predicted: list[float], times: list[float]) -> float:
         raise ValueError("predicted and times need the same length")
     if n < 2:
         return 0.0
+    if not all(map(math.isfinite, [*predicted, *times])):
+        raise ValueError(
+            "a predicted strength or a time is not finite (NaN or infinity): a ranker whose "
+            "weights hold NaN scores nothing; train it again"
+        )
     s = 0
     for i in range(n):
         for j in range(i + 1, n):

@@ -136,8 +136,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
-        if self.l2 <= 0:
-            raise ValueError(f"l2 must be > 0, got {self.l2}; try 1e-2")
+        if not 0 < self.l2 < float("inf"):  # NaN passes `<= 0`
+            raise ValueError(f"l2 must be a finite number > 0, got {self.l2}; try 1e-2")
         if self.min_ratio < 1:
             raise ValueError(
                 f"min_ratio is slower/faster time and must be >= 1, got {self.min_ratio}"

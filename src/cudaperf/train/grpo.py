@@ -207,6 +207,8 @@ class GrpoOptions:
             raise ValueError(f"--eval-gpus {self.eval_gpus}: give GPU indices such as 1 or 1,2")
         if self.canaries < 0:
             raise ValueError(f"--canaries {self.canaries}: use 0 (none) or more tasks")
+        if self.lora_r < 0:  # before the run folder exists (as SftOptions checks it)
+            raise ValueError(f"--lora-r {self.lora_r}: use >= 1, or 0 for full fine-tuning")
         if self.pool is not None and self.pool < 1:
             raise ValueError(f"--pool {self.pool}: use >= 1 (or leave it out for all tasks)")
         if problem := wall_budget_problem(self.wall_budget_s):
