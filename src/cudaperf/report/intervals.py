@@ -159,9 +159,9 @@ def cluster_t(
     g = len(counts)
     if g == 0:
         return None, Interval.none("no task takes part")
-    if not np.isfinite(sums).all():
-        return float(sums.sum() / counts.sum()), Interval.none("a value is not finite")
     est = float(sums.sum() / counts.sum())
+    if not np.isfinite(sums).all():
+        return est, Interval.none("a value is not finite")
     if g < 2:
         return est, Interval.none(f"one {unit}: no interval")
     h = counts / counts.sum()

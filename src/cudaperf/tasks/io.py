@@ -70,9 +70,6 @@ def explain(err: ValidationError) -> str:
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 
 
-_TASK_FIELDS = ("id", "kind", "family", "source", "entry", "configs")  # a task's required
-
-
 def _validate(data: Any, where: str) -> Task:
     if not isinstance(data, dict):
         raise TaskFileError(
@@ -86,10 +83,10 @@ def _validate(data: Any, where: str) -> Task:
             what = "a row about a task (its 'task_id'), such as a candidate or trajectory"
         else:
             what = f"a JSON object with fields {', '.join(sorted(data)[:5]) or '(none)'}"
+        need = ", ".join(n for n, f in Task.model_fields.items() if f.is_required())
         raise TaskFileError(
-            f"{where}: not a task but {what}; a task has the fields "
-            f"{', '.join(_TASK_FIELDS)}: give a task file (e.g. one `cudaperf tasks export "
-            "--out FILE` wrote)"
+            f"{where}: not a task but {what}; a task has the fields {need}: give a task file "
+            "(e.g. one `cudaperf tasks export --out FILE` wrote)"
         )
     try:
         return Task.model_validate(data)
