@@ -1,7 +1,8 @@
 """Why a process's first `dynamic` generation chunk is slow: calls of one shape, back to back.
 
-The ablation's bench chunks (`bench/ablation/decode_steps.py`) took 23-28 ms a decode step as
-a process's later chunk of the same size and 54-112 ms as its first or one of a new size. A
+The ablation's bench chunks (`bench/ablation/decode_steps.py`) took a median 24 ms a decode
+step (23-53) as a process's later chunk of the same size and 54-112 ms as its first or one of
+a new size. A
 guess to test: `dynamic` generation grows its KV cache a token at a time, so a process's first
 call of a shape keeps asking the GPU for new memory (`cudaMalloc`) where a later call reuses
 what the caching allocator kept. This runs, in one process, `--calls` generate calls of one

@@ -2,9 +2,10 @@
 
 `dynamic` generation (the ablation's bench runs) decodes a 135M model through the eager model,
 one Python step and some hundreds of kernel launches per token, so its speed is the host's:
-every committed chunk decodes to the 1,024-token cap (some reply always reaches it), and a
-decode step took 23 ms in some leases and up to 112 ms in others
-(bench/results/ablation/bench/README.md). Two figures tell a slow host from a busy one:
+27 of the 28 committed chunks decode to the 1,024-token cap (some reply reaches it), and a
+decode step took a median 24 ms (23-53) in a process's later chunk of the same size and
+54-112 ms in its first chunk or one of a new size
+(bench/results/ablation/bench/decode_steps.json). Two figures tell a slow host from a busy one:
 
     python bench/hoststat.py speed          # "python loop N ms" (a fixed loop of this interpreter)
     python bench/hoststat.py stat           # the aggregate `cpu` line of /proc/stat, now
