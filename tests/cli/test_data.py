@@ -154,6 +154,14 @@ def test_measure_kinds_that_name_no_kind_are_refused(tmp_path):
     user_error(r, "--kinds ',' names no kind", code=2)
 
 
+def test_measure_refuses_gpus_with_compile_only(tmp_path):
+    """`--gpus 0 --compile-only` was accepted and silently ignored (nothing is timed)."""
+    out = tmp_path / "m.jsonl"
+    r = cli("data", "measure", "--gpus", "0", "--compile-only", "--out", out)
+    user_error(r, "--gpus picks the GPUs", "drop --compile-only", code=2)
+    assert not out.exists()
+
+
 def test_measure_names_bad_numbers_by_their_flag_before_any_work(tmp_path):
     """--progress-every took -5 and nan; the others were named by the bulk config's fields
     (`silence_timeout_s=0.0 must be > 0` for --run-timeout 0)."""

@@ -180,6 +180,18 @@ def test_train_names_a_bad_arch_or_device_before_any_work(tmp_path):
     assert not (tmp_path / "n").exists()
 
 
+def test_options_the_chosen_model_does_not_read_are_refused(tmp_path):
+    """`--model feature --lr 1e-3` (and `--model neural --objective bt`) trained as if the
+    option were not given."""
+    tasks = _data(tmp_path)
+    base = ("rank", "train", "--tasks", tasks, "--out", tmp_path / "r")
+    r = cli(*base, "--lr", "1e-3", "--lora-r", "8")
+    user_error(r, "--lr, --lora-r only apply to --model neural", code=2)
+    r = cli(*base, "--model", "neural", "--objective", "bt")
+    user_error(r, "--objective only apply to --model feature", code=2)
+    assert not (tmp_path / "r").exists()
+
+
 def test_a_candidate_of_the_other_track_is_refused(tmp_path):
     """`rank score softmax saxpy.cu` gave 0.537, exit 0: a C→CUDA kernel scored against a
     PyTorch→CUDA task's implementations (and the reverse)."""

@@ -316,6 +316,8 @@ def measure(
     check_out_dir(cache_dir, "--cache-dir")
     check_out_dir(scratch, "--scratch")
     check_arch(arch)
+    if compile_only and gpus.strip() != "all":  # was accepted and ignored: nothing is timed
+        fail("--gpus picks the GPUs that time implementations; drop it or drop --compile-only")
     if not compile_only and not detect_gpus():
         fail(
             "`data measure` needs an NVIDIA GPU (nvidia-smi lists none) to verify and time "

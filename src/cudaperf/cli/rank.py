@@ -259,6 +259,7 @@ def train(
         if not math.isfinite(value):  # --l2 nan trained a NaN ranker, then failed in a traceback
             fail(f"{flag} {value}: use a finite number")
     _check_train_options(kind, ship, force, out, cache_dir, backbone, arch, device)
+    _check_model_only_options(ctx, kind)
     tasks_path = tasks_path or measured_dataset()
     excluded_ids = read_exclusions(exclude) if exclude is not None else None
     tasks = load_task_set(tasks_path)
@@ -387,6 +388,35 @@ def _check_train_options(
     if kind == "neural":
         check_model_spec(backbone, "--backbone")
         _check_device(device)
+
+
+# Options one ranker model reads and the other ignores (each was once taken and dropped
+# silently: `--model feature --lr 1e-3` trained the feature ranker as if it were not given).
+_NEURAL_ONLY = (
+    "backbone",
+    "max_steps",
+    "epochs",
+    "batch_tasks",
+    "max_length",
+    "lr",
+    "lora_r",
+    "device",
+)
+_FEATURE_ONLY = ("objective", "l2", "resources")
+
+
+def _check_model_only_options(ctx: typer.Context, kind: str) -> None:
+    """Refuse an option given on the command line that the chosen --model does not read."""
+    ignored = _FEATURE_ONLY if kind == "neural" else _NEURAL_ONLY
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in ignored
+        # by name: typer ships its own copy of click, whose ParameterSource is another enum
+        if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"
+    ]
+    if given:
+        other = "feature" if kind == "neural" else "neural"
+        fail(f"{', '.join(given)} only apply to --model {other}; drop them or pass --model {other}")
 
 
 def _check_device(device: str | None) -> None:
