@@ -174,6 +174,32 @@ def test_compile_only_reports_do_not_claim_a_rejected_share():
     assert headline(s)[0].startswith("Compiles: 50.0% n/a (one family: no interval)")
 
 
+def test_the_headline_says_plainly_when_no_correct_sample_was_timed():
+    """It read "correct turn-1 samples run n/a n/a (no task takes part) its speed"."""
+    from cudaperf.report.render import headline
+
+    def entry(metric, value, kind="rate", note=""):
+        ci = None if value is None or note else [value, value + 0.1]
+        return {"metric": metric, "value": value, "ci": ci, "ci_note": note, "kind": kind}
+
+    s = {
+        "mode": "full",
+        "primary_baseline": "naive",
+        "baselines": {"naive": "the task's naive CUDA kernel"},
+        "tasks": {"finished": 6, "families": 3},
+        "metrics": [
+            entry("correct rate (turn 1)", 0.0, note="one-sided"),
+            entry("fast_1 vs naive (best of 4x1)", 0.0, note="one-sided"),
+            entry("geomean speedup vs naive, correct turn-1 samples", None, "speedup"),
+        ],
+    }
+    fast = headline(s)[1]
+    assert "no turn-1 sample was correct, so none was timed against it" in fast
+    assert "n/a n/a" not in fast
+    s["metrics"][2] = entry("geomean speedup vs naive, correct turn-1 samples", 1.5, "speedup")
+    assert "correct turn-1 samples run 1.50x [1.50x, 1.60x] its speed" in headline(s)[1]
+
+
 def test_reports_say_how_replies_were_sampled(tmp_path):
     import dataclasses
 

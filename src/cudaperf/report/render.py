@@ -201,7 +201,9 @@ def headline(s: dict) -> list[str]:
         parts = []
         if f1:
             parts.append(f"{_val(f1)} of tasks beat it ({f1['metric']})")
-        if geo:
+        if geo and geo["value"] is None:  # read "run n/a n/a (no task takes part) its speed"
+            parts.append("no turn-1 sample was correct, so none was timed against it")
+        elif geo:
             parts.append(f"correct turn-1 samples run {_val(geo)} its speed (geomean)")
         out.append(f"Fast, against {s['baselines'][prim]}: " + "; ".join(parts))
     return [*out, sure]
