@@ -117,7 +117,8 @@ def test_build_scorer_is_every_commands_scorer():
     (feedback shows findings, also of a failing one), the ranker a spec names or the one
     given."""
     from cudaperf.reward import RewardConfig
-    from cudaperf.reward.scorer import StructureAnalyzer, build_scorer
+    from cudaperf.reward.analyzers import PooledAnalyzer
+    from cudaperf.reward.scorer import build_scorer
 
     seen = []
     bad = lambda jobs: [result(Status.COMPILE_ERROR, c.code, t.id) for t, c in jobs]  # noqa: E731
@@ -129,4 +130,65 @@ def test_build_scorer_is_every_commands_scorer():
     mine = make_ranker(load_ranker())
     assert build_scorer([SAXPY], cfg, bad, mine).ranker is mine
     assert build_scorer([SAXPY], cfg, bad).ranker is not None  # "default": the packaged one
-    assert isinstance(build_scorer([SAXPY], cfg, bad).analyzer, StructureAnalyzer)
+    pooled = build_scorer([SAXPY], cfg, bad).analyzer  # a batch's analyses in a pool
+    assert isinstance(pooled, PooledAnalyzer) and pooled.config == default_config()
+
+
+def default_config():
+    from cudaperf.analyze.types import AnalyzeConfig
+
+    return AnalyzeConfig()
+
+
+class _Prefetching:
+    """An analyzer with a batch `prefetch`, which records what it is asked for and when."""
+
+    def __init__(self, events: list) -> None:
+        self.events = events
+
+    def prefetch(self, codes) -> None:
+        self.events.append(("prefetch", list(codes)))
+
+    def analyse(self, code: str):
+        self.events.append(("analyse", code))
+        return []
+
+    def __call__(self, code: str):
+        return self.analyse(code) or []
+
+    def close(self) -> None:
+        self.events.append(("close",))
+
+
+def test_a_batch_is_prefetched_once_after_the_evaluator_and_before_each_analysis():
+    """With an analyzer that can prefetch (`reward.analyzers.PooledAnalyzer`), the scorer hands
+    it every code it will analyse in one call, after the evaluator returned (not while nvcc and
+    the C reference's timing have the CPUs) and before any per-candidate analysis: the codes
+    analysed, the credited one of a correct kernel, not one it does not analyse."""
+    from cudaperf.analyze.launches import credited_source
+
+    events: list = []
+
+    def evaluate(jobs):
+        events.append(("evaluate", len(jobs)))
+        ok = {SERIAL}
+        return [
+            result(Status.OK if c.code in ok else Status.COMPILE_ERROR, c.code, t.id)
+            for t, c in jobs
+        ]
+
+    an = _Prefetching(events)
+    sc = RewardScorer([SAXPY], evaluator=evaluate, analyzer=an, analyze="always")
+    sc.score_code(SAXPY, [kernel(1), SERIAL, kernel(1)])
+    blank = credited_source(SERIAL, None)
+    assert events[0] == ("evaluate", 2)
+    assert events[1] == ("prefetch", [kernel(1), blank])
+    assert sorted(e[1] for e in events[2:]) == sorted([kernel(1), blank])
+    assert all(e[0] == "analyse" for e in events[2:])
+    events.clear()
+    sc = RewardScorer([SAXPY], evaluator=evaluate, analyzer=an, analyze="needed")
+    sc.score_code(SAXPY, [kernel(2), SERIAL])  # only the correct one needs its structure
+    assert events[1] == ("prefetch", [blank]) and events[2:] == [("analyse", blank)]
+    events.clear()
+    sc.close()
+    assert events == [("close",)]  # the evaluator (a function) has no close: left alone

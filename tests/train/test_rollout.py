@@ -211,4 +211,12 @@ def test_each_policy_reply_is_extracted_once_with_a_prefetching_analyzer(monkeyp
     scorer = RewardScorer(tasks, evaluator=FakeEvaluator(), analyzer=analyzer)
     roll = MultiTurnRollout(tasks, scorer, RolloutOptions(turns=1))
     roll.run(_prompts(tasks, 2), 2, ScriptedPolicy(first=[GOOD, BAD], later=[GOOD]))
-    assert len(seen) == 2 and len(fetched) == 2
+    assert len(seen) == 2  # each reply extracted once
+    # the rollout prefetches the turn's two codes before scoring them; the scorer then the
+    # code it analyses of the correct one (its credited source: `k` is never launched)
+    from cudaperf.analyze.launches import credited_source
+    from cudaperf.tasks.reply import extract_candidate
+
+    kind = tasks[0].kind
+    assert fetched[:2] == [extract_candidate(r, kind).code for r in (GOOD, BAD)]
+    assert fetched[2:] == [credited_source(fetched[0], None)]

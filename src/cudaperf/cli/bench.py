@@ -436,7 +436,7 @@ def run(
         try:
             generation = resolve_mode(generation, default_device())
         except ValueError as e:
-            scorer.evaluator.close()
+            scorer.close()
             fail(str(e))
     sampling = _sampling(model, temperature, max_tokens, generation, gguf_file, server_model)
     command = _command(settings, out, suite_path, dataset, sampling)
@@ -449,7 +449,7 @@ def run(
         check_resume(out, settings, meta, info)
         source = None if turns_from is None else check_turns_from(turns_from, settings, meta, info)
     except ValueError as e:
-        scorer.evaluator.close()
+        scorer.close()
         fail(str(e))
     scorer.evaluator = KeptResults(scorer.evaluator, out / SCORED)  # a cut batch's work kept
     backend = _backend(
@@ -500,7 +500,7 @@ def run(
         )
         raise typer.Exit(130) from None
     finally:
-        scorer.evaluator.close()  # the run's one evaluator session
+        scorer.close()  # the run's one evaluator session and the analyzer's pool
     if n == 0:
         console.print(f"every task was already finished in {out}; rebuilding the report")
     summary = summarize(read_run(out))

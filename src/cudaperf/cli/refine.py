@@ -328,7 +328,7 @@ def refine_command(
                 code=1,
             )
         finally:
-            scorer.evaluator.close()  # the command's one evaluator session
+            scorer.close()  # the command's one evaluator session and the analyzer's pool
     _finish(res, best_path, out, overwrite, numbered=best_out is None)
 
 

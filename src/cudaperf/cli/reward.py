@@ -32,7 +32,7 @@ _CACHE_HELP = EvalConfig.help()["cache_dir"]
 def command_scorer(tasks, reward: RewardConfig, ev: EvalConfig, ranker: str = "default"):
     """The scorer of a command (`bench run`, `refine`, `reward`): `build_scorer` over one
     `EvalSession(ev)` for the whole command (its workers, salt and baselines made once; close
-    it with `scorer.evaluator.close()`), and the ranker --ranker names, loaded only when the
+    it with `scorer.close()`), and the ranker --ranker names, loaded only when the
     reward weighs it (a file that cannot be read is one error line)."""
     from cudaperf.execute.session import EvalSession
 
@@ -103,7 +103,7 @@ def reward_command(
     try:
         (s,) = scorer.score_code(task, [code])
     finally:
-        scorer.evaluator.close()  # the command's one evaluator session
+        scorer.close()  # the command's one evaluator session and the analyzer's pool
     bd = s.breakdown
     if as_json:
         emit_json(

@@ -36,6 +36,7 @@ from cudaperf.analyze.types import StructuralReport
 from cudaperf.execute.config import EvalConfig
 from cudaperf.execute.types import Candidate, ExecResult, Status
 from cudaperf.rank.types import RankScore
+from cudaperf.reward.analyzers import PooledAnalyzer, StructureAnalyzer
 from cudaperf.reward.config import RewardConfig
 from cudaperf.reward.formula import RewardBreakdown, compute_reward, format_error_reward
 from cudaperf.tasks.model import Task
@@ -73,33 +74,6 @@ def default_evaluator(config: EvalConfig | None = None) -> Evaluator:
         return [by_key[(t.id, c.hash)] for t, c in jobs]
 
     return run
-
-
-class StructureAnalyzer:
-    """The default `Analyzer`: `cudaperf.analyze.analyze` with one `AnalyzeConfig` (`config`,
-    which `RewardScorer` compares with the ranker's). Calling it gives `[]` when there is no
-    kernel or the analysis fails; `analyse` tells the two apart."""
-
-    def __init__(self, config=None) -> None:
-        from cudaperf.analyze.types import AnalyzeConfig
-
-        self.config = config or AnalyzeConfig()
-
-    def analyse(self, code: str) -> list[StructuralReport] | None:
-        """`analyze(code, config=self.config)`: `[]` when the code has no kernel, None (with a
-        warning in the log) when the analysis failed."""
-        from cudaperf.analyze import NoKernelsError, analyze
-
-        try:
-            return analyze(code, config=self.config)
-        except NoKernelsError:
-            return []
-        except Exception:  # noqa: BLE001 - a broken analysis must not cost the candidate
-            log.warning("structural analysis failed", exc_info=True)
-            return None
-
-    def __call__(self, code: str) -> list[StructuralReport]:
-        return self.analyse(code) or []
 
 
 def default_analyzer(config=None) -> Analyzer:
@@ -140,11 +114,18 @@ def build_scorer(
     `config`, the command's one `evaluator` (an `execute.session.EvalSession` or a wrapper of
     one: the evaluator's settings stay with the caller, they do not pass through this
     package), the structural analyzer on every candidate (feedback shows its findings;
-    `analyzer`: default `StructureAnalyzer`) and the ranker: a loaded `Ranker`, None, or a spec
+    `analyzer`: default a `reward.analyzers.PooledAnalyzer`, which analyses a batch's candidates
+    in a process pool once the evaluator has returned; close it with `RewardScorer.close`) and
+    the ranker: a loaded `Ranker`, None, or a spec
     for `ranker_from_spec` ("default", "none", a ranker file or folder)."""
     rk = ranker_from_spec(ranker) if isinstance(ranker, str) else ranker
     return RewardScorer(
-        tasks, config=config, evaluator=evaluator, analyzer=analyzer, ranker=rk, analyze="always"
+        tasks,
+        config=config,
+        evaluator=evaluator,
+        analyzer=analyzer or PooledAnalyzer(),
+        ranker=rk,
+        analyze="always",
     )
 
 
@@ -254,13 +235,27 @@ class RewardScorer:
                 raise KeyboardInterrupt from e  # Ctrl-C, wrapped by a library: stop the run
             log.exception("evaluator failed on %d candidates", len(jobs))
             results = [_infra(t, c, e) for t, c in jobs]
+        todo = []
         for (t, c), res in zip(jobs, results, strict=True):
             ok = res.status is Status.OK
             need = self.analyze == "always" or (ok and self.config.structure_weight > 0)
             code = _credited(c.code, res) if ok else c.code  # only kernels that really ran
+            todo.append((t, c, res, ok, need, code))
+        prefetch = getattr(self.analyzer, "prefetch", None)
+        if prefetch is not None:  # the batch's analyses at once (`reward.analyzers`), after the
+            prefetch([code for *_, need, code in todo if need])  # evaluator: no CPU contest
+        for t, c, res, ok, need, code in todo:
             reports = self._analyse(code, share=ok) if need else ()
             rank = self.rank(t, code) if ok else None
             self._cache[(t.id, c.hash)] = (res, reports, rank)
+
+    def close(self) -> None:
+        """Close what the scorer holds: its evaluator (an `EvalSession`: its workers) and its
+        analyzer's process pool, each where it has a `close`."""
+        for part in (self.evaluator, self.analyzer):
+            close = getattr(part, "close", None)
+            if close is not None:
+                close()
 
     def _analyse(self, code: str, share: bool) -> tuple[StructuralReport, ...]:
         """The analyzer's reports of `code`; with `share` (the ranker will see this code) they

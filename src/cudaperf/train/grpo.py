@@ -7,7 +7,7 @@ the same holdout settings never train on the held-out tasks). Each step takes
 task's rows into `num_generations / turns` chains of `turns` turns through
 `refine.episode`, scored by one persistent evaluator (`execute.session.EvalSession`, the
 `TRAINING` preset, on the GPUs `train.layout.plan_layout` gives), the structural analyzer (a
-turn's candidates at once in a process pool, `train.analysis`) and the ranker, with the reward
+turn's candidates at once in a process pool, `reward.analyzers`) and the ranker, with the reward
 `opts.reward` (a `RewardConfig`: a preset, `unified` or `outcome_only`, with any field changed;
 `report.json` records all of it under `options.reward`). The reward function
 (`train.rewards.TurnReturn`) returns each turn's discounted return.
@@ -308,8 +308,8 @@ def make_scorer(opts: GrpoOptions, tasks, evaluator=None, layout=None):
     `opts.ranker` names (whatever its weight: its opinion also reaches feedback and the
     continuation choice), `opts.reward`."""
     from cudaperf.execute.session import EvalSession, training_config
+    from cudaperf.reward.analyzers import PooledAnalyzer
     from cudaperf.reward.scorer import build_scorer
-    from cudaperf.train.analysis import PooledAnalyzer
     from cudaperf.train.layout import GpuLock, MeteredEvaluator
 
     gpus = layout.eval_gpus if layout is not None else opts.eval_gpus

@@ -10,7 +10,7 @@ deviation unless `scale_rewards="none"`, which `train.grpo` sets).
 
 Here a block of G = `num_generations` rows of one task becomes m = G / n chains of n turns
 (`turns`). Turn k of every chain of the batch is generated in one batch, analysed at once when the
-scorer's analyzer can prefetch (`train.analysis.PooledAnalyzer`), then scored in one
+scorer's analyzer can prefetch (`reward.analyzers.PooledAnalyzer`), then scored in one
 evaluator batch (`episode.step`): generation and timing never overlap. Each turn is a row:
 its prompt is the conversation of that turn (the task, the earlier replies and the
 evaluator's feedback, visible configurations only), its completion the reply, and its reward

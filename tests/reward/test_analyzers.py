@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pickle
 
+from cudaperf.reward.analyzers import PooledAnalyzer
 from cudaperf.reward.scorer import default_analyzer
 from cudaperf.tasks.io import load_sample
-from cudaperf.train.analysis import PooledAnalyzer
 
 
 def test_prefetch_analyses_a_batch_in_the_pool_and_calls_hit_the_cache():

@@ -1,14 +1,19 @@
-"""`PooledAnalyzer`: the structural analyzer for a whole batch at once, in a process pool.
+"""The scorer's structural analyzers. `StructureAnalyzer`: `cudaperf.analyze.analyze` with one
+config, one candidate at a time. `PooledAnalyzer`: the same for a whole batch at once, in a
+process pool.
 
 `RewardScorer` calls its analyzer once per candidate, one after another; with ptxas that is
-about half a second per kernel, so a GRPO step of dozens of candidates would wait on it. The
-rollout calls `prefetch(codes)` with every candidate of a turn before scoring it: the codes
-not seen before are analysed in `workers` processes at once and kept (an LRU of `cache_size`
-codes); the scorer's later per-candidate calls are then cache hits. A code that was not
-prefetched is analysed inline, exactly as `reward.scorer.default_analyzer` does (a failing
-analysis gives `[]`, never an error). Like `reward.scorer.StructureAnalyzer` it has a `config`
-and an `analyse` that tells "no kernel" (`[]`) from a failed analysis (None), so the scorer
-hands its reports to the ranker and a candidate is analysed once on its way to a reward.
+about half a second per kernel, so a bench chunk or GRPO step of dozens of candidates would
+wait on it. `prefetch(codes)` analyses the codes not seen before in `workers` processes at once
+and keeps them (an LRU of `cache_size` codes); the scorer's later per-candidate calls are then
+cache hits. `RewardScorer` prefetches a batch's candidates once the evaluator has returned
+(not during: nvcc and the serial C reference's timing have the CPUs then), and the GRPO
+rollout a turn's before scoring it. A code that was not prefetched is analysed inline, exactly
+as `StructureAnalyzer` does (a failing analysis gives `[]`, never an error). Like
+`StructureAnalyzer` it has a `config` and an `analyse` that tells "no kernel" (`[]`) from a
+failed analysis (None), so the scorer hands its reports to the ranker and a candidate is
+analysed once on its way to a reward.
+Every command's scorer (`reward.scorer.build_scorer`) uses one.
 """
 
 from __future__ import annotations
@@ -27,14 +32,37 @@ from cudaperf.procpool import worker_init
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PooledAnalyzer"]
+__all__ = ["PooledAnalyzer", "StructureAnalyzer"]
+
+
+class StructureAnalyzer:
+    """The default `Analyzer`: `cudaperf.analyze.analyze` with one `AnalyzeConfig` (`config`,
+    which `RewardScorer` compares with the ranker's). Calling it gives `[]` when there is no
+    kernel or the analysis fails; `analyse` tells the two apart."""
+
+    def __init__(self, config=None) -> None:
+        self.config = config or AnalyzeConfig()
+
+    def analyse(self, code: str) -> list[StructuralReport] | None:
+        """`analyze(code, config=self.config)`: `[]` when the code has no kernel, None (with a
+        warning in the log) when the analysis failed."""
+        from cudaperf.analyze import NoKernelsError, analyze
+
+        try:
+            return analyze(code, config=self.config)
+        except NoKernelsError:
+            return []
+        except Exception:  # noqa: BLE001 - a broken analysis must not cost the candidate
+            log.warning("structural analysis failed", exc_info=True)
+            return None
+
+    def __call__(self, code: str) -> list[StructuralReport]:
+        return self.analyse(code) or []
 
 
 def _analyze(code: str, config: AnalyzeConfig) -> list[StructuralReport] | None:
     """The default analyzer's `analyse` with `config`: reports, `[]` (no kernel) or None (it
     failed)."""
-    from cudaperf.reward.scorer import StructureAnalyzer
-
     return StructureAnalyzer(config).analyse(code)
 
 
