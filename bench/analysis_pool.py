@@ -52,6 +52,17 @@ def chunks_of(run: Path, chunk: int, limit: int | None) -> list[list[str]]:
     ]
 
 
+def cpu_model() -> str:
+    """The host CPU's model name (/proc/cpuinfo), else what `platform` says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run", type=Path, help="a `bench run` folder")
@@ -86,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python bench/analysis_pool.py "
         + " ".join(sys.argv[1:] if argv is None else argv),
         "written": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "host": {"cpus": os.cpu_count(), "machine": platform.processor() or platform.machine()},
+        "host": {"cpus": os.cpu_count(), "cpu": cpu_model()},
         "run": str(a.run),
         "candidates": len(codes),
         "chunks": len(chunks),

@@ -316,8 +316,6 @@ def measure(
     check_out_dir(cache_dir, "--cache-dir")
     check_out_dir(scratch, "--scratch")
     check_arch(arch)
-    if compile_only and gpus.strip() != "all":  # was accepted and ignored: nothing is timed
-        fail("--gpus picks the GPUs that time implementations; drop it or drop --compile-only")
     if not compile_only and not detect_gpus():
         fail(
             "`data measure` needs an NVIDIA GPU (nvidia-smi lists none) to verify and time "
@@ -329,6 +327,8 @@ def measure(
         "--budget-ms", budget_ms, "--timing-budget", timing_budget, lambda ms: ms / 1e3
     )
     gpu_ids = None if gpus.strip() == "all" else gpu_list(gpus, "--gpus", not compile_only)
+    if compile_only and gpu_ids is not None:  # was accepted and ignored: nothing is timed
+        fail("--gpus picks the GPUs that time implementations; drop it or drop --compile-only")
     try:
         config = measure_config(
             out=out,
