@@ -123,7 +123,7 @@ def build_scorer(
         tasks,
         config=config,
         evaluator=evaluator,
-        analyzer=analyzer or PooledAnalyzer(),
+        analyzer=analyzer if analyzer is not None else PooledAnalyzer(),
         ranker=rk,
         analyze="always",
     )
