@@ -15,10 +15,8 @@ a JSON file. CPU only (ptxas from nvcc; no GPU).
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -26,41 +24,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from cudaperf.jsonl import complete_lines, read_text  # noqa: E402
+from cudaperf.report.run import trajectory_file  # noqa: E402
 from cudaperf.reward.analyzers import PooledAnalyzer, StructureAnalyzer  # noqa: E402
+from cudaperf.toolchain import host_cpu  # noqa: E402
 
 
 def chunks_of(run: Path, chunk: int, limit: int | None) -> list[list[str]]:
     """The run's turn-1 candidate codes, grouped by `chunk` tasks in the run's task order."""
-    path = next(
-        (p for p in (run / "trajectories.jsonl.gz", run / "trajectories.jsonl") if p.is_file()),
-        None,
-    )
-    if path is None:
+    path = trajectory_file(run)
+    if not path.is_file():
         raise SystemExit(f"{run}: no trajectories.jsonl(.gz); give a `bench run` folder")
-    opener = gzip.open if path.suffix == ".gz" else open
     by_task: dict[str, list[str]] = {}
-    with opener(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            rec = json.loads(line)
-            if rec.get("type") != "turn" or rec.get("turn") != 1:
-                continue
-            codes = [s["code"] for s in rec["samples"] if s.get("code")]
-            by_task.setdefault(rec["task_id"], []).extend(codes)
+    for line in complete_lines(read_text(path)):
+        rec = json.loads(line) if line else {}
+        if rec.get("type") != "turn" or rec.get("turn") != 1:
+            continue
+        codes = [s["code"] for s in rec["samples"] if s.get("code")]
+        by_task.setdefault(rec["task_id"], []).extend(codes)
     tasks = list(by_task)[:limit] if limit else list(by_task)
     return [
         [c for t in tasks[i : i + chunk] for c in by_task[t]] for i in range(0, len(tasks), chunk)
     ]
-
-
-def cpu_model() -> str:
-    """The host CPU's model name (/proc/cpuinfo), else what `platform` says."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python bench/analysis_pool.py "
         + " ".join(sys.argv[1:] if argv is None else argv),
         "written": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "host": {"cpus": os.cpu_count(), "cpu": cpu_model()},
+        "host": {"cpus": os.cpu_count(), "cpu": host_cpu()},
         "run": str(a.run),
         "candidates": len(codes),
         "chunks": len(chunks),

@@ -15,35 +15,35 @@ a task, baselines timed, the analysis, the ranker, the feedback). Prints a table
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from cudaperf.jsonl import complete_lines, read_text  # noqa: E402
+from cudaperf.report.run import read_timing, trajectory_file  # noqa: E402
+
 WORKER = ("draw", "start", "copy", "call", "compare", "time", "trace", "baseline", "run", "wait")
 
 
-def _records(run: Path):
-    path = next(
-        (p for p in (run / "trajectories.jsonl.gz", run / "trajectories.jsonl") if p.is_file()),
-        None,
-    )
-    if path is None:
+def _records(run: Path) -> list[dict] | None:
+    """The run's trajectory records as dicts (`report.run.trajectory_file`: plain or packed)."""
+    path = trajectory_file(run)
+    if not path.is_file():
         return None
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return [json.loads(line) for line in complete_lines(read_text(path)) if line]
 
 
 def phases_of(run: Path) -> dict | None:
     """The scoring breakdown of one run folder; None when it is not a finished-enough run."""
     recs = _records(run)
-    timing = run / "timing.jsonl"
-    if recs is None or not timing.is_file():
+    chunks = read_timing(run / "timing.jsonl")
+    if recs is None or not chunks:
         return None
-    chunks = [json.loads(line) for line in timing.read_text().splitlines() if line.strip()]
     score_s = sum(c.get("score_s", 0.0) for c in chunks)
     statuses: Counter = Counter()
     phases: Counter = Counter()
@@ -100,8 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     doc = {
         "what": "where bench runs' scoring time goes (bench/scoring_phases.py; issue #42)",
         "written": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "command": "python bench/scoring_phases.py "
-        + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": "python bench/scoring_phases.py "  # the folders read (a glob's others
+        + " ".join(r["run"] for r in rows)  # are left out: log files, folders of no run)
+        + f" --out {a.out}",
         "note": "compile runs on every CPU at once, so its sum is not wall time; worker phases "
         "run one candidate after another on each GPU worker; outside_phases_s = score_s - "
         "worker_s_sum - timeout_s (per-task preparation, baselines, analysis, ranker, feedback)",
