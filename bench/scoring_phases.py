@@ -79,6 +79,13 @@ def phases_of(run: Path) -> dict | None:
         "worker_phases": {k: round(v, 1) for k, v in sorted(phases.items())},
         "timeouts": timeouts,
         "timeout_s": round(timeout_s, 1),
+        # the scorer's own clocks (timing.jsonl since session 47): of score_s, the
+        # evaluator's, the analysis' and the ranker's seconds; None where a chunk lacks them
+        "scorer_clocks": {
+            k: round(sum(c[k] for c in chunks), 1) for k in ("evaluate_s", "analyse_s", "rank_s")
+        }
+        if all("evaluate_s" in c for c in chunks)
+        else None,
         "tasks": tasks,
         "timed_tasks": timed,  # tasks of the chunks timing.jsonl recorded as complete
         # per-task work outside the phases; None where timing.jsonl misses chunks (a run

@@ -66,6 +66,18 @@ def test_phases_timeouts_and_the_rest(tmp_path):
     }
     assert r["timeouts"] == 1 and r["timeout_s"] == 120.0
     assert r["outside_phases_s"] == pytest.approx(200.0 - 4.5 - 120.0)
+    assert r["scorer_clocks"] is None  # a run timed before the scorer's clocks
+
+
+def test_the_scorer_clocks_are_summed_where_every_chunk_has_them(tmp_path):
+    clocks = {"evaluate_s": 150.0, "analyse_s": 20.0, "rank_s": 1.0}
+    chunk = {"tasks": 1, "complete": True, "score_s": 100.0}
+    run = _run(tmp_path, [chunk | clocks, chunk | clocks])
+    assert phases.phases_of(run)["scorer_clocks"] == {
+        "evaluate_s": 300.0,
+        "analyse_s": 40.0,
+        "rank_s": 2.0,
+    }
 
 
 def test_no_rest_where_timing_misses_tasks(tmp_path, capsys):

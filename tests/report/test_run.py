@@ -441,6 +441,9 @@ def test_each_chunk_records_its_time_and_the_summary_adds_them_up(tmp_path):
     assert [c["turns"] for c in lines] == [4 * 2, 4]  # task-turns scored; the cut turn 2 is not
     for c in lines:
         assert c["wall_s"] >= c["generate_s"] + c["score_s"] - 1e-3 and c["score_s"] >= 0
+        parts = c["evaluate_s"] + c["analyse_s"] + c["rank_s"]  # the scorer's clocks, this chunk's
+        assert min(c["evaluate_s"], c["analyse_s"], c["rank_s"]) >= 0
+        assert parts <= c["score_s"] + 1e-3
     with (out / TIMING).open("a") as f:
         f.write('{"tasks": 4, "wa')  # a line cut by a kill mid-write: the rerun's lines stay whole
     bench(out, wf)  # the rerun: the unfinished tasks, in chunks of 4

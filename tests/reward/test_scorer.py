@@ -192,3 +192,34 @@ def test_a_batch_is_prefetched_once_after_the_evaluator_and_before_each_analysis
     events.clear()
     sc.close()
     assert events == [("close",)]  # the evaluator (a function) has no close: left alone
+
+
+def test_the_scorer_clocks_its_evaluator_analysis_and_ranker_apart():
+    """`RewardScorer.seconds`: what a bench chunk's timing.jsonl line splits its scoring into."""
+    import time
+
+    from cudaperf.rank.types import RankScore
+
+    def slow(seconds, value):
+        def f(*a):
+            time.sleep(seconds)
+            return value(*a)
+
+        return f
+
+    ok = lambda jobs: [result(Status.OK, c.code, t.id) for t, c in jobs]  # noqa: E731
+    ranked = RankScore(score=0.5)
+    sc = RewardScorer(
+        [SAXPY],
+        evaluator=slow(0.2, ok),
+        analyzer=slow(0.1, lambda code: []),
+        ranker=slow(0.3, lambda t, code: ranked),
+        analyze="always",
+    )
+    sc.score_code(SAXPY, [kernel(1)])
+    got = dict(sc.seconds)
+    assert 0.2 <= got["evaluate_s"] < 0.28  # the evaluator alone
+    assert 0.1 <= got["analyse_s"] < 0.18  # the analysis, without the ranker's 0.3 s
+    assert 0.3 <= got["rank_s"] < 0.38
+    sc.score_code(SAXPY, [kernel(1)])  # a cache hit: nothing runs, nothing is added
+    assert sc.seconds == got

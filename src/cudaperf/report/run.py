@@ -596,6 +596,7 @@ def run_bench(
         clock: dict[str, float] = {}
         scored: list[TurnRecord] = []  # the chunk's task-turns, for timing.jsonl
         began, t0, complete = _now(), time.perf_counter(), False
+        spent = dict(getattr(scorer, "seconds", {}))  # the scorer's clocks (`RewardScorer`)
         try:
             refine_many(
                 chunk,
@@ -622,6 +623,11 @@ def run_bench(
                 "complete": complete,
                 "wall_s": round(time.perf_counter() - t0, 3),
                 **{k: round(v, 3) for k, v in sorted(clock.items())},
+                # of score_s: the evaluator's, the analysis' and the ranker's seconds
+                **{
+                    k: round(v - spent.get(k, 0.0), 3)
+                    for k, v in sorted(getattr(scorer, "seconds", {}).items())
+                },
             }
             append_lines(Path(out) / TIMING, [json.dumps(line)])
         (Path(out) / SCORED).unlink(missing_ok=True)  # the chunk's turns are all recorded

@@ -27,6 +27,7 @@ turns into `INFRA_ERROR` results (no reward), never into a crash of the training
 from __future__ import annotations
 
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -166,6 +167,9 @@ class RewardScorer:
         self._cache: OrderedDict[tuple[str, str], tuple] = OrderedDict()
         self._ranks: dict[tuple[str, str], RankScore | None] = {}
         self._cache_size = cache_size
+        # seconds spent so far in the evaluator, the structural analysis and the ranker (a
+        # bench chunk's timing.jsonl line takes their growth: where its scoring went)
+        self.seconds = {"evaluate_s": 0.0, "analyse_s": 0.0, "rank_s": 0.0}
 
     def task(self, task_id: str) -> Task:
         """The task with this id (or the only one whose id ends with '/' + task_id)."""
@@ -228,6 +232,7 @@ class RewardScorer:
     def _evaluate(self, jobs: list[tuple[Task, Candidate]]) -> None:
         if not jobs:
             return
+        t0 = time.perf_counter()
         try:
             results = self.evaluator(jobs)
         except Exception as e:  # noqa: BLE001 - infrastructure failure, not the candidate's
@@ -235,19 +240,26 @@ class RewardScorer:
                 raise KeyboardInterrupt from e  # Ctrl-C, wrapped by a library: stop the run
             log.exception("evaluator failed on %d candidates", len(jobs))
             results = [_infra(t, c, e) for t, c in jobs]
+        finally:
+            self.seconds["evaluate_s"] += time.perf_counter() - t0
         todo = []
         for (t, c), res in zip(jobs, results, strict=True):
             ok = res.status is Status.OK
             need = self.analyze == "always" or (ok and self.config.structure_weight > 0)
             code = _credited(c.code, res) if ok else c.code  # only kernels that really ran
             todo.append((t, c, res, ok, need, code))
+        t0 = time.perf_counter()
         prefetch = getattr(self.analyzer, "prefetch", None)
         if prefetch is not None:  # the batch's analyses at once (`reward.analyzers`), after the
             prefetch([code for *_, need, code in todo if need])  # evaluator: no CPU contest
         for t, c, res, ok, need, code in todo:
             reports = self._analyse(code, share=ok) if need else ()
+            t1 = time.perf_counter()
             rank = self.rank(t, code) if ok else None
+            self.seconds["rank_s"] += time.perf_counter() - t1
+            t0 += time.perf_counter() - t1  # the analysis' clock leaves the ranker's out
             self._cache[(t.id, c.hash)] = (res, reports, rank)
+        self.seconds["analyse_s"] += time.perf_counter() - t0
 
     def close(self) -> None:
         """Close what the scorer holds: its evaluator (an `EvalSession`: its workers) and its
