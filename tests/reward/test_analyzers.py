@@ -53,3 +53,22 @@ def test_the_training_scorer_analyses_each_candidate_once(monkeypatch):
     assert sorted(seen["analyze"]) == sorted(impls + cands)  # each candidate once
     assert an.analyse("int main() { return 0; }") == []  # no kernel: complete, handed on
     clear_cache()
+
+
+def test_a_broken_pool_leaves_the_batch_to_inline_analysis_and_the_next_starts_anew(caplog):
+    """A pool worker killed (out of host memory, a signal) broke `prefetch` with
+    BrokenProcessPool, which ended the whole bench run or training step in a traceback."""
+    codes = [i.code for t in load_sample()[:3] for i in t.implementations][:6]
+    an = PooledAnalyzer(workers=2)
+    try:
+        assert an.prefetch(codes[:2]) == 2
+        for proc in list(an._pool._processes.values()):  # what the OOM killer would do
+            proc.kill()
+        with caplog.at_level("WARNING"):
+            assert an.prefetch(codes[2:4]) == 0
+        assert "analysis pool broke; 2 code(s) left to inline analysis" in caplog.text
+        assert an._pool is None
+        assert an(codes[2]) == default_analyzer()(codes[2])  # analysed inline when asked
+        assert an.prefetch(codes[4:]) == 2  # a new pool
+    finally:
+        an.close()

@@ -25,6 +25,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from itertools import repeat
 
 from cudaperf.analyze.types import AnalyzeConfig, StructuralReport
@@ -95,7 +96,14 @@ class PooledAnalyzer:
                 self._pool = ProcessPoolExecutor(
                     self.workers, mp_context=ctx, initializer=worker_init
                 )
-            results = list(self._pool.map(_analyze, new.values(), repeat(self.config)))
+            try:
+                results = list(self._pool.map(_analyze, new.values(), repeat(self.config)))
+            except BrokenProcessPool:  # a worker died (killed, out of memory): the batch's
+                log.warning(  # codes are analysed inline when asked for, as before the pool
+                    "analysis pool broke; %d code(s) left to inline analysis", len(new)
+                )
+                self.close()  # a later prefetch starts a new pool
+                return 0
         for k, reports in zip(new, results, strict=True):
             self._put(k, reports)
         self.analysed += len(new)
