@@ -139,7 +139,10 @@ def test_the_first_screen_answers_correct_fast_against_what_and_how_sure(reports
     assert "Fast, against the task&#x27;s naive CUDA kernel" in head
     assert "families; 95% intervals over families" in head
     assert "limit none (all tasks)" in text and "limit None" not in text
-    assert re.search(r"time: \d+ s in 1 chunk\(s\) \(generation \d+%, scoring \d+%\)", text)
+    split = r"evaluator \d+%, analysis \d+%, ranker \d+%"  # the scorer's clocks
+    assert re.search(
+        rf"time: \d+ s in 1 chunk\(s\) \(generation \d+%, scoring \d+%: {split}\)", text
+    )
     speed, plot = text.index("<h2>Speed vs"), text.index("data:image/png")
     assert speed < plot  # the speed results come before the plots
 

@@ -469,6 +469,14 @@ def test_each_chunk_records_its_time_and_the_summary_adds_them_up(tmp_path):
         read_run(out)
     assert (t["chunks"], t["chunks_interrupted"]) == (3, 1)  # the cut last line is skipped
     assert fmt_time(t).startswith("time: 45 s in 3 chunk(s), 1 cut short (generation 42%")
+    assert "scoring_split_s" not in t and "evaluator" not in fmt_time(t)  # chunks lack clocks
+    clocks = [{"evaluate_s": 3.0, "analyse_s": 1.5, "rank_s": 0.5}, {}, {}]
+    clocks[1] = clocks[2] = {"evaluate_s": 9.0, "analyse_s": 0.0, "rank_s": 0.0}
+    timed = [c | k for c, k in zip(fake, clocks, strict=True)]
+    (out / TIMING).write_text("".join(json.dumps(c) + "\n" for c in timed))
+    t = run_time(read_run(out))
+    assert t["scoring_split_s"] == {"evaluate_s": 21.0, "analyse_s": 1.5, "rank_s": 0.5}
+    assert "scoring 58%: evaluator 47%, analysis 3%, ranker 1%)" in fmt_time(t)
     n = len(TASKS)  # a run begun before timing.jsonl existed and resumed after: timed in part
     (out / TIMING).write_text(json.dumps({"tasks": 2, "complete": True, "wall_s": 8.0}) + "\n")
     t = run_time(read_run(out))

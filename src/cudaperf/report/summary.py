@@ -287,8 +287,20 @@ def run_time(run: RunFiles) -> dict:
         "s_per_task": round(done_s / done_tasks, 2) if done_tasks else None,
         "tasks_timed": done_tasks,
         "tasks_finished": len(finished),
+        **_scoring_split(run.timing),
         **out,
     }
+
+
+SCORING_PARTS = ("evaluate_s", "analyse_s", "rank_s")  # the scorer's clocks (timing.jsonl)
+
+
+def _scoring_split(timing: list[dict]) -> dict:
+    """`scoring_split_s`: the chunks' scoring seconds by the scorer's clocks (the evaluator,
+    the structural analysis, the ranker), when every chunk recorded them (since session 47)."""
+    if not all(all(k in c for k in SCORING_PARTS) for c in timing):
+        return {}
+    return {"scoring_split_s": {k: round(sum(c[k] for c in timing), 1) for k in SCORING_PARTS}}
 
 
 def host_cpus(run: RunFiles) -> dict:
@@ -355,9 +367,17 @@ def fmt_time(t: dict) -> str:
         if timed is not None and finished is not None and timed < finished
         else ""
     )
+    split = t.get("scoring_split_s")
+    names = {"evaluate_s": "evaluator", "analyse_s": "analysis", "rank_s": "ranker"}
+    of = (
+        ": " + ", ".join(f"{names[k]} {100 * split[k] / wall:.0f}%" for k in SCORING_PARTS)
+        if split
+        else ""
+    )
     return (
         f"time: {t['wall_s']:.0f} s{part} in {t['chunks']} chunk(s){cut} (generation "
-        f"{100 * t['generate_s'] / wall:.0f}%, scoring {100 * t['score_s'] / wall:.0f}%){per}"
+        f"{100 * t['generate_s'] / wall:.0f}%, scoring {100 * t['score_s'] / wall:.0f}%{of})"
+        f"{per}"
     )
 
 
