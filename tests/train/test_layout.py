@@ -135,6 +135,9 @@ def test_the_session_binds_its_worker_to_the_eval_gpu(tmp_path, monkeypatch):
     scorer = make_scorer(opts, sample_c_tasks()[:1], layout=layout)
     session = scorer.evaluator.inner
     try:
+        from cudaperf.reward.analyzers import PooledAnalyzer
+
+        assert isinstance(scorer.analyzer, PooledAnalyzer)  # a turn's analyses in a pool
         assert session.mode == "full"
         (handle,) = session.backend.handles
         assert handle.gpu == 1

@@ -308,7 +308,6 @@ def make_scorer(opts: GrpoOptions, tasks, evaluator=None, layout=None):
     `opts.ranker` names (whatever its weight: its opinion also reaches feedback and the
     continuation choice), `opts.reward`."""
     from cudaperf.execute.session import EvalSession, training_config
-    from cudaperf.reward.analyzers import PooledAnalyzer
     from cudaperf.reward.scorer import build_scorer
     from cudaperf.train.layout import GpuLock, MeteredEvaluator
 
@@ -324,13 +323,7 @@ def make_scorer(opts: GrpoOptions, tasks, evaluator=None, layout=None):
     lock = None
     if layout is not None and layout.lock_eval and layout.eval_gpus:
         lock = GpuLock(cfg.cache_dir / "locks", layout.eval_gpus)
-    return build_scorer(
-        tasks,
-        opts.reward,
-        MeteredEvaluator(evaluator, lock),
-        opts.ranker,
-        analyzer=PooledAnalyzer(),
-    )
+    return build_scorer(tasks, opts.reward, MeteredEvaluator(evaluator, lock), opts.ranker)
 
 
 def layout_of(opts: GrpoOptions, acc):
