@@ -1,5 +1,6 @@
-"""bench/scoring_phases.py on hand-made run folders: phases summed per kind, timeouts apart,
-the rest left only where timing.jsonl covers every task."""
+"""bench/scoring_phases.py on a real run folder of the sample set (scripted model, stored
+measurements) whose results were given known phases: each evaluation counted once, nvcc apart
+from the worker's phases, timeouts apart, the rest only where timing.jsonl covers every task."""
 
 from __future__ import annotations
 
@@ -7,88 +8,69 @@ import json
 
 import pytest
 
+from tests.report.test_run import TASKS, bench
 from tests.script_helpers import load_script
 
 phases = load_script("bench/scoring_phases.py")
 
 
-def _sample(status, wall=1.0, **ph):
-    if status is None:
-        return {"index": 0, "code": None, "result": None}
-    return {"index": 0, "code": "k", "result": {"status": status, "wall_s": wall, "phases": ph}}
+def _run(tmp_path):
+    """A finished 2-sample, 1-turn run of the sample set; every evaluation given compile 1 s
+    and draw 0.5 s, the first task's made a 120 s timeout; its timing.jsonl replaced."""
+    out = tmp_path / "r"
+    bench(out, "scripted:best", turns=1)
+    path = out / "trajectories.jsonl"
+    recs = [json.loads(x) for x in path.read_text().splitlines()]
+    first = recs[0]["task_id"]
+    for rec in recs:
+        for s in rec.get("samples", []):
+            r = s.get("result")
+            if r is None:
+                continue
+            r["cached"] = False
+            r["cache_key"] = f"{rec['task_id']}/{r['candidate_hash']}"  # as the evaluator keys it
+            r["phases"] = {"compile": 1.0, "draw": 0.5}
+            if rec["task_id"] == first:  # a hang: no phase past the build
+                r |= {"status": "timeout", "wall_s": 120.0, "phases": {"compile": 1.0}}
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return out
 
 
-def _run(tmp_path, chunks):
-    run = tmp_path / "run"
-    run.mkdir()
-    recs = [
-        {
-            "type": "turn",
-            "task_id": "a",
-            "turn": 1,
-            "samples": [
-                _sample("ok", compile=2.0, draw=1.0, call=0.5, baseline=3.0),
-                _sample(None),
-            ],
-        },
-        {
-            "type": "turn",
-            "task_id": "b",
-            "turn": 1,
-            "samples": [
-                _sample("timeout", wall=120.0, compile=1.0),
-                _sample("compile_error", compile=1.0),
-            ],
-        },
-        {"type": "summary", "task_id": "a"},
-    ]
-    (run / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
-    (run / "timing.jsonl").write_text("".join(json.dumps(c) + "\n" for c in chunks))
-    return run
+def _timing(out, chunks):
+    (out / "timing.jsonl").write_text("".join(json.dumps(c) + "\n" for c in chunks))
 
 
-def test_phases_timeouts_and_the_rest(tmp_path):
-    run = _run(tmp_path, [{"tasks": 2, "complete": True, "score_s": 200.0, "generate_s": 9.0}])
-    r = phases.phases_of(run)
-    assert r["candidates"] == 3 and r["statuses"] == {
-        "ok": 1,
-        "format_error": 1,
-        "timeout": 1,
-        "compile_error": 1,
-    }
-    assert r["compile_s_sum"] == 4.0 and r["compile_s_per_candidate"] == pytest.approx(
-        1.333, abs=1e-3
+def test_phases_once_per_evaluation_timeouts_and_the_rest(tmp_path):
+    out = _run(tmp_path)
+    n = len(TASKS)
+    _timing(
+        out, [{"tasks": n, "complete": True, "wall_s": 400.0, "generate_s": 9.0, "score_s": 300.0}]
     )
-    assert r["worker_s_sum"] == 4.5 and r["worker_phases"] == {
-        "baseline": 3.0,
-        "call": 0.5,
-        "draw": 1.0,
-    }
-    assert r["timeouts"] == 1 and r["timeout_s"] == 120.0
-    assert r["outside_phases_s"] == pytest.approx(200.0 - 4.5 - 120.0)
-    assert r["scorer_clocks"] is None  # a run timed before the scorer's clocks
+    r = phases.phases_of(out)
+    assert r["evaluations"] == n  # scripted:best: both samples of a task share one evaluation
+    assert r["statuses"]["timeout"] == 2 and sum(r["statuses"].values()) == 2 * n
+    assert r["compile_s_sum"] == n * 1.0 and r["compile_s_per_evaluation"] == 1.0
+    assert r["worker_phases"] == {"draw": (n - 1) * 0.5} == {"draw": r["worker_s_sum"]}
+    assert r["timeouts"] == 2 and r["timeout_s"] == 240.0  # each sample's wait
+    assert r["outside_phases_s"] == pytest.approx(300.0 - (n - 1) * 0.5 - 240.0, abs=0.05)
+    assert r["scorer_clocks"] is None  # chunks timed before the scorer's clocks
 
 
-def test_the_scorer_clocks_are_summed_where_every_chunk_has_them(tmp_path):
+def test_clocks_are_summed_and_no_rest_where_timing_misses_tasks(tmp_path, capsys):
+    out = _run(tmp_path)
     clocks = {"evaluate_s": 150.0, "analyse_s": 20.0, "rank_s": 1.0}
-    chunk = {"tasks": 1, "complete": True, "score_s": 100.0}
-    run = _run(tmp_path, [chunk | clocks, chunk | clocks])
-    assert phases.phases_of(run)["scorer_clocks"] == {
-        "evaluate_s": 300.0,
-        "analyse_s": 40.0,
-        "rank_s": 2.0,
-    }
-
-
-def test_no_rest_where_timing_misses_tasks(tmp_path, capsys):
-    run = _run(tmp_path, [{"tasks": 1, "complete": True, "score_s": 5.0}])
-    assert phases.phases_of(run)["outside_phases_s"] is None
-    out = tmp_path / "p.json"
-    assert phases.main([str(run), "--out", str(out)]) == 0
-    assert json.loads(out.read_text())["runs"][0]["timed_tasks"] == 1
-    assert "timing.jsonl has 1 of 2 tasks" in capsys.readouterr().out
+    chunk = {"tasks": 1, "complete": True, "wall_s": 200.0, "generate_s": 9.0, "score_s": 180.0}
+    _timing(out, [chunk | clocks, chunk | clocks])
+    r = phases.phases_of(out)
+    assert r["scorer_clocks"] == {"evaluate_s": 300.0, "analyse_s": 40.0, "rank_s": 2.0}
+    assert r["outside_phases_s"] is None and r["timed_tasks"] == 2
+    dest = tmp_path / "p.json"
+    assert phases.main([str(out), str(tmp_path), "--out", str(dest)]) == 0
+    doc = json.loads(dest.read_text())
+    assert [x["run"] for x in doc["runs"]] == [str(out)]  # the folder of no run left out
+    assert f"timing.jsonl has 2 of {len(TASKS)} tasks" in capsys.readouterr().out
 
 
 def test_no_run_among_the_arguments_is_one_line(tmp_path):
-    with pytest.raises(SystemExit, match="no `bench run` folder"):
+    with pytest.raises(SystemExit, match="no timed `bench run` folder"):
         phases.main([str(tmp_path), "--out", str(tmp_path / "p.json")])

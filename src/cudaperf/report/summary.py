@@ -262,7 +262,8 @@ def run_time(run: RunFiles) -> dict:
     every process that worked on the run, interrupted ones included), the wall, generation
     and scoring seconds; a run older than timing.jsonl has the phases only. A run resumed
     from a start older than timing.jsonl is timed only in part: `tasks_timed` (tasks of the
-    chunks that finished) of `tasks_finished` say how much, and the line says so."""
+    chunks that finished) of `tasks_finished` say how much, and the line says so.
+    `evaluations`: how many evaluations the phases add up."""
     finished = finished_tasks(run.records)
     evaluations = {
         (r.task_id, s.result.cache_key or id(s.result)): s.result.phases
@@ -272,7 +273,7 @@ def run_time(run: RunFiles) -> dict:
         if s.result is not None and not s.result.cached
     }
     phases = sum_phases(evaluations.values())
-    out = {"evaluator_phases_s": phases} if phases else {}
+    out = {"evaluator_phases_s": phases, "evaluations": len(evaluations)} if phases else {}
     if not run.timing:
         return out
     done = [c for c in run.timing if c.get("complete")]
